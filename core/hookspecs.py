@@ -1,0 +1,96 @@
+"""The five pptarena hooks.
+
+Every hook receives a ``register`` callback and calls it once per component it
+provides: ``register(name, factory)``. ``factory`` is a class (or any callable)
+with an ``Options`` attribute, a pydantic model that validates the component's
+config table (extra keys forbidden). The core builds the component with
+``factory(options, context)`` where ``context`` is a :class:`pptarena.types.ComponentContext`.
+
+Plugins implement hooks with the :data:`hookimpl` marker::
+
+    import pptarena
+
+    @pptarena.hookimpl
+    def register_judges(register):
+        register("wordcount", WordCountJudge)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pluggy
+
+PROJECT = "pptarena"
+
+hookspec = pluggy.HookspecMarker(PROJECT)
+hookimpl = pluggy.HookimplMarker(PROJECT)
+
+RegisterFn = Callable[..., None]
+
+
+@hookspec
+def register_datasets(register: RegisterFn) -> None:
+    """Register datasets: sources of tasks.
+
+    :param register: call ``register(name, DatasetClass)`` once per dataset.
+        ``DatasetClass.Options`` validates the ``[dataset]`` table (minus
+        ``use``); instances implement ``tasks() -> Iterable[Task]``.
+
+    Example::
+
+        @pptarena.hookimpl
+        def register_datasets(register):
+            register("jsonl", JsonlDataset)
+    """
+
+
+@hookspec
+def register_agents(register: RegisterFn) -> None:
+    """Register agents: the systems under test that edit a deck.
+
+    :param register: call ``register(name, AgentClass)`` once per agent.
+        ``AgentClass.Options`` validates an ``[[agents]]`` table (minus ``use``
+        and ``label``); instances implement ``edit(task, workspace) -> Prediction``
+        and write the edited deck to ``workspace.output_deck``.
+
+    Set the class attribute ``in_process = True`` on agents that do no
+    untrusted or long-running work (the runner then skips the worker process
+    it otherwise uses to enforce ``task_timeout``).
+    """
+
+
+@hookspec
+def register_renderers(register: RegisterFn) -> None:
+    """Register renderers: turn a deck into one PNG per slide.
+
+    :param register: call ``register(name, RendererClass)`` once per renderer.
+        Instances implement ``render(deck_path, out_dir) -> list[SlideImage]``:
+        one image per slide, hidden slides included, in deck order, and
+        ``close()`` to release any helper process.
+    """
+
+
+@hookspec
+def register_judges(register: RegisterFn) -> None:
+    """Register judges: score a prediction against a task.
+
+    :param register: call ``register(name, JudgeClass)`` once per judge.
+        ``JudgeClass.Options`` validates a ``[[judges]]`` table (minus ``use``
+        and ``label``); instances implement
+        ``judge(task, prediction, evidence) -> Verdict`` with a score in [0, 1].
+    """
+
+
+@hookspec
+def register_backends(register: RegisterFn) -> None:
+    """Register model backends shared by agents and judges.
+
+    :param register: call ``register(name, BackendClass)`` once per backend.
+        ``BackendClass.Options`` validates a ``[backends.NAME]`` table; instances
+        implement ``complete(messages, *, model, **params) -> Completion``.
+        Import the provider SDK inside ``__init__`` (never at module import)
+        and raise :class:`pptarena.types.ComponentUnavailable` when it is
+        missing, naming the extra to install.
+    """

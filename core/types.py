@@ -1,0 +1,239 @@
+"""Data types shared by the core and every plugin.
+
+Components never talk to each other directly: a dataset yields :class:`Task`,
+an agent turns it into a :class:`Prediction`, a renderer yields
+:class:`SlideImage` lists and a judge returns a :class:`Verdict`.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
+
+from pydantic import BaseModel, ConfigDict
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .models import ModelClient
+
+KINDS = ("datasets", "agents", "renderers", "judges", "backends")
+STATUSES = ("scored", "agent_error", "timeout", "judge_error", "infra_error")
+
+
+class Options(BaseModel):
+    """Base for component options: unknown keys are rejected."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+class PptArenaError(Exception):
+    """Base class of pptarena's own errors."""
+
+
+class ComponentUnavailable(PptArenaError):
+    """A component cannot work here (missing SDK, program or platform)."""
+
+
+class AgentError(PptArenaError):
+    """The agent under test failed to produce a usable prediction."""
+
+
+class JudgeError(PptArenaError):
+    """A judge could not produce a verdict (e.g. unparseable model output)."""
+
+
+class InfraError(PptArenaError):
+    """A tool failed (renderer crash, model unreachable): not the agent's fault."""
+
+
+# --------------------------------------------------------------------------- tasks
+
+
+@dataclass(frozen=True)
+class Task:
+    """One editing task.
+
+    ``metadata`` carries dataset facts such as ``category`` (list of str),
+    ``edit_type``, ``difficulty`` and ``source``.
+    """
+
+    id: str
+    instruction: str
+    original: Path
+    target: Path | None = None
+    style_target: str | None = None
+    rubric: dict[str, Any] | None = None
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (paths as strings)."""
+        return {
+            "id": self.id,
+            "instruction": self.instruction,
+            "original": str(self.original),
+            "target": str(self.target) if self.target else None,
+            "style_target": self.style_target,
+            "rubric": self.rubric,
+            "metadata": self.metadata,
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> Task:
+        """Inverse of :meth:`to_json`."""
+        return cls(
+            id=data["id"],
+            instruction=data["instruction"],
+            original=Path(data["original"]),
+            target=Path(data["target"]) if data.get("target") else None,
+            style_target=data.get("style_target"),
+            rubric=data.get("rubric"),
+            metadata=dict(data.get("metadata") or {}),
+        )
+
+
+@dataclass
+class Prediction:
+    """What an agent hands in: the edited deck (or None when it produced none)."""
+
+    path: Path | None
+    notes: str = ""
+    usage: dict[str, int] = field(default_factory=dict)
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class SlideImage:
+    """One rendered slide."""
+
+    number: int  # 1-based position in the deck
+    sld_id: int | None  # the p:sldId id value
+    path: Path
+    width: int
+    height: int
+    hidden: bool = False
+
+
+@dataclass
+class Verdict:
+    """A judge's result. ``score`` is in [0, 1]."""
+
+    score: float
+    metrics: dict[str, Any] = field(default_factory=dict)
+    explanation: str = ""
+    details: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= float(self.score) <= 1.0:
+            raise ValueError(f"Verdict score {self.score!r} is outside [0, 1]")
+        self.score = float(self.score)
+
+
+# --------------------------------------------------------------------------- protocols
+
+
+@runtime_checkable
+class Dataset(Protocol):
+    """A source of tasks."""
+
+    def tasks(self) -> Iterable[Task]: ...
+
+
+@runtime_checkable
+class Renderer(Protocol):
+    """Deck → one PNG per slide (hidden slides included, deck order)."""
+
+    def render(self, deck_path: Path, out_dir: Path) -> list[SlideImage]: ...
+
+
+@runtime_checkable
+class Agent(Protocol):
+    """The system under test."""
+
+    def edit(self, task: Task, workspace: Workspace) -> Prediction: ...
+
+
+@runtime_checkable
+class Judge(Protocol):
+    """Scores a prediction."""
+
+    def judge(self, task: Task, prediction: Prediction, evidence: Any) -> Verdict: ...
+
+
+# --------------------------------------------------------------------------- context
+
+
+class AgentLog:
+    """Append-only JSON-lines log of what an agent did (model calls, code runs, patches).
+
+    Thread-safe; every line is flushed as it is written so nothing is lost on a crash.
+    """
+
+    def __init__(self, path: Path | None):
+        self.path = path
+        self._lock = threading.Lock()
+        self.events: list[dict[str, Any]] = []
+
+    def write(self, event: str, **data: Any) -> None:
+        """Record one event, e.g. ``log.write("model_call", model=..., usage=...)``."""
+        record = {"t": round(time.time(), 3), "event": event, **data}
+        with self._lock:
+            self.events.append(record)
+            if self.path is not None:
+                self.path.parent.mkdir(parents=True, exist_ok=True)
+                with self.path.open("a", encoding="utf-8") as fh:
+                    fh.write(json.dumps(record, default=str, ensure_ascii=False) + "\n")
+
+
+@dataclass
+class ComponentContext:
+    """What the core hands every component at construction.
+
+    ``model(ref)`` returns a :class:`pptarena.models.ModelClient` for a
+    ``"<backend>/<model>"`` reference; ``renderer`` is the run's renderer
+    (None when constructing the renderer itself); ``cache_dir`` is a folder
+    the component may use across runs.
+    """
+
+    cache_dir: Path
+    model: Callable[[str], ModelClient]
+    renderer: Renderer | None = None
+    name: str = ""
+    label: str = ""
+
+
+@dataclass
+class Workspace:
+    """The private working area of one (agent, task) pair.
+
+    ``input_deck`` is a private copy of the task's original deck; the agent
+    writes its result to ``output_deck``. ``dir`` is the task's folder in the
+    run directory (``tasks/<agent>/<task_id>``), where the agent may keep files.
+    """
+
+    dir: Path
+    input_deck: Path
+    output_deck: Path
+    renderer: Renderer | None
+    model: Callable[[str], ModelClient]
+    log: AgentLog
+    timeout: float | None = None
+
+
+class Component:
+    """Optional convenience base class for components.
+
+    Stores ``options`` and ``context``; subclasses set ``Options``.
+    """
+
+    Options: ClassVar[type[BaseModel]] = Options
+
+    def __init__(self, options: BaseModel, context: ComponentContext):
+        self.options = options
+        self.context = context
