@@ -1,0 +1,10 @@
+"""The deck engine: safe reading, a deterministic JSON summary and a structural diff.
+
+Public API (stable)::
+
+    from pptarena.deck import DeckError, open_presentation, slide_ids
+"""
+
+from .read import DeckError, open_package, open_presentation, slide_ids
+
+__all__ = ["DeckError", "open_package", "open_presentation", "slide_ids"]
