@@ -2,9 +2,10 @@
 
 Public API (stable)::
 
-    from pptarena.deck import DeckError, open_presentation, slide_ids
+    from pptarena.deck import DeckError, open_presentation, slide_ids, summarize
 """
 
 from .read import DeckError, open_package, open_presentation, slide_ids
+from .summary import summarize
 
-__all__ = ["DeckError", "open_package", "open_presentation", "slide_ids"]
+__all__ = ["DeckError", "open_package", "open_presentation", "slide_ids", "summarize"]

@@ -1,0 +1,477 @@
+"""Shapes of a slide's shape tree, in z-order, as plain dicts.
+
+Each shape has ``id``, ``name``, ``kind`` (text_box, autoshape, freeform, placeholder, picture,
+media, table, chart, smartart, ole, graphic_frame, group, connector, content_part) and, where they
+apply: ``geometry``, ``placeholder`` {type, idx}, position/size ``x``, ``y``, ``cx``, ``cy`` (EMU),
+``rot`` (degrees), ``flip_h``/``flip_v``, ``fill``, ``line``, ``hyperlink``, ``text`` and
+``paragraphs``, ``picture``, ``table``, ``chart``, ``smartart``, ``ole`` and ``children`` (groups).
+``inherited`` lists the top-level keys that were taken from the layout/master placeholder or the
+shape style rather than written on the shape itself.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from lxml import etree
+
+from .read import NS, RT, Package
+from .styles import A, P, describe_fill, find_fill, local, resolve_color
+from .text import TextContext, frame_text, paragraphs
+
+C = "{%s}" % NS["c"]
+R_ID = "{%s}id" % NS["r"]
+R_EMBED = "{%s}embed" % NS["r"]
+R_LINK = "{%s}link" % NS["r"]
+R_DM = "{%s}dm" % NS["r"]
+MC = "{%s}" % NS["mc"]
+DGM = "{%s}" % NS["dgm"]
+
+URI_TABLE = "http://schemas.openxmlformats.org/drawingml/2006/table"
+URI_CHART = "http://schemas.openxmlformats.org/drawingml/2006/chart"
+URI_DIAGRAM = "http://schemas.openxmlformats.org/drawingml/2006/diagram"
+URI_OLE = "http://schemas.openxmlformats.org/presentationml/2006/ole"
+
+MAX_GROUP_DEPTH = 64
+MAX_CHART_POINTS = 100_000
+
+_SHAPE_TAGS = {P + t for t in ("sp", "pic", "graphicFrame", "grpSp", "cxnSp", "contentPart")}
+_MASTER_TYPE = {"ctrTitle": "title", "title": "title", "dt": "dt", "ftr": "ftr", "sldNum": "sldNum"}
+
+
+class ShapeContext:
+    """Per-slide facts the shape reader needs (package, part, text context, inheritance sources)."""
+
+    def __init__(self, pkg: Package, part: str, text: TextContext, layout_phs: PlaceholderIndex | None,
+                 master_phs: PlaceholderIndex | None, tx_styles: dict[str, etree._Element | None],
+                 default_style: etree._Element | None) -> None:
+        self.pkg = pkg
+        self.part = part
+        self.text = text
+        self.layout_phs = layout_phs
+        self.master_phs = master_phs
+        self.tx_styles = tx_styles
+        self.default_style = default_style
+
+
+class PlaceholderIndex:
+    """Placeholders of a layout or master, looked up by idx and by type."""
+
+    def __init__(self, root: etree._Element | None) -> None:
+        self.by_idx: dict[str, etree._Element] = {}
+        self.by_type: dict[str, etree._Element] = {}
+        if root is None:
+            return
+        tree = root.find(f"{P}cSld/{P}spTree")
+        if tree is None:
+            return
+        for sp in tree.iter(P + "sp", P + "pic", P + "graphicFrame"):
+            ph = _ph(sp)
+            if ph is None:
+                continue
+            ptype = ph.get("type") or "obj"
+            idx = ph.get("idx")
+            if idx is not None:
+                self.by_idx.setdefault(idx, sp)
+            self.by_type.setdefault(ptype, sp)
+
+    def find(self, ptype: str, idx: str | None, master: bool = False) -> etree._Element | None:
+        """The matching placeholder: by idx (layouts), else by type (body stands in on masters)."""
+        if not master and idx is not None and idx in self.by_idx:
+            return self.by_idx[idx]
+        if master:
+            mtype = _MASTER_TYPE.get(ptype, "body")
+            return self.by_type.get(mtype)
+        found = self.by_type.get(ptype)
+        if found is None and ptype in ("ctrTitle", "title"):
+            found = self.by_type.get("title") or self.by_type.get("ctrTitle")
+        return found
+
+
+def _nv(el: etree._Element) -> etree._Element | None:
+    for child in el:
+        if local(child).startswith("nv"):
+            return child
+    return None
+
+
+def _ph(el: etree._Element) -> etree._Element | None:
+    nv = _nv(el)
+    if nv is None:
+        return None
+    return nv.find(f"{P}nvPr/{P}ph")
+
+
+def _xfrm(el: etree._Element) -> etree._Element | None:
+    tag = el.tag
+    if tag == P + "graphicFrame":
+        return el.find(P + "xfrm")
+    if tag == P + "grpSp":
+        return el.find(f"{P}grpSpPr/{A}xfrm")
+    return el.find(f"{P}spPr/{A}xfrm")
+
+
+def _geometry(xfrm: etree._Element | None) -> dict[str, Any]:
+    out: dict[str, Any] = {}
+    if xfrm is None:
+        return out
+    off = xfrm.find(A + "off")
+    ext = xfrm.find(A + "ext")
+    try:
+        if off is not None:
+            out["x"] = int(off.get("x") or 0)
+            out["y"] = int(off.get("y") or 0)
+        if ext is not None:
+            out["cx"] = int(ext.get("cx") or 0)
+            out["cy"] = int(ext.get("cy") or 0)
+        rot = int(xfrm.get("rot") or 0)
+    except ValueError:
+        return out
+    if rot:
+        out["rot"] = round(rot / 60000, 3)
+    if xfrm.get("flipH") in ("1", "true"):
+        out["flip_h"] = True
+    if xfrm.get("flipV") in ("1", "true"):
+        out["flip_v"] = True
+    return out
+
+
+def hyperlink_target(link: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int]) -> Any:
+    """A hyperlink element as {"url"}, {"slide": sldId} or {"action"}; None if it points nowhere."""
+    action = link.get("action") or ""
+    rid = link.get(R_ID)
+    rel = ctx.pkg.rels(ctx.part).get(rid) if rid else None
+    if rel is not None and rel.external:
+        return {"url": rel.target}
+    if rel is not None and rel.type == RT["slide"]:
+        return {"slide": slide_ids.get(rel.target)}
+    if action:
+        return {"action": action}
+    if rel is not None:
+        return {"target": rel.target}
+    return None
+
+
+def _image_hash(pkg: Package, part: str | None) -> str | None:
+    if part is None:
+        return None
+    info = pkg._infos.get(part)  # crc32 + size: cheap and needs no inflation
+    return f"{info.CRC:08x}:{info.file_size}" if info is not None else None
+
+
+def _picture(el: etree._Element, ctx: ShapeContext) -> dict[str, Any]:
+    blip_fill = el.find(P + "blipFill")
+    if blip_fill is None:
+        blip_fill = el.find(A + "blipFill")
+    out: dict[str, Any] = {}
+    if blip_fill is None:
+        return out
+    blip = blip_fill.find(A + "blip")
+    if blip is not None:
+        if blip.get(R_EMBED):
+            out["image"] = _image_hash(ctx.pkg, ctx.pkg.rel_target(ctx.part, blip.get(R_EMBED)))
+        elif blip.get(R_LINK):
+            rel = ctx.pkg.rels(ctx.part).get(blip.get(R_LINK) or "")
+            out["linked"] = rel.target if rel is not None else None
+    src = blip_fill.find(A + "srcRect")
+    if src is not None:
+        crop = {k: int(v) for k, v in src.attrib.items() if k in ("l", "t", "r", "b") and v.lstrip("-").isdigit()
+                and int(v)}
+        if crop:
+            out["crop"] = crop
+    return out
+
+
+def _table(tbl: etree._Element) -> dict[str, Any]:
+    rows = []
+    for tr in tbl.iterfind(A + "tr"):
+        cells = []
+        for tc in tr.iterfind(A + "tc"):
+            cell: dict[str, Any] = {"text": frame_text_simple(tc.find(A + "txBody"))}
+            for key, attr in (("grid_span", "gridSpan"), ("row_span", "rowSpan")):
+                if tc.get(attr) and tc.get(attr) != "1":
+                    cell[key] = int(tc.get(attr) or 1) if (tc.get(attr) or "").isdigit() else tc.get(attr)
+            if tc.get("hMerge") in ("1", "true") or tc.get("vMerge") in ("1", "true"):
+                cell["merged"] = True
+            cells.append(cell)
+        rows.append(cells)
+    return {"rows": len(rows), "cols": len(tbl.findall(f"{A}tblGrid/{A}gridCol")), "cells": rows}
+
+
+def frame_text_simple(txbody: etree._Element | None) -> str:
+    """Plain text of a text body (paragraphs joined by newlines, a:br as newline)."""
+    if txbody is None:
+        return ""
+    paras = []
+    for p in txbody.iterfind(A + "p"):
+        parts = []
+        for child in p:
+            if child.tag in (A + "r", A + "fld"):
+                t = child.find(A + "t")
+                parts.append(t.text or "" if t is not None else "")
+            elif child.tag == A + "br":
+                parts.append("\n")
+        paras.append("".join(parts))
+    return "\n".join(paras)
+
+
+def _points(parent: etree._Element | None, numeric: bool) -> list[Any]:
+    if parent is None:
+        return []
+    pts: dict[int, Any] = {}
+    for pt in parent.iter(C + "pt"):
+        if len(pts) >= MAX_CHART_POINTS:
+            break
+        v = pt.find(C + "v")
+        raw = v.text if v is not None else None
+        try:
+            idx = int(pt.get("idx") or len(pts))
+        except ValueError:
+            idx = len(pts)
+        if numeric:
+            try:
+                pts[idx] = float(raw) if raw is not None else None
+            except ValueError:
+                pts[idx] = raw
+        else:
+            pts[idx] = raw
+    return [pts[i] for i in sorted(pts)]
+
+
+def _chart(ctx: ShapeContext, rid: str | None) -> dict[str, Any]:
+    part = ctx.pkg.rel_target(ctx.part, rid)
+    if part is None:
+        return {"missing": True}
+    root = ctx.pkg.xml(part)
+    chart = root.find(C + "chart")
+    plot = chart.find(C + "plotArea") if chart is not None else None
+    out: dict[str, Any] = {"types": [], "series": []}
+    if chart is not None:
+        title = chart.find(C + "title")
+        if title is not None:
+            out["title"] = "".join(t.text or "" for t in title.iter(A + "t")) or None
+    if plot is None:
+        return out
+    for group in plot:
+        name = local(group)
+        if not name.endswith("Chart"):
+            continue
+        bar_dir = group.find(C + "barDir")
+        out["types"].append(name + (f":{bar_dir.get('val')}" if bar_dir is not None else ""))
+        for ser in group.iterfind(C + "ser"):
+            tx = ser.find(C + "tx")
+            sname = None
+            if tx is not None:
+                v = next(tx.iter(C + "v"), None)
+                sname = v.text if v is not None else None
+            cat = ser.find(C + "cat")
+            if cat is None:
+                cat = ser.find(C + "xVal")
+            val = ser.find(C + "val")
+            if val is None:
+                val = ser.find(C + "yVal")
+            out["series"].append({"name": sname, "categories": _points(cat, False), "values": _points(val, True)})
+    return out
+
+
+def _smartart(ctx: ShapeContext, rel_ids: etree._Element | None) -> dict[str, Any]:
+    part = ctx.pkg.rel_target(ctx.part, rel_ids.get(R_DM) if rel_ids is not None else None)
+    if part is None:
+        return {"texts": []}
+    root = ctx.pkg.xml(part)
+    texts = []
+    for pt in root.iter(DGM + "pt"):
+        t = pt.find(DGM + "t")
+        if t is not None:
+            text = frame_text_simple(t)
+            if text:
+                texts.append(text)
+    return {"texts": texts}
+
+
+def _style_color(el: etree._Element, ctx: ShapeContext, ref: str) -> dict[str, Any] | None:
+    style = el.find(P + "style")
+    if style is None:
+        return None
+    ref_el = style.find(A + ref)
+    if ref_el is None or (ref != "fontRef" and ref_el.get("idx") in ("0", None)):
+        return None
+    return resolve_color(ref_el, ctx.text.theme_colors, ctx.text.cmap)
+
+
+def _line(sppr: etree._Element | None, el: etree._Element, ctx: ShapeContext) -> tuple[Any, bool]:
+    ln = sppr.find(A + "ln") if sppr is not None else None
+    if ln is None:
+        color = _style_color(el, ctx, "lnRef")
+        return ({"style": True, "color": color} if color else None), True
+    out: dict[str, Any] = {}
+    if ln.get("w"):
+        out["width"] = int(ln.get("w") or 0) if (ln.get("w") or "").isdigit() else ln.get("w")
+    fill = describe_fill(find_fill(ln), ctx.text.theme_colors, ctx.text.cmap)
+    if fill is not None:
+        out["fill"] = fill
+    dash = ln.find(A + "prstDash")
+    if dash is not None:
+        out["dash"] = dash.get("val")
+    return out or None, False
+
+
+def _placeholder_sources(ph: etree._Element, ctx: ShapeContext) -> tuple[list[etree._Element], str]:
+    ptype = ph.get("type") or "obj"
+    idx = ph.get("idx")
+    sources = []
+    layout_sp = ctx.layout_phs.find(ptype, idx) if ctx.layout_phs else None
+    if layout_sp is not None:
+        sources.append(layout_sp)
+        lph = _ph(layout_sp)
+        ptype_m = (lph.get("type") or ptype) if lph is not None else ptype
+    else:
+        ptype_m = ptype
+    master_sp = ctx.master_phs.find(ptype_m, idx, master=True) if ctx.master_phs else None
+    if master_sp is not None:
+        sources.append(master_sp)
+    return sources, ptype_m
+
+
+def _tx_style(ptype: str | None, ctx: ShapeContext) -> etree._Element | None:
+    if ptype is None:
+        return ctx.default_style
+    if ptype in ("title", "ctrTitle"):
+        return ctx.tx_styles.get("title")
+    if ptype in ("body", "obj", "subTitle", "tbl", "chart", "dgm", "media", "clipArt", "pic"):
+        return ctx.tx_styles.get("body")
+    return ctx.tx_styles.get("other")
+
+
+def read_shape(el: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int], depth: int = 0) -> dict[str, Any]:
+    """One shape element (p:sp, p:pic, p:graphicFrame, p:grpSp, p:cxnSp, p:contentPart) as a dict."""
+    tag = local(el)
+    nv = _nv(el)
+    cnv = nv[0] if nv is not None and len(nv) else None
+    out: dict[str, Any] = {
+        "id": int(cnv.get("id")) if cnv is not None and (cnv.get("id") or "").isdigit() else None,
+        "name": cnv.get("name") if cnv is not None else None,
+        "kind": tag,
+    }
+    inherited: list[str] = []
+    ph = _ph(el)
+    sources: list[etree._Element] = []
+    ptype_for_style: str | None = None
+    if ph is not None:
+        out["placeholder"] = {"type": ph.get("type") or "obj", "idx": int(ph.get("idx") or 0)
+                              if (ph.get("idx") or "0").isdigit() else ph.get("idx")}
+        sources, ptype_for_style = _placeholder_sources(ph, ctx)
+    sppr = el.find(P + "spPr")
+    if tag == "sp":
+        if ph is not None:
+            out["kind"] = "placeholder"
+        elif cnv is not None and nv is not None and nv.find(P + "cNvSpPr") is not None \
+                and nv.find(P + "cNvSpPr").get("txBox") in ("1", "true"):
+            out["kind"] = "text_box"
+        elif sppr is not None and sppr.find(A + "custGeom") is not None:
+            out["kind"] = "freeform"
+        else:
+            out["kind"] = "autoshape"
+    elif tag == "cxnSp":
+        out["kind"] = "connector"
+    elif tag == "grpSp":
+        out["kind"] = "group"
+    elif tag == "contentPart":
+        out["kind"] = "content_part"
+    elif tag == "pic":
+        nvpr = nv.find(P + "nvPr") if nv is not None else None
+        media = nvpr is not None and any(local(c) in ("videoFile", "audioFile", "quickTimeFile", "wavAudioFile")
+                                         for c in nvpr)
+        out["kind"] = "media" if media else "picture"
+    prst = sppr.find(A + "prstGeom") if sppr is not None else None
+    if prst is not None:
+        out["geometry"] = prst.get("prst")
+    geo = _geometry(_xfrm(el))
+    if not geo and sources:
+        for src in sources:
+            geo = _geometry(_xfrm(src))
+            if geo:
+                inherited.append("position")
+                break
+    out.update(geo)
+    if cnv is not None:
+        if cnv.get("descr"):
+            out["descr"] = cnv.get("descr")
+        if cnv.get("hidden") in ("1", "true"):
+            out["hidden"] = True
+        link = cnv.find(A + "hlinkClick")
+        if link is not None:
+            target = hyperlink_target(link, ctx, slide_ids)
+            if target is not None:
+                out["hyperlink"] = target
+    if tag in ("sp", "cxnSp", "pic"):
+        fill = describe_fill(find_fill(sppr), ctx.text.theme_colors, ctx.text.cmap)
+        if fill is None and tag == "sp":
+            color = _style_color(el, ctx, "fillRef")
+            if color is not None:
+                fill = {"type": "style", "color": color}
+                inherited.append("fill")
+        if fill is not None:
+            out["fill"] = fill
+        line, line_inherited = _line(sppr, el, ctx)
+        if line is not None:
+            out["line"] = line
+            if line_inherited:
+                inherited.append("line")
+    if tag == "sp":
+        txbody = el.find(P + "txBody")
+        if txbody is not None:
+            styles = [s.find(f"{P}txBody/{A}lstStyle") for s in sources]
+            styles.append(_tx_style(ptype_for_style if ph is not None else None, ctx))
+            style_color = _style_color(el, ctx, "fontRef") if ph is None else None
+            paras = paragraphs(txbody, styles, ctx.text, style_color)
+            out["text"] = frame_text(paras)
+            out["paragraphs"] = paras
+    elif tag == "pic":
+        out["picture"] = _picture(el, ctx)
+    elif tag == "graphicFrame":
+        gdata = el.find(f"{A}graphic/{A}graphicData")
+        uri = gdata.get("uri") if gdata is not None else None
+        if uri == URI_TABLE and gdata is not None:
+            out["kind"] = "table"
+            tbl = gdata.find(A + "tbl")
+            out["table"] = _table(tbl) if tbl is not None else {"rows": 0, "cols": 0, "cells": []}
+        elif uri == URI_CHART and gdata is not None:
+            out["kind"] = "chart"
+            chart_ref = gdata.find(C + "chart")
+            out["chart"] = _chart(ctx, chart_ref.get(R_ID) if chart_ref is not None else None)
+        elif uri == URI_DIAGRAM and gdata is not None:
+            out["kind"] = "smartart"
+            out["smartart"] = _smartart(ctx, gdata.find(DGM + "relIds"))
+        elif gdata is not None and (uri == URI_OLE or next(gdata.iter(P + "oleObj"), None) is not None):
+            out["kind"] = "ole"
+            obj = next(gdata.iter(P + "oleObj"), None)
+            if obj is not None:
+                out["ole"] = {"prog_id": obj.get("progId"), "name": obj.get("name")}
+        else:
+            out["kind"] = "graphic_frame"
+    elif tag == "grpSp":
+        out["children"] = read_tree(el, ctx, slide_ids, depth + 1)
+    if inherited:
+        out["inherited"] = inherited
+    return out
+
+
+def read_tree(tree: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int], depth: int = 0) -> list[dict[str, Any]]:
+    """All shapes directly under ``tree`` (p:spTree or p:grpSp) in z-order (mc:AlternateContent resolved)."""
+    if depth > MAX_GROUP_DEPTH:
+        return []
+    out = []
+    for child in tree:
+        tag = child.tag
+        if tag in _SHAPE_TAGS:
+            out.append(read_shape(child, ctx, slide_ids, depth))
+        elif tag == MC + "AlternateContent":
+            branch = child.find(MC + "Choice")
+            if branch is None or not any(c.tag in _SHAPE_TAGS for c in branch):
+                branch = child.find(MC + "Fallback")
+            if branch is not None:
+                for sub in branch:
+                    if sub.tag in _SHAPE_TAGS:
+                        out.append(read_shape(sub, ctx, slide_ids, depth))
+    return out
