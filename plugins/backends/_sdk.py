@@ -1,0 +1,105 @@
+"""Helpers shared by the SDK-based backends: credentials, error mapping, wire encoding checks.
+
+Both official SDKs (openai, anthropic) raise the same shapes of exception:
+``APIStatusError`` subclasses with ``status_code`` and ``response``,
+``APITimeoutError`` and ``APIConnectionError``. They are mapped here to
+:class:`ModelError` / :class:`TransientModelError` with every credential
+redacted and the SDK exception dropped from the chain (its text and its
+request object may carry the key).
+"""
+
+from __future__ import annotations
+
+import email.utils
+import os
+import time
+from typing import Any
+
+from pydantic import SecretStr
+
+from pptarena.models import ModelError, TransientModelError, redact_secrets
+
+RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
+_MAX_SERVER_MESSAGE = 500
+
+
+def resolve_secret(value: SecretStr | str | None, env_var: str) -> str | None:
+    """The secret's plain value, else ``$env_var``, else None."""
+    if isinstance(value, SecretStr):
+        return value.get_secret_value() or None
+    if value:
+        return value
+    return os.environ.get(env_var) or None
+
+
+def _retry_after(response: Any) -> float | None:
+    headers = getattr(response, "headers", None)
+    if headers is None:
+        return None
+    ms = headers.get("retry-after-ms")
+    if ms:
+        try:
+            return float(ms) / 1000.0
+        except ValueError:
+            pass
+    value = headers.get("retry-after")
+    if not value:
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        parsed = email.utils.parsedate_to_datetime(value) if value else None
+        return max(0.0, parsed.timestamp() - time.time()) if parsed else None
+
+
+def _server_message(exc: Any) -> str:
+    body = getattr(exc, "body", None)
+    message = None
+    if isinstance(body, dict):
+        err = body.get("error", body)
+        if isinstance(err, dict):
+            message = err.get("message")
+        elif isinstance(err, str):
+            message = err
+    text = str(message if message else getattr(exc, "message", "") or exc)
+    return text[:_MAX_SERVER_MESSAGE]
+
+
+def map_sdk_error(exc: BaseException, provider: str, secrets: list[str | None]) -> ModelError | None:
+    """The :class:`ModelError` for an SDK exception, or None when ``exc`` is not an SDK API error.
+
+    429, 408/409, 5xx and 529, timeouts and connection errors are transient;
+    other statuses (400, 401, 403, 404, 422...) are not.
+    """
+    names = {cls.__name__ for cls in type(exc).__mro__}
+    if "APITimeoutError" in names:
+        return TransientModelError(f"{provider}: request timed out")
+    if "APIConnectionError" in names:
+        return TransientModelError(f"{provider}: connection failed ({type(exc).__name__})")
+    status = getattr(exc, "status_code", None)
+    if "APIStatusError" in names and isinstance(status, int):
+        detail = redact_secrets(_server_message(exc), secrets)
+        request_id = getattr(exc, "request_id", None)
+        suffix = f" [request id {request_id}]" if request_id else ""
+        if status in RETRYABLE_STATUS or status >= 500:
+            return TransientModelError(
+                f"{provider}: HTTP {status}: {detail}{suffix}",
+                status=status,
+                retry_after=_retry_after(getattr(exc, "response", None)),
+            )
+        hint = {
+            401: " (check the API key: set it in the environment or with api_key = { env = \"VAR\" })",
+            403: " (the key lacks permission for this model or endpoint)",
+            404: " (unknown model or wrong base_url / deployment)",
+        }.get(status, "")
+        return ModelError(f"{provider}: HTTP {status}: {detail}{hint}{suffix}", status=status)
+    if "APIError" in names or "OpenAIError" in names or "AnthropicError" in names:
+        return ModelError(f"{provider}: {redact_secrets(str(exc), secrets)[:_MAX_SERVER_MESSAGE]}")
+    return None
+
+
+def check_params(provider: str, params: dict[str, Any], known: frozenset[str]) -> None:
+    """Raise TypeError naming unknown call parameters."""
+    unknown = sorted(set(params) - known)
+    if unknown:
+        raise TypeError(f"{provider} backend: unknown parameter(s) {unknown}; known: {sorted(known)}")
