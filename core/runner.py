@@ -1,0 +1,478 @@
+"""The runner: dataset → agent → prediction → judges → one result line per (agent, task).
+
+Each pair gets a private workspace with a copy of the input deck (the
+dataset's file is never touched). Agents run in a worker process of their own
+(:mod:`pptarena.worker`) in a new session, so ``task_timeout`` really stops a
+runaway agent and anything it started; agents marked ``in_process = True``
+(trivial baselines) skip that cost. Judges run in the runner's process.
+
+Results are appended to ``results.jsonl`` as each pair finishes. Re-running
+the same command resumes: finished pairs are skipped.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import hashlib
+import json
+import os
+import platform
+import re
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+import traceback
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from .components import Components
+from .config import ComponentConfig, RunConfig
+from .evidence import Evidence
+from .registry import Registry
+from .progress import Progress
+from .results import SCHEMA_VERSION, ResultsStore, summarize_results, write_json_atomic
+from .types import (
+    AgentLog,
+    InfraError,
+    JudgeError,
+    PptArenaError,
+    Prediction,
+    Task,
+    Verdict,
+    Workspace,
+)
+from .worker import classify_exception, prediction_from_json, run_agent
+
+
+class RunInterrupted(PptArenaError):
+    """The run was stopped by Ctrl-C; the message says how to resume."""
+
+
+def safe_name(text: str) -> str:
+    """A file-system-safe folder name for a task id or label."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "task"
+    if cleaned != text:
+        cleaned += "-" + hashlib.sha1(text.encode()).hexdigest()[:6]
+    return cleaned[:120]
+
+
+def config_hash(config: RunConfig) -> str:
+    """A stable hash of the config (secrets elided), used to find a run to resume."""
+    raw = dict(config.redacted())
+    raw.get("run", {}).pop("out", None) if isinstance(raw.get("run"), dict) else None
+    return hashlib.sha256(json.dumps(raw, sort_keys=True, default=str).encode()).hexdigest()[:16]
+
+
+def choose_run_dir(config: RunConfig, out: str | None, new: bool = False) -> tuple[Path, bool]:
+    """The run directory and whether it already holds a run to resume.
+
+    Explicit ``out`` (CLI or ``[run] out``) is used as is. Otherwise the newest
+    ``runs/<stem>-<timestamp>`` started from the same config is resumed when it
+    is unfinished; else a new timestamped folder is made.
+    """
+    chosen = out or config.run.out
+    if chosen:
+        p = Path(chosen).expanduser()
+        return p, (p / "results.jsonl").exists()
+    runs = Path("runs")
+    if not new and runs.is_dir():
+        h = config_hash(config)
+        for cand in sorted(runs.glob(f"{config.stem}-*"), reverse=True):
+            try:
+                manifest = json.loads((cand / "manifest.json").read_text())
+            except (OSError, ValueError):
+                continue
+            if manifest.get("config_hash") == h and not manifest.get("finished_at"):
+                return cand, True
+    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
+    return runs / f"{config.stem}-{stamp}", False
+
+
+def select_tasks(tasks: list[Task], globs: list[str], limit: int | None) -> list[Task]:
+    """Filter tasks by id globs, then keep the first ``limit``."""
+    if globs:
+        tasks = [t for t in tasks if any(fnmatch.fnmatchcase(t.id, g) for g in globs)]
+    return tasks[:limit] if limit else tasks
+
+
+def load_tasks(components: Components) -> list[Task]:
+    """Build the dataset and list its tasks (ids must be unique)."""
+    dataset = components.build(components.config.dataset)
+    tasks = list(dataset.tasks())
+    seen: set[str] = set()
+    dups = sorted({t.id for t in tasks if t.id in seen or seen.add(t.id)})  # type: ignore[func-returns-value]
+    if dups:
+        raise PptArenaError(f"dataset {components.config.dataset.use!r} has duplicate task ids: {', '.join(dups[:10])}")
+    return tasks
+
+
+class Runner:
+    """Runs every configured agent on every selected task and judges the predictions."""
+
+    def __init__(
+        self,
+        config: RunConfig,
+        registry: Registry,
+        run_dir: Path,
+        *,
+        jobs: int | None = None,
+        limit: int | None = None,
+        task_globs: list[str] | None = None,
+        retry_errors: bool = False,
+        strict: bool = False,
+        progress: Progress | None = None,
+        quiet: bool = False,
+    ):
+        self.config = config
+        self.registry = registry
+        self.run_dir = Path(run_dir).resolve()
+        self.jobs = jobs or config.run.jobs
+        self.limit = limit or config.run.limit
+        self.task_globs = list(task_globs or []) or list(config.run.tasks)
+        self.retry_statuses = ("infra_error", "timeout") if retry_errors else ()
+        self.strict = strict
+        self.quiet = quiet
+        self.components = Components(config, registry)
+        self.store = ResultsStore(self.run_dir)
+        self._progress = progress
+        self._stop = threading.Event()
+        self._procs: set[subprocess.Popen[bytes]] = set()
+        self._procs_lock = threading.Lock()
+        self._judges: list[tuple[ComponentConfig, Any]] | None = None
+        self._judges_lock = threading.Lock()
+
+    # ------------------------------------------------------------------ setup
+
+    def _write_manifest(self, tasks: list[Task]) -> None:
+        path = self.run_dir / "manifest.json"
+        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        previous: dict[str, Any] = {}
+        if path.exists():
+            try:
+                previous = json.loads(path.read_text())
+            except ValueError:
+                previous = {}
+        from . import __version__
+
+        manifest = {
+            "schema_version": SCHEMA_VERSION,
+            "pptarena_version": __version__,
+            "config_path": str(self.config.path),
+            "config_hash": config_hash(self.config),
+            "config": self.config.redacted(),
+            "components": [
+                {"key": c.key_path, "label": c.label, **c.spec.provenance()} for c in self.config.components()
+            ],
+            "plugins": [p.to_json() for p in self.registry.plugins.values()],
+            "started_at": previous.get("started_at", now),
+            "resumed_at": [*previous.get("resumed_at", []), now] if previous else [],
+            "finished_at": None,
+            "tasks": len(tasks),
+            "agents": [a.label for a in self.config.agents],
+            "judges": [j.label for j in self.config.judges],
+            "python": sys.version.split()[0],
+            "platform": platform.platform(),
+        }
+        write_json_atomic(path, manifest)
+
+    def _finish_manifest(self) -> None:
+        path = self.run_dir / "manifest.json"
+        manifest = json.loads(path.read_text())
+        manifest["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        write_json_atomic(path, manifest)
+
+    def judges(self) -> list[tuple[ComponentConfig, Any]]:
+        """The run's judges, built once."""
+        with self._judges_lock:
+            if self._judges is None:
+                self._judges = [(j, self.components.build(j)) for j in self.config.judges]
+            return self._judges
+
+    # ------------------------------------------------------------------ one pair
+
+    def _workspace(self, agent: ComponentConfig, task: Task) -> Workspace:
+        task_dir = self.run_dir / "tasks" / safe_name(agent.label) / safe_name(task.id)
+        if task_dir.exists():  # leftovers of an interrupted attempt
+            shutil.rmtree(task_dir)
+        (task_dir / "input").mkdir(parents=True)
+        input_deck = task_dir / "input" / task.original.name
+        shutil.copyfile(task.original, input_deck)
+        return Workspace(
+            dir=task_dir,
+            input_deck=input_deck,
+            output_deck=task_dir / f"prediction{task.original.suffix or '.pptx'}",
+            renderer=None,
+            model=self.components.model_client,
+            log=AgentLog(task_dir / "agent.log.jsonl"),
+            timeout=self.config.run.task_timeout,
+        )
+
+    def _run_agent_in_process(self, agent: ComponentConfig, task: Task, ws: Workspace) -> dict[str, Any]:
+        clients: list[Any] = []
+
+        def model(ref: str) -> Any:
+            client = self.components.model_client(ref)
+            clients.append(client)
+            return client
+
+        ws.model = model
+        ws.renderer = _RendererProxy(self.components)
+        try:
+            instance = self.components.build(agent, model=model)
+            pred = run_agent(instance, task, ws)
+            out: dict[str, Any] = {"ok": True, "prediction": pred}
+        except Exception as exc:  # noqa: BLE001 - recorded as the pair's outcome
+            out = {
+                "ok": False,
+                "status": classify_exception(exc),
+                "error": f"{type(exc).__name__}: {exc}",
+                "traceback": traceback.format_exc(limit=20),
+            }
+        usage: dict[str, int] = {}
+        for c in clients:
+            for k, v in c.usage.as_dict().items():
+                usage[k] = usage.get(k, 0) + v
+        out["model_usage"] = usage
+        return out
+
+    def _run_agent_in_worker(self, agent: ComponentConfig, task: Task, ws: Workspace) -> dict[str, Any]:
+        spec_path = ws.dir / ".worker-spec.json"
+        result_path = ws.dir / ".worker-result.json"
+        spec = {
+            "config_path": str(self.config.path),
+            "agent_index": self.config.agents.index(agent),
+            "task": task.to_json(),
+            "workspace": {
+                "dir": str(ws.dir),
+                "input_deck": str(ws.input_deck),
+                "output_deck": str(ws.output_deck),
+                "log": str(ws.log.path),
+            },
+            "timeout": self.config.run.task_timeout,
+            "manual_plugins": self.registry.manual,
+            "strict": self.strict,
+            "result_path": str(result_path),
+        }
+        spec_path.write_text(json.dumps(spec, default=str), encoding="utf-8")
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        stderr_path = ws.dir / "agent.stderr.txt"
+        with stderr_path.open("wb") as err:
+            proc = subprocess.Popen(
+                [sys.executable, "-m", "pptarena.worker", str(spec_path)],
+                stdout=err,
+                stderr=err,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+                env=env,
+                cwd=str(ws.dir),
+            )
+            with self._procs_lock:
+                self._procs.add(proc)
+            try:
+                proc.wait(timeout=self.config.run.task_timeout)
+                timed_out = False
+            except subprocess.TimeoutExpired:
+                timed_out = True
+            finally:
+                kill_group(proc)
+                with self._procs_lock:
+                    self._procs.discard(proc)
+        if timed_out:
+            return {"ok": False, "status": "timeout", "error": f"agent exceeded task_timeout={self.config.run.task_timeout:g}s and was stopped"}
+        if self._stop.is_set():
+            return {"ok": False, "status": "interrupted", "error": "interrupted"}
+        if not result_path.exists():
+            tail = stderr_path.read_text(errors="replace")[-2000:]
+            return {"ok": False, "status": "agent_error", "error": f"agent worker exited with code {proc.returncode} without a result: {tail}"}
+        outcome = json.loads(result_path.read_text())
+        if outcome.get("ok"):
+            outcome["prediction"] = prediction_from_json(outcome["prediction"])
+        return outcome
+
+    def _check_prediction(self, pred: Prediction) -> str | None:
+        if pred.path is None or not Path(pred.path).is_file():
+            return "the agent produced no deck" + (f" (expected {pred.path})" if pred.path else "")
+        try:
+            from .deck import DeckError, slide_ids
+        except ImportError:  # deck engine unavailable: judges will find out
+            return None
+        try:
+            slide_ids(pred.path)
+        except DeckError as exc:
+            return f"the prediction is not a valid deck: {exc}"
+        return None
+
+    def _judge(self, task: Task, pred: Prediction, ws: Workspace) -> tuple[str, dict[str, Any], list[str], dict[str, Any]]:
+        evidence = Evidence(task, pred, ws.dir, renderer=self.components.renderer, model=self.components.model_client)
+        status = "scored"
+        scores: dict[str, Any] = {}
+        errors: list[str] = []
+        verdicts: dict[str, Any] = {}
+        for comp, judge in self.judges():
+            t0 = time.monotonic()
+            try:
+                verdict = judge.judge(task, pred, evidence)
+                if not isinstance(verdict, Verdict):
+                    raise JudgeError(f"judge returned {type(verdict).__name__}, expected pptarena.Verdict")
+                scores[comp.label] = {"score": verdict.score, "metrics": verdict.metrics}
+                verdicts[comp.label] = {
+                    "score": verdict.score,
+                    "metrics": verdict.metrics,
+                    "explanation": verdict.explanation,
+                    "details": verdict.details,
+                    "duration_s": round(time.monotonic() - t0, 3),
+                }
+            except Exception as exc:  # noqa: BLE001 - classified below
+                kind = "infra_error" if isinstance(exc, InfraError) else "judge_error"
+                if kind == "infra_error" or status == "scored":
+                    status = kind
+                errors.append(f"judge {comp.label}: {type(exc).__name__}: {exc}")
+                verdicts[comp.label] = {"error": f"{type(exc).__name__}: {exc}", "status": kind, "traceback": traceback.format_exc(limit=20)}
+        usage: dict[str, int] = {}
+        for c in evidence.clients:
+            for k, v in c.usage.as_dict().items():
+                usage[f"judge_{k}"] = usage.get(f"judge_{k}", 0) + v
+        return status, scores, errors, {"verdicts": verdicts, "judge_usage": usage}
+
+    def run_pair(self, agent: ComponentConfig, task: Task) -> dict[str, Any] | None:
+        """Run one agent on one task, judge it and append the result (None if interrupted)."""
+        t0 = time.monotonic()
+        ws = self._workspace(agent, task)
+        in_process = bool(getattr(agent.spec.factory, "in_process", False))
+        try:
+            outcome = (self._run_agent_in_process if in_process else self._run_agent_in_worker)(agent, task, ws)
+        except Exception as exc:  # noqa: BLE001 - starting the worker failed: the harness's fault
+            outcome = {"ok": False, "status": "infra_error", "error": f"could not run the agent: {exc}"}
+        if self._stop.is_set():
+            return None
+        row: dict[str, Any] = {
+            "agent": agent.label,
+            "task_id": task.id,
+            "status": "scored",
+            "scores": {},
+            "error": None,
+            "duration_s": 0.0,
+            "usage": dict(outcome.get("model_usage") or {}),
+            "metadata": task.metadata,
+        }
+        details: dict[str, Any] = {}
+        if not outcome.get("ok"):
+            row["status"] = outcome["status"]
+            row["error"] = outcome.get("error")
+            if outcome.get("traceback"):
+                (ws.dir / "agent.error.txt").write_text(outcome["traceback"], encoding="utf-8")
+        else:
+            pred: Prediction = outcome["prediction"]
+            for k, v in pred.usage.items():
+                if isinstance(v, int):
+                    row["usage"][k] = row["usage"].get(k, 0) + v
+            problem = self._check_prediction(pred)
+            if problem:
+                row["status"] = "agent_error"
+                row["error"] = problem
+            else:
+                status, scores, errors, details = self._judge(task, pred, ws)
+                row["status"], row["scores"] = status, scores
+                row["error"] = "; ".join(errors) or None
+                for k, v in details.get("judge_usage", {}).items():
+                    row["usage"][k] = row["usage"].get(k, 0) + v
+            row["prediction"] = _relative_to(pred.path, self.run_dir)
+        row["duration_s"] = round(time.monotonic() - t0, 3)
+        write_json_atomic(ws.dir / "verdicts.json", {"status": row["status"], "error": row["error"], **details})
+        if self._stop.is_set():
+            return None
+        self.store.append(row)
+        return row
+
+    # ------------------------------------------------------------------ the run
+
+    def run(self) -> dict[str, Any]:
+        """Run every pending pair; returns the summary (also written to summary.json)."""
+        tasks = select_tasks(load_tasks(self.components), self.task_globs, self.limit)
+        self._write_manifest(tasks)
+        done = self.store.done(self.retry_statuses)
+        pending = [(a, t) for a in self.config.agents for t in tasks if (a.label, t.id) not in done]
+        total = len(self.config.agents) * len(tasks)
+        progress = self._progress or Progress(total, quiet=self.quiet)
+        progress.done = total - len(pending)
+        if progress.done:
+            progress.message(f"Resuming {self.run_dir}: {progress.done} of {total} results already recorded.")
+        pool = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="pair")
+        futures: set[Future[Any]] = set()
+        try:
+            with progress:
+                for agent, task in pending:
+                    futures.add(pool.submit(self.run_pair, agent, task))
+                while futures:
+                    finished, futures = wait(futures, timeout=0.5, return_when=FIRST_COMPLETED)
+                    for fut in finished:
+                        row = fut.result()
+                        if row is not None:
+                            progress.result(row)
+        except KeyboardInterrupt:
+            self.stop()
+            pool.shutdown(wait=False, cancel_futures=True)
+            self.components.close()
+            raise RunInterrupted(
+                f"Interrupted. {len(self.store.done())} of {total} results are saved in {self.run_dir}.\n"
+                f"Resume with: arena run --config {self.config.path} --out {self.run_dir}"
+            ) from None
+        except BaseException:
+            self.stop()
+            pool.shutdown(wait=False, cancel_futures=True)
+            self.components.close()
+            raise
+        pool.shutdown(wait=True)
+        self.components.close()
+        summary = summarize_results(self.store.read())
+        write_json_atomic(self.run_dir / "summary.json", summary)
+        if all((a.label, t.id) in self.store.done() for a in self.config.agents for t in tasks):
+            self._finish_manifest()
+        return summary
+
+    def stop(self) -> None:
+        """Stop: no new results are written and running workers are killed."""
+        self._stop.set()
+        with self._procs_lock:
+            procs = list(self._procs)
+        for proc in procs:
+            kill_group(proc)
+
+
+class _RendererProxy:
+    """Lets in-process agents reach the run's renderer without building it unless used."""
+
+    def __init__(self, components: Components):
+        self._components = components
+
+    def render(self, deck_path: Path, out_dir: Path) -> Any:
+        return self._components.renderer().render(deck_path, out_dir)
+
+
+def _relative_to(path: Path | None, root: Path) -> str | None:
+    """``path`` relative to the run directory when inside it, else absolute."""
+    if path is None:
+        return None
+    resolved = Path(path).resolve()
+    try:
+        return str(resolved.relative_to(root))
+    except ValueError:
+        return str(resolved)
+
+
+def kill_group(proc: subprocess.Popen[Any]) -> None:
+    """Kill a worker and every process in its session (no orphans)."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
+        pass

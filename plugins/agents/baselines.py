@@ -1,0 +1,79 @@
+"""Baseline agents: ``noop`` (hands in the input deck unchanged), ``oracle``
+(hands in the task's reference target) and ``precomputed`` (predictions made
+elsewhere, one file per task)."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from pydantic import Field
+
+import pptarena
+from pptarena.types import AgentError, Component, Options, Prediction, Task, Workspace
+
+
+class NoopAgent(Component):
+    """Returns the input deck unchanged: the floor every real agent must beat."""
+
+    in_process = True
+
+    class Options(Options):
+        """No options."""
+
+    def edit(self, task: Task, workspace: Workspace) -> Prediction:
+        """Copy the input deck to the output path."""
+        shutil.copyfile(workspace.input_deck, workspace.output_deck)
+        return Prediction(path=workspace.output_deck, notes="unchanged input deck")
+
+
+class OracleAgent(Component):
+    """Returns the task's human reference target: the ceiling judges should give full marks."""
+
+    in_process = True
+
+    class Options(Options):
+        """No options."""
+
+    def edit(self, task: Task, workspace: Workspace) -> Prediction:
+        """Copy the target deck to the output path."""
+        if task.target is None:
+            raise AgentError(f"task {task.id} has no reference target deck, so the oracle agent cannot answer it")
+        if not Path(task.target).is_file():
+            raise AgentError(f"task {task.id}: target deck {task.target} does not exist")
+        shutil.copyfile(task.target, workspace.output_deck)
+        return Prediction(path=workspace.output_deck, notes="reference target deck")
+
+
+class PrecomputedOptions(Options):
+    """Options of the ``precomputed`` agent."""
+
+    dir: Path = Field(description="folder holding one prediction deck per task")
+    pattern: str = Field("{task_id}.pptx", description="file name pattern; {task_id} is replaced")
+
+
+class PrecomputedAgent(Component):
+    """Hands in predictions made elsewhere: ``dir``/``pattern`` per task."""
+
+    in_process = True
+    Options = PrecomputedOptions
+
+    def edit(self, task: Task, workspace: Workspace) -> Prediction:
+        """Copy the task's precomputed deck; a missing file is an agent error for this task only."""
+        opts: PrecomputedOptions = self.options  # type: ignore[assignment]
+        name = opts.pattern.format(task_id=task.id)
+        src = (opts.dir / name).resolve()
+        if opts.dir.resolve() not in src.parents:
+            raise AgentError(f"pattern {opts.pattern!r} escapes {opts.dir} for task {task.id}")
+        if not src.is_file():
+            raise AgentError(f"no precomputed prediction for task {task.id}: {src} does not exist")
+        shutil.copyfile(src, workspace.output_deck)
+        return Prediction(path=workspace.output_deck, notes=f"precomputed from {src}")
+
+
+@pptarena.hookimpl
+def register_agents(register):
+    """Register the baseline agents."""
+    register("noop", NoopAgent)
+    register("oracle", OracleAgent)
+    register("precomputed", PrecomputedAgent)

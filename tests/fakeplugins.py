@@ -1,0 +1,156 @@
+"""Test-only plugins for the core tests (registered with PPTARENA_PLUGINS=fakeplugins).
+
+A dataset of generated decks, agents that edit, sleep, crash or hang in a
+subprocess, and judges that compare slide titles or fail in each way.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import time
+from pathlib import Path
+
+from pptx import Presentation
+
+import pptarena
+from pptarena.types import Component, InfraError, Options, Prediction, Task, Verdict
+
+
+def make_deck(path: Path, title: str) -> Path:
+    """A one-slide deck whose title is ``title``."""
+    prs = Presentation()
+    slide = prs.slides.add_slide(prs.slide_layouts[0])
+    slide.shapes.title.text = title
+    path.parent.mkdir(parents=True, exist_ok=True)
+    prs.save(str(path))
+    return path
+
+
+def deck_title(path: Path) -> str:
+    """The first slide's title text."""
+    return Presentation(str(path)).slides[0].shapes.title.text
+
+
+class FakeDataset(Component):
+    """``count`` tasks: change the title 'Old N' to 'New N'."""
+
+    class Options(Options):
+        root: Path
+        count: int = 4
+
+    def tasks(self):
+        root = self.options.root
+        for i in range(self.options.count):
+            orig = root / f"t{i}" / "original.pptx"
+            target = root / f"t{i}" / "target.pptx"
+            if not orig.exists():
+                make_deck(orig, f"Old {i}")
+                make_deck(target, f"New {i}")
+            yield Task(
+                id=f"task-{i:02d}",
+                instruction=f"Change the title to 'New {i}'",
+                original=orig,
+                target=target,
+                metadata={"category": ["content"], "difficulty": "easy" if i % 2 else "hard"},
+            )
+
+
+class RetitleAgent(Component):
+    """Writes the right title, optionally after sleeping (runs in a worker process)."""
+
+    class Options(Options):
+        sleep: float = 0.0
+
+    def edit(self, task, workspace):
+        time.sleep(self.options.sleep)
+        prs = Presentation(str(workspace.input_deck))
+        prs.slides[0].shapes.title.text = task.instruction.split("'")[1]
+        prs.save(str(workspace.output_deck))
+        workspace.log.write("edit", pid=os.getpid())
+        return Prediction(path=workspace.output_deck)
+
+
+class HangAgent(Component):
+    """Starts a grandchild process and hangs (to test timeouts and orphan cleanup)."""
+
+    class Options(Options):
+        pidfile: Path
+
+    def edit(self, task, workspace):
+        child = subprocess.Popen(["sleep", "300"])
+        self.options.pidfile.write_text(str(child.pid))
+        time.sleep(300)
+
+
+class CrashAgent(Component):
+    """Raises, or fails like a broken tool."""
+
+    class Options(Options):
+        infra: bool = False
+
+    def edit(self, task, workspace):
+        if self.options.infra:
+            raise InfraError("the renderer exploded")
+        raise RuntimeError("agent bug")
+
+
+class InProcessCopy(Component):
+    """Copies the input (in process), slowly: used for the SIGKILL resume test."""
+
+    in_process = True
+
+    class Options(Options):
+        sleep: float = 0.0
+
+    def edit(self, task, workspace):
+        time.sleep(self.options.sleep)
+        shutil.copyfile(task.target, workspace.output_deck)
+        return Prediction(path=workspace.output_deck)
+
+
+class TitleJudge(Component):
+    """1.0 when the prediction's title equals the target's, else 0.0."""
+
+    class Options(Options):
+        fail: str = ""  # "", "judge" or "infra"
+
+    def judge(self, task, prediction, evidence):
+        if self.options.fail == "judge":
+            raise ValueError("judge bug")
+        if self.options.fail == "infra":
+            raise InfraError("judge model unreachable")
+        same = deck_title(prediction.path) == deck_title(task.target)
+        evidence.write_json(self.context.label, "looked.json", {"same": same})
+        return Verdict(1.0 if same else 0.0, metrics={"same": same}, explanation="titles compared")
+
+
+class DummyRenderer(Component):
+    """A renderer that renders nothing (the fake tests need none)."""
+
+    def render(self, deck_path, out_dir):
+        raise InfraError("dummy renderer cannot render")
+
+
+@pptarena.hookimpl
+def register_datasets(register):
+    register("fake", FakeDataset)
+
+
+@pptarena.hookimpl
+def register_agents(register):
+    register("retitle", RetitleAgent)
+    register("hang", HangAgent)
+    register("crash", CrashAgent)
+    register("slowcopy", InProcessCopy)
+
+
+@pptarena.hookimpl
+def register_judges(register):
+    register("title", TitleJudge)
+
+
+@pptarena.hookimpl
+def register_renderers(register):
+    register("dummy", DummyRenderer)

@@ -1,0 +1,162 @@
+"""The runner end to end with test plugins: statuses, timeouts, resume after SIGKILL, results files."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+from pptarena.config import load_config
+from pptarena.registry import get_registry
+from pptarena.runner import Runner
+
+BASE = '[dataset]\nuse = "fake"\nroot = "data"\ncount = {count}\n[renderer]\nuse = "dummy"\n[[judges]]\nuse = "title"\n'
+
+
+def config_file(tmp_path: Path, agents: str, count: int = 3, run: str = "") -> Path:
+    p = tmp_path / "run.toml"
+    p.write_text(run + BASE.format(count=count) + agents)
+    return p
+
+
+def rows_of(run_dir: Path) -> list[dict]:
+    return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines() if line.strip()]
+
+
+def test_statuses_and_run_directory(tmp_path, fake_plugins):
+    cfg = config_file(
+        tmp_path,
+        '[[agents]]\nuse = "retitle"\n[[agents]]\nuse = "noop"\n[[agents]]\nuse = "crash"\n'
+        '[[agents]]\nuse = "crash"\nlabel = "broken-tool"\ninfra = true\n',
+        count=2,
+    )
+    config = load_config(cfg, get_registry())
+    summary = Runner(config, get_registry(), tmp_path / "out", jobs=2, quiet=True).run()
+    rows = {(r["agent"], r["task_id"]): r for r in rows_of(tmp_path / "out")}
+    assert len(rows) == 8
+    assert rows[("retitle", "task-00")]["status"] == "scored"
+    assert rows[("retitle", "task-00")]["scores"]["title"]["score"] == 1.0
+    assert rows[("noop", "task-01")]["scores"]["title"]["score"] == 0.0
+    assert rows[("crash", "task-00")]["status"] == "agent_error" and "agent bug" in rows[("crash", "task-00")]["error"]
+    assert rows[("broken-tool", "task-00")]["status"] == "infra_error"
+    assert summary["agents"]["retitle"]["judges"]["title"]["mean"] == 1.0
+    assert summary["agents"]["noop"]["judges"]["title"]["mean"] == 0.0
+    assert summary["agents"]["crash"]["status"]["agent_error"] == 2
+    assert summary["agents"]["retitle"]["groups"]["difficulty"]["hard"]["tasks"] == 1
+    manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
+    assert manifest["schema_version"] == 1 and manifest["finished_at"]
+    assert any(c["name"] == "noop" and c["distribution"] == "pptarena" for c in manifest["components"])
+    task_dir = tmp_path / "out" / "tasks" / "retitle" / "task-00"
+    assert (task_dir / "prediction.pptx").is_file() and (task_dir / "judges" / "title" / "looked.json").is_file()
+    assert json.loads((task_dir / "verdicts.json").read_text())["verdicts"]["title"]["score"] == 1.0
+    assert any(json.loads(line)["event"] == "edit" for line in (task_dir / "agent.log.jsonl").read_text().splitlines())
+    # the dataset's original deck is never modified
+    from fakeplugins import deck_title
+
+    assert deck_title(tmp_path / "data" / "t0" / "original.pptx") == "Old 0"
+
+
+def test_judge_errors_are_classified(tmp_path, fake_plugins):
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(
+        '[dataset]\nuse = "fake"\nroot = "data"\ncount = 1\n[renderer]\nuse = "dummy"\n[[agents]]\nuse = "noop"\n'
+        '[[judges]]\nuse = "title"\n[[judges]]\nuse = "title"\nlabel = "buggy"\nfail = "judge"\n'
+    )
+    Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "a", quiet=True).run()
+    row = rows_of(tmp_path / "a")[0]
+    assert row["status"] == "judge_error" and "buggy" in row["error"] and row["scores"]["title"]["score"] == 0.0
+    cfg.write_text(cfg.read_text().replace('fail = "judge"', 'fail = "infra"'))
+    Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "b", quiet=True).run()
+    assert rows_of(tmp_path / "b")[0]["status"] == "infra_error"
+
+
+def _alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    stat = Path(f"/proc/{pid}/stat")
+    return stat.exists() and stat.read_text().split()[2] != "Z"
+
+
+def test_timeout_kills_agent_and_its_children(tmp_path, fake_plugins):
+    pidfile = tmp_path / "child.pid"
+    cfg = config_file(tmp_path, f'[[agents]]\nuse = "hang"\npidfile = "{pidfile}"\n', count=1, run="[run]\ntask_timeout = 3\n")
+    t0 = time.monotonic()
+    Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
+    assert time.monotonic() - t0 < 60
+    row = rows_of(tmp_path / "out")[0]
+    assert row["status"] == "timeout" and "task_timeout=3" in row["error"]
+    child = int(pidfile.read_text())
+    for _ in range(50):
+        if not _alive(child):
+            break
+        time.sleep(0.1)
+    assert not _alive(child), "the agent's grandchild process survived the timeout"
+
+
+def test_sigkill_then_resume_records_every_pair_once(tmp_path, fake_plugins):
+    cfg = config_file(
+        tmp_path, '[[agents]]\nuse = "slowcopy"\nsleep = 0.4\n[[agents]]\nuse = "slowcopy"\nlabel = "second"\nsleep = 0.4\n', count=6
+    )
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "pptarena.cli", "run", "--config", str(cfg), "--out", str(out), "--jobs", "2"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if (out / "results.jsonl").exists() and len(rows_of(out)) >= 3:
+            break
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    first = rows_of(out)
+    assert 3 <= len(first) < 12, len(first)
+    done = subprocess.run(cmd, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr
+    assert "Resuming" in done.stderr
+    rows = rows_of(out)
+    keys = [(r["agent"], r["task_id"]) for r in rows]
+    assert len(keys) == len(set(keys)) == 12
+    assert all(r["status"] == "scored" and r["scores"]["title"]["score"] == 1.0 for r in rows)
+    assert json.loads((out / "manifest.json").read_text())["resumed_at"]
+
+
+def test_partial_last_line_is_repaired(tmp_path):
+    from pptarena.results import ResultsStore
+
+    (tmp_path / "results.jsonl").write_text('{"agent": "a", "task_id": "1", "status": "scored"}\n{"agent": "a", "task_')
+    store = ResultsStore(tmp_path)
+    assert store.done() == {("a", "1")}
+    store.append({"agent": "a", "task_id": "2", "status": "scored"})
+    assert [json.loads(line)["task_id"] for line in (tmp_path / "results.jsonl").read_text().splitlines()] == ["1", "2"]
+
+
+def test_filters_limit_and_globs(tmp_path, fake_plugins):
+    cfg = config_file(tmp_path, '[[agents]]\nuse = "noop"\n', count=5)
+    config = load_config(cfg, get_registry())
+    Runner(config, get_registry(), tmp_path / "g", task_globs=["task-0[13]"], quiet=True).run()
+    assert sorted(r["task_id"] for r in rows_of(tmp_path / "g")) == ["task-01", "task-03"]
+    Runner(config, get_registry(), tmp_path / "l", limit=2, quiet=True).run()
+    assert len(rows_of(tmp_path / "l")) == 2
+
+
+def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path, fake_plugins):
+    cfg = config_file(tmp_path, '[[agents]]\nuse = "slowcopy"\nsleep = 0.5\n', count=8)
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "pptarena.cli", "run", "--config", str(cfg), "--out", str(out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not ((out / "results.jsonl").exists() and rows_of(out)):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130
+    assert "Resume with: arena run --config" in err and str(out) in err
+    n = len(rows_of(out))
+    assert 1 <= n < 8
