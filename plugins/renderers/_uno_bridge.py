@@ -116,14 +116,14 @@ def _connect(uno, office, connect, timeout):
                 restarts += 1
                 office.start()
                 continue
-            raise RuntimeError("soffice exited with code %s while starting" % code)
+            raise RuntimeError(f"soffice exited with code {code} while starting")
         try:
             ctx = resolver.resolve("uno:" + connect + "StarOffice.ComponentContext")
             return ctx.ServiceManager.createInstanceWithContext("com.sun.star.frame.Desktop", ctx)
         except Exception as exc:  # NoConnectException until soffice listens
             last = exc
             time.sleep(0.05)
-    raise RuntimeError("soffice did not accept a UNO connection within %ss (%s)" % (timeout, last))
+    raise RuntimeError(f"soffice did not accept a UNO connection within {timeout}s ({last})")
 
 
 def _convert(uno, desktop, src, dst):
@@ -160,7 +160,7 @@ def main(argv):
     try:
         import uno
     except ImportError as exc:
-        _reply({"ready": False, "error": "this Python (%s) cannot import uno: %s" % (sys.executable, exc)})
+        _reply({"ready": False, "error": f"this Python ({sys.executable}) cannot import uno: {exc}"})
         return 2
     office = Office(spec["office"], spec["connect"])
     threading.Thread(target=_watch_parent, args=(office, os.getppid()), daemon=True).start()
@@ -184,7 +184,7 @@ def main(argv):
         except Exception as exc:
             name = type(exc).__name__
             fatal = name == "DisposedException" or office.exited() is not None
-            _reply({"id": req.get("id"), "ok": False, "error": "%s: %s" % (name, exc), "fatal": fatal})
+            _reply({"id": req.get("id"), "ok": False, "error": f"{name}: {exc}", "fatal": fatal})
             if fatal:
                 code = 4
                 break

@@ -21,11 +21,10 @@ from collections.abc import Iterable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-from pydantic import Field
-
 import pptarena
 from pptarena.render import RenderCache, cached_render, deck_slides, pdf_to_pngs
 from pptarena.types import Component, ComponentContext, InfraError, Options, SlideImage
+from pydantic import Field
 
 from . import _soffice
 
