@@ -186,7 +186,9 @@ class StubLLMServer:
     def start(self) -> StubLLMServer:
         """Start serving in a background thread; returns self."""
         if self._thread is None:
-            self._thread = threading.Thread(target=self._httpd.serve_forever, name="stub-llm", daemon=True)
+            self._thread = threading.Thread(
+                target=self._httpd.serve_forever, kwargs={"poll_interval": 0.05}, name="stub-llm", daemon=True
+            )
             self._thread.start()
         return self
 

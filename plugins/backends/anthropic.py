@@ -5,6 +5,12 @@ System messages go to the top-level ``system`` parameter; images become
 the API, so this backend always sends one (option ``max_tokens``, default
 4096). The SDK adds the ``anthropic-version`` header; its own retries are off
 because :class:`pptarena.models.ModelClient` retries.
+
+Sampling parameters (``temperature``, ``top_p``, ``top_k``): API version
+2026-10-21 (the default of SDK 2.x) rejects them, so with such an SDK they are
+dropped (logged once) unless ``api_version = "2023-06-01"`` is set, which sends
+that version header and the parameters in the body. Older SDKs (API
+2023-06-01) take them as usual.
 """
 
 from __future__ import annotations
@@ -45,6 +51,13 @@ class AnthropicOptions(BackendOptions):
     default_headers: dict[str, str | SecretStr] = Field(default_factory=dict, description="sent with every request")
     max_tokens: int | None = Field(4096, gt=0, description="output-token limit when a call gives none (required)")
     extra_body: dict[str, Any] = Field(default_factory=dict, description="extra JSON fields for every request")
+    api_version: str | None = Field(
+        None, description="anthropic-version header override, e.g. 2023-06-01 to keep temperature/top_p/top_k"
+    )
+
+
+SAMPLING_PARAMS = ("temperature", "top_p", "top_k")
+LEGACY_API_VERSION = "2023-06-01"
 
 
 def to_anthropic_request(messages: list[Message]) -> tuple[str | None, list[dict[str, Any]]]:
@@ -90,6 +103,8 @@ class AnthropicBackend(BackendBase):
         headers = {
             k: v.get_secret_value() if isinstance(v, SecretStr) else v for k, v in options.default_headers.items()
         }
+        if options.api_version:
+            headers["anthropic-version"] = options.api_version
         key = resolve_secret(options.api_key, "ANTHROPIC_API_KEY")
         if key is None:
             if options.base_url is None:
@@ -108,10 +123,24 @@ class AnthropicBackend(BackendBase):
             )
         except anthropic.AnthropicError as exc:
             raise ModelError(f"anthropic: cannot create the client: {redact_secrets(str(exc), self._secrets)}") from None
+        import inspect
+
+        self._native_sampling = "temperature" in inspect.signature(self._client.messages.create).parameters
+        self._send_sampling = self._native_sampling or options.api_version == LEGACY_API_VERSION
+        self._warned_sampling = False
+        try:
+            from anthropic._constants import ANTHROPIC_API_VERSION as sdk_api_version
+        except ImportError:  # older SDKs: the 2023-06-01 API
+            sdk_api_version = LEGACY_API_VERSION
+        self.api_version = options.api_version or sdk_api_version
 
     def cache_identity(self) -> dict[str, Any]:
         """Server URL and extra body fields (never the key)."""
-        return {"base_url": str(self._client.base_url), "extra_body": self.options.extra_body}
+        return {
+            "base_url": str(self._client.base_url),
+            "extra_body": self.options.extra_body,
+            "api_version": self.options.api_version,
+        }
 
     def request_body(self, messages: list[Message], model: str, params: dict[str, Any]) -> dict[str, Any]:
         """The keyword arguments for ``messages.create``."""
@@ -121,15 +150,26 @@ class AnthropicBackend(BackendBase):
         body: dict[str, Any] = {"model": model, "max_tokens": int(max_tokens), "messages": wire_messages}
         if system:
             body["system"] = system
-        for name in ("temperature", "top_p", "top_k"):
-            if params.get(name) is not None:
-                body[name] = params[name]
+        extra = {**self.options.extra_body, **(params.get("extra_body") or {})}
+        sampling = {name: params[name] for name in SAMPLING_PARAMS if params.get(name) is not None}
+        if sampling and self._native_sampling:
+            body.update(sampling)
+        elif sampling and self._send_sampling:
+            extra.update(sampling)
+        elif sampling and not self._warned_sampling:
+            self._warned_sampling = True
+            log.warning(
+                "anthropic backend: %s dropped (API version %s rejects sampling parameters; "
+                "set api_version = \"%s\" to send them)",
+                ", ".join(sampling),
+                self.api_version,
+                LEGACY_API_VERSION,
+            )
         stop = params.get("stop")
         if stop:
             body["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
         if params.get("seed") is not None:
             log.debug("anthropic backend: the Messages API has no seed; ignored")
-        extra = {**self.options.extra_body, **(params.get("extra_body") or {})}
         if extra:
             body["extra_body"] = extra
         return body
