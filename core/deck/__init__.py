@@ -2,10 +2,11 @@
 
 Public API (stable)::
 
-    from pptarena.deck import DeckError, open_presentation, slide_ids, summarize
+    from pptarena.deck import DeckError, open_presentation, slide_ids, summarize, diff_decks
 """
 
 from .read import DeckError, open_package, open_presentation, slide_ids
+from .diff import DeckDiff, diff_decks
 from .summary import summarize
 
-__all__ = ["DeckError", "open_package", "open_presentation", "slide_ids", "summarize"]
+__all__ = ["DeckDiff", "DeckError", "diff_decks", "open_package", "open_presentation", "slide_ids", "summarize"]

@@ -387,12 +387,15 @@ def read_shape(el: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int],
     if prst is not None:
         out["geometry"] = prst.get("prst")
     geo = _geometry(_xfrm(el))
-    if not geo and sources:
+    if sources and not all(k in geo for k in ("x", "y", "cx", "cy")):
         for src in sources:
-            geo = _geometry(_xfrm(src))
-            if geo:
+            base = _geometry(_xfrm(src))
+            if "x" in base and "x" not in geo:
+                geo.update(x=base["x"], y=base["y"])
                 inherited.append("position")
-                break
+            if "cx" in base and "cx" not in geo:
+                geo.update(cx=base["cx"], cy=base["cy"])
+                inherited.append("size")
     out.update(geo)
     if cnv is not None:
         if cnv.get("descr"):
