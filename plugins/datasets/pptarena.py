@@ -1,0 +1,250 @@
+"""The ``pptarena`` dataset: PPTArena's ``evaluation_pairs_refined.json`` (100 cases).
+
+``root`` is the dataset folder (the Hugging Face layout: the index at the root next to
+``Original/`` and ``GroundTruth/``). The GitHub layout, with the index in ``src/`` and deck
+paths relative to the repository root, is found too. Deck paths are joined to ``root``
+exactly as written: real names have leading spaces, ``&`` and typos, and are never "fixed".
+
+Task id: ``case-<N>`` when the case name starts with ``Case N:``, otherwise a stable slug of the
+name. Options select a subset file (e.g. ``agent_bench/subset25.json``, the 25-case hard
+subset), categories and edit types.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pptarena
+from pptarena.types import Component, Options, Task
+from pydantic import field_validator
+
+from .common import (
+    DatasetError,
+    check_decks_exist,
+    check_unique_ids,
+    one_as_list,
+    read_json_file,
+    resolve_inside,
+    select_ids,
+    slugify,
+)
+
+INDEX_FILE = "evaluation_pairs_refined.json"
+_CASE_NAME = re.compile(r"^\s*Case\s+(\d+)\s*:", re.IGNORECASE)
+_REQUIRED = ("name", "prompt", "original")
+
+
+def case_id(name: str) -> str:
+    """The task id of a case: ``case-<N>`` for ``"Case N: ..."``, else a slug of the name.
+
+    >>> case_id("Case 12: Fix Image & Text Overflow")
+    'case-12'
+    >>> case_id("Climate deck: recolour")
+    'climate-deck-recolour'
+    """
+    match = _CASE_NAME.match(name)
+    if match:
+        return f"case-{int(match.group(1))}"
+    slug = slugify(name)
+    if not slug:
+        raise DatasetError(f"case name {name!r} has no letters or digits to make an id from")
+    return slug
+
+
+def find_index(root: Path, index: str | None = None) -> tuple[Path, Path]:
+    """``(deck_root, index_file)``: the index at ``root`` or (GitHub layout) in ``root/src``."""
+    root = Path(root).expanduser()
+    if index is not None:
+        path = resolve_inside(root, index, root=root, what="option 'index'", where="pptarena dataset")
+        return root, path
+    for candidate in (root / INDEX_FILE, root / "src" / INDEX_FILE):
+        if candidate.is_file():
+            return root, candidate
+    raise DatasetError(
+        f"pptarena dataset: no {INDEX_FILE} in {root} or {root / 'src'} "
+        "(option 'root' must be the PPTArena dataset folder)"
+    )
+
+
+def _case_problems(i: int, case: Any) -> list[str]:
+    if not isinstance(case, dict):
+        return [f"entry {i}: must be an object"]
+    problems = [
+        f"entry {i}: {key!r} must be a non-empty string"
+        for key in _REQUIRED
+        if not isinstance(case.get(key), str) or not case.get(key)
+    ]
+    gt = case.get("ground_truth")
+    if gt is not None and (not isinstance(gt, str) or not gt):
+        problems.append(f"entry {i}: 'ground_truth' must be a non-empty string or null")
+    if case.get("style_target") is not None and not isinstance(case["style_target"], str):
+        problems.append(f"entry {i}: 'style_target' must be a string")
+    cat = case.get("category", [])
+    if not isinstance(cat, str) and not (isinstance(cat, list) and all(isinstance(c, str) for c in cat)):
+        problems.append(f"entry {i}: 'category' must be a list of strings")
+    if case.get("edit_type") is not None and not isinstance(case["edit_type"], str):
+        problems.append(f"entry {i}: 'edit_type' must be a string")
+    return problems
+
+
+def read_subset(path: Path) -> list[str]:
+    """Case names (or task ids) listed in a subset file.
+
+    Accepted shapes: a list of names, a list of objects with ``name``, or an object whose
+    ``names`` / ``cases`` / ``subset`` key holds such a list.
+    """
+    data = read_json_file(path, what="PPTArena subset file")
+    if isinstance(data, dict):
+        for key in ("names", "cases", "subset"):
+            if key in data:
+                data = data[key]
+                break
+    if not isinstance(data, list):
+        raise DatasetError(f"subset file {path}: expected a list of case names")
+    names = []
+    for item in data:
+        if isinstance(item, dict):
+            item = item.get("name")
+        if not isinstance(item, str):
+            raise DatasetError(f"subset file {path}: entry {item!r} is not a case name")
+        names.append(item)
+    return names
+
+
+def load_pptarena_tasks(
+    root: Path,
+    *,
+    index: str | None = None,
+    subset: Path | None = None,
+    categories: list[str] | tuple[str, ...] = (),
+    edit_types: list[str] | tuple[str, ...] = (),
+    ids: list[str] | tuple[str, ...] = (),
+    check_decks: bool = True,
+) -> list[Task]:
+    """Read the PPTArena index into tasks (index order), filter, and check the decks.
+
+    Category and edit-type filters are case-insensitive; a case is kept when any of its
+    categories is wanted. Raises :class:`DatasetError` with every problem of the index, or
+    one error listing every missing deck.
+    """
+    deck_root, index_file = find_index(root, index)
+    cases = read_json_file(index_file, what="PPTArena index")
+    if not isinstance(cases, list) or not cases:
+        raise DatasetError(f"{index_file}: expected a non-empty JSON list of cases")
+    problems = [p for i, case in enumerate(cases) for p in _case_problems(i, case)]
+    if problems:
+        raise DatasetError(f"PPTArena index {index_file}: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
+
+    tasks: list[Task] = []
+    for i, case in enumerate(cases):
+        where = f"{index_file} entry {i} ({case['name']!r})"
+        try:
+            task_id = case_id(case["name"])
+            original = resolve_inside(deck_root, case["original"], root=deck_root, what="original", where=where)
+            target = None
+            if case.get("ground_truth"):
+                target = resolve_inside(
+                    deck_root, case["ground_truth"], root=deck_root, what="ground_truth", where=where
+                )
+        except DatasetError as exc:
+            problems.append(str(exc))
+            continue
+        category = case.get("category", [])
+        metadata: dict[str, Any] = {
+            "source": "pptarena",
+            "name": case["name"],
+            "category": [category] if isinstance(category, str) else list(category),
+        }
+        if case.get("edit_type"):
+            metadata["edit_type"] = case["edit_type"]
+        tasks.append(
+            Task(
+                id=task_id,
+                instruction=case["prompt"],
+                original=original,
+                target=target,
+                style_target=case.get("style_target"),
+                metadata=metadata,
+            )
+        )
+    if problems:
+        raise DatasetError(f"PPTArena index {index_file}:\n  " + "\n  ".join(problems))
+    check_unique_ids(tasks, source=f"PPTArena index {index_file}")
+
+    source = f"PPTArena index {index_file}"
+    if subset is not None:
+        subset_path = Path(subset).expanduser()
+        if not subset_path.is_absolute():
+            subset_path = deck_root / subset_path
+        names = read_subset(subset_path)
+        by_key = {t.metadata["name"]: t for t in tasks} | {t.id: t for t in tasks}
+        unknown = [n for n in names if n not in by_key]
+        if unknown:
+            raise DatasetError(f"subset file {subset_path}: {len(unknown)} name(s) not in {index_file}: {unknown}")
+        keep = {by_key[n].id for n in names}
+        tasks = [t for t in tasks if t.id in keep]
+        for t in tasks:
+            t.metadata["subset"] = subset_path.stem
+        source += f" (subset {subset_path})"
+    tasks = _filter(tasks, "category", categories, source)
+    tasks = _filter(tasks, "edit_type", edit_types, source)
+    tasks = select_ids(tasks, list(ids), source=source)
+    if check_decks:
+        check_decks_exist(tasks, source=f"{source}, deck paths relative to {deck_root}")
+    return tasks
+
+
+def _filter(tasks: list[Task], key: str, wanted: Iterable[str], source: str) -> list[Task]:
+    wanted_lower = {w.strip().lower() for w in wanted}
+    if not wanted_lower:
+        return tasks
+
+    def values(task: Task) -> set[str]:
+        value = task.metadata.get(key)
+        items = value if isinstance(value, list) else [value] if value else []
+        return {v.strip().lower() for v in items}
+
+    known = set().union(*(values(t) for t in tasks)) if tasks else set()
+    unknown = sorted(wanted_lower - known)
+    if unknown:
+        raise DatasetError(f"{source}: no case has {key} {unknown} (known: {sorted(known)})")
+    return [t for t in tasks if values(t) & wanted_lower]
+
+
+class PptArenaDataset(Component):
+    """PPTArena cases with their human ground-truth decks (see docs/datasets.md)."""
+
+    class Options(Options):
+        """Options of the ``pptarena`` dataset."""
+
+        root: Path
+        index: str | None = None  # index file relative to root; default: found automatically
+        subset: Path | None = None  # e.g. "agent_bench/subset25.json" (relative to root)
+        categories: list[str] = []  # e.g. ["Layout", "Styling"]; case-insensitive
+        edit_types: list[str] = []  # e.g. ["Charts"]; case-insensitive
+        ids: list[str] = []  # shell-style globs on task ids, e.g. ["case-1?"]
+
+        _one_as_list = field_validator("categories", "edit_types", "ids", mode="before")(one_as_list)
+
+    def __init__(self, options: Options, context: Any):
+        super().__init__(options, context)
+        self._tasks: list[Task] | None = None
+
+    def tasks(self) -> Iterable[Task]:
+        """All selected tasks, validated eagerly (raises :class:`DatasetError`)."""
+        if self._tasks is None:
+            o = self.options
+            self._tasks = load_pptarena_tasks(
+                o.root, index=o.index, subset=o.subset, categories=o.categories,
+                edit_types=o.edit_types, ids=o.ids,
+            )
+        return list(self._tasks)
+
+
+@pptarena.hookimpl
+def register_datasets(register):
+    """Register the ``pptarena`` dataset."""
+    register("pptarena", PptArenaDataset)

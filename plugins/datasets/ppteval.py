@@ -1,0 +1,197 @@
+"""The ``ppteval`` dataset: PPT-Eval's ``task_registry`` (120 tasks over 12 decks).
+
+``root`` is a checkout of microsoft/ppteval (the folder holding ``task_registry/``); the
+registry folder itself is accepted too. Decks are read from ``root/<file_path>``
+(``data/files/PowerPoint/<stem>.pptx``) or, with option ``decks_dir``, from
+``decks_dir/<file name>``. The PPT-Eval decks are not in that repository: when they are
+absent the error names every missing file and says how to get them.
+
+Each task's rubric (``task_registry/rubrics/<id>.json``) is validated and attached to the task
+unmodified for the ``rubric`` judge.
+
+An optional ``misc.pptarena`` object in an entry (written by ``arena dataset export``; ignored
+by PPT-Eval's own loader) carries ``target``, ``style_target``, ``category`` and ``edit_type``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+import pptarena
+from pptarena.types import Component, Options, Task
+from pydantic import field_validator
+
+from .common import (
+    DatasetError,
+    check_decks_exist,
+    load_rubric,
+    normalise_difficulty,
+    one_as_list,
+    read_json_file,
+    resolve_inside,
+    select_ids,
+)
+
+REGISTRY_DIR = "task_registry"
+TASKS_FILE = "tasks.json"
+DOWNLOAD_HINT = (
+    "The PPT-Eval decks are not in the PPT-Eval git repository: they are downloaded separately "
+    "(data/files/PowerPoint/files.txt lists the archive.org URLs; the repository's hydrate_data.py "
+    "fetches them). Put them under <root>/data/files/PowerPoint/ or point option 'decks_dir' at "
+    "the folder that holds them."
+)
+_ENTRY_KEYS = {"goal": str, "rubric_path": str, "file_path": str}
+
+
+def find_registry(root: Path) -> tuple[Path, Path]:
+    """``(workspace_root, tasks.json)`` for a PPT-Eval checkout or its task_registry folder."""
+    root = Path(root).expanduser()
+    if (root / REGISTRY_DIR / TASKS_FILE).is_file():
+        return root, root / REGISTRY_DIR / TASKS_FILE
+    if (root / TASKS_FILE).is_file():  # root is the registry folder itself
+        return root.parent, root / TASKS_FILE
+    raise DatasetError(
+        f"ppteval dataset: no {REGISTRY_DIR}/{TASKS_FILE} under {root} "
+        "(option 'root' must be a checkout of microsoft/ppteval)"
+    )
+
+
+def _entry_problems(task_id: str, entry: Any) -> list[str]:
+    if not isinstance(entry, dict):
+        return [f"{task_id!r}: entry must be an object"]
+    problems = []
+    for key, kind in _ENTRY_KEYS.items():
+        if not isinstance(entry.get(key), kind) or not entry.get(key):
+            problems.append(f"{task_id!r}: {key!r} must be a non-empty string")
+    misc = entry.get("misc", {})
+    if not isinstance(misc, dict):
+        problems.append(f"{task_id!r}: 'misc' must be an object")
+    tags = entry.get("tags", [])
+    if not isinstance(tags, list) or not all(isinstance(t, str) for t in tags):
+        problems.append(f"{task_id!r}: 'tags' must be a list of strings")
+    return problems
+
+
+def _extension(entry: dict[str, Any], where: str) -> dict[str, Any]:
+    ext = entry.get("misc", {}).get("pptarena") or {}
+    if not isinstance(ext, dict):
+        raise DatasetError(f"{where}: misc.pptarena must be an object")
+    return ext
+
+
+def load_ppteval_tasks(
+    root: Path,
+    decks_dir: Path | None = None,
+    difficulty: list[str] | tuple[str, ...] = (),
+    ids: list[str] | tuple[str, ...] = (),
+    check_decks: bool = True,
+) -> list[Task]:
+    """Read PPT-Eval's registry under ``root`` into tasks, in tasks.json order.
+
+    Every entry and rubric is validated (one error lists all problems); then, unless
+    ``check_decks`` is false, one error lists every missing deck.
+    """
+    workspace, tasks_file = find_registry(root)
+    registry = read_json_file(tasks_file, what="PPT-Eval tasks.json")
+    if not isinstance(registry, dict) or not registry:
+        raise DatasetError(f"{tasks_file}: expected a non-empty object keyed by task id")
+    wanted = {normalise_difficulty(d, where="option 'difficulty'") for d in difficulty}
+    decks = Path(decks_dir).expanduser() if decks_dir is not None else None
+    if decks is not None and not decks.is_dir():
+        raise DatasetError(f"ppteval dataset: decks_dir {decks} is not a directory")
+
+    tasks: list[Task] = []
+    problems: list[str] = []
+    for task_id, entry in registry.items():
+        entry_problems = _entry_problems(task_id, entry)
+        if entry_problems:
+            problems.extend(entry_problems)
+            continue
+        where = f"{tasks_file} task {task_id!r}"
+        try:
+            misc = entry.get("misc", {})
+            level = misc.get("difficulty")
+            level = normalise_difficulty(level, where=where) if level is not None else None
+            if wanted and level not in wanted:
+                continue
+            rubric = load_rubric(
+                resolve_inside(workspace, entry["rubric_path"], root=workspace, what="rubric_path", where=where),
+                where=f"task {task_id}",
+            )
+            deck_rel = entry["file_path"]
+            if decks is not None:
+                original = decks / Path(deck_rel).name
+            else:
+                original = resolve_inside(workspace, deck_rel, root=workspace, what="file_path", where=where)
+            ext = _extension(entry, where)
+            target = None
+            if ext.get("target"):
+                target = resolve_inside(workspace, ext["target"], root=workspace, what="misc.pptarena.target", where=where)
+        except DatasetError as exc:
+            problems.append(str(exc))
+            continue
+        metadata: dict[str, Any] = {
+            "source": "ppteval",
+            "category": list(ext.get("category") or []),
+            "tags": list(entry.get("tags", [])),
+            "deck": Path(deck_rel).stem,
+        }
+        if level is not None:
+            metadata["difficulty"] = level
+        if ext.get("edit_type"):
+            metadata["edit_type"] = ext["edit_type"]
+        tasks.append(
+            Task(
+                id=task_id,
+                instruction=entry["goal"],
+                original=original,
+                target=target,
+                style_target=ext.get("style_target"),
+                rubric=rubric,
+                metadata=metadata,
+            )
+        )
+    if problems:
+        raise DatasetError(
+            f"ppteval dataset {tasks_file}: {len(problems)} problem(s):\n  " + "\n  ".join(problems)
+        )
+    tasks = select_ids(tasks, list(ids), source=f"ppteval dataset {tasks_file}")
+    if not tasks:
+        raise DatasetError(f"ppteval dataset {tasks_file}: no task has difficulty {sorted(wanted)}")
+    if check_decks:
+        where = f"{tasks_file}" + (f" with decks_dir {decks}" if decks is not None else "")
+        check_decks_exist(tasks, source=where, hint=DOWNLOAD_HINT)
+    return tasks
+
+
+class PptEvalDataset(Component):
+    """PPT-Eval tasks with their rubric trees (see docs/datasets.md)."""
+
+    class Options(Options):
+        """Options of the ``ppteval`` dataset."""
+
+        root: Path
+        decks_dir: Path | None = None
+        difficulty: list[str] = []  # e.g. ["hard"]; case-insensitive; empty = all
+        ids: list[str] = []  # shell-style globs on task ids
+
+        _one_as_list = field_validator("difficulty", "ids", mode="before")(one_as_list)
+
+    def __init__(self, options: Options, context: Any):
+        super().__init__(options, context)
+        self._tasks: list[Task] | None = None
+
+    def tasks(self) -> Iterable[Task]:
+        """All selected tasks, validated eagerly (raises :class:`DatasetError`)."""
+        if self._tasks is None:
+            o = self.options
+            self._tasks = load_ppteval_tasks(o.root, o.decks_dir, o.difficulty, o.ids)
+        return list(self._tasks)
+
+
+@pptarena.hookimpl
+def register_datasets(register):
+    """Register the ``ppteval`` dataset."""
+    register("ppteval", PptEvalDataset)
