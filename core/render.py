@@ -142,6 +142,23 @@ def pdf_to_pngs(
             doc.close()
 
 
+def deck_output_dirs(decks: Sequence[Path], out_root: Path) -> dict[Path, Path]:
+    """One output folder per deck under ``out_root``, named after the deck's stem (``-2``, ... if taken)."""
+    used: set[str] = set()
+    dirs: dict[Path, Path] = {}
+    for deck in decks:
+        if deck in dirs:
+            continue
+        base = deck.stem or "deck"
+        name, n = base, 1
+        while name.lower() in used:
+            n += 1
+            name = f"{base}-{n}"
+        used.add(name.lower())
+        dirs[deck] = out_root / name
+    return dirs
+
+
 # --------------------------------------------------------------------------- cache
 
 

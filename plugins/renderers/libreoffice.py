@@ -17,12 +17,12 @@ import shutil
 import threading
 import uuid
 import weakref
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pptarena
-from pptarena.render import RenderCache, cached_render, deck_slides, pdf_to_pngs
+from pptarena.render import RenderCache, cached_render, deck_output_dirs, deck_slides, pdf_to_pngs
 from pptarena.types import Component, ComponentContext, InfraError, Options, SlideImage
 from pydantic import Field
 
@@ -228,23 +228,6 @@ class LibreOfficeRenderer(Component):
 
 
 _SUFFIXES = {".pptx", ".pptm", ".ppsx", ".ppsm", ".potx", ".potm", ".ppt", ".pps", ".pot", ".odp"}
-
-
-def deck_output_dirs(decks: Sequence[Path], out_root: Path) -> dict[Path, Path]:
-    """One output folder per deck under ``out_root``, named after the deck's stem (``-2``, ... if taken)."""
-    used: set[str] = set()
-    dirs: dict[Path, Path] = {}
-    for deck in decks:
-        if deck in dirs:
-            continue
-        base = deck.stem or "deck"
-        name, n = base, 1
-        while name.lower() in used:
-            n += 1
-            name = f"{base}-{n}"
-        used.add(name.lower())
-        dirs[deck] = out_root / name
-    return dirs
 
 
 @pptarena.hookimpl
