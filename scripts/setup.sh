@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Set up pptarena on a fresh Debian/Ubuntu machine:
+#   - system packages: LibreOffice Impress (renderer, GUI agent), metric-compatible fonts,
+#     Xvfb + xdotool (GUI agent), Chromium (HTML report screenshot test), python3-venv;
+#   - a virtualenv in .venv with pptarena installed in editable mode with the test and SDK extras.
+# Safe to run again: it only installs what is missing.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+PYTHON="${PYTHON:-python3}"
+PACKAGES=(
+  libreoffice-impress libreoffice-core
+  fonts-crosextra-carlito fonts-crosextra-caladea fonts-liberation fonts-liberation2 fonts-dejavu-core fonts-noto-cjk
+  xvfb xdotool x11-utils
+  chromium
+  python3-venv
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -gt 0 ]; then
+  SUDO=""
+  [ "$(id -u)" -ne 0 ] && SUDO="sudo"
+  echo "Installing system packages: ${missing[*]}"
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
+
+if [ ! -x .venv/bin/python ]; then
+  "$PYTHON" -m venv .venv
+fi
+.venv/bin/python -m pip install -q --upgrade pip >/dev/null
+.venv/bin/python -m pip install -q -e ".[test,openai,anthropic]"
+echo "pptarena is set up in .venv ($(.venv/bin/arena --version))"
