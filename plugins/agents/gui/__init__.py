@@ -1,0 +1,150 @@
+"""The ``gui`` agent: a computer-use model edits the deck through LibreOffice Impress on a virtual screen.
+
+Per task: a private Xvfb display, Impress (the full program, own user
+profile) opened on a private copy of the input deck, a step loop in which the
+model sees screenshots and answers with mouse/keyboard actions (see
+:mod:`.adapters` for the action spaces), then the deck is saved as .pptx
+through File ▸ Save As and Impress is closed. The trajectory is kept in
+``<task folder>/trajectory``. Needs the Debian packages xvfb, xdotool and
+libreoffice-impress.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+import zipfile
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field, field_validator
+
+import pptarena
+from pptarena.models import ModelRef
+from pptarena.types import AgentError, Component, ComponentContext, Options, Prediction, Task, Workspace
+
+from .actions import Screen
+
+SAVE_RESERVE_DEFAULT = 60.0
+
+
+class GuiOptions(Options):
+    """Options of the ``gui`` agent (an ``[[agents]]`` table with ``use = "gui"``)."""
+
+    model: ModelRef = Field(description='"<backend>/<model>" of the computer-use model')
+    action_space: Literal["json", "openai", "anthropic"] = Field(
+        "json", description="how model output is read: json (text), openai (computer_call), anthropic (tool_use)"
+    )
+    max_steps: int = Field(30, ge=1, le=500, description="model steps before the deck is saved anyway (PPT-Eval: 30)")
+    screen: str = Field("1280x800", description="virtual screen size WIDTHxHEIGHT")
+    image_size: str | None = Field(None, description="resize screenshots to WIDTHxHEIGHT for the model; default: screen")
+    coordinate_scale: int = Field(
+        0, ge=0, le=100_000, description="json space: coordinates on a 0..N grid (e.g. 1000); 0 = screenshot pixels"
+    )
+    history_images: int = Field(2, ge=1, le=30, description="screenshots of the latest steps kept in the prompt")
+    step_delay: float = Field(0.5, ge=0, le=10, description="seconds to let the UI settle after each action")
+    send_tools: bool = Field(
+        False,
+        description="openai/anthropic: pass the provider's computer tool definition as request params "
+        "(only for backends that forward 'tools'; the built-in chat backends reject it)",
+    )
+    temperature: float | None = Field(None, ge=0, le=2)
+    max_tokens: int | None = Field(None, gt=0)
+    save_reserve: float = Field(
+        SAVE_RESERVE_DEFAULT, ge=10, description="seconds kept from the task timeout for saving and closing"
+    )
+    start_timeout: float = Field(90.0, gt=0, description="seconds to wait for Impress to show the deck")
+
+    @field_validator("screen", "image_size")
+    @classmethod
+    def _size(cls, value: str | None) -> str | None:
+        if value is not None:
+            Screen.parse(value)
+        return value
+
+
+class GuiAgent(Component):
+    """Edits a deck by operating LibreOffice Impress through screenshots, mouse and keyboard."""
+
+    Options = GuiOptions
+
+    def __init__(self, options: GuiOptions, context: ComponentContext):
+        from .env import check_programs
+
+        super().__init__(options, context)
+        self.options: GuiOptions = options
+        check_programs()
+
+    def edit(self, task: Task, workspace: Workspace) -> Prediction:
+        """Run one GUI episode on a copy of the input deck; the saved .pptx is the prediction."""
+        from .adapters import make_adapter
+        from .env import ImpressScreen, ScreenError
+        from .loop import Trajectory, run_episode
+
+        opts = self.options
+        started = time.monotonic()
+        deadline = None
+        if workspace.timeout:
+            deadline = started + max(5.0, workspace.timeout - opts.save_reserve)
+        client = workspace.model(opts.model)
+        adapter = make_adapter(opts.action_space, opts.coordinate_scale)
+        screen = Screen.parse(opts.screen)
+        image_size = Screen.parse(opts.image_size) if opts.image_size else None
+        params: dict[str, object] = {}
+        if opts.temperature is not None:
+            params["temperature"] = opts.temperature
+        if opts.max_tokens is not None:
+            params["max_tokens"] = opts.max_tokens
+        if opts.send_tools:
+            params.update(adapter.request_params(image_size or screen))
+        trajectory = Trajectory(workspace.dir / "trajectory")
+        scratch = Path(tempfile.mkdtemp(prefix="pptarena-gui-"))
+        deck = scratch / "deck" / Path(workspace.input_deck).name
+        deck.parent.mkdir()
+        shutil.copyfile(workspace.input_deck, deck)
+        saved = scratch / "deck" / f"saved-{deck.stem}.pptx"
+        workspace.log.write("gui_start", screen=str(screen), action_space=opts.action_space, model=opts.model)
+        env = ImpressScreen(screen, workdir=scratch / "env", start_timeout=opts.start_timeout)
+        try:
+            env.open(deck)
+            result = run_episode(
+                env, client, adapter, task.instruction,
+                trajectory=trajectory, log=workspace.log, max_steps=opts.max_steps, image_size=image_size,
+                coordinate_scale=opts.coordinate_scale, history_images=opts.history_images,
+                step_delay=opts.step_delay, deadline=deadline, request_params=params,
+            )
+            if not env.office_running():
+                raise AgentError("Impress was closed during the episode, so the deck could not be saved")
+            try:
+                env.save_as(saved, timeout=max(20.0, opts.save_reserve - 15))
+            except ScreenError as exc:
+                raise AgentError(f"saving the deck through the GUI failed: {exc}") from exc
+        finally:
+            env.close()
+            workspace.log.write("gui_closed", seconds=round(time.monotonic() - started, 1))
+        try:
+            if not zipfile.is_zipfile(saved) or "ppt/presentation.xml" not in zipfile.ZipFile(saved).namelist():
+                raise AgentError(f"the file Impress saved ({saved.name}) is not a .pptx package")
+            shutil.copyfile(saved, workspace.output_deck)
+        finally:
+            shutil.rmtree(scratch, ignore_errors=True)
+        usage = client.usage.as_dict() if hasattr(client, "usage") else {}
+        return Prediction(
+            path=workspace.output_deck,
+            notes=result.note[:2000],
+            usage=usage,
+            metadata={
+                "steps": result.steps,
+                "stop_reason": result.stop_reason,
+                "action_errors": result.action_errors,
+                "action_space": opts.action_space,
+                "trajectory": "trajectory/trajectory.jsonl",
+            },
+        )
+
+
+@pptarena.hookimpl
+def register_agents(register):
+    """Register the ``gui`` agent."""
+    register("gui", GuiAgent)

@@ -1,0 +1,165 @@
+"""End-to-end tests of the gui agent: real Xvfb, xdotool and LibreOffice Impress.
+
+A scripted model double-clicks into the title of a generated deck, selects
+all, types a new title and says done; the agent saves through File ▸ Save As
+and the saved .pptx must differ from the input in exactly that title.
+Deselect locally with ``-m 'not gui'``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import textwrap
+import time
+from pathlib import Path
+
+import pytest
+from pptx import Presentation
+from pptx.enum.shapes import MSO_SHAPE_TYPE
+from pptx.enum.text import MSO_AUTO_SIZE
+from pptx.util import Inches, Pt
+
+from pptarena.models import ModelClient
+from pptarena.types import AgentLog, ComponentContext, Task, Workspace
+
+pytestmark = pytest.mark.gui
+
+NEEDED = ("Xvfb", "xdotool", "soffice")
+if any(shutil.which(p) is None for p in NEEDED):  # pragma: no cover - CI installs them
+    pytest.skip("needs Xvfb, xdotool and soffice (apt-get install xvfb xdotool libreoffice-impress)",
+                allow_module_level=True)
+
+NEW_TITLE = "Quarterly Results — 2025 ü"
+# The generated title box covers the top half of the 4:3 slide; at 1280x800 Impress shows the slide
+# at about x 176..917, y 136..691, so this point is well inside the title on any recent Impress.
+TITLE_POINT = (545, 300)
+
+
+def make_deck(path: Path) -> None:
+    """Two slides; the first title placeholder is large so one click point hits it reliably."""
+    prs = Presentation()
+    s1 = prs.slides.add_slide(prs.slide_layouts[0])
+    title = s1.shapes.title
+    title.left, title.top, title.width, title.height = Inches(0.5), Inches(0.5), Inches(9), Inches(3.8)
+    title.text = "Old title"
+    sub = s1.placeholders[1]
+    sub.left, sub.top, sub.width, sub.height = Inches(1), Inches(5), Inches(8), Inches(1.5)
+    sub.text = "Subtitle stays"
+    s2 = prs.slides.add_slide(prs.slide_layouts[1])
+    s2.shapes.title.text = "Agenda"
+    s2.placeholders[1].text = "First point"
+    box = s2.shapes.add_textbox(Inches(1), Inches(6), Inches(4), Inches(0.6))
+    box.text_frame.text = "A text box"
+    # Impress shrinks auto-fitting boxes to their text when it saves: use a fixed-size, wrapping box
+    box.text_frame.word_wrap = True
+    box.text_frame.auto_size = MSO_AUTO_SIZE.NONE
+    box.text_frame.paragraphs[0].runs[0].font.size = Pt(18)
+    prs.save(str(path))
+
+
+def deck_facts(path: Path) -> list[list[tuple]]:
+    """Per slide, per shape: name, kind, geometry (rounded to 0.01 mm) and text."""
+    prs = Presentation(str(path))
+    facts = []
+    for slide in prs.slides:
+        shapes = []
+        for sh in slide.shapes:
+            geom = tuple(round((v or 0) / 360) for v in (sh.left, sh.top, sh.width, sh.height))
+            shapes.append((sh.shape_type, geom, sh.text_frame.text if sh.has_text_frame else None))
+        facts.append(shapes)
+    return facts
+
+
+def our_children() -> list[str]:
+    """Command lines of live descendants of this test process that are Xvfb or soffice."""
+    from pptarena.plugins.agents.gui.env import _alive, _descendants
+
+    out = []
+    for pid in _descendants(os.getpid()):
+        try:
+            cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
+        except OSError:
+            continue
+        if _alive(pid) and ("Xvfb" in cmd or "soffice" in cmd or "oosplash" in cmd):
+            out.append(cmd)
+    return out
+
+
+def scripted_client(responses: list[str], tmp_path: Path) -> ModelClient:
+    from pptarena.plugins.backends.scripted import ScriptedBackend
+
+    context = ComponentContext(cache_dir=tmp_path / "cache", model=lambda ref: None)  # type: ignore[arg-type,return-value]
+    backend = ScriptedBackend(ScriptedBackend.Options(responses=responses), context)
+    return ModelClient(backend, "scripted", "gui-test")
+
+
+def run_agent(tmp_path: Path, responses: list[str], **options) -> tuple:
+    from pptarena.plugins.agents.gui import GuiAgent
+
+    src = tmp_path / "input.pptx"
+    make_deck(src)
+    task_dir = tmp_path / "task"
+    task_dir.mkdir()
+    client = scripted_client(responses, tmp_path)
+    workspace = Workspace(
+        dir=task_dir, input_deck=src, output_deck=task_dir / "prediction.pptx", renderer=None,
+        model=lambda ref: client, log=AgentLog(task_dir / "agent.log.jsonl"), timeout=240,
+    )
+    context = ComponentContext(cache_dir=tmp_path / "cache", model=lambda ref: client)
+    agent = GuiAgent(GuiAgent.Options(model="scripted/gui-test", step_delay=0.3, **options), context)
+    task = Task(id="t1", instruction=f"Change the title of slide 1 to '{NEW_TITLE}'.", original=src)
+    prediction = agent.edit(task, workspace)
+    return src, task_dir, prediction, client
+
+
+def assert_only_title_changed(src: Path, out: Path) -> None:
+    """Slide 1's title text is NEW_TITLE; shape kinds, text and geometry (±0.01 mm) are otherwise as before."""
+    before, after = deck_facts(src), deck_facts(out)
+    assert len(after) == len(before) == 2
+    assert after[0][0][2] == NEW_TITLE
+    for slide_before, slide_after in zip(before, after, strict=True):
+        assert len(slide_after) == len(slide_before)
+        for (kind0, geom0, text0), (kind1, geom1, text1) in zip(slide_before, slide_after, strict=True):
+            # Impress writes a text box back as a plain shape with a text body (no txBox flag):
+            # a save artifact of LibreOffice, not part of the agent's edit
+            assert kind1 == kind0 or {kind0, kind1} == {MSO_SHAPE_TYPE.TEXT_BOX, MSO_SHAPE_TYPE.AUTO_SHAPE}
+            # LibreOffice stores lengths in 1/100 mm: allow one unit of rounding
+            assert all(abs(a - b) <= 1 for a, b in zip(geom0, geom1, strict=True)), (geom0, geom1)
+            if text0 != "Old title":
+                assert text1 == text0
+
+
+def test_json_actions_edit_the_title_through_impress(tmp_path: Path) -> None:
+    x, y = TITLE_POINT
+    responses = [
+        f'I will open the title for editing.\n```json\n{{"action": "double_click", "x": {x}, "y": {y}}}\n```',
+        json.dumps({"actions": [{"action": "key", "keys": "ctrl+a"}, {"action": "type", "text": NEW_TITLE}]},
+                   ensure_ascii=False),
+        '{"action": "done", "note": "title replaced"}',
+    ]
+    src, task_dir, prediction, client = run_agent(tmp_path, responses)
+
+    assert prediction.path == task_dir / "prediction.pptx" and prediction.path.is_file()
+    assert prediction.metadata["stop_reason"] == "done"
+    assert prediction.metadata["steps"] == 3
+    assert prediction.metadata["action_errors"] == 0
+    assert_only_title_changed(src, prediction.path)
+
+    lines = [json.loads(l) for l in (task_dir / "trajectory" / "trajectory.jsonl").read_text().splitlines()]
+    assert [l["step"] for l in lines] == [0, 1, 2, "final"]
+    assert lines[0]["actions"] == [{"kind": "click", "x": x, "y": y, "button": "left", "count": 2}]
+    assert [a["kind"] for a in lines[1]["actions"]] == ["key", "type"]
+    for line in lines:
+        png = task_dir / "trajectory" / line["screenshot"]
+        assert png.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    # the model saw a screenshot at every step, the instruction at the first
+    requests = client.backend.requests
+    assert len(requests) == 3
+    assert NEW_TITLE in requests[0].last_user_text and len(requests[0].images) == 1
+    assert client.usage.calls == 3
+    assert our_children() == []
