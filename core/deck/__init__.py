@@ -7,6 +7,17 @@ Public API (stable)::
 
 from .read import DeckError, open_package, open_presentation, slide_ids
 from .diff import DeckDiff, diff_decks
+from .ppteval import PowerPointDiff, ppteval_diff
 from .summary import summarize
 
-__all__ = ["DeckDiff", "DeckError", "diff_decks", "open_package", "open_presentation", "slide_ids", "summarize"]
+__all__ = [
+    "DeckDiff",
+    "DeckError",
+    "PowerPointDiff",
+    "diff_decks",
+    "open_package",
+    "open_presentation",
+    "ppteval_diff",
+    "slide_ids",
+    "summarize",
+]

@@ -226,9 +226,12 @@ def _fill_key(fill: Any) -> Any:
     return out
 
 
-def shape_edits(a: dict[str, Any], b: dict[str, Any], slide: int | None) -> list[dict[str, Any]]:
+def shape_edits(a: dict[str, Any], b: dict[str, Any], slide: int | None,
+                id_map: dict[Any, Any] | None = None) -> list[dict[str, Any]]:
     """All edits between two matched shapes (children of groups included, recursively)."""
     if a == b:
+        if id_map is not None and a.get("children"):
+            _add_identity(a["children"], id_map)
         return []
     name = b.get("name") if b.get("name") is not None else a.get("name")
     ctx = (slide, name)
@@ -278,7 +281,9 @@ def shape_edits(a: dict[str, Any], b: dict[str, Any], slide: int | None) -> list
     if a.get("ole") != b.get("ole"):
         out.append(edit("ole", slide, name, "ole", a.get("ole"), b.get("ole")))
     if a.get("children") != b.get("children"):
-        out += tree_edits(a.get("children") or [], b.get("children") or [], slide)
+        out += tree_edits(a.get("children") or [], b.get("children") or [], slide, id_map)
+    elif id_map is not None and a.get("children"):
+        _add_identity(a["children"], id_map)
     return out
 
 
@@ -310,8 +315,15 @@ def tree_edits(a: list[dict[str, Any]], b: list[dict[str, Any]], slide: int | No
         j = pairs[i]
         if id_map is not None:
             id_map[a[i].get("id")] = b[j].get("id")
-        out += shape_edits(a[i], b[j], slide)
+        out += shape_edits(a[i], b[j], slide, id_map)
     return out
+
+
+def _add_identity(shapes: list[dict[str, Any]], id_map: dict[Any, Any]) -> None:
+    for shape in shapes:
+        id_map[shape.get("id")] = shape.get("id")
+        if shape.get("children"):
+            _add_identity(shape["children"], id_map)
 
 
 def _brief(shape: dict[str, Any]) -> dict[str, Any]:

@@ -29,12 +29,14 @@ class DeckDiff:
     ``edits``: list of edit dicts (kind, slide, shape, path, old, new[, detail]).
     ``slide_matches``: (number in A, number in B) pairs, 1-based, None where added/removed.
     ``summary_a``/``summary_b``: the two summaries the diff was computed from.
+    ``shape_maps``: per matched slide pair (A number, B number), matched shape ids A -> B.
     """
 
     edits: list[dict[str, Any]]
     slide_matches: list[tuple[int | None, int | None]]
     summary_a: dict[str, Any] = field(repr=False)
     summary_b: dict[str, Any] = field(repr=False)
+    shape_maps: dict[tuple[int, int], dict[Any, Any]] = field(default_factory=dict, repr=False)
 
     @property
     def edit_count(self) -> int:
@@ -87,34 +89,48 @@ def _anim_key(effect: dict[str, Any], id_map: dict[Any, Any] | None) -> tuple[An
     return tuple(key)
 
 
-def animation_edits(a: list[dict[str, Any]], b: list[dict[str, Any]], slide: int,
-                    id_map: dict[Any, Any]) -> list[dict[str, Any]]:
-    """Edits between two animation timelines (targets of A mapped through the shape match)."""
-    if a == b and all(k == v for k, v in id_map.items()):
-        return []
+def align_animations(a: list[dict[str, Any]], b: list[dict[str, Any]],
+                     id_map: dict[Any, Any]) -> list[tuple[int | None, int | None, bool]]:
+    """Align two timelines: (index in A or None, index in B or None, same effect?) in order.
+
+    Effects are the same when class, preset, subtype, (mapped) target and text flag agree.
+    """
     keys_a = [_anim_key(e, id_map) for e in a]
     keys_b = [_anim_key(e, None) for e in b]
-    out = []
+    out: list[tuple[int | None, int | None, bool]] = []
     matcher = difflib.SequenceMatcher(None, keys_a, keys_b, autojunk=False)
     for op, i1, i2, j1, j2 in matcher.get_opcodes():
         if op == "equal":
-            for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
-                for prop in _ANIM_PROPS:
-                    if a[i].get(prop) != b[j].get(prop):
-                        out.append(edit("animation", slide, None, f"animations[{j}]/{prop}", a[i].get(prop),
-                                        b[j].get(prop)))
+            out.extend((i, j, True) for i, j in zip(range(i1, i2), range(j1, j2), strict=True))
             continue
         for k in range(max(i2 - i1, j2 - j1)):
-            i = i1 + k if i1 + k < i2 else None
-            j = j1 + k if j1 + k < j2 else None
-            out.append(edit("animation", slide, None, f"animations[{j if j is not None else i}]",
-                            a[i] if i is not None else None, b[j] if j is not None else None))
+            out.append((i1 + k if i1 + k < i2 else None, j1 + k if j1 + k < j2 else None, False))
     return out
 
 
-def slide_edits(sa: dict[str, Any], sb: dict[str, Any]) -> list[dict[str, Any]]:
-    """Edits between two matched slides (numbered as in B)."""
+def animation_edits(a: list[dict[str, Any]], b: list[dict[str, Any]], slide: int,
+                    id_map: dict[Any, Any]) -> list[dict[str, Any]]:
+    """Edits between two animation timelines (targets of A mapped through the shape match)."""
+    if not a and not b:
+        return []
+    out = []
+    for i, j, same in align_animations(a, b, id_map):
+        if same and i is not None and j is not None:
+            for prop in _ANIM_PROPS:
+                if a[i].get(prop) != b[j].get(prop):
+                    out.append(edit("animation", slide, None, f"animations[{j}]/{prop}", a[i].get(prop),
+                                    b[j].get(prop)))
+            continue
+        out.append(edit("animation", slide, None, f"animations[{j if j is not None else i}]",
+                        a[i] if i is not None else None, b[j] if j is not None else None))
+    return out
+
+
+def slide_edits(sa: dict[str, Any], sb: dict[str, Any], id_map: dict[Any, Any] | None = None) -> list[dict[str, Any]]:
+    """Edits between two matched slides (numbered as in B); ``id_map`` receives matched shape ids A -> B."""
     n = sb["number"]
+    if id_map is None:
+        id_map = {}
     out = []
     for key, kind in (("layout", "layout"), ("master", "master"), ("hidden", "hidden"), ("notes", "notes"),
                       ("transition", "transition")):
@@ -122,12 +138,20 @@ def slide_edits(sa: dict[str, Any], sb: dict[str, Any]) -> list[dict[str, Any]]:
             out.append(edit(kind, n, None, key, sa.get(key), sb.get(key)))
     if _fill_key(sa.get("background")) != _fill_key(sb.get("background")):
         out.append(edit("background", n, None, "background", sa.get("background"), sb.get("background")))
-    id_map: dict[Any, Any] = {}
     if sa.get("shapes") != sb.get("shapes"):
         out += tree_edits(sa.get("shapes") or [], sb.get("shapes") or [], n, id_map)
     else:
-        id_map = {s.get("id"): s.get("id") for s in sa.get("shapes") or []}
+        id_map.update(_identity_ids(sa.get("shapes") or []))
     out += animation_edits(sa.get("animations") or [], sb.get("animations") or [], n, id_map)
+    return out
+
+
+def _identity_ids(shapes: list[dict[str, Any]]) -> dict[Any, Any]:
+    out: dict[Any, Any] = {}
+    for shape in shapes:
+        out[shape.get("id")] = shape.get("id")
+        if shape.get("children"):
+            out.update(_identity_ids(shape["children"]))
     return out
 
 
@@ -137,6 +161,9 @@ def _theme_edits(ta: list[dict[str, Any]], tb: list[dict[str, Any]]) -> list[dic
         a = ta[k] if k < len(ta) else {}
         b = tb[k] if k < len(tb) else {}
         label = f"theme[{k}]"
+        if not a or not b:
+            out.append(edit("theme", None, None, label, a.get("name") if a else None, b.get("name") if b else None))
+            continue
         for slot in sorted(set(a.get("colors", {})) | set(b.get("colors", {}))):
             va, vb = a.get("colors", {}).get(slot), b.get("colors", {}).get(slot)
             if va != vb:
@@ -145,7 +172,7 @@ def _theme_edits(ta: list[dict[str, Any]], tb: list[dict[str, Any]]) -> list[dic
             va, vb = (a.get("fonts") or {}).get(slot), (b.get("fonts") or {}).get(slot)
             if va != vb:
                 out.append(edit("theme", None, None, f"{label}/fonts/{slot}", va, vb))
-        if a.get("name") != b.get("name") and a and b:
+        if a.get("name") != b.get("name"):
             out.append(edit("theme", None, None, f"{label}/name", a.get("name"), b.get("name")))
     return out
 
@@ -189,6 +216,7 @@ def diff_summaries(a: dict[str, Any], b: dict[str, Any]) -> DeckDiff:
     ranked = sorted(pairs)
     keep = lis_indices([pairs[i] for i in ranked])
     moved = {ranked[k] for k in range(len(ranked)) if k not in keep}
+    shape_maps: dict[tuple[int, int], dict[Any, Any]] = {}
     for i, j in order:
         if j is None:
             s = slides_a[i]  # type: ignore[index]
@@ -203,9 +231,11 @@ def diff_summaries(a: dict[str, Any], b: dict[str, Any]) -> DeckDiff:
         sa = slides_a[i]
         if i in moved:
             edits.append(edit("slide_moved", sb["number"], None, "number", sa["number"], sb["number"]))
-        edits += slide_edits(sa, sb)
+        id_map: dict[Any, Any] = {}
+        edits += slide_edits(sa, sb, id_map)
+        shape_maps[(sa["number"], sb["number"])] = id_map
     matches = [(i + 1 if i is not None else None, j + 1 if j is not None else None) for i, j in order]
-    return DeckDiff(edits=edits, slide_matches=matches, summary_a=a, summary_b=b)
+    return DeckDiff(edits=edits, slide_matches=matches, summary_a=a, summary_b=b, shape_maps=shape_maps)
 
 
 def diff_decks(a: str | Path | dict[str, Any], b: str | Path | dict[str, Any]) -> DeckDiff:

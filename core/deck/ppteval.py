@@ -1,0 +1,315 @@
+"""A PPT-Eval-compatible view of the diff (the ``ppt_diff`` object published rubrics read).
+
+Published PPT-Eval rubric code reads nine list attributes (``added_slides``, ``removed_slides``,
+``modified_slides``, and the same for animations and transitions); ``modified_*`` items are
+``(old, new)`` tuples. Items carry PPT-Eval's attribute names and types: ``Slide.slide_id`` is
+the sldId as a string (never renumbered), ``slide_number`` is 1-based in its own file, and so on.
+
+Where PPT-Eval's own diff is wrong, this view is right (see docs/deck.md): a reordered slide is
+reported as modified, notes-only and layout-only changes make a slide modified, animations and
+transitions are attributed to the right slide after a reorder, each animation effect appears once,
+transition durations honour ``p14:dur``, and slides whose ids were regenerated are matched by
+content instead of showing up as removed + added.
+
+``PowerPointDiff.to_json()`` is plain JSON; ``PowerPointDiff.from_json()`` rebuilds the objects
+(e.g. inside the rubric sandbox).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import re
+from dataclasses import asdict, dataclass, field, fields
+from pathlib import Path
+from typing import Any
+
+from .diff import DeckDiff, align_animations, diff_decks
+
+_SP_KINDS = {"text_box", "autoshape", "freeform", "placeholder"}
+_SPACES = re.compile(r"[ \t]+")
+_DIRS = {1: "top", 2: "right", 4: "bottom", 8: "left", 3: "top_right", 6: "bottom_right", 9: "top_left",
+         12: "bottom_left"}
+_TRIGGERS = {"on_click": "click", "with_previous": "with_previous", "after_previous": "after_previous",
+             "on_shape_click": "on_shape_click"}
+
+
+@dataclass
+class Slide:
+    """One slide as PPT-Eval describes it."""
+
+    slide_id: str
+    slide_number: int
+    title: str | None = None
+    layout_type: str | None = None
+    element_count: int = 0
+    notes: str | None = None
+    content_hash: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """All seven fields."""
+        return asdict(self)
+
+    def __repr__(self) -> str:  # PPT-Eval's repr omits slide_id
+        return (f"Slide(slide_number={self.slide_number}, title={self.title!r}, layout_type={self.layout_type!r}, "
+                f"element_count={self.element_count}, notes={self.notes!r})")
+
+
+@dataclass
+class AnimationEffect:
+    """One animation effect as PPT-Eval describes it (times in seconds)."""
+
+    slide_id: str
+    element_id: str
+    effect_type: str
+    trigger: str
+    delay: float
+    duration: float
+    order: int
+    element_text: str | None = None
+    element_type: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """All nine fields."""
+        return asdict(self)
+
+
+@dataclass
+class SlideTransition:
+    """One slide transition as PPT-Eval describes it (duration in seconds)."""
+
+    slide_id: str
+    transition_type: str
+    duration: float
+    direction: str | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        """All four fields."""
+        return asdict(self)
+
+
+_LISTS = {
+    "added_animations": AnimationEffect, "removed_animations": AnimationEffect,
+    "modified_animations": AnimationEffect, "added_transitions": SlideTransition,
+    "removed_transitions": SlideTransition, "modified_transitions": SlideTransition,
+    "added_slides": Slide, "removed_slides": Slide, "modified_slides": Slide,
+}
+
+
+@dataclass
+class PowerPointDiff:
+    """The nine lists rubric code reads; ``modified_*`` hold (old, new) tuples."""
+
+    added_animations: list[AnimationEffect] = field(default_factory=list)
+    removed_animations: list[AnimationEffect] = field(default_factory=list)
+    modified_animations: list[tuple[AnimationEffect, AnimationEffect]] = field(default_factory=list)
+    added_transitions: list[SlideTransition] = field(default_factory=list)
+    removed_transitions: list[SlideTransition] = field(default_factory=list)
+    modified_transitions: list[tuple[SlideTransition, SlideTransition]] = field(default_factory=list)
+    added_slides: list[Slide] = field(default_factory=list)
+    removed_slides: list[Slide] = field(default_factory=list)
+    modified_slides: list[tuple[Slide, Slide]] = field(default_factory=list)
+
+    def to_dict(self) -> dict[str, Any]:
+        """PPT-Eval's ``to_dict``: items as dicts, tuples as 2-element lists."""
+        out: dict[str, Any] = {}
+        for f in fields(self):
+            items = getattr(self, f.name)
+            if f.name.startswith("modified_"):
+                out[f.name] = [[old.to_dict(), new.to_dict()] for old, new in items]
+            else:
+                out[f.name] = [item.to_dict() for item in items]
+        return out
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready dict (same as :meth:`to_dict`)."""
+        return self.to_dict()
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> PowerPointDiff:
+        """Rebuild the attribute-access objects from :meth:`to_json` output."""
+        kwargs: dict[str, Any] = {}
+        for name, item_cls in _LISTS.items():
+            raw = data.get(name) or []
+            if name.startswith("modified_"):
+                kwargs[name] = [(item_cls(**old), item_cls(**new)) for old, new in raw]
+            else:
+                kwargs[name] = [item_cls(**item) for item in raw]
+        return cls(**kwargs)
+
+
+def from_json(data: dict[str, Any]) -> PowerPointDiff:
+    """Module-level alias of :meth:`PowerPointDiff.from_json`."""
+    return PowerPointDiff.from_json(data)
+
+
+# ----------------------------------------------------------------------------- building
+
+
+def _walk(shapes: list[dict[str, Any]]):
+    for shape in shapes:
+        yield shape
+        if shape.get("children"):
+            yield from _walk(shape["children"])
+
+
+def _joined_runs(shape: dict[str, Any]) -> str:
+    return "".join(r.get("text", "") for p in shape.get("paragraphs") or [] for r in p.get("runs", [])
+                   if not r.get("break"))
+
+
+def ppteval_title(slide: dict[str, Any]) -> str | None:
+    """PPT-Eval's title rule: first sp that is a title placeholder or is named like 'title'."""
+    for shape in _walk(slide.get("shapes") or []):
+        if shape.get("kind") not in _SP_KINDS:
+            continue
+        ph = shape.get("placeholder") or {}
+        if ph.get("type") in ("title", "ctrTitle") or "title" in (shape.get("name") or "").lower():
+            text = _SPACES.sub(" ", _joined_runs(shape)).strip()
+            return text or None
+    return None
+
+
+def _content_hash(slide: dict[str, Any]) -> str:
+    body = {k: v for k, v in slide.items() if k not in ("number", "part")}
+    return hashlib.sha256(json.dumps(body, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def slide_view(slide: dict[str, Any]) -> Slide:
+    """A summary slide as a PPT-Eval :class:`Slide`."""
+    notes = slide.get("notes")
+    notes = _SPACES.sub(" ", notes.replace("\n", " ")).strip() if notes else None
+    return Slide(
+        slide_id=str(slide["sld_id"]),
+        slide_number=slide["number"],
+        title=ppteval_title(slide),
+        layout_type=slide.get("layout"),
+        element_count=sum(1 for s in _walk(slide.get("shapes") or []) if s.get("kind") in _SP_KINDS),
+        notes=notes or None,
+        content_hash=_content_hash(slide),
+    )
+
+
+def _transition(slide: dict[str, Any]) -> SlideTransition | None:
+    t = slide.get("transition")
+    if not t:
+        return None
+    return SlideTransition(str(slide["sld_id"]), t.get("type") or "none", (t.get("duration_ms") or 0) / 1000,
+                           t.get("direction"))
+
+
+def effect_type(effect: dict[str, Any]) -> str:
+    """PPT-Eval style effect name (fly_in_from_left, fade_out, ...), with directions read correctly."""
+    cls, name, sub = effect.get("class"), effect.get("effect"), effect.get("subtype") or 0
+    direction = _DIRS.get(sub)
+    if cls == "entrance":
+        if name == "fly" and direction:
+            return f"fly_in_from_{direction}"
+        if name == "wipe" and direction:
+            return f"wipe_from_{direction}"
+        if name in ("fade", "zoom", "dissolve", "fly", "spiral", "peek", "crawl"):
+            return f"{name}_in"
+        if name:
+            return name
+    elif cls == "exit":
+        if name == "fly" and direction:
+            return f"fly_out_to_{direction}"
+        if name == "wipe" and direction:
+            return f"wipe_out_to_{direction}"
+        if name == "appear":
+            return "disappear"
+        if name:
+            return f"{name}_out"
+    elif cls == "path":
+        return "motion_path"
+    elif cls == "emphasis" and name:
+        return name
+    return f"{cls}_{effect.get('preset')}"
+
+
+def _effect(slide: dict[str, Any], effect: dict[str, Any], shapes_by_id: dict[Any, dict[str, Any]]) -> AnimationEffect:
+    target = effect.get("target")
+    shape = shapes_by_id.get(target)
+    text = shape.get("text") if shape else None
+    return AnimationEffect(
+        slide_id=str(slide["sld_id"]),
+        element_id=str(target) if target is not None else "unknown",
+        effect_type=effect_type(effect),
+        trigger=_TRIGGERS.get(effect.get("trigger") or "", effect.get("trigger") or "click"),
+        delay=(effect.get("delay_ms") or 0) / 1000,
+        duration=(effect.get("duration_ms") or 0) / 1000,
+        order=effect.get("order", 0),
+        element_text=text or None,
+        element_type="text" if effect.get("text") else "shape",
+    )
+
+
+def _index(slide: dict[str, Any]) -> dict[Any, dict[str, Any]]:
+    return {s.get("id"): s for s in _walk(slide.get("shapes") or [])}
+
+
+def _changed(a: AnimationEffect, b: AnimationEffect) -> bool:
+    return (a.effect_type != b.effect_type or a.trigger != b.trigger or abs(a.delay - b.delay) >= 0.01
+            or abs(a.duration - b.duration) >= 0.01)
+
+
+def ppteval_view(d: DeckDiff) -> PowerPointDiff:
+    """Build the PPT-Eval view from a :class:`DeckDiff`."""
+    slides_a, slides_b = d.summary_a.get("slides") or [], d.summary_b.get("slides") or []
+    out = PowerPointDiff()
+    edited_b = {e["slide"] for e in d.edits if e["slide"] is not None and e["kind"] not in ("slide_removed",)}
+    modified = []
+    for na, nb in d.slide_matches:
+        sa = slides_a[na - 1] if na is not None else None
+        sb = slides_b[nb - 1] if nb is not None else None
+        if sa is not None and sb is None:
+            out.removed_slides.append(slide_view(sa))
+            idx = _index(sa)
+            out.removed_animations += [_effect(sa, e, idx) for e in sa.get("animations") or []]
+            if (t := _transition(sa)) is not None:
+                out.removed_transitions.append(t)
+            continue
+        if sa is None and sb is not None:
+            out.added_slides.append(slide_view(sb))
+            idx = _index(sb)
+            out.added_animations += [_effect(sb, e, idx) for e in sb.get("animations") or []]
+            if (t := _transition(sb)) is not None:
+                out.added_transitions.append(t)
+            continue
+        assert sa is not None and sb is not None
+        if nb in edited_b:
+            modified.append((na, (slide_view(sa), slide_view(sb))))
+        ta, tb = _transition(sa), _transition(sb)
+        if ta and not tb:
+            out.removed_transitions.append(ta)
+        elif tb and not ta:
+            out.added_transitions.append(tb)
+        elif ta and tb and (ta.transition_type != tb.transition_type or ta.direction != tb.direction
+                            or abs(ta.duration - tb.duration) >= 0.01):
+            out.modified_transitions.append((ta, tb))
+        anims_a, anims_b = sa.get("animations") or [], sb.get("animations") or []
+        if anims_a or anims_b:
+            idx_a, idx_b = _index(sa), _index(sb)
+            id_map = d.shape_maps.get((na, nb), {})
+            for i, j, same in align_animations(anims_a, anims_b, id_map):
+                ea = _effect(sa, anims_a[i], idx_a) if i is not None else None
+                eb = _effect(sb, anims_b[j], idx_b) if j is not None else None
+                if ea is not None and eb is not None:
+                    if not same or _changed(ea, eb):
+                        out.modified_animations.append((ea, eb))
+                elif ea is not None:
+                    out.removed_animations.append(ea)
+                elif eb is not None:
+                    out.added_animations.append(eb)
+    out.modified_slides = [pair for _, pair in sorted(modified, key=lambda x: x[0])]
+    return out
+
+
+def ppteval_diff(a: str | Path | dict[str, Any] | DeckDiff, b: str | Path | dict[str, Any] | None = None
+                 ) -> PowerPointDiff:
+    """PPT-Eval-compatible diff of decks ``a`` -> ``b`` (paths or summaries), or of a ready :class:`DeckDiff`."""
+    if isinstance(a, DeckDiff):
+        return ppteval_view(a)
+    if b is None:
+        raise TypeError("ppteval_diff needs two decks (or one DeckDiff)")
+    return ppteval_view(diff_decks(a, b))
