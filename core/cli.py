@@ -44,11 +44,12 @@ class LazyGroup(click.Group):
             module = importlib.import_module(module_name)
             return getattr(module, attr)
         except (ImportError, AttributeError) as exc:
+            reason = str(exc)
 
-            @click.command(cmd_name, help=f"{help_text} (unavailable: {exc})", context_settings={"ignore_unknown_options": True})
+            @click.command(cmd_name, help=f"{help_text} (unavailable: {reason})", context_settings={"ignore_unknown_options": True})
             @click.argument("args", nargs=-1, type=click.UNPROCESSED)
             def unavailable(args: Any) -> None:
-                raise click.ClickException(f"`arena {cmd_name}` is not available in this installation: {exc}")
+                raise click.ClickException(f"`arena {cmd_name}` is not available in this installation: {reason}")
 
             return unavailable
 
@@ -170,7 +171,7 @@ def run_command(
     quiet: bool,
 ) -> None:
     """Run every agent of a config on every task and judge the predictions."""
-    from .runner import Runner, RunInterrupted, choose_run_dir
+    from .runner import RunInterrupted, Runner, choose_run_dir
     from .types import PptArenaError
 
     config, registry = load_run_config(ctx, config_path)

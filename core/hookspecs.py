@@ -18,7 +18,6 @@ Plugins implement hooks with the :data:`hookimpl` marker::
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 import pluggy
 

@@ -26,15 +26,15 @@ import threading
 import time
 import traceback
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from .components import Components
 from .config import ComponentConfig, RunConfig
 from .evidence import Evidence
-from .registry import Registry
 from .progress import Progress
+from .registry import Registry
 from .results import SCHEMA_VERSION, ResultsStore, summarize_results, write_json_atomic
 from .types import (
     AgentLog,
@@ -150,7 +150,7 @@ class Runner:
 
     def _write_manifest(self, tasks: list[Task]) -> None:
         path = self.run_dir / "manifest.json"
-        now = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        now = datetime.now(UTC).isoformat(timespec="seconds")
         previous: dict[str, Any] = {}
         if path.exists():
             try:
@@ -183,7 +183,7 @@ class Runner:
     def _finish_manifest(self) -> None:
         path = self.run_dir / "manifest.json"
         manifest = json.loads(path.read_text())
-        manifest["finished_at"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        manifest["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
         write_json_atomic(path, manifest)
 
     def judges(self) -> list[tuple[ComponentConfig, Any]]:

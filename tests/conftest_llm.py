@@ -25,11 +25,10 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pydantic import SecretStr
-from stub_llm_server import StubLLMServer
-
 from pptarena.models import ModelHub
 from pptarena.types import ComponentContext
+from pydantic import SecretStr
+from stub_llm_server import StubLLMServer
 
 TEST_API_KEY = "sk-test-DO-NOT-LEAK-0123456789abcdef"
 """The key the backend fixtures send; tests assert it never shows up in errors or logs."""

@@ -12,10 +12,9 @@ import subprocess
 import time
 from pathlib import Path
 
-from pptx import Presentation
-
 import pptarena
 from pptarena.types import Component, InfraError, Options, Prediction, Task, Verdict
+from pptx import Presentation
 
 
 def make_deck(path: Path, title: str) -> Path:

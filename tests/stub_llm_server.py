@@ -277,7 +277,9 @@ class StubLLMServer:
             def do_GET(self) -> None:  # noqa: N802
                 self._send_json(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
 
-            def _send_json(self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None) -> None:
+            def _send_json(
+                self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
+            ) -> None:
                 data = json.dumps(payload).encode()
                 self.send_response(status)
                 self.send_header("Content-Type", "application/json")
@@ -390,5 +392,7 @@ def _error_body(wire: Wire, status: int, message: str) -> dict[str, Any]:
             529: "overloaded_error",
         }.get(status, "api_error")
         return {"type": "error", "error": {"type": kind, "message": message}}
-    kind = {400: "invalid_request_error", 401: "invalid_api_key", 429: "rate_limit_exceeded"}.get(status, "server_error")
+    kind = {400: "invalid_request_error", 401: "invalid_api_key", 429: "rate_limit_exceeded"}.get(
+        status, "server_error"
+    )
     return {"error": {"message": message, "type": kind, "param": None, "code": kind}}

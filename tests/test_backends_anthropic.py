@@ -8,13 +8,14 @@ import time
 import traceback
 
 import pytest
-from conftest_llm import TEST_API_KEY, anthropic_backend, llm_server  # noqa: F401
-from stub_llm_server import Fail, Hang, Reply
-
+from conftest_llm import TEST_API_KEY
 from pptarena.models import ImagePart, Message, ModelClient, ModelError, TransientModelError
 from pptarena.types import ComponentContext, ComponentUnavailable
+from stub_llm_server import Fail, Hang, Reply
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(48))
+
+pytest_plugins = ["conftest_llm"]
 
 
 def client_for(backend, model="claude-test"):

@@ -8,14 +8,15 @@ import time
 import traceback
 
 import pytest
-from conftest_llm import TEST_API_KEY, anthropic_backend, llm_server, openai_backend  # noqa: F401
-from stub_llm_server import Fail, Hang, Reply
-
+from conftest_llm import TEST_API_KEY
 from pptarena.models import ImagePart, Message, ModelClient, ModelError, TransientModelError
 from pptarena.types import ComponentContext, ComponentUnavailable
+from stub_llm_server import Fail, Hang, Reply
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
 JPEG = b"\xff\xd8\xff\xe0" + bytes(range(32))
+
+pytest_plugins = ["conftest_llm"]
 
 
 def client_for(backend, model="gpt-test"):
@@ -45,7 +46,9 @@ def test_text_and_images_use_the_chat_completions_wire_format(openai_backend, ll
     assert body["messages"][0] == {"role": "system", "content": "You edit decks."}
     parts = body["messages"][1]["content"]
     assert parts[0] == {"type": "text", "text": "Slide 1 and 2:"}
-    assert parts[1]["type"] == "image_url" and parts[1]["image_url"]["url"].startswith("data:image/png;base64,")
+    assert parts[1]["type"] == "image_url" and parts[1]["image_url"]["url"].startswith(
+        "data:image/png;base64,"
+    )
     assert req.images() == [("image/png", PNG), ("image/jpeg", JPEG)]
     assert client.usage.as_dict() == {
         "input_tokens": 40,
@@ -59,7 +62,9 @@ def test_text_and_images_use_the_chat_completions_wire_format(openai_backend, ll
 
 def test_plain_user_text_is_a_string_and_assistant_turns_pass_through(openai_backend, llm_server):
     client = client_for(openai_backend())
-    client.complete([Message.user("hi"), Message.assistant("hello"), Message.user("again")], stop=["END"], seed=7)
+    client.complete(
+        [Message.user("hi"), Message.assistant("hello"), Message.user("again")], stop=["END"], seed=7
+    )
     body = llm_server.requests[-1].body
     assert body["messages"] == [
         {"role": "user", "content": "hi"},
@@ -207,7 +212,9 @@ def test_without_a_limit_calls_do_overlap(openai_backend, llm_server):
     """Control for the test above: the server does see parallel calls when allowed."""
     llm_server.default = Reply("slow", delay=0.25)
     backend = openai_backend(concurrency=6)
-    threads = [threading.Thread(target=client_for(backend).complete, args=([Message.user("x")],)) for _ in range(6)]
+    threads = [
+        threading.Thread(target=client_for(backend).complete, args=([Message.user("x")],)) for _ in range(6)
+    ]
     for t in threads:
         t.start()
     for t in threads:
@@ -254,7 +261,9 @@ def test_missing_key_for_the_official_api_is_a_clear_unavailability(monkeypatch,
 
 
 def test_azure_deployment_path_api_version_and_key_header(openai_backend, llm_server):
-    backend = openai_backend(azure_endpoint=llm_server.azure_endpoint, api_version="2024-10-21", azure_deployment="dep-4o")
+    backend = openai_backend(
+        azure_endpoint=llm_server.azure_endpoint, api_version="2024-10-21", azure_deployment="dep-4o"
+    )
     client = ModelClient(backend, "openai", "gpt-4o")
     llm_server.enqueue(Reply("from azure"))
     assert client.complete([Message.user("x", ImagePart(PNG))], max_tokens=4).text == "from azure"
@@ -273,9 +282,8 @@ def test_azure_model_name_as_deployment(openai_backend, llm_server):
 
 
 def test_azure_options_are_checked():
-    from pydantic import ValidationError
-
     from pptarena.plugins.backends.openai import OpenAIOptions
+    from pydantic import ValidationError
 
     with pytest.raises(ValidationError, match="needs api_version"):
         OpenAIOptions(azure_endpoint="https://x.openai.azure.com")

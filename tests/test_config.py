@@ -7,13 +7,12 @@ import sys
 import time
 
 import pytest
-from pydantic import SecretStr
-
-from pptarena.config import ConfigError, load_config, redact
 from pptarena import ModelRef
+from pptarena.config import ConfigError, load_config, redact
+from pptarena.registry import get_registry
 from pptarena.types import Component
 from pptarena.types import Options as BaseOptions
-from pptarena.registry import get_registry
+from pydantic import SecretStr
 
 
 def write(tmp_path, text: str):
@@ -77,8 +76,6 @@ def test_model_reference_to_unknown_backend(tmp_path, fake_plugins):
     import types
 
     import pptarena
-    from pptarena import ModelRef
-    from pptarena.types import Component, Options
 
     class ModelJudge(Component):
         class Options(BaseOptions):
@@ -101,7 +98,6 @@ def test_secrets_resolved_from_env_and_never_written(tmp_path, fake_plugins, mon
     import types
 
     import pptarena
-    from pptarena.types import Component, Options
 
     class SecretDataset(Component):
         class Options(BaseOptions):

@@ -7,9 +7,8 @@ import subprocess
 import sys
 import types
 
-import pytest
-
 import pptarena
+import pytest
 from pptarena.registry import (
     AmbiguousComponentError,
     PluginLoadError,

@@ -10,8 +10,6 @@ import sys
 import time
 from pathlib import Path
 
-import pytest
-
 from pptarena.config import load_config
 from pptarena.registry import get_registry
 from pptarena.runner import Runner

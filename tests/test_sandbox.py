@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 
 import pytest
-
 from pptarena.sandbox import SandboxLimits, network_isolation_available, run_python
 
 

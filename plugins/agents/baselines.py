@@ -7,10 +7,9 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from pydantic import Field
-
 import pptarena
 from pptarena.types import AgentError, Component, Options, Prediction, Task, Workspace
+from pydantic import Field
 
 
 class NoopAgent(Component):
