@@ -1,0 +1,282 @@
+"""The sandboxed side of the ``rubric`` judge: runs PPT-Eval leaf code with PPT-Eval's context.
+
+This module is imported inside the sandboxed process (see :mod:`rubric_exec`), never by the
+judge itself. :func:`main` runs a list of function leaves one after another. Each leaf gets
+what ai-rubric's ``FunctionScorer`` gives it:
+
+* ``exec(code, context, namespace)`` with a fresh ``context`` dict holding exactly the seven
+  names ``ppt_diff``, ``original_ppt_screenshots``, ``modified_ppt_screenshots``,
+  ``original_ppt_path``, ``modified_ppt_path``, ``llm_call`` and ``vlm_call`` (``__name__``
+  unset, so ``if __name__ == "__main__":`` blocks stay inert);
+* ``namespace["compute_score"]()`` is called with no arguments and must return
+  ``(reason: str, score: int | float)`` with ``0 <= score <= 1``.
+
+Unlike ai-rubric, a failing leaf does not abort the others: its traceback is recorded and it
+scores 0. Each leaf has a wall-clock budget (a :class:`LeafTimeout`, which ``except
+Exception`` does not swallow) and its stdout is captured (capped). ``ppt_diff`` and the
+screenshot lists are rebuilt for every leaf, so one leaf mutating them cannot affect another.
+
+``llm_call`` / ``vlm_call`` forward to the judge process over a Unix socket (the sandbox has no
+network); image arguments follow ai-rubric: file paths, ``data:image/...`` URLs or raw bytes.
+Results are appended as JSON lines (``start`` then ``done`` per leaf) so the judge can tell
+which leaf was running if the whole process dies.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import json
+import linecache
+import mimetypes
+import signal
+import socket
+import time
+import traceback
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+MAX_REASON_CHARS = 10_000
+MAX_STDOUT_CHARS = 20_000
+MAX_IMAGE_BYTES = 30 * 1024 * 1024
+MAX_IMAGES = 32
+MAX_PROMPT_CHARS = 1_000_000
+MAX_REPLY_BYTES = 16 * 1024 * 1024
+
+
+class ScreenshotsUnavailableError(RuntimeError):
+    """Raised by rubric code when a slide image it needs is missing (PPT-Eval's retry signal)."""
+
+
+class LeafTimeout(BaseException):
+    """A leaf ran past its time budget (a BaseException so ``except Exception`` does not hide it)."""
+
+
+class ModelCallError(Exception):
+    """``llm_call`` / ``vlm_call`` failed (no model configured, backend error, bad images)."""
+
+
+@dataclass
+class SlideScreenshot:
+    """One slide image, as PPT-Eval's ``SlideScreenshot``."""
+
+    slide_number: int
+    image_path: str
+    slide_id: str | None = None
+
+
+# --------------------------------------------------------------------------- model proxy
+
+
+class _Proxy:
+    """Client of the judge's model server: one JSON line out, one JSON line back."""
+
+    def __init__(self, path: str | None):
+        self.path = path
+        self.leaf_id = ""
+        self._sock: socket.socket | None = None
+        self._file: Any = None
+
+    def call(self, payload: dict[str, Any]) -> str:
+        if not self.path:
+            raise ModelCallError("no model is configured for the rubric judge (set its 'model' option)")
+        if self._sock is None:
+            self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self._sock.connect(self.path)
+            self._file = self._sock.makefile("rb")
+        payload = {**payload, "leaf": self.leaf_id}
+        self._sock.sendall(json.dumps(payload).encode("utf-8") + b"\n")
+        line = self._file.readline(MAX_REPLY_BYTES)
+        if not line:
+            raise ModelCallError("the judge's model server closed the connection")
+        answer = json.loads(line)
+        if not answer.get("ok"):
+            raise ModelCallError(answer.get("error") or "model call failed")
+        return str(answer.get("text", ""))
+
+
+_proxy = _Proxy(None)
+
+
+def _image_payload(image: Any) -> dict[str, str]:
+    if isinstance(image, bytes | bytearray):
+        if len(image) > MAX_IMAGE_BYTES:
+            raise ModelCallError(f"image of {len(image)} bytes is over the {MAX_IMAGE_BYTES} limit")
+        return {"media_type": "image/jpeg", "b64": base64.b64encode(bytes(image)).decode("ascii"), "source": "bytes"}
+    if not isinstance(image, str):
+        raise ModelCallError(f"unsupported image type {type(image).__name__} (expected a path, data URL or bytes)")
+    if image.startswith("data:image/"):
+        head, _, data = image.partition(",")
+        return {"media_type": head[5:].split(";")[0], "b64": data, "source": "data-url"}
+    if image.startswith("http"):
+        raise ModelCallError("image URLs are not supported (no network); pass a file path")
+    path = Path(image)
+    size = path.stat().st_size
+    if size > MAX_IMAGE_BYTES:
+        raise ModelCallError(f"image {image} has {size} bytes (limit {MAX_IMAGE_BYTES})")
+    ext = path.suffix.lower().lstrip(".")
+    media = {"jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "gif": "image/gif", "webp": "image/webp"}
+    return {
+        "media_type": media.get(ext, mimetypes.guess_type(path.name)[0] or "image/jpeg"),
+        "b64": base64.b64encode(path.read_bytes()).decode("ascii"),
+        "source": str(path),
+    }
+
+
+def llm_call(prompt: str, temperature: float = 0.7, max_tokens: int | None = None) -> str:
+    """Ask the judge's configured model (text only); returns its reply text."""
+    text = str(prompt)
+    if len(text) > MAX_PROMPT_CHARS:
+        raise ModelCallError(f"prompt of {len(text)} characters is over the {MAX_PROMPT_CHARS} limit")
+    return _proxy.call({"kind": "llm", "prompt": text, "temperature": temperature, "max_tokens": max_tokens})
+
+
+def vlm_call(prompt: str, images: Any, temperature: float = 0.7, max_tokens: int | None = None) -> str:
+    """Ask the judge's configured model about ``images`` (paths, data URLs or bytes); returns its reply."""
+    text = str(prompt)
+    if len(text) > MAX_PROMPT_CHARS:
+        raise ModelCallError(f"prompt of {len(text)} characters is over the {MAX_PROMPT_CHARS} limit")
+    if isinstance(images, str | bytes | bytearray):
+        images = [images]
+    items = list(images)
+    if len(items) > MAX_IMAGES:
+        raise ModelCallError(f"{len(items)} images is over the {MAX_IMAGES} limit")
+    payload = [_image_payload(i) for i in items]
+    return _proxy.call(
+        {"kind": "vlm", "prompt": text, "images": payload, "temperature": temperature, "max_tokens": max_tokens}
+    )
+
+
+# --------------------------------------------------------------------------- running leaves
+
+
+class _CappedWriter(io.TextIOBase):
+    """A text sink that keeps the first ``cap`` characters."""
+
+    def __init__(self, cap: int):
+        self.cap = cap
+        self.parts: list[str] = []
+        self.size = 0
+        self.truncated = False
+
+    def write(self, s: str) -> int:  # type: ignore[override]
+        room = self.cap - self.size
+        if room > 0:
+            self.parts.append(s[:room])
+            self.size += min(room, len(s))
+        if len(s) > room:
+            self.truncated = True
+        return len(s)
+
+    def text(self) -> str:
+        return "".join(self.parts) + ("\n[... output truncated ...]" if self.truncated else "")
+
+
+def _on_alarm(signum: int, frame: Any) -> None:
+    raise LeafTimeout("leaf time budget exceeded")
+
+
+def _build_diff(spec: dict[str, Any] | None) -> Any:
+    if spec is None:
+        return None
+    import importlib
+
+    module = importlib.import_module(spec["module"])
+    return getattr(module, spec["factory"])(spec["data"])
+
+
+def _screens(items: list[dict[str, Any]]) -> list[SlideScreenshot]:
+    return [SlideScreenshot(int(i["slide_number"]), str(i["image_path"]), i.get("slide_id")) for i in items]
+
+
+def _check_result(value: Any) -> tuple[str, float]:
+    try:
+        reason, score = value
+    except (TypeError, ValueError) as exc:
+        raise ValueError(f"compute_score must return (reason, score), got {type(value).__name__}: {exc}") from None
+    if not isinstance(reason, str):
+        raise ValueError(f"reason must be a string, got {type(reason).__name__}")
+    if not isinstance(score, int | float):
+        raise ValueError(f"score must be a number, got {type(score).__name__}")
+    if not 0 <= score <= 1:
+        raise ValueError(f"score {score!r} is outside [0, 1]")
+    return reason, float(score)
+
+
+def run_leaf(leaf: dict[str, Any], context: dict[str, Any], budget: float) -> dict[str, Any]:
+    """Run one leaf's code with ``context`` as its globals; never raises."""
+    filename = f"<leaf {leaf['id']}>"
+    code = leaf["code"]
+    linecache.cache[filename] = (len(code), None, code.splitlines(True), filename)
+    out = _CappedWriter(MAX_STDOUT_CHARS)
+    record: dict[str, Any] = {"event": "done", "leaf": leaf["id"]}
+    t0 = time.monotonic()
+    _proxy.leaf_id = leaf["id"]
+    signal.signal(signal.SIGALRM, _on_alarm)
+    try:
+        with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):
+            signal.setitimer(signal.ITIMER_REAL, budget)
+            try:
+                namespace: dict[str, Any] = {}
+                exec(compile(code, filename, "exec"), context, namespace)  # noqa: S102 - sandboxed rubric code
+                func = namespace["compute_score"]
+                reason, score = _check_result(func())
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
+        record.update(score=score, reason=reason[:MAX_REASON_CHARS])
+    except BaseException as exc:  # noqa: BLE001 - every leaf failure (sys.exit too) is recorded, not raised
+        signal.setitimer(signal.ITIMER_REAL, 0)
+        kind = type(exc).__name__
+        if isinstance(exc, KeyError) and exc.args == ("compute_score",):
+            message = "the code does not define compute_score()"
+        else:
+            message = f"{kind}: {exc}"
+        record.update(
+            score=0.0,
+            reason=f"Function scoring failed: {message}"[:MAX_REASON_CHARS],
+            error=message[:MAX_REASON_CHARS],
+            error_type="timeout" if isinstance(exc, LeafTimeout) else kind,
+            traceback=traceback.format_exc()[-MAX_STDOUT_CHARS:],
+            screenshots_unavailable=isinstance(exc, ScreenshotsUnavailableError),
+        )
+    record["duration_s"] = round(time.monotonic() - t0, 3)
+    record["stdout"] = out.text()
+    return record
+
+
+def main(inputs: dict[str, Any]) -> None:
+    """Run every leaf in ``inputs["leaves"]``, appending records to ``inputs["results_path"]``."""
+    _proxy.path = inputs.get("socket_path")
+    shots = inputs.get("screenshots") or {}
+    results = Path(inputs["results_path"])
+    budget = float(inputs.get("leaf_timeout", 60.0))
+    for leaf in inputs["leaves"]:
+        with results.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps({"event": "start", "leaf": leaf["id"]}) + "\n")
+        try:
+            context = {
+                "ppt_diff": _build_diff(inputs.get("ppt_diff")),
+                "original_ppt_screenshots": _screens(shots.get("original") or []),
+                "modified_ppt_screenshots": _screens(shots.get("modified") or []),
+                "original_ppt_path": inputs["original_ppt_path"],
+                "modified_ppt_path": inputs["modified_ppt_path"],
+                "llm_call": llm_call,
+                "vlm_call": vlm_call,
+            }
+        except Exception as exc:  # noqa: BLE001 - a context failure is the harness's, reported per leaf
+            record = {
+                "event": "done",
+                "leaf": leaf["id"],
+                "score": 0.0,
+                "reason": f"context could not be built: {exc}",
+                "error": f"context could not be built: {type(exc).__name__}: {exc}",
+                "error_type": "context",
+                "traceback": traceback.format_exc(),
+                "context_error": True,
+            }
+        else:
+            record = run_leaf(leaf, context, budget)
+        with results.open("a", encoding="utf-8") as fh:
+            fh.write(json.dumps(record, default=str) + "\n")
