@@ -42,7 +42,7 @@ DOWNLOAD_HINT = (
     "fetches them). Put them under <root>/data/files/PowerPoint/ or point option 'decks_dir' at "
     "the folder that holds them."
 )
-_ENTRY_KEYS = {"goal": str, "rubric_path": str, "file_path": str}
+_ENTRY_KEYS = {"goal": str, "file_path": str}
 
 
 def find_registry(root: Path) -> tuple[Path, Path]:
@@ -65,6 +65,8 @@ def _entry_problems(task_id: str, entry: Any) -> list[str]:
     for key, kind in _ENTRY_KEYS.items():
         if not isinstance(entry.get(key), kind) or not entry.get(key):
             problems.append(f"{task_id!r}: {key!r} must be a non-empty string")
+    if "rubric_path" in entry and (not isinstance(entry["rubric_path"], str) or not entry["rubric_path"]):
+        problems.append(f"{task_id!r}: 'rubric_path' must be a non-empty string")
     misc = entry.get("misc", {})
     if not isinstance(misc, dict):
         problems.append(f"{task_id!r}: 'misc' must be an object")
@@ -116,10 +118,12 @@ def load_ppteval_tasks(
             level = normalise_difficulty(level, where=where) if level is not None else None
             if wanted and level not in wanted:
                 continue
-            rubric = load_rubric(
-                resolve_inside(workspace, entry["rubric_path"], root=workspace, what="rubric_path", where=where),
-                where=f"task {task_id}",
-            )
+            rubric = None
+            if "rubric_path" in entry:  # always present in PPT-Eval; absent in exports of rubric-less tasks
+                rubric = load_rubric(
+                    resolve_inside(workspace, entry["rubric_path"], root=workspace, what="rubric_path", where=where),
+                    where=f"task {task_id}",
+                )
             deck_rel = entry["file_path"]
             if decks is not None:
                 original = decks / Path(deck_rel).name
