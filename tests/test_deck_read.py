@@ -105,3 +105,17 @@ def test_zip_bomb_member_rejected(tmp_path, monkeypatch):
         slide_ids(src)
     buf = io.BytesIO(src.read_bytes())
     assert zipfile.is_zipfile(buf)
+
+
+def test_duplicate_zip_entry_is_corrupt(tmp_path):
+    import warnings
+
+    src = corpus("pythonpptx_missing_rels_item.pptx")
+    out = tmp_path / "dup.pptx"
+    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(out, "w") as zout, warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        for info in zin.infolist():
+            zout.writestr(info, zin.read(info))
+        zout.writestr("ppt/presentation.xml", zin.read("ppt/presentation.xml"))
+    with pytest.raises(DeckError, match="duplicate zip entry"):
+        slide_ids(out)

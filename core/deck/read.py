@@ -178,7 +178,10 @@ class Package:
             raise DeckError(f"{self.name}: {len(infos)} zip entries, over the {MAX_ENTRIES} limit")
         self._infos = {}
         for info in infos:
-            self._infos[info.filename.lstrip("/")] = info
+            name = info.filename.lstrip("/")
+            if name in self._infos:
+                raise DeckError(f"{self.name}: corrupt package: duplicate zip entry {name!r}")
+            self._infos[name] = info
         self.strict = False
         self.content_types = self._read_content_types()
         self.main_part = self._find_main_part()
