@@ -112,10 +112,12 @@ def test_duplicate_zip_entry_is_corrupt(tmp_path):
 
     src = corpus("pythonpptx_missing_rels_item.pptx")
     out = tmp_path / "dup.pptx"
-    with zipfile.ZipFile(src) as zin, zipfile.ZipFile(out, "w") as zout, warnings.catch_warnings():
+    with zipfile.ZipFile(src) as zin:
+        members = [(info.filename, zin.read(info)) for info in zin.infolist()]
+    with zipfile.ZipFile(out, "w") as zout, warnings.catch_warnings():
         warnings.simplefilter("ignore")
-        for info in zin.infolist():
-            zout.writestr(info, zin.read(info))
-        zout.writestr("ppt/presentation.xml", zin.read("ppt/presentation.xml"))
+        for name, data in members:
+            zout.writestr(name, data)
+        zout.writestr("ppt/presentation.xml", dict(members)["ppt/presentation.xml"])
     with pytest.raises(DeckError, match="duplicate zip entry"):
         slide_ids(out)
