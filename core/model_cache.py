@@ -111,9 +111,11 @@ class ResponseCache:
 
     def get(self, key: str) -> Completion | None:
         """The stored completion for ``key``, or None."""
-        row = self._conn().execute(
-            "SELECT model, text, usage, raw FROM responses WHERE key = ?", (key,)
-        ).fetchone()
+        row = (
+            self._conn()
+            .execute("SELECT model, text, usage, raw FROM responses WHERE key = ?", (key,))
+            .fetchone()
+        )
         if row is None:
             return None
         model, text, usage_json, raw_json = row

@@ -66,12 +66,16 @@ def call_with_retries(
             if retries >= policy.max_retries:
                 if retries:
                     raise TransientModelError(
-                        f"{exc} (gave up after {retries + 1} attempts)", status=exc.status, retry_after=exc.retry_after
+                        f"{exc} (gave up after {retries + 1} attempts)",
+                        status=exc.status,
+                        retry_after=exc.retry_after,
                     ) from None
                 raise
             retries += 1
             wait = policy.delay(retries, exc.retry_after)
-            log.warning("%s failed (%s); retry %d/%d in %.2fs", describe, exc, retries, policy.max_retries, wait)
+            log.warning(
+                "%s failed (%s); retry %d/%d in %.2fs", describe, exc, retries, policy.max_retries, wait
+            )
             if on_retry is not None:
                 on_retry(retries, exc, wait)
             sleep(wait)

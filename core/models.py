@@ -41,7 +41,9 @@ Role = Literal["system", "user", "assistant"]
 def _check_model_ref(value: str) -> str:
     backend, sep, model = value.partition("/")
     if not sep or not backend or not model:
-        raise ValueError(f"model reference {value!r} must look like '<backend>/<model>', e.g. 'openai/gpt-4o'")
+        raise ValueError(
+            f"model reference {value!r} must look like '<backend>/<model>', e.g. 'openai/gpt-4o'"
+        )
     return value
 
 
@@ -197,7 +199,10 @@ class UsageBook:
     def as_dict(self) -> dict[str, Any]:
         """``{"total": {...}, "by_model": {ref: {...}}}``."""
         by_model = self.by_model()
-        return {"total": sum_usage(by_model.values()).as_dict(), "by_model": {r: u.as_dict() for r, u in by_model.items()}}
+        return {
+            "total": sum_usage(by_model.values()).as_dict(),
+            "by_model": {r: u.as_dict() for r, u in by_model.items()},
+        }
 
 
 # --------------------------------------------------------------------------- completions and errors
@@ -267,14 +272,20 @@ class BackendOptions(Options):
 
     timeout: float = Field(120.0, gt=0, description="seconds per call (one attempt)")
     max_retries: int = Field(4, ge=0, le=20, description="retries after a transient failure")
-    retry_base_delay: float = Field(1.0, ge=0, description="first backoff ceiling in seconds; doubles per retry")
+    retry_base_delay: float = Field(
+        1.0, ge=0, description="first backoff ceiling in seconds; doubles per retry"
+    )
     retry_max_delay: float = Field(30.0, ge=0, description="backoff ceiling in seconds")
-    concurrency: int = Field(8, ge=1, le=1024, description="calls in flight per backend instance (per process)")
+    concurrency: int = Field(
+        8, ge=1, le=1024, description="calls in flight per backend instance (per process)"
+    )
     cache: bool | Path = Field(
         False, description="true: <cache_dir>/model-cache.sqlite; a path: that sqlite file; false: off"
     )
     temperature: float | None = Field(None, description="default temperature when a call gives none")
-    max_tokens: int | None = Field(None, gt=0, description="default output-token limit when a call gives none")
+    max_tokens: int | None = Field(
+        None, gt=0, description="default output-token limit when a call gives none"
+    )
 
 
 class CallPolicy:
@@ -320,7 +331,9 @@ class CallPolicy:
                 raise ValueError("cache = true needs a cache directory; give cache a file path instead")
             cache = shared_cache(Path(cache_dir) / CACHE_FILE_NAME)
         defaults = {
-            k: v for k, v in (("temperature", options.temperature), ("max_tokens", options.max_tokens)) if v is not None
+            k: v
+            for k, v in (("temperature", options.temperature), ("max_tokens", options.max_tokens))
+            if v is not None
         }
         return cls(
             retry=RetryPolicy(options.max_retries, options.retry_base_delay, options.retry_max_delay),
@@ -370,10 +383,12 @@ def policy_for(backend: Any) -> CallPolicy:
         try:
             policy = _default_policies.get(backend)
             if policy is None:
-                policy = _default_policies[backend] = CallPolicy.from_options(BackendOptions())
+                policy = _default_policies[backend] = CallPolicy.from_options(
+                    BackendOptions.model_validate({})
+                )
             return policy
         except TypeError:  # not weak-referenceable: a fresh policy each time
-            return CallPolicy.from_options(BackendOptions())
+            return CallPolicy.from_options(BackendOptions.model_validate({}))
 
 
 # --------------------------------------------------------------------------- the client
@@ -414,7 +429,9 @@ class ModelClient:
 
     def bound(self, *, book: UsageBook | None = None, log: AgentLog | None = None) -> ModelClient:
         """A new client for the same backend and model with its own usage, reporting to ``book``/``log``."""
-        return ModelClient(self.backend, self.backend_name, self.model, policy=self.policy, book=book, log=log)
+        return ModelClient(
+            self.backend, self.backend_name, self.model, policy=self.policy, book=book, log=log
+        )
 
     def cache_key(self, messages: list[Message], params: Mapping[str, Any]) -> str:
         """The response-cache key of a request through this client."""
@@ -529,6 +546,8 @@ class ModelHub:
         name, model = split_model_ref(ref)
         return ModelClient(self.backend(name), name, model, book=book, log=log)
 
-    def factory(self, *, book: UsageBook | None = None, log: AgentLog | None = None) -> Callable[[str], ModelClient]:
+    def factory(
+        self, *, book: UsageBook | None = None, log: AgentLog | None = None
+    ) -> Callable[[str], ModelClient]:
         """``ref -> ModelClient`` bound to ``book`` and ``log``."""
         return lambda ref: self.client(ref, book=book, log=log)

@@ -1,9 +1,10 @@
 """Pytest fixtures for model-driven tests: a loopback LLM server and backend builders.
 
-Import the fixtures you need into a test module (``tests/`` is on ``sys.path``)::
+Load them as a plugin in a test module (``tests/`` is on ``sys.path``)::
 
-    from conftest_llm import llm_server, openai_backend, anthropic_backend, scripted_backend  # noqa: F401
-    from stub_llm_server import Fail, Hang, Reply
+    from stub_llm_server import TEST_API_KEY, Fail, Hang, Reply
+
+    pytest_plugins = ["conftest_llm"]
 
     def test_my_judge(openai_backend, llm_server):
         llm_server.enqueue(Reply('{"score": 4}'))
@@ -28,10 +29,16 @@ import pytest
 from pptarena.models import ModelHub
 from pptarena.types import ComponentContext
 from pydantic import SecretStr
-from stub_llm_server import StubLLMServer
+from stub_llm_server import TEST_API_KEY, StubLLMServer
 
-TEST_API_KEY = "sk-test-DO-NOT-LEAK-0123456789abcdef"
-"""The key the backend fixtures send; tests assert it never shows up in errors or logs."""
+__all__ = [
+    "TEST_API_KEY",
+    "anthropic_backend",
+    "llm_server",
+    "model_context",
+    "openai_backend",
+    "scripted_backend",
+]
 
 FAST_RETRY = {"retry_base_delay": 0.01, "retry_max_delay": 0.05}
 

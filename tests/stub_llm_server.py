@@ -39,6 +39,9 @@ from urllib.parse import parse_qs, urlsplit
 
 Wire = Literal["openai", "anthropic"]
 
+TEST_API_KEY = "sk-test-DO-NOT-LEAK-0123456789abcdef"
+"""A fake key for tests; they assert it never shows up in errors or logs."""
+
 _AZURE_PATH = re.compile(r"^/openai/deployments/(?P<deployment>[^/]+)/chat/completions$")
 _MAX_BODY = 64 * 1024 * 1024
 

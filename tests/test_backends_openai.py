@@ -8,10 +8,9 @@ import time
 import traceback
 
 import pytest
-from conftest_llm import TEST_API_KEY
 from pptarena.models import ImagePart, Message, ModelClient, ModelError, TransientModelError
 from pptarena.types import ComponentContext, ComponentUnavailable
-from stub_llm_server import Fail, Hang, Reply
+from stub_llm_server import TEST_API_KEY, Fail, Hang, Reply
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
 JPEG = b"\xff\xd8\xff\xe0" + bytes(range(32))

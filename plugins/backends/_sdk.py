@@ -13,11 +13,11 @@ from __future__ import annotations
 import email.utils
 import os
 import time
+from collections.abc import Sequence
 from typing import Any
 
-from pydantic import SecretStr
-
 from pptarena.models import ModelError, TransientModelError, redact_secrets
+from pydantic import SecretStr
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 _MAX_SERVER_MESSAGE = 500
@@ -65,7 +65,7 @@ def _server_message(exc: Any) -> str:
     return text[:_MAX_SERVER_MESSAGE]
 
 
-def map_sdk_error(exc: BaseException, provider: str, secrets: list[str | None]) -> ModelError | None:
+def map_sdk_error(exc: BaseException, provider: str, secrets: Sequence[str | None]) -> ModelError | None:
     """The :class:`ModelError` for an SDK exception, or None when ``exc`` is not an SDK API error.
 
     429, 408/409, 5xx and 529, timeouts and connection errors are transient;
@@ -88,7 +88,7 @@ def map_sdk_error(exc: BaseException, provider: str, secrets: list[str | None]) 
                 retry_after=_retry_after(getattr(exc, "response", None)),
             )
         hint = {
-            401: " (check the API key: set it in the environment or with api_key = { env = \"VAR\" })",
+            401: ' (check the API key: set it in the environment or with api_key = { env = "VAR" })',
             403: " (the key lacks permission for this model or endpoint)",
             404: " (unknown model or wrong base_url / deployment)",
         }.get(status, "")

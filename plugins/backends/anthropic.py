@@ -18,8 +18,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from pydantic import Field, SecretStr
-
 import pptarena
 from pptarena.models import (
     BackendBase,
@@ -32,6 +30,7 @@ from pptarena.models import (
     redact_secrets,
 )
 from pptarena.types import ComponentContext, ComponentUnavailable
+from pydantic import Field, SecretStr
 
 from ._sdk import check_params, map_sdk_error, resolve_secret
 
@@ -47,10 +46,16 @@ class AnthropicOptions(BackendOptions):
     """Options of the ``anthropic`` backend (``[backends.anthropic]``)."""
 
     base_url: str | None = Field(None, description="default: the Anthropic API (or $ANTHROPIC_BASE_URL)")
-    api_key: SecretStr | None = Field(None, description="use { env = \"VAR\" }; default $ANTHROPIC_API_KEY")
-    default_headers: dict[str, str | SecretStr] = Field(default_factory=dict, description="sent with every request")
-    max_tokens: int | None = Field(4096, gt=0, description="output-token limit when a call gives none (required)")
-    extra_body: dict[str, Any] = Field(default_factory=dict, description="extra JSON fields for every request")
+    api_key: SecretStr | None = Field(None, description='use { env = "VAR" }; default $ANTHROPIC_API_KEY')
+    default_headers: dict[str, str | SecretStr] = Field(
+        default_factory=dict, description="sent with every request"
+    )
+    max_tokens: int | None = Field(
+        4096, gt=0, description="output-token limit when a call gives none (required)"
+    )
+    extra_body: dict[str, Any] = Field(
+        default_factory=dict, description="extra JSON fields for every request"
+    )
     api_version: str | None = Field(
         None, description="anthropic-version header override, e.g. 2023-06-01 to keep temperature/top_p/top_k"
     )
@@ -80,8 +85,15 @@ def to_anthropic_request(messages: list[Message]) -> tuple[str | None, list[dict
                 if m.role != "user":
                     raise TypeError("anthropic backend: images are only allowed in user messages")
                 if p.media_type not in IMAGE_TYPES:
-                    raise TypeError(f"anthropic backend: unsupported image type {p.media_type} (use PNG or JPEG)")
-                blocks.append({"type": "image", "source": {"type": "base64", "media_type": p.media_type, "data": p.b64()}})
+                    raise TypeError(
+                        f"anthropic backend: unsupported image type {p.media_type} (use PNG or JPEG)"
+                    )
+                blocks.append(
+                    {
+                        "type": "image",
+                        "source": {"type": "base64", "media_type": p.media_type, "data": p.b64()},
+                    }
+                )
             else:
                 blocks.append({"type": "text", "text": p})
         out.append({"role": m.role, "content": blocks})
@@ -98,10 +110,13 @@ class AnthropicBackend(BackendBase):
         try:
             import anthropic
         except ImportError as exc:
-            raise ComponentUnavailable(f"the anthropic backend needs the anthropic SDK; {INSTALL_HINT}") from exc
+            raise ComponentUnavailable(
+                f"the anthropic backend needs the anthropic SDK; {INSTALL_HINT}"
+            ) from exc
         self.options: AnthropicOptions = options
         headers = {
-            k: v.get_secret_value() if isinstance(v, SecretStr) else v for k, v in options.default_headers.items()
+            k: v.get_secret_value() if isinstance(v, SecretStr) else v
+            for k, v in options.default_headers.items()
         }
         if options.api_version:
             headers["anthropic-version"] = options.api_version
@@ -109,7 +124,7 @@ class AnthropicBackend(BackendBase):
         if key is None:
             if options.base_url is None:
                 raise ComponentUnavailable(
-                    "the anthropic backend has no API key: set $ANTHROPIC_API_KEY or api_key = { env = \"VAR\" }"
+                    'the anthropic backend has no API key: set $ANTHROPIC_API_KEY or api_key = { env = "VAR" }'
                 )
             key = "not-needed"
         self._secrets = [key, *headers.values()]
@@ -122,7 +137,9 @@ class AnthropicBackend(BackendBase):
                 default_headers=headers or None,
             )
         except anthropic.AnthropicError as exc:
-            raise ModelError(f"anthropic: cannot create the client: {redact_secrets(str(exc), self._secrets)}") from None
+            raise ModelError(
+                f"anthropic: cannot create the client: {redact_secrets(str(exc), self._secrets)}"
+            ) from None
         import inspect
 
         self._native_sampling = "temperature" in inspect.signature(self._client.messages.create).parameters
@@ -160,7 +177,7 @@ class AnthropicBackend(BackendBase):
             self._warned_sampling = True
             log.warning(
                 "anthropic backend: %s dropped (API version %s rejects sampling parameters; "
-                "set api_version = \"%s\" to send them)",
+                'set api_version = "%s" to send them)',
                 ", ".join(sampling),
                 self.api_version,
                 LEGACY_API_VERSION,
@@ -184,7 +201,9 @@ class AnthropicBackend(BackendBase):
             if mapped is None:
                 raise
             raise mapped from None
-        text = "".join(getattr(b, "text", "") for b in (response.content or []) if getattr(b, "type", "") == "text")
+        text = "".join(
+            getattr(b, "text", "") for b in (response.content or []) if getattr(b, "type", "") == "text"
+        )
         usage = getattr(response, "usage", None)
         return Completion(
             text=text,

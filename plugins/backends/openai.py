@@ -10,33 +10,42 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, model_validator
-
 import pptarena
 from pptarena.models import BackendBase, BackendOptions, Completion, ImagePart, Message, ModelError, Usage
 from pptarena.types import ComponentContext, ComponentUnavailable
+from pydantic import Field, SecretStr, model_validator
 
 from ._sdk import check_params, map_sdk_error, resolve_secret
 
 PROVIDER = "openai"
 INSTALL_HINT = "install with: pip install 'pptarena[openai]'"
-KNOWN_PARAMS = frozenset({"temperature", "max_tokens", "top_p", "stop", "seed", "response_format", "extra_body"})
+KNOWN_PARAMS = frozenset(
+    {"temperature", "max_tokens", "top_p", "stop", "seed", "response_format", "extra_body"}
+)
 
 
 class OpenAIOptions(BackendOptions):
     """Options of the ``openai`` backend (``[backends.openai]``)."""
 
-    base_url: str | None = Field(None, description="e.g. http://localhost:8000/v1 for vLLM; default: the OpenAI API")
+    base_url: str | None = Field(
+        None, description="e.g. http://localhost:8000/v1 for vLLM; default: the OpenAI API"
+    )
     api_key: SecretStr | None = Field(
-        None, description="use { env = \"VAR\" }; default $OPENAI_API_KEY (Azure: $AZURE_OPENAI_API_KEY)"
+        None, description='use { env = "VAR" }; default $OPENAI_API_KEY (Azure: $AZURE_OPENAI_API_KEY)'
     )
     organization: str | None = None
     project: str | None = None
-    default_headers: dict[str, str | SecretStr] = Field(default_factory=dict, description="sent with every request")
-    azure_endpoint: str | None = Field(None, description="https://<resource>.openai.azure.com: use Azure OpenAI")
+    default_headers: dict[str, str | SecretStr] = Field(
+        default_factory=dict, description="sent with every request"
+    )
+    azure_endpoint: str | None = Field(
+        None, description="https://<resource>.openai.azure.com: use Azure OpenAI"
+    )
     api_version: str | None = Field(None, description="Azure API version, e.g. 2024-10-21")
     azure_deployment: str | None = Field(None, description="Azure deployment; default: the model name")
-    extra_body: dict[str, Any] = Field(default_factory=dict, description="extra JSON fields for every request")
+    extra_body: dict[str, Any] = Field(
+        default_factory=dict, description="extra JSON fields for every request"
+    )
     max_tokens_param: Literal["auto", "max_tokens", "max_completion_tokens"] = Field(
         "auto",
         description="field carrying max_tokens; auto: max_completion_tokens for api.openai.com and Azure, "
@@ -49,7 +58,7 @@ class OpenAIOptions(BackendOptions):
         if (self.api_version or self.azure_deployment) and not self.azure_endpoint:
             raise ValueError("api_version and azure_deployment need azure_endpoint (Azure OpenAI)")
         if self.azure_endpoint and not self.api_version:
-            raise ValueError("azure_endpoint needs api_version, e.g. api_version = \"2024-10-21\"")
+            raise ValueError('azure_endpoint needs api_version, e.g. api_version = "2024-10-21"')
         if self.azure_endpoint and self.base_url:
             raise ValueError("give either base_url or azure_endpoint, not both")
         return self
@@ -94,14 +103,15 @@ class OpenAIBackend(BackendBase):
             raise ComponentUnavailable(f"the openai backend needs the openai SDK; {INSTALL_HINT}") from exc
         self.options: OpenAIOptions = options
         headers = {
-            k: v.get_secret_value() if isinstance(v, SecretStr) else v for k, v in options.default_headers.items()
+            k: v.get_secret_value() if isinstance(v, SecretStr) else v
+            for k, v in options.default_headers.items()
         }
         env_var = "AZURE_OPENAI_API_KEY" if options.azure_endpoint else "OPENAI_API_KEY"
         key = resolve_secret(options.api_key, env_var)
         if key is None:
             if options.base_url is None:
                 raise ComponentUnavailable(
-                    f"the openai backend has no API key: set ${env_var} or api_key = {{ env = \"VAR\" }}"
+                    f'the openai backend has no API key: set ${env_var} or api_key = {{ env = "VAR" }}'
                 )
             key = "not-needed"  # local OpenAI-compatible servers usually ignore the key
         self._secrets = [key, *headers.values()]
@@ -113,6 +123,7 @@ class OpenAIBackend(BackendBase):
             "max_retries": 0,
             "default_headers": headers or None,
         }
+        self._client: Any
         try:
             if options.azure_endpoint:
                 self._client = openai.AzureOpenAI(
@@ -127,7 +138,9 @@ class OpenAIBackend(BackendBase):
             raise ModelError(f"openai: cannot create the client: {self._redact(str(exc))}") from None
         if options.max_tokens_param != "auto":
             self._max_tokens_field = options.max_tokens_param
-        elif options.azure_endpoint or options.base_url is None or "api.openai.com" in (options.base_url or ""):
+        elif (
+            options.azure_endpoint or options.base_url is None or "api.openai.com" in (options.base_url or "")
+        ):
             self._max_tokens_field = "max_completion_tokens"
         else:
             self._max_tokens_field = "max_tokens"
@@ -150,7 +163,10 @@ class OpenAIBackend(BackendBase):
     def request_body(self, messages: list[Message], model: str, params: dict[str, Any]) -> dict[str, Any]:
         """The keyword arguments for ``chat.completions.create``."""
         check_params(PROVIDER, params, KNOWN_PARAMS)
-        body: dict[str, Any] = {"model": model, "messages": to_openai_messages(messages, self.options.image_detail)}
+        body: dict[str, Any] = {
+            "model": model,
+            "messages": to_openai_messages(messages, self.options.image_detail),
+        }
         for name in ("temperature", "top_p", "stop", "seed", "response_format"):
             if params.get(name) is not None:
                 body[name] = params[name]

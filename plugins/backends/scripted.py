@@ -33,8 +33,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, field_validator
-
 import pptarena
 from pptarena.models import (
     BackendBase,
@@ -47,6 +45,7 @@ from pptarena.models import (
     Usage,
 )
 from pptarena.types import ComponentContext
+from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 IMAGE_TOKENS = 85
 MAX_RULES_FILE_BYTES = 4 * 1024 * 1024
@@ -181,16 +180,28 @@ def load_script_file(path: Path) -> tuple[list[ScriptedRule], list[Item]]:
     try:
         data: Any = json.loads(text) if path.suffix.lower() == ".json" else tomllib.loads(text)
     except (json.JSONDecodeError, tomllib.TOMLDecodeError) as exc:
-        raise ValueError(f"scripted rules_file {path}: not valid {path.suffix.lstrip('.') or 'TOML'}: {exc}") from None
+        raise ValueError(
+            f"scripted rules_file {path}: not valid {path.suffix.lstrip('.') or 'TOML'}: {exc}"
+        ) from None
     if isinstance(data, list):
         data = {"rules": data}
     if not isinstance(data, dict) or set(data) - {"rules", "responses"}:
-        raise ValueError(f"scripted rules_file {path}: expected a list of rules or a table with rules/responses")
-    try:
-        rules = TypeAdapter(list[ScriptedRule]).validate_python(data.get("rules", []))
-        responses = TypeAdapter(list[Item]).validate_python(data.get("responses", []))
-    except ValidationError as exc:
-        raise ValueError(f"scripted rules_file {path}: {exc}") from None
+        raise ValueError(
+            f"scripted rules_file {path}: expected a list of rules or a table with rules/responses"
+        )
+
+    def validate(key: str, adapter: TypeAdapter[Any]) -> Any:
+        try:
+            return adapter.validate_python(data.get(key, []))
+        except ValidationError as exc:
+            problems = "; ".join(
+                f"{key}[{'.'.join(str(x) for x in e['loc'])}]: {e['msg'].removeprefix('Value error, ')}"
+                for e in exc.errors()[:5]
+            )
+            raise ValueError(f"scripted rules_file {path}: {problems}") from None
+
+    rules = validate("rules", TypeAdapter(list[ScriptedRule]))
+    responses = validate("responses", TypeAdapter(list[Item]))
     return rules, responses
 
 
@@ -265,7 +276,7 @@ class ScriptedBackend(BackendBase):
         if not items or self.options.on_exhausted == "error":
             raise ModelError(
                 f"scripted backend: {what} exhausted ({len(items)} item(s), request #{n + 1}); "
-                "add items or set on_exhausted = \"cycle\" or \"repeat_last\""
+                'add items or set on_exhausted = "cycle" or "repeat_last"'
             )
         if self.options.on_exhausted == "cycle":
             return items[n % len(items)], n
@@ -278,7 +289,9 @@ class ScriptedBackend(BackendBase):
                 continue
             if re.search(rule.match, text):
                 if isinstance(rule.reply, list):
-                    item, n = self._pick(rule.reply, f"rule{i}", messages, f"rule {i} ({rule.match!r}) replies")
+                    item, n = self._pick(
+                        rule.reply, f"rule{i}", messages, f"rule {i} ({rule.match!r}) replies"
+                    )
                     return item, f"rule {i}", n
                 return rule.reply, f"rule {i}", 0
         if not self.responses and self.rules:
@@ -309,7 +322,9 @@ class ScriptedBackend(BackendBase):
         request.reply = text
         self._record(request)
         usage = Usage(
-            input_tokens=reply.input_tokens if reply.input_tokens is not None else count_tokens(request.messages),
+            input_tokens=reply.input_tokens
+            if reply.input_tokens is not None
+            else count_tokens(request.messages),
             output_tokens=reply.output_tokens if reply.output_tokens is not None else len(text.split()),
             calls=1,
         )
