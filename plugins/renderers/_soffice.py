@@ -94,21 +94,24 @@ def office_command(soffice: Path) -> list[str]:
 
 @functools.lru_cache(maxsize=8)
 def office_version(soffice: Path) -> str:
-    """A version string for cache keys (``versionrc`` next to the binary, else ``--version``)."""
+    """A version fingerprint for cache keys, without running the office.
+
+    ``versionrc`` next to a standard install's binary; otherwise the
+    executable's resolved path, size and modification time.
+    """
     real = Path(os.path.realpath(soffice))
-    for rc in (real.with_name("versionrc"), real.with_name("bootstraprc")):
-        if rc.is_file():
-            try:
-                text = rc.read_text(errors="replace")
-            except OSError:
-                continue
-            lines = [ln for ln in text.splitlines() if ln.startswith(("buildid=", "ProductMajor", "ProductMinor"))]
-            if lines:
-                return f"{real}|" + "|".join(lines)
+    rc = real.with_name("versionrc")
+    if rc.is_file():
+        try:
+            lines = [ln for ln in rc.read_text(errors="replace").splitlines() if ln.startswith("buildid=")]
+        except OSError:
+            lines = []
+        if lines:
+            return f"{real}|" + "|".join(lines)
     try:
-        out = subprocess.run([str(soffice), "--version"], capture_output=True, text=True, timeout=30)
-        return f"{real}|{out.stdout.strip()}"
-    except (OSError, subprocess.TimeoutExpired):
+        st = real.stat()
+        return f"{real}|{st.st_size}|{int(st.st_mtime)}"
+    except OSError:
         return str(real)
 
 
