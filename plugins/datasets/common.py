@@ -10,6 +10,7 @@ from __future__ import annotations
 import ast
 import fnmatch
 import json
+import os
 import re
 import unicodedata
 from collections.abc import Iterable, Sequence
@@ -70,7 +71,7 @@ def resolve_inside(base: Path, relative: str, *, root: Path, what: str, where: s
     candidate = Path(relative)
     if candidate.is_absolute():
         raise DatasetError(f"{where}: {what} {relative!r} must be relative, not absolute")
-    path = base / candidate
+    path = Path(os.path.normpath(base / candidate))  # drop "x/../" but keep names exactly as written
     resolved_root = root.resolve()
     resolved = path.resolve()
     if resolved != resolved_root and resolved_root not in resolved.parents:

@@ -8,6 +8,7 @@ python-pptx has no API for transitions and animations; these write the ``p:trans
 from __future__ import annotations
 
 import io
+import re
 import zipfile
 from datetime import datetime
 from pathlib import Path
@@ -153,12 +154,25 @@ def save_reproducibly(prs, path: Path) -> None:
     buffer = io.BytesIO()
     prs.save(buffer)
     buffer.seek(0)
+    path.write_bytes(_rezip(buffer.getvalue()))
+
+
+_W3CDTF = re.compile(rb"(<dcterms:(?:created|modified)[^>]*>)[^<]*(</dcterms:)")
+
+
+def _rezip(package: bytes) -> bytes:
+    """Rewrite a zip package with fixed entry dates; embedded workbooks (chart data) likewise."""
     stamp = FIXED_TIME.timetuple()[:6]
     out = io.BytesIO()
-    with zipfile.ZipFile(buffer) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+    with zipfile.ZipFile(io.BytesIO(package)) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
         for info in source.infolist():
+            data = source.read(info.filename)
+            if info.filename.endswith(".xlsx"):
+                data = _rezip(data)
+            elif info.filename == "docProps/core.xml":
+                data = _W3CDTF.sub(rb"\g<1>" + FIXED_TIME.strftime("%Y-%m-%dT%H:%M:%SZ").encode() + rb"\g<2>", data)
             fixed = zipfile.ZipInfo(info.filename, date_time=stamp)
             fixed.compress_type = zipfile.ZIP_DEFLATED
             fixed.external_attr = 0o644 << 16
-            target.writestr(fixed, source.read(info.filename))
-    path.write_bytes(out.getvalue())
+            target.writestr(fixed, data)
+    return out.getvalue()
