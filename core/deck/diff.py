@@ -85,7 +85,7 @@ def _ordered_matches(pairs: dict[int, int], n_a: int, n_b: int) -> list[tuple[in
 def _anim_key(effect: dict[str, Any], id_map: dict[Any, Any] | None) -> tuple[Any, ...]:
     key = [effect.get(k) for k in _ANIM_KEY]
     if id_map is not None:
-        key[3] = id_map.get(key[3], ("unmatched", key[3]))
+        key[3] = id_map.get(key[3], key[3])  # targets we could not resolve keep their id
     return tuple(key)
 
 
