@@ -267,3 +267,14 @@ def test_cli_dataset_export(tmp_path):
     again = CliRunner().invoke(cli, ["dataset", "export", "--config", str(config), "--format", "ppteval",
                                      str(tmp_path / "out")])
     assert again.exit_code != 0 and "not empty" in again.output
+
+
+def test_docs_rubric_example_is_valid_and_checks_the_edit(demo_tasks):
+    import re
+
+    doc = (Path(__file__).resolve().parents[1] / "docs" / "datasets.md").read_text(encoding="utf-8")
+    rubric = json.loads(re.search(r"```json\n(.*?)```", doc, re.S).group(1))
+    assert rubric_problems(rubric) == []
+    task = next(t for t in demo_tasks if t.id == "birds-title-colour")
+    assert score_tree(rubric["root"], task.original, task.target, {}) == 1.0
+    assert score_tree(rubric["root"], task.original, task.original, {}) == 0.0

@@ -31,7 +31,7 @@ from .common import DatasetError, one_as_list
 from .folder import load_folder_tasks
 
 #: Bump whenever decks, tasks or rubrics change: the cache folder is keyed on it.
-GENERATOR_VERSION = "1"
+GENERATOR_VERSION = "2"
 MANIFEST = "MANIFEST.json"
 DECKS_DIR = "_decks"
 

@@ -35,7 +35,7 @@ class DemoTask:
 
     def rubric(self) -> dict[str, Any]:
         """The PPT-Eval rubric JSON of this task."""
-        root = node(self.instruction.split(".")[0][:80], self.instruction, True, list(self.leaves))
+        root = node(self.id, self.instruction, True, list(self.leaves))
         return {"root": root, "metadata": {"task": self.instruction}}
 
 

@@ -222,7 +222,7 @@ class PptArenaDataset(Component):
 
         root: Path
         index: str | None = None  # index file relative to root; default: found automatically
-        subset: Path | None = None  # e.g. "agent_bench/subset25.json" (relative to root)
+        subset: str | None = None  # e.g. "agent_bench/subset25.json" (relative to root, or absolute)
         categories: list[str] = []  # e.g. ["Layout", "Styling"]; case-insensitive
         edit_types: list[str] = []  # e.g. ["Charts"]; case-insensitive
         ids: list[str] = []  # shell-style globs on task ids, e.g. ["case-1?"]
