@@ -73,7 +73,7 @@ def target_size(width_pt: float, height_pt: float, long_edge: int) -> tuple[int,
     if width_pt <= 0 or height_pt <= 0:
         raise InfraError(f"PDF page has an invalid size {width_pt}x{height_pt}")
     scale = long_edge / max(width_pt, height_pt)
-    return max(1, round(width_pt * scale)), max(1, round(height_pt * scale))
+    return max(1, int(width_pt * scale + 0.5)), max(1, int(height_pt * scale + 0.5))  # half rounds up
 
 
 def pdf_to_pngs(
