@@ -276,12 +276,13 @@ def mouse_button(kind: str, button: str = "left") -> Action:
     return Action(kind, button=button)
 
 
-def scroll(point: tuple[int, int], dx: Any, dy: Any) -> Action:
-    """Scroll at a point; ``dx``/``dy`` in wheel clicks (positive = right/down)."""
+def scroll(point: tuple[int, int] | None, dx: Any, dy: Any) -> Action:
+    """Scroll at a point (None: where the pointer is); ``dx``/``dy`` in wheel clicks (positive = right/down)."""
     ix, iy = int(round(_number(dx, "scroll dx"))), int(round(_number(dy, "scroll dy")))
     if abs(ix) > MAX_SCROLL or abs(iy) > MAX_SCROLL:
         raise ActionError(f"scroll of ({ix}, {iy}) clicks exceeds the limit of {MAX_SCROLL}")
-    return Action("scroll", x=point[0], y=point[1], dx=ix, dy=iy)
+    x, y = (None, None) if point is None else point
+    return Action("scroll", x=x, y=y, dx=ix, dy=iy)
 
 
 def type_text(text: Any) -> Action:

@@ -124,9 +124,7 @@ def computer_tool_actions(data: dict[str, Any], scaler: Scaler) -> tuple[list[Ac
         keys = data.get("keys") if data.get("keys") is not None else data.get("text")
         return _key_actions(keys, data.get("repeat", 1)), False
     if name == "scroll":
-        point = _point(scaler, coord, "coordinate") if coord is not None else None
-        if point is None:
-            raise ActionError("scroll needs a coordinate")
+        point = _point(scaler, coord, "coordinate") if coord is not None else None  # None: at the pointer
         if "pixels" in data:  # Qwen: positive scrolls up
             return [A.scroll(point, 0, -_pixels_to_clicks(data["pixels"]))], False
         amount = int(A._number(data.get("scroll_amount", 3), "scroll_amount"))
@@ -322,7 +320,9 @@ def openai_action(action: dict[str, Any], scaler: Scaler) -> tuple[list[Action],
             raise ActionError(f"mouse button {action.get('button')!r} is not supported (only left, right, wheel)")
         return [A.click(scaler.point(action.get("x"), action.get("y")), button, 1, tuple(action.get("keys") or ()))], False
     if kind == "double_click":
-        return [A.click(scaler.point(action.get("x"), action.get("y")), "left", 2)], False
+        return [A.click(scaler.point(action.get("x"), action.get("y")), "left", 2, tuple(action.get("keys") or ()))], False
+    if kind in ("move", "drag", "scroll") and action.get("keys"):
+        raise ActionError(f"holding keys during {kind} is not supported")
     if kind == "move":
         return [A.move(scaler.point(action.get("x"), action.get("y")))], False
     if kind == "drag":
@@ -458,11 +458,13 @@ class AnthropicComputerAdapter:
         objs = []
         for block in uses:
             decision.call_ids.append(str(block.get("id", "")))
-            if block.get("name") != "computer":
+            data = block.get("input") if isinstance(block.get("input"), dict) else {}
+            if block.get("name") == "computer":  # single computer tool: the action is in the input
+                objs.append(data)
+            elif block.get("toolset_name") == "computer":  # computer toolset: one tool per action
+                objs.append({**data, "action": block.get("name")})
+            else:
                 decision.errors.append(f"tool {block.get('name')!r} is not available (only 'computer')")
-                continue
-            if isinstance(block.get("input"), dict):
-                objs.append(block["input"])
         _collect(decision, objs[: MAX_ACTIONS_PER_STEP * 2], lambda o: computer_tool_actions(o, scaler))
         return decision
 

@@ -250,12 +250,18 @@ class ImpressScreen:
         finally:
             log.close()
         deadline = time.monotonic() + self.start_timeout
+        other_since: float | None = None
         while time.monotonic() < deadline:
             windows = self.windows()
             mains = [w for w, name in windows if name.endswith("LibreOffice Impress")]
             if mains:
                 self.main_window = mains[-1]
                 break
+            if windows:  # some other window (an error message box) and no document window
+                other_since = other_since or time.monotonic()
+                if time.monotonic() - other_since > 3.0:
+                    titles = ", ".join(repr(name) for _, name in windows)
+                    raise ScreenError(f"Impress could not open {deck.name}: it shows {titles} instead")
             if self._office.poll() is not None and not _pids_with_arg(self.profile_url):
                 tail = (self.workdir / "soffice.log").read_text(errors="replace")[-500:]
                 raise ScreenError(f"soffice exited before showing {deck.name}: {tail.strip() or 'no output'}")
@@ -275,7 +281,7 @@ class ImpressScreen:
                 return
             self._closed = True
         try:
-            if self._office is not None and self.office_running():
+            if self._office is not None and self.main_window and self.office_running():
                 try:
                     if self.main_window:
                         self.xdo("windowfocus", self.main_window, check=False, timeout=3)
@@ -407,7 +413,8 @@ class ImpressScreen:
             button = {"left": "1", "middle": "2", "right": "3"}[action.button]
             self.xdo("mousedown" if kind == "mouse_down" else "mouseup", button)
         elif kind == "scroll":
-            self.xdo("mousemove", "--sync", str(action.x), str(action.y))
+            if action.x is not None:
+                self.xdo("mousemove", "--sync", str(action.x), str(action.y))
             for clicks, (neg, pos) in ((action.dy, ("4", "5")), (action.dx, ("6", "7"))):
                 if clicks:
                     self.xdo("click", "--repeat", str(abs(clicks)), "--delay", "30", pos if clicks > 0 else neg)
