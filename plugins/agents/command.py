@@ -1,0 +1,219 @@
+"""The ``command`` agent: runs any CLI agent (Claude Code, Codex CLI, aider, a script).
+
+The workspace follows PPT-Eval's CLI protocol, inside the task folder::
+
+    cli/                      (the command's working directory unless ``cwd`` is set)
+      <customization_dir>/*   copied first, when given (reserved names skipped)
+      TASK.md                 "# Task: <id>", "## Goal", the instruction, a pointer to the I/O contract
+      OUTPUT_INSTRUCTIONS.md  input path, the exact output path, "only the requested changes"
+      inputs/<deck name>      a copy of the input deck
+      output/                 empty; the agent must write output/<task_id><suffix>
+
+``command`` is a list of arguments or a string split like a shell would (no
+shell runs). Placeholders in every argument: ``{task_md}``, ``{input}``,
+``{output_dir}``, ``{output}``, ``{workspace}``, ``{task_id}``, ``{prompt}`` (the
+default prompt: read TASK.md and OUTPUT_INSTRUCTIONS.md, write the output,
+exit). ``env`` adds variables (values may be ``{ env = "VAR" }`` secrets; they
+never reach a log). stdout and stderr go to ``cli.stdout.txt`` and
+``cli.stderr.txt`` in the task folder. The command runs in its own process
+group, killed on ``timeout``. No output deck → :class:`AgentError` naming the
+expected path.
+"""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+from pydantic import Field, SecretStr, field_validator
+
+import pptarena
+from pptarena.types import AgentError, Component, Options, Prediction, Task, Workspace
+
+RESERVED = ("TASK.md", "OUTPUT_INSTRUCTIONS.md", "inputs", "output")
+DEFAULT_PROMPT = (
+    "Read TASK.md and OUTPUT_INSTRUCTIONS.md in the current directory, do the task, write the edited deck "
+    "to the exact output path given there, then exit."
+)
+PLACEHOLDERS = ("task_md", "input", "output_dir", "output", "workspace", "task_id", "prompt")
+TAIL_CHARS = 2000
+
+
+class CommandOptions(Options):
+    """Options of the ``command`` agent."""
+
+    command: list[str] | str = Field(description="the CLI to run; placeholders {task_md} {input} {output_dir} ...")
+    env: dict[str, str | SecretStr] = Field(default_factory=dict, description="extra environment variables")
+    inherit_env: bool = Field(True, description="start from this process's environment (else PATH/HOME/LANG only)")
+    timeout: float | None = Field(None, gt=0, description="seconds; default: the task timeout minus 5%")
+    cwd: Path | None = Field(None, description="working directory; default: the CLI workspace folder")
+    customization_dir: Path | None = Field(None, description="copied into the workspace first (e.g. CLAUDE.md)")
+
+    @field_validator("command")
+    @classmethod
+    def _command_valid(cls, value: list[str] | str) -> list[str] | str:
+        argv = shlex.split(value) if isinstance(value, str) else list(value)
+        if not argv or not argv[0].strip():
+            raise ValueError("command is empty")
+        for arg in argv:
+            try:
+                arg.format(**{p: "" for p in PLACEHOLDERS})
+            except (KeyError, IndexError, ValueError) as exc:
+                raise ValueError(
+                    f"command argument {arg!r}: bad placeholder ({exc}); known: "
+                    + ", ".join("{" + p + "}" for p in PLACEHOLDERS) + " (write {{ }} for literal braces)"
+                ) from None
+        return value
+
+
+def task_markdown(task_id: str, instruction: str) -> str:
+    """TASK.md as PPT-Eval writes it."""
+    return (
+        f"# Task: {task_id}\n\n## Goal\n\n{instruction.strip()}\n\n"
+        "## Input and output\n\nSee OUTPUT_INSTRUCTIONS.md for where the deck is and where the result must go.\n"
+    )
+
+
+def output_instructions(input_rel: str, output_rel: str) -> str:
+    """OUTPUT_INSTRUCTIONS.md: the I/O contract."""
+    return (
+        "# Output instructions\n\n"
+        f"- Input deck: `{input_rel}` (read-only: copy it before editing).\n"
+        f"- Save the edited deck **exactly** as `{output_rel}`.\n"
+        "- Make only the requested changes; keep everything else as it is.\n"
+        "- Slide numbers are 1-based.\n"
+        "- When the file is written, exit.\n"
+    )
+
+
+def prepare_workspace(root: Path, task: Task, input_deck: Path, customization: Path | None) -> dict[str, Path]:
+    """Lay out the CLI workspace; return its paths (workspace, task_md, input, output_dir, output)."""
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    if customization is not None:
+        if not customization.is_dir():
+            raise AgentError(f"customization_dir {customization} is not a folder")
+        for item in customization.iterdir():
+            if item.name in RESERVED:
+                continue
+            if item.is_dir():
+                shutil.copytree(item, root / item.name, symlinks=True)
+            else:
+                shutil.copy2(item, root / item.name)
+    (root / "inputs").mkdir()
+    (root / "output").mkdir()
+    name = task.original.name or input_deck.name
+    deck = root / "inputs" / name
+    shutil.copyfile(input_deck, deck)
+    suffix = Path(name).suffix or ".pptx"
+    safe_id = "".join(c if c.isalnum() or c in "-_." else "_" for c in task.id) or "task"
+    output = root / "output" / f"{safe_id}{suffix}"
+    (root / "TASK.md").write_text(task_markdown(task.id, task.instruction), encoding="utf-8")
+    (root / "OUTPUT_INSTRUCTIONS.md").write_text(
+        output_instructions(f"inputs/{name}", f"output/{output.name}"), encoding="utf-8"
+    )
+    return {"workspace": root, "task_md": root / "TASK.md", "input": deck, "output_dir": root / "output", "output": output}
+
+
+def _tail(path: Path) -> str:
+    try:
+        data = path.read_bytes()[-TAIL_CHARS:]
+    except OSError:
+        return ""
+    return data.decode("utf-8", errors="replace")
+
+
+class CommandAgent(Component):
+    """Runs a CLI agent in a PPT-Eval-style workspace and hands in the deck it writes."""
+
+    Options = CommandOptions
+
+    def argv(self, paths: dict[str, Path], task: Task) -> list[str]:
+        """The command with its placeholders filled in."""
+        opts: CommandOptions = self.options  # type: ignore[assignment]
+        raw = shlex.split(opts.command) if isinstance(opts.command, str) else list(opts.command)
+        values = {k: str(v) for k, v in paths.items()}
+        values.update(task_id=task.id, prompt=DEFAULT_PROMPT)
+        return [arg.format(**values) for arg in raw]
+
+    def environment(self) -> dict[str, str]:
+        """The child's environment: inherited (or minimal) plus ``env`` with secrets revealed."""
+        opts: CommandOptions = self.options  # type: ignore[assignment]
+        if opts.inherit_env:
+            env = dict(os.environ)
+        else:
+            env = {k: os.environ[k] for k in ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR") if k in os.environ}
+        for key, value in opts.env.items():
+            env[key] = value.get_secret_value() if isinstance(value, SecretStr) else value
+        return env
+
+    def edit(self, task: Task, workspace: Workspace) -> Prediction:
+        """Prepare the workspace, run the command, check and hand in ``output/<task_id><suffix>``."""
+        from pptarena.deck import DeckError, open_presentation
+
+        opts: CommandOptions = self.options  # type: ignore[assignment]
+        paths = prepare_workspace(workspace.dir / "cli", task, workspace.input_deck, opts.customization_dir)
+        argv = self.argv(paths, task)
+        cwd = opts.cwd or paths["workspace"]
+        timeout = opts.timeout or (workspace.timeout * 0.95 if workspace.timeout else None)
+        out_file, err_file = workspace.dir / "cli.stdout.txt", workspace.dir / "cli.stderr.txt"
+        workspace.log.write("command_start", argv=argv, cwd=str(cwd), timeout=timeout, env_keys=sorted(opts.env))
+        started = time.monotonic()
+        timed_out = False
+        try:
+            with out_file.open("wb") as out, err_file.open("wb") as err:
+                proc = subprocess.Popen(
+                    argv, cwd=cwd, env=self.environment(), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
+                    start_new_session=True,
+                )
+                try:
+                    proc.wait(timeout=timeout)
+                except subprocess.TimeoutExpired:
+                    timed_out = True
+                finally:
+                    try:
+                        os.killpg(proc.pid, signal.SIGKILL)
+                    except (ProcessLookupError, PermissionError):
+                        pass
+                    proc.wait()
+        except FileNotFoundError as exc:
+            raise AgentError(f"command not found: {argv[0]!r} ({exc.strerror})") from None
+        except OSError as exc:
+            raise AgentError(f"cannot start command {argv[0]!r}: {exc}") from None
+        duration = round(time.monotonic() - started, 3)
+        code = None if timed_out else proc.returncode
+        workspace.log.write("command_end", returncode=code, timed_out=timed_out, duration_s=duration,
+                            stdout=str(out_file), stderr=str(err_file))
+        expected = paths["output"]
+        if timed_out and not expected.is_file():
+            raise AgentError(f"command timed out after {timeout:.0f}s without writing {expected}")
+        if not expected.is_file():
+            found = sorted(p.name for p in paths["output_dir"].iterdir())
+            raise AgentError(
+                f"command did not write the output deck {expected} (exit status {code}; output/ holds "
+                f"{', '.join(found) or 'nothing'}); stderr tail: {_tail(err_file)[-500:]}"
+            )
+        try:
+            open_presentation(expected)
+        except DeckError as exc:
+            raise AgentError(f"the command's output deck does not open: {exc}") from None
+        shutil.copyfile(expected, workspace.output_deck)
+        notes = f"command exited with status {code}" if not timed_out else "command timed out after writing its output"
+        return Prediction(
+            path=workspace.output_deck,
+            notes=notes,
+            metadata={"returncode": code, "timed_out": timed_out, "duration_s": duration, "argv0": argv[0]},
+        )
+
+
+@pptarena.hookimpl
+def register_agents(register: Any) -> None:
+    """Register the ``command`` agent."""
+    register("command", CommandAgent)
