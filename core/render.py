@@ -116,8 +116,9 @@ def pdf_to_pngs(
         with _pdfium_lock:
             page = doc[index]
             try:
-                w, h = target_size(*page.get_size(), size)
-                scale = size / max(page.get_size())
+                width_pt, height_pt = page.get_size()
+                w, h = target_size(width_pt, height_pt, size)
+                scale = size / max(width_pt, height_pt)
                 image = page.render(scale=scale).to_pil()
             finally:
                 page.close()

@@ -108,13 +108,13 @@ class _GrayCache:
         with self._lock:
             if key in self._data:
                 return self._data[key]
-        with Image.open(path) as im:
-            im = im.convert("L")
-            if size is None:
-                im.thumbnail((self.max_side, self.max_side), Image.Resampling.BILINEAR)
-            elif im.size != size:
-                im = im.resize(size, Image.Resampling.BILINEAR)
-            arr = np.asarray(im, dtype=np.float64)
+        with Image.open(path) as src:
+            gray = src.convert("L")
+        if size is None:
+            gray.thumbnail((self.max_side, self.max_side), Image.Resampling.BILINEAR)
+        elif gray.size != size:
+            gray = gray.resize(size, Image.Resampling.BILINEAR)
+        arr = np.asarray(gray, dtype=np.float64)
         with self._lock:
             self._data[key] = arr
         return arr

@@ -23,7 +23,8 @@ from pathlib import Path
 
 import pptarena
 from pptarena.render import RenderCache, cached_render, deck_output_dirs, deck_slides, pdf_to_pngs
-from pptarena.types import Component, ComponentContext, InfraError, Options, SlideImage
+from pptarena.types import Component, ComponentContext, InfraError, SlideImage
+from pptarena.types import Options as OptionsBase
 from pydantic import Field
 
 from . import _soffice
@@ -59,7 +60,7 @@ def _cleanup(slots: list[_Slot], roots: list[Path]) -> None:
 class LibreOfficeRenderer(Component):
     """Render decks with LibreOffice: one PNG per slide, hidden slides included, in deck order."""
 
-    class Options(Options):
+    class Options(OptionsBase):
         """Options of the ``libreoffice`` renderer."""
 
         size: int = Field(1280, ge=16, le=8192, description="long edge of every PNG, in pixels")

@@ -27,7 +27,8 @@ from pptarena.render import (
     slide_file_name,
     target_size,
 )
-from pptarena.types import Component, ComponentContext, ComponentUnavailable, InfraError, Options, SlideImage
+from pptarena.types import Component, ComponentContext, ComponentUnavailable, InfraError, SlideImage
+from pptarena.types import Options as OptionsBase
 from pydantic import Field
 
 RENDERER_NAME = "powerpoint"
@@ -63,9 +64,9 @@ class Win32Com:
             import win32process
         except ImportError as exc:
             raise ComponentUnavailable(f"{NEEDS_WINDOWS} (pywin32 is missing: {exc})") from exc
-        self._pythoncom = pythoncom
-        self._client = win32com.client
-        self._process = win32process
+        self._pythoncom: Any = pythoncom
+        self._client: Any = win32com.client
+        self._process: Any = win32process
 
     def co_initialize(self) -> None:
         """Initialise COM on this thread."""
@@ -97,7 +98,7 @@ class Win32Com:
 class PowerPointRenderer(Component):
     """Render decks with Microsoft PowerPoint (Windows only), one PNG per slide, hidden ones included."""
 
-    class Options(Options):
+    class Options(OptionsBase):
         """Options of the ``powerpoint`` renderer."""
 
         size: int = Field(1280, ge=16, le=8192, description="long edge of every PNG, in pixels")
