@@ -11,7 +11,7 @@ from typing import Any
 from .config import ComponentConfig, RunConfig
 from .models import ModelClient, split_model_ref
 from .registry import Registry
-from .types import ComponentContext, Renderer
+from .types import AgentLog, ComponentContext, Renderer
 
 
 def default_cache_dir() -> Path:
@@ -58,10 +58,13 @@ class Components:
                 self._backends[name] = inst
             return self._backends[name]
 
-    def model_client(self, ref: str) -> ModelClient:
-        """A fresh :class:`ModelClient` for ``"<backend>/<model>"`` (usage counted per client)."""
+    def model_client(self, ref: str, log: AgentLog | None = None) -> ModelClient:
+        """A fresh :class:`ModelClient` for ``"<backend>/<model>"`` (usage counted per client).
+
+        With ``log``, every call is recorded there as a ``model_call`` event.
+        """
         backend_name, model = split_model_ref(ref)
-        return ModelClient(self.backend(backend_name), backend_name, model)
+        return ModelClient(self.backend(backend_name), backend_name, model, log=log)
 
     def build(self, comp: ComponentConfig, model: Callable[[str], ModelClient] | None = None) -> Any:
         """Instantiate one component."""

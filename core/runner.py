@@ -216,7 +216,7 @@ class Runner:
         clients: list[Any] = []
 
         def model(ref: str) -> Any:
-            client = self.components.model_client(ref)
+            client = self.components.model_client(ref, log=ws.log)
             clients.append(client)
             return client
 

@@ -68,22 +68,23 @@ def main(spec_path: str) -> int:
         config = load_config(spec["config_path"], registry)
         components = Components(config, registry)
         agent_cfg = config.agents[spec["agent_index"]]
+        ws = spec["workspace"]
+        log = AgentLog(Path(ws["log"]))
 
         def model(ref: str) -> Any:
-            client = components.model_client(ref)  # type: ignore[union-attr]
+            client = components.model_client(ref, log=log)  # type: ignore[union-attr]
             clients.append(client)
             return client
 
         agent = components.build(agent_cfg, model=model)
         task = Task.from_json(spec["task"])
-        ws = spec["workspace"]
         workspace = Workspace(
             dir=Path(ws["dir"]),
             input_deck=Path(ws["input_deck"]),
             output_deck=Path(ws["output_deck"]),
             renderer=_LazyRenderer(components),
             model=model,
-            log=AgentLog(Path(ws["log"])),
+            log=log,
             timeout=spec.get("timeout"),
         )
         pred = run_agent(agent, task, workspace)

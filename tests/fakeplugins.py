@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pptarena
+from pptarena import Message, ModelRef
 from pptarena.types import Component, InfraError, Options, Prediction, Task, Verdict
 from pptx import Presentation
 
@@ -68,6 +69,20 @@ class RetitleAgent(Component):
         prs.slides[0].shapes.title.text = task.instruction.split("'")[1]
         prs.save(str(workspace.output_deck))
         workspace.log.write("edit", pid=os.getpid())
+        return Prediction(path=workspace.output_deck)
+
+
+class AskerAgent(Component):
+    """Asks a model for the new title (tests usage accounting and model-call logging)."""
+
+    class Options(Options):
+        model: ModelRef
+
+    def edit(self, task, workspace):
+        reply = workspace.model(self.options.model).complete([Message.user(task.instruction)]).text
+        prs = Presentation(str(workspace.input_deck))
+        prs.slides[0].shapes.title.text = reply.strip()
+        prs.save(str(workspace.output_deck))
         return Prediction(path=workspace.output_deck)
 
 
@@ -141,6 +156,7 @@ def register_datasets(register):
 def register_agents(register):
     register("retitle", RetitleAgent)
     register("hang", HangAgent)
+    register("asker", AskerAgent)
     register("crash", CrashAgent)
     register("slowcopy", InProcessCopy)
 

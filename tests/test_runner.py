@@ -158,3 +158,19 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path, fake_plugins):
     assert "Resume with: arena run --config" in err and str(out) in err
     n = len(rows_of(out))
     assert 1 <= n < 8
+
+
+def test_model_usage_is_recorded_per_pair_and_calls_logged(tmp_path, fake_plugins):
+    cfg = config_file(
+        tmp_path,
+        '[[agents]]\nuse = "asker"\nmodel = "scripted/echo-1"\n'
+        '[backends.scripted]\nresponses = ["New 0"]\non_exhausted = "repeat_last"\n',
+        count=2,
+    )
+    summary = Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
+    rows = {r["task_id"]: r for r in rows_of(tmp_path / "out")}
+    assert rows["task-00"]["scores"]["title"]["score"] == 1.0 and rows["task-01"]["scores"]["title"]["score"] == 0.0
+    assert rows["task-00"]["usage"]["calls"] == 1 and rows["task-00"]["usage"]["output_tokens"] > 0
+    assert summary["agents"]["asker"]["usage"]["calls"] == 2
+    log = [json.loads(line) for line in (tmp_path / "out/tasks/asker/task-00/agent.log.jsonl").read_text().splitlines()]
+    assert [e["event"] for e in log] == ["model_call"] and log[0]["model"] == "scripted/echo-1"
