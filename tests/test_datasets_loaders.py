@@ -338,3 +338,15 @@ def test_ppteval_registry_problems(tmp_path):
     assert "broken.json is not valid JSON" in message
     assert "'deck-003': 'goal' must be a non-empty string" in message
     assert "difficulty '?'" in message
+
+
+def test_datasets_are_registered_through_entry_points(tmp_path):
+    from pptarena.registry import load_registry
+    from pydantic import ValidationError
+
+    registry = load_registry(only=["datasets-folder", "datasets-pptarena", "datasets-ppteval", "datasets-demo"])
+    assert registry.names("datasets") == ["demo", "folder", "pptarena", "ppteval"]
+    demo = registry.create("datasets", "demo", {"ids": "birds-*"}, _context(tmp_path))
+    assert len(list(demo.tasks())) == 3
+    with pytest.raises(ValidationError, match="decks_directory"):
+        registry.get("datasets", "ppteval").options_model.model_validate({"root": ".", "decks_directory": "x"})
