@@ -24,7 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import pptarena
-from pptarena.types import Component, Options, Task
+from pptarena.types import Component, Task
+from pptarena.types import Options as BaseOptions
 from pydantic import field_validator
 
 from .common import DatasetError, one_as_list
@@ -126,7 +127,7 @@ def ensure_demo_set(cache_dir: Path) -> Path:
 class DemoDataset(Component):
     """Twelve generated tasks (content, layout, styling, interactivity, structure) that run offline."""
 
-    class Options(Options):
+    class Options(BaseOptions):
         """Options of the ``demo`` dataset."""
 
         ids: list[str] = []  # shell-style globs on task ids, e.g. ["qbr-*"]

@@ -244,7 +244,7 @@ def build_birds(path: Path) -> None:
 
 # --------------------------------------------------------------------------- onboarding
 
-FIRST_WEEK = [
+FIRST_WEEK: list[Bullet] = [
     "Day one: laptop, accounts and a building tour", ("Bring photo ID for your badge", 1),
     "Meet your onboarding buddy",
     "Pair on a small bug fix", ("Your first pull request by Friday", 1),

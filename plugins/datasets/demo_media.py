@@ -22,6 +22,7 @@ def _vertical_gradient(size: tuple[int, int], top: tuple[int, int, int], bottom:
     width, height = size
     image = Image.new("RGB", size)
     pixels = image.load()
+    assert pixels is not None
     for y in range(height):
         t = y / max(1, height - 1)
         colour = tuple(round(a + (b - a) * t) for a, b in zip(top, bottom, strict=True))

@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pptarena
-from pptarena.types import Component, Options, Task
+from pptarena.types import Component, Task
+from pptarena.types import Options as BaseOptions
 from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
 
 from .common import (
@@ -156,7 +157,7 @@ def load_folder_tasks(root: Path, ids: list[str] | tuple[str, ...] = ()) -> list
 class FolderDataset(Component):
     """Tasks from ``root/<task_id>/task.toml`` folders (see docs/datasets.md)."""
 
-    class Options(Options):
+    class Options(BaseOptions):
         """Options of the ``folder`` dataset."""
 
         root: Path

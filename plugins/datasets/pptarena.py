@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Any
 
 import pptarena
-from pptarena.types import Component, Options, Task
+from pptarena.types import Component, Task
+from pptarena.types import Options as BaseOptions
 from pydantic import field_validator
 
 from .common import (
@@ -217,7 +218,7 @@ def _filter(tasks: list[Task], key: str, wanted: Iterable[str], source: str) -> 
 class PptArenaDataset(Component):
     """PPTArena cases with their human ground-truth decks (see docs/datasets.md)."""
 
-    class Options(Options):
+    class Options(BaseOptions):
         """Options of the ``pptarena`` dataset."""
 
         root: Path

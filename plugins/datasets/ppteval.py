@@ -20,7 +20,8 @@ from pathlib import Path
 from typing import Any
 
 import pptarena
-from pptarena.types import Component, Options, Task
+from pptarena.types import Component, Task
+from pptarena.types import Options as BaseOptions
 from pydantic import field_validator
 
 from .common import (
@@ -173,7 +174,7 @@ def load_ppteval_tasks(
 class PptEvalDataset(Component):
     """PPT-Eval tasks with their rubric trees (see docs/datasets.md)."""
 
-    class Options(Options):
+    class Options(BaseOptions):
         """Options of the ``ppteval`` dataset."""
 
         root: Path
