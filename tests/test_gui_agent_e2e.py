@@ -98,11 +98,40 @@ def scripted_client(responses: list[str], tmp_path: Path) -> ModelClient:
     return ModelClient(backend, "scripted", "gui-test")
 
 
-def run_agent(tmp_path: Path, responses: list[str], **options) -> tuple:
+@pytest.fixture(scope="module")
+def deck_and_baseline(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """The generated deck, and the same deck opened and saved by Impress with no edit.
+
+    Saving through Impress rewrites much of the package (theme, layouts, placeholder
+    names...), so the agent's edit is measured against this round trip.
+    """
+    from pptarena.plugins.agents.gui.actions import Screen
+    from pptarena.plugins.agents.gui.env import ImpressScreen
+
+    folder = tmp_path_factory.mktemp("deck")
+    src = folder / "input.pptx"
+    make_deck(src)
+    baseline = folder / "baseline.pptx"
+    with ImpressScreen(Screen(1280, 800)) as env:
+        env.open(src)
+        env.save_as(baseline)
+    return src, baseline
+
+
+def assert_diff_is_exactly_the_title_edit(baseline: Path, prediction: Path) -> None:
+    from pptarena.deck import diff_decks
+
+    edits = diff_decks(baseline, prediction).edits
+    assert [(e["kind"], e["slide"], e["path"], e["old"], e["new"]) for e in edits] == [
+        ("text", 1, "text/p0", "Old title", NEW_TITLE)
+    ], edits
+
+
+def run_agent(tmp_path: Path, src_deck: Path, responses: list[str], **options) -> tuple:
     from pptarena.plugins.agents.gui import GuiAgent
 
     src = tmp_path / "input.pptx"
-    make_deck(src)
+    shutil.copyfile(src_deck, src)
     task_dir = tmp_path / "task"
     task_dir.mkdir()
     client = scripted_client(responses, tmp_path)
@@ -134,7 +163,7 @@ def assert_only_title_changed(src: Path, out: Path) -> None:
                 assert text1 == text0
 
 
-def test_json_actions_edit_the_title_through_impress(tmp_path: Path) -> None:
+def test_json_actions_edit_the_title_through_impress(tmp_path: Path, deck_and_baseline) -> None:
     x, y = TITLE_POINT
     responses = [
         f'I will open the title for editing.\n```json\n{{"action": "double_click", "x": {x}, "y": {y}}}\n```',
@@ -142,13 +171,14 @@ def test_json_actions_edit_the_title_through_impress(tmp_path: Path) -> None:
                    ensure_ascii=False),
         '{"action": "done", "note": "title replaced"}',
     ]
-    src, task_dir, prediction, client = run_agent(tmp_path, responses)
+    src, task_dir, prediction, client = run_agent(tmp_path, deck_and_baseline[0], responses)
 
     assert prediction.path == task_dir / "prediction.pptx" and prediction.path.is_file()
     assert prediction.metadata["stop_reason"] == "done"
     assert prediction.metadata["steps"] == 3
     assert prediction.metadata["action_errors"] == 0
     assert_only_title_changed(src, prediction.path)
+    assert_diff_is_exactly_the_title_edit(deck_and_baseline[1], prediction.path)
 
     lines = [json.loads(l) for l in (task_dir / "trajectory" / "trajectory.jsonl").read_text().splitlines()]
     assert [l["step"] for l in lines] == [0, 1, 2, "final"]
@@ -162,4 +192,36 @@ def test_json_actions_edit_the_title_through_impress(tmp_path: Path) -> None:
     assert len(requests) == 3
     assert NEW_TITLE in requests[0].last_user_text and len(requests[0].images) == 1
     assert client.usage.calls == 3
+    assert our_children() == []
+
+
+def test_anthropic_tool_use_replayed_with_scaled_screenshots(tmp_path: Path, deck_and_baseline) -> None:
+    """Recorded Anthropic responses (as the scripted backend's text) drive the GUI; the model saw 1024x640."""
+    sx, sy = TITLE_POINT[0] * 1024 // 1280, TITLE_POINT[1] * 640 // 800
+
+    def message(*blocks: dict, stop: str = "tool_use") -> str:
+        return json.dumps({"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-test",
+                           "content": list(blocks), "stop_reason": stop,
+                           "usage": {"input_tokens": 1, "output_tokens": 1}}, ensure_ascii=False)
+
+    responses = [
+        message({"type": "text", "text": "Double-click the title."},
+                {"type": "tool_use", "id": "toolu_1", "name": "computer",
+                 "input": {"action": "double_click", "coordinate": [sx, sy]}}),
+        message({"type": "tool_use", "id": "toolu_2", "name": "computer", "input": {"action": "key", "text": "ctrl+a"}},
+                {"type": "tool_use", "id": "toolu_3", "name": "computer", "input": {"action": "type", "text": NEW_TITLE}}),
+        message({"type": "text", "text": "The title is changed."}, stop="end_turn"),
+    ]
+    src, task_dir, prediction, client = run_agent(
+        tmp_path, deck_and_baseline[0], responses, action_space="anthropic", image_size="1024x640"
+    )
+    assert prediction.metadata["stop_reason"] == "done" and prediction.notes == "The title is changed."
+    assert_diff_is_exactly_the_title_edit(deck_and_baseline[1], prediction.path)
+    first = json.loads((task_dir / "trajectory" / "trajectory.jsonl").read_text().splitlines()[0])
+    assert first["image_size"] == [1024, 640]
+    assert first["actions"][0]["x"] == TITLE_POINT[0] and first["actions"][0]["y"] == TITLE_POINT[1]
+    from PIL import Image
+
+    assert Image.open(task_dir / "trajectory" / "step_000.png").size == (1024, 640)
+    assert client.backend.requests[0].images[0].data[:4] == b"\x89PNG"
     assert our_children() == []
