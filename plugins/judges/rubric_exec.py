@@ -198,7 +198,9 @@ class _BridgeServer:
         self.path = path
         self.server = _Server(str(path), _Handler)
         self.server.bridge = bridge  # type: ignore[attr-defined]
-        self.thread = threading.Thread(target=self.server.serve_forever, name="rubric-model-bridge", daemon=True)
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, name="rubric-model-bridge", daemon=True
+        )
 
     def __enter__(self) -> _BridgeServer:
         self.thread.start()
