@@ -31,6 +31,7 @@ class TextContext:
         self.cmap = cmap
         self.fonts = fonts
         self.hyperlink = hyperlink
+        self.cache: dict[tuple[int, ...], Any] = {}
 
 
 def _typeface(face: str | None, fonts: dict[str, Any]) -> str | None:
@@ -53,64 +54,70 @@ def _level_ppr(styles: Sequence[etree._Element | None], level: int) -> list[etre
     return out
 
 
-def _run_props(rpr: etree._Element | None, chain: list[etree._Element], ctx: TextContext,
-               style_color: dict[str, Any] | None) -> dict[str, Any]:
-    """Resolve run properties from rPr and the defRPr chain."""
+_PROP_ORDER = ("size", "bold", "italic", "underline", "font", "color")
+
+
+def _explicit_props(src: etree._Element, ctx: TextContext) -> dict[str, Any]:
+    """Run properties written on one a:rPr / a:defRPr element."""
     out: dict[str, Any] = {}
-    inherited: list[str] = []
-    sources = [rpr] if rpr is not None else []
-    sources += [d for d in (p.find(A + "defRPr") for p in chain) if d is not None]
-
-    def attr(name: str) -> tuple[str | None, bool]:
-        for i, src in enumerate(sources):
-            val = src.get(name)
-            if val is not None:
-                return val, i > 0 or rpr is None
-        return None, False
-
-    size, inh = attr("sz")
+    get = src.get
+    size = get("sz")
     if size is not None:
         try:
             out["size"] = int(size) / 100
         except ValueError:
             pass
-        if inh:
-            inherited.append("size")
     for key, name in (("bold", "b"), ("italic", "i")):
-        val, inh = attr(name)
+        val = get(name)
         if val is not None:
             out[key] = val in _TRUE
-            if inh:
-                inherited.append(key)
-    val, inh = attr("u")
+    val = get("u")
     if val is not None:
         out["underline"] = False if val == "none" else val
-        if inh:
-            inherited.append("underline")
-    for i, src in enumerate(sources):
+    if len(src):
         latin = src.find(A + "latin")
         if latin is not None and latin.get("typeface"):
             out["font"] = _typeface(latin.get("typeface"), ctx.fonts)
-            if i > 0 or rpr is None:
-                inherited.append("font")
-            break
-    color = None
-    own_fill = rpr.find(A + "solidFill") if rpr is not None else None
-    if own_fill is not None:
-        color = resolve_color(own_fill, ctx.theme_colors, ctx.cmap)
-    elif style_color is not None:  # the shape style's font colour beats inherited list styles
-        color = style_color
-        inherited.append("color")
-    else:
-        for src in sources[1 if rpr is not None else 0:]:
-            fill = src.find(A + "solidFill")
-            if fill is not None:
-                color = resolve_color(fill, ctx.theme_colors, ctx.cmap)
-                inherited.append("color")
-                break
-    if color:
-        out["color"] = color
-    if rpr is not None:
+        fill = src.find(A + "solidFill")
+        if fill is not None:
+            color = resolve_color(fill, ctx.theme_colors, ctx.cmap)
+            if color:
+                out["color"] = color
+    return out
+
+
+def _chain_defaults(chain: list[etree._Element], ctx: TextContext) -> dict[str, Any]:
+    """Merged defRPr values of a style chain (first wins), cached per chain."""
+    key = tuple(id(p) for p in chain)
+    cached = ctx.cache.get(key)
+    if cached is not None:
+        return cached[0]
+    merged: dict[str, Any] = {}
+    for d in (p.find(A + "defRPr") for p in chain):
+        if d is not None:
+            for k, v in _explicit_props(d, ctx).items():
+                merged.setdefault(k, v)
+    # keeping the chain's proxies alive keeps their ids unique (and lxml hands back the same proxies)
+    ctx.cache[key] = (merged, chain)
+    return merged
+
+
+def _run_props(rpr: etree._Element | None, defaults: dict[str, Any], ctx: TextContext,
+               style_color: dict[str, Any] | None) -> dict[str, Any]:
+    """Resolve run properties from rPr, the shape style colour and the chain ``defaults``."""
+    own = _explicit_props(rpr, ctx) if rpr is not None else {}
+    out: dict[str, Any] = {}
+    inherited: list[str] = []
+    for key in _PROP_ORDER:
+        if key in own:
+            out[key] = own[key]
+        elif key == "color" and style_color is not None:  # shape style font colour beats list styles
+            out[key] = style_color
+            inherited.append(key)
+        elif key in defaults:
+            out[key] = defaults[key]
+            inherited.append(key)
+    if rpr is not None and len(rpr):
         for tag in ("hlinkClick", "hlinkMouseOver"):
             link = rpr.find(A + tag)
             if link is not None:
@@ -191,6 +198,7 @@ def paragraphs(txbody: etree._Element | None, styles: Sequence[etree._Element | 
         if spacing:
             para["spacing"] = spacing
         runs = []
+        defaults: dict[str, Any] | None = None
         for child in p:
             tag = child.tag
             if tag == A + "r" or tag == A + "fld":
@@ -198,7 +206,9 @@ def paragraphs(txbody: etree._Element | None, styles: Sequence[etree._Element | 
                 run = {"text": (t.text or "") if t is not None else ""}
                 if tag == A + "fld":
                     run["field"] = child.get("type") or "field"
-                run.update(_run_props(child.find(A + "rPr"), chain, ctx, style_color))
+                if defaults is None:
+                    defaults = _chain_defaults(chain, ctx)
+                run.update(_run_props(child.find(A + "rPr"), defaults, ctx, style_color))
                 runs.append(run)
             elif tag == A + "br":
                 runs.append({"text": "\n", "break": True})
