@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from pptarena.plugins.judges.dual_prompts import bounded, compact_slides, summary_block
 from pptarena.plugins.judges.verdict_parse import ScoreParseError, parse_score
@@ -52,7 +54,7 @@ def test_rejected_answers_say_why(text, problem):
 
 def test_long_answers_and_reasons_are_bounded():
     reason = "x" * 50_000
-    parsed = parse_score('{"score": 3, "reason": "%s"}' % reason)
+    parsed = parse_score(json.dumps({"score": 3, "reason": reason}))
     assert parsed.score == 3 and len(parsed.reason) == 4000
     with pytest.raises(ScoreParseError):
         parse_score("{" * 300_000)
