@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+import pytest
 from conftest import CORPUS, PPTEVAL
 
 RUBRICS = PPTEVAL / "task_registry" / "rubrics"
@@ -108,3 +109,27 @@ def make_evidence(task, prediction_path: Path, task_dir: Path, renderer=None, mo
     from pptarena.types import Prediction
 
     return Evidence(task, Prediction(prediction_path), task_dir, renderer=renderer, model=model)
+
+
+@pytest.fixture(scope="session")
+def renderer(tmp_path_factory):
+    """A real LibreOffice renderer (small images, cached for the session); skips without soffice."""
+    from pptarena.plugins.renderers.libreoffice import LibreOfficeRenderer
+    from pptarena.types import ComponentContext, ComponentUnavailable
+
+    cache = tmp_path_factory.mktemp("rubric-renderer")
+    try:
+        r = LibreOfficeRenderer(LibreOfficeRenderer.Options(size=400), ComponentContext(cache_dir=cache, model=None))  # type: ignore[arg-type]
+    except ComponentUnavailable as exc:
+        pytest.skip(f"LibreOffice is not available: {exc}")
+    yield r
+    r.close()
+
+
+@pytest.fixture(scope="session")
+def stand_in_pair(tmp_path_factory):
+    """``(original, edited)``: the stand-in corpus deck and a lightly edited copy (skips without the corpus)."""
+    if not STAND_IN.is_file():
+        pytest.skip("../shared/corpus is not available")
+    out = tmp_path_factory.mktemp("rubric-decks")
+    return STAND_IN, edited_copy(STAND_IN, out / "edited.pptx")
