@@ -1,0 +1,191 @@
+"""Reading a finished (or running) run directory for reports, re-scoring and meta-evaluation.
+
+Nothing here writes to the run directory. The run's config is rebuilt from
+``manifest.json`` (the redacted copy the runner stored; ``{ env = ... }``
+secrets are resolved from the environment again), so a report or a re-score
+works without the original TOML file, as long as the dataset's files are
+still where they were.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .types import PptArenaError, Task
+
+MAX_RESULTS_BYTES = 512 * 1024 * 1024
+MAX_JSON_BYTES = 64 * 1024 * 1024
+
+
+class RunDirError(PptArenaError):
+    """The folder is not a readable run directory; the message names the file and the problem."""
+
+
+def read_json(path: Path, limit: int = MAX_JSON_BYTES) -> Any:
+    """A JSON file, bounded in size; :class:`RunDirError` naming the file when unreadable."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise RunDirError(f"{path}: cannot read ({exc})") from exc
+    if size > limit:
+        raise RunDirError(f"{path}: {size} bytes is larger than the {limit}-byte limit")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise RunDirError(f"{path}: not valid JSON ({exc})") from exc
+
+
+def read_results(path: Path) -> list[dict[str, Any]]:
+    """Result lines of a ``results.jsonl`` (last line per (agent, task) wins; broken lines skipped).
+
+    Read-only: unlike :class:`pptarena.results.ResultsStore` it never repairs the file.
+    """
+    if not path.exists():
+        return []
+    if path.stat().st_size > MAX_RESULTS_BYTES:
+        raise RunDirError(f"{path}: larger than {MAX_RESULTS_BYTES} bytes")
+    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict) and isinstance(row.get("agent"), str) and isinstance(row.get("task_id"), str):
+                latest[(row["agent"], row["task_id"])] = row
+    return list(latest.values())
+
+
+def pair_dir(run_dir: Path, agent: str, task_id: str) -> Path:
+    """``tasks/<agent>/<task>`` of a run (the same safe names the runner uses)."""
+    from .runner import safe_name
+
+    return Path(run_dir) / "tasks" / safe_name(agent) / safe_name(task_id)
+
+
+@dataclass
+class RunData:
+    """What a run directory holds: manifest, result lines and summary (read lazily where costly)."""
+
+    run_dir: Path
+    manifest: dict[str, Any]
+    rows: list[dict[str, Any]]
+    summary: dict[str, Any]
+    rescores: dict[str, RunData] = field(default_factory=dict)
+
+    @property
+    def agents(self) -> list[str]:
+        """Agent labels in manifest order (then any others found in results)."""
+        seen = list(self.manifest.get("agents") or [])
+        for r in self.rows:
+            if r["agent"] not in seen:
+                seen.append(r["agent"])
+        return seen
+
+    @property
+    def judges(self) -> list[str]:
+        """Judge labels in manifest order (then any others found in results)."""
+        seen = list(self.manifest.get("judges") or [])
+        for r in self.rows:
+            for j in r.get("scores") or {}:
+                if j not in seen:
+                    seen.append(j)
+        return seen
+
+    def task_ids(self) -> list[str]:
+        """Task ids in first-seen order of the results."""
+        out: list[str] = []
+        for r in self.rows:
+            if r["task_id"] not in out:
+                out.append(r["task_id"])
+        return out
+
+    def row(self, agent: str, task_id: str) -> dict[str, Any] | None:
+        """The result line of one pair (None when absent)."""
+        for r in self.rows:
+            if r["agent"] == agent and r["task_id"] == task_id:
+                return r
+        return None
+
+    def pair_dir(self, agent: str, task_id: str) -> Path:
+        """The pair's folder in the run directory."""
+        return pair_dir(self.run_dir, agent, task_id)
+
+    def verdicts(self, agent: str, task_id: str) -> dict[str, Any]:
+        """The pair's ``verdicts.json`` (empty when missing or unreadable)."""
+        p = self.pair_dir(agent, task_id) / "verdicts.json"
+        try:
+            data = read_json(p)
+        except RunDirError:
+            return {}
+        return data if isinstance(data, dict) else {}
+
+
+def load_run(run_dir: Path, *, with_rescores: bool = True) -> RunData:
+    """Read a run directory (``results.jsonl`` required; manifest and summary optional).
+
+    :raises RunDirError: when the folder has no results file or a file is unreadable.
+    """
+    from .results import summarize_results
+
+    run_dir = Path(run_dir)
+    results = run_dir / "results.jsonl"
+    if not results.is_file():
+        raise RunDirError(f"{run_dir} is not a run directory (no results.jsonl)")
+    manifest: dict[str, Any] = {}
+    if (run_dir / "manifest.json").is_file():
+        data = read_json(run_dir / "manifest.json")
+        manifest = data if isinstance(data, dict) else {}
+    rows = read_results(results)
+    # the summary is recomputed from the lines so a running or resumed run is reported as it is now
+    summary = summarize_results(rows)
+    data = RunData(run_dir, manifest, rows, summary)
+    if with_rescores and (run_dir / "rescore").is_dir():
+        for sub in sorted((run_dir / "rescore").iterdir()):
+            if (sub / "results.jsonl").is_file():
+                try:
+                    data.rescores[sub.name] = load_run(sub, with_rescores=False)
+                except RunDirError:
+                    continue
+    return data
+
+
+def run_config(manifest: dict[str, Any], registry: Any, config_path: Path | None = None) -> Any:
+    """The run's :class:`pptarena.config.RunConfig`, rebuilt from the manifest.
+
+    Relative paths resolve against the original config's folder (``manifest["config_path"]``).
+    With ``config_path`` the given TOML file is loaded instead.
+
+    :raises pptarena.config.ConfigError: when the stored config no longer validates.
+    """
+    from .config import ConfigError, load_config, parse_config
+
+    if config_path is not None:
+        return load_config(config_path, registry)
+    raw = manifest.get("config")
+    if not isinstance(raw, dict):
+        raise ConfigError("the run's manifest.json holds no config; pass --config")
+    origin = Path(manifest.get("config_path") or "run.toml")
+    return parse_config(raw, registry, origin)
+
+
+def load_run_tasks(config: Any, registry: Any) -> dict[str, Task]:
+    """The run dataset's tasks by id (built through :class:`pptarena.components.Components`)."""
+    from .components import Components
+    from .runner import load_tasks
+
+    return {t.id: t for t in load_tasks(Components(config, registry))}
+
+
+def tasks_or_problem(manifest: dict[str, Any], registry: Any) -> tuple[dict[str, Task], str | None]:
+    """Like :func:`load_run_tasks` from the manifest, but returns ``({}, reason)`` instead of raising."""
+    try:
+        return load_run_tasks(run_config(manifest, registry), registry), None
+    except Exception as exc:  # noqa: BLE001 - the report still works without the dataset
+        return {}, f"the run's dataset could not be loaded ({type(exc).__name__}: {exc})"
