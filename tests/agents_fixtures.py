@@ -26,7 +26,7 @@ def make_deck(path: Path) -> Path:
     body = s2.placeholders[1].text_frame
     body.text = "Revnue growth"
     body.add_paragraph().text = "Hiring plan"
-    prs.save(path)
+    prs.save(str(path))
     return path
 
 
@@ -35,9 +35,9 @@ def make_target(path: Path) -> Path:
     from pptx import Presentation
 
     make_deck(path)
-    prs = Presentation(path)
+    prs = Presentation(str(path))
     prs.slides[1].placeholders[1].text_frame.paragraphs[0].runs[0].text = TARGET_TEXT
-    prs.save(path)
+    prs.save(str(path))
     return path
 
 
@@ -46,7 +46,7 @@ def deck_texts(path: Path) -> list[str]:
     from pptx import Presentation
 
     out = []
-    for slide in Presentation(path).slides:
+    for slide in Presentation(str(path)).slides:
         for shape in slide.shapes:
             if shape.has_text_frame:
                 out += [p.text for p in shape.text_frame.paragraphs]
@@ -62,7 +62,6 @@ class FakeRenderer:
 
     def render(self, deck_path: Path, out_dir: Path) -> list[SlideImage]:
         from PIL import Image
-
         from pptarena.deck import slide_ids
 
         self.calls.append(Path(deck_path))

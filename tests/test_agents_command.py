@@ -7,9 +7,8 @@ import textwrap
 
 import pytest
 from agents_fixtures import deck_texts, events, make_task, scripted_workspace
-from pydantic import SecretStr
-
 from pptarena.types import AgentError
+from pydantic import SecretStr
 
 EDIT_SCRIPT = textwrap.dedent(
     """\

@@ -6,7 +6,6 @@ import zipfile
 
 import pytest
 from agents_fixtures import make_deck
-
 from pptarena.plugins.agents.pilot_branch import CandidateError, Unchanged
 from pptarena.plugins.agents.pilot_code import extract_program
 from pptarena.plugins.agents.pilot_context import find_json_object, mentioned_slides, summary_text

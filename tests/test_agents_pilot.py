@@ -20,7 +20,6 @@ from agents_fixtures import (
     make_task,
     scripted_workspace,
 )
-
 from pptarena.models import ImagePart
 from pptarena.types import AgentError, InfraError
 
@@ -47,7 +46,8 @@ def test_code_agent_retries_after_a_traceback(tmp_path):
     assert pred.metadata["branches"] == [
         {"branch": "code", "ok": True, "attempts": 2, "error": None, "unchanged": False}
     ]
-    assert pred.usage["calls"] == 2 and pred.usage["input_tokens"] > 0
+    assert pred.metadata["model_usage"]["calls"] == 2 and pred.metadata["model_usage"]["input_tokens"] > 0
+    assert pred.usage == {}  # the runner counts usage through the workspace's clients
     # the traceback went back to the model in the second request, after its own first answer
     second = backend.requests[1].messages
     assert [m.role for m in second] == ["system", "user", "assistant", "user"]

@@ -31,10 +31,9 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, SecretStr, field_validator
-
 import pptarena
 from pptarena.types import AgentError, Component, Options, Prediction, Task, Workspace
+from pydantic import Field, SecretStr, field_validator
 
 RESERVED = ("TASK.md", "OUTPUT_INSTRUCTIONS.md", "inputs", "output")
 DEFAULT_PROMPT = (

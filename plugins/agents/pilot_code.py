@@ -20,7 +20,14 @@ from typing import Any
 from pptarena.models import Message
 
 from .pilot_branch import Branch, CandidateError
-from .pilot_context import EditRequest, pick_slides, mentioned_slides, request_text, slide_images, summary_text
+from .pilot_context import (
+    EditRequest,
+    mentioned_slides,
+    pick_slides,
+    request_text,
+    slide_images,
+    summary_text,
+)
 
 MAX_PROGRAM_CHARS = 200_000
 

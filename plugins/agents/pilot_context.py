@@ -125,7 +125,8 @@ def image_part(slide: SlideImage, max_px: int) -> ImagePart:
     """A slide render as a PNG message part, scaled down to ``max_px`` on its long edge."""
     from PIL import Image
 
-    with Image.open(slide.path) as img:
+    with Image.open(slide.path) as opened:
+        img: Image.Image = opened
         if max(img.size) > max_px:
             scale = max_px / max(img.size)
             img = img.convert("RGB").resize((max(1, round(img.width * scale)), max(1, round(img.height * scale))))
@@ -164,7 +165,11 @@ def request_text(request: EditRequest) -> str:
 class ModelCaller:
     """Calls models through the workspace and logs every call to ``agent.log.jsonl``.
 
-    ``temperature``/``max_tokens`` are passed when set. :attr:`usage` sums every call.
+    Each call writes a ``model_step`` event (which step of the agent, model, prompt
+    size, usage, time). A ``model_call`` event with the reply text is written too,
+    unless the client logs calls itself (the runner's clients write their own
+    ``model_call`` with the messages and the reply). ``temperature``/``max_tokens``
+    are passed when set. :attr:`usage` sums every call.
     """
 
     workspace: Workspace
@@ -190,26 +195,31 @@ class ModelCaller:
         started = time.monotonic()
         self.calls += 1
         prompt = _prompt_stats(messages)
+        client = self.client(ref)
+        # The runner's clients already log a full ``model_call`` (messages and reply) to this log;
+        # other clients (tests, library use) get one from here.
+        full_log = getattr(client, "log", None) is None
         try:
-            completion = self.client(ref).complete(messages, **params)
+            completion = client.complete(messages, **params)
         except Exception as exc:
-            self.workspace.log.write(
-                "model_call", step=step, model=ref, prompt=prompt, error=f"{type(exc).__name__}: {exc}",
-                duration_s=round(time.monotonic() - started, 3),
-            )
+            error = f"{type(exc).__name__}: {exc}"
+            self.workspace.log.write("model_step", step=step, model=ref, prompt=prompt, error=error,
+                                     duration_s=round(time.monotonic() - started, 3))
+            if full_log:
+                self.workspace.log.write("model_call", step=step, model=ref, error=error)
             raise
         self.usage.add(completion.usage)
         text = completion.text or ""
         self.workspace.log.write(
-            "model_call",
-            step=step,
-            model=ref,
-            prompt=prompt,
-            reply=text[:REPLY_LOG_CHARS] + ("…[cut]" if len(text) > REPLY_LOG_CHARS else ""),
-            usage=completion.usage.as_dict(),
-            cached=completion.cached,
-            duration_s=round(time.monotonic() - started, 3),
+            "model_step", step=step, model=ref, prompt=prompt, reply_chars=len(text),
+            usage=completion.usage.as_dict(), duration_s=round(time.monotonic() - started, 3),
         )
+        if full_log:
+            self.workspace.log.write(
+                "model_call", step=step, model=ref, prompt=prompt, usage=completion.usage.as_dict(),
+                cached=completion.cached,
+                reply=text[:REPLY_LOG_CHARS] + ("…[cut]" if len(text) > REPLY_LOG_CHARS else ""),
+            )
         return text
 
 

@@ -2,7 +2,8 @@
 rewritten part, and writing a package with replaced parts.
 
 A rewritten part is accepted only when it is an existing editable part
-(slides, slide layouts, slide masters, themes, notes slides, charts), is
+(slides, slide layouts, slide masters, themes, notes slides, charts,
+SmartArt data and drawing parts), is
 well-formed (hardened parser: no DTDs or entities, no network, no huge
 trees), keeps the original root element and every namespace declaration of
 the original root, declares every prefix named in ``mc:Ignorable``, and
@@ -30,7 +31,7 @@ MAX_TOTAL_BYTES = 1 << 30
 
 EDITABLE = re.compile(
     r"^ppt/(slides/slide|slideLayouts/slideLayout|slideMasters/slideMaster|theme/theme|"
-    r"notesSlides/notesSlide|charts/chart)\d+\.xml$"
+    r"notesSlides/notesSlide|charts/chart|diagrams/data|diagrams/drawing)\d+\.xml$"
 )
 _DOCTYPE = re.compile(rb"<!DOCTYPE|<!ENTITY", re.IGNORECASE)
 
@@ -145,8 +146,8 @@ def check_part(parts: DeckParts, name: str, data: bytes) -> bytes:
     """
     if not EDITABLE.match(name):
         raise PartError(
-            f"{name}: not an editable part (only slides, slide layouts, slide masters, themes, notes slides "
-            "and charts may be rewritten)"
+            f"{name}: not an editable part (only slides, slide layouts, slide masters, themes, notes slides, "
+            "charts and SmartArt data/drawing parts may be rewritten)"
         )
     if not parts.has(name):
         raise PartError(f"{name}: no such part in the deck (new parts cannot be added)")

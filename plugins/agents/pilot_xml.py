@@ -141,7 +141,9 @@ class XmlBranch(Branch):
         if not chosen:
             chosen = heuristic_parts(request.instruction, editable, slide_parts)
         chosen = list(dict.fromkeys(chosen))
-        kept, skipped, budget = [], [], self.max_xml_chars
+        kept: list[str] = []
+        skipped: list[str] = []
+        budget = self.max_xml_chars
         for name in chosen:
             size = len(parts.text(name))
             if len(kept) < self.max_parts and size <= budget:

@@ -9,6 +9,10 @@
   other one if it fails); then ``loops`` rounds of render → verifier →
   repair (:mod:`.pilot_verify`). ``code`` and ``xml`` accept ``loops`` too.
 
+Model usage is counted by the runner through the workspace's model clients;
+``Prediction.usage`` stays empty (it would be added twice) and the agent's own
+sum is in ``metadata["model_usage"]``.
+
 What the agents see is described in :mod:`.pilot_context`: never the target
 deck or the style target. Every model call, code run, patch and decision is
 written to the task's ``agent.log.jsonl``.
@@ -26,14 +30,21 @@ import re
 import shutil
 from typing import Any, Literal
 
-from pydantic import Field
-
 import pptarena
 from pptarena.models import Message, ModelRef
 from pptarena.types import AgentError, Component, Options, Prediction, Task, Workspace
+from pydantic import Field
 
 from .pilot_branch import Branch, BranchOutcome
-from .pilot_context import EditRequest, ModelCaller, ViewLimits, deck_dir, deck_outline, find_json_object, request_text
+from .pilot_context import (
+    EditRequest,
+    ModelCaller,
+    ViewLimits,
+    deck_dir,
+    deck_outline,
+    find_json_object,
+    request_text,
+)
 
 Route = Literal["code", "xml"]
 
@@ -160,12 +171,12 @@ class PilotAgent(Component):
             )
         shutil.copyfile(current, workspace.output_deck)
         metadata.update(rounds=rounds, loops_completed=len(rounds), unchanged=current == original,
-                        model_calls=caller.calls)
+                        model_calls=caller.calls, model_usage=caller.usage.as_dict())
         log.write("done", deck=str(workspace.output_deck), source=str(current), **metadata)
         note = f"{outcome.branch} edit" + (f", {len(rounds)} verify round(s)" if rounds else "")
         if current == original:
             note = "the model made no change"
-        return Prediction(path=workspace.output_deck, notes=note, usage=caller.usage.as_dict(), metadata=metadata)
+        return Prediction(path=workspace.output_deck, notes=note, metadata=metadata)
 
     def route(self, request: EditRequest, caller: ModelCaller, deck: Any) -> tuple[Route, str]:
         """The fixed route of ``code``/``xml``; overridden by ``hybrid``."""
@@ -184,9 +195,9 @@ class PilotAgent(Component):
         if opts.on_failure == "input":
             shutil.copyfile(workspace.input_deck, workspace.output_deck)
             workspace.log.write("handed_in_input", reason=error)
-            metadata.update(failed=True, error=error, model_calls=caller.calls)
+            metadata.update(failed=True, error=error, model_calls=caller.calls, model_usage=caller.usage.as_dict())
             return Prediction(path=workspace.output_deck, notes=f"edit failed, unchanged input handed in: {error[:300]}",
-                              usage=caller.usage.as_dict(), metadata=metadata)
+                              metadata=metadata)
         workspace.log.write("failed", error=error)
         raise AgentError(f"{outcome.branch} edit failed after {outcome.attempts} attempt(s): {error[:2000]}")
 
