@@ -200,3 +200,39 @@ def recolor_first_rect(prs):
     rect = next(sh for sh in prs.slides[1].shapes if sh.name.startswith("Rectangle"))
     rect.fill.solid()
     rect.fill.fore_color.rgb = RGBColor(0, 200, 0)
+
+
+def test_changes_the_diff_cannot_see_fall_back_to_xml_parts(tmp_path):
+    """A table cell fill is not in the deck summary: the judge compares the changed XML parts instead."""
+    from pptx.dml.color import RGBColor
+    from pptx.util import Inches
+
+    def add_table(prs):
+        s = prs.slides[1]
+        tbl = s.shapes.add_table(3, 3, Inches(1), Inches(4.5), Inches(6), Inches(1.5)).table
+        for r in range(3):
+            for c in range(3):
+                tbl.cell(r, c).text = f"r{r}c{c}"
+
+    def header_fill(rgb):
+        def fn(prs):
+            tbl = next(sh for sh in prs.slides[1].shapes if sh.has_table).table
+            for c in range(3):
+                cell = tbl.cell(0, c)
+                cell.fill.solid()
+                cell.fill.fore_color.rgb = RGBColor(*rgb)
+        return fn
+
+    orig = derive(build_deck(tmp_path / "base.pptx"), tmp_path / "orig.pptx", add_table)
+    target = derive(orig, tmp_path / "target.pptx", header_fill((0x00, 0x60, 0x60)))
+    results = {}
+    for name, edits in {"noop": (), "oracle": (header_fill((0x00, 0x60, 0x60)),),
+                        "other_colour": (header_fill((0xFF, 0xC0, 0x00)),),
+                        "damaged": (header_fill((0x00, 0x60, 0x60)), retitle(3, "zzz"))}.items():
+        v = score(tmp_path, orig, target, derive(orig, tmp_path / f"{name}.pptx", *edits), name=name)
+        assert v.metrics.get("part_fallback") == 1, name
+        results[name] = v
+    assert results["noop"].score == 0.0 and results["oracle"].score == 1.0
+    assert 0.0 <= results["other_colour"].score < 1.0
+    assert results["damaged"].score == 0.75 and results["damaged"].metrics["collateral_units"] == 1
+    assert "ppt/slides/slide3.xml" in results["damaged"].explanation

@@ -55,6 +55,11 @@ class StructuralJudge(Component):
             pred_diff = evidence.diff("original", "prediction")
         except PptArenaError as exc:
             raise JudgeError(f"task {task.id}: cannot diff the decks: {exc}") from exc
+        label = getattr(self.context, "label", "") or "structural"
+        if target_diff.edit_count == 0:
+            parts = self._part_fallback(task, prediction, evidence, label, pred_diff.edit_count)
+            if parts is not None:
+                return parts
         tol = Tolerances(opts.position_tolerance, opts.color_tolerance, opts.number_tolerance, opts.text_tolerance)
         result = match_edits(target_diff, pred_diff, tol)
         recall, precision = result.recall, result.precision
@@ -72,7 +77,6 @@ class StructuralJudge(Component):
         }
         explanation = _explain(result, score, target_diff.edit_count, pred_diff.edit_count)
         details = {"units": _unit_rows(result), "collateral": [describe_unit(u) for u in result.collateral_units][:50]}
-        label = getattr(self.context, "label", "") or "structural"
         evidence.write_json(label, "structural.json", {
             "score": score,
             "metrics": metrics,
@@ -89,6 +93,44 @@ class StructuralJudge(Component):
             "prediction_diff": pred_diff.to_text()[:200_000],
         })
         return Verdict(score=score, metrics=metrics, explanation=explanation, details=details)
+
+
+    def _part_fallback(self, task: Any, prediction: Any, evidence: Any, label: str,
+                       pred_edits: int) -> Verdict | None:
+        """Score on XML parts when the diff sees no target edit but the target's content parts differ.
+
+        Returns None when the target's content parts equal the original's (the target really is unchanged).
+        """
+        from .part_compare import compare_parts
+
+        try:
+            parts = compare_parts(task.original, task.target, prediction.path)
+        except PptArenaError as exc:
+            raise JudgeError(f"task {task.id}: cannot compare the decks' parts: {exc}") from exc
+        recall_of: dict[str, float] = parts["recall"]  # type: ignore[assignment]
+        if not recall_of:
+            return None
+        changed: list[str] = parts["prediction_changed"]  # type: ignore[assignment]
+        collateral: list[str] = parts["collateral"]  # type: ignore[assignment]
+        recall = sum(recall_of.values()) / len(recall_of)
+        precision = sum(recall_of.get(n, 0.0) for n in changed) / len(changed) if changed else 1.0
+        score = max(0.0, min(1.0, recall * (1.0 - self.options.damage_weight * (1.0 - precision))))
+        metrics = {
+            "recall": round(recall, 4), "precision": round(precision, 4), "if_like": int(round(5 * score)),
+            "target_edits": 0, "prediction_edits": pred_edits, "target_units": len(recall_of),
+            "prediction_units": len(changed), "units_reproduced": sum(1 for v in recall_of.values() if v >= 0.999),
+            "collateral_units": len(collateral), "part_fallback": 1,
+        }
+        rows = [{"unit": f"part {n}", "role": "target", "recall": round(v, 4)} for n, v in recall_of.items()]
+        rows += [{"unit": f"part {n}", "role": "collateral", "recall": None} for n in collateral]
+        explanation = (
+            "The structural diff sees no change from original to target, but the target's XML differs in "
+            f"{len(recall_of)} part(s); compared part by part: recall {recall:.2f}, precision {precision:.2f}"
+            + (f", collateral changes in {', '.join(collateral[:5])}" if collateral else "") + f". Score {score:.3f}."
+        )
+        evidence.write_json(label, "structural.json", {"score": score, "metrics": metrics, "units": rows,
+                                                        "options": self.options.model_dump(), "mode": "parts"})
+        return Verdict(score=score, metrics=metrics, explanation=explanation, details={"units": rows[:MAX_LISTED]})
 
 
 def _unit_rows(result: MatchResult) -> list[dict[str, Any]]:
