@@ -22,10 +22,9 @@ import time
 import tracemalloc
 from pathlib import Path
 
+from pptarena.deck import DeckError, diff_decks, summarize
 from pptx import Presentation
 from pptx.util import Emu, Pt
-
-from pptarena.deck import DeckError, diff_decks, summarize
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -99,10 +98,10 @@ def main() -> None:
             make_deck(n, a)
             edit_deck(a, b)
             repeat = args.repeat if n <= 200 else max(1, args.repeat // 2)
-            t_sum = timed(lambda: summarize(a), repeat)
-            t_diff = timed(lambda: diff_decks(a, b), repeat)
+            t_sum = timed(lambda a=a: summarize(a), repeat)
+            t_diff = timed(lambda a=a, b=b: diff_decks(a, b), repeat)
             edits = diff_decks(a, b).edit_count
-            mem = peak_mib(lambda: diff_decks(a, b))
+            mem = peak_mib(lambda a=a, b=b: diff_decks(a, b))
             print(f"| {n} | {a.stat().st_size // 1024} | {t_sum:.3f} | {t_diff:.3f} | {edits} | {mem:.1f} |")
     if CORPUS.is_dir():
         decks = sorted(CORPUS.glob("*.pp*"))

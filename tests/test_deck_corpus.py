@@ -7,7 +7,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from pptarena.deck import DeckError, diff_decks, open_presentation, ppteval_diff, slide_ids, summarize
 from pptarena.deck.ppteval import PowerPointDiff
 

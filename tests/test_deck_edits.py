@@ -8,11 +8,10 @@ from pathlib import Path
 
 import pytest
 from lxml import etree
+from pptarena.deck import diff_decks, open_presentation, ppteval_diff
 from pptx.dml.color import RGBColor
 from pptx.oxml.ns import qn
 from pptx.util import Emu, Pt
-
-from pptarena.deck import diff_decks, open_presentation, ppteval_diff
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 PERF = "poi_2411-Performance_Up.pptx"  # 48 slides, animations, notes, hidden slides

@@ -12,7 +12,6 @@ import zipfile
 from pathlib import Path
 
 import pytest
-
 from pptarena.deck import DeckError, diff_decks, open_presentation, ppteval_diff, slide_ids, summarize
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"

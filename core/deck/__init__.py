@@ -5,9 +5,9 @@ Public API (stable)::
     from pptarena.deck import DeckError, open_presentation, slide_ids, summarize, diff_decks
 """
 
-from .read import DeckError, open_package, open_presentation, slide_ids
 from .diff import DeckDiff, diff_decks
 from .ppteval import PowerPointDiff, ppteval_diff
+from .read import DeckError, open_package, open_presentation, slide_ids
 from .summary import summarize
 
 __all__ = [

@@ -78,7 +78,7 @@ def _format_edits(pa: dict[str, Any], pb: dict[str, Any], ctx: tuple[int | None,
     text = pb.get("text", "")
     text_a = pa.get("text", "")
     if text_a == text:
-        aligned = list(zip(range(len(ca)), range(len(cb))))
+        aligned = [(k, k) for k in range(min(len(ca), len(cb)))]
     else:
         aligned = []
         matcher = difflib.SequenceMatcher(None, text_a[:MAX_CHARS], text[:MAX_CHARS], autojunk=False)
@@ -147,17 +147,17 @@ def text_edits(paras_a: list[dict[str, Any]], paras_b: list[dict[str, Any]],
             continue
         n = max(i2 - i1, j2 - j1)
         for k in range(n):
-            i = i1 + k if i1 + k < i2 else None
-            j = j1 + k if j1 + k < j2 else None
-            old = ta[i] if i is not None else None
-            new = tb[j] if j is not None else None
-            runs_old = [r.get("text", "") for r in paras_a[i]["runs"]] if i is not None else []
-            runs_new = [r.get("text", "") for r in paras_b[j]["runs"]] if j is not None else []
-            path = f"{base}/p{j if j is not None else i}"
+            ia = i1 + k if i1 + k < i2 else None
+            jb = j1 + k if j1 + k < j2 else None
+            old = ta[ia] if ia is not None else None
+            new = tb[jb] if jb is not None else None
+            runs_old = [r.get("text", "") for r in paras_a[ia]["runs"]] if ia is not None else []
+            runs_new = [r.get("text", "") for r in paras_b[jb]["runs"]] if jb is not None else []
+            path = f"{base}/p{jb if jb is not None else ia}"
             out.append(edit("text", slide, shape, path, old, new, detail={"runs_old": runs_old, "runs_new": runs_new}))
-            if i is not None and j is not None:
-                out += _para_edits(paras_a[i], paras_b[j], ctx, path)
-                out += _format_edits(paras_a[i], paras_b[j], ctx, path)
+            if ia is not None and jb is not None:
+                out += _para_edits(paras_a[ia], paras_b[jb], ctx, path)
+                out += _format_edits(paras_a[ia], paras_b[jb], ctx, path)
     return out
 
 

@@ -300,8 +300,8 @@ def render_text(d: DeckDiff) -> str:
             else:
                 was = old_numbers.get(e["slide"])
                 moved = was is not None and was != e["slide"]
-                suffix = " (was %s)" % was if moved else ""
-                lines.append("Slide %s%s" % (e["slide"], suffix))
+                suffix = f" (was {was})" if moved else ""
+                lines.append("Slide {}{}".format(e["slide"], suffix))
         lines.append(_line(e))
     return "\n".join(lines)
 

@@ -62,7 +62,7 @@ def _all_text(shapes: list[dict[str, Any]]) -> list[str]:
 
 def slide_tokens(slide: dict[str, Any]) -> frozenset[str]:
     """Words, shape names and kinds of a slide: its content fingerprint for similarity matching."""
-    tokens = set()
+    tokens: set[str] = set()
     for text in _all_text(slide.get("shapes", [])):
         tokens.update(w.lower() for w in _WORD.findall(text))
     for shape in slide.get("shapes", []):
@@ -111,10 +111,10 @@ def match_slides(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[int, 
         b_by_id.setdefault(slide.get("sld_id"), j)
     used_b: set[int] = set()
     for i, slide in enumerate(a):
-        j = b_by_id.get(slide.get("sld_id"))
-        if j is not None and j not in used_b:
-            pairs[i] = j
-            used_b.add(j)
+        hit = b_by_id.get(slide.get("sld_id"))
+        if hit is not None and hit not in used_b:
+            pairs[i] = hit
+            used_b.add(hit)
     left = [i for i in range(len(a)) if i not in pairs]
     right = [j for j in range(len(b)) if j not in used_b]
     if not left or not right:
@@ -177,10 +177,10 @@ def match_shapes(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[int, 
         if shape.get("id") is not None:
             b_by_id.setdefault((shape["id"], _shape_tag(shape.get("kind"))), j)
     for i, shape in enumerate(a):
-        j = b_by_id.get((shape.get("id"), _shape_tag(shape.get("kind"))))
-        if j is not None and j not in used_b:
-            pairs[i] = j
-            used_b.add(j)
+        hit = b_by_id.get((shape.get("id"), _shape_tag(shape.get("kind"))))
+        if hit is not None and hit not in used_b:
+            pairs[i] = hit
+            used_b.add(hit)
     left = [i for i in range(len(a)) if i not in pairs]
     if not left:
         return pairs

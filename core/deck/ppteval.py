@@ -258,7 +258,7 @@ def ppteval_view(d: DeckDiff) -> PowerPointDiff:
     slides_a, slides_b = d.summary_a.get("slides") or [], d.summary_b.get("slides") or []
     out = PowerPointDiff()
     edited_b = {e["slide"] for e in d.edits if e["slide"] is not None and e["kind"] not in ("slide_removed",)}
-    modified = []
+    modified: list[tuple[int, tuple[Slide, Slide]]] = []
     for na, nb in d.slide_matches:
         sa = slides_a[na - 1] if na is not None else None
         sb = slides_b[nb - 1] if nb is not None else None
@@ -278,7 +278,7 @@ def ppteval_view(d: DeckDiff) -> PowerPointDiff:
             continue
         assert sa is not None and sb is not None
         if nb in edited_b:
-            modified.append((na, (slide_view(sa), slide_view(sb))))
+            modified.append((na or 0, (slide_view(sa), slide_view(sb))))
         ta, tb = _transition(sa), _transition(sb)
         if ta and not tb:
             out.removed_transitions.append(ta)
@@ -290,7 +290,7 @@ def ppteval_view(d: DeckDiff) -> PowerPointDiff:
         anims_a, anims_b = sa.get("animations") or [], sb.get("animations") or []
         if anims_a or anims_b:
             idx_a, idx_b = _index(sa), _index(sb)
-            id_map = d.shape_maps.get((na, nb), {})
+            id_map = d.shape_maps.get((na, nb), {}) if na is not None and nb is not None else {}
             for i, j, same in align_animations(anims_a, anims_b, id_map):
                 ea = _effect(sa, anims_a[i], idx_a) if i is not None else None
                 eb = _effect(sb, anims_b[j], idx_b) if j is not None else None

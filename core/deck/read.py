@@ -25,7 +25,7 @@ from lxml import etree
 from ..types import PptArenaError
 
 if TYPE_CHECKING:  # pragma: no cover
-    import pptx
+    import pptx.presentation
 
 # ----------------------------------------------------------------------------- limits
 
@@ -176,7 +176,7 @@ class Package:
             raise DeckError(f"{self.name}: not a zip package ({exc})") from None
         if len(infos) > MAX_ENTRIES:
             raise DeckError(f"{self.name}: {len(infos)} zip entries, over the {MAX_ENTRIES} limit")
-        self._infos = {}
+        self._infos: dict[str, zipfile.ZipInfo] = {}
         for info in infos:
             name = info.filename.lstrip("/")
             if name in self._infos:
@@ -411,7 +411,7 @@ def normalised_bytes(pkg: Package) -> bytes:
     return buf.getvalue()
 
 
-def open_presentation(path: str | Path) -> pptx.Presentation:
+def open_presentation(path: str | Path) -> pptx.presentation.Presentation:
     """A python-pptx ``Presentation`` for ``path``, loaded safely.
 
     The package is checked against the limits, every XML part is parsed with the

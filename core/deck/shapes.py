@@ -19,13 +19,13 @@ from .read import NS, RT, Package
 from .styles import A, P, describe_fill, find_fill, local, resolve_color
 from .text import TextContext, frame_text, paragraphs
 
-C = "{%s}" % NS["c"]
-R_ID = "{%s}id" % NS["r"]
-R_EMBED = "{%s}embed" % NS["r"]
-R_LINK = "{%s}link" % NS["r"]
-R_DM = "{%s}dm" % NS["r"]
-MC = "{%s}" % NS["mc"]
-DGM = "{%s}" % NS["dgm"]
+C = "{" + NS["c"] + "}"
+R_ID = "{" + NS["r"] + "}id"
+R_EMBED = "{" + NS["r"] + "}embed"
+R_LINK = "{" + NS["r"] + "}link"
+R_DM = "{" + NS["r"] + "}dm"
+MC = "{" + NS["mc"] + "}"
+DGM = "{" + NS["dgm"] + "}"
 
 URI_TABLE = "http://schemas.openxmlformats.org/drawingml/2006/table"
 URI_CHART = "http://schemas.openxmlformats.org/drawingml/2006/chart"

@@ -14,8 +14,8 @@ from lxml import etree
 
 from .read import NS
 
-A = "{%s}" % NS["a"]
-P = "{%s}" % NS["p"]
+A = "{" + NS["a"] + "}"
+P = "{" + NS["p"] + "}"
 
 SCHEME_NAMES = ("dk1", "lt1", "dk2", "lt2", "accent1", "accent2", "accent3", "accent4", "accent5",
                 "accent6", "hlink", "folHlink")

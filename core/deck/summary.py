@@ -22,8 +22,8 @@ from .timing import animations, transition
 
 SCHEMA_ID = "pptarena/deck-summary/1"
 RT_CORE = "http://schemas.openxmlformats.org/package/2006/relationships/metadata/core-properties"
-P14 = "{%s}" % NS["p14"]
-R_ID = "{%s}id" % NS["r"]
+P14 = "{" + NS["p14"] + "}"
+R_ID = "{" + NS["r"] + "}id"
 _CORE_FIELDS = (
     ("title", NS["dc"], "title"), ("subject", NS["dc"], "subject"), ("creator", NS["dc"], "creator"),
     ("keywords", NS["cp"], "keywords"), ("description", NS["dc"], "description"),
@@ -41,7 +41,7 @@ class _Master:
         self.part = part
         self.name = _csld_name(root)
         self.theme_part = pkg.first_rel(part, RT["theme"])
-        self.theme = parse_theme(pkg.xml(self.theme_part)) if self.theme_part else {
+        self.theme: dict[str, Any] = parse_theme(pkg.xml(self.theme_part)) if self.theme_part else {
             "name": None, "color_scheme": None, "colors": {}, "fonts": {"major": None, "minor": None}}
         self.cmap = clr_map(root.find(P + "clrMap"))
         self.phs = PlaceholderIndex(root)
@@ -199,8 +199,8 @@ def _slide(deck: _Deck, number: int, sld_id: int, part: str, part_ids: dict[str,
         raise DeckError(f"{pkg.name}: /{part} is not a slide (root element {etree.QName(root).localname})")
     layout = deck.layout(pkg.first_rel(part, RT["slideLayout"]))
     master = deck.master(layout.master_part if layout else None)
-    colors = master.theme["colors"] if master else {}
-    fonts = master.theme["fonts"] if master else {}
+    colors: dict[str, str] = master.theme["colors"] if master else {}
+    fonts: dict[str, Any] = master.theme["fonts"] if master else {}
     cmap = dict(master.cmap) if master else clr_map(None)
     override = root.find(f"{P}clrMapOvr/{A}overrideClrMapping")
     if override is not None:

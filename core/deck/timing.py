@@ -21,8 +21,8 @@ from lxml import etree
 from .read import NS
 from .styles import P, local
 
-MC = "{%s}" % NS["mc"]
-P14_DUR = "{%s}dur" % NS["p14"]
+MC = "{" + NS["mc"] + "}"
+P14_DUR = "{" + NS["p14"] + "}dur"
 MAX_EFFECTS = 10_000
 
 CLASSES = {"entr": "entrance", "exit": "exit", "emph": "emphasis", "path": "path", "verb": "verb",
