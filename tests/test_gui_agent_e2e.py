@@ -11,21 +11,15 @@ from __future__ import annotations
 import json
 import os
 import shutil
-import signal
-import subprocess
-import sys
-import textwrap
-import time
 from pathlib import Path
 
 import pytest
+from pptarena.models import ModelClient
+from pptarena.types import AgentLog, ComponentContext, Task, Workspace
 from pptx import Presentation
 from pptx.enum.shapes import MSO_SHAPE_TYPE
 from pptx.enum.text import MSO_AUTO_SIZE
 from pptx.util import Inches, Pt
-
-from pptarena.models import ModelClient
-from pptarena.types import AgentLog, ComponentContext, Task, Workspace
 
 pytestmark = pytest.mark.gui
 
@@ -105,17 +99,12 @@ def deck_and_baseline(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, P
     Saving through Impress rewrites much of the package (theme, layouts, placeholder
     names...), so the agent's edit is measured against this round trip.
     """
-    from pptarena.plugins.agents.gui.actions import Screen
-    from pptarena.plugins.agents.gui.env import ImpressScreen
+    from pptarena.plugins.agents.gui.env import impress_round_trip
 
     folder = tmp_path_factory.mktemp("deck")
     src = folder / "input.pptx"
     make_deck(src)
-    baseline = folder / "baseline.pptx"
-    with ImpressScreen(Screen(1280, 800)) as env:
-        env.open(src)
-        env.save_as(baseline)
-    return src, baseline
+    return src, impress_round_trip(src, folder / "baseline.pptx")
 
 
 def assert_diff_is_exactly_the_title_edit(baseline: Path, prediction: Path) -> None:
@@ -180,8 +169,8 @@ def test_json_actions_edit_the_title_through_impress(tmp_path: Path, deck_and_ba
     assert_only_title_changed(src, prediction.path)
     assert_diff_is_exactly_the_title_edit(deck_and_baseline[1], prediction.path)
 
-    lines = [json.loads(l) for l in (task_dir / "trajectory" / "trajectory.jsonl").read_text().splitlines()]
-    assert [l["step"] for l in lines] == [0, 1, 2, "final"]
+    lines = [json.loads(x) for x in (task_dir / "trajectory" / "trajectory.jsonl").read_text().splitlines()]
+    assert [line["step"] for line in lines] == [0, 1, 2, "final"]
     assert lines[0]["actions"] == [{"kind": "click", "x": x, "y": y, "button": "left", "count": 2}]
     assert [a["kind"] for a in lines[1]["actions"]] == ["key", "type"]
     for line in lines:

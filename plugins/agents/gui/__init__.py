@@ -18,11 +18,10 @@ import zipfile
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, field_validator
-
 import pptarena
 from pptarena.models import ModelRef
 from pptarena.types import AgentError, Component, ComponentContext, Options, Prediction, Task, Workspace
+from pydantic import Field, field_validator
 
 from .actions import Screen
 
@@ -129,12 +128,14 @@ class GuiAgent(Component):
             shutil.copyfile(saved, workspace.output_deck)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+        # the runner counts usage through the workspace's model clients: Prediction.usage stays
+        # empty (it would be added twice); the agent's own sum is kept in the metadata
         usage = client.usage.as_dict() if hasattr(client, "usage") else {}
         return Prediction(
             path=workspace.output_deck,
             notes=result.note[:2000],
-            usage=usage,
             metadata={
+                "model_usage": usage,
                 "steps": result.steps,
                 "stop_reason": result.stop_reason,
                 "action_errors": result.action_errors,

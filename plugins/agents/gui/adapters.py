@@ -294,6 +294,16 @@ class JsonAdapter:
         return decision
 
 
+MAX_PROVIDER_ACTIONS = 2 * MAX_ACTIONS_PER_STEP
+"""Most tool-call actions run from one provider response (providers batch more than a JSON reply)."""
+
+
+def _capped(decision: Decision, objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    if len(objs) > MAX_PROVIDER_ACTIONS:
+        decision.errors.append(f"only the first {MAX_PROVIDER_ACTIONS} of {len(objs)} actions were run")
+    return objs[:MAX_PROVIDER_ACTIONS]
+
+
 def _collect(decision: Decision, objs: list[dict[str, Any]], mapper: Any) -> None:
     """Map objects in order; stop at the first invalid one (later actions depended on it)."""
     for obj in objs:
@@ -416,9 +426,10 @@ class OpenAIComputerAdapter:
             if call.get("pending_safety_checks"):
                 codes = [c.get("code") for c in call["pending_safety_checks"] if isinstance(c, dict)]
                 decision.errors.append(f"pending safety checks not acknowledged: {codes}")
-            batch = call.get("actions") if isinstance(call.get("actions"), list) else [call.get("action")]
+            actions = call.get("actions")
+            batch: list[Any] = actions if isinstance(actions, list) else [call.get("action")]
             objs += [a for a in batch if isinstance(a, dict)]
-        _collect(decision, objs[: MAX_ACTIONS_PER_STEP * 2], lambda o: openai_action(o, scaler))
+        _collect(decision, _capped(decision, objs), lambda o: openai_action(o, scaler))
         return decision
 
 
@@ -455,17 +466,18 @@ class AnthropicComputerAdapter:
             decision.done = True
             decision.actions.append(A.done(decision.note))
             return decision
-        objs = []
+        objs: list[dict[str, Any]] = []
         for block in uses:
             decision.call_ids.append(str(block.get("id", "")))
-            data = block.get("input") if isinstance(block.get("input"), dict) else {}
+            given = block.get("input")
+            data: dict[str, Any] = given if isinstance(given, dict) else {}
             if block.get("name") == "computer":  # single computer tool: the action is in the input
                 objs.append(data)
             elif block.get("toolset_name") == "computer":  # computer toolset: one tool per action
                 objs.append({**data, "action": block.get("name")})
             else:
                 decision.errors.append(f"tool {block.get('name')!r} is not available (only 'computer')")
-        _collect(decision, objs[: MAX_ACTIONS_PER_STEP * 2], lambda o: computer_tool_actions(o, scaler))
+        _collect(decision, _capped(decision, objs), lambda o: computer_tool_actions(o, scaler))
         return decision
 
 

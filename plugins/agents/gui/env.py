@@ -15,8 +15,8 @@ from __future__ import annotations
 
 import atexit
 import os
-import shutil
 import select
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -509,6 +509,20 @@ class ImpressScreen:
                 return new[-1]
             time.sleep(0.1)
         return None
+
+
+def impress_round_trip(src: Path, dst: Path, screen: Screen | None = None) -> Path:
+    """Open ``src`` in Impress on a private screen and save it unchanged to ``dst`` through the GUI.
+
+    This is what a GUI episode that edits nothing hands in. Saving through
+    Impress rewrites much of a package (theme fonts, layouts, placeholder
+    names...), so structural comparisons of GUI predictions are fairest against
+    this round trip of the original (PPT-Eval does the same with PowerPoint Online).
+    """
+    with ImpressScreen(screen or Screen(1280, 800)) as env:
+        env.open(Path(src))
+        env.save_as(Path(dst))
+    return Path(dst)
 
 
 @atexit.register

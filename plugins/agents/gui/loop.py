@@ -71,7 +71,7 @@ def encode_png(image: Any, size: Screen | None = None) -> tuple[bytes, Screen]:
     from PIL import Image
 
     if size is not None and (image.width, image.height) != (size.width, size.height):
-        image = image.resize((size.width, size.height), Image.LANCZOS)
+        image = image.resize((size.width, size.height), Image.Resampling.LANCZOS)
     buf = io.BytesIO()
     image.save(buf, format="PNG", optimize=False, compress_level=6)
     return buf.getvalue(), Screen(image.width, image.height)
