@@ -32,7 +32,7 @@ def published_rubrics() -> dict[str, dict[str, Any]]:
 
 
 def edited_copy(src: Path, dst: Path) -> Path:
-    """A lightly edited copy of ``src``: text changed on slides 2 and 8, slide 5 removed, a slide added."""
+    """A lightly edited copy of ``src``: text changed on slides 2 and 8, slide 5 replaced by a new slide."""
     from pptx import Presentation
 
     prs = Presentation(str(src))
@@ -51,6 +51,9 @@ def edited_copy(src: Path, dst: Path) -> Path:
         victim = ids[4]
         prs.part.drop_rel(victim.rId)
         ids.remove(victim)
+        added = ids[-1]
+        ids.remove(added)
+        ids.insert(4, added)  # the new slide takes the removed one's place: slide_number 5
     prs.save(str(dst))
     return dst
 
