@@ -16,9 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
-from pptx import Presentation
-
 from pptarena.types import AgentLog, ComponentContext, ComponentUnavailable
+from pptx import Presentation
 
 HAVE_PROGRAMS = all(shutil.which(p) for p in ("Xvfb", "xdotool", "soffice"))
 needs_screen = pytest.mark.skipif(not HAVE_PROGRAMS, reason="needs xvfb, xdotool and libreoffice-impress")
@@ -74,9 +73,8 @@ def test_only_the_missing_program_is_named(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_options_validate_sizes() -> None:
-    from pydantic import ValidationError
-
     from pptarena.plugins.agents.gui import GuiOptions
+    from pydantic import ValidationError
 
     with pytest.raises(ValidationError, match="1280x800"):
         GuiOptions(model="scripted/x", screen="big")
@@ -165,12 +163,12 @@ def test_a_deck_impress_cannot_open_fails_cleanly(tmp_path: Path) -> None:
 
 @pytest.mark.gui
 @needs_screen
-def test_dialog_focus_and_loop_limits(tmp_path: Path) -> None:
+def test_dialog_focus_loop_limits_and_saving_from_odd_states(tmp_path: Path) -> None:
     from pptarena.models import Completion
     from pptarena.plugins.agents.gui import actions as A
     from pptarena.plugins.agents.gui.actions import Screen
     from pptarena.plugins.agents.gui.adapters import JsonAdapter
-    from pptarena.plugins.agents.gui.env import ImpressScreen
+    from pptarena.plugins.agents.gui.env import ImpressScreen, ScreenError
     from pptarena.plugins.agents.gui.loop import Trajectory, run_episode
 
     class Replies:
@@ -216,3 +214,20 @@ def test_dialog_focus_and_loop_limits(tmp_path: Path) -> None:
         step = json.loads((tmp_path / "t3" / "trajectory.jsonl").read_text().splitlines()[0])
         assert step["actions"] == [] and "no JSON action" in step["errors"][0]
         assert result.action_errors == 1
+
+        # the agent left a slide show and a menu open: saving still works
+        env.execute(A.click((15, 9)))  # File menu
+        time.sleep(0.5)
+        env.execute(A.key("Escape"))
+        env.execute(A.key("F5"))
+        time.sleep(1.5)
+        env.settle()
+        assert any(w != main for w, _ in env.windows())
+        env.save_as(tmp_path / "saved.pptx")
+        assert Presentation(str(tmp_path / "saved.pptx")).slides[0].shapes.title.text == "Hello"
+
+        # the agent closed the presentation (Impress shows its Start Center): a clear error, at once
+        env.execute(A.key("ctrl+w"))
+        time.sleep(1.5)
+        with pytest.raises(ScreenError, match="presentation window was closed"):
+            env.save_as(tmp_path / "never.pptx")

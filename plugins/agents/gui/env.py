@@ -463,6 +463,8 @@ class ImpressScreen:
         if path.exists():
             path.unlink()
         self._dismiss_dialogs()
+        if not dict(self.windows()).get(self.main_window, "").endswith("LibreOffice Impress"):
+            raise ScreenError("the presentation window was closed")
         self.xdo("windowfocus", self.main_window, check=False)
         self.xdo("key", "Escape", check=False)  # leave text editing
         time.sleep(0.2)
