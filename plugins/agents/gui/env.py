@@ -42,6 +42,9 @@ _PROFILE_SETTINGS = {
     ("/org.openoffice.Office.Recovery/AutoSave", "Enabled"): "false",
     ("/org.openoffice.Office.Recovery/RecoveryInfo", "Enabled"): "false",
     ("/org.openoffice.Setup/Product", "ooSetupLastVersion"): "99.0",
+    # the model drives a full office program: no macros (they could run shell commands)
+    ("/org.openoffice.Office.Common/Security/Scripting", "DisableMacrosExecution"): "true",
+    ("/org.openoffice.Office.Common/Security/Scripting", "MacroSecurityLevel"): "3",
 }
 _LIVE: weakref.WeakSet[ImpressScreen] = weakref.WeakSet()
 
