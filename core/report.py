@@ -217,7 +217,7 @@ def print_summary(run_dir: Path, summary: dict[str, Any], *, file: TextIO | None
     except Exception:  # noqa: BLE001 - a summary alone can still be printed
         rows, rescores = [], {}
     print_tables(summary_tables(summary, rows, rescores), file=out, rich=rich)
-    out.write(f"Results: {run_dir / 'results.jsonl'}\n")
+    out.write(f"\nResults: {run_dir / 'results.jsonl'}\n")
     if not html:
         return None
     try:
