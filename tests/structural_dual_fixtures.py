@@ -181,3 +181,14 @@ def make_case(
     task_dir = tmp_path / name
     task_dir.mkdir(parents=True, exist_ok=True)
     return task, pred, Evidence(task, pred, task_dir, renderer=renderer, model=model)
+
+
+
+def set_margins(slide: int, name: str, inches: float) -> Callable[[Any], None]:
+    """Inner left/right margins of a shape's text frame (``bodyPr`` insets: not in the deck summary)."""
+
+    def fn(prs: Any) -> None:
+        tf = shape(prs, slide, name).text_frame
+        tf.margin_left = tf.margin_right = int(inches * 914400)
+
+    return fn

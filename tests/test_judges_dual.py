@@ -16,6 +16,7 @@ from structural_dual_fixtures import (
     move,
     recolor,
     retitle,
+    set_margins,
     set_text,
 )
 
@@ -236,3 +237,18 @@ def test_bounded_prompts_on_big_diffs(tmp_path, scripted):
     text = if_req.last_user_text
     assert "characters omitted" in text
     assert len(text) < 3 * 2000 + 3 * 3000 + 3000
+
+
+def test_changes_invisible_to_the_diff_still_count_for_the_if_rules(tmp_path, scripted):
+    """Text-frame insets are not in the deck summary: 'unchanged' also compares the content XML."""
+    orig = build_deck(tmp_path / "orig.pptx")
+    target = derive(orig, tmp_path / "target.pptx", set_margins(2, "Body1", 0.5))
+    rules = [{"match": IF_RULE, "reply": "2"}, {"match": VQ_RULE, "reply": "4"}]
+    noop, _ = run(tmp_path, scripted(rules=rules), orig, target, derive(orig, tmp_path / "noop.pptx"), name="noop")
+    assert noop.metrics["if_score"] == 0 and noop.metrics["if_rule"] == "unchanged_prediction"
+    oracle, _ = run(tmp_path, scripted(rules=rules), orig, target, target, name="oracle")
+    assert oracle.metrics["if_score"] == 5 and oracle.metrics["if_rule"] == "identical_to_target"
+    other = scripted(rules=rules)
+    wrong, _ = run(tmp_path, other, orig, target, derive(orig, tmp_path / "w.pptx", set_margins(2, "Body1", 0.2)),
+                   name="wrong")
+    assert wrong.metrics["if_rule"] == "model" and wrong.metrics["if_score"] == 2

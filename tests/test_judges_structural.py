@@ -8,7 +8,16 @@ from pathlib import Path
 import pytest
 from pptarena.plugins.judges.structural import StructuralJudge
 from pptarena.types import ComponentContext, JudgeError
-from structural_dual_fixtures import build_deck, derive, make_case, move, recolor, retitle, set_text
+from structural_dual_fixtures import (
+    build_deck,
+    derive,
+    make_case,
+    move,
+    recolor,
+    retitle,
+    set_margins,
+    set_text,
+)
 
 RED = (0xE0, 0x10, 0x10)
 
@@ -203,36 +212,17 @@ def recolor_first_rect(prs):
 
 
 def test_changes_the_diff_cannot_see_fall_back_to_xml_parts(tmp_path):
-    """A table cell fill is not in the deck summary: the judge compares the changed XML parts instead."""
-    from pptx.dml.color import RGBColor
-    from pptx.util import Inches
-
-    def add_table(prs):
-        s = prs.slides[1]
-        tbl = s.shapes.add_table(3, 3, Inches(1), Inches(4.5), Inches(6), Inches(1.5)).table
-        for r in range(3):
-            for c in range(3):
-                tbl.cell(r, c).text = f"r{r}c{c}"
-
-    def header_fill(rgb):
-        def fn(prs):
-            tbl = next(sh for sh in prs.slides[1].shapes if sh.has_table).table
-            for c in range(3):
-                cell = tbl.cell(0, c)
-                cell.fill.solid()
-                cell.fill.fore_color.rgb = RGBColor(*rgb)
-        return fn
-
-    orig = derive(build_deck(tmp_path / "base.pptx"), tmp_path / "orig.pptx", add_table)
-    target = derive(orig, tmp_path / "target.pptx", header_fill((0x00, 0x60, 0x60)))
+    """Text-frame insets are not in the deck summary: the judge compares the changed XML parts instead."""
+    orig = build_deck(tmp_path / "orig.pptx")
+    target = derive(orig, tmp_path / "target.pptx", set_margins(2, "Body1", 0.5))
     results = {}
-    for name, edits in {"noop": (), "oracle": (header_fill((0x00, 0x60, 0x60)),),
-                        "other_colour": (header_fill((0xFF, 0xC0, 0x00)),),
-                        "damaged": (header_fill((0x00, 0x60, 0x60)), retitle(3, "zzz"))}.items():
+    for name, edits in {"noop": (), "oracle": (set_margins(2, "Body1", 0.5),),
+                        "other_margin": (set_margins(2, "Body1", 0.2),),
+                        "damaged": (set_margins(2, "Body1", 0.5), retitle(3, "zzz"))}.items():
         v = score(tmp_path, orig, target, derive(orig, tmp_path / f"{name}.pptx", *edits), name=name)
         assert v.metrics.get("part_fallback") == 1, name
         results[name] = v
     assert results["noop"].score == 0.0 and results["oracle"].score == 1.0
-    assert 0.0 <= results["other_colour"].score < 1.0
+    assert 0.0 <= results["other_margin"].score < 1.0
     assert results["damaged"].score == 0.75 and results["damaged"].metrics["collateral_units"] == 1
     assert "ppt/slides/slide3.xml" in results["damaged"].explanation

@@ -122,15 +122,23 @@ class DualJudge(Component):
         record: dict[str, Any] = {"model": ref, "prediction_edits": pred_diff.edit_count,
                                   "target_edits": target_diff.edit_count if target_diff is not None else None,
                                   "remaining_edits": remaining.edit_count if remaining is not None else None}
-        target_unchanged = target_diff is not None and target_diff.edit_count == 0
-        if pred_diff.edit_count == 0 and not target_unchanged:
+        paths = {"original": task.original, "target": task.target, "prediction": evidence.path("prediction")}
+
+        def same(diff: Any, a: str, b: str) -> bool:
+            # "unchanged" = no structural edit and the same content XML (changes the diff cannot see count)
+            return diff is not None and diff.edit_count == 0 and _same_content(paths[a], paths[b])
+
+        target_unchanged = same(target_diff, "original", "target")
+        pred_unchanged = same(pred_diff, "original", "prediction")
+        record["prediction_unchanged"], record["target_unchanged"] = pred_unchanged, target_unchanged
+        if pred_unchanged and not target_unchanged:
             reason = ("The prediction makes no structural change to the original deck"
                       + (" while the target does." if target_diff is not None else
                          "; the task has no target, so a change is assumed to be required."))
             out = {"score": 0, "reason": reason, "rule": "unchanged_prediction"}
             evidence.write_json(label, "if.json", {**record, **out})
             return out
-        if opts.shortcut_identical and remaining is not None and remaining.edit_count == 0:
+        if opts.shortcut_identical and same(remaining, "prediction", "target"):
             out = {"score": 5, "reason": "The prediction is structurally identical to the target.",
                    "rule": "identical_to_target"}
             evidence.write_json(label, "if.json", {**record, **out})
@@ -311,6 +319,18 @@ class DualJudge(Component):
         evidence.write_json(label, name, {**record, "attempts": attempts, "error": problem})
         raise JudgeError(f"{what}: the judge model {ref} gave no readable 0-5 score after one retry ({problem}); "
                          f"last answer: {attempts[-1]['answer'][:200]!r}")
+
+
+def _same_content(a: Path | None, b: Path | None) -> bool:
+    """True when two decks' content XML parts are canonically equal (see :mod:`.part_compare`)."""
+    from .part_compare import canonical_parts
+
+    if a is None or b is None:
+        return False
+    try:
+        return canonical_parts(a) == canonical_parts(b)
+    except PptArenaError as exc:
+        raise JudgeError(f"cannot compare the XML parts of {Path(a).name} and {Path(b).name}: {exc}") from exc
 
 
 def _why(row: dict[str, Any], role: str) -> str:
