@@ -226,3 +226,14 @@ def test_changes_the_diff_cannot_see_fall_back_to_xml_parts(tmp_path):
     assert 0.0 <= results["other_margin"].score < 1.0
     assert results["damaged"].score == 0.75 and results["damaged"].metrics["collateral_units"] == 1
     assert "ppt/slides/slide3.xml" in results["damaged"].explanation
+
+
+def test_fill_where_the_original_had_none_is_judged_by_colour_distance(tmp_path):
+    orig = build_deck(tmp_path / "orig.pptx")
+    target = derive(orig, tmp_path / "target.pptx", recolor(1, "Body0", (0x00, 0x60, 0x6B)))
+    near = score(tmp_path, orig, target, derive(orig, tmp_path / "near.pptx", recolor(1, "Body0", (0x00, 0x65, 0x6B))),
+                 name="near")
+    far = score(tmp_path, orig, target, derive(orig, tmp_path / "far.pptx", recolor(1, "Body0", (0xFF, 0x00, 0x00))),
+                name="far")
+    assert near.score == 1.0
+    assert far.score == 0.0

@@ -41,7 +41,9 @@ _RANGE_RE = re.compile(r"\[\d+:\d+\]")
 _TEXT_PATH_RE = re.compile(r"^text/p\d+$")
 _SLIDE_KINDS = ("layout", "master", "hidden", "notes", "transition", "background", "animation")
 _TEXT_KINDS = ("text", "table", "notes", "properties", "alt_text", "rename", "chart")
-MAX_TEXT = 20_000  # characters compared per text value (bounded cost on untrusted decks)
+MAX_TEXT = 20_000
+# the distance credit falls off over when the original had no comparable value (e.g. no fill before)
+UNKNOWN_BASE = {"color": 100.0, "position": 0.5, "number": 1.0}  # characters compared per text value (bounded cost on untrusted decks)
 
 
 @dataclass(frozen=True)
@@ -281,7 +283,7 @@ def _is_number(v: Any) -> bool:
 
 def _number_credit(old: Any, new: Any, got: Any, tol: float) -> float:
     scale = max(abs(new), abs(old) if _is_number(old) else 0.0, 1e-9)
-    base = abs(old - new) / scale if _is_number(old) else math.inf
+    base = abs(old - new) / scale if _is_number(old) else UNKNOWN_BASE["number"]
     return _progress(abs(got - new) / scale, base, tol)
 
 
@@ -296,7 +298,7 @@ def _geometry_credit(old: Any, new: Any, got: Any, slide: tuple[int, int], tol: 
             return 1.0 if new == got else 0.0
         err = max(err, abs(g - v) / dim)
         o = old.get(k) if isinstance(old, dict) else None
-        base = max(base, abs(o - v) / dim if _is_number(o) else math.inf)
+        base = max(base, abs(o - v) / dim if _is_number(o) else UNKNOWN_BASE["position"])
     return _progress(err, base, tol)
 
 
@@ -307,7 +309,7 @@ def _fill_credit(old: Any, new: Any, got: Any, tol: Tolerances) -> float:
         d = color_distance(new.get("color"), got.get("color"))
         if d is not None:
             base = color_distance(new.get("color"), (old or {}).get("color")) if isinstance(old, dict) else None
-            return _progress(d, base if base is not None else math.inf, tol.color)
+            return _progress(d, base if base is not None else UNKNOWN_BASE["color"], tol.color)
     return 1.0 if _strip_ids(new) == _strip_ids(got) else 0.0
 
 
@@ -347,7 +349,7 @@ def value_credit(t: Item, p: Item, slide: tuple[int, int], tol: Tolerances) -> f
     elif str(t.key[-1]).endswith("/color") or (kind == "theme" and _rgb(new) is not None):
         d = color_distance(new, got)
         base = color_distance(new, old)
-        credit = (1.0 if new == got else 0.0) if d is None else _progress(d, base if base is not None else math.inf,
+        credit = (1.0 if new == got else 0.0) if d is None else _progress(d, base if base is not None else UNKNOWN_BASE["color"],
                                                                            tol.color)
     elif isinstance(new, list) and isinstance(got, list) and new and all(isinstance(x, str) for x in new + got):
         d = 1.0 - text_similarity("\n".join(got), "\n".join(new))
