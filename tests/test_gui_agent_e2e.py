@@ -70,7 +70,10 @@ def deck_facts(path: Path) -> list[list[tuple]]:
 
 
 def our_children() -> list[str]:
-    """Command lines of live descendants of this test process that are Xvfb or soffice."""
+    """Command lines of live descendants of this test process that are the gui agent's Xvfb or soffice.
+
+    (Other tests' renderers may keep a headless soffice alive in this process: they use other
+    profile folders and no Xvfb.)"""
     from pptarena.plugins.agents.gui.env import _alive, _descendants
 
     out = []
@@ -79,7 +82,7 @@ def our_children() -> list[str]:
             cmd = Path(f"/proc/{pid}/cmdline").read_bytes().replace(b"\0", b" ").decode()
         except OSError:
             continue
-        if _alive(pid) and ("Xvfb" in cmd or "soffice" in cmd or "oosplash" in cmd):
+        if _alive(pid) and (("Xvfb" in cmd and "-displayfd" in cmd) or "pptarena-gui-" in cmd):
             out.append(cmd)
     return out
 
@@ -124,6 +127,16 @@ def run_agent(tmp_path: Path, src_deck: Path, responses: list[str], **options) -
     task_dir = tmp_path / "task"
     task_dir.mkdir()
     client = scripted_client(responses, tmp_path)
+    seen_running: list[list[str]] = []
+    complete = client.complete
+
+    def complete_and_look(messages, **params):
+        # while the episode runs, the agent's Xvfb and soffice are visible to our_children()
+        seen_running.append(our_children())
+        return complete(messages, **params)
+
+    client.complete = complete_and_look  # type: ignore[method-assign]
+    client.seen_running = seen_running  # type: ignore[attr-defined]
     workspace = Workspace(
         dir=task_dir, input_deck=src, output_deck=task_dir / "prediction.pptx", renderer=None,
         model=lambda ref: client, log=AgentLog(task_dir / "agent.log.jsonl"), timeout=240,
@@ -181,6 +194,8 @@ def test_json_actions_edit_the_title_through_impress(tmp_path: Path, deck_and_ba
     assert len(requests) == 3
     assert NEW_TITLE in requests[0].last_user_text and len(requests[0].images) == 1
     assert client.usage.calls == 3
+    running = " ".join(client.seen_running[0])
+    assert "Xvfb" in running and "soffice" in running
     assert our_children() == []
 
 
