@@ -282,3 +282,108 @@ def test_hyperlink(tmp_path):
 
     d = diff_decks(*pair(tmp_path, PERF, mutate))
     assert [(e["kind"], e["new"]) for e in d.edits] == [("hyperlink", [{"url": "https://example.org/"}])]
+
+
+def _first_table(prs):
+    for number, slide in enumerate(prs.slides, start=1):
+        for s in slide.shapes:
+            if s.has_table:
+                return number, s
+    raise AssertionError("no table")
+
+
+def test_table_cell_fill(tmp_path):
+    state = {}
+
+    def mutate(prs):
+        number, frame = _first_table(prs)
+        state["where"] = (number, frame.name)
+        cell = frame.table.cell(0, 1)
+        cell.fill.solid()
+        cell.fill.fore_color.rgb = RGBColor(0x00, 0x60, 0x6B)
+
+    d = diff_decks(*pair(tmp_path, STRESS, mutate))
+    number, name = state["where"]
+    assert d.edits == [{"kind": "fill", "slide": number, "shape": name, "path": "table/r0c1/fill",
+                        "old": None, "new": {"type": "solid", "color": {"rgb": "00606B"}}}]
+    # PPT-Eval hashes the slide XML, which changed: the slide is modified in its view as well
+    view = ppteval_diff(d)
+    assert [n.slide_number for _, n in view.modified_slides] == [number]
+
+
+def test_table_cell_run_bold_and_colour(tmp_path):
+    state = {}
+
+    def mutate(prs):
+        number, frame = _first_table(prs)
+        state["where"] = (number, frame.name)
+        run = frame.table.cell(1, 0).text_frame.paragraphs[0].runs[0]
+        assert run.text == "Herbie" and not run.font.bold
+        run.font.bold = True
+        run.font.color.rgb = RGBColor(0xFF, 0xFF, 0xFF)
+
+    d = diff_decks(*pair(tmp_path, STRESS, mutate))
+    number, name = state["where"]
+    assert [(e["kind"], e["slide"], e["shape"], e["path"], e["old"], e["new"], e["detail"]) for e in d.edits] == [
+        ("font", number, name, "table/r1c0/p0[0:6]/bold", False, True, "Herbie"),
+        ("font", number, name, "table/r1c0/p0[0:6]/color", {"theme": "tx1", "rgb": "000000"}, {"rgb": "FFFFFF"},
+         "Herbie"),
+    ]
+
+
+def test_table_cell_text_and_layout_props(tmp_path):
+    """A changed cell text is one ``table`` edit (no per-paragraph text edits); anchor, margins and
+    borders are reported per cell."""
+    from pptx.enum.text import MSO_ANCHOR
+
+    state = {}
+
+    def mutate(prs):
+        number, frame = _first_table(prs)
+        state["where"] = (number, frame.name)
+        cell = frame.table.cell(2, 1)
+        state["old_text"] = cell.text_frame.text
+        cell.text_frame.paragraphs[0].runs[0].text = "42"
+        cell.vertical_anchor = MSO_ANCHOR.BOTTOM
+        cell.margin_left = Emu(0)
+        tcpr = cell._tc.get_or_add_tcPr()
+        ln = etree.Element(qn("a:lnB"), w="25400")
+        fill = etree.SubElement(ln, qn("a:solidFill"))
+        etree.SubElement(fill, qn("a:srgbClr"), val="FF0000")
+        tcpr.insert(0, ln)
+
+    d = diff_decks(*pair(tmp_path, STRESS, mutate))
+    number, name = state["where"]
+    assert [(e["kind"], e["path"], e["old"], e["new"]) for e in d.edits] == [
+        ("table", "table/r2c1", state["old_text"], "42"),
+        ("line", "table/r2c1/border/bottom", None, {"width": 25400, "fill": {"type": "solid", "color": {"rgb": "FF0000"}}}),
+        ("table", "table/r2c1/margins", {"left": 68580, "right": 68580, "top": 34290, "bottom": 34290},
+         {"left": 0, "right": 68580, "top": 34290, "bottom": 34290}),
+        ("table", "table/r2c1/anchor", None, "bottom"),
+    ]
+    assert all(e["slide"] == number and e["shape"] == name for e in d.edits)
+
+
+def test_demo_table_header_task(tmp_path):
+    """The demo task onboarding-table-header (header row filled #00606B, bold white text) was
+    invisible to the diff before cells carried formatting; now each header cell reports its fill,
+    bold and colour."""
+    from pptarena.plugins.datasets.demo_decks import build_onboarding
+    from pptarena.plugins.datasets.demo_tasks import edit_table_header
+
+    a, b = tmp_path / "a.pptx", tmp_path / "b.pptx"
+    build_onboarding(a)
+    prs = open_presentation(a)
+    edit_table_header(prs)
+    prs.save(b)
+    d = diff_decks(a, b)
+    header = [c["text"] for c in next(s for s in d.summary_b["slides"][4]["shapes"] if s["kind"] == "table")
+              ["table"]["cells"][0]]
+    expected = []
+    for c, text in enumerate(header):
+        span = f"[0:{len(text)}]"
+        expected += [("fill", f"table/r0c{c}/fill", {"type": "solid", "color": {"rgb": "00606B"}}),
+                     ("font", f"table/r0c{c}/p0{span}/bold", True),
+                     ("font", f"table/r0c{c}/p0{span}/color", {"rgb": "FFFFFF"})]
+    assert [(e["kind"], e["path"], e["new"]) for e in d.edits] == expected
+    assert {(e["slide"], e["shape"]) for e in d.edits} == {(5, "Table")}

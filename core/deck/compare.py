@@ -161,6 +161,44 @@ def text_edits(paras_a: list[dict[str, Any]], paras_b: list[dict[str, Any]],
     return out
 
 
+_SPAN_KEYS = ("grid_span", "row_span", "merged")
+_BORDER_KEYS = ("left", "right", "top", "bottom", "diag_down", "diag_up")
+
+
+def _line_key(line: Any) -> Any:
+    if not isinstance(line, dict):
+        return line
+    return {k: (_fill_key(v) if k == "fill" else v) for k, v in line.items()}
+
+
+def _cell_edits(ca: dict[str, Any], cb: dict[str, Any], ctx: tuple[int | None, str | None],
+                base: str) -> list[dict[str, Any]]:
+    """Edits between two cells at the same grid position: text, spans, fill, borders, margins,
+    anchor, then paragraph and run formatting (``{base}/p{i}...``, as for text frames)."""
+    slide, shape = ctx
+    out = []
+    if ca.get("text") != cb.get("text"):
+        out.append(edit("table", slide, shape, base, ca.get("text"), cb.get("text")))
+    span_a = {k: ca[k] for k in _SPAN_KEYS if k in ca}
+    span_b = {k: cb[k] for k in _SPAN_KEYS if k in cb}
+    if span_a != span_b:
+        out.append(edit("table", slide, shape, f"{base}/span", span_a, span_b))
+    if _fill_key(ca.get("fill")) != _fill_key(cb.get("fill")):
+        out.append(edit("fill", slide, shape, f"{base}/fill", ca.get("fill"), cb.get("fill")))
+    borders_a, borders_b = ca.get("borders") or {}, cb.get("borders") or {}
+    for side in _BORDER_KEYS:
+        if _line_key(borders_a.get(side)) != _line_key(borders_b.get(side)):
+            out.append(edit("line", slide, shape, f"{base}/border/{side}", borders_a.get(side), borders_b.get(side)))
+    for key in ("margins", "anchor"):
+        if ca.get(key) != cb.get(key):
+            out.append(edit("table", slide, shape, f"{base}/{key}", ca.get(key), cb.get(key)))
+    if ca.get("paragraphs") != cb.get("paragraphs"):
+        # text changes are the one cell-level edit above; keep the formatting edits only
+        out += [e for e in text_edits(ca.get("paragraphs") or [], cb.get("paragraphs") or [], ctx, base)
+                if e["kind"] != "text"]
+    return out
+
+
 def _table_edits(ta: dict[str, Any], tb: dict[str, Any], ctx: tuple[int | None, str | None]) -> list[dict[str, Any]]:
     slide, shape = ctx
     out = []
@@ -176,11 +214,11 @@ def _table_edits(ta: dict[str, Any], tb: dict[str, Any], ctx: tuple[int | None, 
             cb = row_b[c] if c < len(row_b) else None
             if ca == cb:
                 continue
-            if ca is None or cb is None or ca.get("text") != cb.get("text"):
+            if ca is None or cb is None:
                 out.append(edit("table", slide, shape, f"table/r{r}c{c}", ca.get("text") if ca else None,
                                 cb.get("text") if cb else None))
             else:
-                out.append(edit("table", slide, shape, f"table/r{r}c{c}/span", ca, cb))
+                out += _cell_edits(ca, cb, ctx, f"table/r{r}c{c}")
     return out
 
 

@@ -273,8 +273,8 @@ def _line(e: dict[str, Any]) -> str:
     if e["kind"] in ("shape_removed", "slide_removed"):
         return f"  {e['kind']:<13} {who}{_short(e['old'])}"
     old, new = e["old"], e["new"]
-    if e["kind"] == "fill" and isinstance(old, dict) and isinstance(new, dict):
-        old, new = old.get("color", old), new.get("color", new)
+    if e["kind"] == "fill":
+        old, new = (v.get("color", v) if isinstance(v, dict) else v for v in (old, new))
     return f"  {e['kind']:<13} {who}{e['path']}: {_short(old)} → {_short(new)}"
 
 

@@ -16,8 +16,9 @@ from typing import Any
 from lxml import etree
 
 from .read import NS, RT, Package
-from .styles import A, P, describe_fill, find_fill, local, resolve_color
-from .text import TextContext, frame_text, paragraphs
+from .styles import A, P, describe_fill, describe_line, find_fill, local, resolve_color
+from .tables import read_table
+from .text import TextContext, frame_text, frame_text_simple, paragraphs
 
 C = "{" + NS["c"] + "}"
 R_ID = "{" + NS["r"] + "}id"
@@ -182,39 +183,6 @@ def _picture(el: etree._Element, ctx: ShapeContext) -> dict[str, Any]:
     return out
 
 
-def _table(tbl: etree._Element) -> dict[str, Any]:
-    rows = []
-    for tr in tbl.iterfind(A + "tr"):
-        cells = []
-        for tc in tr.iterfind(A + "tc"):
-            cell: dict[str, Any] = {"text": frame_text_simple(tc.find(A + "txBody"))}
-            for key, attr in (("grid_span", "gridSpan"), ("row_span", "rowSpan")):
-                if tc.get(attr) and tc.get(attr) != "1":
-                    cell[key] = int(tc.get(attr) or 1) if (tc.get(attr) or "").isdigit() else tc.get(attr)
-            if tc.get("hMerge") in ("1", "true") or tc.get("vMerge") in ("1", "true"):
-                cell["merged"] = True
-            cells.append(cell)
-        rows.append(cells)
-    return {"rows": len(rows), "cols": len(tbl.findall(f"{A}tblGrid/{A}gridCol")), "cells": rows}
-
-
-def frame_text_simple(txbody: etree._Element | None) -> str:
-    """Plain text of a text body (paragraphs joined by newlines, a:br as newline)."""
-    if txbody is None:
-        return ""
-    paras = []
-    for p in txbody.iterfind(A + "p"):
-        parts = []
-        for child in p:
-            if child.tag in (A + "r", A + "fld"):
-                t = child.find(A + "t")
-                parts.append(t.text or "" if t is not None else "")
-            elif child.tag == A + "br":
-                parts.append("\n")
-        paras.append("".join(parts))
-    return "\n".join(paras)
-
-
 def _points(parent: etree._Element | None, numeric: bool) -> list[Any]:
     if parent is None:
         return []
@@ -304,16 +272,7 @@ def _line(sppr: etree._Element | None, el: etree._Element, ctx: ShapeContext) ->
     if ln is None:
         color = _style_color(el, ctx, "lnRef")
         return ({"style": True, "color": color} if color else None), True
-    out: dict[str, Any] = {}
-    if ln.get("w"):
-        out["width"] = int(ln.get("w") or 0) if (ln.get("w") or "").isdigit() else ln.get("w")
-    fill = describe_fill(find_fill(ln), ctx.text.theme_colors, ctx.text.cmap)
-    if fill is not None:
-        out["fill"] = fill
-    dash = ln.find(A + "prstDash")
-    if dash is not None:
-        out["dash"] = dash.get("val")
-    return out or None, False
+    return describe_line(ln, ctx.text.theme_colors, ctx.text.cmap), False
 
 
 def _placeholder_sources(ph: etree._Element, ctx: ShapeContext) -> tuple[list[etree._Element], str]:
@@ -438,7 +397,8 @@ def read_shape(el: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int],
         if uri == URI_TABLE and gdata is not None:
             out["kind"] = "table"
             tbl = gdata.find(A + "tbl")
-            out["table"] = _table(tbl) if tbl is not None else {"rows": 0, "cols": 0, "cells": []}
+            out["table"] = read_table(tbl, ctx.text, _tx_style(None, ctx)) if tbl is not None \
+                else {"rows": 0, "cols": 0, "cells": []}
         elif uri == URI_CHART and gdata is not None:
             out["kind"] = "chart"
             chart_ref = gdata.find(C + "chart")

@@ -195,3 +195,18 @@ def describe_fill(fill: etree._Element | None, theme_colors: dict[str, str],
     if kind == "grpFill":
         return {"type": "group"}
     return None
+
+
+def describe_line(ln: etree._Element, theme_colors: dict[str, str], cmap: dict[str, str]) -> dict[str, Any] | None:
+    """An a:ln-like element (a:ln, a:lnL, a:lnR...) as {width (EMU), fill, dash}; None when it sets nothing."""
+    out: dict[str, Any] = {}
+    width = ln.get("w")
+    if width:
+        out["width"] = int(width) if width.isdigit() else width
+    fill = describe_fill(find_fill(ln), theme_colors, cmap)
+    if fill is not None:
+        out["fill"] = fill
+    dash = ln.find(A + "prstDash")
+    if dash is not None:
+        out["dash"] = dash.get("val")
+    return out or None

@@ -223,3 +223,20 @@ def paragraphs(txbody: etree._Element | None, styles: Sequence[etree._Element | 
 def frame_text(paras: list[dict[str, Any]]) -> str:
     """All text of a frame: paragraph texts joined by newlines."""
     return "\n".join(p["text"] for p in paras)
+
+
+def frame_text_simple(txbody: etree._Element | None) -> str:
+    """Plain text of a text body (paragraphs joined by newlines, a:br as newline)."""
+    if txbody is None:
+        return ""
+    paras = []
+    for p in txbody.iterfind(A + "p"):
+        parts = []
+        for child in p:
+            if child.tag in (A + "r", A + "fld"):
+                t = child.find(A + "t")
+                parts.append(t.text or "" if t is not None else "")
+            elif child.tag == A + "br":
+                parts.append("\n")
+        paras.append("".join(parts))
+    return "\n".join(paras)
