@@ -22,9 +22,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from rubric_fixtures import STAND_IN, edited_copy, make_evidence, make_judge, published_rubrics, scripted_hub  # noqa: E402
-
 from pptarena.types import ComponentContext, Task  # noqa: E402
+from rubric_fixtures import STAND_IN, edited_copy, make_evidence, make_judge, published_rubrics, scripted_hub  # noqa: E402
 
 
 def child_cpu() -> float:

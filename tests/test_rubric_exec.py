@@ -6,9 +6,8 @@ import base64
 import textwrap
 from pathlib import Path
 
-from rubric_fixtures import scripted_hub
-
 from pptarena.plugins.judges.rubric_exec import LeafRun, ModelBridge, run_function_leaves
+from rubric_fixtures import scripted_hub
 
 BASE_INPUTS = {"original_ppt_path": "/nonexistent/a.pptx", "modified_ppt_path": "/nonexistent/b.pptx", "ppt_diff": None, "screenshots": {}}
 

@@ -6,6 +6,8 @@ import json
 from pathlib import Path
 
 import pytest
+from pptarena.plugins.judges.rubric_llm import deterministic_reason, parse_llm_score
+from pptarena.types import InfraError, JudgeError, Task
 from rubric_fixtures import (  # noqa: F401 - fixtures
     edit_title,
     leaf,
@@ -17,9 +19,6 @@ from rubric_fixtures import (  # noqa: F401 - fixtures
     scripted_hub,
     stand_in_pair,
 )
-
-from pptarena.plugins.judges.rubric_llm import deterministic_reason, parse_llm_score
-from pptarena.types import InfraError, JudgeError, Task
 
 TITLE_CHANGED = """
 def compute_score() -> tuple[str, float]:
@@ -203,3 +202,18 @@ def test_llm_reply_parsing_follows_ai_rubric():
         {"name": "b", "is_critical": False, "score": 0.0, "reason": "missing table"},
     ])
     assert text.startswith("Score 0.50: 1/2 sub-criteria fully met.") and "b (non-critical, 0.00): missing table" in text
+
+
+def test_registered_with_validated_options(tmp_path):
+    from pydantic import ValidationError
+
+    from pptarena.registry import get_registry
+    from pptarena.types import ComponentContext
+
+    spec = get_registry().get("judges", "rubric")
+    ctx = ComponentContext(cache_dir=tmp_path, model=None, name="rubric", label="ppteval")  # type: ignore[arg-type]
+    judge = get_registry().create("judges", "rubric", {"lam": 0.5, "strategy": "mind2web2", "model": "scripted/m"}, ctx)
+    assert judge.options.lam == 0.5 and judge.options.strategy == "mind2web2"
+    for bad in ({"lamda": 0.3}, {"lam": 1.5}, {"strategy": "median"}, {"model": "no-backend"}):
+        with pytest.raises(ValidationError):
+            spec.options_model(**bad)

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import pytest
-from rubric_fixtures import leaf, parent, published_rubrics, rubric
-
 from pptarena.plugins.judges.rubric_tree import (
     FunctionScorer,
     LLMScorer,
@@ -16,6 +14,7 @@ from pptarena.plugins.judges.rubric_tree import (
     strip_code_fence,
 )
 from pptarena.types import JudgeError
+from rubric_fixtures import leaf, parent, published_rubrics, rubric
 
 OK = "def compute_score():\n    return 'ok', 1.0\n"
 

@@ -22,11 +22,11 @@ import time
 import traceback
 from typing import Any, Literal
 
-from pydantic import Field
-
 import pptarena
 from pptarena.models import ModelRef
-from pptarena.types import Component, InfraError, JudgeError, Options, Verdict
+from pptarena.types import Component, InfraError, JudgeError, Verdict
+from pptarena.types import Options as OptionsBase
+from pydantic import Field
 
 from .rubric_exec import LeafRun, ModelBridge, run_function_leaves
 from .rubric_llm import deterministic_reason, model_reason, score_llm_leaf
@@ -64,7 +64,7 @@ def screenshot_sides(tree: RubricTree, mode: str) -> list[str]:
 class RubricJudge(Component):
     """Scores a prediction with the task's PPT-Eval rubric tree (function leaves run sandboxed)."""
 
-    class Options(Options):
+    class Options(OptionsBase):
         """Options of the ``rubric`` judge."""
 
         model: ModelRef | None = Field(None, description="backs llm_call / vlm_call, llm leaves and explanations")

@@ -45,27 +45,27 @@ def parse_llm_score(text: str) -> tuple[float, str]:
         return score, str(data["reason"])
     except (ValueError, TypeError):
         pass
-    score: float | None = None
+    found: float | None = None
     reasons: list[str] = []
     for line in text.splitlines():
         stripped = line.strip()
         low = stripped.lower()
         if low.startswith("score:"):
             try:
-                score = float(stripped.split(":", 1)[1].strip())
+                found = float(stripped.split(":", 1)[1].strip())
             except ValueError:
                 pass
         elif low.startswith("reason:"):
             reasons.append(stripped.split(":", 1)[1].strip())
         elif stripped:
             reasons.append(stripped)
-    if score is None:
+    if found is None:
         tokens = _SCORE_TOKEN.findall(text)
         if tokens:
-            score = float(tokens[-1])
-    if score is None or not 0 <= score <= 1:
+            found = float(tokens[-1])
+    if found is None or not 0 <= found <= 1:
         raise ValueError(f"LLM scoring failed: no score in [0, 1] in the reply {text[:300]!r}")
-    return score, " ".join(reasons)
+    return found, " ".join(reasons)
 
 
 def score_llm_leaf(scorer: LLMScorer, context: dict[str, Any], client: Any | None) -> tuple[float, str, list[dict[str, Any]]]:
