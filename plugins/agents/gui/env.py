@@ -393,7 +393,7 @@ class ImpressScreen:
         kind = action.kind
         if kind == "click":
             button = {"left": "1", "middle": "2", "right": "3"}[action.button]
-            args = [] if action.x is None else ["mousemove", "--sync", str(action.x), str(action.y)]
+            args = [] if action.x is None else ["mousemove", str(action.x), str(action.y)]
             for mod in action.modifiers:
                 args += ["keydown", mod]
             args += ["click", "--repeat", str(action.count), "--delay", "90", button]
@@ -401,14 +401,14 @@ class ImpressScreen:
                 args += ["keyup", mod]
             self.xdo(*args)
         elif kind == "move":
-            self.xdo("mousemove", "--sync", str(action.x), str(action.y))
+            self.xdo("mousemove", str(action.x), str(action.y))
         elif kind == "drag":
             (x0, y0), rest = action.path[0], action.path[1:]
-            self.xdo("mousemove", "--sync", str(x0), str(y0), "mousedown", "1")
+            self.xdo("mousemove", str(x0), str(y0), "mousedown", "1")
             try:
                 for x, y in rest:
                     time.sleep(0.05)
-                    self.xdo("mousemove", "--sync", str(x), str(y))
+                    self.xdo("mousemove", str(x), str(y))
                 time.sleep(0.05)
             finally:
                 self.xdo("mouseup", "1", check=False)
@@ -417,7 +417,7 @@ class ImpressScreen:
             self.xdo("mousedown" if kind == "mouse_down" else "mouseup", button)
         elif kind == "scroll":
             if action.x is not None:
-                self.xdo("mousemove", "--sync", str(action.x), str(action.y))
+                self.xdo("mousemove", str(action.x), str(action.y))
             for clicks, (neg, pos) in ((action.dy, ("4", "5")), (action.dx, ("6", "7"))):
                 if clicks:
                     self.xdo("click", "--repeat", str(abs(clicks)), "--delay", "30", pos if clicks > 0 else neg)
