@@ -161,7 +161,7 @@ def verify_loop(
     rounds: list[dict[str, Any]] = []
     for k in range(1, loops + 1):
         diff = edits_text(original, current)
-        renders = checker.renders(current, f"verify-{k}")
+        renders = checker.renders(current, f"verify-{k}") if limits.max_images else []
         changed = changed_slide_numbers(original, current)
         numbers = pick_slides(len(renders), changed, limits.max_images) if renders else []
         parts: list[Any] = [
