@@ -10,6 +10,7 @@ import pytest
 from lxml import etree
 from pptarena.deck import diff_decks, open_presentation, ppteval_diff
 from pptx.dml.color import RGBColor
+from pptx.enum.shapes import MSO_SHAPE_TYPE
 from pptx.oxml.ns import qn
 from pptx.util import Emu, Pt
 
@@ -387,3 +388,75 @@ def test_demo_table_header_task(tmp_path):
                      ("font", f"table/r0c{c}/p0{span}/color", {"rgb": "FFFFFF"})]
     assert [(e["kind"], e["path"], e["new"]) for e in d.edits] == expected
     assert {(e["slide"], e["shape"]) for e in d.edits} == {(5, "Table")}
+
+
+NESTED = "unstructured_group-shapes-nested.pptx"  # Group 14 (offset child space), Group 21 ⊃ Groups 19, 20
+
+
+def _group(prs, name):
+    def walk(shapes):
+        for s in shapes:
+            if s.name == name:
+                return s
+            if s.shape_type == MSO_SHAPE_TYPE.GROUP:
+                found = walk(s.shapes)
+                if found is not None:
+                    return found
+        return None
+
+    return walk(prs.slides[0].shapes)
+
+
+def _summary_shape(summary, name):
+    def walk(shapes):
+        for s in shapes:
+            if s["name"] == name:
+                return s
+            found = walk(s.get("children") or [])
+            if found is not None:
+                return found
+        return None
+
+    return walk(summary["slides"][0]["shapes"])
+
+
+def test_group_resize_scales_children_in_slide_space(tmp_path):
+    """Doubling a group's extent (child extent unchanged) is one resize of the group; its children keep
+    their child coordinates but their abs_position doubles around the group's offset."""
+    state = {}
+
+    def mutate(prs):
+        g = _group(prs, "Group 14")
+        state["off"] = (g.left, g.top)
+        g.width = g.width * 2
+        g.height = g.height * 2
+
+    d = diff_decks(*pair(tmp_path, NESTED, mutate))
+    assert [(e["kind"], e["shape"], e["path"]) for e in d.edits] == [("resize", "Group 14", "size")]
+    group_a = _summary_shape(d.summary_a, "Group 14")
+    group_b = _summary_shape(d.summary_b, "Group 14")
+    ch_off = (2326701, 701605)  # a:chOff of Group 14 (child space is offset from slide space)
+    for child_a, child_b in zip(group_a["children"], group_b["children"], strict=True):
+        assert {k: child_a[k] for k in ("x", "y", "cx", "cy")} == {k: child_b[k] for k in ("x", "y", "cx", "cy")}
+        ox, oy = state["off"]
+        assert child_a["abs_position"] == {"x": ox + child_a["x"] - ch_off[0], "y": oy + child_a["y"] - ch_off[1],
+                                           "cx": child_a["cx"], "cy": child_a["cy"]}
+        assert child_b["abs_position"] == {"x": ox + 2 * (child_a["x"] - ch_off[0]),
+                                           "y": oy + 2 * (child_a["y"] - ch_off[1]),
+                                           "cx": 2 * child_a["cx"], "cy": 2 * child_a["cy"]}
+    assert "abs_position" not in group_a  # top-level shapes are in slide space already
+
+
+def test_move_inside_nested_group_reports_slide_space(tmp_path):
+    def mutate(prs):
+        g = _group(prs, "Group 19")
+        child = g.shapes[0]
+        child.left = child.left + Emu(914400)
+
+    d = diff_decks(*pair(tmp_path, NESTED, mutate))
+    assert len(d.edits) == 1
+    e = d.edits[0]
+    assert (e["kind"], e["path"]) == ("move", "position")
+    assert e["new"]["x"] - e["old"]["x"] == 914400
+    assert e["detail"]["abs_new"]["x"] - e["detail"]["abs_old"]["x"] == 914400
+    assert e["detail"]["abs_new"]["y"] == e["detail"]["abs_old"]["y"]

@@ -264,6 +264,15 @@ def _fill_key(fill: Any) -> Any:
     return out
 
 
+def _abs_detail(a: dict[str, Any], b: dict[str, Any], keys: tuple[str, str]) -> dict[str, Any]:
+    """For shapes inside groups: ``detail`` with the slide-space values (``abs_old``/``abs_new``)."""
+    pa, pb = a.get("abs_position"), b.get("abs_position")
+    if pa is None and pb is None:
+        return {}
+    return {"detail": {"abs_old": {k: pa.get(k) for k in keys} if pa else None,
+                       "abs_new": {k: pb.get(k) for k in keys} if pb else None}}
+
+
 def shape_edits(a: dict[str, Any], b: dict[str, Any], slide: int | None,
                 id_map: dict[Any, Any] | None = None) -> list[dict[str, Any]]:
     """All edits between two matched shapes (children of groups included, recursively)."""
@@ -282,10 +291,10 @@ def shape_edits(a: dict[str, Any], b: dict[str, Any], slide: int | None,
         out.append(edit("geometry", slide, name, "geometry", a.get("geometry"), b.get("geometry")))
     if (a.get("x"), a.get("y")) != (b.get("x"), b.get("y")):
         out.append(edit("move", slide, name, "position", {"x": a.get("x"), "y": a.get("y")},
-                        {"x": b.get("x"), "y": b.get("y")}))
+                        {"x": b.get("x"), "y": b.get("y")}, **_abs_detail(a, b, ("x", "y"))))
     if (a.get("cx"), a.get("cy")) != (b.get("cx"), b.get("cy")):
         out.append(edit("resize", slide, name, "size", {"cx": a.get("cx"), "cy": a.get("cy")},
-                        {"cx": b.get("cx"), "cy": b.get("cy")}))
+                        {"cx": b.get("cx"), "cy": b.get("cy")}, **_abs_detail(a, b, ("cx", "cy"))))
     for key in ("rot", "flip_h", "flip_v"):
         va = a.get(key) or (0 if key == "rot" else False)
         vb = b.get(key) or (0 if key == "rot" else False)

@@ -36,6 +36,8 @@ URI_OLE = "http://schemas.openxmlformats.org/presentationml/2006/ole"
 MAX_GROUP_DEPTH = 64
 MAX_CHART_POINTS = 100_000
 
+Transform = tuple[float, float, float, float]  # (ox, oy, sx, sy): x_slide = ox + sx * x_child
+
 _SHAPE_TAGS = {P + t for t in ("sp", "pic", "graphicFrame", "grpSp", "cxnSp", "contentPart")}
 _MASTER_TYPE = {"ctrTitle": "title", "title": "title", "dt": "dt", "ftr": "ftr", "sldNum": "sldNum"}
 
@@ -302,8 +304,47 @@ def _tx_style(ptype: str | None, ctx: ShapeContext) -> etree._Element | None:
     return ctx.tx_styles.get("other")
 
 
-def read_shape(el: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int], depth: int = 0) -> dict[str, Any]:
-    """One shape element (p:sp, p:pic, p:graphicFrame, p:grpSp, p:cxnSp, p:contentPart) as a dict."""
+def _child_transform(el: etree._Element, transform: Transform | None) -> Transform:
+    """The child-space → slide-space transform inside group ``el`` (composed with its parent's)."""
+    ox, oy, sx, sy = transform or (0.0, 0.0, 1.0, 1.0)
+    xfrm = _xfrm(el)
+    if xfrm is None:
+        return ox, oy, sx, sy
+    vals: dict[str, int] = {}
+    for tag, keys in (("off", ("x", "y")), ("ext", ("cx", "cy")), ("chOff", ("x", "y")), ("chExt", ("cx", "cy"))):
+        sub = xfrm.find(A + tag)
+        for k in keys:
+            raw = sub.get(k) if sub is not None else None
+            try:
+                vals[tag + k] = int(raw) if raw is not None else 0
+            except ValueError:
+                vals[tag + k] = 0
+    # a zero child extent (or group extent) gives no usable scale: keep 1
+    gx = vals["extcx"] / vals["chExtcx"] if vals["chExtcx"] and vals["extcx"] else 1.0
+    gy = vals["extcy"] / vals["chExtcy"] if vals["chExtcy"] and vals["extcy"] else 1.0
+    return (ox + sx * (vals["offx"] - vals["chOffx"] * gx), oy + sy * (vals["offy"] - vals["chOffy"] * gy),
+            sx * gx, sy * gy)
+
+
+def _abs_position(geo: dict[str, Any], transform: Transform) -> dict[str, int]:
+    ox, oy, sx, sy = transform
+    out = {}
+    if "x" in geo:
+        out["x"] = round(ox + sx * geo["x"])
+        out["y"] = round(oy + sy * geo["y"])
+    if "cx" in geo:
+        out["cx"] = round(sx * geo["cx"])
+        out["cy"] = round(sy * geo["cy"])
+    return out
+
+
+def read_shape(el: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int], depth: int = 0,
+               transform: Transform | None = None) -> dict[str, Any]:
+    """One shape element (p:sp, p:pic, p:graphicFrame, p:grpSp, p:cxnSp, p:contentPart) as a dict.
+
+    ``transform`` is set for shapes inside a group: it maps the group's child coordinates to
+    slide space, and the shape then gets ``abs_position`` {x, y, cx, cy} in slide EMU.
+    """
     tag = local(el)
     nv = _nv(el)
     cnv = nv[0] if nv is not None and len(nv) else None
@@ -356,6 +397,10 @@ def read_shape(el: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int],
                 geo.update(cx=base["cx"], cy=base["cy"])
                 inherited.append("size")
     out.update(geo)
+    if transform is not None:
+        absolute = _abs_position(geo, transform)
+        if absolute:
+            out["abs_position"] = absolute
     if cnv is not None:
         if cnv.get("descr"):
             out["descr"] = cnv.get("descr")
@@ -414,21 +459,26 @@ def read_shape(el: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int],
         else:
             out["kind"] = "graphic_frame"
     elif tag == "grpSp":
-        out["children"] = read_tree(el, ctx, slide_ids, depth + 1)
+        out["children"] = read_tree(el, ctx, slide_ids, depth + 1, _child_transform(el, transform))
     if inherited:
         out["inherited"] = inherited
     return out
 
 
-def read_tree(tree: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int], depth: int = 0) -> list[dict[str, Any]]:
-    """All shapes directly under ``tree`` (p:spTree or p:grpSp) in z-order (mc:AlternateContent resolved)."""
+def read_tree(tree: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int], depth: int = 0,
+              transform: Transform | None = None) -> list[dict[str, Any]]:
+    """All shapes directly under ``tree`` (p:spTree or p:grpSp) in z-order (mc:AlternateContent resolved).
+
+    ``transform`` (ox, oy, sx, sy) maps child coordinates to slide space (x' = ox + sx * x) when
+    ``tree`` is a group; None for the slide's own tree.
+    """
     if depth > MAX_GROUP_DEPTH:
         return []
     out = []
     for child in tree:
         tag = child.tag
         if tag in _SHAPE_TAGS:
-            out.append(read_shape(child, ctx, slide_ids, depth))
+            out.append(read_shape(child, ctx, slide_ids, depth, transform))
         elif tag == MC + "AlternateContent":
             branch = child.find(MC + "Choice")
             if branch is None or not any(c.tag in _SHAPE_TAGS for c in branch):
@@ -436,5 +486,5 @@ def read_tree(tree: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int]
             if branch is not None:
                 for sub in branch:
                     if sub.tag in _SHAPE_TAGS:
-                        out.append(read_shape(sub, ctx, slide_ids, depth))
+                        out.append(read_shape(sub, ctx, slide_ids, depth, transform))
     return out
