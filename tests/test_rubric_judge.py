@@ -162,12 +162,15 @@ def test_render_failure_is_an_infra_error(edited, tmp_path):
 
 def test_backend_failure_and_missing_screenshots_are_infra_errors(edited, renderer, tmp_path):  # noqa: F811
     original, prediction = edited
-    _, factory = scripted_hub(tmp_path, responses=[{"error": "fatal", "message": "service unavailable"}])
+    backend, factory = scripted_hub(tmp_path, responses=[{"error": "fatal", "message": "service unavailable"}])
     guarded = LOOKS.replace('answer = vlm_call(', 'try:\n        answer = vlm_call(').replace(
         "max_tokens=5)", "max_tokens=5)\n    except Exception:\n        answer = 'NO'"
     )
     with pytest.raises(InfraError, match="service unavailable"):
         judge_once(tmp_path, rubric(leaf("looks right", guarded)), original, prediction, renderer=renderer, models=factory, model="scripted/m")
+    assert len(backend.requests) == 1  # no explanation calls to a backend that just failed
+    kept = json.loads((tmp_path / "task" / "judges" / "rubric" / "rubric.json").read_text())
+    assert kept["tree"]["children"][0]["model_calls"][0]["error"].endswith("service unavailable")
     missing = (
         "def compute_score():\n    from ppteval.verify.ppt.verifier import ScreenshotsUnavailableError\n"
         "    if not [s for s in modified_ppt_screenshots if s.slide_number == 99]:\n"
@@ -205,10 +208,9 @@ def test_llm_reply_parsing_follows_ai_rubric():
 
 
 def test_registered_with_validated_options(tmp_path):
-    from pydantic import ValidationError
-
     from pptarena.registry import get_registry
     from pptarena.types import ComponentContext
+    from pydantic import ValidationError
 
     spec = get_registry().get("judges", "rubric")
     ctx = ComponentContext(cache_dir=tmp_path, model=None, name="rubric", label="ppteval")  # type: ignore[arg-type]

@@ -123,7 +123,9 @@ class RubricJudge(Component):
             records.setdefault(call.leaf, {}).setdefault("model_calls", []).append(call.to_json())
 
         scored = self._score(tree.root, records, opts)
-        explain_calls = self._explain(scored, client, opts)
+        problem = self._infra_problem(records, bridge, sides)
+        # no explanation calls to a backend that just failed: the deterministic text is kept
+        explain_calls = self._explain(scored, None if problem else client, opts)
         details = {
             "task_id": task.id,
             "strategy": opts.strategy,
@@ -138,7 +140,8 @@ class RubricJudge(Component):
         label = self._label()
         evidence.write_json(label, "rubric.json", details)
         evidence.write_json(label, "scored_rubric.json", self._ai_rubric_form(tree, scored))
-        self._raise_for_infra(records, bridge, sides)
+        if problem is not None:
+            raise problem
         score = min(1.0, max(0.0, float(scored["score"])))
         return Verdict(score, self._metrics(score, records, tree), self._explanation(scored, records, client), details)
 
@@ -236,23 +239,26 @@ class RubricJudge(Component):
                 calls.append({"kind": "explain", "node": node["node_id"], "error": node["reason_error"]})
         return calls
 
-    def _raise_for_infra(self, records: dict[str, dict[str, Any]], bridge: ModelBridge, sides: list[str]) -> None:
+    @staticmethod
+    def _infra_problem(records: dict[str, dict[str, Any]], bridge: ModelBridge, sides: list[str]) -> Exception | None:
+        """The error to raise instead of a verdict (infrastructure or harness failure), if any."""
         failed = [c for c in bridge.calls if c.infra]
         if failed:
             c = failed[0]
-            raise InfraError(f"the model backend failed during rubric leaf {c.leaf}'s {c.kind}_call: {c.error}")
+            return InfraError(f"the model backend failed during rubric leaf {c.leaf}'s {c.kind}_call: {c.error}")
         for lid, rec in records.items():
             if rec.get("infra"):
-                raise InfraError(f"the model backend failed for llm rubric leaf {lid}: {rec.get('error')}")
+                return InfraError(f"the model backend failed for llm rubric leaf {lid}: {rec.get('error')}")
             if rec.get("context_error"):
-                raise JudgeError(f"rubric leaf {lid}: the PPT-Eval context could not be built: {rec.get('error')}")
+                return JudgeError(f"rubric leaf {lid}: the PPT-Eval context could not be built: {rec.get('error')}")
             if rec.get("error_type") == "sandbox" and "before running any leaf" in str(rec.get("error")):
-                raise InfraError(f"rubric leaf {lid}: {rec.get('error')}")
+                return InfraError(f"rubric leaf {lid}: {rec.get('error')}")
             if rec.get("screenshots_unavailable") and sides:
-                raise InfraError(
+                return InfraError(
                     f"rubric leaf {lid} raised ScreenshotsUnavailableError although slides were rendered "
                     f"({rec.get('error')}): a slide image it needs is missing"
                 )
+        return None
 
     @staticmethod
     def _metrics(score: float, records: dict[str, dict[str, Any]], tree: RubricTree) -> dict[str, Any]:
