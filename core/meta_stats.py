@@ -16,17 +16,18 @@ from typing import Any
 
 import numpy as np
 
+Values = Sequence[float] | np.ndarray
 MAX_KENDALL_N = 20_000  # O(n²) pair comparisons beyond this are refused
 
 
-def _arrays(x: Sequence[float], y: Sequence[float]) -> tuple[np.ndarray, np.ndarray]:
+def _arrays(x: Values, y: Values) -> tuple[np.ndarray, np.ndarray]:
     a, b = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
     if a.shape != b.shape or a.ndim != 1:
         raise ValueError("x and y must be 1-D sequences of the same length")
     return a, b
 
 
-def pearson(x: Sequence[float], y: Sequence[float]) -> float:
+def pearson(x: Values, y: Values) -> float:
     """Pearson's r (NaN when fewer than 2 items or a side is constant)."""
     a, b = _arrays(x, y)
     if len(a) < 2:
@@ -36,7 +37,7 @@ def pearson(x: Sequence[float], y: Sequence[float]) -> float:
     return float(da @ db) / denom if denom > 0 else math.nan
 
 
-def rankdata(x: Sequence[float]) -> np.ndarray:
+def rankdata(x: Values) -> np.ndarray:
     """1-based ranks, ties get the average of their ranks."""
     a = np.asarray(x, dtype=float)
     order = np.argsort(a, kind="mergesort")
@@ -52,13 +53,13 @@ def rankdata(x: Sequence[float]) -> np.ndarray:
     return ranks
 
 
-def spearman(x: Sequence[float], y: Sequence[float]) -> float:
+def spearman(x: Values, y: Values) -> float:
     """Spearman's ρ: Pearson's r of the average ranks."""
     a, b = _arrays(x, y)
     return pearson(rankdata(a), rankdata(b))
 
 
-def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float:
+def kendall_tau_b(x: Values, y: Values) -> float:
     """Kendall's τ_b = (concordant − discordant) / sqrt((n0 − ties_x)(n0 − ties_y))."""
     a, b = _arrays(x, y)
     n = len(a)
@@ -81,8 +82,8 @@ def kendall_tau_b(x: Sequence[float], y: Sequence[float]) -> float:
 
 def bootstrap_ci(
     stat: Callable[[np.ndarray, np.ndarray], float],
-    x: Sequence[float],
-    y: Sequence[float],
+    x: Values,
+    y: Values,
     *,
     n_boot: int = 1000,
     level: float = 0.95,

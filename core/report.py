@@ -128,7 +128,7 @@ def breakdown_tables(summary: dict[str, Any]) -> list[TableData]:
         for k in keys:
             n = max(((e.get("groups") or {}).get(field_name) or {}).get(k, {}).get("tasks", 0) for e in agents.values())
             row = [k, str(n)]
-            for a, e in agents.items():
+            for e in agents.values():
                 g = ((e.get("groups") or {}).get(field_name) or {}).get(k) or {}
                 for j in judges:
                     row.append(fmt(((g.get("judges") or {}).get(j) or {}).get("mean_all")))

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import html
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
 
@@ -17,7 +17,7 @@ def bin_counts(values: Sequence[float], bins: int = 10) -> list[int]:
     return counts
 
 
-def histogram_rows_svg(title: str, series: dict[str, Sequence[float]], bins: int = 10) -> str:
+def histogram_rows_svg(title: str, series: Mapping[str, Sequence[float]], bins: int = 10) -> str:
     """One SVG: a histogram row per agent (same x axis 0-1, bar height ∝ share of that agent's scores).
 
     Each row shows n, the mean (a dark tick) and the count above each non-empty bar.

@@ -10,14 +10,13 @@ import shutil
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from report_fixtures import demo_run, fake_run, rows_of
-
 from pptarena.cli import cli
 from pptarena.config import load_config
 from pptarena.meta_eval import LabelError, label_agreement, meta_eval, read_labels, to_class
 from pptarena.meta_stats import bootstrap_ci, kendall_tau_b, pearson, rankdata, spearman, stability
 from pptarena.registry import get_registry, reset_registry
 from pptarena.runner import Runner
+from report_fixtures import demo_run, fake_run, rows_of
 
 # ------------------------------------------------------------------ statistics
 

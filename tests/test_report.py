@@ -5,11 +5,10 @@ from __future__ import annotations
 import io
 
 from click.testing import CliRunner
-from report_fixtures import fake_run, rows_of
-
 from pptarena.cli import cli
 from pptarena.report import breakdown_tables, judge_kinds, leaderboard_table, plain_text, print_summary
 from pptarena.results import summarize_results
+from report_fixtures import fake_run, rows_of
 
 
 def _table_rows(text: str, title: str) -> dict[str, list[str]]:

@@ -10,9 +10,8 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
-from report_fixtures import copy_run, demo_run, fake_run
-
 from pptarena.report_html import write_report
+from report_fixtures import copy_run, demo_run, fake_run
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 

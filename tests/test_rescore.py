@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from click.testing import CliRunner
-from report_fixtures import fake_run, rows_of
-
 from pptarena.cli import cli
 from pptarena.registry import get_registry
 from pptarena.rescore import RescoreError, Rescorer, rescore
+from report_fixtures import fake_run, rows_of
 
 ALT = """
 [dataset]
