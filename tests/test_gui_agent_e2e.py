@@ -228,4 +228,8 @@ def test_anthropic_tool_use_replayed_with_scaled_screenshots(tmp_path: Path, dec
 
     assert Image.open(task_dir / "trajectory" / "step_000.png").size == (1024, 640)
     assert client.backend.requests[0].images[0].data[:4] == b"\x89PNG"
+    # the model's earlier tool calls come back as a readable summary, not as the raw response JSON
+    history = [m.content for m in client.backend.requests[1].messages if m.role == "assistant"]
+    assert history == [f"Double-click the title.\nActions: click(x={sx}, y={sy}, button='left', count=2)"]
+    assert f"Executed: click(x={sx}, y={sy}," in client.backend.requests[1].last_user_text
     assert our_children() == []

@@ -223,6 +223,11 @@ class Scaler:
         return sx, sy
 
 
+    def back(self, x: int, y: int) -> tuple[int, int]:
+        """A screen pixel → the model's coordinate space (inverse of :meth:`point`, rounded)."""
+        return int(round(x / self._fx)), int(round(y / self._fy))
+
+
 def _number(value: Any, name: str) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         if isinstance(value, str):

@@ -77,9 +77,17 @@ def encode_png(image: Any, size: Screen | None = None) -> tuple[bytes, Screen]:
     return buf.getvalue(), Screen(image.width, image.height)
 
 
-def describe(action: Action) -> str:
-    """A short human/model-readable form of an action, e.g. ``click(412, 230)``."""
+def describe(action: Action, scaler: Scaler | None = None) -> str:
+    """A short readable form of an action, e.g. ``click(x=412, y=230, ...)``.
+
+    With ``scaler``, points are given in the model's coordinate space (what it asked for).
+    """
     data = action.to_json()
+    if scaler is not None:
+        if data.get("x") is not None:
+            data["x"], data["y"] = scaler.back(data["x"], data["y"])
+        if "path" in data:
+            data["path"] = [list(scaler.back(x, y)) for x, y in data["path"]]
     kind = data.pop("kind")
     args = ", ".join(f"{k}={v!r}" for k, v in data.items())
     return f"{kind}({args})"
@@ -126,7 +134,9 @@ def run_episode(
         completion = client.complete(messages, **params)
         decision = adapter.parse(completion, scaler)
         note = decision.note or note
-        reply_text = completion.text or _summary(decision)
+        # provider action spaces: the reply may be a whole tool-call response; keep a readable summary
+        reply_text = completion.text if adapter.name == "json" else _summary(decision, scaler)
+        reply_text = reply_text or _summary(decision, scaler)
         turns[-1] = (turns[-1][0], Message.assistant(reply_text[:MAX_NOTE_IN_HISTORY] or "(no text)"))
         done_requested = decision.done
         done_actions: list[Action] = []
@@ -139,7 +149,7 @@ def run_episode(
                 env.execute(action)
                 done_actions.append(action)
             except ActionFailed as exc:
-                errors.append(f"{describe(action)} failed: {exc}")
+                errors.append(f"{describe(action, scaler)} failed: {exc}")
                 break
             time.sleep(min(step_delay, 2.0) if action.kind not in ("wait", "noop") else 0)
             env.settle()
@@ -152,7 +162,7 @@ def run_episode(
             "step": step,
             "screenshot": shot,
             "image_size": [seen.width, seen.height],
-            "reply": (completion.text or "")[:4000],
+            "reply": (completion.text or decision.note or "")[:4000],
             "actions": executed,
             "errors": errors,
             "done": done_requested,
@@ -161,15 +171,16 @@ def run_episode(
         }
         trajectory.write(record)
         log.write("gui_step", step=step, actions=executed, errors=errors, done=done_requested)
-        done_text = "; ".join(describe(a) for a in done_actions) or "nothing"
+        done_text = "; ".join(describe(a, scaler) for a in done_actions) or "nothing"
         feedback = f"Executed: {done_text}." + (f" Errors: {' | '.join(errors)}" if errors else "")
         if done_requested:
             return _finish(env, trajectory, step + 1, "done", note, errors_total)
     return _finish(env, trajectory, max_steps, "max_steps", note, errors_total)
 
 
-def _summary(decision: Any) -> str:
-    return "; ".join(describe(a) for a in decision.actions) or decision.note
+def _summary(decision: Any, scaler: Scaler) -> str:
+    calls = "; ".join(describe(a, scaler) for a in decision.actions)
+    return "\n".join(p for p in (decision.note, calls and f"Actions: {calls}") if p)
 
 
 def _conversation(system: str, turns: list[tuple[Message, Message | None]], history_images: int) -> list[Message]:
