@@ -11,7 +11,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from pptarena.models import Completion
 from pptarena.plugins.agents.gui import actions as A
 from pptarena.plugins.agents.gui.actions import ActionError, Scaler, Screen
