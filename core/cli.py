@@ -158,6 +158,7 @@ def tasks_command(ctx: click.Context, config_path: str, as_json: bool, limit: in
 @click.option("--retry-errors", is_flag=True, help="On resume, re-run pairs that ended in infra_error or timeout.")
 @click.option("--new", is_flag=True, help="Start a new run directory instead of resuming an unfinished one.")
 @click.option("--quiet", is_flag=True, help="No progress output.")
+@click.option("--no-report", is_flag=True, help="Skip writing report.html (write it later with `arena report`).")
 @click.pass_context
 def run_command(
     ctx: click.Context,
@@ -169,6 +170,7 @@ def run_command(
     retry_errors: bool,
     new: bool,
     quiet: bool,
+    no_report: bool,
 ) -> None:
     """Run every agent of a config on every task and judge the predictions."""
     from .runner import RunInterrupted, Runner, choose_run_dir
@@ -197,16 +199,17 @@ def run_command(
         os._exit(130)  # results are fsynced line by line; do not wait for in-flight judges
     except (PptArenaError, ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
-    _print_leaderboard(Path(runner.run_dir), summary, quiet)
+    _print_leaderboard(Path(runner.run_dir), summary, quiet, no_report)
 
 
-def _print_leaderboard(run_dir: Path, summary: dict[str, Any], quiet: bool) -> None:
+def _print_leaderboard(run_dir: Path, summary: dict[str, Any], quiet: bool, no_report: bool = False) -> None:
+    print_summary: Any
     try:
         from .report import print_summary
-    except ImportError:
+    except ImportError:  # pragma: no cover - the report module is part of the core
         print_summary = None
     if print_summary is not None:
-        print_summary(run_dir, summary)
+        print_summary(run_dir, summary, html=not no_report)
         return
     for agent, entry in summary["agents"].items():
         scores = ", ".join(f"{j}={b['mean_all']}" for j, b in entry["judges"].items())
