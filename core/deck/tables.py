@@ -33,6 +33,7 @@ MAX_FORMATTED_CELLS = 5_000
 ANCHOR = {"t": "top", "ctr": "middle", "b": "bottom", "just": "justify", "dist": "distributed"}
 BORDERS = (("left", "lnL"), ("right", "lnR"), ("top", "lnT"), ("bottom", "lnB"), ("diag_down", "lnTlToBr"),
            ("diag_up", "lnBlToTr"))
+_BORDER_TAGS = frozenset(A + tag for _, tag in BORDERS)
 # (key, attribute, default in EMU per ECMA-376 a:tcPr)
 MARGINS = (("left", "marL", 91440), ("right", "marR", 91440), ("top", "marT", 45720), ("bottom", "marB", 45720))
 
@@ -42,13 +43,10 @@ def _cell_format(tcpr: etree._Element, text: TextContext) -> dict[str, Any]:
     fill = describe_fill(find_fill(tcpr), text.theme_colors, text.cmap)
     if fill is not None:
         out["fill"] = fill
-    borders = {}
-    for key, tag in BORDERS:
-        ln = tcpr.find(A + tag)
-        if ln is not None:
-            borders[key] = describe_line(ln, text.theme_colors, text.cmap) or {}
-    if borders:
-        out["borders"] = borders
+    found = {child.tag: child for child in tcpr if child.tag in _BORDER_TAGS}
+    if found:
+        out["borders"] = {key: describe_line(found[A + tag], text.theme_colors, text.cmap) or {}
+                          for key, tag in BORDERS if A + tag in found}
     margins = {}
     for key, attr, default in MARGINS:
         raw = tcpr.get(attr)
