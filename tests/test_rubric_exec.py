@@ -151,3 +151,20 @@ def test_without_a_model_calls_fail_clearly_and_backend_failures_are_marked_infr
     records = run({"fallback": code("try:\n    return llm_call('q'), 1\nexcept Exception as e:\n    return str(e), 0.5")}, bridge=bridge)
     assert records["fallback"]["score"] == 0.5 and "LLM API call failed" in records["fallback"]["reason"]
     assert bridge.calls[0].infra is True and "backend down" in bridge.calls[0].error
+
+
+def test_leaf_budget_pauses_while_the_model_answers_and_calls_are_capped(tmp_path: Path):
+    backend, factory = scripted_hub(tmp_path, responses=[{"reply": "slow YES", "delay": 1.5}, "quick"], on_exhausted="repeat_last")
+    bridge = ModelBridge(factory("scripted/m"))
+    records = run(
+        {
+            "slow_model": code("return llm_call('q'), 1"),
+            "chatty": code("answers = [llm_call(str(i)) for i in range(25)]\nreturn 'never', 1"),
+        },
+        bridge=bridge,
+        leaf_timeout=1.0,
+        model_wait=10.0,
+    )
+    assert records["slow_model"]["reason"] == "slow YES" and "error" not in records["slow_model"]
+    assert "more than 20 model calls" in records["chatty"]["error"]
+    assert len(backend.requests) == 21

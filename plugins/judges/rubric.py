@@ -76,7 +76,10 @@ class RubricJudge(Component):
         explain: Literal["auto", "deterministic", "model"] = Field(
             "auto", description="parent reasons: model-written when a model is configured (auto), or always deterministic"
         )
-        leaf_timeout: float = Field(60.0, gt=0, le=3600, description="seconds per function leaf (model calls included)")
+        leaf_timeout: float = Field(60.0, gt=0, le=3600, description="seconds per function leaf, not counting model replies")
+        model_wait: float = Field(
+            600.0, ge=0, le=7200, description="extra seconds the sandbox may run per leaf that calls the model"
+        )
         memory_mb: int = Field(2048, ge=256, le=65536, description="address-space limit of the sandboxed process")
 
     options: Options
@@ -107,7 +110,7 @@ class RubricJudge(Component):
             diff_spec = {"module": "pptarena.deck.ppteval", "factory": "from_json", "data": diff_obj.to_json()}
 
         bridge = ModelBridge(client, opts.model)
-        run = LeafRun(leaf_timeout=opts.leaf_timeout, memory_mb=opts.memory_mb)
+        run = LeafRun(leaf_timeout=opts.leaf_timeout, memory_mb=opts.memory_mb, model_wait=opts.model_wait if client else 0.0)
         function_leaves = [{"id": n.node_id, "code": n.scorer.code} for n in tree.leaves() if isinstance(n.scorer, FunctionScorer)]
         inputs = {
             "original_ppt_path": str(original),

@@ -13,7 +13,8 @@ what ai-rubric's ``FunctionScorer`` gives it:
 
 Unlike ai-rubric, a failing leaf does not abort the others: its traceback is recorded and it
 scores 0. Each leaf has a wall-clock budget (a :class:`LeafTimeout`, which ``except
-Exception`` does not swallow) and its stdout is captured (capped). ``ppt_diff`` and the
+Exception`` does not swallow) that pauses while a model call is answered, at most
+:data:`MAX_CALLS_PER_LEAF` model calls, and its stdout is captured (capped). ``ppt_diff`` and the
 screenshot lists are rebuilt for every leaf, so one leaf mutating them cannot affect another.
 
 ``llm_call`` / ``vlm_call`` forward to the judge process over a Unix socket (the sandbox has no
@@ -44,6 +45,7 @@ MAX_IMAGE_BYTES = 30 * 1024 * 1024
 MAX_IMAGES = 32
 MAX_PROMPT_CHARS = 1_000_000
 MAX_REPLY_BYTES = 16 * 1024 * 1024
+MAX_CALLS_PER_LEAF = 20
 
 
 class ScreenshotsUnavailableError(RuntimeError):
@@ -76,19 +78,30 @@ class _Proxy:
     def __init__(self, path: str | None):
         self.path = path
         self.leaf_id = ""
+        self.calls = 0  # model calls made by the current leaf
         self._sock: socket.socket | None = None
         self._file: Any = None
 
     def call(self, payload: dict[str, Any]) -> str:
         if not self.path:
             raise ModelCallError("no model is configured for the rubric judge (set its 'model' option)")
+        self.calls += 1
+        if self.calls > MAX_CALLS_PER_LEAF:
+            raise ModelCallError(f"more than {MAX_CALLS_PER_LEAF} model calls in one leaf")
         if self._sock is None:
             self._sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             self._sock.connect(self.path)
             self._file = self._sock.makefile("rb")
         payload = {**payload, "leaf": self.leaf_id}
-        self._sock.sendall(json.dumps(payload).encode("utf-8") + b"\n")
-        line = self._file.readline(MAX_REPLY_BYTES)
+        # the leaf's time budget pauses while the judge waits for the model (whose own
+        # timeout and retries bound the wait); the process-wide timeout still applies
+        remaining = signal.setitimer(signal.ITIMER_REAL, 0)[0]
+        try:
+            self._sock.sendall(json.dumps(payload).encode("utf-8") + b"\n")
+            line = self._file.readline(MAX_REPLY_BYTES)
+        finally:
+            if remaining > 0:
+                signal.setitimer(signal.ITIMER_REAL, remaining)
         if not line:
             raise ModelCallError("the judge's model server closed the connection")
         answer = json.loads(line)
@@ -214,6 +227,7 @@ def run_leaf(leaf: dict[str, Any], context: dict[str, Any], budget: float) -> di
     record: dict[str, Any] = {"event": "done", "leaf": leaf["id"]}
     t0 = time.monotonic()
     _proxy.leaf_id = leaf["id"]
+    _proxy.calls = 0
     signal.signal(signal.SIGALRM, _on_alarm)
     try:
         with contextlib.redirect_stdout(out), contextlib.redirect_stderr(out):

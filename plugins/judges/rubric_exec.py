@@ -219,7 +219,8 @@ class _BridgeServer:
 class LeafRun:
     """Settings of one batch of leaf runs."""
 
-    leaf_timeout: float = 60.0
+    leaf_timeout: float = 60.0  # per leaf, not counting time spent waiting for model replies
+    model_wait: float = 0.0  # extra seconds the process may run per leaf that names llm_call / vlm_call
     memory_mb: int = 2048
     python: str | None = None
     processes: list[dict[str, Any]] = field(default_factory=list)  # what each sandbox process did
@@ -267,8 +268,10 @@ def run_function_leaves(
                 "socket_path": str(socket_path),
                 "leaf_timeout": run.leaf_timeout,
             }
+            asks_model = sum(1 for leaf in remaining if "llm_call" in leaf["code"] or "vlm_call" in leaf["code"])
             limits = SandboxLimits(
-                timeout=STARTUP_SECONDS + (run.leaf_timeout + 2.0) * len(remaining),
+                timeout=STARTUP_SECONDS + (run.leaf_timeout + 2.0) * len(remaining) + run.model_wait * asks_model,
+                cpu_seconds=int(STARTUP_SECONDS + (run.leaf_timeout + 2.0) * len(remaining)) + 1,
                 memory_mb=run.memory_mb,
             )
             with _BridgeServer(bridge, socket_path):
