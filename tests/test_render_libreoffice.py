@@ -40,7 +40,7 @@ def make(tmp: Path, **options):
 @pytest.fixture(scope="module")
 def warm(tmp_path_factory):
     """One warm renderer shared by this module's tests (LibreOffice starts once)."""
-    r = make(tmp_path_factory.mktemp("warm"))
+    r = make(tmp_path_factory.mktemp("warm"), workers=1)
     yield r
     r.close()
 
@@ -112,16 +112,17 @@ def test_one_slide_edit_yields_exactly_that_slide(warm, tmp_path):
     assert renders_unchanged(before, warm.render(deck, tmp_path / "before2"))
 
 
-def test_parallel_callers_are_safe(warm, tmp_path):
-    decks = [corpus(SMALL_DECK), corpus(HIDDEN_DECK)]
-    warm_nocache = warm.cache
-    warm.cache = None  # force real renders from two threads at once
+def test_parallel_callers_get_separate_offices_and_profiles(tmp_path):
+    r = make(tmp_path, workers=2, cache=False)
+    decks = [corpus(SMALL_DECK), corpus(HIDDEN_DECK), corpus(WIDE_DECK)]
     try:
-        with ThreadPoolExecutor(2) as pool:
-            results = list(pool.map(lambda d: warm.render(d, tmp_path / d.stem), decks))
+        with ThreadPoolExecutor(3) as pool:  # three callers, two offices: one waits its turn
+            results = list(pool.map(lambda d: r.render(d, tmp_path / d.stem), decks))
+        assert [len(x) for x in results] == [3, 1, 4]
+        assert 1 <= len(r._slots) <= 2
+        assert len({slot.profile for slot in r._slots}) == len(r._slots)
     finally:
-        warm.cache = warm_nocache
-    assert [len(r) for r in results] == [3, 1]
+        r.close()
 
 
 def test_crashed_office_is_replaced(warm, tmp_path):

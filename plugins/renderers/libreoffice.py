@@ -66,7 +66,7 @@ class LibreOfficeRenderer(Component):
         size: int = Field(1280, ge=16, le=8192, description="long edge of every PNG, in pixels")
         timeout: float = Field(180.0, gt=0, description="seconds allowed per deck before the office is killed")
         warm: bool = Field(True, description="keep LibreOffice running between renders (needs a Python with uno)")
-        workers: int = Field(1, ge=1, le=32, description="office instances; renders beyond this wait")
+        workers: int = Field(2, ge=1, le=32, description="office instances (started on demand); more callers wait")
         cache: bool = Field(True, description="reuse renders of identical decks")
         cache_dir: Path | None = Field(None, description="render cache folder (default <cache_dir>/renders)")
         soffice: str | None = Field(None, description="soffice executable (default: $PPTARENA_SOFFICE, PATH)")
