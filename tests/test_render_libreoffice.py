@@ -138,6 +138,21 @@ def test_crashed_office_is_replaced(warm, tmp_path):
     assert slot.office._office_pid != office_pid
 
 
+def test_warm_office_that_hangs_mid_render_is_killed(tmp_path):
+    r = make(tmp_path, cache=False, workers=1, timeout=2.0)
+    try:
+        r.render(corpus(HIDDEN_DECK), tmp_path / "first")
+        office = r._slots[0].office
+        pids = [office._office_pid, office._bridge.pid]
+        os.killpg(office._office_pid, signal.SIGSTOP)  # a frozen office: the bridge waits forever
+        with pytest.raises(InfraError, match="timed out after 2s"):
+            r.render(corpus(SMALL_DECK), tmp_path / "second")
+        assert all(gone(pid) for pid in pids)
+        assert len(r.render(corpus(SMALL_DECK), tmp_path / "third")) == 3  # a fresh office takes over
+    finally:
+        r.close()
+
+
 def test_oneshot_mode_custom_size_and_render_many(tmp_path):
     r = make(tmp_path, warm=False, size=400, cache=False)
     try:
