@@ -94,7 +94,10 @@ class ProposeResult:
 def slugify(text: str, limit: int = 48) -> str:
     """A lower-case ASCII id from free text (``"Fix typos!"`` → ``"fix-typos"``)."""
     slug = _ID_OK.sub("-", text.lower()).strip("-")
-    return slug[:limit].rstrip("-") or "task"
+    if len(slug) > limit:
+        cut = slug[: limit + 1]
+        slug = cut[: cut.rfind("-")] if "-" in cut else slug[:limit]
+    return slug.strip("-") or "task"
 
 
 def _canonical(value: str, choices: tuple[str, ...]) -> str | None:

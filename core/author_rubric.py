@@ -85,7 +85,8 @@ def authoring_problems(rubric: dict[str, Any]) -> list[str]:
             problems.append(f"{leaf.label()}: use a function scorer (type 'function' with function_code)")
         elif "vlm_call" in leaf.code and not any(n in leaf.code for n in ("original_ppt_screenshots", "modified_ppt_screenshots")):
             problems.append(f"{leaf.label()}: calls vlm_call but never reads original_ppt_screenshots / modified_ppt_screenshots")
-    if not any(set(leaf.context_names) & set(PREDICTION_NAMES) for leaf in lint.leaves):
+    unreadable = any(leaf.problems for leaf in lint.leaves)  # their names are unknown: judge the rest later
+    if not unreadable and not any(set(leaf.context_names) & set(PREDICTION_NAMES) for leaf in lint.leaves):
         problems.append("no leaf reads the edited deck (modified_ppt_path, ppt_diff or modified_ppt_screenshots)")
     return problems
 

@@ -12,8 +12,8 @@ changed slides, and renders of those slides before and after. A draft passes whe
 * it is 40-4000 characters of text (JSON ``{"style_target": "..."}``, or plain text);
 * it is grounded in the edit: it mentions a value the edit introduced (new text, colour, number)
   or a key term of the instruction;
-* it is not a restatement: at most 50% of its word 5-grams come from deck text that the edit
-  left unchanged.
+* it is not a restatement: at most 40% of its words sit in runs of 4+ words copied from either
+  deck (runs holding a value the edit introduced do not count: quoting new values is wanted).
 """
 
 from __future__ import annotations
@@ -30,7 +30,8 @@ from .types import Task
 
 MIN_CHARS = 40
 MAX_CHARS = 4000
-MAX_RESTATED = 0.5
+MAX_RESTATED = 0.4
+GRAM = 4
 _WORDS = re.compile(r"[0-9A-Za-zÀ-ÿ#%$.]+")
 
 SYSTEM_PROMPT = """\
@@ -77,16 +78,28 @@ def _strings(value: Any, out: list[str]) -> None:
         out.append(str(value))
 
 
-def edit_terms(diff: Any) -> list[str]:
-    """Lower-case values the edits introduced (new text words of 4+ letters, colours, numbers)."""
-    values: list[str] = []
-    for edit in diff.edits:
-        _strings(edit.get("new"), values)
-    terms: list[str] = []
+def _words(values: list[str]) -> list[str]:
+    out: list[str] = []
     for v in values:
         for word in _WORDS.findall(v):
             w = word.lower().strip(".")
-            if (len(w) >= 4 or any(ch.isdigit() for ch in w)) and w not in terms:
+            if (len(w) >= 4 or any(ch.isdigit() for ch in w)) and w not in out:
+                out.append(w)
+    return out
+
+
+def edit_terms(diff: Any) -> list[str]:
+    """Lower-case values the edits introduced: words (4+ letters), colours and numbers of each edit's new
+    value that its old value did not have."""
+    terms: list[str] = []
+    for edit in diff.edits:
+        new: list[str] = []
+        old: list[str] = []
+        _strings(edit.get("new"), new)
+        _strings(edit.get("old"), old)
+        before = set(_words(old))
+        for w in _words(new):
+            if w not in before and w not in terms:
                 terms.append(w)
     return terms
 
@@ -111,18 +124,32 @@ def _deck_texts(summary: dict[str, Any]) -> set[str]:
     return texts
 
 
-def _grams(words: list[str], n: int = 5) -> list[tuple[str, ...]]:
+def _tokens(text: str) -> list[str]:
+    return [t for t in (w.lower().strip(".") for w in _WORDS.findall(text)) if t]
+
+
+def _grams(words: list[str], n: int = GRAM) -> list[tuple[str, ...]]:
     return [tuple(words[i : i + n]) for i in range(len(words) - n + 1)]
 
 
 def restated_share(text: str, diff: Any) -> float:
-    """Share of ``text``'s word 5-grams that occur in deck text the edit left unchanged."""
-    unchanged = _deck_texts(diff.summary_a) & _deck_texts(diff.summary_b)
-    pool = {g for t in unchanged for g in _grams([w.lower() for w in _WORDS.findall(t)])}
-    grams = _grams([w.lower() for w in _WORDS.findall(text)])
-    if len(grams) < 8 or not pool:
+    """Share of ``text``'s words that sit in a run of 4+ words copied from either deck's text.
+
+    Runs holding a value the edit introduced (:func:`edit_terms`) do not count: quoting the
+    new values is wanted. Texts under 12 words score 0.
+    """
+    new_values = set(edit_terms(diff))
+    pool: set[tuple[str, ...]] = set()
+    for t in _deck_texts(diff.summary_a) | _deck_texts(diff.summary_b):
+        pool.update(_grams(_tokens(t)))
+    tokens = _tokens(text)
+    if len(tokens) < 12:
         return 0.0
-    return sum(1 for g in grams if g in pool) / len(grams)
+    covered = [False] * len(tokens)
+    for i, gram in enumerate(_grams(tokens)):
+        if gram in pool and not new_values & set(gram):
+            covered[i : i + GRAM] = [True] * GRAM
+    return sum(covered) / len(tokens)
 
 
 def style_target_problems(text: str, task: Task, diff: Any) -> list[str]:
@@ -138,8 +165,8 @@ def style_target_problems(text: str, task: Task, diff: Any) -> list[str]:
                         f"(e.g. {', '.join(edit_terms(diff)[:6]) or ', '.join(terms[:6])})")
     share = restated_share(text, diff)
     if share > MAX_RESTATED:
-        problems.append(f"{share:.0%} of it repeats slide text the edit did not change: describe the requested "
-                        "change and its constraints, not the slide")
+        problems.append(f"{share:.0%} of it repeats slide text word for word: describe the requested change and "
+                        "its constraints, not the slide")
     return problems
 
 
