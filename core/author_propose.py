@@ -177,7 +177,8 @@ def validate_proposal(raw: Any, summary: dict[str, Any]) -> tuple[Proposal | Non
             problems.append(f"shape {name!r} does not exist on {where}")
     if problems:
         return None, problems
-    ident = raw.get("id") if isinstance(raw.get("id"), str) and raw.get("id").strip() else instruction
+    given = raw.get("id")
+    ident = given if isinstance(given, str) and given.strip() else instruction
     return Proposal(
         id=slugify(str(ident)), instruction=instruction.strip(), difficulty=difficulty or "",
         category=category, edit_type=edit_type or "", slides=numbers, shapes=[str(s) for s in shapes],

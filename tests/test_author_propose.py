@@ -8,7 +8,6 @@ import tomllib
 from pathlib import Path
 
 from author_fixtures import demo_root, fenced, images_sent, last_user_text, requests, run_cli, scripted_config
-
 from pptarena.author_propose import slugify, validate_proposal
 from pptarena.deck import summarize
 

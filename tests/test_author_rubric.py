@@ -21,7 +21,6 @@ from author_fixtures import (
     run_cli,
     scripted_config,
 )
-
 from pptarena.author_lint import CONTEXT_NAMES
 from pptarena.author_rubric import authoring_problems, parse_rubric_reply
 

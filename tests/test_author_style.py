@@ -7,8 +7,15 @@ import os
 import tomllib
 from pathlib import Path
 
-from author_fixtures import DEMO_TASK, copy_demo_tasks, images_sent, last_user_text, requests, run_cli, scripted_config
-
+from author_fixtures import (
+    DEMO_TASK,
+    copy_demo_tasks,
+    images_sent,
+    last_user_text,
+    requests,
+    run_cli,
+    scripted_config,
+)
 from pptarena.author_style import edit_terms, parse_style_reply, restated_share, style_target_problems
 from pptarena.deck import diff_decks
 
