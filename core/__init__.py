@@ -51,6 +51,7 @@ __all__ = [
     "Prediction",
     "SlideImage",
     "Task",
+    "Usage",
     "Verdict",
     "Workspace",
     "__version__",

@@ -9,7 +9,7 @@ cd "$(dirname "$0")/.."
 
 PYTHON="${PYTHON:-python3}"
 PACKAGES=(
-  libreoffice-impress libreoffice-core
+  libreoffice-impress libreoffice-core python3-uno
   fonts-crosextra-carlito fonts-crosextra-caladea fonts-liberation fonts-liberation2 fonts-dejavu-core fonts-noto-cjk
   xvfb xdotool x11-utils
   chromium
