@@ -401,7 +401,8 @@ def format_table(checks: Sequence[RubricCheck]) -> str:
     for c in checks:
         partials = [p for p in c.cases if p.case.startswith("partial:")]
         ptext = ",".join("err" if p.error else f"{p.score:.2f}" for p in partials) if partials else "-"
-        rows.append((c.task_id, cell(c, "original"), cell(c, "target"), ptext, " ".join(c.flags) or "ok"))
+        verdict = " ".join(c.flags) or ("ok" if c.cases else "-")
+        rows.append((c.task_id, cell(c, "original"), cell(c, "target"), ptext, verdict))
     widths = [max(len(r[i]) for r in rows) for i in range(5)]
     lines = ["  ".join(v.ljust(widths[i]) for i, v in enumerate(r)).rstrip() for r in rows]
     lines.insert(1, "  ".join("-" * w for w in widths))
@@ -411,5 +412,7 @@ def format_table(checks: Sequence[RubricCheck]) -> str:
         for n in c.notes:
             lines.append(f"{c.task_id}: note: {n}")
     flagged = sum(1 for c in checks if c.flagged)
-    lines.append(f"{len(checks)} rubric(s) checked, {flagged} flagged")
+    bare = sum(1 for c in checks if not c.cases and not c.flags)
+    lines.append(f"{len(checks)} task(s): {len(checks) - bare} rubric(s) checked, {flagged} flagged"
+                 + (f", {bare} without a rubric" if bare else ""))
     return "\n".join(lines)

@@ -113,8 +113,11 @@ _KEY_LINE = re.compile(r"^\s*([A-Za-z0-9_-]+)\s*=")
 _TABLE_LINE = re.compile(r"^\s*\[")
 
 
-def set_top_level_keys(path: Path, values: dict[str, str | None]) -> None:
+def set_top_level_keys(path: Path, values: dict[str, str | None], *, done_todo: str | None = None) -> None:
     """Set (or, with None, remove) top-level string keys of a task.toml, keeping everything else.
+
+    ``done_todo`` (e.g. ``"rubric"``) removes the ``# TODO rubric`` comment written by
+    ``arena author propose`` and its continuation lines.
 
     The file is re-parsed afterwards; if the edit did not give exactly the intended values
     (e.g. an existing multi-line string), the original text is restored and
@@ -125,10 +128,18 @@ def set_top_level_keys(path: Path, values: dict[str, str | None]) -> None:
     lines = text.splitlines()
     first_table = next((i for i, line in enumerate(lines) if _TABLE_LINE.match(line)), len(lines))
     kept = []
+    in_todo = False
     for i, line in enumerate(lines):
         m = _KEY_LINE.match(line)
         if i < first_table and m and m.group(1) in values:
             continue
+        if done_todo is not None and i < first_table:
+            if line.startswith(f"# TODO {done_todo}"):
+                in_todo = True
+                continue
+            if in_todo and line.startswith("#  "):
+                continue
+            in_todo = False
         kept.append(line)
     first_table = next((i for i, line in enumerate(kept) if _TABLE_LINE.match(line)), len(kept))
     head = kept[:first_table]

@@ -240,7 +240,7 @@ def propose_tasks(
             if p.instruction.lower() not in seen and len(result.proposals) < n:
                 result.proposals.append(p)
                 seen.add(p.instruction.lower())
-        result.rejected += rejected
+        result.rejected += [{**r, "reply": len(result.replies) - 1} for r in rejected]
         if result.complete:
             break
         problems = reply_problems + [

@@ -170,19 +170,19 @@ def style_target_problems(text: str, task: Task, diff: Any) -> list[str]:
     return problems
 
 
-def parse_style_reply(reply: str) -> str:
-    """The style-target text in a reply: ``{"style_target": ...}`` JSON, else the plain text."""
+def parse_style_reply(reply: str) -> tuple[str, list[str]]:
+    """``(text, problems)`` from a reply: ``{"style_target": ...}`` JSON, or plain text when the reply holds no JSON."""
     try:
         data = extract_json(reply)
     except ReplyParseError:
-        data = None
+        text = reply.strip()
+        fence = re.match(r"^```[A-Za-z]*\n(.*)\n```$", text, re.S)
+        return (fence.group(1) if fence else text).strip(), []
     if isinstance(data, dict) and isinstance(data.get("style_target"), str):
-        return data["style_target"].strip()
+        return data["style_target"].strip(), []
     if isinstance(data, str):
-        return data.strip()
-    text = reply.strip()
-    fence = re.match(r"^```[A-Za-z]*\n(.*)\n```$", text, re.S)
-    return (fence.group(1) if fence else text).strip()
+        return data.strip(), []
+    return "", ['the reply is JSON without a "style_target" string: reply {"style_target": "..."}']
 
 
 @dataclass
@@ -235,7 +235,7 @@ def draft_style_target(client: ModelClient, task: Task, *, renderer: Any = None,
     messages = build_messages(task, diff, images)
 
     def validate(reply: str) -> tuple[Any, list[str]]:
-        text = parse_style_reply(reply)
-        return text, style_target_problems(text, task, diff)
+        text, problems = parse_style_reply(reply)
+        return text, problems or style_target_problems(text, task, diff)
 
     return StyleDraft(draft_with_retries(client, messages, validate, what="style target", attempts=attempts, params=params))

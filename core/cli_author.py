@@ -124,14 +124,25 @@ def propose_command(deck: Path, n: int, out: Path, model: str, config: str | Non
         raise _fail(exc) from exc
     finally:
         env.close()
+    for i, r in enumerate(result.rejected):
+        click.echo(f"rejected: reply {_reply_of(result, i)}, task {r['index'] + 1}: {'; '.join(r['problems'])}")
     for folder in folders:
         click.echo(f"wrote {folder / 'task.toml'}")
-    for r in result.rejected:
-        click.echo(f"rejected proposal {r['index'] + 1}: {'; '.join(r['problems'])}", err=True)
     click.echo(f"{len(folders)} of {n} task(s) proposed after {len(result.replies)} model call(s)"
                + (f" ({len(images)} slide images sent)" if images else " (no slide images)"))
     if not result.complete:
         raise SystemExit(EXIT_FLAGGED)
+
+
+def _rubric_path(out: Path | None, folder: Path | None, ok: bool) -> Path:
+    """Where a drafted rubric goes: ``--out`` or ``<folder>/rubric.json``; failed drafts get ``.draft.json``."""
+    base = out if out is not None else (folder or Path(".")) / "rubric.json"
+    return base if ok else base.with_name(base.stem + ".draft.json")
+
+
+def _reply_of(result: Any, rejected_index: int) -> int:
+    """The 1-based reply number a rejected proposal came from."""
+    return int(result.rejected[rejected_index].get("reply", 0)) + 1
 
 
 # --------------------------------------------------------------------------- rubric
@@ -169,18 +180,15 @@ def rubric_command(task_path: Path | None, task_id: str | None, model: str, conf
         draft = draft_rubric(env.model(model), ref.task, checker=checker, folder=ref.folder, attempts=attempts,
                              params=_params(max_tokens))
         rubric = draft.rubric
+        target = _rubric_path(out, folder, draft.ok)
         if rubric is not None:
-            if draft.ok:
-                target = out or folder / "rubric.json"  # type: ignore[operator]
-            else:
-                target = (out.with_name(out.stem + ".draft.json") if out else folder / "rubric.draft.json")  # type: ignore[operator]
             write_json_file(target, rubric)
         if folder is not None:
             _log(folder, "rubric.json", {"model": model, "ok": draft.ok,
                                          "attempts": [a.to_json() for a in draft.result.attempts],
                                          "check": draft.check.to_json() if draft.check else None})
         if draft.ok and out is None and folder is not None:
-            set_top_level_keys(folder / "task.toml", {"rubric": "rubric.json"})
+            set_top_level_keys(folder / "task.toml", {"rubric": "rubric.json"}, done_todo="rubric")
     except (AuthorError, DeckError, PptArenaError, OSError) as exc:
         raise _fail(exc) from exc
     finally:
@@ -223,7 +231,6 @@ def style_target_command(task_path: Path | None, task_id: str | None, model: str
                          file_name: str | None, out: Path | None, no_renders: bool, max_images: int, attempts: int,
                          max_tokens: int) -> None:
     """Draft a PPTArena style target from a task's original and target decks with MODEL."""
-    from .author_files import set_top_level_keys
     from .author_style import draft_style_target
     from .deck import DeckError
     from .types import PptArenaError
@@ -235,20 +242,7 @@ def style_target_command(task_path: Path | None, task_id: str | None, model: str
         with tempfile.TemporaryDirectory(prefix="pptarena-style-") as work:
             draft = draft_style_target(env.model(model), ref.task, renderer=env.renderer(), work=Path(work),
                                        max_images=max_images, attempts=attempts, params=_params(max_tokens))
-        written = None
-        if draft.ok and draft.text:
-            if out is not None:
-                out.write_text(draft.text + "\n", encoding="utf-8")
-                written = str(out)
-            elif file_name is not None:
-                if Path(file_name).name != file_name or file_name in ("task.toml", "rubric.json"):
-                    raise AuthorError(f"--file must be a plain file name in the task folder, got {file_name!r}")
-                (folder / file_name).write_text(draft.text + "\n", encoding="utf-8")  # type: ignore[operator]
-                set_top_level_keys(folder / "task.toml", {"style_target": None, "style_target_file": file_name})  # type: ignore[operator]
-                written = f"{folder / file_name} (style_target_file in task.toml)"  # type: ignore[operator]
-            else:
-                set_top_level_keys(folder / "task.toml", {"style_target_file": None, "style_target": draft.text})  # type: ignore[operator]
-                written = f"{folder / 'task.toml'} (style_target)"  # type: ignore[operator]
+        written = _write_style_target(draft.text, folder, out, file_name) if draft.ok and draft.text else None
         if folder is not None:
             _log(folder, "style-target.json", {"model": model, "ok": draft.ok,
                                                "attempts": [a.to_json() for a in draft.result.attempts]})
@@ -264,6 +258,25 @@ def style_target_command(task_path: Path | None, task_id: str | None, model: str
     else:
         click.echo("the style target FAILED validation; nothing written", err=True)
         raise SystemExit(EXIT_FLAGGED)
+
+
+def _write_style_target(text: str, folder: Path | None, out: Path | None, file_name: str | None) -> str:
+    """Write an accepted style target (``--out`` file, ``--file`` in the task folder, or inline); returns where."""
+    from .author_files import set_top_level_keys
+
+    if out is not None:
+        out.write_text(text + "\n", encoding="utf-8")
+        return str(out)
+    assert folder is not None  # _writable_folder gives a folder whenever out is None
+    if file_name is not None:
+        if Path(file_name).name != file_name or file_name in ("task.toml", "rubric.json"):
+            raise AuthorError(f"--file must be a plain file name in the task folder, got {file_name!r}")
+        (folder / file_name).write_text(text + "\n", encoding="utf-8")
+        set_top_level_keys(folder / "task.toml", {"style_target": None, "style_target_file": file_name},
+                           done_todo="style target")
+        return f"{folder / file_name} (style_target_file in task.toml)"
+    set_top_level_keys(folder / "task.toml", {"style_target_file": None, "style_target": text}, done_todo="style target")
+    return f"{folder / 'task.toml'} (style_target)"
 
 
 # --------------------------------------------------------------------------- check

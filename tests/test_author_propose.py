@@ -44,7 +44,7 @@ def test_valid_proposals_become_a_loadable_folder_dataset_and_invalid_ones_are_r
     result, out, record = _propose(tmp_path, [fenced({"tasks": [GOOD, UNGROUNDED, SECOND]})], "--n", "2", "--no-renders")
     assert result.exit_code == 0, result.output
     assert "2 of 2 task(s) proposed after 1 model call(s)" in result.output
-    rejected = next(line for line in result.output.splitlines() if line.startswith("rejected proposal 2"))
+    rejected = next(line for line in result.output.splitlines() if line.startswith("rejected: reply 1, task 2:"))
     for problem in ("'difficulty' 'extreme'", "category 'Design'", "'edit_type' 'Fancy'", "slide 9 does not exist"):
         assert problem in rejected
     from pptarena.author_files import load_dataset_tasks
@@ -108,3 +108,26 @@ def test_proposal_validation_rules():
     assert validate_proposal("task", summary)[1] == ["a task must be a JSON object, got str"]
     assert slugify("  Fix Typos!! on slide 2 ") == "fix-typos-on-slide-2"
     assert tomllib.loads('x = 1')  # tomllib sanity for the written files
+
+
+def test_task_toml_edits_keep_everything_else_and_refuse_unsafe_files(tmp_path):
+    import pytest
+    from pptarena.author_files import set_top_level_keys, write_new_task_toml
+    from pptarena.author_llm import AuthorError
+    from pptarena.author_propose import TODO_COMMENTS
+
+    path = tmp_path / "task.toml"
+    write_new_task_toml(path, {"instruction": 'Say "hi"', "original": "a.pptx"}, {"difficulty": "easy"}, TODO_COMMENTS)
+    set_top_level_keys(path, {"rubric": "rubric.json"}, done_todo="rubric")
+    text = path.read_text(encoding="utf-8")
+    assert "# TODO rubric" not in text and "writes rubric.json" not in text and "# TODO style target" in text
+    assert tomllib.loads(text) == {"instruction": 'Say "hi"', "original": "a.pptx", "rubric": "rubric.json",
+                                   "metadata": {"difficulty": "easy"}}
+    set_top_level_keys(path, {"rubric": None, "style_target": "line one\nline two"})
+    assert tomllib.loads(path.read_text(encoding="utf-8"))["style_target"] == "line one\nline two"
+    multi = tmp_path / "multi.toml"
+    multi.write_text('instruction = "x"\noriginal = "a.pptx"\nstyle_target = """\nold\nrubric = "fake"\n"""\n', encoding="utf-8")
+    before = multi.read_text(encoding="utf-8")
+    with pytest.raises(AuthorError, match="could not update"):
+        set_top_level_keys(multi, {"rubric": "rubric.json"})
+    assert multi.read_text(encoding="utf-8") == before

@@ -91,5 +91,7 @@ def test_grounding_and_restatement_measures(tmp_path):
     assert style_target_problems(GOOD, task, diff) == []
     vague = "Improve the wording of the bullets so that everything reads professionally and looks tidy."
     assert any("mentions nothing the edit changed" in p for p in style_target_problems(vague, task, diff))
-    assert parse_style_reply('Sure: {"style_target": "  x  "}') == "x"
-    assert parse_style_reply("plain words") == "plain words"
+    assert parse_style_reply('Sure: {"style_target": "  x  "}') == ("x", [])
+    assert parse_style_reply("plain words") == ("plain words", [])
+    text, problems = parse_style_reply('{"tasks": [{"instruction": "Quarterly performance"}]}')
+    assert text == "" and "without a \"style_target\" string" in problems[0]
