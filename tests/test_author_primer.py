@@ -154,3 +154,19 @@ def test_tree_schema_problems():
     assert "root.children[2] ('b'): a node needs either 'children' or 'scorer'" in problems
     assert "node name 'a' is used 2 times (names must be unique)" in problems
     assert "root.children[0] ('a'): unsupported scorer type 'regex' (use 'function')" in problems
+
+
+def test_docs_usage_blocks_name_only_real_options():
+    """Every --option in the usage blocks of docs/authoring.md exists on that command."""
+    import re
+
+    from pptarena.cli_author import author_group
+
+    text = (ROOT / "docs" / "authoring.md").read_text(encoding="utf-8")
+    blocks = re.findall(r"```\n(arena author ([a-z-]+) .*?)```", text, re.S)
+    assert {name for _, name in blocks} == {"propose", "rubric", "style-target", "check"}
+    for block, name in blocks:
+        command = author_group.commands[name]
+        known = {opt for p in command.params for opt in getattr(p, "opts", [])}
+        used = set(re.findall(r"--[a-z][a-z-]*", block))
+        assert used <= known, (name, used - known)
