@@ -120,7 +120,7 @@ def propose_command(deck: Path, n: int, out: Path, model: str, config: str | Non
         folders = write_proposals(result, deck, out, model=model, record={"images": len(images)}) if result.proposals else []
         if folders:
             load_dataset_tasks(env.registry, "folder", {"root": out, "ids": [f.name for f in folders]}, env.cache_dir)
-    except (AuthorError, DeckError, PptArenaError, OSError) as exc:
+    except (AuthorError, DeckError, PptArenaError, OSError, LookupError, ValueError) as exc:
         raise _fail(exc) from exc
     finally:
         env.close()
@@ -189,7 +189,7 @@ def rubric_command(task_path: Path | None, task_id: str | None, model: str, conf
                                          "check": draft.check.to_json() if draft.check else None})
         if draft.ok and out is None and folder is not None:
             set_top_level_keys(folder / "task.toml", {"rubric": "rubric.json"}, done_todo="rubric")
-    except (AuthorError, DeckError, PptArenaError, OSError) as exc:
+    except (AuthorError, DeckError, PptArenaError, OSError, LookupError, ValueError) as exc:
         raise _fail(exc) from exc
     finally:
         if checker is not None:
@@ -246,7 +246,7 @@ def style_target_command(task_path: Path | None, task_id: str | None, model: str
         if folder is not None:
             _log(folder, "style-target.json", {"model": model, "ok": draft.ok,
                                                "attempts": [a.to_json() for a in draft.result.attempts]})
-    except (AuthorError, DeckError, PptArenaError, OSError) as exc:
+    except (AuthorError, DeckError, PptArenaError, OSError, LookupError, ValueError) as exc:
         raise _fail(exc) from exc
     finally:
         env.close()
@@ -319,7 +319,7 @@ def check_command(path: Path | None, config: str | None, task_ids: tuple[str, ..
                                 model_factory=env.model if model else None,
                                 renderer=None if no_renders else env.renderer, leaf_timeout=leaf_timeout)
         checks = checker.check([(r.task, r.folder) for r in refs])
-    except (AuthorError, PptArenaError, OSError) as exc:
+    except (AuthorError, PptArenaError, OSError, LookupError, ValueError) as exc:
         raise _fail(exc) from exc
     finally:
         if checker is not None:

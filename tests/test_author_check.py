@@ -135,3 +135,15 @@ def test_the_120_published_rubrics_on_a_stand_in_deck(tmp_path):
     assert any("need a model" in n for c in checks for n in c.notes)
     assert checker._batches <= 3  # merged per deck pair (chunks of <= 400 nodes), not 120 judge calls
     assert "120 rubric(s) checked" in format_table(checks)
+
+
+def test_config_dataset_selection_and_usage_errors(tmp_path):
+    from conftest import ROOT
+
+    result = run_cli("check", "--config", str(ROOT / "examples" / "demo.toml"), "--task-id", "birds-*")
+    assert result.exit_code == 0, result.output
+    assert "3 task(s): 3 rubric(s) checked, 0 flagged" in result.output
+    result = run_cli("check", "--config", str(ROOT / "examples" / "demo.toml"), "--task-id", "nope-*")
+    assert result.exit_code != 0 and "match no task" in result.output
+    result = run_cli("check")
+    assert result.exit_code == 2 and "give a task folder" in result.output

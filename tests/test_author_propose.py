@@ -131,3 +131,14 @@ def test_task_toml_edits_keep_everything_else_and_refuse_unsafe_files(tmp_path):
     with pytest.raises(AuthorError, match="could not update"):
         set_top_level_keys(multi, {"rubric": "rubric.json"})
     assert multi.read_text(encoding="utf-8") == before
+
+
+def test_a_failing_backend_is_reported_as_such(tmp_path):
+    record = tmp_path / "requests.jsonl"
+    config = tmp_path / "author.toml"
+    config.write_text('[backends.scripted]\nresponses = [{ error = "fatal", message = "quota exceeded" }]\n',
+                      encoding="utf-8")
+    result = run_cli("propose", "--deck", str(_deck()), "--model", "scripted/p", "--config", str(config),
+                     "--out", str(tmp_path / "o"), "--no-renders")
+    assert result.exit_code == 1 and "quota exceeded" in result.output
+    assert not (tmp_path / "o").exists() and not record.exists()
