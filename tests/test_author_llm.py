@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import pytest
-
-from pptarena.author_llm import AuthorError, ReplyParseError, draft_with_retries, extract_json, open_author_env
+from pptarena.author_llm import (
+    AuthorError,
+    ReplyParseError,
+    draft_with_retries,
+    extract_json,
+    open_author_env,
+)
 from pptarena.models import Message
 
 
