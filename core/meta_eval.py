@@ -206,8 +206,9 @@ def repeat_judges(run_dir: Path, registry: Any, k: int, *, config_path: Path | N
     """
     from .components import Components
     from .config import model_refs
+    from .judging import judge_prediction
     from .report_data import load_run, load_run_tasks, pair_dir, run_config
-    from .rescore import judge_prediction, prediction_path
+    from .rescore import prediction_path
     from .types import Prediction
 
     if k < 2:

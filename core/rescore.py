@@ -21,15 +21,15 @@ from __future__ import annotations
 
 import re
 import time
-import traceback
 from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from .judging import judge_prediction
 from .report_data import RunData, load_run, load_run_tasks, pair_dir, run_config
 from .results import SCHEMA_VERSION, ResultsStore, summarize_results, write_json_atomic
-from .types import InfraError, JudgeError, PptArenaError, Prediction, Task, Verdict
+from .types import PptArenaError, Prediction, Task
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
 COPIED_STATUSES = ("agent_error", "timeout")
@@ -55,43 +55,6 @@ def prediction_path(run_dir: Path, row: dict[str, Any]) -> Path | None:
     p = Path(pred)
     p = p if p.is_absolute() else Path(run_dir) / p
     return p if p.is_file() else None
-
-
-def judge_prediction(task: Task, prediction: Prediction, judges: list[tuple[Any, Any]], task_dir: Path,
-                     components: Any) -> tuple[str, dict[str, Any], list[str], dict[str, Any], dict[str, int]]:
-    """Run ``judges`` on one prediction, classifying failures as the runner does.
-
-    :returns: (status, scores, errors, verdicts, judge usage).
-    """
-    from .evidence import Evidence
-
-    evidence = Evidence(task, prediction, task_dir, renderer=components.renderer, model=components.model_client)
-    status, scores, errors, verdicts = "scored", {}, [], {}
-    for comp, judge in judges:
-        t0 = time.monotonic()
-        try:
-            verdict = judge.judge(task, prediction, evidence)
-            if not isinstance(verdict, Verdict):
-                raise JudgeError(f"judge returned {type(verdict).__name__}, expected pptarena.Verdict")
-            scores[comp.label] = {"score": verdict.score, "metrics": verdict.metrics}
-            verdicts[comp.label] = {
-                "score": verdict.score,
-                "metrics": verdict.metrics,
-                "explanation": verdict.explanation,
-                "details": verdict.details,
-                "duration_s": round(time.monotonic() - t0, 3),
-            }
-        except Exception as exc:  # noqa: BLE001 - classified like the runner does
-            kind = "infra_error" if isinstance(exc, InfraError) else "judge_error"
-            if kind == "infra_error" or status == "scored":
-                status = kind
-            errors.append(f"judge {comp.label}: {type(exc).__name__}: {exc}")
-            verdicts[comp.label] = {"error": f"{type(exc).__name__}: {exc}", "status": kind, "traceback": traceback.format_exc(limit=20)}
-    usage: dict[str, int] = {}
-    for c in evidence.clients:
-        for k, v in c.usage.as_dict().items():
-            usage[f"judge_{k}"] = usage.get(f"judge_{k}", 0) + v
-    return status, scores, errors, verdicts, usage
 
 
 def _copied(row: dict[str, Any], status: str, error: str | None) -> dict[str, Any]:

@@ -32,18 +32,15 @@ from typing import Any
 
 from .components import Components
 from .config import ComponentConfig, RunConfig
-from .evidence import Evidence
+from .judging import judge_prediction
 from .progress import Progress
 from .registry import Registry
 from .results import SCHEMA_VERSION, ResultsStore, summarize_results, write_json_atomic
 from .types import (
     AgentLog,
-    InfraError,
-    JudgeError,
     PptArenaError,
     Prediction,
     Task,
-    Verdict,
     Workspace,
 )
 from .worker import classify_exception, prediction_from_json, run_agent
@@ -309,35 +306,7 @@ class Runner:
         return None
 
     def _judge(self, task: Task, pred: Prediction, ws: Workspace) -> tuple[str, dict[str, Any], list[str], dict[str, Any]]:
-        evidence = Evidence(task, pred, ws.dir, renderer=self.components.renderer, model=self.components.model_client)
-        status = "scored"
-        scores: dict[str, Any] = {}
-        errors: list[str] = []
-        verdicts: dict[str, Any] = {}
-        for comp, judge in self.judges():
-            t0 = time.monotonic()
-            try:
-                verdict = judge.judge(task, pred, evidence)
-                if not isinstance(verdict, Verdict):
-                    raise JudgeError(f"judge returned {type(verdict).__name__}, expected pptarena.Verdict")
-                scores[comp.label] = {"score": verdict.score, "metrics": verdict.metrics}
-                verdicts[comp.label] = {
-                    "score": verdict.score,
-                    "metrics": verdict.metrics,
-                    "explanation": verdict.explanation,
-                    "details": verdict.details,
-                    "duration_s": round(time.monotonic() - t0, 3),
-                }
-            except Exception as exc:  # noqa: BLE001 - classified below
-                kind = "infra_error" if isinstance(exc, InfraError) else "judge_error"
-                if kind == "infra_error" or status == "scored":
-                    status = kind
-                errors.append(f"judge {comp.label}: {type(exc).__name__}: {exc}")
-                verdicts[comp.label] = {"error": f"{type(exc).__name__}: {exc}", "status": kind, "traceback": traceback.format_exc(limit=20)}
-        usage: dict[str, int] = {}
-        for c in evidence.clients:
-            for k, v in c.usage.as_dict().items():
-                usage[f"judge_{k}"] = usage.get(f"judge_{k}", 0) + v
+        status, scores, errors, verdicts, usage = judge_prediction(task, pred, self.judges(), ws.dir, self.components)
         return status, scores, errors, {"verdicts": verdicts, "judge_usage": usage}
 
     def run_pair(self, agent: ComponentConfig, task: Task) -> dict[str, Any] | None:
