@@ -14,9 +14,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .results import read_results  # noqa: F401 - re-exported for report modules
 from .types import PptArenaError, Task
 
-MAX_RESULTS_BYTES = 512 * 1024 * 1024
 MAX_JSON_BYTES = 64 * 1024 * 1024
 
 
@@ -36,30 +36,6 @@ def read_json(path: Path, limit: int = MAX_JSON_BYTES) -> Any:
         return json.loads(path.read_text(encoding="utf-8"))
     except (OSError, UnicodeDecodeError, ValueError) as exc:
         raise RunDirError(f"{path}: not valid JSON ({exc})") from exc
-
-
-def read_results(path: Path) -> list[dict[str, Any]]:
-    """Result lines of a ``results.jsonl`` (last line per (agent, task) wins; broken lines skipped).
-
-    Read-only: unlike :class:`pptarena.results.ResultsStore` it never repairs the file.
-    """
-    if not path.exists():
-        return []
-    if path.stat().st_size > MAX_RESULTS_BYTES:
-        raise RunDirError(f"{path}: larger than {MAX_RESULTS_BYTES} bytes")
-    latest: dict[tuple[str, str], dict[str, Any]] = {}
-    with path.open(encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            line = line.strip()
-            if not line:
-                continue
-            try:
-                row = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(row, dict) and isinstance(row.get("agent"), str) and isinstance(row.get("task_id"), str):
-                latest[(row["agent"], row["task_id"])] = row
-    return list(latest.values())
 
 
 def pair_dir(run_dir: Path, agent: str, task_id: str) -> Path:

@@ -18,9 +18,34 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
-from .types import STATUSES
+from .types import STATUSES, PptArenaError
 
 SCHEMA_VERSION = 1
+MAX_RESULTS_BYTES = 512 * 1024 * 1024
+
+
+def read_results(path: Path) -> list[dict[str, Any]]:
+    """Result lines of a ``results.jsonl`` (last line per (agent, task) wins; broken lines skipped).
+
+    Read-only: it never repairs the file (:class:`ResultsStore` does when opened for writing).
+    """
+    if not path.exists():
+        return []
+    if path.stat().st_size > MAX_RESULTS_BYTES:
+        raise PptArenaError(f"{path}: larger than {MAX_RESULTS_BYTES} bytes")
+    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for line in fh:
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                row = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(row, dict) and isinstance(row.get("agent"), str) and isinstance(row.get("task_id"), str):
+                latest[(row["agent"], row["task_id"])] = row
+    return list(latest.values())
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -52,20 +77,7 @@ class ResultsStore:
 
     def read(self) -> list[dict[str, Any]]:
         """All complete result lines, last line per (agent, task) winning."""
-        if not self.path.exists():
-            return []
-        latest: dict[tuple[str, str], dict[str, Any]] = {}
-        with self.path.open(encoding="utf-8") as fh:
-            for line in fh:
-                line = line.strip()
-                if not line:
-                    continue
-                try:
-                    row = json.loads(line)
-                except json.JSONDecodeError:
-                    continue
-                latest[(row.get("agent"), row.get("task_id"))] = row
-        return list(latest.values())
+        return read_results(self.path)
 
     def done(self, retry_statuses: Iterable[str] = ()) -> set[tuple[str, str]]:
         """(agent, task_id) pairs already finished (minus those whose status should be retried)."""

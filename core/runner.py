@@ -19,7 +19,6 @@ import os
 import platform
 import re
 import shutil
-import signal
 import subprocess
 import sys
 import threading
@@ -33,6 +32,7 @@ from typing import Any
 from .components import Components
 from .config import ComponentConfig, RunConfig
 from .judging import judge_prediction
+from .procs import kill_group, run_in_session
 from .progress import Progress
 from .registry import Registry
 from .results import SCHEMA_VERSION, ResultsStore, summarize_results, write_json_atomic
@@ -259,34 +259,32 @@ class Runner:
         env = dict(os.environ)
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         stderr_path = ws.dir / "agent.stderr.txt"
-        with stderr_path.open("wb") as err:
-            proc = subprocess.Popen(
-                [sys.executable, "-m", "pptarena.worker", str(spec_path)],
-                stdout=err,
-                stderr=err,
-                stdin=subprocess.DEVNULL,
-                start_new_session=True,
-                env=env,
-                cwd=str(ws.dir),
-            )
+
+        def track(proc: subprocess.Popen[bytes]) -> None:
             with self._procs_lock:
                 self._procs.add(proc)
+
+        with stderr_path.open("wb") as err:
             try:
-                proc.wait(timeout=self.config.run.task_timeout)
-                timed_out = False
-            except subprocess.TimeoutExpired:
-                timed_out = True
+                returncode, timed_out = run_in_session(
+                    [sys.executable, "-m", "pptarena.worker", str(spec_path)],
+                    cwd=ws.dir,
+                    env=env,
+                    stdout=err,
+                    stderr=err,
+                    timeout=self.config.run.task_timeout,
+                    on_start=track,
+                )
             finally:
-                kill_group(proc)
                 with self._procs_lock:
-                    self._procs.discard(proc)
+                    self._procs = {p for p in self._procs if p.poll() is None}
         if timed_out:
             return {"ok": False, "status": "timeout", "error": f"agent exceeded task_timeout={self.config.run.task_timeout:g}s and was stopped"}
         if self._stop.is_set():
             return {"ok": False, "status": "interrupted", "error": "interrupted"}
         if not result_path.exists():
             tail = stderr_path.read_text(errors="replace")[-2000:]
-            return {"ok": False, "status": "agent_error", "error": f"agent worker exited with code {proc.returncode} without a result: {tail}"}
+            return {"ok": False, "status": "agent_error", "error": f"agent worker exited with code {returncode} without a result: {tail}"}
         outcome = json.loads(result_path.read_text())
         if outcome.get("ok"):
             outcome["prediction"] = prediction_from_json(outcome["prediction"])
@@ -433,15 +431,3 @@ def _relative_to(path: Path | None, root: Path) -> str | None:
         return str(resolved.relative_to(root))
     except ValueError:
         return str(resolved)
-
-
-def kill_group(proc: subprocess.Popen[Any]) -> None:
-    """Kill a worker and every process in its session (no orphans)."""
-    try:
-        os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError):
-        pass
-    try:
-        proc.wait(timeout=5)
-    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
-        pass

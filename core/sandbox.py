@@ -36,6 +36,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .procs import run_in_session
+
 SAFE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "PYTHONPATH", "SYSTEMROOT", "FONTCONFIG_PATH", "FONTCONFIG_FILE")
 
 
@@ -146,29 +148,18 @@ def run_command(
             notes.append("network isolation unavailable on this system; code ran with network access")
     out_path, err_path = work / ".stdout", work / ".stderr"
     t0 = time.monotonic()
-    timed_out = False
     try:
         with out_path.open("wb") as out, err_path.open("wb") as err:
-            proc = subprocess.Popen(
+            returncode, timed_out = run_in_session(
                 cmd,
-                cwd=str(work),
+                cwd=work,
                 env=child_env,
-                stdin=subprocess.PIPE if stdin_text is not None else subprocess.DEVNULL,
                 stdout=out,
                 stderr=err,
-                start_new_session=True,
+                timeout=limits.timeout,
+                stdin_bytes=stdin_text.encode() if stdin_text is not None else None,
                 preexec_fn=_limit_setter(limits),
             )
-            try:
-                proc.communicate(stdin_text.encode() if stdin_text is not None else None, timeout=limits.timeout)
-            except subprocess.TimeoutExpired:
-                timed_out = True
-            finally:
-                try:
-                    os.killpg(proc.pid, signal.SIGKILL)
-                except (ProcessLookupError, PermissionError):
-                    pass
-                proc.wait()
         payload = None
         if result_path.exists():
             try:
@@ -176,7 +167,7 @@ def run_command(
             except ValueError:
                 notes.append("the result file was not valid JSON")
         return SandboxResult(
-            returncode=None if timed_out else proc.returncode,
+            returncode=returncode,
             stdout=_read_capped(out_path, limits.max_output_bytes),
             stderr=_read_capped(err_path, limits.max_output_bytes),
             duration_s=round(time.monotonic() - t0, 3),

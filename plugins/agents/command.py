@@ -25,13 +25,12 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
-import signal
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pptarena
+from pptarena.procs import run_in_session
 from pptarena.types import AgentError, Component, Options, Prediction, Task, Workspace
 from pydantic import Field, SecretStr, field_validator
 
@@ -165,29 +164,16 @@ class CommandAgent(Component):
         out_file, err_file = workspace.dir / "cli.stdout.txt", workspace.dir / "cli.stderr.txt"
         workspace.log.write("command_start", argv=argv, cwd=str(cwd), timeout=timeout, env_keys=sorted(opts.env))
         started = time.monotonic()
-        timed_out = False
         try:
             with out_file.open("wb") as out, err_file.open("wb") as err:
-                proc = subprocess.Popen(
-                    argv, cwd=cwd, env=self.environment(), stdin=subprocess.DEVNULL, stdout=out, stderr=err,
-                    start_new_session=True,
+                code, timed_out = run_in_session(
+                    argv, cwd=cwd, env=self.environment(), stdout=out, stderr=err, timeout=timeout
                 )
-                try:
-                    proc.wait(timeout=timeout)
-                except subprocess.TimeoutExpired:
-                    timed_out = True
-                finally:
-                    try:
-                        os.killpg(proc.pid, signal.SIGKILL)
-                    except (ProcessLookupError, PermissionError):
-                        pass
-                    proc.wait()
         except FileNotFoundError as exc:
             raise AgentError(f"command not found: {argv[0]!r} ({exc.strerror})") from None
         except OSError as exc:
             raise AgentError(f"cannot start command {argv[0]!r}: {exc}") from None
         duration = round(time.monotonic() - started, 3)
-        code = None if timed_out else proc.returncode
         workspace.log.write("command_end", returncode=code, timed_out=timed_out, duration_s=duration,
                             stdout=str(out_file), stderr=str(err_file))
         expected = paths["output"]

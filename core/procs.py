@@ -1,0 +1,63 @@
+"""Running a program in its own session, so that it and everything it starts can be killed together."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+from collections.abc import Callable, Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+
+def kill_group(proc: subprocess.Popen[Any]) -> None:
+    """SIGKILL a process started with ``start_new_session=True`` and everything in its session."""
+    try:
+        os.killpg(proc.pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:  # pragma: no cover - SIGKILL cannot be ignored
+        pass
+
+
+def run_in_session(
+    argv: Sequence[str],
+    *,
+    cwd: str | Path | None,
+    env: Mapping[str, str] | None,
+    stdout: IO[bytes] | int | None,
+    stderr: IO[bytes] | int | None,
+    timeout: float | None,
+    stdin_bytes: bytes | None = None,
+    preexec_fn: Callable[[], None] | None = None,
+    on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
+) -> tuple[int | None, bool]:
+    """Run ``argv`` in a new session; on exit or timeout kill the whole session.
+
+    :param on_start: called with the process right after it starts (e.g. to let
+        another thread kill it on Ctrl-C).
+    :returns: ``(returncode, timed_out)``; ``returncode`` is None after a timeout.
+    :raises OSError: when the program cannot be started (e.g. not found).
+    """
+    proc = subprocess.Popen(
+        list(argv),
+        cwd=str(cwd) if cwd is not None else None,
+        env=dict(env) if env is not None else None,
+        stdin=subprocess.PIPE if stdin_bytes is not None else subprocess.DEVNULL,
+        stdout=stdout,
+        stderr=stderr,
+        start_new_session=True,
+        preexec_fn=preexec_fn,
+    )
+    if on_start is not None:
+        on_start(proc)
+    timed_out = False
+    try:
+        proc.communicate(stdin_bytes, timeout=timeout)
+    except subprocess.TimeoutExpired:
+        timed_out = True
+    finally:
+        kill_group(proc)
+    return (None if timed_out else proc.returncode), timed_out
