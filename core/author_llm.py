@@ -11,19 +11,17 @@
 
 from __future__ import annotations
 
-import json
-import re
 import tomllib
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import replyjson
 from .models import Message, ModelClient
 from .types import PptArenaError
 
 MAX_REPLY_CHARS = 400_000
-_FENCE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[ \t]*\n(.*?)```", re.S)
 
 
 class AuthorError(PptArenaError):
@@ -107,60 +105,17 @@ def open_author_env(config_path: str | Path | None = None, *, renders: bool = Tr
 # --------------------------------------------------------------------------- parsing
 
 
-def _balanced(text: str, start: int) -> str | None:
-    """The balanced JSON object/array starting at ``text[start]`` (strings respected), or None."""
-    opener = text[start]
-    closer = "}" if opener == "{" else "]"
-    depth = 0
-    in_string = False
-    escape = False
-    for i in range(start, len(text)):
-        ch = text[i]
-        if in_string:
-            if escape:
-                escape = False
-            elif ch == "\\":
-                escape = True
-            elif ch == '"':
-                in_string = False
-            continue
-        if ch == '"':
-            in_string = True
-        elif ch in "{[":
-            depth += 1
-        elif ch in "}]":
-            depth -= 1
-            if depth == 0:
-                return text[start : i + 1] if ch == closer else None
-    return None
-
-
 def extract_json(text: str) -> Any:
-    """The JSON value in a model reply (whole reply, fenced block, or first balanced object/array).
+    """The JSON value in a model reply (see :func:`pptarena.replyjson.extract_json`).
 
-    :raises ReplyParseError: with the first JSON error found, when nothing parses.
+    :raises ReplyParseError: when nothing parses or the reply is too long.
     """
-    if not isinstance(text, str) or not text.strip():
-        raise ReplyParseError("the reply is empty")
-    if len(text) > MAX_REPLY_CHARS:
+    if isinstance(text, str) and len(text) > MAX_REPLY_CHARS:
         raise ReplyParseError(f"the reply has {len(text)} characters (limit {MAX_REPLY_CHARS})")
-    candidates = [text.strip()]
-    fences = _FENCE.findall(text)
-    candidates += [body for lang, body in fences if lang.lower() in ("json", "")]
-    candidates += [body for lang, body in fences if lang.lower() not in ("json", "")]
-    for match in re.finditer(r"[{\[]", text):
-        block = _balanced(text, match.start())
-        if block:
-            candidates.append(block)
-            if match.group() == "{":
-                break
-    first_error = ""
-    for candidate in candidates:
-        try:
-            return json.loads(candidate)
-        except json.JSONDecodeError as exc:
-            first_error = first_error or f"{exc.msg} at line {exc.lineno} column {exc.colno}"
-    raise ReplyParseError(f"no valid JSON found in the reply ({first_error or 'no JSON-looking text'})")
+    try:
+        return replyjson.extract_json(text)
+    except replyjson.ReplyParseError as exc:
+        raise ReplyParseError(str(exc)) from None
 
 
 # --------------------------------------------------------------------------- drafting loop

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pptarena.models import ImagePart, Message, Usage
+from pptarena.replyjson import first_json_object
 from pptarena.types import SlideImage, Task, Workspace
 
 REPLY_LOG_CHARS = 20_000
@@ -237,20 +238,8 @@ def _prompt_stats(messages: list[Message]) -> dict[str, Any]:
 
 
 def find_json_object(text: str) -> dict[str, Any] | None:
-    """The first JSON object in a model reply (bare, or inside a ``` fence), else None."""
-    fenced = re.findall(r"```(?:json)?\s*\n(.*?)```", text, re.DOTALL)
-    for candidate in [*fenced, text]:
-        start = candidate.find("{")
-        while start != -1:
-            try:
-                value, _ = json.JSONDecoder().raw_decode(candidate[start:])
-            except ValueError:
-                start = candidate.find("{", start + 1)
-                continue
-            if isinstance(value, dict):
-                return value
-            start = candidate.find("{", start + 1)
-    return None
+    """The first JSON object in a model reply (inside a ``` fence, else bare), else None."""
+    return first_json_object(text)
 
 
 def deck_dir(workspace: Workspace) -> Path:

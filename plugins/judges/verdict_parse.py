@@ -21,6 +21,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from pptarena.replyjson import embedded_json
+
 MAX_ANSWER_CHARS = 200_000  # longer answers are cut before parsing
 MAX_REASON_CHARS = 4_000
 SCORE_KEYS = ("score", "rating", "instruction_following_score", "visual_quality_score", "if_score", "vq_score")
@@ -79,36 +81,6 @@ def _from_object(obj: Any, form: str) -> ParsedScore:
     return ParsedScore(score, reason[:MAX_REASON_CHARS], form)
 
 
-def _balanced_objects(text: str, limit: int = 20) -> list[str]:
-    """Up to ``limit`` top-level ``{...}`` substrings (string-aware brace matching)."""
-    out: list[str] = []
-    i = text.find("{")
-    while i != -1 and len(out) < limit:
-        depth, in_str, esc = 0, False, False
-        for j in range(i, len(text)):
-            ch = text[j]
-            if in_str:
-                if esc:
-                    esc = False
-                elif ch == "\\":
-                    esc = True
-                elif ch == '"':
-                    in_str = False
-            elif ch == '"':
-                in_str = True
-            elif ch == "{":
-                depth += 1
-            elif ch == "}":
-                depth -= 1
-                if depth == 0:
-                    out.append(text[i:j + 1])
-                    i = text.find("{", j + 1)
-                    break
-        else:
-            break
-    return out
-
-
 def parse_score(text: str | None) -> ParsedScore:
     """The score and reason in a model's answer; :class:`ScoreParseError` when there is none."""
     if text is None or not text.strip():
@@ -130,11 +102,11 @@ def parse_score(text: str | None) -> ParsedScore:
             problems.append(f"fenced block is not JSON ({exc.msg})")
         except ScoreParseError as exc:
             problems.append(str(exc))
-    for chunk in _balanced_objects(text):
+    for value in embedded_json(text, openers="{", limit=20):
         try:
-            return _from_object(json.loads(chunk), "embedded")
-        except (json.JSONDecodeError, ScoreParseError) as exc:
-            problems.append(str(exc) if isinstance(exc, ScoreParseError) else "")
+            return _from_object(value, "embedded")
+        except ScoreParseError as exc:
+            problems.append(str(exc))
     lines = [ln for ln in stripped.splitlines() if ln.strip()]
     for candidate in [stripped] + ([lines[0], lines[-1]] if lines else []):
         m = _BARE_RE.match(candidate)

@@ -26,11 +26,11 @@ screen pixels.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from pptarena.models import Completion
+from pptarena.replyjson import embedded_json
 
 from . import actions as A
 from .actions import Action, ActionError, Scaler, Screen
@@ -213,22 +213,7 @@ def own_json_actions(data: dict[str, Any], scaler: Scaler) -> tuple[list[Action]
 
 def extract_json_values(text: str) -> list[Any]:
     """Every top-level JSON object or array found in ``text`` (fenced or inline), in order."""
-    decoder = json.JSONDecoder()
-    found: list[Any] = []
-    i = 0
-    text = text[:MAX_REPLY_CHARS]
-    while i < len(text):
-        m = re.compile(r"[\{\[]").search(text, i)
-        if not m:
-            break
-        try:
-            value, end = decoder.raw_decode(text, m.start())
-        except json.JSONDecodeError:
-            i = m.start() + 1
-            continue
-        found.append(value)
-        i = end
-    return found
+    return embedded_json(text[:MAX_REPLY_CHARS], openers="{[", limit=1000)
 
 
 def _action_objects(value: Any) -> list[dict[str, Any]] | None:
