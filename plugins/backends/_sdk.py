@@ -32,6 +32,11 @@ def resolve_secret(value: SecretStr | str | None, env_var: str) -> str | None:
     return os.environ.get(env_var) or None
 
 
+def plain_headers(headers: dict[str, Any]) -> dict[str, str]:
+    """Header values with secrets revealed, ready to hand to an SDK client (never logged)."""
+    return {k: v.get_secret_value() if isinstance(v, SecretStr) else v for k, v in headers.items()}
+
+
 def _retry_after(response: Any) -> float | None:
     headers = getattr(response, "headers", None)
     if headers is None:

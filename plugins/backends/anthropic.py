@@ -32,7 +32,7 @@ from pptarena.models import (
 from pptarena.types import ComponentContext, ComponentUnavailable
 from pydantic import Field, SecretStr
 
-from ._sdk import check_params, map_sdk_error, resolve_secret
+from ._sdk import check_params, map_sdk_error, plain_headers, resolve_secret
 
 PROVIDER = "anthropic"
 INSTALL_HINT = "install with: pip install 'pptarena[anthropic]'"
@@ -114,10 +114,7 @@ class AnthropicBackend(BackendBase):
                 f"the anthropic backend needs the anthropic SDK; {INSTALL_HINT}"
             ) from exc
         self.options: AnthropicOptions = options
-        headers = {
-            k: v.get_secret_value() if isinstance(v, SecretStr) else v
-            for k, v in options.default_headers.items()
-        }
+        headers = plain_headers(options.default_headers)
         if options.api_version:
             headers["anthropic-version"] = options.api_version
         key = resolve_secret(options.api_key, "ANTHROPIC_API_KEY")

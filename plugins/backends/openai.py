@@ -15,7 +15,7 @@ from pptarena.models import BackendBase, BackendOptions, Completion, ImagePart, 
 from pptarena.types import ComponentContext, ComponentUnavailable
 from pydantic import Field, SecretStr, model_validator
 
-from ._sdk import check_params, map_sdk_error, resolve_secret
+from ._sdk import check_params, map_sdk_error, plain_headers, resolve_secret
 
 PROVIDER = "openai"
 INSTALL_HINT = "install with: pip install 'pptarena[openai]'"
@@ -102,10 +102,7 @@ class OpenAIBackend(BackendBase):
         except ImportError as exc:
             raise ComponentUnavailable(f"the openai backend needs the openai SDK; {INSTALL_HINT}") from exc
         self.options: OpenAIOptions = options
-        headers = {
-            k: v.get_secret_value() if isinstance(v, SecretStr) else v
-            for k, v in options.default_headers.items()
-        }
+        headers = plain_headers(options.default_headers)
         env_var = "AZURE_OPENAI_API_KEY" if options.azure_endpoint else "OPENAI_API_KEY"
         key = resolve_secret(options.api_key, env_var)
         if key is None:
