@@ -27,6 +27,9 @@ class Evidence:
     :param task_dir: the pair's folder in the run directory.
     :param renderer: the run's renderer, or a callable returning it (built on first use).
     :param model: ``model("<backend>/<model>")`` → :class:`ModelClient` for judges that call models.
+    :param references: replacement decks for the roles ``"original"`` and ``"target"``: the same
+        decks as re-saved, unedited, by the agent's editing tool (see
+        :func:`pptarena.references.normalized_references`), so judges compare like with like.
     """
 
     def __init__(
@@ -36,8 +39,10 @@ class Evidence:
         task_dir: Path,
         renderer: Renderer | Callable[[], Renderer] | None,
         model: Callable[[str], ModelClient] | None = None,
+        references: dict[str, Path] | None = None,
     ):
         self.task = task
+        self.references = dict(references or {})
         self.prediction = prediction
         self.task_dir = Path(task_dir)
         self._renderer = renderer
@@ -67,6 +72,8 @@ class Evidence:
         """The deck path for a role (None when the task has no target)."""
         if role not in ROLES:
             raise ValueError(f"unknown deck role {role!r}; expected one of {ROLES}")
+        if role in self.references:
+            return self.references[role]
         if role == "original":
             return self.task.original
         if role == "target":

@@ -56,7 +56,10 @@ def register_agents(register: RegisterFn) -> None:
 
     Set the class attribute ``in_process = True`` on agents that do no
     untrusted or long-running work (the runner then skips the worker process
-    it otherwise uses to enforce ``task_timeout``).
+    it otherwise uses to enforce ``task_timeout``). Agents that can only save
+    through a tool that rewrites decks may define a class method
+    ``normalize_reference(src, dst)``; judges then see the task's original and
+    target decks re-saved by that tool (:mod:`pptarena.references`).
     """
 
 

@@ -22,8 +22,16 @@ def judge_prediction(task: Task, prediction: Prediction, judges: list[tuple[Any,
     :returns: (status, scores, errors, verdicts, judge usage).
     """
     from .evidence import Evidence
+    from .references import stored_references
 
-    evidence = Evidence(task, prediction, task_dir, renderer=components.renderer, model=components.model_client)
+    evidence = Evidence(
+        task,
+        prediction,
+        task_dir,
+        renderer=components.renderer,
+        model=components.model_client,
+        references=stored_references(task_dir),
+    )
     status, scores, errors, verdicts = "scored", {}, [], {}
     for comp, judge in judges:
         t0 = time.monotonic()

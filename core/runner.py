@@ -34,10 +34,12 @@ from .config import ComponentConfig, RunConfig
 from .judging import judge_prediction
 from .procs import kill_group, run_in_session
 from .progress import Progress
+from .references import normalized_references, normalizer_of
 from .registry import Registry
 from .results import SCHEMA_VERSION, ResultsStore, summarize_results, write_json_atomic
 from .types import (
     AgentLog,
+    InfraError,
     PptArenaError,
     Prediction,
     Task,
@@ -307,6 +309,22 @@ class Runner:
         status, scores, errors, verdicts, usage = judge_prediction(task, pred, self.judges(), ws.dir, self.components)
         return status, scores, errors, {"verdicts": verdicts, "judge_usage": usage}
 
+    def _normalize_references(self, agent: ComponentConfig, task: Task, ws: Workspace, row: dict[str, Any]) -> bool:
+        """Store the task's decks as the agent's tool re-saves them (see :mod:`pptarena.references`).
+
+        Returns False (and records an infra_error in ``row``) when that fails.
+        """
+        normalize = normalizer_of(agent.spec.factory)
+        if normalize is None:
+            return True
+        tool = f"{agent.spec.plugin}.{agent.spec.name}"
+        try:
+            normalized_references(task, normalize, ws.dir, self.components.cache_dir, safe_name(tool))
+            return True
+        except InfraError as exc:
+            row["status"], row["error"] = "infra_error", str(exc)
+            return False
+
     def run_pair(self, agent: ComponentConfig, task: Task) -> dict[str, Any] | None:
         """Run one agent on one task, judge it and append the result (None if interrupted)."""
         t0 = time.monotonic()
@@ -343,6 +361,8 @@ class Runner:
             if problem:
                 row["status"] = "agent_error"
                 row["error"] = problem
+            elif not self._normalize_references(agent, task, ws, row):
+                pass  # the reference decks could not be re-saved: the row holds the infra_error
             else:
                 status, scores, errors, details = self._judge(task, pred, ws)
                 row["status"], row["scores"] = status, scores

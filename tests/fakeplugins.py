@@ -124,6 +124,18 @@ class InProcessCopy(Component):
         return Prediction(path=workspace.output_deck)
 
 
+class ResavingAgent(InProcessCopy):
+    """Like ``slowcopy``, but its "tool" re-saves every deck with a marker in the core properties."""
+
+    @classmethod
+    def normalize_reference(cls, src, dst):
+        if "fail" in str(src):
+            raise RuntimeError("tool crashed")
+        prs = Presentation(str(src))
+        prs.core_properties.subject = "re-saved by the tool"
+        prs.save(str(dst))
+
+
 class TitleJudge(Component):
     """1.0 when the prediction's title equals the target's, else 0.0."""
 
@@ -131,6 +143,10 @@ class TitleJudge(Component):
         fail: str = ""  # "", "judge" or "infra"
 
     def judge(self, task, prediction, evidence):
+        subjects = {
+            role: Presentation(str(evidence.path(role))).core_properties.subject for role in ("original", "target")
+        }
+        evidence.write_json(self.context.label, "subjects.json", subjects)
         if self.options.fail == "judge":
             raise ValueError("judge bug")
         if self.options.fail == "infra":
@@ -157,6 +173,7 @@ def register_agents(register):
     register("retitle", RetitleAgent)
     register("hang", HangAgent)
     register("asker", AskerAgent)
+    register("resaving", ResavingAgent)
     register("crash", CrashAgent)
     register("slowcopy", InProcessCopy)
 

@@ -174,3 +174,28 @@ def test_model_usage_is_recorded_per_pair_and_calls_logged(tmp_path, fake_plugin
     assert summary["agents"]["asker"]["usage"]["calls"] == 2
     log = [json.loads(line) for line in (tmp_path / "out/tasks/asker/task-00/agent.log.jsonl").read_text().splitlines()]
     assert [e["event"] for e in log] == ["model_call"] and log[0]["model"] == "scripted/echo-1"
+
+
+def test_agents_tool_resaves_the_reference_decks_for_judges(tmp_path, fake_plugins, monkeypatch):
+    cache = tmp_path / "cache"
+    monkeypatch.setenv("PPTARENA_CACHE", str(cache))
+    cfg = config_file(tmp_path, '[[agents]]\nuse = "resaving"\n[[agents]]\nuse = "slowcopy"\n', count=2)
+    Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
+    rows = {(r["agent"], r["task_id"]): r for r in rows_of(tmp_path / "out")}
+    assert all(r["status"] == "scored" for r in rows.values())
+    seen = json.loads((tmp_path / "out/tasks/resaving/task-00/judges/title/subjects.json").read_text())
+    assert seen == {"original": "re-saved by the tool", "target": "re-saved by the tool"}
+    refs = tmp_path / "out/tasks/resaving/task-00/references"
+    assert sorted(p.name for p in refs.iterdir()) == ["original.pptx", "target.pptx"]
+    assert len(list((cache / "references").rglob("*.pptx"))) == 4  # 2 tasks x (original, target), cached
+    plain = json.loads((tmp_path / "out/tasks/slowcopy/task-00/judges/title/subjects.json").read_text())
+    assert plain == {"original": "", "target": ""}  # agents without a tool see the dataset's decks
+
+
+def test_reference_resave_failure_is_an_infra_error(tmp_path, fake_plugins, monkeypatch):
+    monkeypatch.setenv("PPTARENA_CACHE", str(tmp_path / "cache"))
+    cfg = config_file(tmp_path, '[[agents]]\nuse = "resaving"\n', count=1)
+    cfg.write_text(cfg.read_text().replace('root = "data"', 'root = "data-fail"'))
+    Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
+    row = rows_of(tmp_path / "out")[0]
+    assert row["status"] == "infra_error" and "tool crashed" in row["error"]
