@@ -16,8 +16,12 @@ from .types import InfraError, JudgeError, Prediction, Task, Verdict
 
 
 def judge_prediction(task: Task, prediction: Prediction, judges: list[tuple[Any, Any]], task_dir: Path,
-                     components: Any) -> tuple[str, dict[str, Any], list[str], dict[str, Any], dict[str, int]]:
+                     components: Any,
+                     pair_dir: Path | None = None) -> tuple[str, dict[str, Any], list[str], dict[str, Any], dict[str, int]]:
     """Run ``judges`` (pairs of component config and judge instance) on one prediction.
+
+    Judges write their evidence under ``task_dir``; ``pair_dir`` is the pair's folder in the
+    original run (default ``task_dir``), where re-saved reference decks may be kept.
 
     :returns: (status, scores, errors, verdicts, judge usage).
     """
@@ -30,7 +34,7 @@ def judge_prediction(task: Task, prediction: Prediction, judges: list[tuple[Any,
         task_dir,
         renderer=components.renderer,
         model=components.model_client,
-        references=stored_references(task_dir),
+        references=stored_references(pair_dir or task_dir),
     )
     status, scores, errors, verdicts = "scored", {}, [], {}
     for comp, judge in judges:

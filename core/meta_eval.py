@@ -237,7 +237,10 @@ def repeat_judges(run_dir: Path, registry: Any, k: int, *, config_path: Path | N
                 folder = pair_dir(Path(run_dir) / "meta-eval" / f"repeat-{rep + 1}", r["agent"], r["task_id"])
                 folder.mkdir(parents=True, exist_ok=True)
                 pred = Prediction(path=prediction_path(run_dir, r))
-                _, got, errs, _, _ = judge_prediction(tasks[r["task_id"]], pred, judges, folder, components)
+                _, got, errs, _, _ = judge_prediction(
+                    tasks[r["task_id"]], pred, judges, folder, components,
+                    pair_dir=pair_dir(Path(run_dir), r["agent"], r["task_id"]),
+                )
                 errors += len(errs)
                 fake_row = {"task_id": r["task_id"], "agent": r["agent"], "scores": got}
                 for name, values in judge_series([fake_row]).items():

@@ -115,7 +115,10 @@ class Rescorer:
         t0 = time.monotonic()
         task_dir = pair_dir(self.out_dir, row["agent"], row["task_id"])
         task_dir.mkdir(parents=True, exist_ok=True)
-        status, scores, errors, verdicts, usage = judge_prediction(task, Prediction(path=pred), judges, task_dir, components)
+        status, scores, errors, verdicts, usage = judge_prediction(
+            task, Prediction(path=pred), judges, task_dir, components,
+            pair_dir=pair_dir(self.run_dir, row["agent"], row["task_id"]),
+        )
         out = _copied(row, status, "; ".join(errors) or None)
         out.update(scores=scores, usage=usage, duration_s=round(time.monotonic() - t0, 3))
         write_json_atomic(task_dir / "verdicts.json", {"status": status, "error": out["error"], "verdicts": verdicts, "judge_usage": usage})

@@ -190,6 +190,11 @@ def test_agents_tool_resaves_the_reference_decks_for_judges(tmp_path, fake_plugi
     assert len(list((cache / "references").rglob("*.pptx"))) == 4  # 2 tasks x (original, target), cached
     plain = json.loads((tmp_path / "out/tasks/slowcopy/task-00/judges/title/subjects.json").read_text())
     assert plain == {"original": "", "target": ""}  # agents without a tool see the dataset's decks
+    from pptarena.rescore import rescore
+
+    out_dir, _ = rescore(tmp_path / "out", get_registry(), name="again")
+    again = json.loads((out_dir / "tasks/resaving/task-00/judges/title/subjects.json").read_text())
+    assert again == seen  # re-scoring judges the same re-saved references
 
 
 def test_reference_resave_failure_is_an_infra_error(tmp_path, fake_plugins, monkeypatch):
