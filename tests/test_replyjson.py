@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from pptarena.replyjson import ReplyParseError, embedded_json, extract_json, first_json_object
 
 
