@@ -252,3 +252,23 @@ def test_changes_invisible_to_the_diff_still_count_for_the_if_rules(tmp_path, sc
     wrong, _ = run(tmp_path, other, orig, target, derive(orig, tmp_path / "w.pptx", set_margins(2, "Body1", 0.2)),
                    name="wrong")
     assert wrong.metrics["if_rule"] == "model" and wrong.metrics["if_score"] == 2
+
+
+def delete_all_slides(prs):
+    """Remove every slide from the slide list (the parts stay, unreferenced)."""
+    sld_ids = prs.slides._sldIdLst
+    for sld_id in list(sld_ids):
+        prs.part.drop_rel(sld_id.rId)
+        sld_ids.remove(sld_id)
+
+
+def test_prediction_without_slides_scores_vq_zero(tmp_path, scripted, decks):
+    orig, target, _ = decks
+    empty = derive(orig, tmp_path / "empty.pptx", delete_all_slides)
+    backend = scripted(rules=[{"match": IF_RULE, "reply": '{"score": 1, "reason": "everything deleted"}'},
+                              {"match": VQ_RULE, "reply": '{"score": 5, "reason": "pretty"}'}])
+    verdict, _ = run(tmp_path, backend, orig, target, empty, name="empty")
+    assert requests_of(backend, VQ_RULE) == []  # nothing to show the model
+    assert verdict.metrics["vq_score"] == 0 and verdict.metrics["vq_slides"] == 0
+    assert "no slides" in verdict.details["vq"]["selection"]
+    assert verdict.score == pytest.approx(0.1)

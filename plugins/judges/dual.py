@@ -226,7 +226,8 @@ class DualJudge(Component):
             count = len(evidence.renders("prediction"))
             picked = [{"prediction": n, "ssim": 1.0, "why": ["no visible change: first slides"]}
                       for n in range(1, min(opts.chunk_size, count) + 1)]
-            note = f"no slide changed visibly; judging the first {len(picked)} slide(s)"
+            note = (f"no slide changed visibly; judging the first {len(picked)} slide(s)" if picked
+                    else "the prediction has no slides to judge")
         return picked, note
 
     def _image(self, path: Path) -> ImagePart:
@@ -287,6 +288,8 @@ class DualJudge(Component):
             results.append({"slides": [r["prediction"] for r in chunk], "score": parsed.score,
                             "reason": parsed.reason})
         scores = [c["score"] for c in results]
+        if not scores:  # a deck with no slides shows nothing: no visual quality to credit
+            return {"score": 0, "chunks": [], "slides": slides, "selection_note": note}
         vq = min(scores) if opts.chunk_aggregate == "min" else round(sum(scores) / len(scores), 4)
         return {"score": vq, "chunks": results, "slides": slides, "selection_note": note}
 
