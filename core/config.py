@@ -28,7 +28,7 @@ from .models import _check_model_ref
 from .registry import Registry, UnknownComponentError
 from .types import PptArenaError
 
-SECRET_KEY_HINTS = ("key", "token", "secret", "password")
+SECRET_KEY_HINTS = ("key", "token", "secret", "password", "passwd", "authorization", "cookie", "credential")
 TOP_LEVEL = ("run", "dataset", "agents", "agent", "renderer", "judges", "backends")
 
 
@@ -90,7 +90,7 @@ class RunConfig:
 
 
 def redact(value: Any, key: str = "") -> Any:
-    """Replace literal secrets (keys named like key/token/secret/password) by ``"***"``."""
+    """Replace literal secrets (keys named like key/token/secret/password/authorization/cookie/credential) by ``"***"``."""
     if isinstance(value, dict):
         if set(value) == {"env"}:
             return {"env": value["env"]}

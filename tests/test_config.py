@@ -122,3 +122,8 @@ def test_redact_literal_secrets():
     assert redact({"backends": {"x": {"api_key": "sk-1", "base_url": "u", "t": {"env": "V"}}}}) == {
         "backends": {"x": {"api_key": "***", "base_url": "u", "t": {"env": "V"}}}
     }
+
+
+def test_redact_literal_auth_headers():
+    raw = {"backends": {"openai": {"default_headers": {"Authorization": "Bearer sk-1", "Cookie": "s=1", "X-Title": "t"}}}}
+    assert redact(raw) == {"backends": {"openai": {"default_headers": {"Authorization": "***", "Cookie": "***", "X-Title": "t"}}}}
