@@ -219,6 +219,17 @@ def _component(
     return ComponentConfig(kind, use, label, options, table, key_path, spec)
 
 
+def _table_list(data: dict[str, Any], key: str, default: list[Any], errors: list[str]) -> list[Any]:
+    """``data[key]`` as a list of tables (one table is accepted); a wrong type is reported in ``errors``."""
+    value = data.get(key, default)
+    if isinstance(value, dict):
+        return [value]
+    if not isinstance(value, list):
+        errors.append(f"{key}: expected [[{key}]] tables, got {type(value).__name__}")
+        return []
+    return value
+
+
 def parse_config(data: dict[str, Any], registry: Registry, path: Path) -> RunConfig:
     """Validate an already-parsed TOML document (see :func:`load_config`)."""
     errors: list[str] = []
@@ -243,9 +254,7 @@ def parse_config(data: dict[str, Any], registry: Registry, path: Path) -> RunCon
 
     if "agent" in data and "agents" in data:
         errors.append("agent / agents: use either one [agent] table or [[agents]] tables, not both")
-    agent_tables = data.get("agents", [data["agent"]] if "agent" in data else [])
-    if isinstance(agent_tables, dict):
-        agent_tables = [agent_tables]
+    agent_tables = _table_list(data, "agents", [data["agent"]] if "agent" in data else [], errors)
     if not agent_tables:
         errors.append(f"agents: no [[agents]] table; installed agents: {', '.join(registry.names('agents'))}")
     key = "agents" if "agents" in data else "agent"
@@ -254,13 +263,15 @@ def parse_config(data: dict[str, Any], registry: Registry, path: Path) -> RunCon
         for i, t in enumerate(agent_tables)
     ]
     renderer = _component(registry, "renderers", data.get("renderer", {"use": "libreoffice"}), "renderer", base, errors, False)
-    judge_tables = data.get("judges", [])
-    if isinstance(judge_tables, dict):
-        judge_tables = [judge_tables]
+    judge_tables = _table_list(data, "judges", [], errors)
     judges = [_component(registry, "judges", t, f"judges[{i}]", base, errors, True) for i, t in enumerate(judge_tables)]
 
     backends: dict[str, ComponentConfig] = {}
-    for name, table in (data.get("backends") or {}).items():
+    backend_tables = data.get("backends") or {}
+    if not isinstance(backend_tables, dict):
+        errors.append(f"backends: expected tables [backends.NAME], got {type(backend_tables).__name__}")
+        backend_tables = {}
+    for name, table in backend_tables.items():
         if not isinstance(table, dict):
             errors.append(f"backends.{name}: expected a table")
             continue

@@ -127,3 +127,13 @@ def test_redact_literal_secrets():
 def test_redact_literal_auth_headers():
     raw = {"backends": {"openai": {"default_headers": {"Authorization": "Bearer sk-1", "Cookie": "s=1", "X-Title": "t"}}}}
     assert redact(raw) == {"backends": {"openai": {"default_headers": {"Authorization": "***", "Cookie": "***", "X-Title": "t"}}}}
+
+
+def test_wrongly_typed_tables_are_config_errors(tmp_path, fake_plugins):
+    cfg = write(tmp_path, 'backends = "x"\njudges = "structural"\nagents = 3\n[dataset]\nuse = "fake"\nroot = "d"\n')
+    with pytest.raises(ConfigError) as err:
+        load_config(cfg, get_registry())
+    text = str(err.value)
+    assert "agents: expected [[agents]] tables, got int" in text
+    assert "judges: expected [[judges]] tables, got str" in text
+    assert "backends: expected tables [backends.NAME], got str" in text
