@@ -88,3 +88,10 @@ def test_compact_slides_keep_text_formatting_and_boxes_in_points():
     assert shape["paragraphs"][0]["runs"] == [{"text": "Hello", "size": 18.0, "bold": True, "color": "000000"}]
     block = summary_block("TARGET", summary, [2], 10_000)
     assert block.startswith("### TARGET deck: 2 slides, 720.0x540.0 pt; showing slides [2]")
+
+
+@pytest.mark.parametrize("text", ["[" * 100_000, "```json\n" + "[" * 100_000 + "\n```", '{"a":' * 100_000])
+def test_absurdly_nested_json_is_a_parse_error(text):
+    """Deep nesting makes json raise RecursionError; it must surface as an unreadable answer."""
+    with pytest.raises(ScoreParseError):
+        parse_score(text)

@@ -90,7 +90,7 @@ def parse_score(text: str | None) -> ParsedScore:
     stripped = text.strip()
     try:
         return _from_object(json.loads(stripped), "json")
-    except json.JSONDecodeError:
+    except (json.JSONDecodeError, RecursionError):  # RecursionError: absurdly deep nesting
         pass
     except ScoreParseError as exc:
         problems.append(str(exc))
@@ -100,13 +100,18 @@ def parse_score(text: str | None) -> ParsedScore:
             return _from_object(json.loads(body), "fenced")
         except json.JSONDecodeError as exc:
             problems.append(f"fenced block is not JSON ({exc.msg})")
+        except RecursionError:
+            problems.append("fenced block is nested too deeply to read")
         except ScoreParseError as exc:
             problems.append(str(exc))
-    for value in embedded_json(text, openers="{", limit=20):
-        try:
-            return _from_object(value, "embedded")
-        except ScoreParseError as exc:
-            problems.append(str(exc))
+    try:
+        for value in embedded_json(text, openers="{", limit=20):
+            try:
+                return _from_object(value, "embedded")
+            except ScoreParseError as exc:
+                problems.append(str(exc))
+    except RecursionError:
+        problems.append("an embedded JSON object is nested too deeply to read")
     lines = [ln for ln in stripped.splitlines() if ln.strip()]
     for candidate in [stripped] + ([lines[0], lines[-1]] if lines else []):
         m = _BARE_RE.match(candidate)
