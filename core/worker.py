@@ -55,6 +55,7 @@ def main(spec_path: str) -> int:
     outcome: dict[str, Any]
     components = None
     clients: list[Any] = []
+    setting_up = True  # a failure before the agent is built is the harness's, never the agent's
     try:
         from .components import Components
         from .config import load_config
@@ -76,6 +77,7 @@ def main(spec_path: str) -> int:
             clients.append(client)
             return client
 
+        setting_up = False
         agent = components.build(agent_cfg, model=model)
         task = Task.from_json(spec["task"])
         workspace = Workspace(
@@ -92,7 +94,7 @@ def main(spec_path: str) -> int:
     except BaseException as exc:  # noqa: BLE001 - every failure is reported to the runner
         outcome = {
             "ok": False,
-            "status": classify_exception(exc),
+            "status": "infra_error" if setting_up else classify_exception(exc),
             "error": f"{type(exc).__name__}: {exc}",
             "traceback": traceback.format_exc(limit=20),
         }

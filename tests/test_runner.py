@@ -204,3 +204,17 @@ def test_reference_resave_failure_is_an_infra_error(tmp_path, fake_plugins, monk
     Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
     row = rows_of(tmp_path / "out")[0]
     assert row["status"] == "infra_error" and "tool crashed" in row["error"]
+
+
+def test_worker_setup_failure_is_an_infra_error(tmp_path):
+    """A worker that cannot even load the config (the harness's fault) never charges the agent."""
+    from pptarena.worker import main as worker_main
+
+    spec = tmp_path / "spec.json"
+    result = tmp_path / "result.json"
+    spec.write_text(json.dumps({"config_path": str(tmp_path / "gone.toml"), "agent_index": 0, "task": {},
+                                "workspace": {}, "result_path": str(result)}))
+    assert worker_main(str(spec)) == 0
+    outcome = json.loads(result.read_text())
+    assert outcome["ok"] is False and outcome["status"] == "infra_error"
+    assert "gone.toml does not exist" in outcome["error"]
