@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from pptarena.plugins.judges.rubric_llm import deterministic_reason, parse_llm_score
+from pptarena.plugins.judges.rubric_llm import deterministic_reason, format_prompt, parse_llm_score
 from pptarena.types import InfraError, JudgeError, Task
 from rubric_fixtures import (  # noqa: F401 - fixtures
     edit_title,
@@ -219,3 +219,19 @@ def test_registered_with_validated_options(tmp_path):
     for bad in ({"lamda": 0.3}, {"lam": 1.5}, {"strategy": "median"}, {"model": "no-backend"}):
         with pytest.raises(ValidationError):
             spec.options_model(**bad)
+
+
+def test_llm_scorer_prompts_cannot_reach_private_attributes_or_blow_up():
+    """llm-leaf prompts are str.format-ed in the judge process: the context's fields work, nothing else."""
+    from pptarena.plugins.judges.rubric_child import SlideScreenshot, llm_call
+
+    ctx = {"llm_call": llm_call, "modified_ppt_path": "/d/pred.pptx",
+           "modified_ppt_screenshots": [SlideScreenshot(1, "/d/s1.png", "256")]}
+    text = format_prompt("Grade {modified_ppt_path} {{kept}} {modified_ppt_screenshots[0].image_path}", ctx)
+    assert text == "Grade /d/pred.pptx {kept} /d/s1.png"
+    assert format_prompt("no context {x}", {}) == "no context {x}"  # ai-rubric formats only with a context
+    # plain str.format would put the whole environment (API keys) into the prompt and the evidence
+    with pytest.raises(ValueError, match="private attribute"):
+        format_prompt("{llm_call.__globals__[mimetypes].os.environ}", ctx)
+    with pytest.raises(ValueError, match="too wide"):
+        format_prompt("{modified_ppt_path:>999999999}", ctx)

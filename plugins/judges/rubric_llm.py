@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import json
 import re
+import string
 from collections.abc import Sequence
 from typing import Any
 
@@ -68,6 +69,34 @@ def parse_llm_score(text: str) -> tuple[float, str]:
     return found, " ".join(reasons)
 
 
+MAX_FORMAT_WIDTH_DIGITS = 4  # a format spec may pad to at most 9999 characters
+
+
+class _RubricFormatter(string.Formatter):
+    """``str.format`` for rubric prompts (untrusted text run in the judge process).
+
+    Plain names and attribute / index access work as in ``str.format``, but no segment may
+    start with ``_`` (so ``{llm_call.__globals__[...]}`` cannot walk to modules and the
+    environment), and format-spec widths are bounded (no ``{x:>999999999}`` memory bomb).
+    """
+
+    def get_field(self, field_name: str, args: Any, kwargs: Any) -> Any:
+        segments = re.split(r"[.\[\]]", field_name)
+        if any(seg.strip().startswith("_") for seg in segments if seg):
+            raise ValueError(f"rubric prompt field {{{field_name}}} reaches a private attribute")
+        return super().get_field(field_name, args, kwargs)
+
+    def format_field(self, value: Any, format_spec: str) -> Any:
+        if any(len(run) > MAX_FORMAT_WIDTH_DIGITS for run in re.findall(r"\d+", format_spec)):
+            raise ValueError(f"rubric prompt format spec {format_spec!r} is too wide")
+        return super().format_field(value, format_spec)
+
+
+def format_prompt(template: str, context: dict[str, Any]) -> str:
+    """``template.format(**context)`` as ai-rubric does it, made safe for untrusted templates."""
+    return _RubricFormatter().vformat(template, (), context) if context else template
+
+
 def score_llm_leaf(scorer: LLMScorer, context: dict[str, Any], client: Any | None) -> tuple[float, str, list[dict[str, Any]]]:
     """Score one ``llm`` leaf; returns ``(score, reason, calls)``.
 
@@ -78,8 +107,8 @@ def score_llm_leaf(scorer: LLMScorer, context: dict[str, Any], client: Any | Non
 
     if client is None:
         raise RuntimeError("llm scorer: no model is configured for the rubric judge (set its 'model' option)")
-    system = scorer.system_prompt.format(**context) if context else scorer.system_prompt
-    user = scorer.user_prompt.format(**context) if context else scorer.user_prompt
+    system = format_prompt(scorer.system_prompt, context)
+    user = format_prompt(scorer.user_prompt, context)
     call: dict[str, Any] = {"kind": "llm_scorer", "system": system, "prompt": user, "params": {"temperature": LLM_SCORER_TEMPERATURE}}
     try:
         completion = client.complete([Message.system(system), Message.user(user)], temperature=LLM_SCORER_TEMPERATURE)
