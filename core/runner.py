@@ -325,10 +325,32 @@ class Runner:
             row["status"], row["error"] = "infra_error", str(exc)
             return False
 
+    @staticmethod
+    def _new_row(agent: ComponentConfig, task: Task, usage: dict[str, Any]) -> dict[str, Any]:
+        return {
+            "agent": agent.label,
+            "task_id": task.id,
+            "status": "scored",
+            "scores": {},
+            "error": None,
+            "duration_s": 0.0,
+            "usage": dict(usage),
+            "metadata": task.metadata,
+        }
+
     def run_pair(self, agent: ComponentConfig, task: Task) -> dict[str, Any] | None:
         """Run one agent on one task, judge it and append the result (None if interrupted)."""
         t0 = time.monotonic()
-        ws = self._workspace(agent, task)
+        try:
+            ws = self._workspace(agent, task)
+        except OSError as exc:  # cannot copy the input deck or write the task folder: the harness's fault
+            if self._stop.is_set():
+                return None
+            failed = self._new_row(agent, task, {})
+            failed.update(status="infra_error", error=f"could not prepare the workspace: {exc}")
+            failed["duration_s"] = round(time.monotonic() - t0, 3)
+            self.store.append(failed)
+            return failed
         in_process = bool(getattr(agent.spec.factory, "in_process", False))
         try:
             outcome = (self._run_agent_in_process if in_process else self._run_agent_in_worker)(agent, task, ws)
@@ -336,16 +358,7 @@ class Runner:
             outcome = {"ok": False, "status": "infra_error", "error": f"could not run the agent: {exc}"}
         if self._stop.is_set():
             return None
-        row: dict[str, Any] = {
-            "agent": agent.label,
-            "task_id": task.id,
-            "status": "scored",
-            "scores": {},
-            "error": None,
-            "duration_s": 0.0,
-            "usage": dict(outcome.get("model_usage") or {}),
-            "metadata": task.metadata,
-        }
+        row = self._new_row(agent, task, outcome.get("model_usage") or {})
         details: dict[str, Any] = {}
         if not outcome.get("ok"):
             row["status"] = outcome["status"]
@@ -419,7 +432,8 @@ class Runner:
         self.components.close()
         summary = summarize_results(self.store.read())
         write_json_atomic(self.run_dir / "summary.json", summary)
-        if all((a.label, t.id) in self.store.done() for a in self.config.agents for t in tasks):
+        recorded = self.store.done()
+        if all((a.label, t.id) in recorded for a in self.config.agents for t in tasks):
             self._finish_manifest()
         return summary
 

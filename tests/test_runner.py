@@ -218,3 +218,24 @@ def test_worker_setup_failure_is_an_infra_error(tmp_path):
     outcome = json.loads(result.read_text())
     assert outcome["ok"] is False and outcome["status"] == "infra_error"
     assert "gone.toml does not exist" in outcome["error"]
+
+
+def test_unreadable_input_deck_is_an_infra_error_and_the_run_goes_on(tmp_path, fake_plugins, monkeypatch):
+    import dataclasses
+
+    import pptarena.runner as runner_mod
+
+    real_load = runner_mod.load_tasks
+
+    def one_deck_gone(components):
+        tasks = real_load(components)
+        return [dataclasses.replace(tasks[0], original=tmp_path / "vanished.pptx"), *tasks[1:]]
+
+    monkeypatch.setattr(runner_mod, "load_tasks", one_deck_gone)
+    cfg = config_file(tmp_path, '[[agents]]\nuse = "noop"\n', count=2)
+    Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
+    rows = {r["task_id"]: r for r in rows_of(tmp_path / "out")}
+    assert len(rows) == 2
+    broken, fine = sorted(rows.values(), key=lambda r: r["status"] != "infra_error")
+    assert broken["status"] == "infra_error" and "could not prepare the workspace" in broken["error"]
+    assert fine["status"] == "scored"
