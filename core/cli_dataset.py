@@ -129,6 +129,7 @@ def _export_ppteval(tasks: list[Task], out: Path, notes: list[str]) -> None:
     decks, targets = _DeckPool(out, "data/files/PowerPoint"), _DeckPool(out, "data/files/targets")
     registry: dict[str, Any] = {}
     no_rubric = []
+    rubric_names: set[str] = set()  # lower-cased: ids that clean to one file name must not overwrite
     for task in tasks:
         misc: dict[str, Any] = {}
         difficulty = task.metadata.get("difficulty")
@@ -144,7 +145,12 @@ def _export_ppteval(tasks: list[Task], out: Path, notes: list[str]) -> None:
         misc["pptarena"] = {k: v for k, v in extension.items() if v not in (None, [], "")}
         entry: dict[str, Any] = {"goal": task.instruction}
         if task.rubric is not None:
-            rubric_name = _safe_file_name(task.id) + ".json"
+            stem = _safe_file_name(task.id)
+            rubric_name, n = stem + ".json", 1
+            while rubric_name.lower() in rubric_names:
+                n += 1
+                rubric_name = f"{stem}-{n}.json"
+            rubric_names.add(rubric_name.lower())
             (registry_dir / "rubrics" / rubric_name).write_text(
                 json.dumps(task.rubric, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
             entry["rubric_path"] = f"task_registry/rubrics/{rubric_name}"

@@ -278,3 +278,14 @@ def test_docs_rubric_example_is_valid_and_checks_the_edit(demo_tasks):
     task = next(t for t in demo_tasks if t.id == "birds-title-colour")
     assert score_tree(rubric["root"], task.original, task.target, {}) == 1.0
     assert score_tree(rubric["root"], task.original, task.original, {}) == 0.0
+
+
+def test_ppteval_export_keeps_rubrics_of_ids_that_clean_to_one_file_name(demo_tasks, tmp_path):
+    from dataclasses import replace
+
+    a, b = demo_tasks[0], demo_tasks[1]
+    assert a.rubric != b.rubric
+    clash = [replace(a, id="deck:1"), replace(b, id="deck?1")]  # both become deck_1.json
+    export_dataset(clash, "ppteval", tmp_path / "clash")
+    loaded = {t.id: t.rubric for t in load_ppteval_tasks(tmp_path / "clash")}
+    assert loaded == {"deck:1": a.rubric, "deck?1": b.rubric}
