@@ -7,7 +7,7 @@ import textwrap
 
 import pytest
 from agents_fixtures import deck_texts, events, make_task, scripted_workspace
-from pptarena.types import AgentError
+from pptarena.types import AgentError, ComponentUnavailable
 from pydantic import SecretStr
 
 EDIT_SCRIPT = textwrap.dedent(
@@ -99,5 +99,5 @@ def test_command_options_are_checked(tmp_path):
     with pytest.raises(ValueError, match="empty"):
         make_agent(tmp_path, command="")
     ws, _ = scripted_workspace(tmp_path, [])
-    with pytest.raises(AgentError, match="command not found"):
+    with pytest.raises(ComponentUnavailable, match="command not found"):
         make_agent(tmp_path, command=["/no/such/agent-binary"]).edit(make_task(tmp_path), ws)

@@ -17,7 +17,8 @@ exit). ``env`` adds variables (values may be ``{ env = "VAR" }`` secrets; they
 never reach a log). stdout and stderr go to ``cli.stdout.txt`` and
 ``cli.stderr.txt`` in the task folder. The command runs in its own process
 group, killed on ``timeout``. No output deck → :class:`AgentError` naming the
-expected path.
+expected path; a program that cannot be started (not found, not executable) →
+:class:`ComponentUnavailable` (recorded as ``infra_error``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from typing import Any
 
 import pptarena
 from pptarena.procs import run_in_session
-from pptarena.types import AgentError, Component, Options, Prediction, Task, Workspace
+from pptarena.types import AgentError, Component, ComponentUnavailable, Options, Prediction, Task, Workspace
 from pydantic import Field, SecretStr, field_validator
 
 RESERVED = ("TASK.md", "OUTPUT_INSTRUCTIONS.md", "inputs", "output")
@@ -169,10 +170,10 @@ class CommandAgent(Component):
                 code, timed_out = run_in_session(
                     argv, cwd=cwd, env=self.environment(), stdout=out, stderr=err, timeout=timeout
                 )
-        except FileNotFoundError as exc:
-            raise AgentError(f"command not found: {argv[0]!r} ({exc.strerror})") from None
+        except FileNotFoundError as exc:  # the program is missing here: infra_error, not the agent's failure
+            raise ComponentUnavailable(f"command not found: {argv[0]!r} ({exc.strerror})") from None
         except OSError as exc:
-            raise AgentError(f"cannot start command {argv[0]!r}: {exc}") from None
+            raise ComponentUnavailable(f"cannot start command {argv[0]!r}: {exc}") from None
         duration = round(time.monotonic() - started, 3)
         workspace.log.write("command_end", returncode=code, timed_out=timed_out, duration_s=duration,
                             stdout=str(out_file), stderr=str(err_file))
