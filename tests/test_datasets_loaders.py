@@ -350,3 +350,24 @@ def test_datasets_are_registered_through_entry_points(tmp_path):
     assert len(list(demo.tasks())) == 3
     with pytest.raises(ValidationError, match="decks_directory"):
         registry.get("datasets", "ppteval").options_model.model_validate({"root": ".", "decks_directory": "x"})
+
+
+def test_rubric_validation_accepts_exactly_what_the_rubric_judge_loads():
+    """A rubric the dataset accepts must not be refused (or silently broken) when the judge runs it."""
+    from pptarena.plugins.judges.rubric_tree import RubricError, compile_leaves, load_rubric
+
+    body = 'def compute_score():\n    return "ok", 1.0\n'
+
+    def one_leaf(code):
+        return {"root": {"name": "r", "children": [{"name": "l", "scorer": {"type": "function", "function_code": code}}]}}
+
+    fenced = one_leaf("```python\n" + body + "```")
+    assert rubric_problems(fenced) == [] and compile_leaves(load_rubric(fenced)) == []
+    other_fence = one_leaf("```py\n" + body + "```")  # ai-rubric strips only a ```python fence
+    assert compile_leaves(load_rubric(other_fence))  # the judge cannot compile it ...
+    assert "not valid Python" in "\n".join(rubric_problems(other_fence))  # ... so the dataset refuses it
+    wide = {"root": {"name": "r", "children": [
+        {"name": f"l{i}", "scorer": {"type": "function", "function_code": body}} for i in range(600)]}}
+    with pytest.raises(RubricError, match="more than 500 nodes"):
+        load_rubric(wide)
+    assert "more than 500 nodes" in "\n".join(rubric_problems(wide))

@@ -25,8 +25,8 @@ MAX_INDEX_BYTES = 32 * 1024 * 1024
 MAX_RUBRIC_BYTES = 2 * 1024 * 1024
 #: Largest ``function_code`` of one rubric leaf (characters).
 MAX_LEAF_CODE_CHARS = 200_000
-#: Most nodes and deepest nesting a rubric tree may have.
-MAX_RUBRIC_NODES = 2_000
+#: Most nodes and deepest nesting a rubric tree may have (the rubric judge refuses more than 500 nodes).
+MAX_RUBRIC_NODES = 500
 MAX_RUBRIC_DEPTH = 16
 #: Scorer types a rubric leaf may use (ai-rubric's registry).
 SCORER_TYPES = ("function", "llm")
@@ -167,10 +167,17 @@ def check_decks_exist(tasks: Iterable[Task], *, source: str, hint: str = "") -> 
 
 
 def strip_code_fence(code: str) -> str:
-    """Remove a ```` ```python ```` fence around leaf code, as ai-rubric's loader does."""
-    lines = code.strip().splitlines()
-    if lines and lines[0].strip().startswith("```") and lines[-1].strip() == "```":
-        return "\n".join(lines[1:-1])
+    """Remove a ```` ```python ```` fence around leaf code, as ai-rubric's loader (and the rubric judge) do.
+
+    Only a first line starting with ```` ```python ```` counts; any other fence stays and so fails
+    to parse here, exactly as it would fail when the judge runs the leaf.
+    """
+    lines = code.strip("\n").splitlines()
+    if lines and lines[0].lstrip().startswith("```python"):
+        lines = lines[1:]
+        if lines and lines[-1].strip() == "```":
+            lines = lines[:-1]
+        return "\n".join(lines) + "\n"
     return code
 
 
