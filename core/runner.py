@@ -53,11 +53,15 @@ class RunInterrupted(PptArenaError):
 
 
 def safe_name(text: str) -> str:
-    """A file-system-safe folder name for a task id or label."""
+    """A file-system-safe folder name (at most 120 characters) for a task id or label.
+
+    Names that had to be changed or shortened end in a hash of the original, so
+    two different ids never share a folder.
+    """
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "task"
-    if cleaned != text:
-        cleaned += "-" + hashlib.sha1(text.encode()).hexdigest()[:6]
-    return cleaned[:120]
+    if cleaned != text or len(cleaned) > 120:
+        cleaned = cleaned[:113] + "-" + hashlib.sha1(text.encode()).hexdigest()[:6]
+    return cleaned
 
 
 def config_hash(config: RunConfig) -> str:

@@ -239,3 +239,11 @@ def test_unreadable_input_deck_is_an_infra_error_and_the_run_goes_on(tmp_path, f
     broken, fine = sorted(rows.values(), key=lambda r: r["status"] != "infra_error")
     assert broken["status"] == "infra_error" and "could not prepare the workspace" in broken["error"]
     assert fine["status"] == "scored"
+
+
+def test_safe_names_of_long_ids_do_not_collide():
+    from pptarena.runner import safe_name
+
+    a, b = "x" * 130 + "a", "x" * 130 + "b"
+    assert safe_name(a) != safe_name(b) and len(safe_name(a)) <= 120
+    assert safe_name("case-1") == "case-1" and safe_name("Case 1: a/b").startswith("Case_1_a_b-")
