@@ -371,3 +371,26 @@ def test_rubric_validation_accepts_exactly_what_the_rubric_judge_loads():
     with pytest.raises(RubricError, match="more than 500 nodes"):
         load_rubric(wide)
     assert "more than 500 nodes" in "\n".join(rubric_problems(wide))
+
+
+def test_ppteval_pptarena_extension_is_validated(tmp_path):
+    """misc.pptarena (our extension): one category string is a one-element list, bad types are errors."""
+    registry = tmp_path / "task_registry"
+    (registry / "rubrics").mkdir(parents=True)
+    (registry / "rubrics" / "ok.json").write_text(json.dumps(_rubric()), encoding="utf-8")
+
+    def write(ext):
+        (registry / "tasks.json").write_text(json.dumps({"deck-001": {
+            "goal": "g", "rubric_path": "task_registry/rubrics/ok.json", "tags": ["powerpoint"],
+            "misc": {"difficulty": "Easy", "pptarena": ext}, "file_path": "data/files/PowerPoint/deck.pptx"}}),
+            encoding="utf-8")
+
+    write({"category": "Content"})
+    [task] = load_ppteval_tasks(tmp_path, check_decks=False)
+    assert task.metadata["category"] == ["Content"]
+    write({"category": [1, 2], "style_target": 5})
+    with pytest.raises(DatasetError, match="category must be a list of strings"):
+        load_ppteval_tasks(tmp_path, check_decks=False)
+    write({"style_target": 5})
+    with pytest.raises(DatasetError, match="style_target must be a string"):
+        load_ppteval_tasks(tmp_path, check_decks=False)

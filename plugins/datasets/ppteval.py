@@ -81,6 +81,14 @@ def _extension(entry: dict[str, Any], where: str) -> dict[str, Any]:
     ext = entry.get("misc", {}).get("pptarena") or {}
     if not isinstance(ext, dict):
         raise DatasetError(f"{where}: misc.pptarena must be an object")
+    category = ext.get("category")
+    if isinstance(category, str):  # one category: a one-element list (list("Content") would split it)
+        ext = {**ext, "category": [category]}
+    elif category is not None and not (isinstance(category, list) and all(isinstance(c, str) for c in category)):
+        raise DatasetError(f"{where}: misc.pptarena.category must be a list of strings")
+    for key in ("style_target", "edit_type", "target"):
+        if ext.get(key) is not None and not isinstance(ext[key], str):
+            raise DatasetError(f"{where}: misc.pptarena.{key} must be a string")
     return ext
 
 
