@@ -96,6 +96,34 @@ def choose_run_dir(config: RunConfig, out: str | None, new: bool = False) -> tup
     return runs / f"{config.stem}-{stamp}", False
 
 
+def _agent_tables(config: dict[str, Any]) -> dict[str, Any]:
+    tables = config.get("agents", [config["agent"]] if "agent" in config else [])
+    if isinstance(tables, dict):
+        tables = [tables]
+    labels = {}
+    for t in tables:
+        if isinstance(t, dict):
+            labels[str(t.get("label") or t.get("use") or "?").rpartition(":")[2]] = t
+    return labels
+
+
+def resume_conflicts(previous: dict[str, Any], current: dict[str, Any]) -> list[str]:
+    """How a config differs from the one a run folder was started with, in ways that make old results stale.
+
+    The dataset, renderer, judges and backends must be the same, and every agent label present in
+    both must have the same table. Adding agents (or changing ``[run]``) is fine.
+    """
+    problems = []
+    for key in ("dataset", "renderer", "judges", "backends"):
+        if previous.get(key) != current.get(key):
+            problems.append(f"[{key}] differs")
+    before, after = _agent_tables(previous), _agent_tables(current)
+    for label in sorted(set(before) & set(after)):
+        if before[label] != after[label]:
+            problems.append(f"agent {label!r} differs")
+    return problems
+
+
 def select_tasks(tasks: list[Task], globs: list[str], limit: int | None) -> list[Task]:
     """Filter tasks by id globs, then keep the first ``limit``."""
     if globs:
@@ -182,6 +210,23 @@ class Runner:
             "platform": platform.platform(),
         }
         write_json_atomic(path, manifest)
+
+    def _check_resume(self) -> None:
+        """Refuse to mix results of two different configs in one run folder."""
+        path = self.run_dir / "manifest.json"
+        if not path.exists() or not self.store.read():
+            return
+        try:
+            previous = json.loads(path.read_text()).get("config") or {}
+        except ValueError:
+            return
+        problems = resume_conflicts(previous, self.config.redacted())
+        if problems:
+            raise PptArenaError(
+                f"{self.run_dir} holds results of a different config ({'; '.join(problems)}), so resuming would mix "
+                "them. Use another --out (or --new), or re-judge the existing predictions with "
+                f"`arena rescore {self.run_dir} --config {self.config.path}`."
+            )
 
     def _finish_manifest(self) -> None:
         path = self.run_dir / "manifest.json"
@@ -399,6 +444,7 @@ class Runner:
     def run(self) -> dict[str, Any]:
         """Run every pending pair; returns the summary (also written to summary.json)."""
         tasks = select_tasks(load_tasks(self.components), self.task_globs, self.limit)
+        self._check_resume()
         self._write_manifest(tasks)
         done = self.store.done(self.retry_statuses)
         pending = [(a, t) for a in self.config.agents for t in tasks if (a.label, t.id) not in done]

@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
 from pptarena.config import load_config
 from pptarena.registry import get_registry
 from pptarena.runner import Runner
@@ -247,3 +248,17 @@ def test_safe_names_of_long_ids_do_not_collide():
     a, b = "x" * 130 + "a", "x" * 130 + "b"
     assert safe_name(a) != safe_name(b) and len(safe_name(a)) <= 120
     assert safe_name("case-1") == "case-1" and safe_name("Case 1: a/b").startswith("Case_1_a_b-")
+
+
+def test_resume_refuses_a_changed_config_but_accepts_a_new_agent(tmp_path, fake_plugins):
+    from pptarena.types import PptArenaError
+
+    cfg = config_file(tmp_path, '[[agents]]\nuse = "noop"\n', count=1)
+    Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
+    cfg.write_text(cfg.read_text() + '[[agents]]\nuse = "slowcopy"\n')  # adding an agent resumes
+    Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
+    assert sorted(r["agent"] for r in rows_of(tmp_path / "out")) == ["noop", "slowcopy"]
+    cfg.write_text(cfg.read_text().replace('use = "title"', 'use = "title"\nlabel = "other"'))
+    with pytest.raises(PptArenaError, match=r"\[judges\] differs.*arena rescore"):
+        Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
+    assert len(rows_of(tmp_path / "out")) == 2
