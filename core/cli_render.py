@@ -75,7 +75,7 @@ def render_command(
     except (PptArenaError, LookupError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     try:
-        results = render_decks(renderer, list(decks), out)
+        results = render_decks(renderer, list(dict.fromkeys(d.resolve() for d in decks)), out)
     except (PptArenaError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     finally:

@@ -194,7 +194,7 @@ def load_pptarena_tasks(
     tasks = _filter(tasks, "edit_type", edit_types, source)
     tasks = select_ids(tasks, list(ids), source=source)
     if check_decks:
-        check_decks_exist(tasks, source=f"{source}, deck paths relative to {deck_root}")
+        check_decks_exist(tasks, source=f"{source}, deck paths relative to {deck_root}", hint=DOWNLOAD_HINT)
     return tasks
 
 
@@ -214,6 +214,12 @@ def _filter(tasks: list[Task], key: str, wanted: Iterable[str], source: str) -> 
         raise DatasetError(f"{source}: no case has {key} {unknown} (known: {sorted(known)})")
     return [t for t in tasks if values(t) & wanted_lower]
 
+
+DOWNLOAD_HINT = (
+    "PPTArena's decks come with the dataset (https://huggingface.co/datasets/mofengenden/PPTArena); "
+    "point option 'root' at the folder holding evaluation_pairs_refined.json and the deck folders, "
+    "with names exactly as the index writes them."
+)
 
 class PptArenaDataset(Component):
     """PPTArena cases with their human ground-truth decks (see docs/datasets.md)."""
