@@ -38,6 +38,15 @@ for p in "${OPTIONAL[@]}"; do
   fi
 done
 
+if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  for candidate in python3.13 python3.12 python3.11; do
+    if command -v "$candidate" >/dev/null; then PYTHON="$candidate"; break; fi
+  done
+fi
+if ! "$PYTHON" -c 'import sys; sys.exit(sys.version_info < (3, 11))' 2>/dev/null; then
+  echo "pptarena needs Python >= 3.11; found $("$PYTHON" --version 2>&1). Install python3.11 (or newer) and rerun with PYTHON=python3.11." >&2
+  exit 1
+fi
 if [ ! -x .venv/bin/python ]; then
   "$PYTHON" -m venv .venv
 fi
