@@ -135,3 +135,36 @@ def test_too_many_entries(tmp_path, monkeypatch):
     monkeypatch.setattr(read, "MAX_ENTRIES", 40)
     with pytest.raises(DeckError, match="zip entries"):
         slide_ids(path)
+
+
+@pytest.mark.parametrize("colour", [
+    b'<a:srgbClr val="112233"><a:alpha val="inf"/></a:srgbClr>',
+    b'<a:srgbClr val="112233"><a:tint val="nan"/></a:srgbClr>',
+    b'<a:srgbClr val="112233"><a:lumMod val="1e999"/></a:srgbClr>',
+    b'<a:srgbClr val="GGGGGG"><a:lumMod val="50000"/></a:srgbClr>',
+    b'<a:hslClr hue="-5" sat="900000000" lum="50000"/>',
+])
+def test_colour_values_out_of_range_never_crash(tmp_path, colour):
+    """Non-finite percentages, non-hex RGB and out-of-range HSL: the deck reads, colours stay 6-hex or absent."""
+    import io
+
+    from pptx import Presentation
+    from pptx.dml.color import RGBColor
+    from pptx.util import Inches
+
+    prs = Presentation()
+    box = prs.slides.add_slide(prs.slide_layouts[6]).shapes.add_textbox(Inches(1), Inches(1), Inches(2), Inches(1))
+    box.fill.solid()
+    box.fill.fore_color.rgb = RGBColor(0x11, 0x22, 0x33)
+    buf = io.BytesIO()
+    prs.save(buf)
+    with zipfile.ZipFile(io.BytesIO(buf.getvalue())) as z:
+        members = {i.filename: z.read(i) for i in z.infolist()}
+    slide = "ppt/slides/slide1.xml"
+    assert b'<a:srgbClr val="112233"/>' in members[slide]
+    members[slide] = members[slide].replace(b'<a:srgbClr val="112233"/>', colour)
+    path = write(members, tmp_path / "colour.pptx")
+    fill = summarize(path)["slides"][0]["shapes"][0]["fill"]
+    assert fill["type"] == "solid"
+    rgb = (fill["color"] or {}).get("rgb")
+    assert rgb is None or re.fullmatch(r"[0-9A-F]{6}", rgb), rgb

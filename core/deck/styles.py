@@ -8,6 +8,8 @@ Luminance/tint/shade modifiers are applied so a theme colour resolves to the RGB
 from __future__ import annotations
 
 import colorsys
+import math
+import re
 from typing import Any
 
 from lxml import etree
@@ -29,6 +31,7 @@ _PRESET = {
 }
 _COLOR_TAGS = {A + t for t in ("srgbClr", "schemeClr", "sysClr", "prstClr", "scrgbClr", "hslClr")}
 _FILL_TAGS = {A + t: t for t in ("noFill", "solidFill", "gradFill", "blipFill", "pattFill", "grpFill")}
+_HEX6 = re.compile(r"[0-9A-F]{6}")
 
 
 def local(el: etree._Element) -> str:
@@ -75,10 +78,10 @@ def _base_rgb(el: etree._Element, theme_colors: dict[str, str], cmap: dict[str, 
     name = local(el)
     if name == "srgbClr":
         val = (el.get("val") or "").upper()
-        return val if len(val) == 6 else None
+        return val if _HEX6.fullmatch(val) else None
     if name == "sysClr":
         val = (el.get("lastClr") or "").upper()
-        return val if len(val) == 6 else ("000000" if el.get("val") == "windowText" else "FFFFFF")
+        return val if _HEX6.fullmatch(val) else ("000000" if el.get("val") == "windowText" else "FFFFFF")
     if name == "prstClr":
         return _PRESET.get(el.get("val") or "")
     if name == "schemeClr":
@@ -97,17 +100,18 @@ def _base_rgb(el: etree._Element, theme_colors: dict[str, str], cmap: dict[str, 
             lum = int(el.get("lum") or 0) / 100000
         except ValueError:
             return None
-        r, g, b = colorsys.hls_to_rgb(h, lum, s)
-        return f"{round(r * 255):02X}{round(g * 255):02X}{round(b * 255):02X}"
+        r, g, b = colorsys.hls_to_rgb(h % 1.0, max(0.0, min(1.0, lum)), max(0.0, min(1.0, s)))
+        return "".join(f"{max(0, min(255, round(c * 255))):02X}" for c in (r, g, b))
     return None
 
 
 def _pct(el: etree._Element) -> float | None:
     raw = el.get("val") or ""
     try:
-        return float(raw.rstrip("%")) / (100 if raw.endswith("%") else 100000)
+        val = float(raw.rstrip("%")) / (100 if raw.endswith("%") else 100000)
     except ValueError:
         return None
+    return val if math.isfinite(val) else None  # "inf"/"nan"/"1e999" parse as floats
 
 
 def _apply_mods(rgb: str, el: etree._Element) -> tuple[str, int | None]:
