@@ -7,9 +7,9 @@ value that moved from inherited to explicit without changing is not an edit.
 
 from __future__ import annotations
 
-import difflib
 from typing import Any
 
+from .align import matching_blocks, opcodes
 from .match import lis_indices, match_shapes
 
 RUN_PROPS = ("font", "size", "bold", "italic", "underline", "color")
@@ -81,9 +81,8 @@ def _format_edits(pa: dict[str, Any], pb: dict[str, Any], ctx: tuple[int | None,
         aligned = [(k, k) for k in range(min(len(ca), len(cb)))]
     else:
         aligned = []
-        matcher = difflib.SequenceMatcher(None, text_a[:MAX_CHARS], text[:MAX_CHARS], autojunk=False)
-        for block in matcher.get_matching_blocks():
-            aligned.extend((block.a + k, block.b + k) for k in range(block.size))
+        for ia, jb, size in matching_blocks(text_a[:MAX_CHARS], text[:MAX_CHARS]):
+            aligned.extend((ia + k, jb + k) for k in range(size))
     aligned = [(i, j) for i, j in aligned if i < len(ca) and j < len(cb)]
     for k, prop in enumerate(RUN_PROPS):
         start: int | None = None
@@ -137,8 +136,7 @@ def text_edits(paras_a: list[dict[str, Any]], paras_b: list[dict[str, Any]],
                 out += _para_edits(pa, pb, ctx, f"{base}/p{i}")
                 out += _format_edits(pa, pb, ctx, f"{base}/p{i}")
         return out
-    matcher = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+    for op, i1, i2, j1, j2 in opcodes(ta, tb):
         if op == "equal":
             for i, j in zip(range(i1, i2), range(j1, j2), strict=True):
                 if paras_a[i] != paras_b[j]:

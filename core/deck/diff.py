@@ -7,12 +7,12 @@ order. See docs/deck.md for the edit kinds and their ``path`` values.
 
 from __future__ import annotations
 
-import difflib
 import json
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from .align import opcodes
 from .compare import _fill_key, edit, tree_edits
 from .match import lis_indices, match_slides
 from .summary import summarize
@@ -98,8 +98,7 @@ def align_animations(a: list[dict[str, Any]], b: list[dict[str, Any]],
     keys_a = [_anim_key(e, id_map) for e in a]
     keys_b = [_anim_key(e, None) for e in b]
     out: list[tuple[int | None, int | None, bool]] = []
-    matcher = difflib.SequenceMatcher(None, keys_a, keys_b, autojunk=False)
-    for op, i1, i2, j1, j2 in matcher.get_opcodes():
+    for op, i1, i2, j1, j2 in opcodes(keys_a, keys_b):
         if op == "equal":
             out.extend((i, j, True) for i, j in zip(range(i1, i2), range(j1, j2), strict=True))
             continue

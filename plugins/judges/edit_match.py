@@ -29,13 +29,14 @@ Vocabulary
 
 from __future__ import annotations
 
-import difflib
 import math
 import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
+
+from pptarena.deck.align import ratio
 
 _RANGE_RE = re.compile(r"\[\d+:\d+\]")
 _TEXT_PATH_RE = re.compile(r"^text/p\d+$")
@@ -231,7 +232,7 @@ def text_similarity(a: Any, b: Any) -> float:
         return 1.0
     if not x or not y:
         return 0.0
-    return difflib.SequenceMatcher(None, x, y, autojunk=False).ratio()
+    return ratio(x, y)  # difflib's ratio, with a bounded cost on long repetitive texts
 
 
 def _rgb(value: Any) -> tuple[int, int, int] | None:

@@ -10,11 +10,11 @@ the target did not are collateral damage.
 
 from __future__ import annotations
 
-import difflib
 import re
 from pathlib import Path
 
 from lxml import etree
+from pptarena.deck.align import ratio
 
 CONTENT_PART_RE = re.compile(
     r"^ppt/(?:presentation\.xml|(?:slides|slideLayouts|slideMasters|theme|notesSlides|charts|diagrams|tables)"
@@ -48,7 +48,7 @@ def _similarity(a: list[str] | None, b: list[str] | None) -> float:
         return 1.0
     if not a or not b:
         return 0.0
-    return difflib.SequenceMatcher(None, a, b, autojunk=False).ratio()
+    return ratio(a, b)  # difflib's ratio, with a bounded cost (canonical XML lines repeat a lot)
 
 
 def compare_parts(original: str | Path, target: str | Path, prediction: str | Path) -> dict[str, object]:
