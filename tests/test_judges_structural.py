@@ -237,3 +237,37 @@ def test_fill_where_the_original_had_none_is_judged_by_colour_distance(tmp_path)
                 name="far")
     assert near.score == 1.0
     assert far.score == 0.0
+
+
+def _group_deck(path: Path, child_dx: int) -> Path:
+    """A group drawn at 1/10 of its child coordinate space, with its first child moved ``child_dx`` child EMU."""
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    prs = Presentation()
+    group = prs.slides.add_slide(prs.slide_layouts[6]).shapes.add_group_shape()
+    child = group.shapes.add_shape(1, Inches(1), Inches(1), Inches(1), Inches(1))
+    child.name = "Child"
+    group.shapes.add_shape(1, Inches(3), Inches(3), Inches(1), Inches(1)).name = "Other"
+    xfrm = group._element.grpSpPr.xfrm
+    ch_ext = xfrm.find("{http://schemas.openxmlformats.org/drawingml/2006/main}chExt")
+    ch_ext.set("cx", str(int(xfrm.ext.cx) * 10))
+    ch_ext.set("cy", str(int(xfrm.ext.cy) * 10))
+    child.left = child.left + child_dx
+    prs.save(path)
+    return path
+
+
+def test_position_tolerance_is_a_fraction_of_the_slide_for_shapes_in_groups(tmp_path):
+    """A child moved 10 in (child units) = 1 in on the slide; 0.9 in child units off is 0.9% of the slide."""
+    from pptarena.deck import diff_decks
+    from pptarena.plugins.judges.edit_match import match_edits
+    from pptx.util import Inches
+
+    original = _group_deck(tmp_path / "o.pptx", 0)
+    target = diff_decks(original, _group_deck(tmp_path / "t.pptx", Inches(10)))
+    close = diff_decks(original, _group_deck(tmp_path / "p.pptx", Inches(10.9)))
+    far = diff_decks(original, _group_deck(tmp_path / "f.pptx", Inches(13)))  # 3% of the slide off
+    assert [e["kind"] for e in target.edits] == ["move"]
+    assert [m.credit for m in match_edits(target, close).matches] == [1.0]
+    assert 0.0 < match_edits(target, far).matches[0].credit < 1.0

@@ -322,11 +322,29 @@ def _strip_ids(v: Any) -> Any:
     return v
 
 
+def _slide_space(t: Item, p: Item) -> tuple[Any, Any, Any] | None:
+    """(old, new, got) in slide EMU from the diffs' ``abs_old``/``abs_new`` when both edits carry them.
+
+    A shape inside a group has its position/size in the group's child coordinates, which a group
+    drawn at another scale stretches or shrinks; the position tolerance is a fraction of the slide.
+    """
+    dt, dp = t.edit.get("detail"), p.edit.get("detail")
+    if not (isinstance(dt, dict) and isinstance(dp, dict)):
+        return None
+    new, got = dt.get("abs_new"), dp.get("abs_new")
+    if not (isinstance(new, dict) and isinstance(got, dict)):
+        return None
+    return dt.get("abs_old"), new, got
+
+
 def value_credit(t: Item, p: Item, slide: tuple[int, int], tol: Tolerances) -> float:
     """Credit in [0, 1] for prediction edit ``p`` reproducing target edit ``t`` (same key assumed)."""
     old, new, got = t.old, t.new, p.new
     kind = t.kind
     if kind in ("move", "resize"):
+        slide_space = _slide_space(t, p)  # shapes in groups: compare in slide EMU, not child units
+        if slide_space is not None:
+            old, new, got = slide_space
         credit = _geometry_credit(old, new, got, slide, tol.position)
     elif kind in ("fill", "line", "background"):
         credit = _fill_credit(old, new, got, tol)
