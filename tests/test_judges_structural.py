@@ -271,3 +271,15 @@ def test_position_tolerance_is_a_fraction_of_the_slide_for_shapes_in_groups(tmp_
     assert [e["kind"] for e in target.edits] == ["move"]
     assert [m.credit for m in match_edits(target, close).matches] == [1.0]
     assert 0.0 < match_edits(target, far).matches[0].credit < 1.0
+
+
+def test_a_negative_slide_size_does_not_make_every_move_within_tolerance(tmp_path):
+    from pptarena.deck import diff_decks
+    from pptarena.plugins.judges.edit_match import match_edits
+    from pptx.util import Inches
+
+    original = _group_deck(tmp_path / "o.pptx", 0)
+    target = diff_decks(original, _group_deck(tmp_path / "t.pptx", Inches(10)))
+    far = diff_decks(original, _group_deck(tmp_path / "f.pptx", Inches(30)))
+    target.summary_a["slide_size"] = {"cx": -9144000, "cy": -6858000}
+    assert match_edits(target, far).matches[0].credit < 1.0

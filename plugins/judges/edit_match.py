@@ -394,7 +394,9 @@ def match_edits(target_diff: Any, prediction_diff: Any, tol: Tolerances | None =
     """
     tol = tol or Tolerances()
     size = (target_diff.summary_a or {}).get("slide_size") or {}
-    slide = (int(size.get("cx") or 9144000), int(size.get("cy") or 6858000))
+    cx, cy = size.get("cx"), size.get("cy")
+    # a missing, zero or negative (untrusted) slide size would make every position error "within tolerance"
+    slide = (cx if _is_number(cx) and cx > 0 else 9144000, cy if _is_number(cy) and cy > 0 else 6858000)
     t_items = normalise(target_diff)
     p_items = normalise(prediction_diff)
     by_key: dict[tuple[Any, ...], list[Item]] = {}
