@@ -283,3 +283,26 @@ def test_a_negative_slide_size_does_not_make_every_move_within_tolerance(tmp_pat
     far = diff_decks(original, _group_deck(tmp_path / "f.pptx", Inches(30)))
     target.summary_a["slide_size"] = {"cx": -9144000, "cy": -6858000}
     assert match_edits(target, far).matches[0].credit < 1.0
+
+
+def test_matching_stays_linear_for_hundreds_of_added_shapes(tmp_path):
+    """1000 added text boxes in both target and prediction: all matched, via the windowed pairing."""
+    from pptarena.deck import diff_decks
+    from pptarena.plugins.judges import edit_match
+    from pptx import Presentation
+    from pptx.util import Emu
+
+    prs = Presentation()
+    prs.slides.add_slide(prs.slide_layouts[6])
+    prs.save(str(tmp_path / "o.pptx"))
+    for name in ("t", "p"):
+        prs = Presentation(str(tmp_path / "o.pptx"))
+        for i in range(1000):
+            box = prs.slides[0].shapes.add_textbox(Emu(1000 * i), Emu(2000 * i), Emu(100000), Emu(100000))
+            box.text_frame.text = f"box {i}"
+        prs.save(str(tmp_path / f"{name}.pptx"))
+    target, pred = diff_decks(tmp_path / "o.pptx", tmp_path / "t.pptx"), diff_decks(tmp_path / "o.pptx", tmp_path / "p.pptx")
+    assert len(target.edits) >= 1000
+    assert len(target.edits) ** 2 > edit_match.MAX_PAIRS_PER_KEY  # the windowed path is the one under test
+    result = edit_match.match_edits(target, pred)
+    assert all(m.credit == 1.0 for m in result.matches)

@@ -386,11 +386,17 @@ def value_credit(t: Item, p: Item, slide: tuple[int, int], tol: Tolerances) -> f
 # --------------------------------------------------------------------------- matching
 
 
+MAX_PAIRS_PER_KEY = 20_000
+PAIR_WINDOW = 16
+
+
 def match_edits(target_diff: Any, prediction_diff: Any, tol: Tolerances | None = None) -> MatchResult:
     """Pair target edits with prediction edits and compute per-unit recall and precision.
 
     Each prediction edit serves at most one target edit; pairs are chosen greedily, best credit
-    first, among edits with the same key (added shapes: same slide; added slides: any).
+    first, among edits with the same key (added shapes: same slide; added slides: any). When a key
+    holds more than ``MAX_PAIRS_PER_KEY`` pairs, each target edit is compared only with the
+    prediction edits within ``PAIR_WINDOW`` places of its own rank, so the cost stays linear.
     """
     tol = tol or Tolerances()
     size = (target_diff.summary_a or {}).get("slide_size") or {}
@@ -402,11 +408,21 @@ def match_edits(target_diff: Any, prediction_diff: Any, tol: Tolerances | None =
     by_key: dict[tuple[Any, ...], list[Item]] = {}
     for p in p_items:
         by_key.setdefault(p.key, []).append(p)
-    candidates: list[tuple[float, int, int, Item, Item]] = []
+    t_by_key: dict[tuple[Any, ...], list[int]] = {}
     for ti, t in enumerate(t_items):
-        for p in by_key.get(t.key, []):
-            c = value_credit(t, p, slide, tol)
-            candidates.append((c, ti, p.index, t, p))
+        t_by_key.setdefault(t.key, []).append(ti)
+    candidates: list[tuple[float, int, int, Item, Item]] = []
+    for key, t_indices in t_by_key.items():
+        group = by_key.get(key, [])
+        all_pairs = len(t_indices) * len(group) <= MAX_PAIRS_PER_KEY
+        for rank, ti in enumerate(t_indices):
+            t = t_items[ti]
+            # huge groups (hundreds of added shapes on one slide, from an untrusted deck): compare each
+            # target edit only with prediction edits near the same position in order, keeping this linear
+            window = group if all_pairs else group[max(0, rank - PAIR_WINDOW) : rank + PAIR_WINDOW + 1]
+            for p in window:
+                c = value_credit(t, p, slide, tol)
+                candidates.append((c, ti, p.index, t, p))
     candidates.sort(key=lambda c: (-c[0], c[1], c[2]))
     used_t: dict[int, Match] = {}
     used_p: set[int] = set()
