@@ -17,7 +17,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from .models import Completion, ImagePart, Message, Usage
+from .models import Completion, ImagePart, Message, ToolCall, ToolResult, Usage
 
 CACHE_FILE_NAME = "model-cache.sqlite"
 _SCHEMA_VERSION = 1
@@ -39,15 +39,36 @@ def _canonical(value: Any) -> Any:
     return repr(value)
 
 
+def _image_fingerprint(part: ImagePart) -> dict[str, Any]:
+    return {"image": part.media_type, "sha256": hashlib.sha256(part.data).hexdigest()}
+
+
+def _part_fingerprint(part: Any) -> Any:
+    if isinstance(part, ImagePart):
+        return _image_fingerprint(part)
+    if isinstance(part, ToolCall):
+        return {
+            "tool_call": part.id,
+            "name": part.name,
+            "input": _canonical(dict(part.input)),
+            "native": _canonical(dict(part.native)) if part.native is not None else None,
+        }
+    if isinstance(part, ToolResult):
+        return {
+            "tool_result": part.call_id,
+            "content": [_image_fingerprint(p) if isinstance(p, ImagePart) else p for p in part.content],
+            "is_error": part.is_error,
+            "native": _canonical(dict(part.native)) if part.native is not None else None,
+        }
+    return part
+
+
 def message_fingerprint(message: Message) -> dict[str, Any]:
-    """A JSON form of a message with images replaced by their SHA-256 and media type."""
-    parts: list[Any] = []
-    for part in message.parts():
-        if isinstance(part, ImagePart):
-            parts.append({"image": part.media_type, "sha256": hashlib.sha256(part.data).hexdigest()})
-        else:
-            parts.append(part)
-    return {"role": message.role, "content": parts}
+    """A JSON form of a message with images replaced by their SHA-256 and media type.
+
+    Tool calls and tool results keep every field (their images hashed too).
+    """
+    return {"role": message.role, "content": [_part_fingerprint(p) for p in message.parts()]}
 
 
 def request_key(

@@ -81,19 +81,63 @@ class ImagePart:
         return f"data:{self.media_type};base64,{self.b64()}"
 
 
+@dataclass(frozen=True, eq=False)
+class ToolCall:
+    """A tool call the model made, sent back in an ``assistant`` message when the conversation goes on.
+
+    ``id`` is what the tool result answers (Anthropic's ``tool_use`` id,
+    OpenAI's ``call_id``), ``name`` the tool, ``input`` its arguments.
+    ``native`` is the provider's own output item, kept so a backend can replay
+    it verbatim (the OpenAI Responses path does); backends that know the
+    documented form (Anthropic ``tool_use``) rebuild it from the fields.
+    """
+
+    id: str
+    name: str
+    input: Mapping[str, Any] = field(default_factory=dict)
+    native: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class ToolResult:
+    """The result of a :class:`ToolCall`, in a ``user`` message: text and images (e.g. a screenshot).
+
+    ``native`` holds provider-specific fields merged into the wire item, e.g.
+    ``{"acknowledged_safety_checks": [...]}`` for an OpenAI ``computer_call_output``.
+    """
+
+    call_id: str
+    content: tuple[str | ImagePart, ...] = ()
+    is_error: bool = False
+    native: Mapping[str, Any] | None = None
+
+    def images(self) -> list[ImagePart]:
+        """The images of the result, in order."""
+        return [p for p in self.content if isinstance(p, ImagePart)]
+
+
+Part = str | ImagePart | ToolCall | ToolResult
+"""One part of a message's content."""
+
+
 @dataclass(frozen=True)
 class Message:
-    """A chat message: ``content`` is text or a list of text and images."""
+    """A chat message: ``content`` is text or a tuple of parts.
+
+    Parts are text, images and, for tool-using conversations, :class:`ToolCall`
+    (assistant messages) and :class:`ToolResult` (user messages). Backends that
+    do not support tools reject messages holding them with ``TypeError``.
+    """
 
     role: Role
-    content: str | tuple[str | ImagePart, ...]
+    content: str | tuple[Part, ...]
 
-    def parts(self) -> tuple[str | ImagePart, ...]:
+    def parts(self) -> tuple[Part, ...]:
         """Content as a tuple of parts."""
         return (self.content,) if isinstance(self.content, str) else tuple(self.content)
 
     @classmethod
-    def user(cls, *parts: str | ImagePart) -> Message:
+    def user(cls, *parts: Part) -> Message:
         """Shorthand for a user message."""
         return cls("user", parts[0] if len(parts) == 1 and isinstance(parts[0], str) else tuple(parts))
 
@@ -103,9 +147,11 @@ class Message:
         return cls("system", text)
 
     @classmethod
-    def assistant(cls, text: str) -> Message:
-        """Shorthand for an assistant message."""
-        return cls("assistant", text)
+    def assistant(cls, text: str, *calls: ToolCall) -> Message:
+        """Shorthand for an assistant message (text, then any tool calls it made)."""
+        if not calls:
+            return cls("assistant", text)
+        return cls("assistant", ((text,) if text else ()) + tuple(calls))
 
 
 # --------------------------------------------------------------------------- usage
@@ -210,7 +256,12 @@ class UsageBook:
 
 @dataclass
 class Completion:
-    """A backend's answer."""
+    """A backend's answer.
+
+    ``text`` is the reply text; ``raw`` is the provider's whole response as
+    JSON (where tool calls live: Anthropic ``content`` blocks of type
+    ``tool_use``, OpenAI Responses ``output`` items of type ``computer_call``).
+    """
 
     text: str
     model: str

@@ -5,7 +5,14 @@ status handling and timeouts are exercised for real. It understands:
 
 * ``POST /v1/chat/completions`` — OpenAI chat completions (also vLLM, Ollama, LM Studio);
 * ``POST /openai/deployments/<deployment>/chat/completions?api-version=...`` — Azure OpenAI;
-* ``POST /v1/messages`` — Anthropic messages.
+* ``POST /v1/responses`` — the OpenAI Responses API (computer use: ``computer_call`` output items);
+* ``POST /v1/messages`` — Anthropic messages (also the beta endpoint's ``?beta=true``).
+
+A :class:`Reply` is answered in the request's own format (a chat completion,
+a Response with one output message, or a message with one text block); a
+:class:`Native` sends a recorded provider body (e.g. a Response whose
+``output`` holds ``computer_call`` items, or a message with ``tool_use``
+blocks), with ``id``, ``model`` and ``usage`` filled in when missing.
 
 Usage::
 
@@ -71,13 +78,24 @@ class Fail:
 
 
 @dataclass(frozen=True)
+class Native:
+    """A provider-format response body sent as given (``id``/``model``/``usage`` and such filled in if missing).
+
+    For ``/v1/responses`` give at least ``{"output": [...]}``; for ``/v1/messages``
+    ``{"content": [...], "stop_reason": "tool_use"}``.
+    """
+
+    body: dict[str, Any]
+
+
+@dataclass(frozen=True)
 class Hang:
     """Read the request, then answer nothing for up to ``seconds`` and drop the connection."""
 
     seconds: float = 10.0
 
 
-Action = Reply | Fail | Hang
+Action = Reply | Fail | Hang | Native
 
 
 @dataclass
@@ -106,12 +124,57 @@ class RecordedRequest:
             return auth[7:]
         return self.headers.get("x-api-key") or self.headers.get("api-key")
 
+    @property
+    def responses_api(self) -> bool:
+        """True for OpenAI Responses API requests (``/v1/responses``)."""
+        return self.path.endswith("/responses")
+
     def messages(self) -> list[dict[str, Any]]:
-        """The ``messages`` list of the body."""
+        """The ``messages`` list of the body (Responses API: the message items of ``input``)."""
+        if self.responses_api:
+            items = self.body.get("input")
+            if isinstance(items, str):
+                return [{"role": "user", "content": items}]
+            return [i for i in items or [] if isinstance(i, dict) and "role" in i]
         return list(self.body.get("messages") or [])
 
+    def tools(self) -> list[dict[str, Any]]:
+        """The ``tools`` list of the body."""
+        return list(self.body.get("tools") or [])
+
+    def tool_results(self) -> list[dict[str, Any]]:
+        """Every tool result sent: ``{"call_id", "is_error", "images": [(media, bytes)], "texts", "item"}``.
+
+        Anthropic ``tool_result`` blocks and OpenAI ``computer_call_output`` items, in order.
+        """
+        out: list[dict[str, Any]] = []
+        if self.responses_api:
+            items = self.body.get("input")
+            for item in items if isinstance(items, list) else []:
+                if isinstance(item, dict) and item.get("type") == "computer_call_output":
+                    shot = item.get("output") or {}
+                    out.append({"call_id": item.get("call_id"), "is_error": False, "texts": [],
+                                "images": [_decode_data_url(shot.get("image_url", ""))], "item": item})
+            return out
+        for m in self.messages():
+            content = m.get("content")
+            for part in content if isinstance(content, list) else []:
+                if part.get("type") == "tool_result":
+                    inner = part.get("content")
+                    blocks = inner if isinstance(inner, list) else [{"type": "text", "text": inner or ""}]
+                    out.append({
+                        "call_id": part.get("tool_use_id"),
+                        "is_error": bool(part.get("is_error")),
+                        "texts": [b.get("text", "") for b in blocks if b.get("type") == "text"],
+                        "images": [_decode_image_block(b) for b in blocks if b.get("type") == "image"],
+                        "item": part,
+                    })
+        return out
+
     def system(self) -> str | None:
-        """The system prompt: Anthropic's ``system`` field or OpenAI system messages joined."""
+        """The system prompt: Anthropic's ``system``, Responses ``instructions`` or OpenAI system messages."""
+        if self.responses_api:
+            return self.body.get("instructions")
         if self.wire == "anthropic":
             system = self.body.get("system")
             if isinstance(system, list):
@@ -137,21 +200,29 @@ class RecordedRequest:
                 continue
             for part in content:
                 if part.get("type") == "image_url":  # OpenAI: data URL
-                    url = part["image_url"]["url"]
-                    head, _, data = url.partition(",")
-                    media = head.removeprefix("data:").split(";")[0]
-                    out.append((media, base64.b64decode(data)))
+                    out.append(_decode_data_url(part["image_url"]["url"]))
+                elif part.get("type") == "input_image":  # Responses API: data URL
+                    out.append(_decode_data_url(part["image_url"]))
                 elif part.get("type") == "image":  # Anthropic: base64 source
-                    src = part["source"]
-                    out.append((src["media_type"], base64.b64decode(src["data"])))
+                    out.append(_decode_image_block(part))
         return out
+
+
+def _decode_data_url(url: str) -> tuple[str, bytes]:
+    head, _, data = url.partition(",")
+    return head.removeprefix("data:").split(";")[0], base64.b64decode(data)
+
+
+def _decode_image_block(block: dict[str, Any]) -> tuple[str, bytes]:
+    src = block["source"]
+    return src["media_type"], base64.b64decode(src["data"])
 
 
 def _content_texts(content: Any) -> list[str]:
     if isinstance(content, str):
         return [content]
     if isinstance(content, list):
-        return [p.get("text", "") for p in content if p.get("type") == "text"]
+        return [p.get("text", "") for p in content if p.get("type") in ("text", "input_text")]
     return []
 
 
@@ -298,7 +369,7 @@ class StubLLMServer:
         split = urlsplit(h.path)
         path = split.path
         azure = _AZURE_PATH.match(path)
-        if path == "/v1/chat/completions" or azure:
+        if path in ("/v1/chat/completions", "/v1/responses") or azure:
             wire: Wire = "openai"
         elif path == "/v1/messages":
             wire = "anthropic"
@@ -344,14 +415,26 @@ class StubLLMServer:
             headers = {"retry-after": f"{action.retry_after:g}"} if action.retry_after is not None else {}
             h._send_json(action.status, _error_body(request.wire, action.status, message), headers)
             return
-        if action.delay:
-            self._released.wait(action.delay)
         prompt_words = _words(([request.system()] if request.system() else []) + request.texts())
-        usage_in = action.input_tokens if action.input_tokens is not None else prompt_words
-        usage_out = action.output_tokens if action.output_tokens is not None else len(action.text.split())
         n = len(self.requests)
         model = request.model or request.deployment or "stub-model"
-        if request.wire == "openai":
+        headers = {"x-request-id": f"req_stub{n}", "request-id": f"req_stub{n}"}
+        if isinstance(action, Native):
+            h._send_json(200, _native_body(request, action.body, n, model, prompt_words), headers)
+            return
+        if action.delay:
+            self._released.wait(action.delay)
+        usage_in = action.input_tokens if action.input_tokens is not None else prompt_words
+        usage_out = action.output_tokens if action.output_tokens is not None else len(action.text.split())
+        if request.responses_api:
+            payload = _native_body(
+                request,
+                {"output": [{"type": "message", "id": f"msg_stub{n}", "status": "completed", "role": "assistant",
+                             "content": [{"type": "output_text", "text": action.text, "annotations": []}]}],
+                 "usage": _responses_usage(usage_in, usage_out)},
+                n, model, prompt_words,
+            )
+        elif request.wire == "openai":
             payload = {
                 "id": f"chatcmpl-stub{n}",
                 "object": "chat.completion",
@@ -381,7 +464,38 @@ class StubLLMServer:
                 "stop_sequence": None,
                 "usage": {"input_tokens": usage_in, "output_tokens": usage_out},
             }
-        h._send_json(200, payload, {"x-request-id": f"req_stub{n}", "request-id": f"req_stub{n}"})
+        h._send_json(200, payload, headers)
+
+
+def _responses_usage(usage_in: int, usage_out: int) -> dict[str, Any]:
+    return {"input_tokens": usage_in, "output_tokens": usage_out, "total_tokens": usage_in + usage_out,
+            "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}
+
+
+def _native_body(request: RecordedRequest, body: dict[str, Any], n: int, model: str, words: int) -> dict[str, Any]:
+    """A recorded body with the fields a real server always sends filled in."""
+    out = dict(body)
+    if request.responses_api:
+        out.setdefault("id", f"resp_stub{n}")
+        out.setdefault("object", "response")
+        out.setdefault("created_at", int(time.time()))
+        out.setdefault("status", "completed")
+        out.setdefault("model", model)
+        out.setdefault("output", [])
+        out.setdefault("parallel_tool_calls", True)
+        out.setdefault("tool_choice", "auto")
+        out.setdefault("tools", request.tools())
+        out.setdefault("usage", _responses_usage(words, 10))
+    elif request.wire == "anthropic":
+        out.setdefault("id", f"msg_stub{n}")
+        out.setdefault("type", "message")
+        out.setdefault("role", "assistant")
+        out.setdefault("model", model)
+        out.setdefault("content", [])
+        out.setdefault("stop_reason", "end_turn")
+        out.setdefault("stop_sequence", None)
+        out.setdefault("usage", {"input_tokens": words, "output_tokens": 10})
+    return out
 
 
 def _error_body(wire: Wire, status: int, message: str) -> dict[str, Any]:

@@ -6,6 +6,14 @@ the API, so this backend always sends one (option ``max_tokens``, default
 4096). The SDK adds the ``anthropic-version`` header; its own retries are off
 because :class:`pptarena.models.ModelClient` retries.
 
+Tools: ``tools`` (tool definitions, passed as given), ``tool_choice`` and
+``betas`` call parameters. A call with ``betas`` goes to the beta endpoint
+(``client.beta.messages.create``), which sends the ``anthropic-beta`` header;
+computer tools (``computer_20250124``...) imply their beta flag when the call
+gives none. Tool calls come back in ``Completion.raw["content"]``; send them
+back as :class:`~pptarena.models.ToolCall` parts and answer them with
+:class:`~pptarena.models.ToolResult` parts (``tool_result`` blocks).
+
 Sampling parameters (``temperature``, ``top_p``, ``top_k``): API version
 2026-10-21 (the default of SDK 2.x) rejects them, so with such an SDK they are
 dropped (logged once) unless ``api_version = "2023-06-01"`` is set, which sends
@@ -26,6 +34,8 @@ from pptarena.models import (
     ImagePart,
     Message,
     ModelError,
+    ToolCall,
+    ToolResult,
     Usage,
     redact_secrets,
 )
@@ -36,8 +46,16 @@ from ._sdk import check_params, map_sdk_error, plain_headers, resolve_secret
 
 PROVIDER = "anthropic"
 INSTALL_HINT = "install with: pip install 'pptarena[anthropic]'"
-KNOWN_PARAMS = frozenset({"temperature", "max_tokens", "top_p", "top_k", "stop", "seed", "extra_body"})
+KNOWN_PARAMS = frozenset(
+    {"temperature", "max_tokens", "top_p", "top_k", "stop", "seed", "extra_body", "tools", "tool_choice", "betas"}
+)
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
+COMPUTER_TOOL_BETAS = {
+    "computer_20241022": "computer-use-2024-10-22",
+    "computer_20250124": "computer-use-2025-01-24",
+    "computer_20251124": "computer-use-2025-11-24",
+}
+"""The ``anthropic-beta`` value each computer tool version needs (added when a call gives no ``betas``)."""
 
 log = logging.getLogger("pptarena.models")
 
@@ -65,15 +83,37 @@ SAMPLING_PARAMS = ("temperature", "top_p", "top_k")
 LEGACY_API_VERSION = "2023-06-01"
 
 
+def _image_block(p: ImagePart) -> dict[str, Any]:
+    if p.media_type not in IMAGE_TYPES:
+        raise TypeError(f"anthropic backend: unsupported image type {p.media_type} (use PNG or JPEG)")
+    return {"type": "image", "source": {"type": "base64", "media_type": p.media_type, "data": p.b64()}}
+
+
+def _tool_result_block(p: ToolResult) -> dict[str, Any]:
+    """A ``tool_result`` block: text and base64 images, ``is_error`` when the call failed."""
+    content: list[dict[str, Any]] = [
+        _image_block(c) if isinstance(c, ImagePart) else {"type": "text", "text": c} for c in p.content if c != ""
+    ]
+    block: dict[str, Any] = {"type": "tool_result", "tool_use_id": p.call_id, "content": content}
+    if p.is_error:
+        block["is_error"] = True
+    return block
+
+
 def to_anthropic_request(messages: list[Message]) -> tuple[str | None, list[dict[str, Any]]]:
-    """pptarena messages → ``(system, messages)`` of the Messages API."""
+    """pptarena messages → ``(system, messages)`` of the Messages API.
+
+    :class:`ToolCall` parts (assistant) become ``tool_use`` blocks
+    (``id``, ``name``, ``input``); :class:`ToolResult` parts (user) become
+    ``tool_result`` blocks and must come before any other part of their message.
+    """
     system: list[str] = []
     out: list[dict[str, Any]] = []
     for m in messages:
         parts = m.parts()
         if m.role == "system":
-            if any(isinstance(p, ImagePart) for p in parts):
-                raise TypeError("anthropic backend: images are not allowed in system messages")
+            if any(not isinstance(p, str) for p in parts):
+                raise TypeError("anthropic backend: system messages hold text only")
             system.append("".join(p for p in parts if isinstance(p, str)))
             continue
         if len(parts) == 1 and isinstance(parts[0], str):
@@ -84,20 +124,31 @@ def to_anthropic_request(messages: list[Message]) -> tuple[str | None, list[dict
             if isinstance(p, ImagePart):
                 if m.role != "user":
                     raise TypeError("anthropic backend: images are only allowed in user messages")
-                if p.media_type not in IMAGE_TYPES:
-                    raise TypeError(
-                        f"anthropic backend: unsupported image type {p.media_type} (use PNG or JPEG)"
-                    )
-                blocks.append(
-                    {
-                        "type": "image",
-                        "source": {"type": "base64", "media_type": p.media_type, "data": p.b64()},
-                    }
-                )
-            else:
+                blocks.append(_image_block(p))
+            elif isinstance(p, ToolCall):
+                if m.role != "assistant":
+                    raise TypeError("anthropic backend: tool calls belong in assistant messages")
+                blocks.append({"type": "tool_use", "id": p.id, "name": p.name, "input": dict(p.input)})
+            elif isinstance(p, ToolResult):
+                if m.role != "user":
+                    raise TypeError("anthropic backend: tool results belong in user messages")
+                if blocks and blocks[-1]["type"] != "tool_result":
+                    raise TypeError("anthropic backend: tool results must come first in their message")
+                blocks.append(_tool_result_block(p))
+            elif p:  # the API rejects empty text blocks
                 blocks.append({"type": "text", "text": p})
         out.append({"role": m.role, "content": blocks})
     return ("\n\n".join(system) if system else None), out
+
+
+def implied_betas(tools: Any) -> list[str]:
+    """The beta flags the given tool definitions need (computer tools: see :data:`COMPUTER_TOOL_BETAS`)."""
+    betas: list[str] = []
+    for tool in tools or []:
+        beta = COMPUTER_TOOL_BETAS.get(tool.get("type", "")) if isinstance(tool, dict) else None
+        if beta and beta not in betas:
+            betas.append(beta)
+    return betas
 
 
 class AnthropicBackend(BackendBase):
@@ -184,6 +235,13 @@ class AnthropicBackend(BackendBase):
             body["stop_sequences"] = [stop] if isinstance(stop, str) else list(stop)
         if params.get("seed") is not None:
             log.debug("anthropic backend: the Messages API has no seed; ignored")
+        if params.get("tools"):
+            body["tools"] = [dict(t) for t in params["tools"]]
+        if params.get("tool_choice") is not None:
+            body["tool_choice"] = params["tool_choice"]
+        betas = list(params["betas"]) if params.get("betas") is not None else implied_betas(params.get("tools"))
+        if betas:
+            body["betas"] = betas
         if extra:
             body["extra_body"] = extra
         return body
@@ -192,7 +250,10 @@ class AnthropicBackend(BackendBase):
         """One message; SDK errors become :class:`ModelError` / :class:`TransientModelError`."""
         body = self.request_body(messages, model, params)
         try:
-            response = self._client.messages.create(**body)
+            if "betas" in body:  # beta features (computer use): the beta endpoint sends anthropic-beta
+                response = self._client.beta.messages.create(**body)
+            else:
+                response = self._client.messages.create(**body)
         except Exception as exc:
             mapped = map_sdk_error(exc, PROVIDER, self._secrets)
             if mapped is None:

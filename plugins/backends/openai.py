@@ -4,6 +4,11 @@ Works with the OpenAI API, Azure OpenAI (``azure_endpoint`` + ``api_version``)
 and OpenAI-compatible servers such as vLLM, Ollama and LM Studio (``base_url``).
 Images are sent as ``image_url`` content parts holding ``data:`` URLs. The
 SDK's own retries are off: :class:`pptarena.models.ModelClient` retries.
+
+Computer use goes through the Responses API (``client.responses.create``):
+a call whose ``tools`` hold a ``computer_use_preview`` (or ``computer``) tool,
+or that gives ``previous_response_id`` or ``truncation``, takes that path (see
+:func:`to_responses_input`); every other call is a chat completion.
 """
 
 from __future__ import annotations
@@ -11,7 +16,17 @@ from __future__ import annotations
 from typing import Any, Literal
 
 import pptarena
-from pptarena.models import BackendBase, BackendOptions, Completion, ImagePart, Message, ModelError, Usage
+from pptarena.models import (
+    BackendBase,
+    BackendOptions,
+    Completion,
+    ImagePart,
+    Message,
+    ModelError,
+    ToolCall,
+    ToolResult,
+    Usage,
+)
 from pptarena.types import ComponentContext, ComponentUnavailable
 from pydantic import Field, SecretStr, model_validator
 
@@ -19,9 +34,16 @@ from ._sdk import check_params, map_sdk_error, plain_headers, resolve_secret
 
 PROVIDER = "openai"
 INSTALL_HINT = "install with: pip install 'pptarena[openai]'"
-KNOWN_PARAMS = frozenset(
-    {"temperature", "max_tokens", "top_p", "stop", "seed", "response_format", "extra_body"}
+CHAT_PARAMS = frozenset(
+    {"temperature", "max_tokens", "top_p", "stop", "seed", "response_format", "extra_body", "tools", "tool_choice"}
 )
+RESPONSES_PARAMS = frozenset(
+    {"temperature", "max_tokens", "top_p", "extra_body", "tools", "tool_choice",
+     "truncation", "previous_response_id", "reasoning", "include", "store"}
+)
+KNOWN_PARAMS = CHAT_PARAMS | RESPONSES_PARAMS
+RESPONSES_TOOL_TYPES = frozenset({"computer_use_preview", "computer"})
+"""Tool types only the Responses API has: a call with one of them goes to ``responses.create``."""
 
 
 class OpenAIOptions(BackendOptions):
@@ -69,6 +91,11 @@ def to_openai_messages(messages: list[Message], image_detail: str | None = None)
     out: list[dict[str, Any]] = []
     for m in messages:
         parts = m.parts()
+        if any(isinstance(p, ToolCall | ToolResult) for p in parts):
+            raise TypeError(
+                "openai backend: tool calls and results need the Responses API path "
+                "(give the computer tool in tools, or previous_response_id)"
+            )
         if m.role != "user":
             if any(isinstance(p, ImagePart) for p in parts):
                 raise TypeError(f"openai backend: images are only allowed in user messages, not {m.role}")
@@ -88,6 +115,97 @@ def to_openai_messages(messages: list[Message], image_detail: str | None = None)
                 content.append({"type": "text", "text": p})
         out.append({"role": "user", "content": content})
     return out
+
+
+def uses_responses_api(params: dict[str, Any]) -> bool:
+    """True when the call needs the Responses API: a computer tool, or ``previous_response_id``/``truncation``."""
+    tools = params.get("tools") or []
+    if any(isinstance(t, dict) and t.get("type") in RESPONSES_TOOL_TYPES for t in tools):
+        return True
+    return params.get("previous_response_id") is not None or params.get("truncation") is not None
+
+
+def _input_content(parts: list[str | ImagePart], image_detail: str | None) -> list[dict[str, Any]]:
+    return [
+        {"type": "input_image", "image_url": p.data_url(), "detail": image_detail or "auto"}
+        if isinstance(p, ImagePart)
+        else {"type": "input_text", "text": p}
+        for p in parts
+    ]
+
+
+def _computer_call_output(p: ToolResult) -> dict[str, Any]:
+    images = p.images()
+    if len(images) != 1:
+        raise TypeError(
+            f"openai backend: a computer_call_output carries exactly one screenshot; "
+            f"the result for {p.call_id} has {len(images)}"
+        )
+    item: dict[str, Any] = {
+        "type": "computer_call_output",
+        "call_id": p.call_id,
+        "output": {"type": "computer_screenshot", "image_url": images[0].data_url()},
+    }
+    item.update(dict(p.native or {}))
+    return item
+
+
+def _flush(items: list[dict[str, Any]], role: str, pending: list[str | ImagePart], detail: str | None) -> None:
+    """Append the pending text/image parts as one message item and empty the list."""
+    if not pending:
+        return
+    if role == "assistant":
+        items.append({"role": "assistant", "content": "".join(p for p in pending if isinstance(p, str))})
+    else:
+        items.append({"role": role, "content": _input_content(pending, detail)})
+    pending.clear()
+
+
+def to_responses_input(
+    messages: list[Message], image_detail: str | None = None
+) -> tuple[str | None, list[dict[str, Any]]]:
+    """pptarena messages → ``(instructions, input)`` of the Responses API.
+
+    System messages become ``instructions``; user text and images become a
+    ``message`` item (``input_text``/``input_image`` parts); each
+    :class:`ToolResult` becomes a ``computer_call_output`` item whose
+    screenshot is its one image (its ``native`` fields, e.g.
+    ``acknowledged_safety_checks``, are merged in; its text is not sent: the
+    item has no place for it); assistant text becomes an assistant message and
+    each :class:`ToolCall` its ``native`` output item, replayed verbatim.
+    """
+    system: list[str] = []
+    items: list[dict[str, Any]] = []
+    for m in messages:
+        parts = m.parts()
+        if m.role == "system":
+            if any(not isinstance(p, str) for p in parts):
+                raise TypeError("openai backend: system messages hold text only")
+            system.append("".join(p for p in parts if isinstance(p, str)))
+            continue
+        pending: list[str | ImagePart] = []
+        for p in parts:
+            if isinstance(p, ToolResult):
+                if m.role != "user":
+                    raise TypeError("openai backend: tool results belong in user messages")
+                _flush(items, m.role, pending, image_detail)
+                items.append(_computer_call_output(p))
+            elif isinstance(p, ToolCall):
+                if m.role != "assistant":
+                    raise TypeError("openai backend: tool calls belong in assistant messages")
+                if not p.native:
+                    raise TypeError(
+                        f"openai backend: tool call {p.id} has no native output item to replay "
+                        "(use previous_response_id, or keep ToolCall.native)"
+                    )
+                _flush(items, m.role, pending, image_detail)
+                items.append(dict(p.native))
+            elif isinstance(p, ImagePart) and m.role != "user":
+                raise TypeError(f"openai backend: images are only allowed in user messages, not {m.role}")
+            elif p != "":
+                pending.append(p)
+        _flush(items, m.role, pending, image_detail)
+    return ("\n\n".join(system) if system else None), items
 
 
 class OpenAIBackend(BackendBase):
@@ -159,12 +277,14 @@ class OpenAIBackend(BackendBase):
 
     def request_body(self, messages: list[Message], model: str, params: dict[str, Any]) -> dict[str, Any]:
         """The keyword arguments for ``chat.completions.create``."""
-        check_params(PROVIDER, params, KNOWN_PARAMS)
+        if uses_responses_api(params):
+            raise TypeError("openai backend: this call needs the Responses API; use responses_body()")
+        check_params(PROVIDER, params, CHAT_PARAMS)
         body: dict[str, Any] = {
             "model": model,
             "messages": to_openai_messages(messages, self.options.image_detail),
         }
-        for name in ("temperature", "top_p", "stop", "seed", "response_format"):
+        for name in ("temperature", "top_p", "stop", "seed", "response_format", "tools", "tool_choice"):
             if params.get(name) is not None:
                 body[name] = params[name]
         if params.get("max_tokens") is not None:
@@ -174,16 +294,43 @@ class OpenAIBackend(BackendBase):
             body["extra_body"] = extra
         return body
 
-    def complete(self, messages: list[Message], *, model: str, **params: Any) -> Completion:
-        """One chat completion; SDK errors become :class:`ModelError` / :class:`TransientModelError`."""
-        body = self.request_body(messages, model, params)
+    def responses_body(self, messages: list[Message], model: str, params: dict[str, Any]) -> dict[str, Any]:
+        """The keyword arguments for ``responses.create`` (the computer-use path)."""
+        check_params(f"{PROVIDER} (Responses API)", params, RESPONSES_PARAMS)
+        instructions, items = to_responses_input(messages, self.options.image_detail)
+        body: dict[str, Any] = {"model": model, "input": items}
+        if instructions:
+            body["instructions"] = instructions
+        for name in ("temperature", "top_p", "tool_choice", "truncation", "previous_response_id",
+                     "reasoning", "include", "store"):
+            if params.get(name) is not None:
+                body[name] = params[name]
+        if params.get("tools"):
+            body["tools"] = [dict(t) for t in params["tools"]]
+        if params.get("max_tokens") is not None:
+            body["max_output_tokens"] = int(params["max_tokens"])
+        extra = {**self.options.extra_body, **(params.get("extra_body") or {})}
+        if extra:
+            body["extra_body"] = extra
+        return body
+
+    def _call(self, create: Any, body: dict[str, Any]) -> Any:
         try:
-            response = self._client.chat.completions.create(**body)
+            return create(**body)
         except Exception as exc:
             mapped = map_sdk_error(exc, PROVIDER, self._secrets)
             if mapped is None:
                 raise
             raise mapped from None
+
+    def complete(self, messages: list[Message], *, model: str, **params: Any) -> Completion:
+        """One chat completion, or one Responses API call when :func:`uses_responses_api` says so.
+
+        SDK errors become :class:`ModelError` / :class:`TransientModelError`.
+        """
+        if uses_responses_api(params):
+            return self._complete_responses(messages, model, params)
+        response = self._call(self._client.chat.completions.create, self.request_body(messages, model, params))
         choices = getattr(response, "choices", None) or []
         if not choices:
             raise ModelError(f"openai: the response for {model} has no choices")
@@ -200,6 +347,29 @@ class OpenAIBackend(BackendBase):
             ),
             raw=response.model_dump(mode="json", exclude_none=True),
             finish_reason=choice.finish_reason,
+        )
+
+    def _complete_responses(self, messages: list[Message], model: str, params: dict[str, Any]) -> Completion:
+        response = self._call(self._client.responses.create, self.responses_body(messages, model, params))
+        raw = response.model_dump(mode="json", exclude_none=True)
+        output = raw.get("output") or []
+        if any(isinstance(i, dict) and i.get("type") == "computer_call" for i in output):
+            finish = "tool_calls"
+        elif raw.get("status") == "incomplete":
+            finish = str((raw.get("incomplete_details") or {}).get("reason") or "incomplete")
+        else:
+            finish = "stop"
+        usage = getattr(response, "usage", None)
+        return Completion(
+            text=response.output_text or "",
+            model=getattr(response, "model", None) or model,
+            usage=Usage(
+                input_tokens=int(getattr(usage, "input_tokens", 0) or 0),
+                output_tokens=int(getattr(usage, "output_tokens", 0) or 0),
+                calls=1,
+            ),
+            raw=raw,
+            finish_reason=finish,
         )
 
     def close(self) -> None:

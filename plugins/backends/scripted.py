@@ -7,7 +7,9 @@ appended to a JSON-lines file. Usage is deterministic: input tokens are the
 words of every text part plus 85 per image, output tokens the words of the reply.
 
 An item (in ``responses``, or a rule's ``reply``) is a string, or a table:
-``{ reply = "...", input_tokens = 10, output_tokens = 3, delay = 0.5 }`` or
+``{ reply = "...", input_tokens = 10, output_tokens = 3, delay = 0.5 }``
+(``raw = {...}``: a recorded provider response handed back as
+``Completion.raw``, e.g. an Anthropic message with ``tool_use`` blocks) or
 ``{ error = "transient" | "fatal" | "timeout", message = "..." }``. A rule's
 ``reply`` may be a list: successive matches get successive items.
 
@@ -41,6 +43,8 @@ from pptarena.models import (
     ImagePart,
     Message,
     ModelError,
+    ToolCall,
+    ToolResult,
     TransientModelError,
     Usage,
 )
@@ -57,6 +61,9 @@ class ScriptedReply(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
     reply: str | None = None
+    raw: dict[str, Any] | None = Field(
+        None, description="a recorded provider response, returned as Completion.raw (e.g. tool calls)"
+    )
     error: Literal["transient", "fatal", "timeout"] | None = None
     message: str | None = None
     input_tokens: int | None = Field(None, ge=0)
@@ -121,8 +128,8 @@ class ScriptedRequest:
 
     @property
     def images(self) -> list[ImagePart]:
-        """Every image in the request, in order."""
-        return [p for m in self.messages for p in m.parts() if isinstance(p, ImagePart)]
+        """Every image in the request (also those inside tool results), in order."""
+        return [p for m in self.messages for p in _flat_parts(m) if isinstance(p, ImagePart)]
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready form (images as media type, size and SHA-256)."""
@@ -147,11 +154,24 @@ class ScriptedRequest:
         }
 
 
+def _flat_parts(message: Message) -> list[str | ImagePart]:
+    """Text and images of a message, with tool results opened and tool calls as their JSON input."""
+    out: list[str | ImagePart] = []
+    for p in message.parts():
+        if isinstance(p, ToolResult):
+            out.extend(p.content)
+        elif isinstance(p, ToolCall):
+            out.append(json.dumps(dict(p.input), ensure_ascii=False, default=str))
+        else:
+            out.append(p)
+    return out
+
+
 def last_user_text(messages: list[Message]) -> str:
-    """Text parts of the last user message, joined by newlines ("" when there is none)."""
+    """Text parts (also inside tool results) of the last user message, joined by newlines ("" when none)."""
     for m in reversed(messages):
         if m.role == "user":
-            return "\n".join(p for p in m.parts() if isinstance(p, str))
+            return "\n".join(p for p in _flat_parts(m) if isinstance(p, str))
     return ""
 
 
@@ -159,7 +179,7 @@ def count_tokens(messages: list[Message]) -> int:
     """The scripted backend's input-token count: words of all text, plus 85 per image."""
     total = 0
     for m in messages:
-        for p in m.parts():
+        for p in _flat_parts(m):
             total += IMAGE_TOKENS if isinstance(p, ImagePart) else len(p.split())
     return total
 
@@ -328,7 +348,7 @@ class ScriptedBackend(BackendBase):
             output_tokens=reply.output_tokens if reply.output_tokens is not None else len(text.split()),
             calls=1,
         )
-        return Completion(text=text, model=model, usage=usage, finish_reason="stop")
+        return Completion(text=text, model=model, usage=usage, raw=reply.raw, finish_reason="stop")
 
     def _record(self, request: ScriptedRequest) -> None:
         with self._lock:
