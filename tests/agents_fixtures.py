@@ -147,3 +147,18 @@ BROKEN_PROGRAM = "```python\nfrom pptx import Presentation\nprs = Presentation(I
 def all_prompt_text(backend: Any) -> str:
     """Every text part of every request the scripted backend received."""
     return "\n".join(p for r in backend.requests for m in r.messages for p in m.parts() if isinstance(p, str))
+
+
+# A python-pptx program that fixes the demo task qbr-fix-typos (two misspelt words on slide 2).
+FIX_QBR_TYPOS = """```python
+from pptx import Presentation
+prs = Presentation(INPUT_PATH)
+fixes = {"Quartely": "Quarterly", "performence": "performance"}
+for shape in prs.slides[1].shapes:
+    if shape.has_text_frame:
+        for paragraph in shape.text_frame.paragraphs:
+            for run in paragraph.runs:
+                for wrong, right in fixes.items():
+                    run.text = run.text.replace(wrong, right)
+prs.save(OUTPUT_PATH)
+```"""

@@ -7,21 +7,15 @@ import re
 from pathlib import Path
 
 import pytest
-from agents_fixtures import FakeRenderer, all_prompt_text, build_agent, deck_texts, scripted_workspace
+from agents_fixtures import (
+    FIX_QBR_TYPOS,
+    FakeRenderer,
+    all_prompt_text,
+    build_agent,
+    deck_texts,
+    scripted_workspace,
+)
 from pptarena.types import ComponentContext, Task
-
-FIX_QBR_TYPOS = """```python
-from pptx import Presentation
-prs = Presentation(INPUT_PATH)
-fixes = {"Quartely": "Quarterly", "performence": "performance"}
-for shape in prs.slides[1].shapes:
-    if shape.has_text_frame:
-        for paragraph in shape.text_frame.paragraphs:
-            for run in paragraph.runs:
-                for wrong, right in fixes.items():
-                    run.text = run.text.replace(wrong, right)
-prs.save(OUTPUT_PATH)
-```"""
 
 
 @pytest.fixture(scope="module")

@@ -15,22 +15,11 @@ import subprocess
 import sys
 
 import pytest
+from agents_fixtures import FIX_QBR_TYPOS
 from stub_llm_server import TEST_API_KEY, RecordedRequest, Reply, StubLLMServer
 
 pytestmark = pytest.mark.skipif(shutil.which("soffice") is None, reason="LibreOffice (soffice) is not installed")
 
-FIX_QBR_TYPOS = """```python
-from pptx import Presentation
-prs = Presentation(INPUT_PATH)
-fixes = {"Quartely": "Quarterly", "performence": "performance"}
-for shape in prs.slides[1].shapes:
-    if shape.has_text_frame:
-        for paragraph in shape.text_frame.paragraphs:
-            for run in paragraph.runs:
-                for wrong, right in fixes.items():
-                    run.text = run.text.replace(wrong, right)
-prs.save(OUTPUT_PATH)
-```"""
 
 
 def answer(request: RecordedRequest) -> Reply:
