@@ -166,6 +166,14 @@ def normalise(diff: Any) -> list[Item]:
     items: list[Item] = []
     folded: dict[tuple[Any, ...], Item] = {}
     added = 0
+    shape_maps: dict[tuple[str, Any], dict[str, Any]] = {}
+
+    def shapes_of(side: str, number: Any) -> dict[str, Any]:  # one name index per slide, not per edit
+        key = (side, number)
+        if key not in shape_maps:
+            shape_maps[key] = _shapes_by_name(_slide(diff.summary_a if side == "a" else diff.summary_b, number))
+        return shape_maps[key]
+
     for n, e in enumerate(diff.edits):
         kind = e.get("kind", "")
         slide_b = e.get("slide")
@@ -198,8 +206,8 @@ def normalise(diff: Any) -> list[Item]:
         if kind == "text" and _TEXT_PATH_RE.match(path) and shape is not None:
             fkey = (ref, shape, "text")
             if fkey not in folded:
-                old_shape = _shapes_by_name(_slide(diff.summary_a, ref[1] if ref[0] == "slide" else None)).get(shape)
-                new_shape = _shapes_by_name(_slide(diff.summary_b, slide_b)).get(shape)
+                old_shape = shapes_of("a", ref[1] if ref[0] == "slide" else None).get(shape)
+                new_shape = shapes_of("b", slide_b).get(shape)
                 old = old_shape.get("text") if old_shape else e.get("old")
                 new = new_shape.get("text") if new_shape else e.get("new")
                 item = Item(n, "text", unit, (ref, shape, "text", "text"), old, new, e)
