@@ -102,8 +102,11 @@ def test_openai_message_without_computer_call_means_done() -> None:
 def test_openai_unsupported_button_and_safety_checks_are_reported() -> None:
     decision = OpenAIComputerAdapter().parse(raw_completion(fixture("openai_response_safety.json")), SCALER)
     assert decision.actions == []
-    assert any("malicious_instructions" in e for e in decision.errors)
+    # the loop decides what a pending check means (stop, or acknowledge in the next request)
+    assert [c["code"] for c in decision.safety_checks] == ["malicious_instructions"]
+    assert decision.safety_checks[0]["id"] == "cu_sc_67ccb0329a6c8190b7c6d5e4f3a2b1c0"
     assert any("'back'" in e for e in decision.errors)
+    assert "'back'" in decision.call_errors["call_9hTqR2vLx8mWk4YpZs6NbCdE"]
 
 
 def test_openai_replay_from_text_when_the_backend_has_no_raw() -> None:

@@ -22,6 +22,7 @@ from pptx.enum.text import MSO_AUTO_SIZE
 from pptx.util import Inches, Pt
 
 pytestmark = pytest.mark.gui
+pytest_plugins = ["conftest_llm"]
 
 NEEDED = ("Xvfb", "xdotool", "soffice")
 if any(shutil.which(p) is None for p in NEEDED):  # pragma: no cover - CI installs them
@@ -119,14 +120,15 @@ def assert_diff_is_exactly_the_title_edit(baseline: Path, prediction: Path) -> N
     ], edits
 
 
-def run_agent(tmp_path: Path, src_deck: Path, responses: list[str], **options) -> tuple:
+def run_agent(tmp_path: Path, src_deck: Path, responses: list[str], client: ModelClient | None = None,
+              **options) -> tuple:
     from pptarena.plugins.agents.gui import GuiAgent
 
     src = tmp_path / "input.pptx"
     shutil.copyfile(src_deck, src)
     task_dir = tmp_path / "task"
     task_dir.mkdir()
-    client = scripted_client(responses, tmp_path)
+    client = client or scripted_client(responses, tmp_path)
     seen_running: list[list[str]] = []
     complete = client.complete
 
@@ -228,8 +230,83 @@ def test_anthropic_tool_use_replayed_with_scaled_screenshots(tmp_path: Path, dec
 
     assert Image.open(task_dir / "trajectory" / "step_000.png").size == (1024, 640)
     assert client.backend.requests[0].images[0].data[:4] == b"\x89PNG"
-    # the model's earlier tool calls come back as a readable summary, not as the raw response JSON
-    history = [m.content for m in client.backend.requests[1].messages if m.role == "assistant"]
-    assert history == [f"Double-click the title.\nActions: click(x={sx}, y={sy}, button='left', count=2)"]
-    assert f"Executed: click(x={sx}, y={sy}," in client.backend.requests[1].last_user_text
+    # native conversation: the model's tool calls come back as tool calls, answered by tool results
+    from pptarena.models import ToolCall, ToolResult
+
+    second = client.backend.requests[1]
+    assert second.params["tools"][0]["type"] == "computer_20250124"
+    (assistant,) = [m for m in second.messages if m.role == "assistant"]
+    assert [(p.id, dict(p.input)) for p in assistant.parts() if isinstance(p, ToolCall)] == [
+        ("toolu_1", {"action": "double_click", "coordinate": [sx, sy]})]
+    (result,) = second.messages[-1].parts()
+    assert isinstance(result, ToolResult) and result.call_id == "toolu_1" and not result.is_error
+    assert result.images()[0].data == (task_dir / "trajectory" / "step_001.png").read_bytes()
+    assert our_children() == []
+
+
+def _stub_client(backend_factory, ref_backend: str, model: str) -> ModelClient:
+    return ModelClient(backend_factory(), ref_backend, model)
+
+
+def test_anthropic_computer_use_over_the_sdk_edits_the_title(tmp_path: Path, deck_and_baseline, llm_server,
+                                                             anthropic_backend) -> None:
+    """The real anthropic SDK talks to the stub server, which replays a recorded computer-use session."""
+    from stub_llm_server import Native
+
+    sx, sy = TITLE_POINT[0] * 1024 // 1280, TITLE_POINT[1] * 640 // 800
+    use = lambda i, **a: {"type": "tool_use", "id": f"toolu_{i}", "name": "computer", "input": a}  # noqa: E731
+    llm_server.enqueue(
+        Native({"content": [{"type": "text", "text": "Double-click the title."},
+                            use(1, action="double_click", coordinate=[sx, sy])], "stop_reason": "tool_use"}),
+        Native({"content": [use(2, action="key", text="ctrl+a"), use(3, action="type", text=NEW_TITLE)],
+                "stop_reason": "tool_use"}),
+        Native({"content": [{"type": "text", "text": "The title is changed."}], "stop_reason": "end_turn"}),
+    )
+    client = _stub_client(anthropic_backend, "anthropic", "claude-test")
+    src, task_dir, prediction, _ = run_agent(tmp_path, deck_and_baseline[0], [], client=client,
+                                             action_space="anthropic", image_size="1024x640")
+    assert prediction.metadata["stop_reason"] == "done" and prediction.metadata["action_errors"] == 0
+    assert_diff_is_exactly_the_title_edit(deck_and_baseline[1], prediction.path)
+    requests = llm_server.requests
+    assert len(requests) == 3
+    assert all(r.headers["anthropic-beta"] == "computer-use-2025-01-24" for r in requests)
+    assert requests[0].tools()[0]["display_width_px"] == 1024
+    assert [(r["call_id"], len(r["images"])) for r in requests[2].tool_results()[-2:]] == [
+        ("toolu_2", 0), ("toolu_3", 1)]
+    assert requests[2].tool_results()[-1]["images"][0][1] == (
+        task_dir / "trajectory" / "step_002.png").read_bytes()
+    assert our_children() == []
+
+
+def test_openai_computer_use_over_the_sdk_edits_the_title(tmp_path: Path, deck_and_baseline, llm_server,
+                                                          openai_backend) -> None:
+    """The real openai SDK calls the Responses API on the stub server, which replays computer_call items."""
+    from stub_llm_server import Native
+
+    def call(i: int, action: dict) -> dict:
+        return {"type": "computer_call", "id": f"cu_{i}", "call_id": f"call_{i}", "action": action,
+                "pending_safety_checks": [], "status": "completed"}
+
+    x, y = TITLE_POINT
+    llm_server.enqueue(
+        Native({"id": "resp_1", "output": [call(1, {"type": "double_click", "x": x, "y": y})]}),
+        Native({"id": "resp_2", "output": [call(2, {"type": "keypress", "keys": ["CTRL", "A"]}),
+                                           call(3, {"type": "type", "text": NEW_TITLE})]}),
+        Native({"id": "resp_3", "output": [{"type": "message", "id": "msg_3", "role": "assistant",
+                                            "status": "completed", "content": [
+                                                {"type": "output_text", "text": "Done.", "annotations": []}]}]}),
+    )
+    client = _stub_client(openai_backend, "openai", "computer-use-preview")
+    src, task_dir, prediction, _ = run_agent(tmp_path, deck_and_baseline[0], [], client=client,
+                                             action_space="openai")
+    assert prediction.metadata["stop_reason"] == "done" and prediction.notes == "Done."
+    assert_diff_is_exactly_the_title_edit(deck_and_baseline[1], prediction.path)
+    requests = llm_server.requests
+    assert [r.path for r in requests] == ["/v1/responses"] * 3
+    assert requests[0].body["tools"] == [{"type": "computer_use_preview", "display_width": 1280,
+                                          "display_height": 800, "environment": "linux"}]
+    assert [r.body.get("previous_response_id") for r in requests] == [None, "resp_1", "resp_2"]
+    outputs = requests[2].tool_results()
+    assert [o["call_id"] for o in outputs] == ["call_2", "call_3"]
+    assert outputs[0]["images"][0][1] == (task_dir / "trajectory" / "step_002.png").read_bytes()
     assert our_children() == []

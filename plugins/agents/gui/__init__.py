@@ -43,10 +43,18 @@ class GuiOptions(Options):
     )
     history_images: int = Field(2, ge=1, le=30, description="screenshots of the latest steps kept in the prompt")
     step_delay: float = Field(0.5, ge=0, le=10, description="seconds to let the UI settle after each action")
+    native: bool = Field(
+        True,
+        description="openai/anthropic: run the provider's computer-use conversation (tool definition, tool "
+        "calls answered by tool results holding the screenshot); false: plain text turns",
+    )
+    safety_checks: Literal["stop", "acknowledge"] = Field(
+        "stop",
+        description="OpenAI pending_safety_checks: stop the episode (deck saved as is) or acknowledge and go on",
+    )
     send_tools: bool = Field(
         False,
-        description="openai/anthropic: pass the provider's computer tool definition as request params "
-        "(only for backends that forward 'tools'; the built-in chat backends reject it)",
+        description="native = false only: also pass the provider's computer tool definition as request params",
     )
     temperature: float | None = Field(None, ge=0, le=2)
     max_tokens: int | None = Field(None, gt=0)
@@ -107,7 +115,7 @@ class GuiAgent(Component):
             params["temperature"] = opts.temperature
         if opts.max_tokens is not None:
             params["max_tokens"] = opts.max_tokens
-        if opts.send_tools:
+        if opts.send_tools and not opts.native:
             params.update(adapter.request_params(image_size or screen))
         trajectory = Trajectory(workspace.dir / "trajectory")
         scratch = Path(tempfile.mkdtemp(prefix="pptarena-gui-"))
@@ -124,6 +132,7 @@ class GuiAgent(Component):
                 trajectory=trajectory, log=workspace.log, max_steps=opts.max_steps, image_size=image_size,
                 coordinate_scale=opts.coordinate_scale, history_images=opts.history_images,
                 step_delay=opts.step_delay, deadline=deadline, request_params=params,
+                native=opts.native, safety_checks=opts.safety_checks,
             )
             if not env.office_running():
                 raise AgentError("Impress was closed during the episode, so the deck could not be saved")

@@ -53,6 +53,12 @@ class Decision:
     note: str = ""
     errors: list[str] = field(default_factory=list)
     call_ids: list[str] = field(default_factory=list)
+    action_calls: list[str] = field(default_factory=list)
+    """Provider spaces: the call id each action came from (parallel to ``actions``, without the final done)."""
+    call_errors: dict[str, str] = field(default_factory=dict)
+    """Provider spaces: call id → why its action was invalid (nothing of it, or after it, was run)."""
+    safety_checks: list[dict[str, Any]] = field(default_factory=list)
+    """OpenAI: the ``pending_safety_checks`` of the calls (``id``, ``code``, ``message``)."""
 
 
 # --------------------------------------------------------------------------- shared mapping
@@ -283,20 +289,29 @@ MAX_PROVIDER_ACTIONS = 2 * MAX_ACTIONS_PER_STEP
 """Most tool-call actions run from one provider response (providers batch more than a JSON reply)."""
 
 
-def _capped(decision: Decision, objs: list[dict[str, Any]]) -> list[dict[str, Any]]:
+def _capped(decision: Decision, objs: list[Any]) -> list[Any]:
     if len(objs) > MAX_PROVIDER_ACTIONS:
         decision.errors.append(f"only the first {MAX_PROVIDER_ACTIONS} of {len(objs)} actions were run")
     return objs[:MAX_PROVIDER_ACTIONS]
 
 
-def _collect(decision: Decision, objs: list[dict[str, Any]], mapper: Any) -> None:
-    """Map objects in order; stop at the first invalid one (later actions depended on it)."""
-    for obj in objs:
+def _collect(decision: Decision, objs: list[dict[str, Any]], mapper: Any, owners: list[str] | None = None) -> None:
+    """Map objects in order; stop at the first invalid one (later actions depended on it).
+
+    ``owners`` (parallel to ``objs``) are the provider call ids the objects came from.
+    """
+    for i, obj in enumerate(objs):
+        owner = owners[i] if owners is not None else None
         try:
             acts, done = mapper(obj)
         except ActionError as exc:
-            decision.errors.append(f"invalid action {json.dumps(obj, ensure_ascii=False)[:300]}: {exc}")
+            message = f"invalid action {json.dumps(obj, ensure_ascii=False)[:300]}: {exc}"
+            decision.errors.append(message)
+            if owner is not None:
+                decision.call_errors[owner] = message
             return
+        if owner is not None:
+            decision.action_calls += [owner] * sum(1 for a in acts if a.kind != "done")
         decision.actions += acts
         if done:
             decision.done = True
@@ -406,15 +421,19 @@ class OpenAIComputerAdapter:
             decision.actions.append(A.done(decision.note))
             return decision
         objs: list[dict[str, Any]] = []
+        owners: list[str] = []
         for call in calls:
-            decision.call_ids.append(str(call.get("call_id", "")))
-            if call.get("pending_safety_checks"):
-                codes = [c.get("code") for c in call["pending_safety_checks"] if isinstance(c, dict)]
-                decision.errors.append(f"pending safety checks not acknowledged: {codes}")
+            call_id = str(call.get("call_id", ""))
+            decision.call_ids.append(call_id)
+            checks = call.get("pending_safety_checks") or []
+            decision.safety_checks += [c for c in checks if isinstance(c, dict)]
             actions = call.get("actions")
             batch: list[Any] = actions if isinstance(actions, list) else [call.get("action")]
-            objs += [a for a in batch if isinstance(a, dict)]
-        _collect(decision, _capped(decision, objs), lambda o: openai_action(o, scaler))
+            mine = [a for a in batch if isinstance(a, dict)]
+            objs += mine
+            owners += [call_id] * len(mine)
+        n = len(_capped(decision, objs))
+        _collect(decision, objs[:n], lambda o: openai_action(o, scaler), owners[:n])
         return decision
 
 
@@ -452,17 +471,24 @@ class AnthropicComputerAdapter:
             decision.actions.append(A.done(decision.note))
             return decision
         objs: list[dict[str, Any]] = []
+        owners: list[str] = []
         for block in uses:
-            decision.call_ids.append(str(block.get("id", "")))
+            call_id = str(block.get("id", ""))
+            decision.call_ids.append(call_id)
             given = block.get("input")
             data: dict[str, Any] = given if isinstance(given, dict) else {}
             if block.get("name") == "computer":  # single computer tool: the action is in the input
                 objs.append(data)
+                owners.append(call_id)
             elif block.get("toolset_name") == "computer":  # computer toolset: one tool per action
                 objs.append({**data, "action": block.get("name")})
+                owners.append(call_id)
             else:
-                decision.errors.append(f"tool {block.get('name')!r} is not available (only 'computer')")
-        _collect(decision, _capped(decision, objs), lambda o: computer_tool_actions(o, scaler))
+                message = f"tool {block.get('name')!r} is not available (only 'computer')"
+                decision.errors.append(message)
+                decision.call_errors[call_id] = message
+        n = len(_capped(decision, objs))
+        _collect(decision, objs[:n], lambda o: computer_tool_actions(o, scaler), owners[:n])
         return decision
 
 

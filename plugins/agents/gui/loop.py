@@ -1,9 +1,11 @@
 """The GUI agent's step loop: screenshot → model → actions, within a step budget and a deadline.
 
-Each step sends the conversation so far (every earlier reply as text, the
-screenshots of only the last ``history_images`` steps) plus the current
-screenshot, parses the reply with the action-space adapter, runs the actions
-and records the step in the trajectory folder:
+Each step takes a screenshot, asks the conversation (:mod:`.native`) for the
+request — plain text turns for the json space; the provider's own computer-use
+conversation, with tool calls answered by tool results carrying the new
+screenshot, for the openai and anthropic spaces — parses the reply with the
+action-space adapter, runs the actions and records the step in the trajectory
+folder:
 
     trajectory/step_000.png ...   the screenshot the model saw at each step
     trajectory/final.png          the screen after the last action
@@ -19,13 +21,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pptarena.models import ImagePart, Message, ModelClient
+from pptarena.models import ModelClient
 from pptarena.types import AgentLog
 
 from .actions import Action, Scaler, Screen
 from .env import ActionFailed, ImpressScreen
-
-MAX_NOTE_IN_HISTORY = 2000
 
 
 @dataclass
@@ -33,7 +33,7 @@ class EpisodeResult:
     """How the episode ended."""
 
     steps: int
-    stop_reason: str  # "done" | "max_steps" | "deadline"
+    stop_reason: str  # "done" | "max_steps" | "deadline" | "safety_check"
     note: str = ""
     action_errors: int = 0
 
@@ -108,13 +108,27 @@ def run_episode(
     step_delay: float = 0.5,
     deadline: float | None = None,
     request_params: dict[str, Any] | None = None,
+    native: bool = True,
+    safety_checks: str = "stop",
 ) -> EpisodeResult:
-    """Run up to ``max_steps`` model steps (until the model says done or ``deadline``, a monotonic time)."""
+    """Run up to ``max_steps`` model steps (until the model says done or ``deadline``, a monotonic time).
+
+    ``native`` (openai/anthropic spaces): run the provider's computer-use
+    conversation (see :mod:`.native`); the tool definition is added to the call
+    parameters. ``safety_checks`` (OpenAI ``pending_safety_checks``): ``"stop"``
+    ends the episode without running the call, ``"acknowledge"`` runs it and
+    acknowledges the checks in the next request.
+    """
+    from .native import CallOutcome, make_conversation
+
     image_screen = image_size or env.screen
     scaler = Scaler(env.screen, image_screen, coordinate_scale)
-    system = adapter.system_prompt(image_screen)
     params = dict(request_params or {})
-    turns: list[tuple[Message, Message | None]] = []  # (user turn, assistant reply)
+    native = native and adapter.name != "json"
+    if native:
+        params.update(adapter.request_params(image_screen))
+    convo = make_conversation(adapter.name, native, adapter.system_prompt(image_screen), instruction,
+                              history_images, params)
     feedback = ""
     errors_total = 0
     note = ""
@@ -124,24 +138,27 @@ def run_episode(
         started = time.monotonic()
         png, seen = encode_png(env.screenshot(), image_screen)
         shot = trajectory.save_image(f"step_{step:03d}.png", png)
-        header = (
-            f"Task: {instruction}\n\nThis is the screen now ({seen.width}x{seen.height})."
-            if step == 0
-            else f"{feedback}\nStep {step + 1} of {max_steps}. This is the screen now."
-        )
-        turns.append((Message.user(header, ImagePart(png)), None))
-        messages = _conversation(system, turns, history_images)
-        completion = client.complete(messages, **params)
+        messages, call_params = convo.request(step, max_steps, png, (seen.width, seen.height), feedback)
+        completion = client.complete(messages, **call_params)
         decision = adapter.parse(completion, scaler)
         note = decision.note or note
-        # provider action spaces: the reply may be a whole tool-call response; keep a readable summary
-        reply_text = completion.text if adapter.name == "json" else _summary(decision, scaler)
-        reply_text = reply_text or _summary(decision, scaler)
-        turns[-1] = (turns[-1][0], Message.assistant(reply_text[:MAX_NOTE_IN_HISTORY] or "(no text)"))
+        convo.observe(completion, decision, _summary(decision, scaler), adapter.name == "json")
+        errors = list(decision.errors)
+        acknowledged: list[dict[str, Any]] = []
+        if decision.safety_checks:
+            codes = [c.get("code") for c in decision.safety_checks]
+            if not native or safety_checks != "acknowledge":
+                errors.append(f"pending safety checks not acknowledged: {codes}")
+            else:
+                acknowledged = list(decision.safety_checks)
+        if native and decision.safety_checks and safety_checks != "acknowledge":
+            errors_total += len(errors)
+            _record_step(trajectory, log, step, shot, seen, completion, decision, [], errors, True, started)
+            return _finish(env, trajectory, step + 1, "safety_check", note or "; ".join(errors), errors_total)
         done_requested = decision.done
         done_actions: list[Action] = []
-        errors = list(decision.errors)
-        for action in decision.actions:
+        failed: tuple[int, str] | None = None
+        for i, action in enumerate(decision.actions):
             if action.kind == "done":
                 done_requested = True
                 break
@@ -149,28 +166,19 @@ def run_episode(
                 env.execute(action)
                 done_actions.append(action)
             except ActionFailed as exc:
-                errors.append(f"{describe(action, scaler)} failed: {exc}")
+                message = f"{describe(action, scaler)} failed: {exc}"
+                errors.append(message)
+                failed = (i, message)
                 break
             time.sleep(min(step_delay, 2.0) if action.kind not in ("wait", "noop") else 0)
             env.settle()
-        executed = [a.to_json() for a in done_actions]
         errors_total += len(errors)
         if step_delay:
             time.sleep(step_delay)
         env.settle()
-        record = {
-            "step": step,
-            "screenshot": shot,
-            "image_size": [seen.width, seen.height],
-            "reply": (completion.text or decision.note or "")[:4000],
-            "actions": executed,
-            "errors": errors,
-            "done": done_requested,
-            "call_ids": decision.call_ids,
-            "duration_s": round(time.monotonic() - started, 3),
-        }
-        trajectory.write(record)
-        log.write("gui_step", step=step, actions=executed, errors=errors, done=done_requested)
+        _record_step(trajectory, log, step, shot, seen, completion, decision, done_actions, errors,
+                     done_requested, started)
+        convo.report(_outcomes(decision, len(done_actions), failed, CallOutcome), acknowledged)
         done_text = "; ".join(describe(a, scaler) for a in done_actions) or "nothing"
         feedback = f"Executed: {done_text}." + (f" Errors: {' | '.join(errors)}" if errors else "")
         if done_requested:
@@ -178,23 +186,44 @@ def run_episode(
     return _finish(env, trajectory, max_steps, "max_steps", note, errors_total)
 
 
+def _record_step(trajectory: Trajectory, log: AgentLog, step: int, shot: str, seen: Screen, completion: Any,
+                 decision: Any, done_actions: list[Action], errors: list[str], done: bool, started: float) -> None:
+    executed = [a.to_json() for a in done_actions]
+    trajectory.write({
+        "step": step,
+        "screenshot": shot,
+        "image_size": [seen.width, seen.height],
+        "reply": (completion.text or decision.note or "")[:4000],
+        "actions": executed,
+        "errors": errors,
+        "done": done,
+        "call_ids": decision.call_ids,
+        "duration_s": round(time.monotonic() - started, 3),
+    })
+    log.write("gui_step", step=step, actions=executed, errors=errors, done=done)
+
+
+def _outcomes(decision: Any, n_run: int, failed: tuple[int, str] | None, outcome_cls: Any) -> list[Any]:
+    """One outcome per provider tool call: ok, its own error, or not run because an earlier action failed."""
+    out = []
+    owners = decision.action_calls
+    for call_id in decision.call_ids:
+        mine = [i for i, owner in enumerate(owners) if owner == call_id]
+        if call_id in decision.call_errors:
+            out.append(outcome_cls(call_id, False, decision.call_errors[call_id]))
+        elif failed is not None and failed[0] in mine:
+            out.append(outcome_cls(call_id, False, failed[1]))
+        elif not mine or any(i >= n_run for i in mine):
+            out.append(outcome_cls(call_id, False, "not run: an earlier action failed or the step's action limit "
+                                                   "was reached"))
+        else:
+            out.append(outcome_cls(call_id, True))
+    return out
+
+
 def _summary(decision: Any, scaler: Scaler) -> str:
     calls = "; ".join(describe(a, scaler) for a in decision.actions)
     return "\n".join(p for p in (decision.note, calls and f"Actions: {calls}") if p)
-
-
-def _conversation(system: str, turns: list[tuple[Message, Message | None]], history_images: int) -> list[Message]:
-    """System prompt + every turn; images kept only in the last ``history_images`` user turns."""
-    messages = [Message.system(system)]
-    keep_from = len(turns) - max(1, history_images)
-    for i, (user, reply) in enumerate(turns):
-        if i < keep_from:
-            texts = [p for p in user.parts() if isinstance(p, str)]
-            user = Message.user(*texts, "(screenshot omitted)") if texts else Message.user("(screenshot omitted)")
-        messages.append(user)
-        if reply is not None:
-            messages.append(reply)
-    return messages
 
 
 def _finish(env: ImpressScreen, trajectory: Trajectory, steps: int, reason: str, note: str, errors: int) -> EpisodeResult:
