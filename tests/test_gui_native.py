@@ -104,7 +104,7 @@ def test_anthropic_conversation_on_the_wire(tmp_path: Path, anthropic_backend, l
         assert req.path == "/v1/messages"
         assert req.headers["anthropic-beta"] == "computer-use-2025-01-24"
         assert req.tools() == [{"type": "computer_20250124", "name": "computer", "display_width_px": 1024,
-                                "display_height_px": 640, "display_number": 1}]
+                                "display_height_px": 640}]
         assert "LibreOffice Impress" in (req.system() or "")
     first = requests[0].messages()
     assert len(first) == 1 and "Change the title" in first[0]["content"][0]["text"]

@@ -170,8 +170,8 @@ def to_responses_input(
     ``message`` item (``input_text``/``input_image`` parts); each
     :class:`ToolResult` becomes a ``computer_call_output`` item whose
     screenshot is its one image (its ``native`` fields, e.g.
-    ``acknowledged_safety_checks``, are merged in; its text is not sent: the
-    item has no place for it); assistant text becomes an assistant message and
+    ``acknowledged_safety_checks``, are merged in; its text and ``is_error``
+    are not sent: the item has no place for them); assistant text becomes an assistant message and
     each :class:`ToolCall` its ``native`` output item, replayed verbatim.
     """
     system: list[str] = []

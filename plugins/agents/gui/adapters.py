@@ -455,7 +455,7 @@ class AnthropicComputerAdapter:
         """The Messages API computer tool definition for a backend that forwards ``tools`` and ``betas``."""
         return {
             "tools": [{"type": self.tool_type, "name": "computer", "display_width_px": image.width,
-                       "display_height_px": image.height, "display_number": 1}],
+                       "display_height_px": image.height}],
             "betas": [self.beta],
         }
 

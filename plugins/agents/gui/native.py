@@ -220,12 +220,15 @@ def _prune_images(messages: list[Message], keep: int) -> list[Message]:
     return out
 
 
-CONVERSATIONS = {"json": TextConversation, "openai": OpenAIConversation, "anthropic": AnthropicConversation}
+Conversation = TextConversation | AnthropicConversation | OpenAIConversation
+CONVERSATIONS: dict[str, type[Conversation]] = {
+    "json": TextConversation, "openai": OpenAIConversation, "anthropic": AnthropicConversation,
+}
 
 
 def make_conversation(
     action_space: str, native: bool, system: str, instruction: str, history_images: int, params: dict[str, Any]
-) -> TextConversation | AnthropicConversation | OpenAIConversation:
+) -> Conversation:
     """The conversation for an action space (``native`` false: plain text turns for any space)."""
     cls = CONVERSATIONS[action_space] if native else TextConversation
     return cls(system, instruction, history_images, params)
