@@ -123,6 +123,36 @@ def plugins_command(ctx: click.Context, as_json: bool) -> None:
     Console().print(table)
 
 
+@cli.command("options")
+@click.argument("kind", type=click.Choice(["dataset", "agent", "renderer", "judge", "backend"]))
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def options_command(ctx: click.Context, kind: str, name: str, as_json: bool) -> None:
+    """Show the options a component accepts in its config table (e.g. `arena options judge dual`)."""
+    from .registry import AmbiguousComponentError, UnknownComponentError
+
+    registry = registry_from(ctx, warn=False)
+    try:
+        spec = registry.get(kind + "s", name)
+    except (UnknownComponentError, AmbiguousComponentError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    rows = spec.describe_options()
+    if as_json:
+        click.echo(json.dumps({"component": spec.provenance(), "options": rows}, indent=2, default=str))
+        return
+    doc = (spec.factory.__doc__ or "").strip().splitlines()
+    click.echo(f"{kind} {spec.name!r} from plugin {spec.plugin} ({spec.distribution or '?'} {spec.version or ''})".rstrip())
+    if doc:
+        click.echo(f"  {doc[0]}")
+    extra = ", plus `label`" if kind in ("agent", "judge") else ""
+    click.echo(f"Config table: `use = \"{spec.name}\"`{extra}, and:" if rows else "It takes no options.")
+    for row in rows:
+        need = "required" if row["required"] else f"default {json.dumps(row['default'], default=str)}"
+        desc = f" — {row['description']}" if row["description"] else ""
+        click.echo(f"  {row['name']}: {row['type']} ({need}){desc}")
+
+
 @cli.command("tasks")
 @click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False), help="Run config (TOML).")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")

@@ -22,6 +22,7 @@ import difflib
 import importlib
 import importlib.metadata as md
 import os
+import re
 import threading
 import traceback
 import types
@@ -69,6 +70,25 @@ class ComponentSpec:
         model = getattr(self.factory, "Options", None)
         return model if isinstance(model, type) and issubclass(model, BaseModel) else Options
 
+    def describe_options(self) -> list[dict[str, Any]]:
+        """One entry per option: name, type, required, default (secrets shown as ``{ env = ... }``), description."""
+        rows = []
+        for name, info in self.options_model.model_fields.items():
+            type_name = _type_name(info.annotation, info.metadata)
+            default = None if info.is_required() else info.get_default(call_default_factory=True)
+            if hasattr(default, "get_secret_value"):
+                default = "***"
+            rows.append(
+                {
+                    "name": name,
+                    "type": type_name,
+                    "required": info.is_required(),
+                    "default": default,
+                    "description": info.description or "",
+                }
+            )
+        return rows
+
     @property
     def qualified_name(self) -> str:
         """``plugin:name``, unambiguous even when two plugins share ``name``."""
@@ -83,6 +103,29 @@ class ComponentSpec:
             "distribution": self.distribution,
             "version": self.version,
         }
+
+
+def _type_name(annotation: Any, metadata: list[Any]) -> str:
+    """A readable type for option listings (``str | None``, ``Literal['min', 'mean']``, ``model ref``)."""
+    import typing
+
+    from .models import _check_model_ref
+
+    def is_model_ref(ann: Any, meta: list[Any]) -> bool:
+        if any(getattr(m, "func", None) is _check_model_ref for m in meta):
+            return True
+        return any(is_model_ref(a, list(getattr(a, "__metadata__", ()))) for a in typing.get_args(ann))
+
+    if is_model_ref(annotation, metadata):
+        ref = "model ref '<backend>/<model>'"
+        return f"{ref} | None" if type(None) in typing.get_args(annotation) else ref
+    if isinstance(annotation, type) and not typing.get_args(annotation):
+        return annotation.__name__
+    text = str(annotation)
+    for prefix in ("typing.", "pathlib.", "pydantic.types.", "collections.abc."):
+        text = text.replace(prefix, "")
+    text = re.sub(r"Optional\[(.*)\]$", r"\1 | None", text)
+    return text
 
 
 @dataclass

@@ -40,3 +40,15 @@ def test_tasks_and_run_piped_output(tmp_path, fake_plugins):
     # not a terminal: one plain line per result, no progress-bar control characters
     lines = [line for line in out.stderr.splitlines() if line.startswith("[")]
     assert len(lines) == 2 and "noop task-01: scored title=0.00" in out.stderr and "\x1b[" not in out.stderr
+
+
+def test_options_lists_a_components_config_keys():
+    out = arena("options", "agent", "precomputed")
+    assert out.returncode == 0, out.stderr
+    assert "dir: Path (required)" in out.stdout and 'pattern: str (default "{task_id}.pptx")' in out.stdout
+    out = arena("options", "judge", "dual", "--json")
+    options = {o["name"]: o for o in json.loads(out.stdout)["options"]}
+    assert options["model"]["required"] and options["model"]["type"].startswith("model ref")
+    assert options["chunk_size"]["default"] == 4
+    out = arena("options", "agent", "oracel")
+    assert out.returncode != 0 and "Did you mean: oracle?" in out.stderr
