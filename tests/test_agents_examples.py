@@ -7,7 +7,7 @@ from conftest import ROOT
 from pptarena.config import load_config
 from pptarena.registry import get_registry
 
-EXAMPLES = ["pptpilot-openai", "ppteval-rubric", "local-openai-compatible", "cli-agent"]
+EXAMPLES = ["pptpilot-openai", "ppteval-rubric", "local-openai-compatible", "cli-agent", "gui-computer-use"]
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
@@ -20,7 +20,7 @@ def test_example_config_is_valid(name, monkeypatch):
     config = load_config(path, get_registry())
     assert config.agents and config.judges
     for agent in config.agents:
-        assert agent.use in ("hybrid", "code", "xml", "command")
+        assert agent.use in ("hybrid", "code", "xml", "command", "gui")
 
 
 def test_pptpilot_example_uses_the_paper_setting(monkeypatch):
@@ -29,3 +29,7 @@ def test_pptpilot_example_uses_the_paper_setting(monkeypatch):
     agent = config.agents[0]
     assert (agent.use, agent.options.loops, agent.options.router_model) == ("hybrid", 3, "openai/gpt-5-nano")
     assert [j.use for j in config.judges] == ["dual", "structural"]
+
+
+def test_every_example_is_covered():
+    assert {p.stem for p in (ROOT / "examples").glob("*.toml")} == {*EXAMPLES, "demo"}
