@@ -104,7 +104,7 @@ def main() -> None:
             mem = peak_mib(lambda a=a, b=b: diff_decks(a, b))
             print(f"| {n} | {a.stat().st_size // 1024} | {t_sum:.3f} | {t_diff:.3f} | {edits} | {mem:.1f} |")
     if CORPUS.is_dir():
-        decks = sorted(CORPUS.glob("*.pp*"))
+        decks = sorted(p for p in CORPUS.iterdir() if p.suffix.lower() in (".pptx", ".pptm", ".ppsx", ".potx"))
         total_sum = total_diff = 0.0
         errors = 0
         slides = 0
