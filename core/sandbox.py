@@ -7,6 +7,10 @@ Each run gets:
   an address-space (memory) limit, a file-size limit and a process-count limit;
 - no network where the OS allows it (a new user + network namespace through
   ``unshare -rn``; see :func:`network_isolation_available`);
+- a read-only view of the whole file system except its working directory (and any
+  ``writable`` paths the caller names), where the OS allows it: a new mount
+  namespace in which every mount is remounted read-only (see
+  :func:`filesystem_isolation_available`);
 - a minimal environment (no API keys or other secrets are inherited);
 - captured, size-capped stdout and stderr.
 
@@ -14,8 +18,9 @@ A script reports a structured result by writing JSON to the path in the
 environment variable ``PPTARENA_SANDBOX_RESULT`` (:func:`run_python` wraps this).
 
 What it does not do: it is not a container. The code can read files the user
-can read and write where the user can write outside its working directory;
-run untrusted code under a dedicated account or container when that matters.
+can read, and where user namespaces are unavailable it can also write where the
+user can (the result says so in ``notes``); run untrusted code under a dedicated
+account or container when that matters.
 """
 
 from __future__ import annotations
@@ -52,6 +57,7 @@ class SandboxLimits:
     max_processes: int | None = None  # RLIMIT_NPROC (per user; None = unchanged)
     max_output_bytes: int = 200_000  # stdout / stderr kept per stream
     network: bool = False  # allow network access
+    write_anywhere: bool = False  # allow writes outside the working directory (and ``writable`` paths)
 
 
 @dataclass
@@ -65,6 +71,7 @@ class SandboxResult:
     timed_out: bool = False
     result: Any = None  # JSON the code wrote to PPTARENA_SANDBOX_RESULT, if any
     network_isolated: bool = False
+    filesystem_isolated: bool = False
     notes: list[str] = field(default_factory=list)
 
     @property
@@ -97,6 +104,56 @@ def network_isolation_available() -> bool:
         return False
 
 
+# Runs inside a new user + mount namespace: bind-mounts the writable paths onto themselves, remounts
+# every other mount read-only (keeping its other flags, which a user namespace may not clear), then
+# runs the command. Usage: sh -c CONFINE sandbox WORKDIR [WRITABLE...] -- ARGV...
+_CONFINE = r"""
+here=$(pwd)
+binds="$1"
+mount --bind "$1" "$1" || exit 97
+shift
+while [ "$1" != "--" ]; do
+  mount --bind "$1" "$1" || exit 97
+  binds="$binds
+$1"
+  shift
+done
+shift
+while read -r _ _ _ _ mnt opts _; do
+  case "
+$binds
+" in *"
+$mnt
+"*) continue ;; esac
+  ro=$(printf '%s' "$opts" | sed 's/^rw,/ro,/; s/^rw$/ro/')
+  mount -o "remount,bind,$ro" "$mnt" 2>/dev/null
+done < /proc/self/mountinfo
+cd "$here" || exit 97  # re-enter the working directory through the new writable mount
+exec "$@"
+"""
+
+
+@functools.cache
+def filesystem_isolation_available() -> bool:
+    """True when a command can run here with a read-only file system except chosen folders."""
+    exe = shutil.which("unshare")
+    if not exe or not shutil.which("mount") or not sys.platform.startswith("linux"):
+        return False
+    probe = Path(tempfile.mkdtemp(prefix="pptarena-probe-"))
+    try:
+        check = f'touch "{probe}/ok" && ! touch "{probe.parent}/pptarena-probe-escape-$$" 2>/dev/null'
+        out = subprocess.run(
+            [exe, "-rm", "sh", "-c", _CONFINE, "sandbox", str(probe), "--", "sh", "-c", check],
+            capture_output=True,
+            timeout=10,
+        )
+        return out.returncode == 0 and (probe / "ok").exists()
+    except (OSError, subprocess.SubprocessError):
+        return False
+    finally:
+        shutil.rmtree(probe, ignore_errors=True)
+
+
 def _limit_setter(limits: SandboxLimits):  # type: ignore[no-untyped-def]
     cpu = limits.cpu_seconds or int(limits.timeout) + 1
     mem = limits.memory_mb * 1024 * 1024
@@ -127,8 +184,13 @@ def run_command(
     env: Mapping[str, str] | None = None,
     workdir: Path | None = None,
     stdin_text: str | None = None,
+    writable: Sequence[Path] = (),
 ) -> SandboxResult:
-    """Run ``argv`` under the sandbox's limits in a fresh (or given) working directory."""
+    """Run ``argv`` under the sandbox's limits in a fresh (or given) working directory.
+
+    Only the working directory and ``writable`` paths (existing files or folders) can be written,
+    where the OS allows it (``limits.write_anywhere`` turns that off).
+    """
     own_dir = workdir is None
     work = Path(tempfile.mkdtemp(prefix="pptarena-sandbox-")) if own_dir else Path(workdir)  # type: ignore[arg-type]
     work.mkdir(parents=True, exist_ok=True)
@@ -137,15 +199,26 @@ def run_command(
     child_env.update({"HOME": str(work), "TMPDIR": str(work), "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg"})
     child_env["PPTARENA_SANDBOX_RESULT"] = str(result_path)
     child_env.update(env or {})
-    isolated = False
+    isolated = fs_isolated = False
     cmd = list(argv)
     notes: list[str] = []
+    flags = ""
     if not limits.network:
         if network_isolation_available():
-            cmd = ["unshare", "-rn", *cmd]
+            flags += "n"
             isolated = True
         else:
             notes.append("network isolation unavailable on this system; code ran with network access")
+    if not limits.write_anywhere:
+        if filesystem_isolation_available():
+            flags += "m"
+            fs_isolated = True
+            paths = [str(Path(p).resolve()) for p in writable]
+            cmd = ["sh", "-c", _CONFINE, "sandbox", str(work.resolve()), *paths, "--", *cmd]
+        else:
+            notes.append("file-system confinement unavailable on this system; code could write outside its folder")
+    if flags:
+        cmd = ["unshare", "-r" + flags, *cmd]
     out_path, err_path = work / ".stdout", work / ".stderr"
     t0 = time.monotonic()
     try:
@@ -174,6 +247,7 @@ def run_command(
             timed_out=timed_out,
             result=payload,
             network_isolated=isolated,
+            filesystem_isolated=fs_isolated,
             notes=notes,
         )
     finally:
@@ -201,6 +275,7 @@ def run_python(
     workdir: Path | None = None,
     python: str | None = None,
     extra_files: Mapping[str, str] | None = None,
+    writable: Sequence[Path] = (),
 ) -> SandboxResult:
     """Run Python ``source`` in the sandbox.
 
@@ -225,7 +300,7 @@ def run_python(
         # (the script's folder) stays importable, so extra_files can be helper modules.
         flags = ["-s"] if env and "PYTHONPATH" in env else ["-E", "-s"]
         argv = [python or sys.executable, *flags, str(script), str(work / ".sandbox_input.json")]
-        return run_command(argv, limits=limits, env=env, workdir=work)
+        return run_command(argv, limits=limits, env=env, workdir=work, writable=writable)
     finally:
         if own_dir:
             shutil.rmtree(work, ignore_errors=True)

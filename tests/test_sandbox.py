@@ -5,7 +5,12 @@ from __future__ import annotations
 import os
 
 import pytest
-from pptarena.sandbox import SandboxLimits, network_isolation_available, run_python
+from pptarena.sandbox import (
+    SandboxLimits,
+    filesystem_isolation_available,
+    network_isolation_available,
+    run_python,
+)
 
 
 def test_result_and_inputs_round_trip():
@@ -54,3 +59,34 @@ def test_no_network():
 def test_extra_files_are_importable_helper_modules():
     res = run_python("import helper\nsandbox_result(helper.VALUE)", extra_files={"helper.py": "VALUE = 7\n"})
     assert res.ok and res.result == 7
+
+
+@pytest.mark.skipif(not filesystem_isolation_available(), reason="user and mount namespaces are not available here")
+def test_only_the_working_directory_and_named_paths_are_writable(tmp_path):
+    outside = tmp_path / "outside.txt"
+    allowed = tmp_path / "allowed"
+    allowed.mkdir()
+    code = (
+        "import sys\n"
+        "results = {}\n"
+        "for name, path in SANDBOX_INPUT.items():\n"
+        "    try:\n"
+        "        open(path, 'w').write('x')\n"
+        "        results[name] = 'written'\n"
+        "    except OSError as exc:\n"
+        "        results[name] = exc.strerror\n"
+        "sandbox_result(results)\n"
+    )
+    paths = {"outside": str(outside), "allowed": str(allowed / "f.txt"), "cwd": "here.txt", "home": "/root/.pptarena-escape"}
+    res = run_python(code, inputs=paths, writable=[allowed])
+    assert res.ok and res.filesystem_isolated, res.stderr
+    assert res.result == {
+        "outside": "Read-only file system",
+        "allowed": "written",
+        "cwd": "written",
+        "home": "Read-only file system",
+    }
+    assert not outside.exists() and (allowed / "f.txt").read_text() == "x"
+    assert run_python(code, inputs={"outside": str(outside)}, limits=SandboxLimits(write_anywhere=True)).result == {
+        "outside": "written"
+    }
