@@ -94,17 +94,18 @@ def author_group() -> None:
 @click.option("--deck", "deck", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
               help="The deck to propose edit tasks for.")
 @click.option("--n", "n", type=click.IntRange(1, 50), default=5, show_default=True, help="How many tasks.")
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Folder dataset to write (created; existing tasks are kept).")
+@click.option("--out", "out", default=None, type=click.Path(file_okay=False, path_type=Path),
+              help="Folder dataset to write (created; existing tasks are kept). Default: ./<deck name>-tasks")
 @model_option
 @config_option
 @click.option("--no-renders", is_flag=True, help="Do not render the deck for the model.")
 @click.option("--max-images", type=click.IntRange(0, 64), default=8, show_default=True, help="Slide images sent at most.")
 @attempts_option
 @tokens_option
-def propose_command(deck: Path, n: int, out: Path, model: str, config: str | None, no_renders: bool,
+def propose_command(deck: Path, n: int, out: Path | None, model: str, config: str | None, no_renders: bool,
                     max_images: int, attempts: int, max_tokens: int) -> None:
     """Ask MODEL for N grounded edit tasks on DECK and write them as a folder dataset in OUT."""
+    out = out or Path(f"{deck.stem}-tasks")
     from .author_files import load_dataset_tasks
     from .author_propose import propose_tasks, render_for_prompt, write_proposals
     from .deck import DeckError, summarize

@@ -141,3 +141,12 @@ def test_a_failing_backend_is_reported_as_such(tmp_path):
                      "--out", str(tmp_path / "o"), "--no-renders")
     assert result.exit_code == 1 and "quota exceeded" in result.output
     assert not (tmp_path / "o").exists() and not record.exists()
+
+
+def test_out_defaults_to_a_folder_named_after_the_deck(tmp_path, monkeypatch):
+    config = scripted_config(tmp_path / "author.toml", [fenced({"tasks": [GOOD]})], tmp_path / "r.jsonl")
+    monkeypatch.chdir(tmp_path)
+    result = run_cli("propose", "--deck", str(_deck()), "--n", "1", "--model", "scripted/proposer",
+                     "--config", str(config), "--no-renders")
+    assert result.exit_code == 0, result.output
+    assert (tmp_path / "qbr-tasks" / "fix-agenda-typos" / "task.toml").is_file()
