@@ -75,8 +75,9 @@ def choose_run_dir(config: RunConfig, out: str | None, new: bool = False) -> tup
     """The run directory and whether it already holds a run to resume.
 
     Explicit ``out`` (CLI or ``[run] out``) is used as is. Otherwise the newest
-    ``runs/<stem>-<timestamp>`` started from the same config is resumed when it
-    is unfinished; else a new timestamped folder is made.
+    ``runs/<stem>-<timestamp>`` started from the same config is resumed (a finished
+    one just reports its results again; pairs added since, e.g. new tasks, run);
+    ``new`` or no such folder makes a new timestamped folder.
     """
     chosen = out or config.run.out
     if chosen:
@@ -90,10 +91,14 @@ def choose_run_dir(config: RunConfig, out: str | None, new: bool = False) -> tup
                 manifest = json.loads((cand / "manifest.json").read_text())
             except (OSError, ValueError):
                 continue
-            if manifest.get("config_hash") == h and not manifest.get("finished_at"):
+            if manifest.get("config_hash") == h:
                 return cand, True
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    return runs / f"{config.stem}-{stamp}", False
+    candidate, n = runs / f"{config.stem}-{stamp}", 1
+    while candidate.exists():  # two runs started in the same second
+        n += 1
+        candidate = runs / f"{config.stem}-{stamp}-{n}"
+    return candidate, False
 
 
 def _agent_tables(config: dict[str, Any]) -> dict[str, Any]:

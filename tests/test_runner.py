@@ -262,3 +262,17 @@ def test_resume_refuses_a_changed_config_but_accepts_a_new_agent(tmp_path, fake_
     with pytest.raises(PptArenaError, match=r"\[judges\] differs.*arena rescore"):
         Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
     assert len(rows_of(tmp_path / "out")) == 2
+
+
+def test_rerunning_without_out_resumes_the_same_configs_run(tmp_path, fake_plugins):
+    cfg = config_file(tmp_path, '[[agents]]\nuse = "noop"\n', count=2)
+    cmd = [sys.executable, "-m", "pptarena.cli", "run", "--config", str(cfg), "--no-report"]
+    first = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
+    assert first.returncode == 0, first.stderr
+    again = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
+    assert again.returncode == 0 and "Resuming run in runs/run-" in again.stderr
+    assert "2 of 2 results already recorded" in again.stderr
+    fresh = subprocess.run([*cmd, "--new"], capture_output=True, text=True, cwd=tmp_path)
+    assert fresh.returncode == 0 and "Starting run in" in fresh.stderr
+    runs = sorted((tmp_path / "runs").iterdir())
+    assert len(runs) == 2 and all(len(rows_of(r)) == 2 for r in runs)
