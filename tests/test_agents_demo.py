@@ -91,3 +91,57 @@ def test_code_agent_fixes_the_demo_typos(tmp_path, demo_tasks):
     assert {e["slide"] for e in edits} == {2} and len(edits) == 2, json.dumps(edits)[:500]
     assert Path(task.original).read_bytes() != pred.path.read_bytes()
     assert [e["returncode"] for e in ws.log.events if e["event"] == "code_run"] == [0]
+
+
+def _part(deck: Path, name: str) -> str:
+    import zipfile
+
+    with zipfile.ZipFile(deck) as z:
+        return z.read(name).decode("utf-8")
+
+
+def _xml_reply(xml: str, part: str = "ppt/slides/slide2.xml") -> str:
+    return f"MODIFIED_XML_FILE: {part}\n```xml\n{xml}\n```\n"
+
+
+SELECT_SLIDE2 = '{"parts": ["ppt/slides/slide2.xml"], "reason": "the typos are on slide 2"}'
+
+
+def _fixed_slide2(task: Task) -> str:
+    xml = _part(task.original, "ppt/slides/slide2.xml")
+    fixed = xml.replace("Quartely", "Quarterly").replace("performence", "performance")
+    assert fixed != xml and "Quartely" not in fixed
+    return fixed
+
+
+def _assert_only_the_typos_changed(task: Task, pred_path: Path) -> None:
+    from pptarena.deck import diff_decks
+
+    texts = deck_texts(pred_path)
+    assert "Quarterly results at a glance" in texts and "Regional performance" in texts
+    edits = diff_decks(task.original, pred_path).edits
+    assert {e["slide"] for e in edits} == {2} and len(edits) == 2, json.dumps(edits)[:500]
+
+
+def test_xml_agent_fixes_the_demo_typos_after_garbage_and_broken_xml(tmp_path, demo_tasks):
+    task = next(t for t in demo_tasks if t.id == "qbr-fix-typos")
+    fixed = _fixed_slide2(task)
+    responses = [SELECT_SLIDE2, "Happy to help!", _xml_reply(fixed[: len(fixed) // 2]), _xml_reply(fixed)]
+    ws, backend = scripted_workspace(tmp_path, responses, renderer=FakeRenderer(), deck=task.original)
+    pred = build_agent("xml", tmp_path).edit(task, ws)
+    _assert_only_the_typos_changed(task, pred.path)
+    assert pred.metadata["branches"][0]["attempts"] == 3
+    feedback = [r.messages[-1].content for r in backend.requests[2:]]
+    assert "holds no parts" in feedback[0] and "not well-formed XML" in feedback[1]
+
+
+def test_hybrid_agent_routes_the_demo_task_and_fixes_it(tmp_path, demo_tasks):
+    task = next(t for t in demo_tasks if t.id == "qbr-fix-typos")
+    route = '{"route": "xml", "reason": "two words on one slide"}'
+    responses = [route, SELECT_SLIDE2, _xml_reply(_fixed_slide2(task)), '{"done": true}']
+    ws, backend = scripted_workspace(tmp_path, responses, renderer=FakeRenderer(), deck=task.original)
+    pred = build_agent("hybrid", tmp_path, loops=1).edit(task, ws)
+    _assert_only_the_typos_changed(task, pred.path)
+    routed = [e for e in ws.log.events if e["event"] == "route"]
+    assert routed and routed[0]["route"] == "xml" and "two words" in routed[0]["reason"]
+    assert len(backend.requests) == 4  # router, part selection, edit, verifier
