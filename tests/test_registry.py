@@ -6,6 +6,7 @@ import importlib.metadata as md
 import subprocess
 import sys
 import types
+from pathlib import Path
 
 import pptarena
 import pytest
@@ -117,6 +118,20 @@ def test_broken_plugin_does_not_break_help_or_plugins(tmp_path):
         [sys.executable, "-m", "pptarena.cli", "--strict", "plugins"], env=env, capture_output=True, text=True
     )
     assert out.returncode != 0 and "kaboom" in out.stderr
+    # a run that does not use the broken plugin works, with a warning naming it
+    tests_dir = Path(__file__).resolve().parent
+    env["PPTARENA_PLUGINS"] = "explodes_on_import,fakeplugins"
+    env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(tests_dir)])
+    cfg = tmp_path / "run.toml"
+    cfg.write_text('[dataset]\nuse = "fake"\nroot = "d"\ncount = 1\n[renderer]\nuse = "dummy"\n'
+                   '[[agents]]\nuse = "noop"\n[[judges]]\nuse = "title"\n')
+    out = subprocess.run(
+        [sys.executable, "-m", "pptarena.cli", "run", "--config", str(cfg), "--out", str(tmp_path / "r"), "--no-report"],
+        env=env, capture_output=True, text=True, cwd=tmp_path,
+    )
+    assert out.returncode == 0, out.stderr
+    assert "explodes_on_import" in out.stderr and "kaboom" in out.stderr  # the warning
+    assert '"status": "scored"' in (tmp_path / "r" / "results.jsonl").read_text()
 
 
 def test_every_hook_has_a_docstring():
