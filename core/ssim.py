@@ -20,7 +20,6 @@ Every result row is a dict::
 
 from __future__ import annotations
 
-import bisect
 import threading
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -67,25 +66,10 @@ def default_matches(images_a: Sequence[SlideImage], images_b: Sequence[SlideImag
 
 def _moved(pairs: Sequence[tuple[int, int]]) -> set[tuple[int, int]]:
     """Matched pairs outside a longest run that keeps A's order when read in B's order."""
+    from .deck.match import lis_indices
+
     ordered = sorted(pairs, key=lambda p: p[1])
-    seq = [a for a, _ in ordered]
-    tails: list[int] = []  # patience sorting for the longest increasing subsequence
-    tails_idx: list[int] = []
-    prev = [-1] * len(seq)
-    for i, x in enumerate(seq):
-        k = bisect.bisect_left(tails, x)
-        if k == len(tails):
-            tails.append(x)
-            tails_idx.append(i)
-        else:
-            tails[k] = x
-            tails_idx[k] = i
-        prev[i] = tails_idx[k - 1] if k > 0 else -1
-    keep: set[int] = set()
-    i = tails_idx[-1] if tails_idx else -1
-    while i != -1:
-        keep.add(i)
-        i = prev[i]
+    keep = lis_indices([a for a, _ in ordered])
     return {ordered[i] for i in range(len(ordered)) if i not in keep}
 
 
