@@ -100,12 +100,16 @@ class ScriptedOptions(BackendOptions):
     responses: list[Item] = Field(default_factory=list, description="answers served in order")
     rules: list[ScriptedRule] = Field(default_factory=list, description="regex rules, tried before responses")
     rules_file: Path | None = Field(None, description="TOML or JSON with [[rules]] and/or responses")
-    on_exhausted: Literal["error", "cycle", "repeat_last"] = "error"
-    order: Literal["call", "turn"] = "call"
+    on_exhausted: Literal["error", "cycle", "repeat_last"] = Field(
+        "error", description="when responses run out: fail the call, start over, or repeat the last one"
+    )
+    order: Literal["call", "turn"] = Field(
+        "call", description="'call': the n-th call gets item n; 'turn': the n-th assistant turn of a conversation does"
+    )
     state_file: Path | None = Field(None, description="share the 'call' counters across processes")
     record: Path | None = Field(None, description="append every request to this JSON-lines file")
-    retry_base_delay: float = Field(0.01, ge=0)
-    retry_max_delay: float = Field(0.1, ge=0)
+    retry_base_delay: float = Field(0.01, ge=0, description="first retry delay in seconds (short: nothing to wait for)")
+    retry_max_delay: float = Field(0.1, ge=0, description="backoff ceiling in seconds")
 
 
 @dataclass

@@ -26,7 +26,7 @@ from typing import Any
 import pptarena
 from pptarena.types import Component, Task
 from pptarena.types import Options as BaseOptions
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from .common import DatasetError, one_as_list
 from .folder import load_folder_tasks
@@ -130,7 +130,7 @@ class DemoDataset(Component):
     class Options(BaseOptions):
         """Options of the ``demo`` dataset."""
 
-        ids: list[str] = []  # shell-style globs on task ids, e.g. ["qbr-*"]
+        ids: list[str] = Field(default_factory=list, description='shell-style globs on task ids, e.g. ["qbr-*"]')
 
         _one_as_list = field_validator("ids", mode="before")(one_as_list)
 

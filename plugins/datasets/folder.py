@@ -22,7 +22,7 @@ from typing import Any
 import pptarena
 from pptarena.types import Component, Task
 from pptarena.types import Options as BaseOptions
-from pydantic import BaseModel, ConfigDict, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .common import (
     MAX_INDEX_BYTES,
@@ -160,8 +160,8 @@ class FolderDataset(Component):
     class Options(BaseOptions):
         """Options of the ``folder`` dataset."""
 
-        root: Path
-        ids: list[str] = []  # shell-style globs on task ids; empty = all
+        root: Path = Field(description="folder holding one sub-folder with a task.toml per task")
+        ids: list[str] = Field(default_factory=list, description="shell-style globs on task ids; empty = all")
 
     def __init__(self, options: Options, context: Any):
         super().__init__(options, context)

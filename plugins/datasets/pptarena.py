@@ -20,7 +20,7 @@ from typing import Any
 import pptarena
 from pptarena.types import Component, Task
 from pptarena.types import Options as BaseOptions
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from .common import (
     DatasetError,
@@ -227,12 +227,12 @@ class PptArenaDataset(Component):
     class Options(BaseOptions):
         """Options of the ``pptarena`` dataset."""
 
-        root: Path
-        index: str | None = None  # index file relative to root; default: found automatically
-        subset: str | None = None  # e.g. "agent_bench/subset25.json" (relative to root, or absolute)
-        categories: list[str] = []  # e.g. ["Layout", "Styling"]; case-insensitive
-        edit_types: list[str] = []  # e.g. ["Charts"]; case-insensitive
-        ids: list[str] = []  # shell-style globs on task ids, e.g. ["case-1?"]
+        root: Path = Field(description="the PPTArena folder (evaluation_pairs_refined.json and the decks)")
+        index: str | None = Field(None, description="index file relative to root; default: found automatically")
+        subset: str | None = Field(None, description='subset file, e.g. "agent_bench/subset25.json" (relative to root, or absolute)')
+        categories: list[str] = Field(default_factory=list, description='e.g. ["Layout", "Styling"]; case-insensitive')
+        edit_types: list[str] = Field(default_factory=list, description='e.g. ["Charts"]; case-insensitive')
+        ids: list[str] = Field(default_factory=list, description='shell-style globs on task ids, e.g. ["case-1?"]')
 
         _one_as_list = field_validator("categories", "edit_types", "ids", mode="before")(one_as_list)
 

@@ -22,7 +22,7 @@ from typing import Any
 import pptarena
 from pptarena.types import Component, Task
 from pptarena.types import Options as BaseOptions
-from pydantic import field_validator
+from pydantic import Field, field_validator
 
 from .common import (
     DatasetError,
@@ -185,10 +185,10 @@ class PptEvalDataset(Component):
     class Options(BaseOptions):
         """Options of the ``ppteval`` dataset."""
 
-        root: Path
-        decks_dir: Path | None = None
-        difficulty: list[str] = []  # e.g. ["hard"]; case-insensitive; empty = all
-        ids: list[str] = []  # shell-style globs on task ids
+        root: Path = Field(description="a PPT-Eval checkout (or its task_registry folder)")
+        decks_dir: Path | None = Field(None, description="folder holding the decks (default: root/<file_path>)")
+        difficulty: list[str] = Field(default_factory=list, description='e.g. ["hard"]; case-insensitive; empty = all')
+        ids: list[str] = Field(default_factory=list, description="shell-style globs on task ids")
 
         _one_as_list = field_validator("difficulty", "ids", mode="before")(one_as_list)
 

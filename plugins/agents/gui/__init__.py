@@ -56,8 +56,8 @@ class GuiOptions(Options):
         False,
         description="native = false only: also pass the provider's computer tool definition as request params",
     )
-    temperature: float | None = Field(None, ge=0, le=2)
-    max_tokens: int | None = Field(None, gt=0)
+    temperature: float | None = Field(None, ge=0, le=2, description="sampling temperature (default: the backend's)")
+    max_tokens: int | None = Field(None, gt=0, description="output-token limit per step (default: the backend's)")
     save_reserve: float = Field(
         SAVE_RESERVE_DEFAULT, ge=10, description="seconds kept from the task timeout for saving and closing"
     )
