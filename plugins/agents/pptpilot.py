@@ -60,8 +60,8 @@ class PilotOptions(Options):
     max_images: int = Field(8, ge=0, le=64, description="slide renders per prompt (0: none)")
     image_max_px: int = Field(1024, ge=64, le=4096, description="long edge of renders sent to models")
     max_summary_chars: int = Field(60_000, ge=1000, description="the deck summary is cut to this length")
-    temperature: float | None = Field(None, ge=0, le=2)
-    max_tokens: int | None = Field(None, gt=0)
+    temperature: float | None = Field(None, ge=0, le=2, description="sampling temperature (default: the backend's)")
+    max_tokens: int | None = Field(None, gt=0, description="output-token limit per call (default: the backend's)")
     on_failure: Literal["error", "input"] = Field(
         "error", description="when every attempt fails: raise AgentError, or hand in the unchanged input deck"
     )

@@ -55,8 +55,8 @@ class OpenAIOptions(BackendOptions):
     api_key: SecretStr | None = Field(
         None, description='use { env = "VAR" }; default $OPENAI_API_KEY (Azure: $AZURE_OPENAI_API_KEY)'
     )
-    organization: str | None = None
-    project: str | None = None
+    organization: str | None = Field(None, description="OpenAI organization id (OpenAI-Organization header)")
+    project: str | None = Field(None, description="OpenAI project id (OpenAI-Project header)")
     default_headers: dict[str, str | SecretStr] = Field(
         default_factory=dict, description="sent with every request"
     )

@@ -43,7 +43,7 @@ class DualOptions(Options):
     model: ModelRef = Field(description="the judge model, '<backend>/<model>'")
     if_model: ModelRef | None = Field(None, description="model for the IF call (default: model)")
     vq_model: ModelRef | None = Field(None, description="model for the VQ calls (default: model)")
-    temperature: float = Field(0.0, ge=0, le=2)
+    temperature: float = Field(0.0, ge=0, le=2, description="sampling temperature of the judge calls")
     max_tokens: int = Field(1024, ge=16, le=32768, description="output-token limit per call")
     max_images: int = Field(12, ge=1, le=200, description="most prediction slides judged for VQ (all chunks)")
     chunk_size: int = Field(4, ge=1, le=50, description="prediction slides per VQ call")
