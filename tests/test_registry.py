@@ -140,3 +140,16 @@ def test_every_hook_has_a_docstring():
     for kind in ("datasets", "agents", "renderers", "judges", "backends"):
         fn = getattr(hookspecs, f"register_{kind}")
         assert fn.__doc__ and "register(" in fn.__doc__
+
+
+def test_every_builtin_option_is_described():
+    """`arena options` must explain every key of every built-in component."""
+    reg = get_registry()
+    missing = []
+    for kind in ("datasets", "agents", "renderers", "judges", "backends"):
+        for name in reg.names(kind):
+            spec = reg.get(kind, name)
+            if spec.distribution != "pptarena":
+                continue
+            missing += [f"{kind}:{name}.{o['name']}" for o in spec.describe_options() if not o["description"]]
+    assert not missing, missing
