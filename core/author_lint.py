@@ -26,16 +26,8 @@ import symtable
 from dataclasses import dataclass, field
 from typing import Any
 
-#: The names every function leaf can read (PPT-Eval's verifier context; the rubric judge gives the same).
-CONTEXT_NAMES: tuple[str, ...] = (
-    "ppt_diff",
-    "original_ppt_screenshots",
-    "modified_ppt_screenshots",
-    "original_ppt_path",
-    "modified_ppt_path",
-    "llm_call",
-    "vlm_call",
-)
+from .rubric_code import CONTEXT_NAMES, strip_code_fence
+
 #: The attributes of the ``ppt_diff`` object rubric code may read.
 PPT_DIFF_ATTRIBUTES: tuple[str, ...] = (
     "added_slides",
@@ -95,17 +87,6 @@ class RubricLint:
         for leaf in self.leaves:
             out += [f"{leaf.label()}: {p}" for p in leaf.problems]
         return out
-
-
-def strip_fence(code: str) -> str:
-    """Drop a Markdown code fence around leaf code (ai-rubric's loader does the same)."""
-    lines = code.strip("\n").splitlines()
-    if lines and lines[0].lstrip().startswith("```"):
-        lines = lines[1:]
-        if lines and lines[-1].strip() == "```":
-            lines = lines[:-1]
-        return "\n".join(lines) + "\n"
-    return code
 
 
 # --------------------------------------------------------------------------- names
@@ -179,7 +160,7 @@ def _diff_attribute_problems(module: ast.Module) -> list[str]:
 
 def lint_function_code(code: str) -> tuple[list[str], set[str]]:
     """Problems of one leaf's ``function_code`` and the context names it reads."""
-    code = strip_fence(code)
+    code = strip_code_fence(code)
     try:
         module = ast.parse(code)
         compile(module, "<leaf>", "exec")

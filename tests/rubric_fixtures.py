@@ -9,19 +9,11 @@ from typing import Any
 
 import pytest
 from conftest import CORPUS, PPTEVAL
+from pptarena.rubric_code import CONTEXT_NAMES  # noqa: F401 - re-exported for the rubric tests
 
 RUBRICS = PPTEVAL / "task_registry" / "rubrics"
 STAND_IN = CORPUS / "poi_stress013.pptx"  # 23 slides with animations, transitions, tables and notes
 
-CONTEXT_NAMES = (
-    "ppt_diff",
-    "original_ppt_screenshots",
-    "modified_ppt_screenshots",
-    "original_ppt_path",
-    "modified_ppt_path",
-    "llm_call",
-    "vlm_call",
-)
 
 
 def published_rubrics() -> dict[str, dict[str, Any]]:

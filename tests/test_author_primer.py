@@ -170,3 +170,14 @@ def test_docs_usage_blocks_name_only_real_options():
         known = {opt for p in command.params for opt in getattr(p, "opts", [])}
         used = set(re.findall(r"--[a-z][a-z-]*", block))
         assert used <= known, (name, used - known)
+
+
+def test_only_a_python_fence_is_stripped_as_the_judge_does():
+    def rubric(code):
+        return {"root": {"name": "r", "description": "d", "is_critical": True,
+                         "scorer": {"type": "function", "function_code": code}}}
+
+    body = "def compute_score(**_):\n    return (1.0, 'ok')\n"
+    assert lint_rubric(rubric(f"```python\n{body}```")).all_problems() == []
+    problems = lint_rubric(rubric(f"```py\n{body}```")).all_problems()
+    assert problems and any("invalid syntax" in p or "SyntaxError" in p or "compile" in p for p in problems), problems

@@ -17,6 +17,7 @@ from collections.abc import Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
+from pptarena.rubric_code import strip_code_fence
 from pptarena.types import PptArenaError, Task
 
 #: Largest index / registry / task file we read (bytes).
@@ -164,21 +165,6 @@ def check_decks_exist(tasks: Iterable[Task], *, source: str, hint: str = "") -> 
 
 
 # --------------------------------------------------------------------------- rubrics
-
-
-def strip_code_fence(code: str) -> str:
-    """Remove a ```` ```python ```` fence around leaf code, as ai-rubric's loader (and the rubric judge) do.
-
-    Only a first line starting with ```` ```python ```` counts; any other fence stays and so fails
-    to parse here, exactly as it would fail when the judge runs the leaf.
-    """
-    lines = code.strip("\n").splitlines()
-    if lines and lines[0].lstrip().startswith("```python"):
-        lines = lines[1:]
-        if lines and lines[-1].strip() == "```":
-            lines = lines[:-1]
-        return "\n".join(lines) + "\n"
-    return code
 
 
 def rubric_problems(data: Any, *, max_nodes: int = MAX_RUBRIC_NODES) -> list[str]:

@@ -33,6 +33,7 @@ from dataclasses import dataclass, field
 from statistics import fmean
 from typing import Any, Literal
 
+from pptarena.rubric_code import strip_code_fence
 from pptarena.types import JudgeError
 
 Strategy = Literal["default", "mind2web2"]
@@ -115,17 +116,6 @@ class RubricTree:
     def nodes(self) -> list[RubricNode]:
         """Every node, depth first."""
         return list(self.root.walk())
-
-
-def strip_code_fence(code: str) -> str:
-    """Remove a Markdown fence around ``code`` (a first line starting with ```python and a closing ```)."""
-    lines = code.strip("\n").splitlines()
-    if lines and lines[0].lstrip().startswith("```python"):
-        lines = lines[1:]
-        if lines and lines[-1].strip() == "```":
-            lines = lines[:-1]
-        return "\n".join(lines) + "\n"
-    return code
 
 
 def _text(value: Any, what: str, where: str, limit: int = MAX_TEXT_CHARS) -> str:
