@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 from typing import Any
 
+from .deck import slide_flags
 from .models import ImagePart
 
 EMU_PER_INCH = 914400
@@ -87,13 +88,7 @@ def deck_brief(summary: dict[str, Any], *, max_chars: int = DEFAULT_BRIEF_CHARS)
     out = [header]
     used = len(header)
     for index, slide in enumerate(slides):
-        flags = []
-        if slide.get("hidden"):
-            flags.append("hidden")
-        if slide.get("transition"):
-            flags.append(f"transition={slide['transition'].get('type')}")
-        if slide.get("animations"):
-            flags.append(f"{len(slide['animations'])} animation(s)")
+        flags = slide_flags(slide)
         block = [f"Slide {slide.get('number')} (sld_id {slide.get('sld_id')}, layout {slide.get('layout')!r})"
                  f" title={slide.get('title')!r}" + (f" [{', '.join(flags)}]" if flags else "")]
         for shape in slide.get("shapes") or []:

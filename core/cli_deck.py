@@ -11,7 +11,7 @@ from pathlib import Path
 
 import click
 
-from .deck import DeckError, diff_decks, summarize
+from .deck import DeckError, diff_decks, slide_flags, summarize
 
 
 def _summary_text(summary: dict) -> str:
@@ -22,15 +22,7 @@ def _summary_text(summary: dict) -> str:
         f"{len(summary.get('masters') or [])} master(s), {len(summary.get('themes') or [])} theme(s)"
     ]
     for slide in summary["slides"]:
-        flags = []
-        if slide.get("hidden"):
-            flags.append("hidden")
-        if slide.get("transition"):
-            flags.append(f"transition={slide['transition'].get('type')}")
-        if slide.get("animations"):
-            flags.append(f"{len(slide['animations'])} animation(s)")
-        if slide.get("notes"):
-            flags.append("notes")
+        flags = slide_flags(slide, notes=True)
         title = slide.get("title") or "(no title)"
         lines.append(f"{slide['number']:>3}. [{slide['sld_id']}] {title[:60]!s}  layout={slide.get('layout')!s}"
                      + (f"  ({', '.join(flags)})" if flags else ""))

@@ -8,7 +8,7 @@ Public API (stable)::
 from .diff import DeckDiff, diff_decks
 from .ppteval import PowerPointDiff, ppteval_diff
 from .read import DeckError, open_package, open_presentation, slide_ids
-from .summary import summarize
+from .summary import slide_flags, summarize
 
 __all__ = [
     "DeckDiff",
@@ -19,5 +19,6 @@ __all__ = [
     "open_presentation",
     "ppteval_diff",
     "slide_ids",
+    "slide_flags",
     "summarize",
 ]

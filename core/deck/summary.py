@@ -279,3 +279,17 @@ def summarize(path: str | Path) -> dict[str, Any]:
 def to_json_text(summary: dict[str, Any]) -> str:
     """Canonical JSON text of a summary (UTF-8 friendly, 1-space indent, stable)."""
     return json.dumps(summary, ensure_ascii=False, indent=1)
+
+
+def slide_flags(slide: dict[str, Any], *, notes: bool = False) -> list[str]:
+    """Short markers for a summarised slide: hidden, its transition, its animation count (and notes)."""
+    flags = []
+    if slide.get("hidden"):
+        flags.append("hidden")
+    if slide.get("transition"):
+        flags.append(f"transition={slide['transition'].get('type')}")
+    if slide.get("animations"):
+        flags.append(f"{len(slide['animations'])} animation(s)")
+    if notes and slide.get("notes"):
+        flags.append("notes")
+    return flags
