@@ -120,11 +120,12 @@ class Evidence:
 
         return self._memo(("diff", a, b), lambda: diff_decks(self._require(a), self._require(b)))
 
-    def ppteval_diff(self, a: str = "original", b: str = "prediction") -> Any:
-        """The PPT-Eval-compatible ``ppt_diff`` view from ``a`` to ``b``."""
+    def ppteval_diff(self, a: str = "original", b: str = "prediction", semantics: str = "corrected") -> Any:
+        """The PPT-Eval-compatible ``ppt_diff`` view from ``a`` to ``b`` (``semantics``: corrected or ppteval)."""
         from .deck import ppteval_diff
 
-        return self._memo(("ppteval_diff", a, b), lambda: ppteval_diff(self._require(a), self._require(b)))
+        return self._memo(("ppteval_diff", a, b, semantics),
+                          lambda: ppteval_diff(self._require(a), self._require(b), semantics=semantics))
 
     # ------------------------------------------------------------------ renders
 

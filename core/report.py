@@ -111,6 +111,14 @@ def leaderboard_table(summary: dict[str, Any], kinds: dict[str, set[str]] | None
         row += [fmt(entry.get("duration_s"), 1), str(tokens) if tokens else "–"]
         table.rows.append(row)
     table.note = "mean: over all tasks, a pair without a score counts 0; n = pairs the judge scored"
+    semantics: dict[str, dict[str, int]] = {}
+    for e in agents.values():
+        for j, b in (e.get("judges") or {}).items():
+            for name, n in ((b.get("labels") or {}).get("semantics") or {}).items():
+                semantics.setdefault(j, {})[name] = semantics.get(j, {}).get(name, 0) + n
+    for j, counts in sorted(semantics.items()):
+        said = ", ".join(f"{name} semantics ({n} scores)" for name, n in counts.items())
+        table.note += f"; {j}: {said}"
     return table
 
 

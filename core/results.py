@@ -124,13 +124,18 @@ def _judge_block(rows: list[dict[str, Any]], judges: list[str], total: int) -> d
             "success_rate": round(sum(1 for s in scores if s >= 1.0 - 1e-9) / total, 4) if total else None,
         }
         metrics: dict[str, list[float]] = defaultdict(list)
+        labels: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
         for r in rows:
             m = ((r.get("scores") or {}).get(judge) or {}).get("metrics") or {}
             for k, v in m.items():
                 if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
                     metrics[k].append(float(v))
+                elif isinstance(v, str):  # e.g. the rubric judge's "semantics": how many scores each value produced
+                    labels[k][v] += 1
         if metrics:
             block["metrics"] = {k: _mean(v) for k, v in sorted(metrics.items())}
+        if labels:
+            block["labels"] = {k: dict(sorted(c.items())) for k, c in sorted(labels.items())}
         out[judge] = block
     return out
 

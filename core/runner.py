@@ -359,8 +359,10 @@ class Runner:
             return f"the prediction is not a valid deck: {exc}"
         return None
 
-    def _judge(self, task: Task, pred: Prediction, ws: Workspace) -> tuple[str, dict[str, Any], list[str], dict[str, Any]]:
-        status, scores, errors, verdicts, usage = judge_prediction(task, pred, self.judges(), ws.dir, self.components)
+    def _judge(self, task: Task, pred: Prediction, ws: Workspace, judges: list | None = None
+               ) -> tuple[str, dict[str, Any], list[str], dict[str, Any]]:
+        judges = self.judges() if judges is None else judges
+        status, scores, errors, verdicts, usage = judge_prediction(task, pred, judges, ws.dir, self.components)
         return status, scores, errors, {"verdicts": verdicts, "judge_usage": usage}
 
     def _normalize_references(self, agent: ComponentConfig, task: Task, ws: Workspace, row: dict[str, Any]) -> bool:
@@ -428,6 +430,10 @@ class Runner:
             if problem:
                 row["status"] = "agent_error"
                 row["error"] = problem
+                if pred.path is not None and Path(pred.path).is_file():  # an unreadable deck: some judges still grade it
+                    lenient = [(c, j) for c, j in self.judges() if getattr(j, "grades_invalid_decks", lambda t: False)(task)]
+                    if lenient:
+                        _status, row["scores"], _errors, details = self._judge(task, pred, ws, lenient)
             elif not self._normalize_references(agent, task, ws, row):
                 pass  # the reference decks could not be re-saved: the row holds the infra_error
             else:

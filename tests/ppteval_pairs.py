@@ -19,7 +19,7 @@ from lxml import etree
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 P_NS = "http://schemas.openxmlformats.org/presentationml/2006/main"
 R_NS = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
-P = "{%s}" % P_NS
+P = f"{{{P_NS}}}"
 MC_NS = "http://schemas.openxmlformats.org/markup-compatibility/2006"
 P14_NS = "http://schemas.microsoft.com/office/powerpoint/2010/main"
 

@@ -75,8 +75,8 @@ def test_scores_a_real_edit_and_keeps_the_scored_tree(edited, tmp_path):
     # Title = mean of crit (1) - 0.3 * (1 - mean noncrit (1)) = 1; root = 1 - 0.3 * (1 - 0) = 0.7
     assert verdict.score == pytest.approx(0.7)
     assert verdict.metrics == {
-        "score": pytest.approx(0.7), "success": False, "leaves": 3, "leaves_passed": 2, "leaves_failed": 1,
-        "leaf_errors": 1, "model_calls": 0,
+        "semantics": "corrected", "score": pytest.approx(0.7), "success": False, "leaves": 3, "leaves_passed": 2,
+        "leaves_failed": 1, "leaf_errors": 1, "model_calls": 0, "tree_aborted": 0,
     }
     assert "buggy check" in verdict.explanation and "root.1" in verdict.explanation
     tree = json.loads((folder / "rubric.json").read_text())["tree"]

@@ -5,7 +5,9 @@ Published PPT-Eval rubric code reads nine list attributes (``added_slides``, ``r
 ``(old, new)`` tuples. Items carry PPT-Eval's attribute names and types: ``Slide.slide_id`` is
 the sldId as a string (never renumbered), ``slide_number`` is 1-based in its own file, and so on.
 
-Where PPT-Eval's own diff is wrong, this view is right (see docs/deck.md): a reordered slide is
+This module's own view is the ``"corrected"`` semantics; ``ppteval_diff(a, b, semantics="ppteval")``
+gives PPT-Eval's published semantics instead (:mod:`ppteval_published`, docs/judges-rubric.md).
+Where PPT-Eval's own diff is wrong, the corrected view is right (see docs/deck.md): a reordered slide is
 reported as modified, notes-only and layout-only changes make a slide modified, animations and
 transitions are attributed to the right slide after a reorder, each animation effect appears once,
 transition durations honour ``p14:dur``, and slides whose ids were regenerated are matched by
@@ -50,9 +52,9 @@ class Slide:
         """All seven fields."""
         return asdict(self)
 
-    def __repr__(self) -> str:  # PPT-Eval's repr omits slide_id
-        return (f"Slide(slide_number={self.slide_number}, title={self.title!r}, layout_type={self.layout_type!r}, "
-                f"element_count={self.element_count}, notes={self.notes!r})")
+    def __repr__(self) -> str:  # PPT-Eval's repr, character for character: no slide_id, values unquoted
+        return (f"Slide(slide_number={self.slide_number}, title={self.title}, layout_type={self.layout_type}, "
+                f"element_count={self.element_count}, notes={self.notes}, content_hash={self.content_hash})")
 
 
 @dataclass
@@ -305,9 +307,25 @@ def ppteval_view(d: DeckDiff) -> PowerPointDiff:
     return out
 
 
-def ppteval_diff(a: str | Path | dict[str, Any] | DeckDiff, b: str | Path | dict[str, Any] | None = None
-                 ) -> PowerPointDiff:
-    """PPT-Eval-compatible diff of decks ``a`` -> ``b`` (paths or summaries), or of a ready :class:`DeckDiff`."""
+SEMANTICS = ("corrected", "ppteval")
+
+
+def ppteval_diff(a: str | Path | dict[str, Any] | DeckDiff, b: str | Path | dict[str, Any] | None = None,
+                 semantics: str = "corrected") -> PowerPointDiff:
+    """PPT-Eval-compatible diff of decks ``a`` -> ``b`` (paths or summaries), or of a ready :class:`DeckDiff`.
+
+    ``semantics="corrected"`` (default) is this module's view of the deck engine's diff;
+    ``"ppteval"`` reproduces PPT-Eval's published ``compare_files`` exactly
+    (:mod:`pptarena.deck.ppteval_published`; paths only; never raises for an unreadable deck).
+    """
+    if semantics not in SEMANTICS:
+        raise ValueError(f"unknown ppt_diff semantics {semantics!r}; expected one of {SEMANTICS}")
+    if semantics == "ppteval":
+        if isinstance(a, DeckDiff | dict) or not isinstance(b, str | Path):
+            raise TypeError("ppteval semantics read the deck files: pass two paths")
+        from .ppteval_published import published_diff
+
+        return published_diff(a, b)
     if isinstance(a, DeckDiff):
         return ppteval_view(a)
     if b is None:

@@ -31,7 +31,16 @@ from lxml import etree
 
 from . import ppteval_animations as anim
 from .ppteval import AnimationEffect, PowerPointDiff, Slide, SlideTransition
-from .read import MAX_PART_BYTES, MAX_TOTAL_BYTES, MAX_XML_BYTES, NS, DeckError, Package, open_package, parse_xml
+from .read import (
+    MAX_PART_BYTES,
+    MAX_TOTAL_BYTES,
+    MAX_XML_BYTES,
+    NS,
+    DeckError,
+    Package,
+    open_package,
+    parse_xml,
+)
 from .xml_shape import xml_shape
 
 P = "{" + NS["p"] + "}"

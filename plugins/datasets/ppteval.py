@@ -7,7 +7,8 @@ registry folder itself is accepted too. Decks are read from ``root/<file_path>``
 absent the error names every missing file and says how to get them.
 
 Each task's rubric (``task_registry/rubrics/<id>.json``) is validated and attached to the task
-unmodified for the ``rubric`` judge.
+unmodified for the ``rubric`` judge, and the task is tagged ``rubric_semantics = "ppteval"``
+(option ``rubric_semantics``) so that judge grades it with PPT-Eval's published semantics.
 
 An optional ``misc.pptarena`` object in an entry (written by ``arena dataset export``; ignored
 by PPT-Eval's own loader) carries ``target``, ``style_target``, ``category`` and ``edit_type``.
@@ -17,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pptarena
 from pptarena.types import Component, Task
@@ -98,11 +99,14 @@ def load_ppteval_tasks(
     difficulty: list[str] | tuple[str, ...] = (),
     ids: list[str] | tuple[str, ...] = (),
     check_decks: bool = True,
+    semantics: str = "ppteval",
 ) -> list[Task]:
     """Read PPT-Eval's registry under ``root`` into tasks, in tasks.json order.
 
     Every entry and rubric is validated (one error lists all problems); then, unless
-    ``check_decks`` is false, one error lists every missing deck.
+    ``check_decks`` is false, one error lists every missing deck. Each task's metadata says
+    ``rubric_semantics = semantics``, which the ``rubric`` judge follows when its own option
+    ``semantics`` is ``"auto"`` (the default).
     """
     workspace, tasks_file = find_registry(root)
     registry = read_json_file(tasks_file, what="PPT-Eval tasks.json")
@@ -147,6 +151,7 @@ def load_ppteval_tasks(
             continue
         metadata: dict[str, Any] = {
             "source": "ppteval",
+            "rubric_semantics": semantics,
             "category": list(ext.get("category") or []),
             "tags": list(entry.get("tags", [])),
             "deck": Path(deck_rel).stem,
@@ -189,6 +194,10 @@ class PptEvalDataset(Component):
         decks_dir: Path | None = Field(None, description="folder holding the decks (default: root/<file_path>)")
         difficulty: list[str] = Field(default_factory=list, description='e.g. ["hard"]; case-insensitive; empty = all')
         ids: list[str] = Field(default_factory=list, description="shell-style globs on task ids")
+        rubric_semantics: Literal["ppteval", "corrected"] = Field(
+            "ppteval", description="how the rubric judge (semantics = auto) grades these tasks: PPT-Eval's published "
+            "semantics, so numbers compare with the paper, or pptarena's corrected ones"
+        )
 
         _one_as_list = field_validator("difficulty", "ids", mode="before")(one_as_list)
 
@@ -200,7 +209,7 @@ class PptEvalDataset(Component):
         """All selected tasks, validated eagerly (raises :class:`DatasetError`)."""
         if self._tasks is None:
             o = self.options
-            self._tasks = load_ppteval_tasks(o.root, o.decks_dir, o.difficulty, o.ids)
+            self._tasks = load_ppteval_tasks(o.root, o.decks_dir, o.difficulty, o.ids, semantics=o.rubric_semantics)
         return list(self._tasks)
 
 

@@ -6,13 +6,14 @@ PPT-Eval's verifier gives it (:mod:`rubric_exec`, :mod:`rubric_child`); ``llm`` 
 parent explanations use the judge's model (:mod:`rubric_llm`). Scores aggregate with the
 default λ rule or mind2web2; success means a score of exactly 1.0.
 
-Differences from PPT-Eval, on purpose:
-
-* a leaf that raises scores 0 for that leaf only (PPT-Eval scores the whole task 0);
-* screenshots are rendered only for the decks some leaf refers to (option ``screenshots``);
-* a rendering failure, a backend failure during a leaf's model call, or a leaf raising
-  ``ScreenshotsUnavailableError`` although slides were rendered is an infrastructure error
-  (:class:`pptarena.types.InfraError`), not a score.
+Option ``semantics`` (:mod:`rubric_semantics`): ``"ppteval"`` reproduces PPT-Eval's grader exactly
+(its ``ppt_diff``, screenshot gate, first raising leaf aborting the tree, unreadable predictions
+scored); ``"corrected"`` is pptarena's: the deck engine's corrected ``ppt_diff``, a raising leaf
+scores 0 for that leaf only, screenshots rendered for the decks some leaf refers to. ``"auto"``
+uses ``ppteval`` for tasks the ppteval dataset tags. Under both, a rendering failure or a backend
+failure during a leaf's model call is an infrastructure error (:class:`pptarena.types.InfraError`),
+not a score; under ``corrected`` so is a leaf raising ``ScreenshotsUnavailableError`` although
+slides were rendered.
 """
 
 from __future__ import annotations
@@ -30,6 +31,13 @@ from pydantic import Field
 
 from .rubric_exec import LeafRun, ModelBridge, run_function_leaves
 from .rubric_llm import deterministic_reason, model_reason, score_llm_leaf
+from .rubric_semantics import (
+    first_error,
+    mark_not_run,
+    resolve_semantics,
+    screenshot_mode,
+    unavailable_screenshots,
+)
 from .rubric_tree import FunctionScorer, LLMScorer, RubricNode, RubricTree, aggregate, load_rubric
 
 SCREENSHOT_NAMES = {"original": "original_ppt_screenshots", "prediction": "modified_ppt_screenshots"}
@@ -70,8 +78,14 @@ class RubricJudge(Component):
         model: ModelRef | None = Field(None, description="backs llm_call / vlm_call, llm leaves and explanations")
         strategy: Literal["default", "mind2web2"] = Field("default", description="how parents combine children")
         lam: float = Field(0.3, ge=0.0, le=1.0, description="λ of the default rule (PPT-Eval's grader uses 0.3)")
-        screenshots: Literal["referenced", "ppteval"] = Field(
-            "referenced", description="render a deck when a leaf names its screenshots (ppteval: and some leaf calls vlm_call)"
+        semantics: Literal["auto", "ppteval", "corrected"] = Field(
+            "auto",
+            description="ppteval: PPT-Eval's published ppt_diff, screenshot gate and leaf-error rule (numbers comparable "
+            "with the paper); corrected: pptarena's fixes; auto: ppteval for tasks the ppteval dataset tags, else corrected",
+        )
+        screenshots: Literal["auto", "referenced", "ppteval"] = Field(
+            "auto", description="render a deck when a leaf names its screenshots (ppteval: and some leaf calls vlm_call); "
+            "auto: ppteval under ppteval semantics, else referenced"
         )
         explain: Literal["auto", "deterministic", "model"] = Field(
             "auto", description="parent reasons: model-written when a model is configured (auto), or always deterministic"
@@ -84,6 +98,10 @@ class RubricJudge(Component):
 
     options: Options
 
+    def grades_invalid_decks(self, task: Any) -> bool:
+        """True when this judge scores an unreadable prediction deck instead of refusing it (ppteval semantics)."""
+        return task.rubric is not None and resolve_semantics(self.options.semantics, task) == "ppteval"
+
     def _label(self) -> str:
         return getattr(self.context, "label", "") or getattr(self.context, "name", "") or "rubric"
 
@@ -93,20 +111,30 @@ class RubricJudge(Component):
         if task.rubric is None:
             raise JudgeError(f"task {task.id} has no rubric (the rubric judge needs PPT-Eval tasks or tasks with a rubric)")
         tree = load_rubric(task.rubric, source=str(task.id))
+        semantics = resolve_semantics(opts.semantics, task)
+        shot_mode = screenshot_mode(opts.screenshots, semantics)
         original, modified = evidence.path("original"), evidence.path("prediction")
         if modified is None or not modified.exists():
-            return Verdict(0.0, self._metrics(0.0, {}, tree), "Missing required files for verification (no prediction deck)")
+            return Verdict(0.0, self._metrics(0.0, {}, tree, semantics),
+                           "Missing required files for verification (no prediction deck)")
         client = evidence.model(opts.model) if opts.model else None
         started = time.monotonic()
         texts = [_leaf_text(leaf) for leaf in tree.leaves()]
-        sides = screenshot_sides(tree, opts.screenshots)
+        sides = screenshot_sides(tree, shot_mode)
+        gate_open = any("vlm_call" in t for t in texts) if shot_mode == "ppteval" else bool(sides)
+        if semantics == "ppteval" and gate_open:
+            problem = unavailable_screenshots(evidence, ["original", "prediction"])
+            if problem is not None:  # PPT-Eval's grader catches it and scores the task 0
+                metrics = {**self._metrics(0.0, {}, tree, semantics), "tree_aborted": 1}
+                return Verdict(0.0, metrics, f"Verification error: {problem} (PPT-Eval semantics: the task scores 0)",
+                               {"task_id": task.id, "semantics": semantics, "aborted": problem})
         shots: dict[str, list[dict[str, Any]]] = {"original": [], "modified": []}
         for side in sides:
             shots[_SIDE_KEYS[side]] = self._screenshots(evidence, side)
         diff_obj = None
         diff_spec = None
         if any(_mentions(t, "ppt_diff") for t in texts):
-            diff_obj = evidence.ppteval_diff("original", "prediction")
+            diff_obj = evidence.ppteval_diff("original", "prediction", semantics=semantics)
             diff_spec = {"module": "pptarena.deck.ppteval", "factory": "from_json", "data": diff_obj.to_json()}
 
         bridge = ModelBridge(client, opts.model)
@@ -117,36 +145,52 @@ class RubricJudge(Component):
             "modified_ppt_path": str(modified),
             "ppt_diff": diff_spec,
             "screenshots": shots,
+            "stop_on_error": semantics == "ppteval",
         }
         records = run_function_leaves(function_leaves, inputs, bridge, run) if function_leaves else {}
+        order = [leaf.node_id for leaf in tree.leaves()]
         for leaf in tree.leaves():
-            if isinstance(leaf.scorer, LLMScorer):
+            if isinstance(leaf.scorer, LLMScorer) and not (semantics == "ppteval" and first_error(order, records)):
                 records[leaf.node_id] = self._llm_leaf(leaf, client, inputs, diff_obj)
         for call in bridge.calls:
             records.setdefault(call.leaf, {}).setdefault("model_calls", []).append(call.to_json())
+        culprit = first_error(order, records) if semantics == "ppteval" else None
+        if culprit is not None:
+            mark_not_run(order, records, culprit)
 
         scored = self._score(tree.root, records, opts)
-        problem = self._infra_problem(records, bridge, sides)
+        problem = self._infra_problem(records, bridge, sides if semantics == "corrected" else [])
         # no explanation calls to a backend that just failed: the deterministic text is kept
         explain_calls = self._explain(scored, None if problem else client, opts)
         details = {
             "task_id": task.id,
+            "semantics": semantics,
             "strategy": opts.strategy,
             "lam": opts.lam,
             "model": opts.model,
-            "screenshots": {"mode": opts.screenshots, "rendered": sides},
+            "screenshots": {"mode": shot_mode, "rendered": sides},
             "duration_s": round(time.monotonic() - started, 3),
             "sandbox_processes": run.processes,
             "tree": scored,
             "explain_calls": explain_calls,
         }
+        if culprit is not None:
+            details["aborted"] = {"leaf": culprit, "error": records[culprit].get("error"),
+                                  "tree_score_without_abort": scored["score"]}
         label = self._label()
         evidence.write_json(label, "rubric.json", details)
         evidence.write_json(label, "scored_rubric.json", self._ai_rubric_form(tree, scored))
         if problem is not None:
             raise problem
         score = min(1.0, max(0.0, float(scored["score"])))
-        return Verdict(score, self._metrics(score, records, tree), self._explanation(scored, records, client), details)
+        explanation = self._explanation(scored, records, client)
+        if culprit is not None:  # PPT-Eval semantics: the grader catches the leaf's exception and scores 0
+            score = 0.0
+            explanation = (f"Verification error: Function scoring failed: {records[culprit].get('error')}\n"
+                           f"PPT-Eval semantics: leaf {culprit} raised, so the whole task scores 0 "
+                           "(the leaves after it were not run).\n" + explanation)
+        metrics = {**self._metrics(score, records, tree, semantics), "tree_aborted": int(culprit is not None)}
+        return Verdict(score, metrics, explanation, details)
 
     # ------------------------------------------------------------------ context
 
@@ -210,7 +254,7 @@ class RubricJudge(Component):
         if node.is_leaf:
             rec = records.get(node.node_id) or {"score": 0.0, "reason": "leaf produced no result", "error": "no result"}
             out.update(kind="leaf", scorer=node.scorer.type if node.scorer else None, score=float(rec.get("score", 0.0)), reason=rec.get("reason", ""))
-            for key in ("error", "error_type", "traceback", "stdout", "duration_s", "model_calls"):
+            for key in ("error", "error_type", "traceback", "stdout", "duration_s", "model_calls", "not_run"):
                 if rec.get(key):
                     out[key] = rec[key]
             return out
@@ -264,10 +308,11 @@ class RubricJudge(Component):
         return None
 
     @staticmethod
-    def _metrics(score: float, records: dict[str, dict[str, Any]], tree: RubricTree) -> dict[str, Any]:
+    def _metrics(score: float, records: dict[str, dict[str, Any]], tree: RubricTree, semantics: str) -> dict[str, Any]:
         leaves = tree.leaves()
         scores = [float(records.get(leaf.node_id, {}).get("score", 0.0)) for leaf in leaves]
         return {
+            "semantics": semantics,
             "score": score,
             "success": score == 1.0,
             "leaves": len(leaves),

@@ -11,8 +11,9 @@ what ai-rubric's ``FunctionScorer`` gives it:
 * ``namespace["compute_score"]()`` is called with no arguments and must return
   ``(reason: str, score: int | float)`` with ``0 <= score <= 1``.
 
-Unlike ai-rubric, a failing leaf does not abort the others: its traceback is recorded and it
-scores 0. Each leaf has a wall-clock budget (a :class:`LeafTimeout`, which ``except
+A failing leaf's traceback is recorded and it scores 0; unlike ai-rubric, the others still run,
+unless ``inputs["stop_on_error"]`` is set (the judge's ``semantics="ppteval"``): then the first
+failing leaf ends the batch, as ai-rubric's tree evaluation stops at the first raise. Each leaf has a wall-clock budget (a :class:`LeafTimeout`, which ``except
 Exception`` does not swallow) that pauses while a model call is answered, at most
 :data:`MAX_CALLS_PER_LEAF` model calls, and its stdout is captured (capped). ``ppt_diff`` and the
 screenshot lists are rebuilt for every leaf, so one leaf mutating them cannot affect another.
@@ -294,3 +295,5 @@ def main(inputs: dict[str, Any]) -> None:
             record = run_leaf(leaf, context, budget)
         with results.open("a", encoding="utf-8") as fh:
             fh.write(json.dumps(record, default=str) + "\n")
+        if inputs.get("stop_on_error") and record.get("error"):
+            break  # PPT-Eval semantics: the first raising leaf aborts the tree, later leaves never run

@@ -252,7 +252,8 @@ def run_function_leaves(
     (``{"module", "factory", "data"}`` rebuilt in the sandbox, or None) and ``screenshots``
     (``{"original": [...], "modified": [...]}`` of ``{slide_number, image_path, slide_id}``).
     A record has ``score``, ``reason``, ``duration_s``, ``stdout`` and, for a failed leaf,
-    ``error``, ``error_type`` and ``traceback``.
+    ``error``, ``error_type`` and ``traceback``. With ``inputs["stop_on_error"]`` the run stops
+    at the first failing leaf and the leaves after it get no record.
     """
     records: dict[str, dict[str, Any]] = {}
     remaining = list(leaves)
@@ -291,6 +292,13 @@ def run_function_leaves(
             if e.get("event") == "done":
                 records[e["leaf"]] = e
         crashed = [lid for lid in started if lid not in records]
+        if inputs.get("stop_on_error") and (crashed or any(records[e["leaf"]].get("error") for e in events
+                                                           if e.get("event") == "done")):
+            for lid in crashed:
+                problem = "the sandboxed process ended while this leaf ran: " + result.error_text()
+                records[lid] = _failed(lid, problem, "timeout" if result.timed_out else "sandbox")
+            break  # the tree is aborted: the leaves after the failing one are not run
+
         if not started:
             # the process failed before running any leaf: nothing will improve by retrying
             problem = "the sandboxed process failed before running any leaf: " + result.error_text()
