@@ -52,4 +52,6 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e ".[test,openai,anthropic]"
+# PPT-Eval's reference code for the differential tests (tests/test_ppteval_semantics.py); optional
+.venv/bin/python -m pip install -q -e ".[ppteval-ref]" || echo "warning: the ppteval-ref extra did not install; its tests will skip"
 echo "pptarena is set up in .venv ($(.venv/bin/arena --version))"
