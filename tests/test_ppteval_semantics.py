@@ -11,7 +11,8 @@ reference context, with PPT-Eval's grader rule (any exception scores 0.0).
 
 Cost control (2 shared cores): python-pptx loads are memoised per deck path during leaf runs
 (both sides alike; no published leaf writes to a deck, checked below); leaves that do not name
-``ppt_diff`` see identical inputs under both semantics, so they run on every fourth pair only.
+``ppt_diff`` see identical inputs under both semantics, so they run on every eighth pair only
+(benchmarks/ppteval_agreement.py runs the full matrix).
 Skipped with the reason when ../shared or the ``ppteval-ref`` extra (ai-rubric, xmltodict) is absent.
 """
 
@@ -160,7 +161,7 @@ def test_every_pure_python_published_leaf_agrees(pairs, rubrics, memo_presentati
         base = {"original_ppt_screenshots": [], "modified_ppt_screenshots": [], "original_ppt_path": str(p["a"]),
                 "modified_ppt_path": str(p["b"]), "llm_call": None, "vlm_call": None}
         for leaf_id, code in leaves:
-            if "ppt_diff" not in code and k % 4:
+            if "ppt_diff" not in code and k % 8:
                 continue
             expected = _reference_leaf(code, {**base, "ppt_diff": p["ref"]})
             got = _our_leaf(leaf_id, code, {**base, "ppt_diff": p["rebuilt"]})
@@ -187,27 +188,37 @@ def _reference_task_score(rubric: dict[str, Any], pair: dict[str, Any]) -> float
     return float(score)
 
 
-def test_judge_task_scores_equal_the_reference(pairs, rubrics, tmp_path):
-    """The real rubric judge (sandboxed leaves) under semantics=auto on ppteval-tagged tasks."""
+def test_judge_task_scores_equal_the_reference(pairs, rubrics, tmp_path, memo_presentations):
+    """The real rubric judge (sandboxed leaves, semantics=auto on ppteval-tagged tasks) against ai-rubric.
+
+    The published rubrics are written for PPT-Eval's own decks, so on corpus pairs most tasks score 0:
+    the reference scores of all 57 pure-Python rubrics on four pairs are computed first, and the judge
+    runs on up to 14 (pair, rubric) the reference scores above 0 and 14 it scores 0 (one sandbox each).
+    """
     from pptarena.types import Task
     from rubric_fixtures import make_evidence, make_judge
 
     pure = [tid for tid, r in rubrics.items() if all(_pure(code) for _, code in _leaves(r["root"]))]
     assert len(pure) == 57
-    chosen = {p["name"]: p for p in pairs if p["name"] in ("identical", "retitle", "corrupt-truncated")}
+    firsts: dict[str, dict[str, Any]] = {}
+    for p in pairs:
+        firsts.setdefault(p["name"], p)
+    chosen = [firsts[n] for n in ("identical", "notes-only", "slide-moved-stale-names", "corrupt-truncated")]
+    expected = []
+    for pair in chosen:
+        memo_presentations.clear()
+        expected += [(pair, tid, _reference_task_score(rubrics[tid], pair)) for tid in pure]
+    above = [e for e in expected if e[2] > 0]
+    selected = above[:14] + [e for e in expected if e[2] == 0][::12][:14]
     judge = make_judge(tmp_path)  # semantics = "auto": the task's tag decides
-    compared, nonzero = 0, 0
-    for pair in chosen.values():
-        for tid in pure[::4]:
-            task = Task(id=tid, instruction="", original=pair["a"], rubric=rubrics[tid],
-                        metadata={"source": "ppteval", "rubric_semantics": "ppteval"})
-            evidence = make_evidence(task, pair["b"], tmp_path / pair["name"] / tid)
-            verdict = judge.judge(task, evidence.prediction, evidence)
-            expected = _reference_task_score(rubrics[tid], pair)
-            assert verdict.metrics["semantics"] == "ppteval"
-            assert verdict.score == pytest.approx(expected, abs=1e-12), (pair["name"], tid, verdict.explanation)
-            assert verdict.metrics["success"] == (expected == 1.0)
-            compared += 1
-            nonzero += expected > 0
-    print(f"\n{compared} task scores compared, {nonzero} above 0")
-    assert compared >= 40 and nonzero >= 3
+    for n, (pair, tid, want) in enumerate(selected):
+        task = Task(id=tid, instruction="", original=pair["a"], rubric=rubrics[tid],
+                    metadata={"source": "ppteval", "rubric_semantics": "ppteval"})
+        evidence = make_evidence(task, pair["b"], tmp_path / f"{n}")
+        verdict = judge.judge(task, evidence.prediction, evidence)
+        assert verdict.metrics["semantics"] == "ppteval"
+        assert verdict.score == pytest.approx(want, abs=1e-12), (pair["name"], tid, verdict.explanation)
+        assert verdict.metrics["success"] == (want == 1.0)
+    print(f"\n{len(selected)} judge task scores equal the reference ({len(above)} above 0) "
+          f"of {len(expected)} reference task scores")
+    assert len(above) >= 5 and len(selected) >= 20

@@ -123,11 +123,11 @@ class RubricJudge(Component):
         sides = screenshot_sides(tree, shot_mode)
         gate_open = any("vlm_call" in t for t in texts) if shot_mode == "ppteval" else bool(sides)
         if semantics == "ppteval" and gate_open:
-            problem = unavailable_screenshots(evidence, ["original", "prediction"])
-            if problem is not None:  # PPT-Eval's grader catches it and scores the task 0
+            no_shots = unavailable_screenshots(evidence, ["original", "prediction"])
+            if no_shots is not None:  # PPT-Eval's grader catches it and scores the task 0
                 metrics = {**self._metrics(0.0, {}, tree, semantics), "tree_aborted": 1}
-                return Verdict(0.0, metrics, f"Verification error: {problem} (PPT-Eval semantics: the task scores 0)",
-                               {"task_id": task.id, "semantics": semantics, "aborted": problem})
+                return Verdict(0.0, metrics, f"Verification error: {no_shots} (PPT-Eval semantics: the task scores 0)",
+                               {"task_id": task.id, "semantics": semantics, "aborted": no_shots})
         shots: dict[str, list[dict[str, Any]]] = {"original": [], "modified": []}
         for side in sides:
             shots[_SIDE_KEYS[side]] = self._screenshots(evidence, side)
