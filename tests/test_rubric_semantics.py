@@ -111,3 +111,46 @@ def test_unreadable_prediction_is_graded_under_ppteval_and_refused_otherwise(sta
 
     with pytest.raises(DeckError):
         _judge(tmp_path / "c", _task(rub, original), broken)
+
+
+def test_a_run_keeps_the_ppteval_score_of_an_unreadable_prediction_and_says_which_semantics(stand_in_pair, tmp_path):  # noqa: F811
+    """Row 10 through the runner: status agent_error, yet the rubric score (0.0 here) is kept, as PPT-Eval counts it."""
+    import shutil
+
+    from pptarena.config import load_config
+    from pptarena.registry import get_registry
+    from pptarena.report import judge_kinds, leaderboard_table
+    from pptarena.results import read_results
+    from pptarena.runner import Runner
+
+    original, _ = stand_in_pair
+    task = tmp_path / "data" / "t1"
+    task.mkdir(parents=True)
+    shutil.copyfile(original, task / "original.pptx")
+    raises_on_bad_deck = ('def compute_score():\n    from pptx import Presentation\n'
+                          '    Presentation(modified_ppt_path)\n    return "opened", 1.0\n')
+    (task / "rubric.json").write_text(json.dumps(rubric(leaf("opens", raises_on_bad_deck), leaf("moves", SEES_MOVE))))
+    (task / "task.toml").write_text('instruction = "x"\noriginal = "original.pptx"\nrubric = "rubric.json"\n')
+    made = tmp_path / "predictions"  # predictions made elsewhere, e.g. a PPT-Eval CLI run: one is truncated
+    made.mkdir()
+    (made / "t1.pptx").write_bytes(original.read_bytes()[:4000])
+    config = tmp_path / "run.toml"
+    config.write_text(
+        '[dataset]\nuse = "folder"\nroot = "data"\n'
+        f'[[agents]]\nuse = "precomputed"\nlabel = "breaker"\ndir = "{made}"\n'
+        '[[agents]]\nuse = "noop"\n'
+        '[[judges]]\nuse = "rubric"\nlabel = "pe"\nsemantics = "ppteval"\nexplain = "deterministic"\n'
+        '[[judges]]\nuse = "rubric"\nlabel = "fixed"\nsemantics = "corrected"\nexplain = "deterministic"\n'
+    )
+    summary = Runner(load_config(config, get_registry()), get_registry(), tmp_path / "out", jobs=1, quiet=True).run()
+    rows = {r["agent"]: r for r in read_results(tmp_path / "out" / "results.jsonl")}
+    broken = rows["breaker"]
+    assert broken["status"] == "agent_error" and "not a valid deck" in broken["error"]
+    assert set(broken["scores"]) == {"pe"}  # the corrected judge refuses it, the ppteval one grades it
+    assert broken["scores"]["pe"]["score"] == 0.0 and broken["scores"]["pe"]["metrics"]["tree_aborted"] == 1
+    assert rows["noop"]["scores"]["pe"]["score"] == 1.0 and rows["noop"]["scores"]["fixed"]["score"] == 1.0
+    block = summary["agents"]["breaker"]["judges"]["pe"]
+    assert block["n"] == 1 and block["labels"] == {"semantics": {"ppteval": 1}}
+    assert summary["agents"]["noop"]["judges"]["fixed"]["labels"] == {"semantics": {"corrected": 1}}
+    note = leaderboard_table(summary, judge_kinds(list(rows.values()))).note
+    assert "pe: ppteval semantics (2 scores)" in note and "fixed: corrected semantics (1 scores)" in note
