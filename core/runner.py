@@ -434,6 +434,8 @@ class Runner:
                     lenient = [(c, j) for c, j in self.judges() if getattr(j, "grades_invalid_decks", lambda t: False)(task)]
                     if lenient:
                         _status, row["scores"], _errors, details = self._judge(task, pred, ws, lenient)
+                        for k, v in details.get("judge_usage", {}).items():
+                            row["usage"][k] = row["usage"].get(k, 0) + v
             elif not self._normalize_references(agent, task, ws, row):
                 pass  # the reference decks could not be re-saved: the row holds the infra_error
             else:
