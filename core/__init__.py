@@ -11,18 +11,24 @@ Plugin authors import from here::
 
 from importlib.metadata import PackageNotFoundError, version
 
-from .hookspecs import hookimpl
+from .evidence import Evidence
+from .hookspecs import RegisterFn, hookimpl
 from .models import Completion, ImagePart, Message, ModelClient, ModelRef, Usage
 from .types import (
+    Agent,
     AgentError,
     AgentLog,
     Component,
     ComponentContext,
     ComponentUnavailable,
+    Dataset,
     InfraError,
+    Judge,
     JudgeError,
     Options,
+    PptArenaError,
     Prediction,
+    Renderer,
     SlideImage,
     Task,
     Verdict,
@@ -35,20 +41,27 @@ except PackageNotFoundError:  # pragma: no cover - running from an uninstalled t
     __version__ = "0.0.0"
 
 __all__ = [
+    "Agent",
     "AgentError",
     "AgentLog",
     "Completion",
     "Component",
     "ComponentContext",
     "ComponentUnavailable",
+    "Dataset",
+    "Evidence",
     "ImagePart",
     "InfraError",
+    "Judge",
     "JudgeError",
     "Message",
     "ModelClient",
     "ModelRef",
     "Options",
+    "PptArenaError",
     "Prediction",
+    "RegisterFn",
+    "Renderer",
     "SlideImage",
     "Task",
     "Usage",

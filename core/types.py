@@ -18,6 +18,7 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 from pydantic import BaseModel, ConfigDict
 
 if TYPE_CHECKING:  # pragma: no cover
+    from .evidence import Evidence
     from .models import ModelClient
 
 KINDS = ("datasets", "agents", "renderers", "judges", "backends")
@@ -163,7 +164,7 @@ class Agent(Protocol):
 class Judge(Protocol):
     """Scores a prediction."""
 
-    def judge(self, task: Task, prediction: Prediction, evidence: Any) -> Verdict: ...
+    def judge(self, task: Task, prediction: Prediction, evidence: Evidence) -> Verdict: ...
 
 
 # --------------------------------------------------------------------------- context
