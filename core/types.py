@@ -12,6 +12,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
@@ -22,7 +23,24 @@ if TYPE_CHECKING:  # pragma: no cover
     from .models import ModelClient
 
 KINDS = ("datasets", "agents", "renderers", "judges", "backends")
-STATUSES = ("scored", "agent_error", "timeout", "judge_error", "infra_error")
+
+
+class Status(StrEnum):
+    """How an (agent, task) pair ended. Only ``scored`` pairs count towards an agent's scores.
+
+    A broken tool is never a bad agent: ``infra_error`` is the harness's or a tool's fault
+    (renderer, unreachable model, unreadable dataset deck), ``agent_error`` and ``timeout`` the
+    agent's, ``judge_error`` a judge's that could not reach a verdict.
+    """
+
+    SCORED = "scored"
+    AGENT_ERROR = "agent_error"
+    TIMEOUT = "timeout"
+    JUDGE_ERROR = "judge_error"
+    INFRA_ERROR = "infra_error"
+
+
+STATUSES = tuple(s.value for s in Status)
 
 
 class Options(BaseModel):

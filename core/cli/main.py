@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+
 from pptarena import __version__
 
 LAZY_COMMANDS = {

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+
 from pptarena.types import ComponentContext, ComponentUnavailable, PptArenaError, SlideImage
 
 

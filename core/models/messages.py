@@ -18,8 +18,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pptarena.types import InfraError
 from pydantic import AfterValidator
+
+from pptarena.types import InfraError
 
 if TYPE_CHECKING:  # pragma: no cover
     pass

@@ -37,7 +37,8 @@ from pptarena.report.meta_stats import (
     spearman,
     stability,
 )
-from pptarena.types import PptArenaError
+from pptarena.run.rundir import RunDir
+from pptarena.types import PptArenaError, Status
 
 MAX_LABEL_BYTES = 20 * 1024 * 1024
 MAX_LABEL_ROWS = 200_000
@@ -232,7 +233,7 @@ def repeat_judges(run_dir: Path, registry: Any, k: int, *, config_path: Path | N
                                 "cached answers (variance 0); set cache = false to measure stability")
     tasks = load_run_tasks(base, registry)
     todo = [r for r in data.rows if (pairs is None or (r["task_id"], r["agent"]) in pairs)
-            and r.get("status") not in ("agent_error", "timeout") and prediction_path(run_dir, r) is not None
+            and r.get("status") not in (Status.AGENT_ERROR, Status.TIMEOUT) and prediction_path(run_dir, r) is not None
             and r["task_id"] in tasks]
     scores: dict[str, dict[tuple[str, str], list[float]]] = {}
     errors = 0
@@ -241,14 +242,15 @@ def repeat_judges(run_dir: Path, registry: Any, k: int, *, config_path: Path | N
         judges = [(j, components.build(j)) for j in judge_cfg.judges]
         for rep in range(k):
             for r in todo:
-                folder = pair_dir(Path(run_dir) / "meta-eval" / f"repeat-{rep + 1}", r["agent"], r["task_id"])
+                folder = RunDir(run_dir).meta_eval_repeat(rep + 1).pair(r["agent"], r["task_id"])
                 folder.mkdir(parents=True, exist_ok=True)
                 pred = Prediction(path=prediction_path(run_dir, r))
-                _, got, errs, _, _ = judge_prediction(
+                outcome = judge_prediction(
                     tasks[r["task_id"]], pred, judges, folder, components,
                     pair_dir=pair_dir(Path(run_dir), r["agent"], r["task_id"]),
                 )
-                errors += len(errs)
+                errors += len(outcome.errors)
+                got = outcome.scores
                 fake_row = {"task_id": r["task_id"], "agent": r["agent"], "scores": got}
                 for name, values in judge_series([fake_row]).items():
                     for key, v in values.items():
@@ -289,7 +291,7 @@ def meta_eval(run_dir: Path, *, labels_path: Path | None = None, scale: str = "a
         stab, warnings = repeat_judges(run_dir, registry, repeat, config_path=config_path, pairs=pairs)
         report["repeat"] = {"k": repeat, "series": stab}
         report["warnings"] += warnings
-    out = run_dir / "meta-eval"
+    out = RunDir(run_dir).meta_eval
     out.mkdir(exist_ok=True)
     write_json_atomic(out / "meta_eval.json", report)
     report["path"] = str(out / "meta_eval.json")

@@ -30,10 +30,10 @@ from pptarena.report.data import RunData, load_run, load_run_tasks, pair_dir, ru
 from pptarena.run.judging import judge_prediction
 from pptarena.run.results import SCHEMA_VERSION, ResultsStore, summarize_results, write_json_atomic
 from pptarena.run.rundir import VERDICTS, RunDir
-from pptarena.types import PptArenaError, Prediction, Task
+from pptarena.types import PptArenaError, Prediction, Status, Task
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
-COPIED_STATUSES = ("agent_error", "timeout")
+COPIED_STATUSES = (Status.AGENT_ERROR, Status.TIMEOUT)
 
 
 class RescoreError(PptArenaError):
@@ -109,20 +109,22 @@ class Rescorer:
             return _copied(row, row["status"], row.get("error"))
         pred = prediction_path(self.run_dir, row)
         if pred is None:
-            status = "infra_error" if row.get("status") == "infra_error" else "agent_error"
+            status = Status.INFRA_ERROR if row.get("status") == Status.INFRA_ERROR else Status.AGENT_ERROR
             return _copied(row, status, row.get("error") or "no prediction deck was recorded")
         if task is None:
-            return _copied(row, "infra_error", f"task {row['task_id']} is no longer in the run's dataset")
+            return _copied(row, Status.INFRA_ERROR, f"task {row['task_id']} is no longer in the run's dataset")
         t0 = time.monotonic()
         task_dir = pair_dir(self.out_dir, row["agent"], row["task_id"])
         task_dir.mkdir(parents=True, exist_ok=True)
-        status, scores, errors, verdicts, usage = judge_prediction(
+        judged = judge_prediction(
             task, Prediction(path=pred), judges, task_dir, components,
             pair_dir=pair_dir(self.run_dir, row["agent"], row["task_id"]),
         )
-        out = _copied(row, status, "; ".join(errors) or None)
-        out.update(scores=scores, usage=usage, duration_s=round(time.monotonic() - t0, 3))
-        write_json_atomic(task_dir / VERDICTS, {"status": status, "error": out["error"], "verdicts": verdicts, "judge_usage": usage})
+        out = _copied(row, judged.status, judged.error)
+        out.update(scores=judged.scores, usage=judged.usage, duration_s=round(time.monotonic() - t0, 3))
+        write_json_atomic(task_dir / VERDICTS, {
+            "status": judged.status, "error": out["error"], "verdicts": judged.verdicts, "judge_usage": judged.usage,
+        })
         return out
 
     def run(self, progress: Any = None) -> dict[str, Any]:

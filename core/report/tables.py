@@ -19,9 +19,9 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
-from pptarena.types import STATUSES
+from pptarena.types import STATUSES, Status
 
-ERROR_STATUSES = tuple(s for s in STATUSES if s != "scored")
+ERROR_STATUSES = tuple(s for s in STATUSES if s != Status.SCORED)
 GROUP_FIELDS = ("category", "edit_type", "difficulty")
 GROUP_TITLES = {"category": "By category", "edit_type": "By edit type", "difficulty": "By difficulty"}
 

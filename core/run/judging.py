@@ -13,18 +13,19 @@ from pathlib import Path
 from typing import Any
 
 from pptarena.models.messages import add_counts, sum_usage
-from pptarena.types import InfraError, JudgeError, Prediction, Task, Verdict
+from pptarena.run.records import JudgeOutcome
+from pptarena.types import InfraError, JudgeError, Prediction, Status, Task, Verdict
 
 
 def judge_prediction(task: Task, prediction: Prediction, judges: list[tuple[Any, Any]], task_dir: Path,
                      components: Any,
-                     pair_dir: Path | None = None) -> tuple[str, dict[str, Any], list[str], dict[str, Any], dict[str, int]]:
+                     pair_dir: Path | None = None) -> JudgeOutcome:
     """Run ``judges`` (pairs of component config and judge instance) on one prediction.
 
     Judges write their evidence under ``task_dir``; ``pair_dir`` is the pair's folder in the
     original run (default ``task_dir``), where re-saved reference decks may be kept.
 
-    :returns: (status, scores, errors, verdicts, judge usage).
+    :returns: the judges' :class:`~pptarena.run.records.JudgeOutcome` (usage keys prefixed ``judge_``).
     """
     from pptarena.evidence import Evidence
     from pptarena.run.references import stored_references
@@ -37,7 +38,7 @@ def judge_prediction(task: Task, prediction: Prediction, judges: list[tuple[Any,
         model=components.model_client,
         references=stored_references(pair_dir or task_dir),
     )
-    status, scores, errors, verdicts = "scored", {}, [], {}
+    status, scores, errors, verdicts = Status.SCORED, {}, [], {}
     for comp, judge in judges:
         t0 = time.monotonic()
         try:
@@ -53,10 +54,10 @@ def judge_prediction(task: Task, prediction: Prediction, judges: list[tuple[Any,
                 "duration_s": round(time.monotonic() - t0, 3),
             }
         except Exception as exc:  # noqa: BLE001 - classified like the runner does
-            kind = "infra_error" if isinstance(exc, InfraError) else "judge_error"
-            if kind == "infra_error" or status == "scored":
+            kind = Status.INFRA_ERROR if isinstance(exc, InfraError) else Status.JUDGE_ERROR
+            if kind == Status.INFRA_ERROR or status == Status.SCORED:
                 status = kind
             errors.append(f"judge {comp.label}: {type(exc).__name__}: {exc}")
             verdicts[comp.label] = {"error": f"{type(exc).__name__}: {exc}", "status": kind, "traceback": traceback.format_exc(limit=20)}
     usage = add_counts({}, sum_usage(c.usage for c in evidence.clients).as_dict(), prefix="judge_")
-    return status, scores, errors, verdicts, usage
+    return JudgeOutcome(status, scores, errors, verdicts, usage)

@@ -9,24 +9,16 @@ and line, never a traceback deep inside the report.
 from __future__ import annotations
 
 import math
-from enum import StrEnum
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
+from pptarena.types import Status
+
 RESULTS_SCHEMA = 1
 """The version of the result-line shape, written in every line as ``schema_version``."""
-
-
-class Status(StrEnum):
-    """How a pair ended. Only ``scored`` rows count towards an agent's scores."""
-
-    SCORED = "scored"
-    AGENT_ERROR = "agent_error"
-    TIMEOUT = "timeout"
-    JUDGE_ERROR = "judge_error"
-    INFRA_ERROR = "infra_error"
 
 
 class JudgeScore(BaseModel):
@@ -102,3 +94,23 @@ def parse_row(data: Any) -> ResultRow:
             where = ".".join(str(p) for p in err["loc"]) or "line"
             parts.append(f"{where}: {err['msg']}")
         raise ValueError("; ".join(parts)) from None
+
+
+@dataclass
+class JudgeOutcome:
+    """What the judges of a run made of one prediction (see :func:`pptarena.run.judging.judge_prediction`).
+
+    ``status`` is ``scored`` unless a judge failed (``judge_error``, or ``infra_error`` when a tool
+    failed); ``scores`` holds the judges that succeeded; ``verdicts`` every judge's verdict or error.
+    """
+
+    status: Status
+    scores: dict[str, dict[str, Any]] = field(default_factory=dict)
+    errors: list[str] = field(default_factory=list)
+    verdicts: dict[str, Any] = field(default_factory=dict)
+    usage: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def error(self) -> str | None:
+        """The judges' errors in one line, or None."""
+        return "; ".join(self.errors) or None

@@ -8,6 +8,7 @@
     <run>/report.html          the HTML report
     <run>/tasks/<agent>/<task>/  input/, prediction.pptx, agent.log.jsonl, verdicts.json, renders ...
     <run>/rescore/<name>/      a re-scoring: the same layout (without predictions)
+    <run>/meta-eval/           meta_eval.json and the verdicts of repeated judgings (repeat-<k>/)
 
 The runner, the results store, the report and re-scoring all take their paths from
 :class:`RunDir`; nothing else spells these names.
@@ -26,6 +27,7 @@ SUMMARY = "summary.json"
 REPORT = "report.html"
 TASKS = "tasks"
 RESCORE = "rescore"
+META_EVAL = "meta-eval"
 VERDICTS = "verdicts.json"
 AGENT_LOG = "agent.log.jsonl"
 AGENT_STDERR = "agent.stderr.txt"
@@ -95,6 +97,15 @@ class RunDir:
     def rescore(self, name: str) -> RunDir:
         """The run folder of the re-scoring called ``name``."""
         return RunDir(self.rescores / name)
+
+    @property
+    def meta_eval(self) -> Path:
+        """Where ``arena meta-eval`` writes ``meta_eval.json`` and its repeated judgings."""
+        return self.root / META_EVAL
+
+    def meta_eval_repeat(self, repeat: int) -> RunDir:
+        """The folder where ``arena meta-eval --repeat`` keeps the verdicts of its ``repeat``-th judging."""
+        return RunDir(self.meta_eval / f"repeat-{repeat}")
 
     def is_run(self) -> bool:
         """Whether the folder holds a run (it has a results file)."""

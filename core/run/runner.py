@@ -46,6 +46,7 @@ from pptarena.types import (
     InfraError,
     PptArenaError,
     Prediction,
+    Status,
     Task,
     Workspace,
 )
@@ -143,7 +144,7 @@ class Runner:
         self.jobs = jobs or config.run.jobs
         self.limit = limit or config.run.limit
         self.task_globs = list(task_globs or []) or list(config.run.tasks)
-        self.retry_statuses = ("infra_error", "timeout") if retry_errors else ()
+        self.retry_statuses = (Status.INFRA_ERROR, Status.TIMEOUT) if retry_errors else ()
         self.strict = strict
         self.quiet = quiet
         self.components = Components(config, registry)
@@ -303,12 +304,12 @@ class Runner:
                 with self._procs_lock:
                     self._procs = {p for p in self._procs if p.poll() is None}
         if timed_out:
-            return {"ok": False, "status": "timeout", "error": f"agent exceeded task_timeout={self.config.run.task_timeout:g}s and was stopped"}
+            return {"ok": False, "status": Status.TIMEOUT, "error": f"agent exceeded task_timeout={self.config.run.task_timeout:g}s and was stopped"}
         if self._stop.is_set():
             return {"ok": False, "status": "interrupted", "error": "interrupted"}
         if not result_path.exists():
             tail = stderr_path.read_text(errors="replace")[-2000:]
-            return {"ok": False, "status": "agent_error", "error": f"agent worker exited with code {returncode} without a result: {tail}"}
+            return {"ok": False, "status": Status.AGENT_ERROR, "error": f"agent worker exited with code {returncode} without a result: {tail}"}
         outcome = json.loads(result_path.read_text())
         if outcome.get("ok"):
             outcome["prediction"] = prediction_from_json(outcome["prediction"])
@@ -328,8 +329,8 @@ class Runner:
         return None
 
     def _judge(self, task: Task, pred: Prediction, ws: Workspace) -> tuple[str, dict[str, Any], list[str], dict[str, Any]]:
-        status, scores, errors, verdicts, usage = judge_prediction(task, pred, self.judges(), ws.dir, self.components)
-        return status, scores, errors, {"verdicts": verdicts, "judge_usage": usage}
+        out = judge_prediction(task, pred, self.judges(), ws.dir, self.components)
+        return out.status, out.scores, out.errors, {"verdicts": out.verdicts, "judge_usage": out.usage}
 
     def _normalize_references(self, agent: ComponentConfig, task: Task, ws: Workspace, row: dict[str, Any]) -> bool:
         """Store the task's decks as the agent's tool re-saves them (see :mod:`pptarena.run.references`).
@@ -344,7 +345,7 @@ class Runner:
             normalized_references(task, normalize, ws.dir, self.components.cache_dir, safe_name(tool))
             return True
         except InfraError as exc:
-            row["status"], row["error"] = "infra_error", str(exc)
+            row["status"], row["error"] = Status.INFRA_ERROR, str(exc)
             return False
 
     @staticmethod
@@ -352,7 +353,7 @@ class Runner:
         return {
             "agent": agent.label,
             "task_id": task.id,
-            "status": "scored",
+            "status": Status.SCORED,
             "scores": {},
             "error": None,
             "duration_s": 0.0,
@@ -369,7 +370,7 @@ class Runner:
             if self._stop.is_set():
                 return None
             failed = self._new_row(agent, task, {})
-            failed.update(status="infra_error", error=f"could not prepare the workspace: {exc}")
+            failed.update(status=Status.INFRA_ERROR, error=f"could not prepare the workspace: {exc}")
             failed["duration_s"] = round(time.monotonic() - t0, 3)
             self.store.append(failed)
             return failed
@@ -377,7 +378,7 @@ class Runner:
         try:
             outcome = (self._run_agent_in_process if in_process else self._run_agent_in_worker)(agent, task, ws)
         except Exception as exc:  # noqa: BLE001 - starting the worker failed: the harness's fault
-            outcome = {"ok": False, "status": "infra_error", "error": f"could not run the agent: {exc}"}
+            outcome = {"ok": False, "status": Status.INFRA_ERROR, "error": f"could not run the agent: {exc}"}
         if self._stop.is_set():
             return None
         row = self._new_row(agent, task, outcome.get("model_usage") or {})
@@ -392,7 +393,7 @@ class Runner:
             add_counts(row["usage"], pred.usage)
             problem = self._check_prediction(pred)
             if problem:
-                row["status"] = "agent_error"
+                row["status"] = Status.AGENT_ERROR
                 row["error"] = problem
             elif not self._normalize_references(agent, task, ws, row):
                 pass  # the reference decks could not be re-saved: the row holds the infra_error

@@ -16,12 +16,12 @@ from pathlib import Path
 from typing import Any
 
 from pptarena.models import UsageBook
-from pptarena.types import AgentLog, ComponentUnavailable, InfraError, Prediction, Task, Workspace
+from pptarena.types import AgentLog, ComponentUnavailable, InfraError, Prediction, Status, Task, Workspace
 
 
 def classify_exception(exc: BaseException) -> str:
     """``infra_error`` for tool and model failures, ``agent_error`` for everything else."""
-    return "infra_error" if isinstance(exc, InfraError | ComponentUnavailable) else "agent_error"
+    return Status.INFRA_ERROR if isinstance(exc, InfraError | ComponentUnavailable) else Status.AGENT_ERROR
 
 
 def prediction_to_json(pred: Prediction) -> dict[str, Any]:
@@ -92,7 +92,7 @@ def main(spec_path: str) -> int:
     except BaseException as exc:  # noqa: BLE001 - every failure is reported to the runner
         outcome = {
             "ok": False,
-            "status": "infra_error" if setting_up else classify_exception(exc),
+            "status": Status.INFRA_ERROR if setting_up else classify_exception(exc),
             "error": f"{type(exc).__name__}: {exc}",
             "traceback": traceback.format_exc(limit=20),
         }
