@@ -18,6 +18,12 @@ from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
+from .errors import AgentError as AgentError  # re-exported: part of the plugin contract
+from .errors import ComponentUnavailable as ComponentUnavailable
+from .errors import InfraError as InfraError
+from .errors import JudgeError as JudgeError
+from .errors import PptArenaError as PptArenaError
+
 if TYPE_CHECKING:  # pragma: no cover
     from .evidence import Evidence
     from .models import ModelClient
@@ -50,26 +56,6 @@ class Options(BaseModel):
 
 
 # --------------------------------------------------------------------------- errors
-
-
-class PptArenaError(Exception):
-    """Base class of pptarena's own errors."""
-
-
-class ComponentUnavailable(PptArenaError):
-    """A component cannot work here (missing SDK, program or platform)."""
-
-
-class AgentError(PptArenaError):
-    """The agent under test failed to produce a usable prediction."""
-
-
-class JudgeError(PptArenaError):
-    """A judge could not produce a verdict (e.g. unparseable model output)."""
-
-
-class InfraError(PptArenaError):
-    """A tool failed (renderer crash, model unreachable): not the agent's fault."""
 
 
 # --------------------------------------------------------------------------- tasks

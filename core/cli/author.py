@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-
 from pptarena.authoring.llm import AuthorError
 
 EXIT_FLAGGED = 1

@@ -34,7 +34,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-
 from pptarena.types import PptArenaError, Task
 
 FORMATS = ("pptarena", "ppteval")

@@ -10,7 +10,6 @@ import json
 from pathlib import Path
 
 import click
-
 from pptarena.deck import DeckError, diff_decks, slide_flags, summarize
 
 

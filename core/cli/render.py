@@ -8,7 +8,6 @@ from pathlib import Path
 from typing import Any
 
 import click
-
 from pptarena.types import ComponentContext, ComponentUnavailable, PptArenaError, SlideImage
 
 

@@ -22,8 +22,6 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
-from pydantic import Field
-
 from pptarena.models.messages import (
     Completion,
     Message,
@@ -33,6 +31,7 @@ from pptarena.models.messages import (
     split_model_ref,
 )
 from pptarena.types import AgentLog, Component, ComponentContext, Options
+from pydantic import Field
 
 if TYPE_CHECKING:  # pragma: no cover
     from pptarena.models.cache import ResponseCache

@@ -18,9 +18,8 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pydantic import AfterValidator
-
 from pptarena.types import InfraError
+from pydantic import AfterValidator
 
 if TYPE_CHECKING:  # pragma: no cover
     pass

@@ -23,11 +23,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
-
 from pptarena.models.messages import check_model_ref
 from pptarena.run.registry import Registry, UnknownComponentError
 from pptarena.types import PptArenaError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 SECRET_KEY_HINTS = ("key", "token", "secret", "password", "passwd", "authorization", "cookie", "credential")
 TOP_LEVEL = ("run", "dataset", "agents", "agent", "renderer", "judges", "backends")

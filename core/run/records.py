@@ -13,9 +13,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
-
 from pptarena.types import Status
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 RESULTS_SCHEMA = 1
 """The version of the result-line shape, written in every line as ``schema_version``."""

@@ -31,10 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pluggy
-from pydantic import BaseModel
-
 from pptarena import hookspecs
 from pptarena.types import KINDS, ComponentContext, Options, PptArenaError
+from pydantic import BaseModel
 
 GROUP = "pptarena"
 OWN_DISTRIBUTION = "pptarena"
