@@ -53,8 +53,8 @@ def main() -> None:
     import pptx
     from pptarena.deck.ppteval import PowerPointDiff
     from pptarena.deck.ppteval_published import _Deck, published_diff, read_slides, read_timing
-    from pptarena.plugins.judges.rubric_child import run_leaf
-    from pptarena.plugins.judges.rubric_tree import load_rubric, score_tree
+    from pptarena.plugins.judges.rubric.child import run_leaf
+    from pptarena.plugins.judges.rubric.tree import load_rubric, score_tree
 
     real, cache = pptx.Presentation, {}
 

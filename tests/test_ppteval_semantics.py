@@ -145,7 +145,7 @@ def _reference_leaf(code: str, context: dict[str, Any]) -> tuple[str, Any]:
 
 
 def _our_leaf(leaf_id: str, code: str, context: dict[str, Any]) -> tuple[str, Any]:
-    from pptarena.plugins.judges.rubric_child import run_leaf
+    from pptarena.plugins.judges.rubric.child import run_leaf
 
     record = run_leaf({"id": leaf_id, "code": code}, context, 60.0)
     return ("raises", record["error_type"]) if record.get("error") else ("score", record["score"])

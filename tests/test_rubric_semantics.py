@@ -117,11 +117,11 @@ def test_a_run_keeps_the_ppteval_score_of_an_unreadable_prediction_and_says_whic
     """Row 10 through the runner: status agent_error, yet the rubric score (0.0 here) is kept, as PPT-Eval counts it."""
     import shutil
 
-    from pptarena.config import load_config
-    from pptarena.registry import get_registry
-    from pptarena.report import judge_kinds, leaderboard_table
-    from pptarena.results import read_results
-    from pptarena.runner import Runner
+    from pptarena.report.tables import judge_kinds, leaderboard_table
+    from pptarena.run.config import load_config
+    from pptarena.run.registry import get_registry
+    from pptarena.run.results import read_results
+    from pptarena.run.runner import Runner
 
     original, _ = stand_in_pair
     task = tmp_path / "data" / "t1"
