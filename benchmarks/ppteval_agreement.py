@@ -76,8 +76,14 @@ def main() -> None:
         ours = PowerPointDiff.from_json(json.loads(json.dumps(published_diff(a, b).to_json())))
         lists_ok += ref_diff.to_dict() == ours.to_dict()
         decks |= {str(a), str(b)}
-        base = {"original_ppt_screenshots": [], "modified_ppt_screenshots": [], "original_ppt_path": str(a),
-                "modified_ppt_path": str(b), "llm_call": None, "vlm_call": None}
+        base = {
+            "original_ppt_screenshots": [],
+            "modified_ppt_screenshots": [],
+            "original_ppt_path": str(a),
+            "modified_ppt_path": str(b),
+            "llm_call": None,
+            "vlm_call": None,
+        }
         for tid, rub in rubrics.items():
             leaves = _leaves(rub["root"])
             mine: dict[str, float] = {}
@@ -86,8 +92,10 @@ def main() -> None:
                 if not pure(code):
                     continue
                 try:
-                    expected: tuple[str, Any] = ("score", _quiet(ref.FunctionScorer(code).score,
-                                                                 **{**base, "ppt_diff": ref_diff})[0])
+                    expected: tuple[str, Any] = (
+                        "score",
+                        _quiet(ref.FunctionScorer(code).score, **{**base, "ppt_diff": ref_diff})[0],
+                    )
                 except ValueError as exc:
                     expected = ("raises", type(exc.__cause__ or exc).__name__)
                 rec = run_leaf({"id": lid, "code": code}, {**base, "ppt_diff": ours}, 60.0)
@@ -104,8 +112,15 @@ def main() -> None:
                 continue
             tree = ref.RubricTree.from_dict(rub)
             try:
-                want = float(_quiet(tree.evaluate, **{**base, "ppt_diff": ref_diff}, include_reason=False,
-                                    compute_strategy="default", non_critical_weight=0.3)[0])
+                want = float(
+                    _quiet(
+                        tree.evaluate,
+                        **{**base, "ppt_diff": ref_diff},
+                        include_reason=False,
+                        compute_strategy="default",
+                        non_critical_weight=0.3,
+                    )[0]
+                )
             except Exception:  # noqa: BLE001 - PPT-Eval's grader scores any exception 0.0
                 want = 0.0
             have = 0.0 if first_error else score_tree(load_rubric(rub).root, mine)["root"]
@@ -125,10 +140,15 @@ def main() -> None:
         finally:
             deck.close()
         slides += len(want_slides)
-        fields_ok += (want_slides == have_slides and [x.to_dict() for x in want_anims] == [x.to_dict() for x in have_anims]
-                      and [x.to_dict() for x in want_trans] == [x.to_dict() for x in have_trans])
+        fields_ok += (
+            want_slides == have_slides
+            and [x.to_dict() for x in want_anims] == [x.to_dict() for x in have_anims]
+            and [x.to_dict() for x in want_trans] == [x.to_dict() for x in have_trans]
+        )
     print(f"pairs: {len(pairs)}; nine lists + every field equal on {lists_ok}/{len(pairs)}")
-    print(f"decks read whole: {len(decks)} ({slides} slides); every slide/animation/transition field equal on {fields_ok}/{len(decks)}")
+    print(
+        f"decks read whole: {len(decks)} ({slides} slides); every slide/animation/transition field equal on {fields_ok}/{len(decks)}"
+    )
     print(f"pure-Python leaf runs: {leaf_ok}/{runs} agree ({raised} raise in the reference)")
     print(f"task scores (57 pure-Python rubrics x pairs): {tasks_ok}/{tasks} identical ({nonzero} above 0)")
     print(f"wall time {time.monotonic() - t0:.0f} s")

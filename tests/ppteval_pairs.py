@@ -53,8 +53,10 @@ def _slide_parts(path: Path) -> list[str]:
         pres = etree.fromstring(z.read("ppt/presentation.xml"))
         rels = etree.fromstring(z.read("ppt/_rels/presentation.xml.rels"))
     targets = {r.get("Id"): r.get("Target") for r in rels}
-    return ["ppt/" + targets[s.get(f"{{{R_NS}}}id")].lstrip("/").removeprefix("ppt/")
-            for s in pres.iter(P + "sldId")]
+    return [
+        "ppt/" + targets[s.get(f"{{{R_NS}}}id")].lstrip("/").removeprefix("ppt/")
+        for s in pres.iter(P + "sldId")
+    ]
 
 
 def _xml(fn: Callable[[etree._Element], None]) -> Callable[[bytes], bytes]:
@@ -62,6 +64,7 @@ def _xml(fn: Callable[[etree._Element], None]) -> Callable[[bytes], bytes]:
         root = etree.fromstring(data)
         fn(root)
         return etree.tostring(root, xml_declaration=True, encoding="UTF-8", standalone=True)
+
     return edit
 
 
@@ -70,6 +73,7 @@ def _sub(pattern: str, repl: str, count: int = 1) -> Callable[[bytes], bytes]:
         text, n = re.subn(pattern, repl, data.decode("utf-8"), count=count)
         assert n or not count, f"pattern {pattern!r} not found"
         return text.encode("utf-8")
+
     return edit
 
 
@@ -81,11 +85,13 @@ def _reorder(order: Callable[[list], list]) -> Callable[[bytes], bytes]:
             lst.remove(el)
         for el in order(items):
             lst.append(el)
+
     return _xml(fn)
 
 
 def _set_timing(xml: str) -> Callable[[bytes], bytes]:
     """Replace (or add) the slide's p:timing with ``xml`` (None-free: pass "" to remove)."""
+
     def fn(root: etree._Element) -> None:
         for old in root.findall(P + "timing"):
             root.remove(old)
@@ -96,6 +102,7 @@ def _set_timing(xml: str) -> Callable[[bytes], bytes]:
                 ext.addprevious(el)
             else:
                 root.append(el)
+
     return _xml(fn)
 
 
@@ -103,7 +110,9 @@ def _set_transition(xml: str) -> Callable[[bytes], bytes]:
     def fn(root: etree._Element) -> None:
         for old in root.findall(P + "transition"):
             root.remove(old)
-        for alt in root.findall("{http://schemas.openxmlformats.org/markup-compatibility/2006}AlternateContent"):
+        for alt in root.findall(
+            "{http://schemas.openxmlformats.org/markup-compatibility/2006}AlternateContent"
+        ):
             if alt.find(".//" + P + "transition") is not None:
                 root.remove(alt)
         if xml:
@@ -115,29 +124,41 @@ def _set_transition(xml: str) -> Callable[[bytes], bytes]:
                 anchor.addprevious(el)
             else:
                 root.append(el)
+
     return _xml(fn)
 
 
-def effect_timing(spid: str, preset: int, cls: str, subtype: int, node: str = "clickEffect", dur: int = 500,
-                  behaviours: str | None = None) -> str:
+def effect_timing(
+    spid: str,
+    preset: int,
+    cls: str,
+    subtype: int,
+    node: str = "clickEffect",
+    dur: int = 500,
+    behaviours: str | None = None,
+) -> str:
     """A PowerPoint-style main sequence holding one effect on shape ``spid``."""
     if behaviours is None:
-        behaviours = (f'<p:set><p:cBhvr><p:cTn id="6" dur="1" fill="hold"><p:stCondLst><p:cond delay="0"/>'
-                      f'</p:stCondLst></p:cTn><p:tgtEl><p:spTgt spid="{spid}"/></p:tgtEl><p:attrNameLst>'
-                      f'<p:attrName>style.visibility</p:attrName></p:attrNameLst></p:cBhvr><p:to><p:strVal val="visible"/>'
-                      f'</p:to></p:set><p:animEffect transition="in" filter="fade"><p:cBhvr><p:cTn id="7" dur="{dur}"/>'
-                      f'<p:tgtEl><p:spTgt spid="{spid}"/></p:tgtEl></p:cBhvr></p:animEffect>')
+        behaviours = (
+            f'<p:set><p:cBhvr><p:cTn id="6" dur="1" fill="hold"><p:stCondLst><p:cond delay="0"/>'
+            f'</p:stCondLst></p:cTn><p:tgtEl><p:spTgt spid="{spid}"/></p:tgtEl><p:attrNameLst>'
+            f'<p:attrName>style.visibility</p:attrName></p:attrNameLst></p:cBhvr><p:to><p:strVal val="visible"/>'
+            f'</p:to></p:set><p:animEffect transition="in" filter="fade"><p:cBhvr><p:cTn id="7" dur="{dur}"/>'
+            f'<p:tgtEl><p:spTgt spid="{spid}"/></p:tgtEl></p:cBhvr></p:animEffect>'
+        )
     outer = "indefinite" if node == "clickEffect" else "0"
-    return (f'<p:tnLst><p:par><p:cTn id="1" dur="indefinite" restart="never" nodeType="tmRoot"><p:childTnLst>'
-            f'<p:seq concurrent="1" nextAc="seek"><p:cTn id="2" dur="indefinite" nodeType="mainSeq"><p:childTnLst>'
-            f'<p:par><p:cTn id="3" fill="hold"><p:stCondLst><p:cond delay="{outer}"/></p:stCondLst><p:childTnLst>'
-            f'<p:par><p:cTn id="4" fill="hold"><p:stCondLst><p:cond delay="0"/></p:stCondLst><p:childTnLst>'
-            f'<p:par><p:cTn id="5" presetID="{preset}" presetClass="{cls}" presetSubtype="{subtype}" fill="hold" '
-            f'nodeType="{node}"><p:stCondLst><p:cond delay="0"/></p:stCondLst><p:childTnLst>{behaviours}'
-            f'</p:childTnLst></p:cTn></p:par></p:childTnLst></p:cTn></p:par></p:childTnLst></p:cTn></p:par>'
-            f'</p:childTnLst></p:cTn><p:prevCondLst><p:cond evt="onPrev" delay="0"><p:tgtEl><p:sldTgt/></p:tgtEl>'
-            f'</p:cond></p:prevCondLst><p:nextCondLst><p:cond evt="onNext" delay="0"><p:tgtEl><p:sldTgt/></p:tgtEl>'
-            f'</p:cond></p:nextCondLst></p:seq></p:childTnLst></p:cTn></p:par></p:tnLst>')
+    return (
+        f'<p:tnLst><p:par><p:cTn id="1" dur="indefinite" restart="never" nodeType="tmRoot"><p:childTnLst>'
+        f'<p:seq concurrent="1" nextAc="seek"><p:cTn id="2" dur="indefinite" nodeType="mainSeq"><p:childTnLst>'
+        f'<p:par><p:cTn id="3" fill="hold"><p:stCondLst><p:cond delay="{outer}"/></p:stCondLst><p:childTnLst>'
+        f'<p:par><p:cTn id="4" fill="hold"><p:stCondLst><p:cond delay="0"/></p:stCondLst><p:childTnLst>'
+        f'<p:par><p:cTn id="5" presetID="{preset}" presetClass="{cls}" presetSubtype="{subtype}" fill="hold" '
+        f'nodeType="{node}"><p:stCondLst><p:cond delay="0"/></p:stCondLst><p:childTnLst>{behaviours}'
+        f"</p:childTnLst></p:cTn></p:par></p:childTnLst></p:cTn></p:par></p:childTnLst></p:cTn></p:par>"
+        f'</p:childTnLst></p:cTn><p:prevCondLst><p:cond evt="onPrev" delay="0"><p:tgtEl><p:sldTgt/></p:tgtEl>'
+        f'</p:cond></p:prevCondLst><p:nextCondLst><p:cond evt="onNext" delay="0"><p:tgtEl><p:sldTgt/></p:tgtEl>'
+        f"</p:cond></p:nextCondLst></p:seq></p:childTnLst></p:cTn></p:par></p:tnLst>"
+    )
 
 
 def _first_spid(path: Path, part: str) -> str:
@@ -231,23 +252,32 @@ def _relayout(prs, i: int) -> None:
 # ----------------------------------------------------------------------------- the pairs
 
 
-ALT_SHAPE = ('<mc:AlternateContent xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" '
-             'xmlns:p14="http://schemas.microsoft.com/office/powerpoint/2010/main" Requires="p14"><mc:Choice Requires="p14">'
-             '<p:sp><p:nvSpPr><p:cNvPr id="901" name="Alt Choice"/><p:cNvSpPr/><p:nvPr/></p:nvSpPr><p:spPr/>'
-             '<p:txBody><a:bodyPr/><a:p><a:r><a:t>choice</a:t></a:r></a:p></p:txBody></p:sp></mc:Choice><mc:Fallback>'
-             '<p:sp><p:nvSpPr><p:cNvPr id="901" name="Alt Fallback"/><p:cNvSpPr/><p:nvPr/></p:nvSpPr><p:spPr/>'
-             '<p:txBody><a:bodyPr/><a:p><a:r><a:t>fallback</a:t></a:r></a:p></p:txBody></p:sp></mc:Fallback>'
-             '</mc:AlternateContent>')
+ALT_SHAPE = (
+    '<mc:AlternateContent xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" '
+    'xmlns:p14="http://schemas.microsoft.com/office/powerpoint/2010/main" Requires="p14"><mc:Choice Requires="p14">'
+    '<p:sp><p:nvSpPr><p:cNvPr id="901" name="Alt Choice"/><p:cNvSpPr/><p:nvPr/></p:nvSpPr><p:spPr/>'
+    "<p:txBody><a:bodyPr/><a:p><a:r><a:t>choice</a:t></a:r></a:p></p:txBody></p:sp></mc:Choice><mc:Fallback>"
+    '<p:sp><p:nvSpPr><p:cNvPr id="901" name="Alt Fallback"/><p:cNvSpPr/><p:nvPr/></p:nvSpPr><p:spPr/>'
+    "<p:txBody><a:bodyPr/><a:p><a:r><a:t>fallback</a:t></a:r></a:p></p:txBody></p:sp></mc:Fallback>"
+    "</mc:AlternateContent>"
+)
 
 
-ALT_SHAPE_PLAIN = ('<p:sp><p:nvSpPr><p:cNvPr id="902" name="Marker"/><p:cNvSpPr/><p:nvPr/></p:nvSpPr><p:spPr/>'
-                   '</p:sp>')
+ALT_SHAPE_PLAIN = (
+    '<p:sp><p:nvSpPr><p:cNvPr id="902" name="Marker"/><p:cNvSpPr/><p:nvPr/></p:nvSpPr><p:spPr/></p:sp>'
+)
 
 
 def _add_alt_shape(root: etree._Element) -> None:
     tree = root.find(f"{P}cSld/{P}spTree")
-    tree.append(etree.fromstring(ALT_SHAPE.replace("<p:sp>", f'<p:sp xmlns:p="{P_NS}" xmlns:a='
-                                                   '"http://schemas.openxmlformats.org/drawingml/2006/main">')))
+    tree.append(
+        etree.fromstring(
+            ALT_SHAPE.replace(
+                "<p:sp>",
+                f'<p:sp xmlns:p="{P_NS}" xmlns:a="http://schemas.openxmlformats.org/drawingml/2006/main">',
+            )
+        )
+    )
 
 
 def build_pairs(out: Path) -> list[tuple[str, Path, Path, str]]:
@@ -262,7 +292,9 @@ def build_pairs(out: Path) -> list[tuple[str, Path, Path, str]]:
         dst = out / f"{len(pairs):02d}-{name}.pptx"
         pairs.append((name, deck(src), make(deck(src), dst), rows))
 
-    def raw(edits_of: Callable[[Path], dict[str, Callable[[bytes], bytes | None]]]) -> Callable[[Path, Path], Path]:
+    def raw(
+        edits_of: Callable[[Path], dict[str, Callable[[bytes], bytes | None]]],
+    ) -> Callable[[Path, Path], Path]:
         return lambda s, d: zip_edit(s, d, edits_of(s))
 
     def py(edit: Callable) -> Callable[[Path, Path], Path]:
@@ -278,8 +310,16 @@ def build_pairs(out: Path) -> list[tuple[str, Path, Path, str]]:
     add("body-edit", GOOGLE, "1", py(lambda prs: _body(prs, 2, "Edited body text")))
     add("notes-only", GOOGLE, "1 8", py(lambda prs: _notes(prs, 0, "Speaker notes rewritten")))
     add("notes-only", STRESS, "1 8", py(lambda prs: _notes(prs, 2, "New notes on slide 3")))
-    add("notes-only-raw", BROWNBAG, "1 8", raw(lambda s: {"ppt/notesSlides/notesSlide1.xml": _sub(
-        r"<a:t>[^<]*</a:t>", "<a:t>Changed note text</a:t>")}))
+    add(
+        "notes-only-raw",
+        BROWNBAG,
+        "1 8",
+        raw(
+            lambda s: {
+                "ppt/notesSlides/notesSlide1.xml": _sub(r"<a:t>[^<]*</a:t>", "<a:t>Changed note text</a:t>")
+            }
+        ),
+    )
     add("layout-only", PLACEHOLDERS, "1", py(lambda prs: _relayout(prs, 2)))
     add("layout-only", GOOGLE, "1", py(lambda prs: _relayout(prs, 1)))
     add("slide-added", GOOGLE, "slides", py(_add_slide))
@@ -290,7 +330,12 @@ def build_pairs(out: Path) -> list[tuple[str, Path, Path, str]]:
     add("slide-moved-stale-names", PERF, "1 3", py(lambda prs: _move_stale(prs, 5, 1)))
     add("slide-moved-stale-names", BROWNBAG, "1 3 7", py(lambda prs: _move_stale(prs, 2, 9)))
     add("slide-moved-stale-names", STRESS, "1 3 7", py(lambda prs: _move_stale(prs, 4, 0)))
-    add("slide-moved-raw", STRESS, "1 3", raw(lambda s: {"ppt/presentation.xml": _reorder(lambda xs: xs[::-1])}))
+    add(
+        "slide-moved-raw",
+        STRESS,
+        "1 3",
+        raw(lambda s: {"ppt/presentation.xml": _reorder(lambda xs: xs[::-1])}),
+    )
     add("shape-added", GOOGLE, "1", py(lambda prs: _add_box(prs, 3)))
     add("shape-added", PLACEHOLDERS, "1", py(lambda prs: _add_box(prs, 5)))
     add("shape-removed", PLACEHOLDERS, "1", py(lambda prs: _drop_shape(prs, 1)))
@@ -300,58 +345,181 @@ def build_pairs(out: Path) -> list[tuple[str, Path, Path, str]]:
         def make(s: Path, d: Path) -> Path:
             part = _slide_parts(s)[index]
             return zip_edit(s, d, {part: _set_timing(xml(_first_spid(s, part)))})
+
         return make
 
-    add("fly-in-with-previous-added", GOOGLE, "4 7", timing_edit(GOOGLE, 1, lambda sp: effect_timing(sp, 2, "entr", 8, "withEffect")))
-    add("fly-in-on-click-added", GOOGLE, "4 7", timing_edit(GOOGLE, 2, lambda sp: effect_timing(sp, 2, "entr", 4)))
+    add(
+        "fly-in-with-previous-added",
+        GOOGLE,
+        "4 7",
+        timing_edit(GOOGLE, 1, lambda sp: effect_timing(sp, 2, "entr", 8, "withEffect")),
+    )
+    add(
+        "fly-in-on-click-added",
+        GOOGLE,
+        "4 7",
+        timing_edit(GOOGLE, 2, lambda sp: effect_timing(sp, 2, "entr", 4)),
+    )
     add("appear-added", GOOGLE, "7", timing_edit(GOOGLE, 0, lambda sp: effect_timing(sp, 1, "entr", 0)))
-    add("fade-added", PLACEHOLDERS, "7", timing_edit(PLACEHOLDERS, 0, lambda sp: effect_timing(sp, 10, "entr", 0)))
-    add("exit-added", PLACEHOLDERS, "7", timing_edit(PLACEHOLDERS, 3, lambda sp: effect_timing(sp, 1, "exit", 0, "afterEffect")))
-    add("emphasis-added", GOOGLE, "7", timing_edit(GOOGLE, 3, lambda sp: effect_timing(sp, 6, "emph", 0, behaviours=(
-        f'<p:animScale><p:cBhvr><p:cTn id="6" dur="2000" fill="hold"/><p:tgtEl><p:spTgt spid="{sp}"/></p:tgtEl>'
-        '</p:cBhvr><p:by x="150000" y="150000"/></p:animScale>'))))
-    add("motion-path-added", PLACEHOLDERS, "7", timing_edit(PLACEHOLDERS, 4, lambda sp: effect_timing(sp, 42, "path", 0, behaviours=(
-        f'<p:animMotion origin="layout" path="M 0 0 L 0.25 0.33 E" pathEditMode="relative"><p:cBhvr>'
-        f'<p:cTn id="6" dur="2000" fill="hold"/><p:tgtEl><p:spTgt spid="{sp}"/></p:tgtEl></p:cBhvr></p:animMotion>'))))
+    add(
+        "fade-added",
+        PLACEHOLDERS,
+        "7",
+        timing_edit(PLACEHOLDERS, 0, lambda sp: effect_timing(sp, 10, "entr", 0)),
+    )
+    add(
+        "exit-added",
+        PLACEHOLDERS,
+        "7",
+        timing_edit(PLACEHOLDERS, 3, lambda sp: effect_timing(sp, 1, "exit", 0, "afterEffect")),
+    )
+    add(
+        "emphasis-added",
+        GOOGLE,
+        "7",
+        timing_edit(
+            GOOGLE,
+            3,
+            lambda sp: effect_timing(
+                sp,
+                6,
+                "emph",
+                0,
+                behaviours=(
+                    f'<p:animScale><p:cBhvr><p:cTn id="6" dur="2000" fill="hold"/><p:tgtEl><p:spTgt spid="{sp}"/></p:tgtEl>'
+                    '</p:cBhvr><p:by x="150000" y="150000"/></p:animScale>'
+                ),
+            ),
+        ),
+    )
+    add(
+        "motion-path-added",
+        PLACEHOLDERS,
+        "7",
+        timing_edit(
+            PLACEHOLDERS,
+            4,
+            lambda sp: effect_timing(
+                sp,
+                42,
+                "path",
+                0,
+                behaviours=(
+                    f'<p:animMotion origin="layout" path="M 0 0 L 0.25 0.33 E" pathEditMode="relative"><p:cBhvr>'
+                    f'<p:cTn id="6" dur="2000" fill="hold"/><p:tgtEl><p:spTgt spid="{sp}"/></p:tgtEl></p:cBhvr></p:animMotion>'
+                ),
+            ),
+        ),
+    )
     add("animation-removed", BROWNBAG, "7", timing_edit(BROWNBAG, 5, lambda sp: ""))
     add("animation-removed", STRESS, "7", timing_edit(STRESS, 19, lambda sp: ""))
     add("animation-removed", ENTR_EXIT, "7", timing_edit(ENTR_EXIT, 0, lambda sp: ""))
 
-    def anim_sub(src: str, index: int, pattern: str, repl: str, count: int = 1) -> Callable[[Path, Path], Path]:
+    def anim_sub(
+        src: str, index: int, pattern: str, repl: str, count: int = 1
+    ) -> Callable[[Path, Path], Path]:
         return lambda s, d: zip_edit(s, d, {_slide_parts(s)[index]: _sub(pattern, repl, count)})
 
     add("animation-duration", STRESS, "7", anim_sub(STRESS, 4, r'dur="(\d{3,})"', 'dur="2500"'))
-    add("animation-trigger", STRESS, "4 7", anim_sub(STRESS, 8, r'nodeType="clickEffect"', 'nodeType="withEffect"'))
-    add("animation-trigger", PERF, "4 7", anim_sub(PERF, 1, r'nodeType="clickEffect"', 'nodeType="afterEffect"'))
-    add("animation-preset", ENTR_EXIT, "7", anim_sub(ENTR_EXIT, 0, r'presetSubtype="\d+"', 'presetSubtype="2"'))
+    add(
+        "animation-trigger",
+        STRESS,
+        "4 7",
+        anim_sub(STRESS, 8, r'nodeType="clickEffect"', 'nodeType="withEffect"'),
+    )
+    add(
+        "animation-trigger",
+        PERF,
+        "4 7",
+        anim_sub(PERF, 1, r'nodeType="clickEffect"', 'nodeType="afterEffect"'),
+    )
+    add(
+        "animation-preset",
+        ENTR_EXIT,
+        "7",
+        anim_sub(ENTR_EXIT, 0, r'presetSubtype="\d+"', 'presetSubtype="2"'),
+    )
     add("animation-delay", STRESS, "7", anim_sub(STRESS, 11, r'delay="0"', 'delay="750"', 2))
 
     def trans_edit(src: str, index: int, xml: str) -> Callable[[Path, Path], Path]:
         return lambda s, d: zip_edit(s, d, {_slide_parts(s)[index]: _set_transition(xml)})
 
-    add("transition-added-dur", GOOGLE, "2", trans_edit(GOOGLE, 1, '<p:transition dur="1200"><p:fade/></p:transition>'))
-    add("transition-added-spd", GOOGLE, "2", trans_edit(GOOGLE, 2, '<p:transition spd="slow"><p:push dir="u"/></p:transition>'))
-    add("transition-added-sound-first", PLACEHOLDERS, "2", trans_edit(
-        PLACEHOLDERS, 1, '<p:transition><p:sndAc><p:endSnd/></p:sndAc><p:wipe dir="r"/></p:transition>'))
+    add(
+        "transition-added-dur",
+        GOOGLE,
+        "2",
+        trans_edit(GOOGLE, 1, '<p:transition dur="1200"><p:fade/></p:transition>'),
+    )
+    add(
+        "transition-added-spd",
+        GOOGLE,
+        "2",
+        trans_edit(GOOGLE, 2, '<p:transition spd="slow"><p:push dir="u"/></p:transition>'),
+    )
+    add(
+        "transition-added-sound-first",
+        PLACEHOLDERS,
+        "2",
+        trans_edit(
+            PLACEHOLDERS, 1, '<p:transition><p:sndAc><p:endSnd/></p:sndAc><p:wipe dir="r"/></p:transition>'
+        ),
+    )
     add("transition-removed", PERF, "2", trans_edit(PERF, 2, ""))
-    add("transition-speed-only", STRESS, "2", anim_sub(STRESS, 3, r'<p:transition spd="slow"', '<p:transition spd="fast"'))
-    add("transition-speed-only", STRESS, "2", anim_sub(STRESS, 2, r'spd="med" p14:dur="700"', 'spd="fast" p14:dur="300"'))
-    add("transition-type", PERF, "2", trans_edit(PERF, 6, '<p:transition spd="med"><p:push dir="d"/></p:transition>'))
-    add("transition-p14-dur", STRESS, "2", trans_edit(STRESS, 0, (
-        '<mc:AlternateContent><mc:Choice Requires="p14"><p:transition spd="slow" p14:dur="2000"><p:fade/></p:transition>'
-        '</mc:Choice><mc:Fallback><p:transition spd="slow"><p:fade/></p:transition></mc:Fallback></mc:AlternateContent>')))
-    add("mc-alternate-shape", GOOGLE, "9", lambda s, d: zip_edit(s, d, {_slide_parts(s)[0]: _xml(_add_alt_shape)}))
+    add(
+        "transition-speed-only",
+        STRESS,
+        "2",
+        anim_sub(STRESS, 3, r'<p:transition spd="slow"', '<p:transition spd="fast"'),
+    )
+    add(
+        "transition-speed-only",
+        STRESS,
+        "2",
+        anim_sub(STRESS, 2, r'spd="med" p14:dur="700"', 'spd="fast" p14:dur="300"'),
+    )
+    add(
+        "transition-type",
+        PERF,
+        "2",
+        trans_edit(PERF, 6, '<p:transition spd="med"><p:push dir="d"/></p:transition>'),
+    )
+    add(
+        "transition-p14-dur",
+        STRESS,
+        "2",
+        trans_edit(
+            STRESS,
+            0,
+            (
+                '<mc:AlternateContent><mc:Choice Requires="p14"><p:transition spd="slow" p14:dur="2000"><p:fade/></p:transition>'
+                '</mc:Choice><mc:Fallback><p:transition spd="slow"><p:fade/></p:transition></mc:Fallback></mc:AlternateContent>'
+            ),
+        ),
+    )
+    add(
+        "mc-alternate-shape",
+        GOOGLE,
+        "9",
+        lambda s, d: zip_edit(s, d, {_slide_parts(s)[0]: _xml(_add_alt_shape)}),
+    )
+
     def unnamed_layouts(s: Path) -> dict[str, Callable[[bytes], bytes | None]]:
         with zipfile.ZipFile(s) as z:
             layouts = [n for n in z.namelist() if n.startswith("ppt/slideLayouts/slideLayout")]
-        edits: dict[str, Callable[[bytes], bytes | None]] = {n: _sub(r' name="[^"]*"', "", 0) for n in layouts}
-        for part in _slide_parts(s):  # every slide edited, so each unnamed layout guess shows in modified_slides
+        edits: dict[str, Callable[[bytes], bytes | None]] = {
+            n: _sub(r' name="[^"]*"', "", 0) for n in layouts
+        }
+        for part in _slide_parts(
+            s
+        ):  # every slide edited, so each unnamed layout guess shows in modified_slides
             edits[part] = _sub(r"</p:spTree>", ALT_SHAPE_PLAIN + "</p:spTree>")
         return edits
 
     add("unnamed-layouts", PLACEHOLDERS, "1 9", raw(unnamed_layouts))
     add("corrupt-truncated", GOOGLE, "10", lambda s, d: Path(d).write_bytes(s.read_bytes()[:20000]) and d)
-    add("corrupt-bad-slide-xml", GOOGLE, "10", raw(lambda s: {_slide_parts(s)[1]: lambda b: b[: len(b) // 2]}))
+    add(
+        "corrupt-bad-slide-xml", GOOGLE, "10", raw(lambda s: {_slide_parts(s)[1]: lambda b: b[: len(b) // 2]})
+    )
     add("corrupt-not-a-zip", PERF, "10", lambda s, d: Path(d).write_bytes(b"this is not a deck") and d)
     add("pptm-retitle", PPTM, "1", py(lambda prs: _retitle(prs, 0, "Macro deck title")))
     add("strict-unreadable", STRICT, "10", copy)

@@ -40,8 +40,10 @@ def reference() -> tuple[Any, str]:
         return None, f"PPT-Eval reference code not found at {REFERENCE} (../shared is absent)"
     for package in ("xmltodict", "rubric"):
         if importlib.util.find_spec(package) is None:
-            return None, (f"package {package!r} is missing: install the differential-test extra "
-                          "(pip install -e '.[ppteval-ref]', see scripts/setup.sh)")
+            return None, (
+                f"package {package!r} is missing: install the differential-test extra "
+                "(pip install -e '.[ppteval-ref]', see scripts/setup.sh)"
+            )
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
     os.environ.setdefault("RUBRIC_DEFAULT_LLM", "stub/none")
     import warnings
@@ -58,12 +60,18 @@ def reference() -> tuple[Any, str]:
         _stub(pkg, __path__=[])
     _stub("ppteval.verify.ppt.slide_screenshots_utils", SlideScreenshotGenerator=_NoScreenshots)
     spec = importlib.util.spec_from_file_location(
-        "ppteval.verify.ppt.diff", REFERENCE / "ppteval" / "verify" / "ppt" / "diff.py")
+        "ppteval.verify.ppt.diff", REFERENCE / "ppteval" / "verify" / "ppt" / "diff.py"
+    )
     assert spec is not None and spec.loader is not None
     diff = importlib.util.module_from_spec(spec)
     sys.modules["ppteval.verify.ppt.diff"] = diff
     spec.loader.exec_module(diff)
-    ns = types.SimpleNamespace(diff=diff, rubric=rubric, FunctionScorer=FunctionScorer,
-                               Evaluator=diff.PowerPointDiffEvaluator, RubricTree=rubric.RubricTree)
+    ns = types.SimpleNamespace(
+        diff=diff,
+        rubric=rubric,
+        FunctionScorer=FunctionScorer,
+        Evaluator=diff.PowerPointDiffEvaluator,
+        RubricTree=rubric.RubricTree,
+    )
     _loaded["ns"] = ns
     return ns, ""

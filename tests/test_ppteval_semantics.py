@@ -31,10 +31,21 @@ from ppteval_pairs import CORPUS, build_pairs
 from ppteval_reference import RUBRICS, reference
 
 REF, WHY = reference()
-pytestmark = pytest.mark.skipif(REF is None or not CORPUS.is_dir() or not RUBRICS.is_dir(),
-                                reason=WHY or "../shared/corpus or the PPT-Eval rubrics are absent")
-LISTS = ("added_animations", "removed_animations", "modified_animations", "added_transitions",
-         "removed_transitions", "modified_transitions", "added_slides", "removed_slides", "modified_slides")
+pytestmark = pytest.mark.skipif(
+    REF is None or not CORPUS.is_dir() or not RUBRICS.is_dir(),
+    reason=WHY or "../shared/corpus or the PPT-Eval rubrics are absent",
+)
+LISTS = (
+    "added_animations",
+    "removed_animations",
+    "modified_animations",
+    "added_transitions",
+    "removed_transitions",
+    "modified_transitions",
+    "added_slides",
+    "removed_slides",
+    "modified_slides",
+)
 
 
 def _quiet(fn: Any, *args: Any, **kwargs: Any) -> Any:
@@ -59,8 +70,17 @@ def pairs(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     for name, a, b, rows in build_pairs(tmp_path_factory.mktemp("ppteval-pairs")):
         ref = _quiet(REF.Evaluator().compare_files, str(a), str(b))
         ours = published_diff(a, b)
-        out.append({"name": name, "a": a, "b": b, "rows": rows, "ref": ref, "ours": ours,
-                    "rebuilt": PowerPointDiff.from_json(json.loads(json.dumps(ours.to_json())))})
+        out.append(
+            {
+                "name": name,
+                "a": a,
+                "b": b,
+                "rows": rows,
+                "ref": ref,
+                "ours": ours,
+                "rebuilt": PowerPointDiff.from_json(json.loads(json.dumps(ours.to_json()))),
+            }
+        )
     return out
 
 
@@ -72,11 +92,32 @@ def rubrics() -> dict[str, dict[str, Any]]:
 def test_pairs_cover_every_row_of_the_table(pairs):
     rows = {r for p in pairs for r in p["rows"].split()}
     assert len(pairs) >= 40
-    assert {"1", "2", "3", "4", "7", "8", "9", "10"} <= rows  # rows 5, 6 are the judge's: tests/test_rubric_semantics.py
+    assert {
+        "1",
+        "2",
+        "3",
+        "4",
+        "7",
+        "8",
+        "9",
+        "10",
+    } <= rows  # rows 5, 6 are the judge's: tests/test_rubric_semantics.py
     names = {p["name"] for p in pairs}
-    for kind in ("slide-added", "slide-removed", "slide-moved-stale-names", "slide-moved-renumbered", "notes-only",
-                 "layout-only", "shape-added", "shape-removed", "animation-removed", "transition-speed-only",
-                 "corrupt-truncated", "retitle", "body-edit"):
+    for kind in (
+        "slide-added",
+        "slide-removed",
+        "slide-moved-stale-names",
+        "slide-moved-renumbered",
+        "notes-only",
+        "layout-only",
+        "shape-added",
+        "shape-removed",
+        "animation-removed",
+        "transition-speed-only",
+        "corrupt-truncated",
+        "retitle",
+        "body-edit",
+    ):
         assert kind in names
     # the pairs really differ in the ways they claim (not 58 empty diffs)
     nonempty = sum(1 for p in pairs if any(getattr(p["ref"], k) for k in LISTS))
@@ -152,14 +193,25 @@ def _our_leaf(leaf_id: str, code: str, context: dict[str, Any]) -> tuple[str, An
 
 
 def test_every_pure_python_published_leaf_agrees(pairs, rubrics, memo_presentations):
-    leaves = [(f"{tid}:{lid}", code) for tid, r in rubrics.items() for lid, code in _leaves(r["root"]) if _pure(code)]
+    leaves = [
+        (f"{tid}:{lid}", code)
+        for tid, r in rubrics.items()
+        for lid, code in _leaves(r["root"])
+        if _pure(code)
+    ]
     assert len(leaves) == 372
     assert not any(".save(" in code for _, code in leaves)  # why memoising the loads is sound
     runs, disagreements, raised = 0, [], 0
     for k, p in enumerate(pairs):
         memo_presentations.clear()
-        base = {"original_ppt_screenshots": [], "modified_ppt_screenshots": [], "original_ppt_path": str(p["a"]),
-                "modified_ppt_path": str(p["b"]), "llm_call": None, "vlm_call": None}
+        base = {
+            "original_ppt_screenshots": [],
+            "modified_ppt_screenshots": [],
+            "original_ppt_path": str(p["a"]),
+            "modified_ppt_path": str(p["b"]),
+            "llm_call": None,
+            "vlm_call": None,
+        }
         for leaf_id, code in leaves:
             if "ppt_diff" not in code and k % 8:
                 continue
@@ -177,12 +229,21 @@ def test_every_pure_python_published_leaf_agrees(pairs, rubrics, memo_presentati
 def _reference_task_score(rubric: dict[str, Any], pair: dict[str, Any]) -> float:
     """PPT-Eval's grader: ai-rubric evaluation with λ=0.3, any exception scores 0.0."""
     tree = REF.RubricTree.from_dict(rubric)
-    context = {"ppt_diff": pair["ref"], "original_ppt_screenshots": [], "modified_ppt_screenshots": [],
-               "original_ppt_path": str(pair["a"]), "modified_ppt_path": str(pair["b"]), "llm_call": None,
-               "vlm_call": None}
+    context = {
+        "ppt_diff": pair["ref"],
+        "original_ppt_screenshots": [],
+        "modified_ppt_screenshots": [],
+        "original_ppt_path": str(pair["a"]),
+        "modified_ppt_path": str(pair["b"]),
+        "llm_call": None,
+        "vlm_call": None,
+    }
     try:
-        score, _ = _quiet(lambda: tree.evaluate(**context, include_reason=False, compute_strategy="default",
-                                                non_critical_weight=0.3))
+        score, _ = _quiet(
+            lambda: tree.evaluate(
+                **context, include_reason=False, compute_strategy="default", non_critical_weight=0.3
+            )
+        )
     except Exception:  # noqa: BLE001 - the grader's catch-all
         return 0.0
     return float(score)
@@ -212,13 +273,20 @@ def test_judge_task_scores_equal_the_reference(pairs, rubrics, tmp_path, memo_pr
     selected = above[:14] + [e for e in expected if e[2] == 0][::12][:14]
     judge = make_judge(tmp_path)  # semantics = "auto": the task's tag decides
     for n, (pair, tid, want) in enumerate(selected):
-        task = Task(id=tid, instruction="", original=pair["a"], rubric=rubrics[tid],
-                    metadata={"source": "ppteval", "rubric_semantics": "ppteval"})
+        task = Task(
+            id=tid,
+            instruction="",
+            original=pair["a"],
+            rubric=rubrics[tid],
+            metadata={"source": "ppteval", "rubric_semantics": "ppteval"},
+        )
         evidence = make_evidence(task, pair["b"], tmp_path / f"{n}")
         verdict = judge.judge(task, evidence.prediction, evidence)
         assert verdict.metrics["semantics"] == "ppteval"
         assert verdict.score == pytest.approx(want, abs=1e-12), (pair["name"], tid, verdict.explanation)
         assert verdict.metrics["success"] == (want == 1.0)
-    print(f"\n{len(selected)} judge task scores equal the reference ({len(above)} above 0) "
-          f"of {len(expected)} reference task scores")
+    print(
+        f"\n{len(selected)} judge task scores equal the reference ({len(above)} above 0) "
+        f"of {len(expected)} reference task scores"
+    )
     assert len(above) >= 5 and len(selected) >= 20

@@ -22,18 +22,18 @@ from rubric_fixtures import (  # noqa: F401 - fixtures
 
 PASS = 'def compute_score():\n    return "fine", 1.0\n'
 BROKEN = 'def compute_score():\n    return "never", {}["boom"]\n'
-NEEDS_SHOTS = '''
+NEEDS_SHOTS = """
 def compute_score():
     from ppteval.verify.ppt.verifier import ScreenshotsUnavailableError
     if not modified_ppt_screenshots:
         raise ScreenshotsUnavailableError("no screenshots")
     return f"{len(modified_ppt_screenshots)} slides seen", 1.0
-'''
-SEES_MOVE = '''
+"""
+SEES_MOVE = """
 def compute_score():
     moved = [new.slide_number for old, new in ppt_diff.modified_slides]
     return f"modified {moved}", 1.0 if not moved else 0.0
-'''
+"""
 
 
 def _task(rub, original, semantics_tag=None):
@@ -63,7 +63,9 @@ def test_auto_follows_the_task_tag_and_a_raising_leaf_aborts_the_tree_only_under
     assert ppteval.metrics["semantics"] == "ppteval" and ppteval.metrics["tree_aborted"] == 1
     assert ppteval.score == 0.0 and ppteval.metrics["success"] is False
     assert "Verification error: Function scoring failed: KeyError" in ppteval.explanation
-    assert details["aborted"]["leaf"] == "root.1" and details["aborted"]["tree_score_without_abort"] == pytest.approx(0.2)  # (1+0)/2 - 0.3
+    assert details["aborted"]["leaf"] == "root.1" and details["aborted"][
+        "tree_score_without_abort"
+    ] == pytest.approx(0.2)  # (1+0)/2 - 0.3
     after = details["tree"]["children"][2]
     assert after["not_run"] is True and "not run" in after["reason"]  # PPT-Eval never evaluates it
     forced, _ = _judge(tmp_path / "f", _task(rub, original, "ppteval"), prediction, semantics="corrected")
@@ -74,7 +76,10 @@ def test_screenshot_gate_ppteval_gives_no_screenshots_without_vlm_call(retitled,
     original, prediction = retitled
     rub = rubric(leaf("looks at slides", NEEDS_SHOTS))
     corrected, details = _judge(tmp_path / "c", _task(rub, original), prediction, renderer=renderer)
-    assert corrected.score == 1.0 and details["screenshots"] == {"mode": "referenced", "rendered": ["prediction"]}
+    assert corrected.score == 1.0 and details["screenshots"] == {
+        "mode": "referenced",
+        "rendered": ["prediction"],
+    }
     ppteval, details = _judge(tmp_path / "p", _task(rub, original, "ppteval"), prediction, renderer=renderer)
     assert details["screenshots"] == {"mode": "ppteval", "rendered": []}
     assert ppteval.score == 0.0 and "ScreenshotsUnavailableError" in ppteval.explanation
@@ -113,7 +118,7 @@ def test_unreadable_prediction_is_graded_under_ppteval_and_refused_otherwise(sta
         _judge(tmp_path / "c", _task(rub, original), broken)
 
 
-def test_a_run_keeps_the_ppteval_score_of_an_unreadable_prediction_and_says_which_semantics(stand_in_pair, tmp_path):  # noqa: F811
+def test_run_keeps_ppteval_score_of_unreadable_deck(stand_in_pair, tmp_path):  # noqa: F811
     """Row 10 through the runner: status agent_error, yet the rubric score (0.0 here) is kept, as PPT-Eval counts it."""
     import shutil
 
@@ -127,9 +132,13 @@ def test_a_run_keeps_the_ppteval_score_of_an_unreadable_prediction_and_says_whic
     task = tmp_path / "data" / "t1"
     task.mkdir(parents=True)
     shutil.copyfile(original, task / "original.pptx")
-    raises_on_bad_deck = ('def compute_score():\n    from pptx import Presentation\n'
-                          '    Presentation(modified_ppt_path)\n    return "opened", 1.0\n')
-    (task / "rubric.json").write_text(json.dumps(rubric(leaf("opens", raises_on_bad_deck), leaf("moves", SEES_MOVE))))
+    raises_on_bad_deck = (
+        "def compute_score():\n    from pptx import Presentation\n"
+        '    Presentation(modified_ppt_path)\n    return "opened", 1.0\n'
+    )
+    (task / "rubric.json").write_text(
+        json.dumps(rubric(leaf("opens", raises_on_bad_deck), leaf("moves", SEES_MOVE)))
+    )
     (task / "task.toml").write_text('instruction = "x"\noriginal = "original.pptx"\nrubric = "rubric.json"\n')
     made = tmp_path / "predictions"  # predictions made elsewhere, e.g. a PPT-Eval CLI run: one is truncated
     made.mkdir()
@@ -142,7 +151,9 @@ def test_a_run_keeps_the_ppteval_score_of_an_unreadable_prediction_and_says_whic
         '[[judges]]\nuse = "rubric"\nlabel = "pe"\nsemantics = "ppteval"\nexplain = "deterministic"\n'
         '[[judges]]\nuse = "rubric"\nlabel = "fixed"\nsemantics = "corrected"\nexplain = "deterministic"\n'
     )
-    summary = Runner(load_config(config, get_registry()), get_registry(), tmp_path / "out", jobs=1, quiet=True).run()
+    summary = Runner(
+        load_config(config, get_registry()), get_registry(), tmp_path / "out", jobs=1, quiet=True
+    ).run()
     rows = {r["agent"]: r for r in read_results(tmp_path / "out" / "results.jsonl")}
     broken = rows["breaker"]
     assert broken["status"] == "agent_error" and "not a valid deck" in broken["error"]

@@ -46,43 +46,120 @@ P = "{" + NS["p"] + "}"
 A = "{" + NS["a"] + "}"
 MAX_CANDIDATES = 200_000  # generic-pass candidates per slide (nested pars square the count)
 
-_FLY = {"8": "left", "2": "right", "4": "top", "6": "bottom", "1": "top_left", "3": "top_right",
-        "7": "bottom_left", "9": "bottom_right"}
+_FLY = {
+    "8": "left",
+    "2": "right",
+    "4": "top",
+    "6": "bottom",
+    "1": "top_left",
+    "3": "top_right",
+    "7": "bottom_left",
+    "9": "bottom_right",
+}
 ENTRANCE: dict[tuple[str, str], str] = {
     **{("2", sub): f"fly_in_from_{side}" for sub, side in _FLY.items()},
-    ("1", "0"): "fade_in", ("0", "0"): "appear",
-    ("5", "8"): "wipe_from_left", ("5", "2"): "wipe_from_right", ("5", "4"): "wipe_from_top",
+    ("1", "0"): "fade_in",
+    ("0", "0"): "appear",
+    ("5", "8"): "wipe_from_left",
+    ("5", "2"): "wipe_from_right",
+    ("5", "4"): "wipe_from_top",
     ("5", "6"): "wipe_from_bottom",
-    ("13", "10"): "split_horizontal_in", ("13", "5"): "split_vertical_in",
-    ("3", "5"): "blinds_horizontal", ("3", "10"): "blinds_vertical",
-    ("4", "5"): "box_in", ("4", "0"): "box_out",
-    ("6", "5"): "checkerboard_across", ("6", "10"): "checkerboard_down",
+    ("13", "10"): "split_horizontal_in",
+    ("13", "5"): "split_vertical_in",
+    ("3", "5"): "blinds_horizontal",
+    ("3", "10"): "blinds_vertical",
+    ("4", "5"): "box_in",
+    ("4", "0"): "box_out",
+    ("6", "5"): "checkerboard_across",
+    ("6", "10"): "checkerboard_down",
     ("8", "0"): "dissolve_in",
-    ("9", "5"): "random_bars_horizontal", ("9", "10"): "random_bars_vertical",
-    ("10", "1"): "strips_left_up", ("10", "3"): "strips_right_up", ("10", "7"): "strips_left_down",
+    ("9", "5"): "random_bars_horizontal",
+    ("9", "10"): "random_bars_vertical",
+    ("10", "1"): "strips_left_up",
+    ("10", "3"): "strips_right_up",
+    ("10", "7"): "strips_left_down",
     ("10", "9"): "strips_right_down",
-    ("16", "0"): "zoom_in", ("16", "1"): "zoom_in_from_screen_center", ("16", "2"): "zoom_in_slightly",
-    ("14", "8"): "stretch_from_left", ("14", "2"): "stretch_from_right", ("14", "4"): "stretch_from_top",
+    ("16", "0"): "zoom_in",
+    ("16", "1"): "zoom_in_from_screen_center",
+    ("16", "2"): "zoom_in_slightly",
+    ("14", "8"): "stretch_from_left",
+    ("14", "2"): "stretch_from_right",
+    ("14", "4"): "stretch_from_top",
     ("14", "6"): "stretch_from_bottom",
-    ("15", "0"): "swivel", ("11", "0"): "spiral_in",
+    ("15", "0"): "swivel",
+    ("11", "0"): "spiral_in",
 }
 EXIT: dict[tuple[str, str], str] = {
-    ("2", "2"): "fly_out_to_right", ("2", "8"): "fly_out_to_left", ("2", "4"): "fly_out_to_top",
-    ("2", "6"): "fly_out_to_bottom", ("1", "0"): "fade_out", ("0", "0"): "disappear",
-    ("5", "2"): "wipe_out_to_right", ("5", "8"): "wipe_out_to_left", ("5", "4"): "wipe_out_to_top",
-    ("5", "6"): "wipe_out_to_bottom", ("13", "10"): "split_horizontal_out", ("13", "5"): "split_vertical_out",
-    ("4", "0"): "box_out", ("16", "0"): "zoom_out", ("11", "0"): "spiral_out",
+    ("2", "2"): "fly_out_to_right",
+    ("2", "8"): "fly_out_to_left",
+    ("2", "4"): "fly_out_to_top",
+    ("2", "6"): "fly_out_to_bottom",
+    ("1", "0"): "fade_out",
+    ("0", "0"): "disappear",
+    ("5", "2"): "wipe_out_to_right",
+    ("5", "8"): "wipe_out_to_left",
+    ("5", "4"): "wipe_out_to_top",
+    ("5", "6"): "wipe_out_to_bottom",
+    ("13", "10"): "split_horizontal_out",
+    ("13", "5"): "split_vertical_out",
+    ("4", "0"): "box_out",
+    ("16", "0"): "zoom_out",
+    ("11", "0"): "spiral_out",
 }
-_EMPH_NAMES = ["color_emphasis", "pulse", "grow_shrink", "spin", "transparency", "bold_flash", "bold_reveal",
-               "wave", "lighten", "darken", "complementary_color", "complementary_color_2", "contrasting_color",
-               "brush_on_color", "reveal_underline", "underline", "style_emphasis", "font_color", "teeter",
-               "flicker"]
-_EMPH_IDS = ["19", "1", "2", "3", "18", "4", "5", "6", "7", "8", "9", "10", "11", "12", "13", "14", "15", "16",
-             "17", "20"]
-EMPHASIS: dict[tuple[str, str], str] = {(pid, "0"): name for pid, name in zip(_EMPH_IDS, _EMPH_NAMES, strict=True)}
+_EMPH_NAMES = [
+    "color_emphasis",
+    "pulse",
+    "grow_shrink",
+    "spin",
+    "transparency",
+    "bold_flash",
+    "bold_reveal",
+    "wave",
+    "lighten",
+    "darken",
+    "complementary_color",
+    "complementary_color_2",
+    "contrasting_color",
+    "brush_on_color",
+    "reveal_underline",
+    "underline",
+    "style_emphasis",
+    "font_color",
+    "teeter",
+    "flicker",
+]
+_EMPH_IDS = [
+    "19",
+    "1",
+    "2",
+    "3",
+    "18",
+    "4",
+    "5",
+    "6",
+    "7",
+    "8",
+    "9",
+    "10",
+    "11",
+    "12",
+    "13",
+    "14",
+    "15",
+    "16",
+    "17",
+    "20",
+]
+EMPHASIS: dict[tuple[str, str], str] = {
+    (pid, "0"): name for pid, name in zip(_EMPH_IDS, _EMPH_NAMES, strict=True)
+}
 
 # per preset class: (table, trigger, duration)
-PASSES = (("entr", ENTRANCE, "click", 0.5), ("exit", EXIT, "on_click", 0.5), ("emph", EMPHASIS, "with_previous", 1.0))
+PASSES = (
+    ("entr", ENTRANCE, "click", 0.5),
+    ("exit", EXIT, "on_click", 0.5),
+    ("emph", EMPHASIS, "with_previous", 1.0),
+)
 GENERIC_TAGS = ("animEffect", "animMotion", "animClr", "animRot", "animScale", "set")
 EVENTS = {"onBegin": "withPrevious", "onEnd": "afterPrevious", "onDblClick": "onDoubleClick"}
 _BLANKS = re.compile(r"[ \t]+")
@@ -116,8 +193,17 @@ def _element_type(sp: etree._Element, name: str) -> str:
     if geom is None:
         return "shape"
     prst = geom.get("prst", "")
-    named = {"rect": "rectangle", "ellipse": "ellipse", "star5": "star", "star6": "star", "star8": "star",
-             "rightArrow": "arrow", "leftArrow": "arrow", "upArrow": "arrow", "downArrow": "arrow"}
+    named = {
+        "rect": "rectangle",
+        "ellipse": "ellipse",
+        "star5": "star",
+        "star6": "star",
+        "star8": "star",
+        "rightArrow": "arrow",
+        "leftArrow": "arrow",
+        "upArrow": "arrow",
+        "downArrow": "arrow",
+    }
     return named.get(prst, f"shape_{prst}")
 
 
@@ -167,20 +253,46 @@ def transition(root: etree._Element) -> dict[str, Any] | None:
     kids = [c for c in trans if isinstance(c.tag, str)]
     kind = next((local(c) for c in kids if c.tag.startswith("{") and local(c) != "soundAc"), "none")
     direction = next((c.get("dir") for c in kids if c.get("dir")), None)
-    return {"transition_type": kind, "duration": float(trans.get("dur", "500")) / 1000.0, "direction": direction}
+    return {
+        "transition_type": kind,
+        "duration": float(trans.get("dur", "500")) / 1000.0,
+        "direction": direction,
+    }
 
 
 # ----------------------------------------------------------------------------- animations
 
 
-def _effect(spid: str | None, kind: str, trigger: str, delay: float, duration: float, order: int,
-            text: str | None, etype: str | None) -> dict[str, Any]:
-    return {"element_id": spid, "effect_type": kind, "trigger": trigger, "delay": delay, "duration": duration,
-            "order": order, "element_text": text, "element_type": etype}
+def _effect(
+    spid: str | None,
+    kind: str,
+    trigger: str,
+    delay: float,
+    duration: float,
+    order: int,
+    text: str | None,
+    etype: str | None,
+) -> dict[str, Any]:
+    return {
+        "element_id": spid,
+        "effect_type": kind,
+        "trigger": trigger,
+        "delay": delay,
+        "duration": duration,
+        "order": order,
+        "element_text": text,
+        "element_type": etype,
+    }
 
 
-def _preset_pass(timing: etree._Element, root: etree._Element, cls: str, table: dict[tuple[str, str], str],
-                 trigger: str, duration: float) -> list[dict[str, Any]]:
+def _preset_pass(
+    timing: etree._Element,
+    root: etree._Element,
+    cls: str,
+    table: dict[tuple[str, str], str],
+    trigger: str,
+    duration: float,
+) -> list[dict[str, Any]]:
     nodes: dict[tuple[str, str], list[etree._Element]] = {}
     for ctn in timing.iterdescendants(P + "cTn"):
         if ctn.get("presetClass") == cls:
@@ -217,14 +329,26 @@ def _motion_pass(timing: etree._Element, root: etree._Element) -> list[dict[str,
         behaviour = _first(motion, P + "cBhvr")
         tgt = None
         if behaviour is not None:
-            tgt = next((t for el in behaviour.iterdescendants(P + "tgtEl") for t in el.iterdescendants(P + "spTgt")),
-                       None)
+            tgt = next(
+                (t for el in behaviour.iterdescendants(P + "tgtEl") for t in el.iterdescendants(P + "spTgt")),
+                None,
+            )
         if tgt is None:
             continue
         spid = tgt.get("spid")
         etype = "text" if _first(tgt, P + "txEl") is not None else "shape"
-        out.append(_effect(spid, motion_name(motion.get("path", "")), "on_click", 0.0, 2.0, len(out),
-                           _text_of(root, spid), etype))
+        out.append(
+            _effect(
+                spid,
+                motion_name(motion.get("path", "")),
+                "on_click",
+                0.0,
+                2.0,
+                len(out),
+                _text_of(root, spid),
+                etype,
+            )
+        )
     return out
 
 
@@ -300,5 +424,9 @@ def animations(root: etree._Element) -> list[dict[str, Any]]:
             continue
         delay, duration = _times(el)
         info = shapes.get(spid) or {}
-        out.append(_effect(spid, local(el), _trigger(el, timing), delay, duration, i, info.get("text"), info.get("type")))
+        out.append(
+            _effect(
+                spid, local(el), _trigger(el, timing), delay, duration, i, info.get("text"), info.get("type")
+            )
+        )
     return out

@@ -66,8 +66,11 @@ class _Deck:
             return
         try:
             infos = pkg._infos.values()
-            if (sum(i.file_size for i in infos) > MAX_TOTAL_BYTES or any(i.file_size > MAX_PART_BYTES for i in infos)
-                    or pkg.content_type(pkg.main_part) not in PPTX_TYPES):
+            if (
+                sum(i.file_size for i in infos) > MAX_TOTAL_BYTES
+                or any(i.file_size > MAX_PART_BYTES for i in infos)
+                or pkg.content_type(pkg.main_part) not in PPTX_TYPES
+            ):
                 raise DeckError("over a limit or not a .pptx/.pptm")
             import pptx
 
@@ -123,7 +126,9 @@ def _layout_name(root: etree._Element, member: str) -> str:
     c_sld = next(root.iterdescendants(P + "cSld"), None)
     name = c_sld.get("name") if c_sld is not None else None
     if not name:
-        name = next((el.get("name") for el in root.iter() if isinstance(el.tag, str) and el.get("name")), None)
+        name = next(
+            (el.get("name") for el in root.iter() if isinstance(el.tag, str) and el.get("name")), None
+        )
     return name or member.split("/")[-1].replace(".xml", "").replace("slideLayout", "Layout ")
 
 
@@ -150,8 +155,12 @@ def _guess_by_placeholders(root: etree._Element) -> str:
         if ph.get("idx"):
             int(ph.get("idx"))  # a non-numeric idx makes PPT-Eval give up ("Unknown Layout")
     titles = sum(1 for ph in phs if ph.get("type") in _TITLE_TYPES)
-    contents = sum(1 for ph in phs if ph.get("type") in _CONTENT_TYPES
-                   or (ph.get("type") is None and ph.get("idx") and int(ph.get("idx")) > 0))
+    contents = sum(
+        1
+        for ph in phs
+        if ph.get("type") in _CONTENT_TYPES
+        or (ph.get("type") is None and ph.get("idx") and int(ph.get("idx")) > 0)
+    )
     if titles and contents >= 3:
         return "Three Content"
     if titles and contents == 2:
@@ -171,7 +180,9 @@ def guess_layout(root: etree._Element, deck: _Deck) -> str:
     """PPT-Eval's fallback layout name for a slide whose layout has no name: best placeholder match."""
     try:
         assert deck.pkg is not None
-        members = [n for n in deck.pkg.names() if n.startswith("ppt/slideLayouts/slideLayout") and n.endswith(".xml")]
+        members = [
+            n for n in deck.pkg.names() if n.startswith("ppt/slideLayouts/slideLayout") and n.endswith(".xml")
+        ]
         if members:
             mine = _signature(root)
             best, best_score = None, 0.0
@@ -261,7 +272,9 @@ def _by_key(items: list[Any], key: Any) -> dict[str, Any]:
     return out
 
 
-def _split(before: dict[str, Any], after: dict[str, Any], same: Any) -> tuple[list[Any], list[Any], list[Any]]:
+def _split(
+    before: dict[str, Any], after: dict[str, Any], same: Any
+) -> tuple[list[Any], list[Any], list[Any]]:
     added = [v for k, v in after.items() if k not in before]
     removed = [v for k, v in before.items() if k not in after]
     modified = [(v, after[k]) for k, v in before.items() if k in after and not same(v, after[k])]
@@ -269,12 +282,20 @@ def _split(before: dict[str, Any], after: dict[str, Any], same: Any) -> tuple[li
 
 
 def _same_effect(a: AnimationEffect, b: AnimationEffect) -> bool:
-    return (a.effect_type == b.effect_type and a.trigger == b.trigger and abs(a.delay - b.delay) < 0.01
-            and abs(a.duration - b.duration) < 0.01)
+    return (
+        a.effect_type == b.effect_type
+        and a.trigger == b.trigger
+        and abs(a.delay - b.delay) < 0.01
+        and abs(a.duration - b.duration) < 0.01
+    )
 
 
 def _same_transition(a: SlideTransition, b: SlideTransition) -> bool:
-    return a.transition_type == b.transition_type and abs(a.duration - b.duration) < 0.01 and a.direction == b.direction
+    return (
+        a.transition_type == b.transition_type
+        and abs(a.duration - b.duration) < 0.01
+        and a.direction == b.direction
+    )
 
 
 def published_diff(before: str | Path, after: str | Path) -> PowerPointDiff:
@@ -289,15 +310,18 @@ def published_diff(before: str | Path, after: str | Path) -> PowerPointDiff:
     out = PowerPointDiff()
     effect_key = lambda e: f"{e.slide_id}_{e.element_id}_{e.order}"  # noqa: E731
     out.added_animations, out.removed_animations, out.modified_animations = _split(
-        _by_key(anims_a, effect_key), _by_key(anims_b, effect_key), lambda a, b: _same_effect(a, b))
+        _by_key(anims_a, effect_key), _by_key(anims_b, effect_key), lambda a, b: _same_effect(a, b)
+    )
     out.added_transitions, out.removed_transitions, out.modified_transitions = _split(
-        _by_key(trans_a, lambda t: t.slide_id), _by_key(trans_b, lambda t: t.slide_id), _same_transition)
+        _by_key(trans_a, lambda t: t.slide_id), _by_key(trans_b, lambda t: t.slide_id), _same_transition
+    )
 
     def same_slide(a: tuple[Slide, Any], b: tuple[Slide, Any]) -> bool:
         return a[0].content_hash == b[0].content_hash or a[1] == b[1]
 
-    added, removed, modified = _split(_by_key(slides_a, lambda s: s[0].slide_id),
-                                      _by_key(slides_b, lambda s: s[0].slide_id), same_slide)
+    added, removed, modified = _split(
+        _by_key(slides_a, lambda s: s[0].slide_id), _by_key(slides_b, lambda s: s[0].slide_id), same_slide
+    )
     out.added_slides = [s for s, _ in added]
     out.removed_slides = [s for s, _ in removed]
     out.modified_slides = [(a[0], b[0]) for a, b in modified]

@@ -27,7 +27,7 @@ def resolve_semantics(option: str, task: Any) -> str:
     """The semantics to use for ``task`` given the judge option (``auto`` reads the task's tag)."""
     if option in SEMANTICS:
         return option
-    tagged = ((getattr(task, "metadata", None) or {}).get(TAG))
+    tagged = (getattr(task, "metadata", None) or {}).get(TAG)
     return "ppteval" if tagged == "ppteval" else "corrected"
 
 
@@ -53,8 +53,10 @@ def unavailable_screenshots(evidence: Any, roles: list[str]) -> str | None:
         except DeckError as exc:
             return f"the {role} deck cannot be rendered ({exc})"
         if count == 0:
-            return (f"ScreenshotsUnavailableError: Visual rubric requires slide screenshots, but the {role} "
-                    "deck has no slides")
+            return (
+                f"ScreenshotsUnavailableError: Visual rubric requires slide screenshots, but the {role} "
+                "deck has no slides"
+            )
     return None
 
 
@@ -67,5 +69,8 @@ def mark_not_run(order: list[str], records: dict[str, dict[str, Any]], culprit: 
     """Give the leaves after ``culprit`` a 'not run' record (PPT-Eval never evaluates them)."""
     for lid in order:
         if lid not in records:
-            records[lid] = {"score": 0.0, "reason": f"not run: leaf {culprit} raised and aborted the tree",
-                            "not_run": True}
+            records[lid] = {
+                "score": 0.0,
+                "reason": f"not run: leaf {culprit} raised and aborted the tree",
+                "not_run": True,
+            }
