@@ -30,7 +30,7 @@ from typing import Any
 from lxml import etree
 
 from . import ppteval_animations as anim
-from .ppteval import AnimationEffect, PowerPointDiff, Slide, SlideTransition
+from .ppteval_items import AnimationEffect, PowerPointDiff, Slide, SlideTransition
 from .read import (
     MAX_PART_BYTES,
     MAX_TOTAL_BYTES,
