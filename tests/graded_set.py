@@ -124,10 +124,17 @@ def _fits(sh: Any, prs: Any) -> bool:
     return sh.width is not None and sh.left is not None and 0 < sh.width < prs.slide_width * 0.8
 
 
+def _unique_names(prs: Any, slide: int) -> set[str]:
+    """Names used once on the slide (the judge identifies shapes by name: duplicates are a known limit)."""
+    names = [sh.name for sh in prs.slides[slide].shapes]
+    return {n for n in names if names.count(n) == 1}
+
+
 def _candidates(prs: Any, slide: int, kind: str, used: set[tuple[int, int]]) -> list[int]:
     out = []
+    unique = _unique_names(prs, slide)
     for k, sh in enumerate(prs.slides[slide].shapes):
-        if (slide, k) in used or not _has_xfrm(sh):
+        if (slide, k) in used or not _has_xfrm(sh) or sh.name not in unique:
             continue
         ok = {
             "text": _is_autoshape(sh) and _long_run(sh) is not None,
@@ -175,8 +182,9 @@ def plan_task(task_id: str, source: Path, triple: tuple[str, str, str]) -> Grade
         edits.append(chosen)
     damage = None
     for s in range(min(n_slides, 25)):
+        unique = _unique_names(prs, s)
         for k, sh in enumerate(prs.slides[s].shapes):
-            if (s, k) not in used and _has_xfrm(sh) and _fits(sh, prs):
+            if (s, k) not in used and _has_xfrm(sh) and _fits(sh, prs) and sh.name in unique:
                 damage = (s, k)
                 break
         if damage:
@@ -289,14 +297,12 @@ def _over_edit(prs: Any, e: SubEdit) -> None:
     if e.kind == "note":
         return
     sh = _shape(prs, (e.slide, e.shape))
-    if e.kind == "text":
-        for p in sh.text_frame.paragraphs:
-            for r in p.runs:
-                r.font.bold = True
-    elif e.kind == "size":
-        for p in sh.text_frame.paragraphs:
-            for r in p.runs:
-                r.font.italic = True
+    if e.kind in ("text", "size"):  # toggle bold (text) or italic (size) on every run, so it changes either way
+        runs = [r for p in sh.text_frame.paragraphs for r in p.runs]
+        attr = "bold" if e.kind == "text" else "italic"
+        value = not all(getattr(r.font, attr) for r in runs)
+        for r in runs:
+            setattr(r.font, attr, value)
     elif e.kind == "move":
         sh.rotation = 12.0
     elif e.kind == "color":
