@@ -38,6 +38,8 @@ from typing import Any
 
 from pptarena.deck.align import ratio
 
+from .text_change import change_credit
+
 _RANGE_RE = re.compile(r"\[\d+:\d+\]")
 _TEXT_PATH_RE = re.compile(r"^text/p\d+$")
 _SLIDE_KINDS = ("layout", "master", "hidden", "notes", "transition", "background", "animation")
@@ -96,6 +98,7 @@ class MatchResult:
     unit_recall: dict[tuple[Any, ...], float]
     unit_precision: dict[tuple[Any, ...], float]
     collateral_units: list[tuple[Any, ...]] = field(default_factory=list)
+    paired: dict[int, float] = field(default_factory=dict)  # prediction item index -> credit of its target edit
 
     @property
     def recall(self) -> float:
@@ -277,6 +280,14 @@ def color_distance(a: Any, b: Any) -> float | None:
     return math.dist(_lab(ra), _lab(rb))
 
 
+COLOR_FAR = 5.0  # a colour more than this many colour tolerances from the target is another colour: no credit
+
+
+def _color_progress(err: float, base: float, tol: float) -> float:
+    """Like :func:`_progress`, but a clearly different colour (green for red) earns nothing."""
+    return 0.0 if err > COLOR_FAR * tol and err > tol else _progress(err, base, tol)
+
+
 def _progress(err: float, base: float, tol: float) -> float:
     """Credit for ending ``err`` away from the target when the original was ``base`` away."""
     if err <= tol:
@@ -318,7 +329,7 @@ def _fill_credit(old: Any, new: Any, got: Any, tol: Tolerances) -> float:
         d = color_distance(new.get("color"), got.get("color"))
         if d is not None:
             base = color_distance(new.get("color"), (old or {}).get("color")) if isinstance(old, dict) else None
-            return _progress(d, base if base is not None else UNKNOWN_BASE["color"], tol.color)
+            return _color_progress(d, base if base is not None else UNKNOWN_BASE["color"], tol.color)
     return 1.0 if _strip_ids(new) == _strip_ids(got) else 0.0
 
 
@@ -368,20 +379,17 @@ def value_credit(t: Item, p: Item, slide: tuple[int, int], tol: Tolerances) -> f
         s = text_similarity(new, got)
         credit = 1.0 if s >= tol.text else s
     elif isinstance(new, str) and isinstance(got, str) and kind in _TEXT_KINDS:
-        d = 1.0 - text_similarity(got, new)
-        base = 1.0 - text_similarity(old, new) if isinstance(old, str) else 1.0
-        credit = _progress(d, base, 1.0 - tol.text)
+        credit = change_credit(old, new, got, tol.text)  # measured on the requested change, not the whole text
     elif _is_number(new) and _is_number(got):
         credit = _number_credit(old, new, got, tol.number)
     elif str(t.key[-1]).endswith("/color") or (kind == "theme" and _rgb(new) is not None):
         d = color_distance(new, got)
         base = color_distance(new, old)
-        credit = (1.0 if new == got else 0.0) if d is None else _progress(d, base if base is not None else UNKNOWN_BASE["color"],
-                                                                           tol.color)
+        credit = (1.0 if new == got else 0.0) if d is None else _color_progress(
+            d, base if base is not None else UNKNOWN_BASE["color"], tol.color)
     elif isinstance(new, list) and isinstance(got, list) and new and all(isinstance(x, str) for x in new + got):
-        d = 1.0 - text_similarity("\n".join(got), "\n".join(new))
-        base = 1.0 - text_similarity("\n".join(old), "\n".join(new)) if isinstance(old, list) else 1.0
-        credit = _progress(d, base, 1.0 - tol.text)
+        credit = change_credit("\n".join(map(str, old)) if isinstance(old, list) else old, "\n".join(new),
+                               "\n".join(got), tol.text)
     else:
         credit = 1.0 if _strip_ids(new) == _strip_ids(got) else 0.0
     if t.span is not None and p.span is not None:  # font edits: how much of the character range overlaps
@@ -458,6 +466,7 @@ def match_edits(target_diff: Any, prediction_diff: Any, tol: Tolerances | None =
         unit_recall={u: sum(v) / len(v) for u, v in unit_recall.items()},
         unit_precision={u: sum(v) / len(v) for u, v in unit_precision.items()},
         collateral_units=collateral,
+        paired=credit_of_p,
     )
 
 
