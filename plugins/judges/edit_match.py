@@ -23,8 +23,9 @@ Vocabulary
     how much of one target edit the prediction reproduced, in [0, 1]: the fraction of the way
     from the original value to the target value that the prediction covered, snapped to 1 within
     a tolerance (positions/sizes: a fraction of the slide size; colours: CIE76 ΔE; numbers: a
-    relative tolerance; text: normalised similarity). Values without a distance count as equal
-    or not.
+    relative tolerance; text: the share of the requested word change reproduced, see
+    :mod:`.text_change`; added shapes/slides: normalised similarity). Values without a distance
+    count as equal or not.
 """
 
 from __future__ import annotations
@@ -55,8 +56,9 @@ class Tolerances:
 
     ``position``: fraction of the slide width/height (moves and resizes);
     ``color``: CIE76 ΔE between colours; ``number``: relative difference of numbers (font sizes,
-    rotation, chart values); ``text``: normalised similarity (1.0 = identical after normalising case,
-    Unicode form and whitespace).
+    rotation, chart values); ``text``: the share of the requested change (words removed and
+    inserted) at which a text edit counts as reproduced, and for added shapes/slides the normalised
+    similarity (1.0 = identical after normalising case, Unicode form and whitespace).
     """
 
     position: float = 0.02
@@ -418,7 +420,8 @@ def match_edits(target_diff: Any, prediction_diff: Any, tol: Tolerances | None =
     size = (target_diff.summary_a or {}).get("slide_size") or {}
     cx, cy = size.get("cx"), size.get("cy")
     # a missing, zero or negative (untrusted) slide size would make every position error "within tolerance"
-    slide = (cx if _is_number(cx) and cx > 0 else 9144000, cy if _is_number(cy) and cy > 0 else 6858000)
+    slide = (int(cx) if isinstance(cx, int | float) and not isinstance(cx, bool) and cx > 0 else 9144000,
+             int(cy) if isinstance(cy, int | float) and not isinstance(cy, bool) and cy > 0 else 6858000)
     t_items = normalise(target_diff)
     p_items = normalise(prediction_diff)
     by_key: dict[tuple[Any, ...], list[Item]] = {}

@@ -27,8 +27,16 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from .edit_match import Item, MatchResult, Tolerances, _shapes_by_name, _slide, color_distance, describe_unit, \
-    text_similarity
+from .edit_match import (
+    Item,
+    MatchResult,
+    Tolerances,
+    _shapes_by_name,
+    _slide,
+    color_distance,
+    describe_unit,
+    text_similarity,
+)
 
 COVER = 0.5
 TEXT_SIMILAR = 0.8
@@ -77,9 +85,10 @@ def _box(shape: dict[str, Any] | None) -> tuple[float, float, float, float] | No
         return None
     pos = shape.get("abs_position") or shape
     vals = [pos.get(k) for k in ("x", "y", "cx", "cy")]
-    if not all(isinstance(v, int | float) for v in vals) or vals[2] <= 0 or vals[3] <= 0:
+    nums = [float(v) for v in vals if isinstance(v, int | float) and not isinstance(v, bool)]
+    if len(nums) != 4 or nums[2] <= 0 or nums[3] <= 0:
         return None
-    return vals[0], vals[1], vals[2], vals[3]  # type: ignore[return-value]
+    return nums[0], nums[1], nums[2], nums[3]
 
 
 def _covered(inner: tuple[float, float, float, float] | None, outer: tuple[float, float, float, float] | None) -> float:
@@ -111,7 +120,7 @@ def _overlay(unit: tuple[Any, ...], wanted: list[Item], result: MatchResult, dam
     for p in result.prediction_items:
         if p.kind != "shape_added" or p.unit not in damaged or p.unit[0] != unit[0]:
             continue
-        added = _shapes_by_name(_slide(pred_diff.summary_b, p.edit.get("slide"))).get(p.edit.get("shape"))
+        added = _shapes_by_name(_slide(pred_diff.summary_b, p.edit.get("slide"))).get(str(p.edit.get("shape")))
         cover = max(_covered(_box(original), _box(added)), _covered(_box(target), _box(added)))
         if cover < COVER:
             continue
