@@ -81,7 +81,7 @@ def score_set(tasks: list[Any], work: Path, **options: Any) -> dict[tuple[str, s
 
 def report(tasks: list[Any], scores: dict[tuple[str, str], dict[str, Any]]) -> dict[str, Any]:
     """τ_b, per-kind means and ordering checks."""
-    from graded_set import KINDS, label_of
+    from graded_set import ALTERNATIVE_COSTS, KINDS, label_of
     from pptarena.meta_stats import kendall_tau_b, spearman
 
     labels, judged = [], []
@@ -96,6 +96,10 @@ def report(tasks: list[Any], scores: dict[tuple[str, str], dict[str, Any]]) -> d
             for cls in ("wrong_value", "wrong_object", "overlay", "missed"):
                 if s["metrics"].get(f"miss_{cls}"):
                     classes[kind][cls] += int(s["metrics"][f"miss_{cls}"])
+    alternative = {}
+    for name, costs in ALTERNATIVE_COSTS.items():
+        alt = [label_of(kind, t, costs) for t in tasks for kind in KINDS]
+        alternative[name] = round(kendall_tau_b(alt, judged), 4)
     violations = []
     for t in tasks:
         for a, op, b in ORDERINGS:
@@ -108,6 +112,7 @@ def report(tasks: list[Any], scores: dict[tuple[str, str], dict[str, Any]]) -> d
         "attempts": len(labels),
         "kendall_tau_b": round(kendall_tau_b(labels, judged), 4),
         "spearman": round(spearman(labels, judged), 4),
+        "kendall_tau_b_other_cost_models": alternative,
         "mean_label": {k: round(sum(label_of(k, t) for t in tasks) / len(tasks), 4) for k in KINDS},
         "mean_score": {k: round(sum(v) / len(v), 4) for k, v in per_kind.items()},
         "miss_classes": {k: dict(v) for k, v in classes.items()},

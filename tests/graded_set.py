@@ -75,12 +75,25 @@ class GradedTask:
     attempts: dict[str, Path] = field(default_factory=dict)
 
 
-def label_of(kind: str, task: GradedTask) -> float:
-    """The repair-cost label of an attempt kind (see the module docstring)."""
+COSTS = {"missing": 1.0, "damage": 1.0, "wrong_value": 1.0, "added": 1.0, "over_edit": 0.25}
+# other defensible cost models, to see how much the agreement depends on the chosen one
+ALTERNATIVE_COSTS = {
+    "damage worse than a miss (1.5)": {**COSTS, "damage": 1.5, "added": 1.5},
+    "wrong value worse than none (1.2)": {**COSTS, "wrong_value": 1.2},
+    "over-edit ½ per shape": {**COSTS, "over_edit": 0.5},
+    "look-alike half a fix (0.5)": {**COSTS, "added": 0.5},
+}
+
+
+def label_of(kind: str, task: GradedTask, costs: dict[str, float] | None = None) -> float:
+    """The repair-cost label of an attempt kind (see the module docstring); ``costs`` overrides :data:`COSTS`."""
+    c = costs or COSTS
     n = len(task.edits)
     over = sum(1 for e in task.edits if e.kind != "note")
-    cost = {"none": 3, "one": 2, "two": 1, "complete": 0, "damage": 1, "wrong_value": 1, "wrong_object": 2,
-            "overlay": 2, "over_edit": 0.25 * over}[kind]
+    miss = c["missing"]
+    cost = {"none": 3 * miss, "one": 2 * miss, "two": miss, "complete": 0.0, "damage": c["damage"],
+            "wrong_value": c["wrong_value"], "wrong_object": miss + c["damage"], "overlay": miss + c["added"],
+            "over_edit": c["over_edit"] * over}[kind]
     return round(max(0.0, 1.0 - cost / n), 4)
 
 

@@ -40,6 +40,7 @@ from .edit_match import (
 
 COVER = 0.5
 TEXT_SIMILAR = 0.8
+MAX_ADDED = 200  # added shapes examined per missed object (bounded cost on untrusted decks)
 MISS_CLASSES = ("wrong_value", "wrong_object", "overlay", "missed")
 _INDEX_RE = re.compile(r"\d+")
 
@@ -57,21 +58,30 @@ def classify(result: MatchResult, damaged: list[tuple[Any, ...]], target_diff: A
     pred_by_unit: dict[tuple[Any, ...], list[Item]] = {}
     for p in result.prediction_items:
         pred_by_unit.setdefault(p.unit, []).append(p)
+    target_by_unit: dict[tuple[Any, ...], list[Item]] = {}
+    for t in result.target_items:
+        target_by_unit.setdefault(t.unit, []).append(t)
+    added_by_ref: dict[Any, list[Item]] = {}  # unrequested added shapes, per original slide
+    for p in result.prediction_items:
+        if p.kind == "shape_added" and p.unit in damaged_set:
+            added_by_ref.setdefault(p.unit[0], []).append(p)
+    names: dict[tuple[int, Any], dict[str, dict[str, Any]]] = {}  # name index per (summary, slide), built once
+    damaged_families = [(u, {family(p) for p in pred_by_unit.get(u, [])}) for u in damaged]
     for unit, recall in result.unit_recall.items():
         if recall >= 0.999:
             continue
-        wanted = [t for t in result.target_items if t.unit == unit]
+        wanted = target_by_unit.get(unit, [])
         families = {family(t) for t in wanted}
         mine = pred_by_unit.get(unit, [])
         cls, evidence = "missed", ""
         if any(family(p) in families for p in mine):
             cls, evidence = "wrong_value", "the requested object was changed, not to the target's value"
         else:
-            cover = _overlay(unit, wanted, result, damaged_set, target_diff, pred_diff, tol)
+            cover = _overlay(unit, wanted, added_by_ref.get(unit[0], []), target_diff, pred_diff, tol, names)
             if cover:
                 cls, evidence = "overlay", cover
             else:
-                other = next((u for u in damaged if any(family(p) in families for p in pred_by_unit.get(u, []))), None)
+                other = next((u for u, fams in damaged_families if fams & families), None)
                 if other is not None:
                     cls, evidence = "wrong_object", f"the requested change was made to {describe_unit(other)}"
                 elif mine:
@@ -104,35 +114,41 @@ def _fill_rgb(shape: dict[str, Any] | None) -> Any:
     return fill.get("color") if isinstance(fill, dict) else None
 
 
-def _overlay(unit: tuple[Any, ...], wanted: list[Item], result: MatchResult, damaged: set[tuple[Any, ...]],
-             target_diff: Any, pred_diff: Any, tol: Tolerances) -> str:
+def _names(summary: dict[str, Any], number: Any, cache: dict[tuple[int, Any], dict[str, dict[str, Any]]]
+           ) -> dict[str, dict[str, Any]]:
+    key = (id(summary), number)
+    if key not in cache:
+        cache[key] = _shapes_by_name(_slide(summary, number))
+    return cache[key]
+
+
+def _overlay(unit: tuple[Any, ...], wanted: list[Item], added: list[Item], target_diff: Any, pred_diff: Any,
+             tol: Tolerances, names: dict[tuple[int, Any], dict[str, dict[str, Any]]]) -> str:
     """Evidence text when an added, unrequested shape covers the requested shape with the target content."""
     if len(unit) != 3 or unit[1] != "shape" or unit[0][0] != "slide":
         return ""
     orig_no = unit[0][1]
-    original = _shapes_by_name(_slide(target_diff.summary_a, orig_no)).get(unit[2])
+    original = _names(target_diff.summary_a, orig_no, names).get(unit[2])
     target_no = next((b for a, b in target_diff.slide_matches if a == orig_no), None)
-    target = _shapes_by_name(_slide(target_diff.summary_b, target_no)).get(unit[2])
+    target = _names(target_diff.summary_b, target_no, names).get(unit[2])
     if original is None or target is None:
         return ""
     text_changed = text_similarity(original.get("text"), target.get("text")) < 1.0
     fill_changed = any(t.kind == "fill" for t in wanted)
-    for p in result.prediction_items:
-        if p.kind != "shape_added" or p.unit not in damaged or p.unit[0] != unit[0]:
-            continue
-        added = _shapes_by_name(_slide(pred_diff.summary_b, p.edit.get("slide"))).get(str(p.edit.get("shape")))
-        cover = max(_covered(_box(original), _box(added)), _covered(_box(target), _box(added)))
+    for p in added[:MAX_ADDED]:
+        new_shape = _names(pred_diff.summary_b, p.edit.get("slide"), names).get(str(p.edit.get("shape")))
+        cover = max(_covered(_box(original), _box(new_shape)), _covered(_box(target), _box(new_shape)))
         if cover < COVER:
             continue
         carries = ""
         if target.get("text") and (text_changed or not fill_changed):
-            sim = text_similarity((added or {}).get("text"), target.get("text"))
+            sim = text_similarity((new_shape or {}).get("text"), target.get("text"))
             # a requested rewrite: the copy must be closer to the target's text than to the original's
-            closer = not text_changed or sim > text_similarity((added or {}).get("text"), original.get("text"))
+            closer = not text_changed or sim > text_similarity((new_shape or {}).get("text"), original.get("text"))
             if sim >= TEXT_SIMILAR and closer:
                 carries = f"its text is {sim:.0%} similar to the target's"
         if not carries and fill_changed:
-            d = color_distance(_fill_rgb(added), _fill_rgb(target))
+            d = color_distance(_fill_rgb(new_shape), _fill_rgb(target))
             if d is not None and d <= 2 * tol.color:
                 carries = f"its fill is ΔE {d:.1f} from the target's"
         if carries:
