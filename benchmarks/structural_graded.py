@@ -39,7 +39,7 @@ ORDERINGS = (("complete", ">", "wrong_value"), ("complete", ">", "overlay"), ("c
 
 def make_judge(**options: Any) -> Any:
     """A ``structural`` judge with ``options``."""
-    from pptarena.plugins.judges.structural import StructuralJudge
+    from pptarena.plugins.judges.structural.judge import StructuralJudge
     from pptarena.types import ComponentContext
 
     ctx = ComponentContext(cache_dir=Path(tempfile.gettempdir()), model=lambda ref: None, name="structural",
@@ -82,7 +82,7 @@ def score_set(tasks: list[Any], work: Path, **options: Any) -> dict[tuple[str, s
 def report(tasks: list[Any], scores: dict[tuple[str, str], dict[str, Any]]) -> dict[str, Any]:
     """τ_b, per-kind means and ordering checks."""
     from graded_set import ALTERNATIVE_COSTS, KINDS, label_of
-    from pptarena.meta_stats import kendall_tau_b, spearman
+    from pptarena.report.meta_stats import kendall_tau_b, spearman
 
     labels, judged = [], []
     per_kind: dict[str, list[float]] = defaultdict(list)

@@ -64,7 +64,7 @@ def test_misses_are_named_by_kind(graded):
 
 
 def test_kendall_tau_b_against_the_labels(graded):
-    from pptarena.meta_stats import kendall_tau_b
+    from pptarena.report.meta_stats import kendall_tau_b
 
     tasks, scores, _ = graded
     labels = [label_of(kind, t) for t, kind, _ in iter_attempts(tasks)]
@@ -73,7 +73,7 @@ def test_kendall_tau_b_against_the_labels(graded):
 
 
 def test_labels_csv_reads_with_its_kinds(graded):
-    from pptarena.meta_eval import read_labels
+    from pptarena.report.meta_eval import read_labels
 
     tasks, _, out = graded
     labels, scale = read_labels(write_labels(tasks, out / "labels.csv"))

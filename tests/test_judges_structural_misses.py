@@ -5,8 +5,8 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from pptarena.plugins.judges.structural import StructuralJudge
-from pptarena.plugins.judges.text_change import change_credit, words
+from pptarena.plugins.judges.structural.judge import StructuralJudge
+from pptarena.plugins.judges.structural.text_change import change_credit, words
 from pptarena.types import ComponentContext
 from structural_dual_fixtures import build_deck, derive, make_case, move, recolor, retitle, set_text
 
@@ -174,7 +174,7 @@ def test_a_shape_gaining_an_empty_text_body_is_not_an_edit(tmp_path):
 
 
 def test_the_report_lists_the_misses_and_the_costs(tmp_path, three):
-    from pptarena.report_verdicts import verdict_html
+    from pptarena.report.verdicts import verdict_html
 
     orig, target, (a, b, c) = three
     v = verdict(tmp_path, orig, target, derive(orig, tmp_path / "wo.pptx", a, b, move(3, "Body2", dx_in=-3.0)), "wo")
