@@ -72,27 +72,63 @@ def test_partial_work_earns_credit_in_proportion(tmp_path, decks):
     assert one.metrics["units_reproduced"] == 1 and two.metrics["units_reproduced"] == 2
 
 
-def test_complete_edit_plus_unrelated_damage_scores_below_the_edit_alone(tmp_path):
-    orig = build_deck(tmp_path / "orig.pptx")
-    target = derive(orig, tmp_path / "target.pptx", EDIT_A)
-    clean = score(tmp_path, orig, target, derive(orig, tmp_path / "clean.pptx", EDIT_A), name="clean")
+def test_complete_edit_plus_unrelated_damage_costs_one_missed_edit(tmp_path, decks):
+    orig, target = decks
+    clean = score(tmp_path, orig, target, derive(orig, tmp_path / "clean.pptx", EDIT_A, EDIT_B, EDIT_C), name="clean")
     damaged = score(tmp_path, orig, target,
-                    derive(orig, tmp_path / "damaged.pptx", EDIT_A, set_text(3, "Body2", "lorem ipsum")),
+                    derive(orig, tmp_path / "damaged.pptx", EDIT_A, EDIT_B, EDIT_C, set_text(3, "Body2", "lorem ipsum")),
                     name="damaged")
+    two = score(tmp_path, orig, target, derive(orig, tmp_path / "two.pptx", EDIT_A, EDIT_B), name="two")
     assert clean.score == 1.0
-    assert 0.0 < damaged.score < clean.score
-    assert damaged.metrics["collateral_units"] == 1
-    assert damaged.metrics["recall"] == 1.0 and damaged.metrics["precision"] == 0.5
-    assert damaged.score == pytest.approx(0.75)  # 1 × (1 − 0.5 × (1 − 0.5)) with the default damage_weight
-    assert 'slide 3 / shape "Body2"' in damaged.explanation
+    assert damaged.metrics["collateral_units"] == 1 and damaged.metrics["damaged_units"] == 1
+    assert damaged.metrics["recall"] == 1.0
+    # one damaged unrelated object costs as much as one of the three requested edits (damage_weight 1)
+    assert damaged.score == pytest.approx(2 / 3) == two.score
+    assert 'slide 3 / shape "Body2"' in damaged.explanation and "Damage on 1 object" in damaged.explanation
     # more damage costs more
     worse = score(tmp_path, orig, target,
-                  derive(orig, tmp_path / "worse.pptx", EDIT_A, set_text(3, "Body2", "lorem"), move(2, "Box1", 1, 1),
-                         retitle(3, "zzz")), name="worse")
-    assert worse.score < damaged.score
-    # damage_weight 0 ignores collateral; 1 makes it cost fully
+                  derive(orig, tmp_path / "worse.pptx", EDIT_A, EDIT_B, EDIT_C, set_text(3, "Body2", "lorem"),
+                         move(2, "Box1", 1, 1)), name="worse")
+    assert worse.score == pytest.approx(1 / 3) and worse.metrics["damaged_units"] == 2
+    # damage_weight 0 ignores damage; 0.5 makes a damaged object cost half a missed edit
     assert score(tmp_path, orig, target, tmp_path / "damaged.pptx", name="w0", damage_weight=0).score == 1.0
-    assert score(tmp_path, orig, target, tmp_path / "damaged.pptx", name="w1", damage_weight=1).score == 0.5
+    assert score(tmp_path, orig, target, tmp_path / "damaged.pptx", name="w5",
+                 damage_weight=0.5).score == pytest.approx(5 / 6)
+
+
+def test_one_requested_edit_plus_damage_scores_like_the_miss(tmp_path):
+    orig = build_deck(tmp_path / "orig.pptx")
+    target = derive(orig, tmp_path / "target.pptx", EDIT_A)
+    damaged = score(tmp_path, orig, target,
+                    derive(orig, tmp_path / "damaged.pptx", EDIT_A, set_text(3, "Body2", "lorem ipsum")), name="d")
+    assert damaged.score == 0.0 and damaged.metrics["recall"] == 1.0  # one fix left to do, as for a noop
+    assert score(tmp_path, orig, target, tmp_path / "damaged.pptx", name="d5", damage_weight=0.5).score == 0.5
+
+
+def test_over_editing_the_requested_objects_costs_less_than_damage_elsewhere(tmp_path, decks):
+    from pptx.util import Pt
+
+    def bold_title(prs):
+        for p in prs.slides[1].shapes.title.text_frame.paragraphs:
+            for r in p.runs:
+                r.font.bold = True
+
+    def outline_box0(prs):
+        next(x for x in prs.slides[0].shapes if x.name == "Box0").line.width = Pt(4)
+
+    orig, target = decks
+    over = score(tmp_path, orig, target,
+                 derive(orig, tmp_path / "over.pptx", EDIT_A, EDIT_B, EDIT_C, bold_title, outline_box0), name="over")
+    damaged = score(tmp_path, orig, target,
+                    derive(orig, tmp_path / "dmg.pptx", EDIT_A, EDIT_B, EDIT_C, move(2, "Box1", 1, 1)), name="dmg")
+    assert over.metrics["over_edited_units"] == 2 and over.metrics["damaged_units"] == 0
+    assert over.score == pytest.approx(1 - 2 * 0.25 / 3)  # a quarter of a missed edit per over-edited object
+    assert 1.0 > over.score > damaged.score
+    rows = {r["unit"]: r for r in over.details["units"]}
+    assert rows['slide 1 / shape "Box0"']["over_edited"] is True
+    assert "Unrequested extra edits on 2 requested object(s)" in over.explanation
+    heavier = score(tmp_path, orig, target, tmp_path / "over.pptx", name="o1", overedit_weight=1.0)
+    assert heavier.score == pytest.approx(1 / 3)
 
 
 def test_tolerances_positions_colours_and_text(tmp_path):
@@ -123,7 +159,8 @@ def test_target_without_changes_rewards_leaving_the_deck_alone(tmp_path):
     untouched = score(tmp_path, orig, same, derive(orig, tmp_path / "noop.pptx"), name="noop")
     assert untouched.score == 1.0 and untouched.metrics["target_edits"] == 0
     touched = score(tmp_path, orig, same, derive(orig, tmp_path / "touch.pptx", EDIT_A), name="touch")
-    assert touched.score == 0.5 and touched.metrics["collateral_units"] == 1
+    assert touched.score == 0.0 and touched.metrics["collateral_units"] == 1  # one damaged object, nothing asked
+    assert score(tmp_path, orig, same, tmp_path / "touch.pptx", name="t5", damage_weight=0.5).score == 0.5
 
 
 def test_font_range_and_added_slides_are_matched(tmp_path):
@@ -169,7 +206,7 @@ def test_evidence_file_lists_matches_units_and_collateral(tmp_path, decks):
     assert {m["credit"] for m in data["matches"]} == {0.0, 1.0}
     assert any(m["prediction"] and m["prediction"]["shape"] == "Box0" for m in data["matches"])
     assert [e["shape"] for e in data["collateral_edits"]] == ["Body1"]
-    assert "Slide 2" in data["target_diff"] and data["options"]["damage_weight"] == 0.5
+    assert "Slide 2" in data["target_diff"] and data["options"]["damage_weight"] == 1.0
 
 
 def test_corpus_deck_endpoints_and_ordering(tmp_path, corpus_dir):
@@ -224,7 +261,8 @@ def test_changes_the_diff_cannot_see_fall_back_to_xml_parts(tmp_path):
         results[name] = v
     assert results["noop"].score == 0.0 and results["oracle"].score == 1.0
     assert 0.0 <= results["other_margin"].score < 1.0
-    assert results["damaged"].score == 0.75 and results["damaged"].metrics["collateral_units"] == 1
+    # one collateral part costs as much as the one requested part
+    assert results["damaged"].score == 0.0 and results["damaged"].metrics["collateral_units"] == 1
     assert "ppt/slides/slide3.xml" in results["damaged"].explanation
 
 

@@ -214,3 +214,40 @@ def test_repeat_warns_when_the_response_cache_hides_variance(tmp_path):
     report = meta_eval(run_dir, repeat=2, registry=get_registry())
     assert any("response cache" in w for w in report["warnings"])
     assert report["repeat"]["series"]["dual"]["mean_variance"] == 0.0
+
+
+def test_graded_set_kinds_and_order_within_tasks(tmp_path):
+    from pptarena.report.meta_kinds import kind_means, within_task_order
+
+    labels, _ = read_labels(_csv(tmp_path, "task_id,agent,label,kind\n"
+                                 "t1,a,1,complete\nt1,b,0.5,damage\nt1,c,0,none\n"
+                                 "t2,a,1,complete\nt2,b,0.5,damage\nt2,c,0,none\n"))
+    assert [lab.kind for lab in labels] == ["complete", "damage", "none"] * 2
+    # the judge reverses complete/damage in t2 and ties damage/none in t1
+    values = {("t1", "a"): 1.0, ("t1", "b"): 0.0, ("t1", "c"): 0.0,
+              ("t2", "a"): 0.4, ("t2", "b"): 0.6, ("t2", "c"): 0.0}
+    order = within_task_order(labels, values)
+    assert (order["pairs"], order["concordant"], order["tied"], order["discordant"]) == (6, 4, 1, 1)
+    assert order["not_concordant"] == {"complete > damage": {"pairs": 2, "concordant": 1, "tied": 0, "discordant": 1},
+                                       "damage > none": {"pairs": 2, "concordant": 1, "tied": 1, "discordant": 0}}
+    means = kind_means(labels, {"j": values})
+    assert means["complete"] == {"n": 2, "label_mean": 1.0, "series": {"j": 0.7}}
+    assert means["damage"]["series"]["j"] == 0.3
+    # a labels file without the kind column still reads, with empty kinds
+    plain, _ = read_labels(_csv(tmp_path, "task_id,agent,label\nt1,a,1\n", name="plain.csv"))
+    assert plain[0].kind == "" and kind_means(plain, {"j": values}) == {}
+
+
+def test_meta_eval_command_reports_kinds_on_a_run(tmp_path, fake_plugins):
+    run_dir = fake_run(tmp_path, count=3)
+    lines = ["task_id,agent,label,kind"]
+    for r in rows_of(run_dir):
+        lines.append(f"{r['task_id']},{r['agent']},{1 if r['agent'] == 'retitle' else 0},{r['agent']}-kind")
+    result = CliRunner().invoke(cli, ["meta-eval", "--run", str(run_dir), "--labels", str(_csv(tmp_path, "\n".join(lines) + "\n")),
+                                      "--bootstrap", "50"])
+    assert result.exit_code == 0, result.output
+    assert "Mean per attempt kind" in result.output and "retitle-kind" in result.output
+    assert "Order within each task" in result.output
+    report = json.loads((run_dir / "meta-eval" / "meta_eval.json").read_text())
+    assert report["kinds"]["retitle-kind"]["label_mean"] == 1.0
+    assert report["within_task"]["title"]["pairs"] > 0

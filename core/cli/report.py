@@ -105,6 +105,19 @@ def _meta_tables(report: dict[str, Any]) -> list[Any]:
             t.rows.append([name, str(a["n"]), with_ci(a["kendall_tau_b"]), with_ci(a["spearman"]), with_ci(a["pearson"]),
                            with_ci(a["accuracy"]), per])
         tables.append(t)
+    if "within_task" in report:
+        t = TableData("Order within each task (pairs of attempts of one task with different labels)",
+                      ["judge", "pairs", "concordant", "tied", "discordant", "not concordant (label order)"])
+        for name, w in report["within_task"].items():
+            bad = ", ".join(f"{k}: {v['concordant']}/{v['pairs']}" for k, v in list(w["not_concordant"].items())[:6])
+            t.rows.append([name, str(w["pairs"]), str(w["concordant"]), str(w["tied"]), str(w["discordant"]), bad or "–"])
+        tables.append(t)
+    if "kinds" in report:
+        names = sorted({n for k in report["kinds"].values() for n in k["series"]})
+        t = TableData("Mean per attempt kind (labels CSV column kind)", ["kind", "n", "label", *names])
+        for kind, k in report["kinds"].items():
+            t.rows.append([kind, str(k["n"]), fmt(k["label_mean"]), *[fmt(k["series"].get(n)) for n in names]])
+        tables.append(t)
     if "repeat" in report:
         t = TableData(f"Stability over K={report['repeat']['k']} repeats",
                       ["series", "items", "mean variance", "max variance", "majority rate", "majority share", "unanimous"])
@@ -119,7 +132,7 @@ def _meta_tables(report: dict[str, Any]) -> list[Any]:
 @click.command("meta-eval")
 @click.option("--run", "run_dir", type=RUN_DIR, required=True, help="The run whose judges are evaluated.")
 @click.option("--labels", "labels_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="CSV with columns task_id, agent, label (0-1, 0-5 or a progress class).")
+              help="CSV with columns task_id, agent, label (0-1, 0-5 or a progress class) and optionally kind.")
 @click.option("--scale", type=click.Choice(["auto", "unit", "five", "classes"]), default="auto", show_default=True, help="Label scale.")
 @click.option("--repeat", type=click.IntRange(0, 100), default=0, help="Judge every prediction K more times and report stability.")
 @click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,

@@ -129,6 +129,10 @@ def text_edits(paras_a: list[dict[str, Any]], paras_b: list[dict[str, Any]],
     out: list[dict[str, Any]] = []
     ta = [p.get("text", "") for p in paras_a]
     tb = [p.get("text", "") for p in paras_b]
+    if not any(ta) and not any(tb):
+        # no text on either side: a text body gained or lost empty paragraphs (python-pptx adds one when
+        # code merely reads ``shape.text_frame``); nothing is shown, so nothing changed
+        return out
     slide, shape = ctx
     if ta == tb:
         for i, (pa, pb) in enumerate(zip(paras_a, paras_b, strict=True)):

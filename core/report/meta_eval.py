@@ -1,7 +1,8 @@
 """Judge meta-evaluation: agreement of each judge with human labels, and stability over repeated judging.
 
-Labels come from a CSV with columns ``task_id``, ``agent``, ``label`` (other
-columns ignored). A label is one of:
+Labels come from a CSV with columns ``task_id``, ``agent``, ``label`` and optionally ``kind`` (the
+attempt kind of a graded set, e.g. ``complete``, ``damage``, ``wrong_value``; other columns ignored).
+A label is one of:
 
 * a number in [0, 1] (scale ``unit``), or in [0, 5] (scale ``five``, e.g. PPTArena's IF/VQ);
 * one of four ordered progress classes (scale ``classes``): ``no_progress``, ``partial``,
@@ -29,6 +30,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pptarena.report.meta_kinds import kind_means, within_task_order
 from pptarena.report.meta_stats import (
     bootstrap_ci,
     kendall_tau_b,
@@ -66,6 +68,7 @@ class Label:
     raw: str
     value: float
     cls: str
+    kind: str = ""  # the attempt kind of a graded set (optional ``kind`` column)
 
 
 def to_class(value01: float, scale: str) -> str:
@@ -108,6 +111,7 @@ def read_labels(path: Path, scale: str = "auto") -> tuple[list[Label], str]:
     if missing:
         raise LabelError(f"{path}: missing column(s) {', '.join(missing)} (found: {', '.join(reader.fieldnames or []) or 'none'})")
     raw_rows: list[tuple[int, str, str, str]] = []
+    kinds: dict[int, str] = {}
     seen: dict[tuple[str, str], int] = {}
     for line_no, rec in enumerate(reader, start=2):
         if len(raw_rows) >= MAX_LABEL_ROWS:
@@ -121,6 +125,7 @@ def read_labels(path: Path, scale: str = "auto") -> tuple[list[Label], str]:
             raise LabelError(f"{path}:{line_no}: a second label for ({task}, {agent}) (first on line {seen[(task, agent)]})")
         seen[(task, agent)] = line_no
         raw_rows.append((line_no, task, agent, label))
+        kinds[line_no] = str(rec.get("kind") or "").strip()[:100]
     if not raw_rows:
         raise LabelError(f"{path}: no labels")
     numbers: dict[int, float] = {}
@@ -144,18 +149,19 @@ def read_labels(path: Path, scale: str = "auto") -> tuple[list[Label], str]:
                 cls = CLASS_ALIASES.get(label.strip().lower().replace("_", " "))
             if cls is None:
                 raise LabelError(f"{path}:{line_no}: label {label!r} is not a progress class ({', '.join(CLASSES)})")
-            labels.append(Label(task, agent, label, CLASSES.index(cls) / 3, cls))
+            labels.append(Label(task, agent, label, CLASSES.index(cls) / 3, cls, kinds[line_no]))
             continue
         if line_no not in numbers:
             raise LabelError(f"{path}:{line_no}: label {label!r} is not a number (scale {scale})")
         v, top = numbers[line_no], (1.0 if scale == "unit" else 5.0)
         if not 0 <= v <= top:
             raise LabelError(f"{path}:{line_no}: label {v:g} is outside 0-{top:g} (scale {scale})")
-        labels.append(Label(task, agent, label, v / top, ""))
+        labels.append(Label(task, agent, label, v / top, "", kinds[line_no]))
     class_scale = scale
     if scale == "unit" and all(lab.value in (0.0, 1.0) for lab in labels):
         class_scale = "binary"
-    labels = [lab if lab.cls else Label(lab.task_id, lab.agent, lab.raw, lab.value, to_class(lab.value, class_scale)) for lab in labels]
+    labels = [lab if lab.cls else Label(lab.task_id, lab.agent, lab.raw, lab.value, to_class(lab.value, class_scale), lab.kind)
+              for lab in labels]
     return labels, class_scale
 
 
@@ -278,6 +284,10 @@ def meta_eval(run_dir: Path, *, labels_path: Path | None = None, scale: str = "a
         report["labels"] = {"file": str(labels_path), "n": len(labels), "scale": class_scale,
                             "classes": sorted({lab.cls for lab in labels})}
         report["agreement"] = label_agreement(data.rows, labels, class_scale, n_boot=n_boot, seed=seed)
+        series = judge_series(data.rows)
+        report["within_task"] = {name: within_task_order(labels, values) for name, values in series.items()}
+        if any(lab.kind for lab in labels):
+            report["kinds"] = kind_means(labels, series)
         report["bootstrap"] = {"resamples": n_boot, "seed": seed, "level": 0.95}
         unknown = [lab for lab in labels if data.row(lab.agent, lab.task_id) is None]
         if unknown:

@@ -91,16 +91,35 @@ def _dual_html(details: dict[str, Any]) -> str:
     return "".join(parts)
 
 
+def _unit_note(u: dict[str, Any]) -> str:
+    if u.get("damaged"):
+        return "damaged"
+    return "over-edited" if u.get("over_edited") else ""
+
+
 def _structural_html(details: dict[str, Any]) -> str:
     units = [u for u in details.get("units") or [] if isinstance(u, dict)][:40]
-    if not units:
+    misses = [m for m in details.get("misses") or [] if isinstance(m, dict)][:40]
+    if not units and not misses:
         return ""
-    rows = "".join(
-        f'<tr><td>{esc(u.get("unit"), 200)}</td><td>{esc(u.get("role"), 20)}</td><td>{esc(u.get("recall"), 10)}</td>'
-        f'<td>{esc(u.get("precision"), 10)}</td></tr>'
-        for u in units
-    )
-    return f'<table class="small"><tr><th>unit</th><th>role</th><th>recall</th><th>precision</th></tr>{rows}</table>'
+    out = ""
+    if misses:
+        rows = "".join(
+            f'<tr><td>{esc(m.get("unit"), 200)}</td><td><span class="miss">{esc(m.get("class"), 30)}</span></td>'
+            f'<td>{esc(m.get("recall"), 10)}</td><td>{esc(m.get("evidence"), 400)}</td></tr>'
+            for m in misses
+        )
+        out += ('<table class="small misses"><tr><th>missed object</th><th>miss</th><th>recall</th><th>evidence</th></tr>'
+                f"{rows}</table>")
+    if units:
+        rows = "".join(
+            f'<tr><td>{esc(u.get("unit"), 200)}</td><td>{esc(u.get("role"), 20)}</td><td>{esc(u.get("recall"), 10)}</td>'
+            f'<td>{esc(u.get("precision"), 10)}</td><td>{esc(_unit_note(u), 20)}</td></tr>'
+            for u in units
+        )
+        out += ('<table class="small"><tr><th>unit</th><th>role</th><th>recall</th><th>precision</th><th>cost</th></tr>'
+                f"{rows}</table>")
+    return out
 
 
 def verdict_html(label: str, verdict: dict[str, Any]) -> str:
@@ -120,7 +139,7 @@ def verdict_html(label: str, verdict: dict[str, Any]) -> str:
         extra = '<div class="rubric"><ul class="tree root">' + rubric_tree_html(details["tree"]) + "</ul></div>"
     elif "if" in details or "vq" in details:
         extra = _dual_html(details)
-    elif "units" in details:
+    elif "units" in details or "misses" in details:
         extra = _structural_html(details)
     return (
         f'<div class="verdict"><h5>{esc(label, 100)} {score_cell(verdict.get("score"))}</h5>'

@@ -23,8 +23,9 @@ Vocabulary
     how much of one target edit the prediction reproduced, in [0, 1]: the fraction of the way
     from the original value to the target value that the prediction covered, snapped to 1 within
     a tolerance (positions/sizes: a fraction of the slide size; colours: CIE76 ΔE; numbers: a
-    relative tolerance; text: normalised similarity). Values without a distance count as equal
-    or not.
+    relative tolerance; text: the share of the requested word change reproduced, see
+    :mod:`.text_change`; added shapes/slides: normalised similarity). Values without a distance
+    count as equal or not.
 """
 
 from __future__ import annotations
@@ -37,6 +38,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from pptarena.deck.align import ratio
+from pptarena.plugins.judges.structural.text_change import change_credit
 
 _RANGE_RE = re.compile(r"\[\d+:\d+\]")
 _TEXT_PATH_RE = re.compile(r"^text/p\d+$")
@@ -53,8 +55,9 @@ class Tolerances:
 
     ``position``: fraction of the slide width/height (moves and resizes);
     ``color``: CIE76 ΔE between colours; ``number``: relative difference of numbers (font sizes,
-    rotation, chart values); ``text``: normalised similarity (1.0 = identical after normalising case,
-    Unicode form and whitespace).
+    rotation, chart values); ``text``: the share of the requested change (words removed and
+    inserted) at which a text edit counts as reproduced, and for added shapes/slides the normalised
+    similarity (1.0 = identical after normalising case, Unicode form and whitespace).
     """
 
     position: float = 0.02
@@ -96,6 +99,7 @@ class MatchResult:
     unit_recall: dict[tuple[Any, ...], float]
     unit_precision: dict[tuple[Any, ...], float]
     collateral_units: list[tuple[Any, ...]] = field(default_factory=list)
+    paired: dict[int, float] = field(default_factory=dict)  # prediction item index -> credit of its target edit
 
     @property
     def recall(self) -> float:
@@ -277,6 +281,14 @@ def color_distance(a: Any, b: Any) -> float | None:
     return math.dist(_lab(ra), _lab(rb))
 
 
+COLOR_FAR = 5.0  # a colour more than this many colour tolerances from the target is another colour: no credit
+
+
+def _color_progress(err: float, base: float, tol: float) -> float:
+    """Like :func:`_progress`, but a clearly different colour (green for red) earns nothing."""
+    return 0.0 if err > COLOR_FAR * tol and err > tol else _progress(err, base, tol)
+
+
 def _progress(err: float, base: float, tol: float) -> float:
     """Credit for ending ``err`` away from the target when the original was ``base`` away."""
     if err <= tol:
@@ -318,7 +330,7 @@ def _fill_credit(old: Any, new: Any, got: Any, tol: Tolerances) -> float:
         d = color_distance(new.get("color"), got.get("color"))
         if d is not None:
             base = color_distance(new.get("color"), (old or {}).get("color")) if isinstance(old, dict) else None
-            return _progress(d, base if base is not None else UNKNOWN_BASE["color"], tol.color)
+            return _color_progress(d, base if base is not None else UNKNOWN_BASE["color"], tol.color)
     return 1.0 if _strip_ids(new) == _strip_ids(got) else 0.0
 
 
@@ -368,20 +380,17 @@ def value_credit(t: Item, p: Item, slide: tuple[int, int], tol: Tolerances) -> f
         s = text_similarity(new, got)
         credit = 1.0 if s >= tol.text else s
     elif isinstance(new, str) and isinstance(got, str) and kind in _TEXT_KINDS:
-        d = 1.0 - text_similarity(got, new)
-        base = 1.0 - text_similarity(old, new) if isinstance(old, str) else 1.0
-        credit = _progress(d, base, 1.0 - tol.text)
+        credit = change_credit(old, new, got, tol.text)  # measured on the requested change, not the whole text
     elif _is_number(new) and _is_number(got):
         credit = _number_credit(old, new, got, tol.number)
     elif str(t.key[-1]).endswith("/color") or (kind == "theme" and _rgb(new) is not None):
         d = color_distance(new, got)
         base = color_distance(new, old)
-        credit = (1.0 if new == got else 0.0) if d is None else _progress(d, base if base is not None else UNKNOWN_BASE["color"],
-                                                                           tol.color)
+        credit = (1.0 if new == got else 0.0) if d is None else _color_progress(
+            d, base if base is not None else UNKNOWN_BASE["color"], tol.color)
     elif isinstance(new, list) and isinstance(got, list) and new and all(isinstance(x, str) for x in new + got):
-        d = 1.0 - text_similarity("\n".join(got), "\n".join(new))
-        base = 1.0 - text_similarity("\n".join(old), "\n".join(new)) if isinstance(old, list) else 1.0
-        credit = _progress(d, base, 1.0 - tol.text)
+        credit = change_credit("\n".join(map(str, old)) if isinstance(old, list) else old, "\n".join(new),
+                               "\n".join(got), tol.text)
     else:
         credit = 1.0 if _strip_ids(new) == _strip_ids(got) else 0.0
     if t.span is not None and p.span is not None:  # font edits: how much of the character range overlaps
@@ -410,7 +419,8 @@ def match_edits(target_diff: Any, prediction_diff: Any, tol: Tolerances | None =
     size = (target_diff.summary_a or {}).get("slide_size") or {}
     cx, cy = size.get("cx"), size.get("cy")
     # a missing, zero or negative (untrusted) slide size would make every position error "within tolerance"
-    slide = (cx if _is_number(cx) and cx > 0 else 9144000, cy if _is_number(cy) and cy > 0 else 6858000)
+    slide = (int(cx) if isinstance(cx, int | float) and not isinstance(cx, bool) and cx > 0 else 9144000,
+             int(cy) if isinstance(cy, int | float) and not isinstance(cy, bool) and cy > 0 else 6858000)
     t_items = normalise(target_diff)
     p_items = normalise(prediction_diff)
     by_key: dict[tuple[Any, ...], list[Item]] = {}
@@ -458,6 +468,7 @@ def match_edits(target_diff: Any, prediction_diff: Any, tol: Tolerances | None =
         unit_recall={u: sum(v) / len(v) for u, v in unit_recall.items()},
         unit_precision={u: sum(v) / len(v) for u, v in unit_precision.items()},
         collateral_units=collateral,
+        paired=credit_of_p,
     )
 
 

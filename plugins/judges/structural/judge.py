@@ -4,14 +4,17 @@ It diffs original → prediction and original → target with the deck engine an
 (:mod:`pptarena.plugins.judges.structural.edit_match`):
 
 * **recall** — mean, over the objects the target changed (units), of how much of each object's
-  target edits the prediction reproduced (with tolerances);
-* **precision** — mean, over the objects the prediction changed, of how much of each object's
-  prediction edits the target also has;
-* **collateral** — the objects the prediction changed where the target changed nothing.
+  target edits the prediction reproduced (with tolerances; text on the requested change,
+  :mod:`~pptarena.plugins.judges.structural.text_change`);
+* **damage** — objects the target left alone that the prediction changed or added, none of whose
+  edits serves a requested edit; **over-editing** — requested objects that also got unrequested
+  edits (:mod:`~pptarena.plugins.judges.structural.score`);
+* **misses** — each requested object not reproduced is named ``wrong_value``, ``wrong_object``,
+  ``overlay`` or ``missed`` (:mod:`~pptarena.plugins.judges.structural.misses`).
 
-``score = recall × (1 − damage_weight × (1 − precision))``. A prediction that did nothing scores
-0 whenever the target differs from the original (recall 0); the target itself scores 1.0. When the
-target changes nothing, recall is 1 and only the damage term applies. ``if_like`` (metrics) is
+``score = recall − damage_weight · damaged / N − overedit_weight · over_edited / N`` (N = number of
+requested objects, at least 1), clamped to [0, 1]. A prediction that did nothing scores 0 whenever
+the target differs from the original; the target itself scores 1.0. ``if_like`` (metrics) is
 ``round(5 × score)``, on the scale of PPTArena's instruction-following score.
 """
 
@@ -22,6 +25,8 @@ from typing import Any
 import pptarena
 from pptarena.evidence import Evidence
 from pptarena.plugins.judges.structural.edit_match import MatchResult, Tolerances, describe_unit, match_edits
+from pptarena.plugins.judges.structural.misses import MISS_CLASSES, classify
+from pptarena.plugins.judges.structural.score import DEFAULT_DAMAGE_WEIGHT, DEFAULT_OVEREDIT_WEIGHT, assess
 from pptarena.types import Component, JudgeError, PptArenaError, Prediction, Task, Verdict
 from pptarena.types import Options as OptionsBase
 from pydantic import Field
@@ -38,8 +43,17 @@ class StructuralJudge(Component):
         position_tolerance: float = Field(0.02, ge=0, le=1, description="moves/resizes: fraction of the slide size")
         color_tolerance: float = Field(10.0, ge=0, le=200, description="colours: CIE76 delta E")
         number_tolerance: float = Field(0.05, ge=0, le=1, description="numbers: relative difference")
-        text_tolerance: float = Field(0.95, ge=0, le=1, description="text: normalised similarity counted as equal")
-        damage_weight: float = Field(0.5, ge=0, le=1, description="how much imprecision/collateral damage costs")
+        text_tolerance: float = Field(
+            0.95, ge=0, le=1,
+            description="text: share of the requested change (words removed and inserted) counted as reproduced")
+        damage_weight: float = Field(
+            DEFAULT_DAMAGE_WEIGHT, ge=0, le=5,
+            description="cost of one damaged unrelated object (changed or added, not requested), in missed "
+                        "requested edits: 1 = as much as one missed edit, 0 ignores damage")
+        overedit_weight: float = Field(
+            DEFAULT_OVEREDIT_WEIGHT, ge=0, le=5,
+            description="cost of one requested object that also got unrequested edits (bolded, moved...), in "
+                        "missed requested edits")
 
     def judge(self, task: Task, prediction: Prediction, evidence: Evidence) -> Verdict:
         """Compare original→prediction with original→target; see the module docstring for the score."""
@@ -64,7 +78,9 @@ class StructuralJudge(Component):
         tol = Tolerances(opts.position_tolerance, opts.color_tolerance, opts.number_tolerance, opts.text_tolerance)
         result = match_edits(target_diff, pred_diff, tol)
         recall, precision = result.recall, result.precision
-        score = max(0.0, min(1.0, recall * (1.0 - opts.damage_weight * (1.0 - precision))))
+        graded = assess(result, opts.damage_weight, opts.overedit_weight)
+        score = graded.score
+        misses = classify(result, graded.damaged, target_diff, pred_diff, tol)
         metrics = {
             "recall": round(recall, 4),
             "precision": round(precision, 4),
@@ -75,14 +91,19 @@ class StructuralJudge(Component):
             "prediction_units": len(result.unit_precision),
             "units_reproduced": sum(1 for v in result.unit_recall.values() if v >= 0.999),
             "collateral_units": len(result.collateral_units),
+            "damaged_units": len(graded.damaged),
+            "over_edited_units": len(graded.over_edited),
+            **{f"miss_{c}": sum(1 for m in misses if m["class"] == c) for c in MISS_CLASSES},
         }
-        explanation = _explain(result, score, target_diff.edit_count, pred_diff.edit_count)
-        details = {"units": _unit_rows(result), "collateral": [describe_unit(u) for u in result.collateral_units][:50]}
+        explanation = _explain(result, score, target_diff.edit_count, pred_diff.edit_count, misses, graded)
+        details = {"units": _unit_rows(result, graded), "misses": misses[:MAX_LISTED],
+                   "collateral": [describe_unit(u) for u in result.collateral_units][:50]}
         evidence.write_json(label, "structural.json", {
             "score": score,
             "metrics": metrics,
             "options": opts.model_dump(),
-            "units": _unit_rows(result),
+            "units": _unit_rows(result, graded),
+            "misses": misses[:MAX_LISTED],
             "matches": [
                 {"target": m.target.edit, "prediction": m.prediction.edit if m.prediction else None,
                  "credit": round(m.credit, 4)}
@@ -115,7 +136,8 @@ class StructuralJudge(Component):
         collateral: list[str] = parts["collateral"]  # type: ignore[assignment]
         recall = sum(recall_of.values()) / len(recall_of)
         precision = sum(recall_of.get(n, 0.0) for n in changed) / len(changed) if changed else 1.0
-        score = max(0.0, min(1.0, recall * (1.0 - self.options.damage_weight * (1.0 - precision))))
+        # the same rule as on the diff: one collateral part costs damage_weight of one requested part
+        score = max(0.0, min(1.0, recall - self.options.damage_weight * len(collateral) / len(recall_of)))
         metrics = {
             "recall": round(recall, 4), "precision": round(precision, 4), "if_like": int(round(5 * score)),
             "target_edits": 0, "prediction_edits": pred_edits, "target_units": len(recall_of),
@@ -134,20 +156,24 @@ class StructuralJudge(Component):
         return Verdict(score=score, metrics=metrics, explanation=explanation, details={"units": rows[:MAX_LISTED]})
 
 
-def _unit_rows(result: MatchResult) -> list[dict[str, Any]]:
+def _unit_rows(result: MatchResult, graded: Any) -> list[dict[str, Any]]:
     rows = []
+    over, damaged = set(graded.over_edited), set(graded.damaged)
     for unit, credit in result.unit_recall.items():
         rows.append({"unit": describe_unit(unit), "role": "target", "recall": round(credit, 4),
-                     "precision": round(result.unit_precision[unit], 4) if unit in result.unit_precision else None})
+                     "precision": round(result.unit_precision[unit], 4) if unit in result.unit_precision else None,
+                     "over_edited": unit in over})
     collateral = set(result.collateral_units)
     for unit, prec in result.unit_precision.items():
         if unit not in result.unit_recall:
             rows.append({"unit": describe_unit(unit), "role": "collateral" if unit in collateral else "prediction",
-                         "recall": None, "precision": round(prec, 4)})
+                         "recall": None, "precision": round(prec, 4), "damaged": unit in damaged,
+                         "over_edited": unit in over})
     return rows[:MAX_LISTED]
 
 
-def _explain(result: MatchResult, score: float, n_target: int, n_pred: int) -> str:
+def _explain(result: MatchResult, score: float, n_target: int, n_pred: int, misses: list[dict[str, Any]],
+             graded: Any) -> str:
     if not result.unit_recall:
         head = "The target changes nothing; "
         head += "the prediction changes nothing either." if not n_pred else f"the prediction makes {n_pred} edit(s)."
@@ -156,12 +182,14 @@ def _explain(result: MatchResult, score: float, n_target: int, n_pred: int) -> s
         head = (f"Reproduced {done} of {len(result.unit_recall)} changed object(s) in full "
                 f"(recall {result.recall:.2f} over {n_target} target edit(s)); precision {result.precision:.2f} "
                 f"over {n_pred} prediction edit(s).")
-    missed = [describe_unit(u) for u, v in result.unit_recall.items() if v < 0.999][:5]
-    if missed:
-        head += " Missed or partial: " + "; ".join(missed) + "."
-    if result.collateral_units:
-        head += (f" Collateral changes on {len(result.collateral_units)} object(s) the target left alone: "
-                 + "; ".join(describe_unit(u) for u in result.collateral_units[:5]) + ".")
+    if misses:
+        head += " Missed or partial: " + "; ".join(f'{m["unit"]} ({m["class"]})' for m in misses[:5]) + "."
+    if graded.damaged:
+        head += (f" Damage on {len(graded.damaged)} object(s) the target left alone: "
+                 + "; ".join(describe_unit(u) for u in graded.damaged[:5]) + ".")
+    if graded.over_edited:
+        head += (f" Unrequested extra edits on {len(graded.over_edited)} requested object(s): "
+                 + "; ".join(describe_unit(u) for u in graded.over_edited[:5]) + ".")
     return head + f" Score {score:.3f}."
 
 
