@@ -276,6 +276,8 @@ def _style_color(el: etree._Element, ctx: ShapeContext, ref: str,
 
 _STYLE = P + "style"
 _SP_PR = P + "spPr"
+_TX_BODY = P + "txBody"
+_CUST_GEOM, _PRST_GEOM = A + "custGeom", A + "prstGeom"
 _NVPR_PH = (P + "nvPr", P + "ph")
 
 
@@ -397,14 +399,21 @@ def read_shape(el: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int],
         out["placeholder"] = {"type": ph.get("type") or "obj", "idx": int(ph.get("idx") or 0)
                               if (ph.get("idx") or "0").isdigit() else ph.get("idx")}
         inh = _inherited(ph, ctx)
-    sppr = find_child(el, _SP_PR)
+    kids: dict[Any, etree._Element] = {}
+    for sub in el:  # first child of each tag, as find() would return it
+        kids.setdefault(sub.tag, sub)
+    sppr = kids.get(_SP_PR)
+    sppr_kids: dict[Any, etree._Element] = {}
+    if sppr is not None:
+        for sub in sppr:
+            sppr_kids.setdefault(sub.tag, sub)
     if tag == "sp":
         if ph is not None:
             out["kind"] = "placeholder"
         elif cnv is not None and nv is not None and find_child(nv, P + "cNvSpPr") is not None \
                 and find_child(nv, P + "cNvSpPr").get("txBox") in ("1", "true"):
             out["kind"] = "text_box"
-        elif sppr is not None and find_child(sppr, A + "custGeom") is not None:
+        elif _CUST_GEOM in sppr_kids:
             out["kind"] = "freeform"
         else:
             out["kind"] = "autoshape"
@@ -419,7 +428,7 @@ def read_shape(el: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int],
         media = nvpr is not None and any(local(c) in ("videoFile", "audioFile", "quickTimeFile", "wavAudioFile")
                                          for c in nvpr)
         out["kind"] = "media" if media else "picture"
-    prst = find_child(sppr, A + "prstGeom") if sppr is not None else None
+    prst = sppr_kids.get(_PRST_GEOM)
     if prst is not None:
         out["geometry"] = prst.get("prst")
     geo = _geometry(_xfrm(el))
@@ -446,7 +455,7 @@ def read_shape(el: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int],
             target = hyperlink_target(link, ctx, slide_ids)
             if target is not None:
                 out["hyperlink"] = target
-    style = find_child(el, _STYLE) if tag in ("sp", "cxnSp", "pic") else None
+    style = kids.get(_STYLE)
     if tag in ("sp", "cxnSp", "pic"):
         fill = describe_fill(find_fill(sppr), ctx.text.theme_colors, ctx.text.cmap)
         if fill is None and tag == "sp":
@@ -462,7 +471,7 @@ def read_shape(el: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int],
             if line_inherited:
                 inherited.append("line")
     if tag == "sp":
-        txbody = find_child(el, P + "txBody")
+        txbody = kids.get(_TX_BODY)
         if txbody is not None:
             styles = [*inh.lst_styles, _tx_style(inh.ptype, ctx)] if inh is not None else [_tx_style(None, ctx)]
             style_color = _style_color(el, ctx, "fontRef", style) if ph is None else None

@@ -230,13 +230,20 @@ def paragraphs(txbody: etree._Element | None, styles: Sequence[etree._Element | 
         for child in p:
             tag = child.tag
             if tag == _R or tag == _FLD:
-                t = find_child(child, _T)
+                t = rpr = None
+                for sub in child:  # one pass for a:rPr and a:t (first of each, like find)
+                    stag = sub.tag
+                    if stag == _T:
+                        if t is None:
+                            t = sub
+                    elif stag == _RPR and rpr is None:
+                        rpr = sub
                 run = {"text": (t.text or "") if t is not None else ""}
                 if tag == _FLD:
                     run["field"] = child.get("type") or "field"
                 if defaults is None:
                     defaults = _paragraph_defaults(ppr, entry, ctx)
-                run.update(_run_props(find_child(child, _RPR), defaults, ctx, style_color))
+                run.update(_run_props(rpr, defaults, ctx, style_color))
                 runs.append(run)
             elif tag == _BR:
                 runs.append({"text": "\n", "break": True})
