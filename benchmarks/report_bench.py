@@ -85,8 +85,8 @@ def make_run(run_dir: Path, pairs: int, seed: int = 7) -> None:
     layout.results.write_text("\n".join(lines) + "\n")
 
 
-def _run(cmd: list[str]) -> tuple[float, int]:
-    """Wall seconds and the child's peak RSS in MiB (fresh wait4 accounting per call)."""
+def _run(cmd: list[str]) -> tuple[float, int, float]:
+    """Wall seconds, the child's peak RSS in MiB and its CPU seconds (user + system)."""
     import os
 
     t = time.perf_counter()
@@ -96,7 +96,7 @@ def _run(cmd: list[str]) -> tuple[float, int]:
     err = proc.stderr.read().decode() if proc.stderr else ""
     if os.waitstatus_to_exitcode(status) != 0:
         raise SystemExit(f"{cmd[:3]} failed: {err[-2000:]}")
-    return wall, usage.ru_maxrss // 1024
+    return wall, usage.ru_maxrss // 1024, usage.ru_utime + usage.ru_stime
 
 
 def chromium_dump(url: str, profile: Path) -> tuple[float, str]:
@@ -127,12 +127,13 @@ def main() -> None:
     runs = [_run(cmd) for _ in range(args.repeat)]
     wall = sorted(r[0] for r in runs)[len(runs) // 2]
     rss = max(r[1] for r in runs)
+    cpu = sorted(r[2] for r in runs)[len(runs) // 2]
     index = run_dir / "report.html"
     written = index.stat().st_size
     pages = run_dir / "report"
     if pages.is_dir():
         written += sum(p.stat().st_size for p in pages.rglob("*") if p.is_file())
-    print(f"arena report: {wall:.2f} s (median of {args.repeat}), peak RSS {rss} MiB")
+    print(f"arena report: {wall:.2f} s wall, {cpu:.2f} s CPU (medians of {args.repeat}), peak RSS {rss} MiB")
     print(f"report.html {index.stat().st_size / 1e6:.2f} MB; everything written {written / 1e6:.1f} MB")
     if Path(CHROMIUM).exists():
         empty = tmp / "empty.html"
