@@ -261,10 +261,11 @@ def write_report(run_dir: Path, *, out: Path | None = None, render: bool = True,
         budget = RenderBudget(make_renderer, max_renders)
     out = Path(out) if out else run_dir / REPORT_NAME
     try:
-        from pptarena.report.index import choose_layout, write_index_and_pages
+        from pptarena.report.index import HtmlParts, choose_layout, write_index_and_pages
 
         if choose_layout(layout, len(data.rows)) == "pages":
-            page = write_index_and_pages(data, tasks, budget, problems, out)
+            parts = HtmlParts(CSS, table_html, plots_html, task_html, _anchor)
+            page = write_index_and_pages(data, tasks, budget, problems, out, parts)
         else:
             page = render_page(data, tasks, budget, problems, out.parent)
     finally:

@@ -19,7 +19,7 @@ from html import escape
 from typing import Any
 
 from pptarena.report.data import RunData
-from pptarena.report.html import CSS, plots_html, table_html
+from pptarena.report.pages import HtmlParts, write_pages
 from pptarena.report.tables import judge_kinds, summary_tables
 from pptarena.report.verdicts import esc
 
@@ -184,7 +184,7 @@ def _json_for_script(obj: Any) -> str:
     return json.dumps(obj, separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
-def index_page(data: RunData, problems: list[str], links: dict[str, str]) -> str:
+def index_page(data: RunData, problems: list[str], links: dict[str, str], parts: HtmlParts) -> str:
     """The index page as a string (``links``: task id -> its page, relative to the index)."""
     m = data.manifest
     rescores = {k: v.summary for k, v in data.rescores.items()}
@@ -207,10 +207,10 @@ def index_page(data: RunData, problems: list[str], links: dict[str, str]) -> str
         f"<header><h1>pptarena run: {esc(data.run_dir.resolve().name, 200)}</h1><div class='meta'>{meta}</div></header><main>",
         *(f'<div class="problem">{esc(p, 1000)}</div>' for p in problems),
         "<h2>Leaderboard</h2>",
-        *(table_html(t) for t in tables),
+        *(parts.table_html(t) for t in tables),
         f'<p class="note">Benchmark figures: {legend}</p>' if legend else "",
         "<h2>Score distributions</h2>",
-        plots_html(data),
+        parts.plots_html(data),
         f"<h2>Tasks ({len(table['tasks'])}) and pairs ({len(data.rows)})</h2>",
         '<p class="note">Each task has its own page (click its id): renders, edits, verdicts and logs of every agent. '
         "Judge disagreement: max − min of the pair's judge scores (two judges or more). Click a column to sort.</p>",
@@ -228,7 +228,7 @@ def index_page(data: RunData, problems: list[str], links: dict[str, str]) -> str
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<meta name='viewport' content='width=device-width'><title>pptarena report — {esc(data.run_dir.name, 200)}</title>"
-        f"<style>{CSS}{INDEX_CSS}</style></head><body>{''.join(body)}</body></html>"
+        f"<style>{parts.css}{INDEX_CSS}</style></head><body>{''.join(body)}</body></html>"
     )
 
 
@@ -241,9 +241,8 @@ def choose_layout(layout: str, pairs: int) -> str:
     return layout
 
 
-def write_index_and_pages(data: RunData, tasks: dict[str, Any], budget: Any, problems: list[str], out: Any) -> str:
+def write_index_and_pages(data: RunData, tasks: dict[str, Any], budget: Any, problems: list[str], out: Any,
+                          parts: HtmlParts) -> str:
     """Write every task's page beside ``out`` (see :func:`pptarena.report.pages.write_pages`); return the index page."""
-    from pptarena.report.pages import write_pages
-
-    links = write_pages(data, tasks, budget, out)
-    return index_page(data, problems, links)
+    links = write_pages(data, tasks, budget, out, parts)
+    return index_page(data, problems, links, parts)

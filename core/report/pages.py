@@ -13,14 +13,16 @@ from __future__ import annotations
 import dataclasses
 import os
 import threading
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 from typing import Any
 
 from pptarena.report.data import RunData
-from pptarena.report.html import CSS, _anchor, task_html
 from pptarena.report.renders import RenderBudget
+from pptarena.report.tables import TableData
 from pptarena.report.verdicts import esc
 from pptarena.run.rundir import REPORT_PAGES
 
@@ -30,13 +32,28 @@ IO_THREADS = 4
 PAGE_CSS = "nav.back{margin:10px 0;font-size:13px}nav.back a{margin-right:14px}"
 
 
+@dataclass(frozen=True)
+class HtmlParts:
+    """The single-page report's building blocks (:mod:`pptarena.report.html` hands them in).
+
+    Passed rather than imported, so the index and the task pages show exactly what the single page
+    shows without the report modules importing each other in a circle.
+    """
+
+    css: str
+    table_html: Callable[[TableData], str]
+    plots_html: Callable[[RunData], str]
+    task_html: Callable[..., str]
+    anchor: Callable[[str], str]
+
+
 def page_name(number: int) -> str:
     """File name of the ``number``-th task page (1-based)."""
     return f"tasks-{number:04d}.html"
 
 
 def task_page(data: RunData, task_ids: list[str], tasks: dict[str, Any], budget: RenderBudget | None, base: Path,
-              index_href: str, number: int, count: int) -> str:
+              index_href: str, number: int, count: int, parts: HtmlParts) -> str:
     """A whole page holding the sections of ``task_ids``; ``data`` may hold only these tasks' rows.
 
     The page lives in ``base/report/`` but its ``<base href="../">`` makes every relative link
@@ -51,18 +68,19 @@ def task_page(data: RunData, task_ids: list[str], tasks: dict[str, Any], budget:
     if number < count:
         links.append(f'<a href="{PAGES_DIR}/{page_name(number + 1)}">next page ▶</a>')
     nav = f'<nav class="back">{"".join(links)}</nav>'
-    toc = "".join(f'<a href="{here}#{escape(_anchor(t))}">{esc(t, 100)}</a><br>' for t in task_ids)
-    sections = "".join(task_html(data, t, tasks.get(t), budget, base) for t in task_ids)
+    toc = "".join(f'<a href="{here}#{escape(parts.anchor(t))}">{esc(t, 100)}</a><br>' for t in task_ids)
+    sections = "".join(parts.task_html(data, t, tasks.get(t), budget, base) for t in task_ids)
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
         f"<meta name='viewport' content='width=device-width'><base href='../'>"
         f"<title>tasks, page {number} — pptarena report</title>"
-        f"<style>{CSS}{PAGE_CSS}</style></head><body><main>{nav}<nav class='toc'>{toc}</nav>"
+        f"<style>{parts.css}{PAGE_CSS}</style></head><body><main>{nav}<nav class='toc'>{toc}</nav>"
         f"{sections}{nav}</main></body></html>"
     )
 
 
-def write_pages(data: RunData, tasks: dict[str, Any], budget: RenderBudget | None, index_path: Path) -> dict[str, str]:
+def write_pages(data: RunData, tasks: dict[str, Any], budget: RenderBudget | None, index_path: Path,
+                parts: HtmlParts) -> dict[str, str]:
     """Write the task pages into ``<index folder>/report/``; returns task id -> link relative to the index.
 
     Tasks keep the order of the results, :data:`TASKS_PER_PAGE` to a page; pages of an earlier,
@@ -82,7 +100,7 @@ def write_pages(data: RunData, tasks: dict[str, Any], budget: RenderBudget | Non
         rows = [r for t in chunk for r in by_task[t]]
         sub = dataclasses.replace(data, rows=rows)  # agents, rows and look-ups of these tasks only
         name = page_name(i + 1)
-        page = task_page(sub, chunk, tasks, budget, index_path.parent, index_path.name, i + 1, count)
+        page = task_page(sub, chunk, tasks, budget, index_path.parent, index_path.name, i + 1, count, parts)
         tmp = folder / f".{name}.{os.getpid()}.{threading.get_ident()}.tmp"
         tmp.write_text(page, encoding="utf-8")
         os.replace(tmp, folder / name)
