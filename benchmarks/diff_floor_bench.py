@@ -78,12 +78,21 @@ def timed(fn, repeat: int) -> float:
     return statistics.median(times)
 
 
-def whole(cmd: list[str], repeat: int) -> float:
-    def run() -> None:
-        subprocess.run(cmd, check=True, stdout=subprocess.DEVNULL)
+def whole(cmd: list[str], repeat: int) -> tuple[float, float]:
+    """Median wall seconds and median CPU seconds (user + system, the child's own) of a command."""
+    import os
 
-    run()
-    return timed(run, repeat)
+    walls, cpus = [], []
+    for i in range(repeat + 1):
+        t = time.perf_counter()
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL)
+        _, status, usage = os.wait4(proc.pid, 0)
+        if os.waitstatus_to_exitcode(status) != 0:
+            raise SystemExit(f"{cmd[:3]} failed")
+        if i:  # the first run warms the file cache
+            walls.append(time.perf_counter() - t)
+            cpus.append(usage.ru_utime + usage.ru_stime)
+    return statistics.median(walls), statistics.median(cpus)
 
 
 def pair(folder: Path) -> tuple[Path, Path]:
@@ -134,14 +143,15 @@ def main() -> None:
         return
     py = sys.executable
     arena = str(Path(py).with_name("arena"))
-    CLOCK = time.perf_counter  # whole processes: wall clock
     t_py = whole([py, "-c", "pass"], args.repeat)
     t_arena = whole([arena, "diff", str(a), str(b), "--json"], args.repeat)
-    print(f"python -c pass                        {t_py:.3f} s")
-    print(f"arena diff --json (whole process)     {t_arena:.3f} s")
+    print("whole processes (wall s / CPU s):")
+    print(f"python -c pass                        {t_py[0]:.3f} / {t_py[1]:.3f}")
+    print(f"arena diff --json                     {t_arena[0]:.3f} / {t_arena[1]:.3f}")
     if (REFERENCE / "ppteval" / "verify" / "ppt" / "diff.py").is_file():
         t_ref = whole([py, "-c", PPTEVAL_CHILD, str(REFERENCE), str(a), str(b)], args.repeat)
-        print(f"PPT-Eval compare_files (whole process) {t_ref:.3f} s  -> arena/PPT-Eval {t_arena / t_ref:.2f}")
+        print(f"PPT-Eval compare_files                {t_ref[0]:.3f} / {t_ref[1]:.3f}  -> arena/PPT-Eval "
+              f"{t_arena[0] / t_ref[0]:.2f} (wall), {t_arena[1] / t_ref[1]:.2f} (CPU)")
     else:
         print("PPT-Eval reference code not found: skipped")
 
