@@ -63,3 +63,12 @@ def test_report_warns_about_a_garbage_line_instead_of_a_traceback(tmp_path):
     assert out.exit_code == 0, out.output
     assert "skipped a result line" in out.output and "results.jsonl:2" in out.output
     assert "Traceback" not in out.output
+
+
+def test_meta_eval_says_which_lines_it_skipped(tmp_path):
+    from pptarena.report.meta_eval import meta_eval
+
+    run = tmp_path / "run"
+    write_results(run, [json.dumps(GOOD), HOSTILE[2]])
+    report = meta_eval(run)
+    assert report["warnings"] == [f"skipped a result line: {run / 'results.jsonl'}:2: duration_s: Input should be a valid number, unable to parse string as a number"]

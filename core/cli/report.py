@@ -11,6 +11,12 @@ import click
 RUN_DIR = click.Path(exists=True, file_okay=False, path_type=Path)
 
 
+def warn_skipped_lines(data: Any) -> None:
+    """Print one warning per result line a run's reader skipped (file and line; see pptarena.run.records)."""
+    for problem in getattr(data, "problems", ()):
+        click.echo(f"warning: skipped a result line: {problem}", err=True)
+
+
 def _registry(ctx: click.Context) -> Any:
     from pptarena.cli.main import registry_from
 
@@ -38,8 +44,7 @@ def report_command(ctx: click.Context, run_dir: Path, no_render: bool, max_rende
         data = load_run(run_dir)
     except RunDirError as exc:
         raise click.ClickException(str(exc)) from exc
-    for problem in data.problems:
-        click.echo(f"warning: skipped a result line: {problem}", err=True)
+    warn_skipped_lines(data)
     print_tables(summary_tables(data.summary, data.rows, {k: v.summary for k, v in data.rescores.items()}))
     if no_html:
         return
@@ -70,6 +75,7 @@ def rescore_command(ctx: click.Context, run_dir: Path, config_path: Path | None,
     registry = _registry(ctx)
     try:
         rescorer = Rescorer(run_dir, registry, config_path=config_path, name=name, jobs=jobs)
+        warn_skipped_lines(rescorer.data)
         total = len(rescorer.data.rows)
         summary = rescorer.run(progress=Progress(total, quiet=quiet))
     except (ConfigError, PptArenaError, OSError, ValueError) as exc:

@@ -271,7 +271,7 @@ def meta_eval(run_dir: Path, *, labels_path: Path | None = None, scale: str = "a
 
     run_dir = Path(run_dir)
     data = load_run(run_dir, with_rescores=False)
-    report: dict[str, Any] = {"run": str(run_dir.resolve()), "warnings": []}
+    report: dict[str, Any] = {"run": str(run_dir.resolve()), "warnings": [f"skipped a result line: {p}" for p in data.problems]}
     pairs = None
     if labels_path is not None:
         labels, class_scale = read_labels(labels_path, scale)

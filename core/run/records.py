@@ -11,13 +11,24 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
 from pptarena.types import Status
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 RESULTS_SCHEMA = 1
 """The version of the result-line shape, written in every line as ``schema_version``."""
+
+
+def _finite(value: float | None) -> float | None:
+    """``value`` unless it is NaN or infinite (JSON readers accept ``NaN``; results must not)."""
+    if value is not None and not math.isfinite(value):
+        raise ValueError("must be a finite number")
+    return value
+
+
+FiniteFloat = Annotated[float | None, AfterValidator(_finite)]
+"""A float that is not NaN or infinite, or None."""
 
 
 class JudgeScore(BaseModel):
@@ -25,15 +36,9 @@ class JudgeScore(BaseModel):
 
     model_config = ConfigDict(extra="allow")
 
-    score: float | None = None
+    score: FiniteFloat = None
     metrics: dict[str, Any] = Field(default_factory=dict)
 
-    @field_validator("score")
-    @classmethod
-    def _finite(cls, value: float | None) -> float | None:
-        if value is not None and not math.isfinite(value):
-            raise ValueError("must be a finite number")
-        return value
 
 
 class ResultRow(BaseModel):
@@ -47,7 +52,7 @@ class ResultRow(BaseModel):
     status: Status
     scores: dict[str, JudgeScore] = Field(default_factory=dict)
     error: str | None = None
-    duration_s: float | None = Field(None, ge=0)
+    duration_s: FiniteFloat = Field(None, ge=0)
     usage: dict[str, Any] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
 
@@ -58,12 +63,6 @@ class ResultRow(BaseModel):
             raise ValueError(f"written by a newer pptarena (result schema {value}; this one reads {RESULTS_SCHEMA})")
         return value
 
-    @field_validator("duration_s")
-    @classmethod
-    def _finite_duration(cls, value: float | None) -> float | None:
-        if value is not None and not math.isfinite(value):
-            raise ValueError("must be a finite number")
-        return value
 
     def to_json(self) -> dict[str, Any]:
         """The row as the JSON object written to ``results.jsonl``."""
