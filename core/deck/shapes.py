@@ -410,8 +410,8 @@ def read_shape(el: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int],
     if tag == "sp":
         if ph is not None:
             out["kind"] = "placeholder"
-        elif cnv is not None and nv is not None and find_child(nv, P + "cNvSpPr") is not None \
-                and find_child(nv, P + "cNvSpPr").get("txBox") in ("1", "true"):
+        elif cnv is not None and nv is not None and (cnv_sp := find_child(nv, P + "cNvSpPr")) is not None \
+                and cnv_sp.get("txBox") in ("1", "true"):
             out["kind"] = "text_box"
         elif _CUST_GEOM in sppr_kids:
             out["kind"] = "freeform"
