@@ -145,9 +145,9 @@ def main() -> None:
         print(f"chromium --dump-dom: report.html {whole:.2f} s, empty page {base:.2f} s "
               f"(difference {whole - base:.2f} s); page's own ready time "
               f"{(ready.group(1) + ' ms') if ready else 'not reported by the page'}")
-    print(f"run folder kept: {run_dir}" if args.run else "")
-    if not args.run:
-        shutil.rmtree(tmp, ignore_errors=True)
+    if args.run:
+        print(f"run folder kept: {run_dir}")
+    shutil.rmtree(tmp, ignore_errors=True)  # the generated run (without --run), Chromium's profile
 
 
 if __name__ == "__main__":
