@@ -29,8 +29,12 @@ def _registry(ctx: click.Context) -> Any:
 @click.option("--max-renders", type=click.IntRange(0), default=None, help="Most decks rendered for the page (default 120).")
 @click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="HTML file (default RUN_DIR/report.html).")
 @click.option("--no-html", is_flag=True, help="Only print the leaderboard.")
+@click.option("--layout", type=click.Choice(["auto", "single", "pages"]), default="auto", show_default=True,
+              help="single: one page with every task; pages: an index with a filterable task table plus task pages "
+                   "(report/); auto: pages above 200 pairs.")
 @click.pass_context
-def report_command(ctx: click.Context, run_dir: Path, no_render: bool, max_renders: int | None, out: Path | None, no_html: bool) -> None:
+def report_command(ctx: click.Context, run_dir: Path, no_render: bool, max_renders: int | None, out: Path | None, no_html: bool,
+                   layout: str) -> None:
     """Print a run's leaderboard and breakdowns and write report.html."""
     from pptarena.report.data import RunDirError, load_run
     from pptarena.report.html import DEFAULT_MAX_RENDERS, write_report
@@ -46,7 +50,7 @@ def report_command(ctx: click.Context, run_dir: Path, no_render: bool, max_rende
         return
     path = write_report(
         run_dir, out=out, render=not no_render, max_renders=DEFAULT_MAX_RENDERS if max_renders is None else max_renders,
-        registry=_registry(ctx),
+        registry=_registry(ctx), layout=layout, data=data,
     )
     click.echo(f"Report: {path}")
 

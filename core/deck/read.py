@@ -23,6 +23,7 @@ from typing import TYPE_CHECKING
 from lxml import etree
 
 from ..errors import PptArenaError
+from .zipread import RawZip
 
 if TYPE_CHECKING:  # pragma: no cover
     import pptx.presentation
@@ -182,6 +183,7 @@ class Package:
             if name in self._infos:
                 raise DeckError(f"{self.name}: corrupt package: duplicate zip entry {name!r}")
             self._infos[name] = info
+        self._raw = RawZip(self.path)  # fast member reads; zipfile stays the fallback and the judge of errors
         self.strict = False
         self.content_types = self._read_content_types()
         self.main_part = self._find_main_part()
@@ -190,6 +192,7 @@ class Package:
 
     def close(self) -> None:
         """Close the underlying zip file."""
+        self._raw.close()
         self._zip.close()
 
     def __enter__(self) -> Package:
@@ -213,9 +216,11 @@ class Package:
             raise DeckError(f"{self.name}: missing part /{name}")
         if info.file_size > limit:
             raise DeckError(f"{self.name}: part /{name} is {info.file_size} bytes uncompressed, over the limit")
+        data = self._raw.read(info, limit)
         try:
-            with self._zip.open(info) as fh:
-                data = fh.read(limit + 1)
+            if data is None:
+                with self._zip.open(info) as fh:
+                    data = fh.read(limit + 1)
         except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError, RuntimeError) as exc:
             raise DeckError(f"{self.name}: cannot read part /{name} ({exc})") from None
         except Exception as exc:  # zlib.error and friends

@@ -19,6 +19,7 @@ from .read import NS, RT, Package
 from .styles import A, P, describe_fill, describe_line, find_fill, local, resolve_color
 from .tables import read_table
 from .text import TextContext, frame_text, frame_text_simple, paragraphs
+from .xfind import find_child, find_path
 
 C = "{" + NS["c"] + "}"
 R_ID = "{" + NS["r"] + "}id"
@@ -63,9 +64,10 @@ class PlaceholderIndex:
     def __init__(self, root: etree._Element | None) -> None:
         self.by_idx: dict[str, etree._Element] = {}
         self.by_type: dict[str, etree._Element] = {}
+        self.memo: dict[tuple[Any, ...], Any] = {}  # per-placeholder inheritance facts (shapes._inherited)
         if root is None:
             return
-        tree = root.find(f"{P}cSld/{P}spTree")
+        tree = find_path(root, P + "cSld", P + "spTree")
         if tree is None:
             return
         for sp in tree.iter(P + "sp", P + "pic", P + "graphicFrame"):
@@ -93,7 +95,8 @@ class PlaceholderIndex:
 
 def _nv(el: etree._Element) -> etree._Element | None:
     for child in el:
-        if local(child).startswith("nv"):
+        tag = child.tag
+        if isinstance(tag, str) and tag.startswith("nv", tag.rfind("}") + 1):
             return child
     return None
 
@@ -102,24 +105,23 @@ def _ph(el: etree._Element) -> etree._Element | None:
     nv = _nv(el)
     if nv is None:
         return None
-    return nv.find(f"{P}nvPr/{P}ph")
+    return find_path(nv, P + "nvPr", P + "ph")
+
+
+_XFRM_PATHS = {P + "graphicFrame": (P + "xfrm",), P + "grpSp": (P + "grpSpPr", A + "xfrm")}
+_SP_XFRM = (P + "spPr", A + "xfrm")
 
 
 def _xfrm(el: etree._Element) -> etree._Element | None:
-    tag = el.tag
-    if tag == P + "graphicFrame":
-        return el.find(P + "xfrm")
-    if tag == P + "grpSp":
-        return el.find(f"{P}grpSpPr/{A}xfrm")
-    return el.find(f"{P}spPr/{A}xfrm")
+    return find_path(el, *_XFRM_PATHS.get(el.tag, _SP_XFRM))
 
 
 def _geometry(xfrm: etree._Element | None) -> dict[str, Any]:
     out: dict[str, Any] = {}
     if xfrm is None:
         return out
-    off = xfrm.find(A + "off")
-    ext = xfrm.find(A + "ext")
+    off = find_child(xfrm, A + "off")
+    ext = find_child(xfrm, A + "ext")
     try:
         if off is not None:
             out["x"] = int(off.get("x") or 0)
@@ -163,20 +165,20 @@ def _image_hash(pkg: Package, part: str | None) -> str | None:
 
 
 def _picture(el: etree._Element, ctx: ShapeContext) -> dict[str, Any]:
-    blip_fill = el.find(P + "blipFill")
+    blip_fill = find_child(el, P + "blipFill")
     if blip_fill is None:
-        blip_fill = el.find(A + "blipFill")
+        blip_fill = find_child(el, A + "blipFill")
     out: dict[str, Any] = {}
     if blip_fill is None:
         return out
-    blip = blip_fill.find(A + "blip")
+    blip = find_child(blip_fill, A + "blip")
     if blip is not None:
         if blip.get(R_EMBED):
             out["image"] = _image_hash(ctx.pkg, ctx.pkg.rel_target(ctx.part, blip.get(R_EMBED)))
         elif blip.get(R_LINK):
             rel = ctx.pkg.rels(ctx.part).get(blip.get(R_LINK) or "")
             out["linked"] = rel.target if rel is not None else None
-    src = blip_fill.find(A + "srcRect")
+    src = find_child(blip_fill, A + "srcRect")
     if src is not None:
         crop = {k: int(v) for k, v in src.attrib.items() if k in ("l", "t", "r", "b") and v.lstrip("-").isdigit()
                 and int(v)}
@@ -192,7 +194,7 @@ def _points(parent: etree._Element | None, numeric: bool) -> list[Any]:
     for pt in parent.iter(C + "pt"):
         if len(pts) >= MAX_CHART_POINTS:
             break
-        v = pt.find(C + "v")
+        v = find_child(pt, C + "v")
         raw = v.text if v is not None else None
         try:
             idx = int(pt.get("idx") or len(pts))
@@ -213,11 +215,11 @@ def _chart(ctx: ShapeContext, rid: str | None) -> dict[str, Any]:
     if part is None:
         return {"missing": True}
     root = ctx.pkg.xml(part)
-    chart = root.find(C + "chart")
-    plot = chart.find(C + "plotArea") if chart is not None else None
+    chart = find_child(root, C + "chart")
+    plot = find_child(chart, C + "plotArea") if chart is not None else None
     out: dict[str, Any] = {"types": [], "series": []}
     if chart is not None:
-        title = chart.find(C + "title")
+        title = find_child(chart, C + "title")
         if title is not None:
             out["title"] = "".join(t.text or "" for t in title.iter(A + "t")) or None
     if plot is None:
@@ -226,20 +228,20 @@ def _chart(ctx: ShapeContext, rid: str | None) -> dict[str, Any]:
         name = local(group)
         if not name.endswith("Chart"):
             continue
-        bar_dir = group.find(C + "barDir")
+        bar_dir = find_child(group, C + "barDir")
         out["types"].append(name + (f":{bar_dir.get('val')}" if bar_dir is not None else ""))
-        for ser in group.iterfind(C + "ser"):
-            tx = ser.find(C + "tx")
+        for ser in group.iterchildren(C + "ser"):
+            tx = find_child(ser, C + "tx")
             sname = None
             if tx is not None:
                 v = next(tx.iter(C + "v"), None)
                 sname = v.text if v is not None else None
-            cat = ser.find(C + "cat")
+            cat = find_child(ser, C + "cat")
             if cat is None:
-                cat = ser.find(C + "xVal")
-            val = ser.find(C + "val")
+                cat = find_child(ser, C + "xVal")
+            val = find_child(ser, C + "val")
             if val is None:
-                val = ser.find(C + "yVal")
+                val = find_child(ser, C + "yVal")
             out["series"].append({"name": sname, "categories": _points(cat, False), "values": _points(val, True)})
     return out
 
@@ -251,7 +253,7 @@ def _smartart(ctx: ShapeContext, rel_ids: etree._Element | None) -> dict[str, An
     root = ctx.pkg.xml(part)
     texts = []
     for pt in root.iter(DGM + "pt"):
-        t = pt.find(DGM + "t")
+        t = find_child(pt, DGM + "t")
         if t is not None:
             text = frame_text_simple(t)
             if text:
@@ -259,20 +261,31 @@ def _smartart(ctx: ShapeContext, rel_ids: etree._Element | None) -> dict[str, An
     return {"texts": texts}
 
 
-def _style_color(el: etree._Element, ctx: ShapeContext, ref: str) -> dict[str, Any] | None:
-    style = el.find(P + "style")
-    if style is None:
+def _style_color(el: etree._Element, ctx: ShapeContext, ref: str,
+                 style: etree._Element | None | bool = True) -> dict[str, Any] | None:
+    """Colour of the shape style's ``ref`` (fillRef/lnRef/fontRef); ``style`` is the p:style when known."""
+    if style is True:
+        style = find_child(el, _STYLE)
+    if style is None or style is False:
         return None
-    ref_el = style.find(A + ref)
+    ref_el = find_child(style, A + ref)
     if ref_el is None or (ref != "fontRef" and ref_el.get("idx") in ("0", None)):
         return None
     return resolve_color(ref_el, ctx.text.theme_colors, ctx.text.cmap)
 
 
-def _line(sppr: etree._Element | None, el: etree._Element, ctx: ShapeContext) -> tuple[Any, bool]:
-    ln = sppr.find(A + "ln") if sppr is not None else None
+_STYLE = P + "style"
+_SP_PR = P + "spPr"
+_TX_BODY = P + "txBody"
+_CUST_GEOM, _PRST_GEOM = A + "custGeom", A + "prstGeom"
+_NVPR_PH = (P + "nvPr", P + "ph")
+
+
+def _line(sppr: etree._Element | None, el: etree._Element, ctx: ShapeContext,
+          style: etree._Element | None | bool = True) -> tuple[Any, bool]:
+    ln = find_child(sppr, A + "ln") if sppr is not None else None
     if ln is None:
-        color = _style_color(el, ctx, "lnRef")
+        color = _style_color(el, ctx, "lnRef", style)
         return ({"style": True, "color": color} if color else None), True
     return describe_line(ln, ctx.text.theme_colors, ctx.text.cmap), False
 
@@ -294,6 +307,32 @@ def _placeholder_sources(ph: etree._Element, ctx: ShapeContext) -> tuple[list[et
     return sources, ptype_m
 
 
+class _Inherited:
+    """What a placeholder inherits, resolved once per (layout, master, type, idx)."""
+
+    __slots__ = ("sources", "ptype", "lst_styles", "geometries")
+
+    def __init__(self, ph: etree._Element, ctx: ShapeContext) -> None:
+        self.sources, self.ptype = _placeholder_sources(ph, ctx)
+        self.lst_styles = [find_path(s, *_TX_LST_STYLE) for s in self.sources]
+        self.geometries = [_geometry(_xfrm(s)) for s in self.sources]
+
+
+_TX_LST_STYLE = (P + "txBody", A + "lstStyle")
+
+
+def _inherited(ph: etree._Element, ctx: ShapeContext) -> _Inherited:
+    """The placeholder's inheritance facts, memoised on the layout's :class:`PlaceholderIndex`."""
+    if ctx.layout_phs is None:
+        return _Inherited(ph, ctx)
+    key = (ph.get("type"), ph.get("idx"), id(ctx.master_phs))
+    memo = ctx.layout_phs.memo
+    found = memo.get(key)
+    if found is None:
+        found = memo[key] = _Inherited(ph, ctx)
+    return found
+
+
 def _tx_style(ptype: str | None, ctx: ShapeContext) -> etree._Element | None:
     if ptype is None:
         return ctx.default_style
@@ -312,7 +351,7 @@ def _child_transform(el: etree._Element, transform: Transform | None) -> Transfo
         return ox, oy, sx, sy
     vals: dict[str, int] = {}
     for tag, keys in (("off", ("x", "y")), ("ext", ("cx", "cy")), ("chOff", ("x", "y")), ("chExt", ("cx", "cy"))):
-        sub = xfrm.find(A + tag)
+        sub = find_child(xfrm, A + tag)
         for k in keys:
             raw = sub.get(k) if sub is not None else None
             try:
@@ -354,21 +393,27 @@ def read_shape(el: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int],
         "kind": tag,
     }
     inherited: list[str] = []
-    ph = _ph(el)
-    sources: list[etree._Element] = []
-    ptype_for_style: str | None = None
+    ph = find_path(nv, *_NVPR_PH) if nv is not None else None
+    inh: _Inherited | None = None
     if ph is not None:
         out["placeholder"] = {"type": ph.get("type") or "obj", "idx": int(ph.get("idx") or 0)
                               if (ph.get("idx") or "0").isdigit() else ph.get("idx")}
-        sources, ptype_for_style = _placeholder_sources(ph, ctx)
-    sppr = el.find(P + "spPr")
+        inh = _inherited(ph, ctx)
+    kids: dict[Any, etree._Element] = {}
+    for sub in el:  # first child of each tag, as find() would return it
+        kids.setdefault(sub.tag, sub)
+    sppr = kids.get(_SP_PR)
+    sppr_kids: dict[Any, etree._Element] = {}
+    if sppr is not None:
+        for sub in sppr:
+            sppr_kids.setdefault(sub.tag, sub)
     if tag == "sp":
         if ph is not None:
             out["kind"] = "placeholder"
-        elif cnv is not None and nv is not None and nv.find(P + "cNvSpPr") is not None \
-                and nv.find(P + "cNvSpPr").get("txBox") in ("1", "true"):
+        elif cnv is not None and nv is not None and (cnv_sp := find_child(nv, P + "cNvSpPr")) is not None \
+                and cnv_sp.get("txBox") in ("1", "true"):
             out["kind"] = "text_box"
-        elif sppr is not None and sppr.find(A + "custGeom") is not None:
+        elif _CUST_GEOM in sppr_kids:
             out["kind"] = "freeform"
         else:
             out["kind"] = "autoshape"
@@ -379,17 +424,16 @@ def read_shape(el: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int],
     elif tag == "contentPart":
         out["kind"] = "content_part"
     elif tag == "pic":
-        nvpr = nv.find(P + "nvPr") if nv is not None else None
+        nvpr = find_child(nv, P + "nvPr") if nv is not None else None
         media = nvpr is not None and any(local(c) in ("videoFile", "audioFile", "quickTimeFile", "wavAudioFile")
                                          for c in nvpr)
         out["kind"] = "media" if media else "picture"
-    prst = sppr.find(A + "prstGeom") if sppr is not None else None
+    prst = sppr_kids.get(_PRST_GEOM)
     if prst is not None:
         out["geometry"] = prst.get("prst")
     geo = _geometry(_xfrm(el))
-    if sources and not all(k in geo for k in ("x", "y", "cx", "cy")):
-        for src in sources:
-            base = _geometry(_xfrm(src))
+    if inh is not None and inh.sources and not all(k in geo for k in ("x", "y", "cx", "cy")):
+        for base in inh.geometries:
             if "x" in base and "x" not in geo:
                 geo.update(x=base["x"], y=base["y"])
                 inherited.append("position")
@@ -406,51 +450,51 @@ def read_shape(el: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int],
             out["descr"] = cnv.get("descr")
         if cnv.get("hidden") in ("1", "true"):
             out["hidden"] = True
-        link = cnv.find(A + "hlinkClick")
+        link = find_child(cnv, A + "hlinkClick")
         if link is not None:
             target = hyperlink_target(link, ctx, slide_ids)
             if target is not None:
                 out["hyperlink"] = target
+    style = kids.get(_STYLE)
     if tag in ("sp", "cxnSp", "pic"):
         fill = describe_fill(find_fill(sppr), ctx.text.theme_colors, ctx.text.cmap)
         if fill is None and tag == "sp":
-            color = _style_color(el, ctx, "fillRef")
+            color = _style_color(el, ctx, "fillRef", style)
             if color is not None:
                 fill = {"type": "style", "color": color}
                 inherited.append("fill")
         if fill is not None:
             out["fill"] = fill
-        line, line_inherited = _line(sppr, el, ctx)
+        line, line_inherited = _line(sppr, el, ctx, style)
         if line is not None:
             out["line"] = line
             if line_inherited:
                 inherited.append("line")
     if tag == "sp":
-        txbody = el.find(P + "txBody")
+        txbody = kids.get(_TX_BODY)
         if txbody is not None:
-            styles = [s.find(f"{P}txBody/{A}lstStyle") for s in sources]
-            styles.append(_tx_style(ptype_for_style if ph is not None else None, ctx))
-            style_color = _style_color(el, ctx, "fontRef") if ph is None else None
+            styles = [*inh.lst_styles, _tx_style(inh.ptype, ctx)] if inh is not None else [_tx_style(None, ctx)]
+            style_color = _style_color(el, ctx, "fontRef", style) if ph is None else None
             paras = paragraphs(txbody, styles, ctx.text, style_color)
             out["text"] = frame_text(paras)
             out["paragraphs"] = paras
     elif tag == "pic":
         out["picture"] = _picture(el, ctx)
     elif tag == "graphicFrame":
-        gdata = el.find(f"{A}graphic/{A}graphicData")
+        gdata = find_path(el, A + "graphic", A + "graphicData")
         uri = gdata.get("uri") if gdata is not None else None
         if uri == URI_TABLE and gdata is not None:
             out["kind"] = "table"
-            tbl = gdata.find(A + "tbl")
+            tbl = find_child(gdata, A + "tbl")
             out["table"] = read_table(tbl, ctx.text, _tx_style(None, ctx)) if tbl is not None \
                 else {"rows": 0, "cols": 0, "cells": []}
         elif uri == URI_CHART and gdata is not None:
             out["kind"] = "chart"
-            chart_ref = gdata.find(C + "chart")
+            chart_ref = find_child(gdata, C + "chart")
             out["chart"] = _chart(ctx, chart_ref.get(R_ID) if chart_ref is not None else None)
         elif uri == URI_DIAGRAM and gdata is not None:
             out["kind"] = "smartart"
-            out["smartart"] = _smartart(ctx, gdata.find(DGM + "relIds"))
+            out["smartart"] = _smartart(ctx, find_child(gdata, DGM + "relIds"))
         elif gdata is not None and (uri == URI_OLE or next(gdata.iter(P + "oleObj"), None) is not None):
             out["kind"] = "ole"
             obj = next(gdata.iter(P + "oleObj"), None)
@@ -480,9 +524,9 @@ def read_tree(tree: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int]
         if tag in _SHAPE_TAGS:
             out.append(read_shape(child, ctx, slide_ids, depth, transform))
         elif tag == MC + "AlternateContent":
-            branch = child.find(MC + "Choice")
+            branch = find_child(child, MC + "Choice")
             if branch is None or not any(c.tag in _SHAPE_TAGS for c in branch):
-                branch = child.find(MC + "Fallback")
+                branch = find_child(child, MC + "Fallback")
             if branch is not None:
                 for sub in branch:
                     if sub.tag in _SHAPE_TAGS:

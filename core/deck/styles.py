@@ -15,6 +15,7 @@ from typing import Any
 from lxml import etree
 
 from .read import NS
+from .xfind import find_child
 
 A = "{" + NS["a"] + "}"
 P = "{" + NS["p"] + "}"
@@ -44,12 +45,12 @@ def local(el: etree._Element) -> str:
 
 def parse_theme(root: etree._Element) -> dict[str, Any]:
     """Theme name, colour scheme (12 RGB hex values) and major/minor latin fonts."""
-    elements = root.find(A + "themeElements")
+    elements = find_child(root, A + "themeElements")
     colors: dict[str, str] = {}
     fonts: dict[str, str | None] = {"major": None, "minor": None}
     scheme_name = None
     if elements is not None:
-        scheme = elements.find(A + "clrScheme")
+        scheme = find_child(elements, A + "clrScheme")
         if scheme is not None:
             scheme_name = scheme.get("name")
             for child in scheme:
@@ -58,7 +59,7 @@ def parse_theme(root: etree._Element) -> dict[str, Any]:
                     rgb = _base_rgb(child[0], {}, {})
                     if rgb:
                         colors[name] = rgb
-        fscheme = elements.find(A + "fontScheme")
+        fscheme = find_child(elements, A + "fontScheme")
         if fscheme is not None:
             for key, tag in (("major", "majorFont"), ("minor", "minorFont")):
                 latin = fscheme.find(f"{A}{tag}/{A}latin")
@@ -182,7 +183,7 @@ def describe_fill(fill: etree._Element | None, theme_colors: dict[str, str],
         stops = []
         for gs in fill.iterfind(f"{A}gsLst/{A}gs"):
             stops.append({"pos": gs.get("pos"), "color": resolve_color(gs, theme_colors, cmap)})
-        lin = fill.find(A + "lin")
+        lin = find_child(fill, A + "lin")
         out: dict[str, Any] = {"type": "gradient", "stops": stops}
         if lin is not None:
             out["angle"] = lin.get("ang")
@@ -191,8 +192,8 @@ def describe_fill(fill: etree._Element | None, theme_colors: dict[str, str],
         return {
             "type": "pattern",
             "preset": fill.get("prst"),
-            "fg": resolve_color(fill.find(A + "fgClr"), theme_colors, cmap),
-            "bg": resolve_color(fill.find(A + "bgClr"), theme_colors, cmap),
+            "fg": resolve_color(find_child(fill, A + "fgClr"), theme_colors, cmap),
+            "bg": resolve_color(find_child(fill, A + "bgClr"), theme_colors, cmap),
         }
     if kind == "blipFill":
         return {"type": "picture"}
@@ -210,7 +211,7 @@ def describe_line(ln: etree._Element, theme_colors: dict[str, str], cmap: dict[s
     fill = describe_fill(find_fill(ln), theme_colors, cmap)
     if fill is not None:
         out["fill"] = fill
-    dash = ln.find(A + "prstDash")
+    dash = find_child(ln, A + "prstDash")
     if dash is not None:
         out["dash"] = dash.get("val")
     return out or None

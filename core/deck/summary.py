@@ -19,6 +19,7 @@ from .shapes import PlaceholderIndex, ShapeContext, hyperlink_target, read_tree
 from .styles import A, P, clr_map, describe_fill, find_fill, parse_theme, resolve_color
 from .text import TextContext, frame_text, paragraphs
 from .timing import animations, transition
+from .xfind import find_child, find_path
 
 SCHEMA_ID = "pptarena/deck-summary/1"
 RT_CORE = "http://schemas.openxmlformats.org/package/2006/relationships/metadata/core-properties"
@@ -43,14 +44,14 @@ class _Master:
         self.theme_part = pkg.first_rel(part, RT["theme"])
         self.theme: dict[str, Any] = parse_theme(pkg.xml(self.theme_part)) if self.theme_part else {
             "name": None, "color_scheme": None, "colors": {}, "fonts": {"major": None, "minor": None}}
-        self.cmap = clr_map(root.find(P + "clrMap"))
+        self.cmap = clr_map(find_child(root, P + "clrMap"))
         self.phs = PlaceholderIndex(root)
-        styles = root.find(P + "txStyles")
+        styles = find_child(root, P + "txStyles")
         self.tx_styles = {
-            key: styles.find(P + tag) if styles is not None else None
+            key: find_child(styles, P + tag) if styles is not None else None
             for key, tag in (("title", "titleStyle"), ("body", "bodyStyle"), ("other", "otherStyle"))
         }
-        self.bg = root.find(f"{P}cSld/{P}bg")
+        self.bg = find_path(root, P + "cSld", P + "bg")
 
 
 class _Layout:
@@ -62,11 +63,11 @@ class _Layout:
         self.name = _csld_name(root)
         self.master_part = pkg.first_rel(part, RT["slideMaster"])
         self.phs = PlaceholderIndex(root)
-        self.bg = root.find(f"{P}cSld/{P}bg")
+        self.bg = find_path(root, P + "cSld", P + "bg")
 
 
 def _csld_name(root: etree._Element) -> str | None:
-    csld = root.find(P + "cSld")
+    csld = find_child(root, P + "cSld")
     return csld.get("name") if csld is not None else None
 
 
@@ -78,7 +79,14 @@ class _Deck:
         self.pres = pkg.xml(pkg.main_part)
         self.masters: dict[str, _Master] = {}
         self.layouts: dict[str, _Layout] = {}
-        self.default_style = self.pres.find(P + "defaultTextStyle")
+        self.default_style = find_child(self.pres, P + "defaultTextStyle")
+        # list-style resolution caches, one per (master, colour map): what text resolution depends on
+        self.text_caches: dict[tuple[Any, ...], dict[tuple[Any, ...], Any]] = {}
+
+    def text_cache(self, master: _Master | None, cmap: dict[str, str]) -> dict[tuple[Any, ...], Any]:
+        """The shared text-style cache for slides under ``master`` with colour map ``cmap``."""
+        key = (master.part if master else None, *sorted(cmap.items()))
+        return self.text_caches.setdefault(key, {})
 
     def master(self, part: str | None) -> _Master | None:
         if part is None:
@@ -105,7 +113,7 @@ def _properties(pkg: Package) -> dict[str, Any]:
     root = pkg.xml(part)
     out: dict[str, Any] = {}
     for key, ns, tag in _CORE_FIELDS:
-        el = root.find(f"{{{ns}}}{tag}")
+        el = find_child(root, f"{{{ns}}}{tag}")
         if el is not None and el.text:
             out[key] = el.text.strip()
     return out
@@ -125,7 +133,7 @@ def _sections(pres: etree._Element) -> list[dict[str, Any]]:
 
 
 def _slide_size(pres: etree._Element) -> dict[str, Any]:
-    size = pres.find(P + "sldSz")
+    size = find_child(pres, P + "sldSz")
     if size is None:
         return {}
     out: dict[str, Any] = {}
@@ -142,10 +150,10 @@ def _slide_size(pres: etree._Element) -> dict[str, Any]:
 def _background(bg: etree._Element | None, colors: dict[str, str], cmap: dict[str, str]) -> dict[str, Any] | None:
     if bg is None:
         return None
-    pr = bg.find(P + "bgPr")
+    pr = find_child(bg, P + "bgPr")
     if pr is not None:
         return describe_fill(find_fill(pr), colors, cmap)
-    ref = bg.find(P + "bgRef")
+    ref = find_child(bg, P + "bgRef")
     if ref is not None:
         return {"type": "theme_style", "idx": ref.get("idx"), "color": resolve_color(ref, colors, cmap)}
     return None
@@ -157,14 +165,14 @@ def _notes(deck: _Deck, slide_part: str, text_ctx: TextContext) -> str | None:
         return None
     root = deck.pkg.xml(part)
     texts = []
-    tree = root.find(f"{P}cSld/{P}spTree")
+    tree = find_path(root, P + "cSld", P + "spTree")
     if tree is None:
         return None
     for sp in tree.iter(P + "sp"):
-        ph = sp.find(f"{P}nvSpPr/{P}nvPr/{P}ph")
+        ph = find_path(sp, P + "nvSpPr", P + "nvPr", P + "ph")
         if ph is None or ph.get("type") != "body":
             continue
-        texts.append(frame_text(paragraphs(sp.find(P + "txBody"), [], text_ctx)))
+        texts.append(frame_text(paragraphs(find_child(sp, P + "txBody"), [], text_ctx)))
     return "\n".join(texts) if texts else None
 
 
@@ -172,16 +180,16 @@ def _masters_summary(deck: _Deck) -> tuple[list[dict[str, Any]], list[dict[str, 
     pkg = deck.pkg
     masters = []
     themes: dict[str, dict[str, Any]] = {}
-    lst = deck.pres.find(P + "sldMasterIdLst")
-    for mid in (lst.iterfind(P + "sldMasterId") if lst is not None else []):
+    lst = find_child(deck.pres, P + "sldMasterIdLst")
+    for mid in (lst.iterchildren(P + "sldMasterId") if lst is not None else []):
         part = pkg.rel_target(pkg.main_part, mid.get(R_ID))
         master = deck.master(part)
         if master is None:
             continue
         layouts = []
         mroot = pkg.xml(master.part)
-        llst = mroot.find(P + "sldLayoutIdLst")
-        for lid in (llst.iterfind(P + "sldLayoutId") if llst is not None else []):
+        llst = find_child(mroot, P + "sldLayoutIdLst")
+        for lid in (llst.iterchildren(P + "sldLayoutId") if llst is not None else []):
             lpart = pkg.rel_target(master.part, lid.get(R_ID))
             layout = deck.layout(lpart)
             if layout is not None:
@@ -202,16 +210,17 @@ def _slide(deck: _Deck, number: int, sld_id: int, part: str, part_ids: dict[str,
     colors: dict[str, str] = master.theme["colors"] if master else {}
     fonts: dict[str, Any] = master.theme["fonts"] if master else {}
     cmap = dict(master.cmap) if master else clr_map(None)
-    override = root.find(f"{P}clrMapOvr/{A}overrideClrMapping")
+    override = find_path(root, P + "clrMapOvr", A + "overrideClrMapping")
     if override is not None:
         cmap.update(override.attrib)
     ctx = ShapeContext(pkg, part, None, layout.phs if layout else None,  # type: ignore[arg-type]
                        master.phs if master else None, master.tx_styles if master else {}, deck.default_style)
-    ctx.text = TextContext(colors, cmap, fonts, lambda link: hyperlink_target(link, ctx, part_ids))
-    csld = root.find(P + "cSld")
-    tree = csld.find(P + "spTree") if csld is not None else None
+    ctx.text = TextContext(colors, cmap, fonts, lambda link: hyperlink_target(link, ctx, part_ids),
+                           deck.text_cache(master, cmap))
+    csld = find_child(root, P + "cSld")
+    tree = find_child(csld, P + "spTree") if csld is not None else None
     shapes = read_tree(tree, ctx, part_ids) if tree is not None else []
-    background = _background(csld.find(P + "bg") if csld is not None else None, colors, cmap)
+    background = _background(find_child(csld, P + "bg") if csld is not None else None, colors, cmap)
     bg_inherited = False
     if background is None:
         for src in (layout.bg if layout else None, master.bg if master else None):

@@ -27,6 +27,7 @@ from lxml import etree
 
 from .styles import A, describe_fill, describe_line, find_fill
 from .text import TextContext, frame_text, frame_text_simple, paragraphs
+from .xfind import find_child
 
 MAX_FORMATTED_CELLS = 5_000
 
@@ -69,10 +70,10 @@ def read_table(tbl: etree._Element, text: TextContext, default_style: etree._Ele
     budget = MAX_FORMATTED_CELLS
     truncated = False
     styles = [default_style]
-    for tr in tbl.iterfind(A + "tr"):
+    for tr in tbl.iterchildren(A + "tr"):
         cells = []
-        for tc in tr.iterfind(A + "tc"):
-            txbody = tc.find(A + "txBody")
+        for tc in tr.iterchildren(A + "tc"):
+            txbody = find_child(tc, A + "txBody")
             cell: dict[str, Any] = {}
             if budget > 0:
                 budget -= 1
@@ -90,7 +91,7 @@ def read_table(tbl: etree._Element, text: TextContext, default_style: etree._Ele
                 cell["merged"] = True
             if paras is not None:
                 cell["paragraphs"] = paras
-                tcpr = tc.find(A + "tcPr")
+                tcpr = find_child(tc, A + "tcPr")
                 if tcpr is not None:
                     cell.update(_cell_format(tcpr, text))
             cells.append(cell)

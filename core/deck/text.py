@@ -15,6 +15,7 @@ from typing import Any
 from lxml import etree
 
 from .styles import A, resolve_color
+from .xfind import find_child
 
 ALIGN = {"l": "left", "ctr": "center", "r": "right", "just": "justify", "dist": "distributed",
          "justLow": "justify_low", "thaiDist": "thai_distributed"}
@@ -26,12 +27,14 @@ class TextContext:
     """What text resolution needs from the slide: theme colours, colour map, fonts, link resolver."""
 
     def __init__(self, theme_colors: dict[str, str], cmap: dict[str, str], fonts: dict[str, Any],
-                 hyperlink: Callable[[etree._Element], Any]) -> None:
+                 hyperlink: Callable[[etree._Element], Any], cache: dict[tuple[Any, ...], Any] | None = None
+                 ) -> None:
         self.theme_colors = theme_colors
         self.cmap = cmap
         self.fonts = fonts
         self.hyperlink = hyperlink
-        self.cache: dict[tuple[int, ...], Any] = {}
+        # resolved list-style facts; may be shared by every TextContext with the same colours and fonts
+        self.cache: dict[tuple[Any, ...], Any] = {} if cache is None else cache
 
 
 def _typeface(face: str | None, fonts: dict[str, Any]) -> str | None:
@@ -48,7 +51,7 @@ def _level_ppr(styles: Sequence[etree._Element | None], level: int) -> list[etre
     for style in styles:
         if style is None:
             continue
-        el = style.find(tag)
+        el = find_child(style, tag)
         if el is not None:
             out.append(el)
     return out
@@ -75,10 +78,10 @@ def _explicit_props(src: etree._Element, ctx: TextContext) -> dict[str, Any]:
     if val is not None:
         out["underline"] = False if val == "none" else val
     if len(src):
-        latin = src.find(A + "latin")
+        latin = find_child(src, A + "latin")
         if latin is not None and latin.get("typeface"):
             out["font"] = _typeface(latin.get("typeface"), ctx.fonts)
-        fill = src.find(A + "solidFill")
+        fill = find_child(src, A + "solidFill")
         if fill is not None:
             color = resolve_color(fill, ctx.theme_colors, ctx.cmap)
             if color:
@@ -93,7 +96,7 @@ def _chain_defaults(chain: list[etree._Element], ctx: TextContext) -> dict[str, 
     if cached is not None:
         return cached[0]
     merged: dict[str, Any] = {}
-    for d in (p.find(A + "defRPr") for p in chain):
+    for d in (find_child(p, A + "defRPr") for p in chain):
         if d is not None:
             for k, v in _explicit_props(d, ctx).items():
                 merged.setdefault(k, v)
@@ -119,7 +122,7 @@ def _run_props(rpr: etree._Element | None, defaults: dict[str, Any], ctx: TextCo
             inherited.append(key)
     if rpr is not None and len(rpr):
         for tag in ("hlinkClick", "hlinkMouseOver"):
-            link = rpr.find(A + tag)
+            link = find_child(rpr, A + tag)
             if link is not None:
                 target = ctx.hyperlink(link)
                 if target is not None:
@@ -153,11 +156,11 @@ def _spacing(ppr: etree._Element | None) -> dict[str, Any] | None:
         return None
     out: dict[str, Any] = {}
     for key, tag in (("line", "lnSpc"), ("before", "spcBef"), ("after", "spcAft")):
-        el = ppr.find(A + tag)
+        el = find_child(ppr, A + tag)
         if el is None:
             continue
-        pct = el.find(A + "spcPct")
-        pts = el.find(A + "spcPts")
+        pct = find_child(el, A + "spcPct")
+        pts = find_child(el, A + "spcPts")
         if pct is not None:
             out[key] = {"pct": pct.get("val")}
         elif pts is not None:
@@ -165,52 +168,84 @@ def _spacing(ppr: etree._Element | None) -> dict[str, Any] | None:
     return out or None
 
 
+def _style_level(chain_styles: Sequence[etree._Element | None], level: int, ctx: TextContext) -> list[Any]:
+    """What the list styles say at ``level``: [level pPrs, align, bullet, run defaults (lazy)].
+
+    Cached in ``ctx.cache`` per (style elements, level); the cached value keeps the elements
+    alive, so their ids stay unique while the cache lives.
+    """
+    key = ("level", level, *map(id, chain_styles))
+    hit = ctx.cache.get(key)
+    if hit is not None:
+        return hit[0]
+    pprs = _level_ppr(chain_styles, level)
+    align = None
+    for src in pprs:
+        algn = src.get("algn")
+        if algn:
+            align = ALIGN.get(algn, algn)
+            break
+    bullet, _ = _bullet(pprs)
+    entry = [pprs, align, bullet, None]
+    ctx.cache[key] = (entry, tuple(chain_styles))
+    return entry
+
+
 def paragraphs(txbody: etree._Element | None, styles: Sequence[etree._Element | None], ctx: TextContext,
                style_color: dict[str, Any] | None = None) -> list[dict[str, Any]]:
     """Paragraph dicts of a ``p:txBody``/``a:txBody``; ``styles`` is the lstStyle chain after the shape's own."""
     if txbody is None:
         return []
-    own = txbody.find(A + "lstStyle")
+    own = find_child(txbody, A + "lstStyle")
+    if own is not None and not len(own):
+        own = None  # an empty a:lstStyle says nothing at any level
     chain_styles = [own, *styles]
     out = []
-    for p in txbody.iterfind(A + "p"):
-        ppr = p.find(A + "pPr")
+    for p in txbody.iterchildren(A + "p"):
+        ppr = find_child(p, A + "pPr")
         try:
             level = int(ppr.get("lvl") or 0) if ppr is not None else 0
         except ValueError:
             level = 0
-        chain = ([ppr] if ppr is not None else []) + _level_ppr(chain_styles, level)
+        entry = _style_level(chain_styles, level, ctx)
         para: dict[str, Any] = {"level": level}
         inherited: list[str] = []
-        for src in chain:
-            algn = src.get("algn")
-            if algn:
-                para["align"] = ALIGN.get(algn, algn)
-                if src is not ppr:
-                    inherited.append("align")
-                break
-        bullet, inh = _bullet(chain)
+        algn = ppr.get("algn") if ppr is not None else None
+        if algn:
+            para["align"] = ALIGN.get(algn, algn)
+        elif entry[1] is not None:
+            para["align"] = entry[1]
+            inherited.append("align")
+        bullet = _bullet([ppr])[0] if ppr is not None and len(ppr) else None
         if bullet is not None:
             para["bullet"] = bullet
-            if inh or ppr is None:
-                inherited.append("bullet")
-        spacing = _spacing(ppr)
+        elif entry[2] is not None:
+            para["bullet"] = dict(entry[2])
+            inherited.append("bullet")
+        spacing = _spacing(ppr) if ppr is not None and len(ppr) else None
         if spacing:
             para["spacing"] = spacing
         runs = []
         defaults: dict[str, Any] | None = None
         for child in p:
             tag = child.tag
-            if tag == A + "r" or tag == A + "fld":
-                t = child.find(A + "t")
+            if tag == _R or tag == _FLD:
+                t = rpr = None
+                for sub in child:  # one pass for a:rPr and a:t (first of each, like find)
+                    stag = sub.tag
+                    if stag == _T:
+                        if t is None:
+                            t = sub
+                    elif stag == _RPR and rpr is None:
+                        rpr = sub
                 run = {"text": (t.text or "") if t is not None else ""}
-                if tag == A + "fld":
+                if tag == _FLD:
                     run["field"] = child.get("type") or "field"
                 if defaults is None:
-                    defaults = _chain_defaults(chain, ctx)
-                run.update(_run_props(child.find(A + "rPr"), defaults, ctx, style_color))
+                    defaults = _paragraph_defaults(ppr, entry, ctx)
+                run.update(_run_props(rpr, defaults, ctx, style_color))
                 runs.append(run)
-            elif tag == A + "br":
+            elif tag == _BR:
                 runs.append({"text": "\n", "break": True})
         para["runs"] = runs
         para["text"] = "".join(r["text"] for r in runs)
@@ -218,6 +253,21 @@ def paragraphs(txbody: etree._Element | None, styles: Sequence[etree._Element | 
             para["inherited"] = inherited
         out.append(para)
     return out
+
+
+_R, _FLD, _BR, _T, _RPR, _DEF_RPR = (A + t for t in ("r", "fld", "br", "t", "rPr", "defRPr"))
+
+
+def _paragraph_defaults(ppr: etree._Element | None, entry: list[Any], ctx: TextContext) -> dict[str, Any]:
+    """Run defaults of one paragraph: its own a:defRPr over the list styles' (first wins)."""
+    if entry[3] is None:
+        entry[3] = _chain_defaults(entry[0], ctx)
+    own = find_child(ppr, _DEF_RPR) if ppr is not None and len(ppr) else None
+    if own is None:
+        return entry[3]
+    merged = dict(entry[3])
+    merged.update(_explicit_props(own, ctx))
+    return merged
 
 
 def frame_text(paras: list[dict[str, Any]]) -> str:
@@ -230,11 +280,11 @@ def frame_text_simple(txbody: etree._Element | None) -> str:
     if txbody is None:
         return ""
     paras = []
-    for p in txbody.iterfind(A + "p"):
+    for p in txbody.iterchildren(A + "p"):
         parts = []
         for child in p:
             if child.tag in (A + "r", A + "fld"):
-                t = child.find(A + "t")
+                t = find_child(child, A + "t")
                 parts.append(t.text or "" if t is not None else "")
             elif child.tag == A + "br":
                 parts.append("\n")

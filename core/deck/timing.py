@@ -20,6 +20,7 @@ from lxml import etree
 
 from .read import NS
 from .styles import P, local
+from .xfind import find_child, find_path
 
 MC = "{" + NS["mc"] + "}"
 P14_DUR = "{" + NS["p14"] + "}dur"
@@ -58,7 +59,7 @@ def transition(sld: etree._Element) -> dict[str, Any] | None:
             break
         if child.tag == MC + "AlternateContent":
             for branch in child:
-                found = branch.find(P + "transition")
+                found = find_child(branch, P + "transition")
                 if found is not None:
                     trans = found
                     break
@@ -109,7 +110,7 @@ def _int(raw: str | None) -> int | None:
 
 def animations(sld: etree._Element) -> list[dict[str, Any]]:
     """The animation effects of a slide in timeline order (each effect once)."""
-    timing = sld.find(P + "timing")
+    timing = find_child(sld, P + "timing")
     if timing is None:
         return []
     out: list[dict[str, Any]] = []
@@ -132,7 +133,7 @@ def animations(sld: etree._Element) -> list[dict[str, Any]]:
         text_only = False
         for sp_tgt in ctn.iter(P + "spTgt"):
             target = _int(sp_tgt.get("spid"))
-            text_only = sp_tgt.find(P + "txEl") is not None
+            text_only = find_child(sp_tgt, P + "txEl") is not None
             break
         effect["target"] = target
         if text_only:
@@ -140,12 +141,12 @@ def animations(sld: etree._Element) -> list[dict[str, Any]]:
         trigger = TRIGGERS.get(ctn.get("nodeType") or "", ctn.get("nodeType"))
         seq = next((a for a in ctn.iterancestors(P + "seq")), None)
         if seq is not None:
-            seq_ctn = seq.find(P + "cTn")
+            seq_ctn = find_child(seq, P + "cTn")
             if seq_ctn is not None and seq_ctn.get("nodeType") == "interactiveSeq":
                 trigger = "on_shape_click"
         effect["trigger"] = trigger
         delay = None
-        cond = ctn.find(f"{P}stCondLst/{P}cond")
+        cond = find_path(ctn, P + "stCondLst", P + "cond")
         if cond is not None:
             delay = _ms(cond.get("delay"))
         effect["delay_ms"] = delay or 0

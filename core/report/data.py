@@ -78,22 +78,25 @@ class RunData:
 
     def task_ids(self) -> list[str]:
         """Task ids in first-seen order of the results."""
-        out: list[str] = []
-        for r in self.rows:
-            if r["task_id"] not in out:
-                out.append(r["task_id"])
-        return out
+        return list(dict.fromkeys(r["task_id"] for r in self.rows))
 
     def row(self, agent: str, task_id: str) -> dict[str, Any] | None:
-        """The result line of one pair (None when absent)."""
-        for r in self.rows:
-            if r["agent"] == agent and r["task_id"] == task_id:
-                return r
-        return None
+        """The result line of one pair (None when absent; the first line when a pair has several)."""
+        index = self.__dict__.get("_row_index")
+        if index is None or index[0] != len(self.rows):  # built on first use, rebuilt if rows were added
+            by_pair: dict[tuple[str, str], dict[str, Any]] = {}
+            for r in self.rows:
+                by_pair.setdefault((r["agent"], r["task_id"]), r)
+            index = self.__dict__["_row_index"] = (len(self.rows), by_pair)
+        return index[1].get((agent, task_id))
 
     def pair_dir(self, agent: str, task_id: str) -> Path:
         """The pair's folder in the run directory."""
-        return pair_dir(self.run_dir, agent, task_id)
+        cache = self.__dict__.setdefault("_pair_dirs", {})  # reports ask for each pair's folder several times
+        found = cache.get((agent, task_id))
+        if found is None:
+            found = cache[(agent, task_id)] = pair_dir(self.run_dir, agent, task_id)
+        return found
 
     def verdicts(self, agent: str, task_id: str) -> dict[str, Any]:
         """The pair's ``verdicts.json`` (empty when missing or unreadable)."""

@@ -226,15 +226,20 @@ def render_page(data: RunData, tasks: dict[str, Any], budget: RenderBudget | Non
 
 
 def write_report(run_dir: Path, *, out: Path | None = None, render: bool = True, max_renders: int = DEFAULT_MAX_RENDERS,
-                 registry: Any = None) -> Path:
+                 registry: Any = None, layout: str = "auto", data: RunData | None = None) -> Path:
     """Write ``report.html`` for a run (default ``RUN_DIR/report.html``) and return its path.
 
     :param render: make missing slide renders with the run's renderer (at most ``max_renders`` decks);
         when False, or when rendering is impossible, the page says so where images would be.
+    :param layout: ``"single"`` (one page with every task), ``"pages"`` (an index with a filterable
+        task table plus one page per task, :mod:`pptarena.report.index`) or ``"auto"`` (pages for
+        runs of more than ``index.SINGLE_PAGE_MAX_PAIRS`` pairs).
+    :param data: the run as :func:`pptarena.report.data.load_run` read it (read again when None).
     :raises pptarena.report.data.RunDirError: when ``run_dir`` is not a run directory.
     """
     run_dir = Path(run_dir)
-    data = load_run(run_dir)
+    if data is None:
+        data = load_run(run_dir)
     problems: list[str] = []
     components = None
     if registry is None:
@@ -256,7 +261,13 @@ def write_report(run_dir: Path, *, out: Path | None = None, render: bool = True,
         budget = RenderBudget(make_renderer, max_renders)
     out = Path(out) if out else run_dir / REPORT_NAME
     try:
-        page = render_page(data, tasks, budget, problems, out.parent)
+        from pptarena.report.index import HtmlParts, choose_layout, write_index_and_pages
+
+        if choose_layout(layout, len(data.rows)) == "pages":
+            parts = HtmlParts(CSS, table_html, plots_html, task_html, _anchor)
+            page = write_index_and_pages(data, tasks, budget, problems, out, parts)
+        else:
+            page = render_page(data, tasks, budget, problems, out.parent)
     finally:
         if components is not None:
             components.close()

@@ -25,6 +25,7 @@ RESULTS = "results.jsonl"
 MANIFEST = "manifest.json"
 SUMMARY = "summary.json"
 REPORT = "report.html"
+REPORT_PAGES = "report"  # one page per task beside report.html, for large runs (report/pages.py)
 TASKS = "tasks"
 RESCORE = "rescore"
 META_EVAL = "meta-eval"

@@ -1,0 +1,120 @@
+"""Task pages, for runs too large for a single page.
+
+``write_pages`` writes ``report/tasks-NNNN.html`` beside the index (``report.html``, see
+:mod:`pptarena.report.index`), :data:`TASKS_PER_PAGE` tasks to a page. Each task's section is the
+one of the single-page report
+(:func:`pptarena.report.html.task_html`: instruction, every agent's attempt with renders, edits,
+verdicts, re-scores, logs), with inline CSS and links to the index and the neighbouring pages; slide
+images stay in the run folder and are linked relatively, so the run folder opens offline as a whole.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import threading
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from pptarena.report.data import RunData
+from pptarena.report.renders import RenderBudget
+from pptarena.report.tables import TableData
+from pptarena.report.verdicts import esc
+from pptarena.run.rundir import REPORT_PAGES
+
+PAGES_DIR = REPORT_PAGES
+TASKS_PER_PAGE = 20  # tasks on one page: few files to write (file creation is the cost on busy disks)
+IO_THREADS = 4
+PAGE_CSS = "nav.back{margin:10px 0;font-size:13px}nav.back a{margin-right:14px}"
+
+
+@dataclass(frozen=True)
+class HtmlParts:
+    """The single-page report's building blocks (:mod:`pptarena.report.html` hands them in).
+
+    Passed rather than imported, so the index and the task pages show exactly what the single page
+    shows without the report modules importing each other in a circle.
+    """
+
+    css: str
+    table_html: Callable[[TableData], str]
+    plots_html: Callable[[RunData], str]
+    task_html: Callable[..., str]
+    anchor: Callable[[str], str]
+
+
+def page_name(number: int) -> str:
+    """File name of the ``number``-th task page (1-based)."""
+    return f"tasks-{number:04d}.html"
+
+
+def task_page(data: RunData, task_ids: list[str], tasks: dict[str, Any], budget: RenderBudget | None, base: Path,
+              index_href: str, number: int, count: int, parts: HtmlParts) -> str:
+    """A whole page holding the sections of ``task_ids``; ``data`` may hold only these tasks' rows.
+
+    The page lives in ``base/report/`` but its ``<base href="../">`` makes every relative link
+    (slide images, logs, the index, other pages) resolve from ``base``, the index's folder, just as
+    on the single-page report.
+    """
+    here = f"{PAGES_DIR}/{page_name(number)}"
+    links = [f'<a href="{escape(index_href)}">← all tasks ({esc(data.run_dir.resolve().name, 200)})</a>']
+    if number > 1:
+        links.append(f'<a href="{PAGES_DIR}/{page_name(number - 1)}">◀ previous page</a>')
+    links.append(f"page {number} of {count}")
+    if number < count:
+        links.append(f'<a href="{PAGES_DIR}/{page_name(number + 1)}">next page ▶</a>')
+    nav = f'<nav class="back">{"".join(links)}</nav>'
+    toc = "".join(f'<a href="{here}#{escape(parts.anchor(t))}">{esc(t, 100)}</a><br>' for t in task_ids)
+    sections = "".join(parts.task_html(data, t, tasks.get(t), budget, base) for t in task_ids)
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<meta name='viewport' content='width=device-width'><base href='../'>"
+        f"<title>tasks, page {number} — pptarena report</title>"
+        f"<style>{parts.css}{PAGE_CSS}</style></head><body><main>{nav}<nav class='toc'>{toc}</nav>"
+        f"{sections}{nav}</main></body></html>"
+    )
+
+
+def write_pages(data: RunData, tasks: dict[str, Any], budget: RenderBudget | None, index_path: Path,
+                parts: HtmlParts) -> dict[str, str]:
+    """Write the task pages into ``<index folder>/report/``; returns task id -> link relative to the index.
+
+    Tasks keep the order of the results, :data:`TASKS_PER_PAGE` to a page; pages of an earlier,
+    larger report that this one no longer needs are removed.
+    """
+    folder = index_path.parent / PAGES_DIR
+    folder.mkdir(parents=True, exist_ok=True)
+    by_task: dict[str, list[dict[str, Any]]] = {}
+    for r in data.rows:
+        by_task.setdefault(r["task_id"], []).append(r)
+    order = list(by_task)
+    count = max(1, -(-len(order) // TASKS_PER_PAGE))
+    links: dict[str, str] = {}
+
+    def write(i: int) -> str:
+        chunk = order[i * TASKS_PER_PAGE:(i + 1) * TASKS_PER_PAGE]
+        rows = [r for t in chunk for r in by_task[t]]
+        sub = dataclasses.replace(data, rows=rows)  # agents, rows and look-ups of these tasks only
+        name = page_name(i + 1)
+        page = task_page(sub, chunk, tasks, budget, index_path.parent, index_path.name, i + 1, count, parts)
+        tmp = folder / f".{name}.{os.getpid()}.{threading.get_ident()}.tmp"
+        tmp.write_text(page, encoding="utf-8")
+        os.replace(tmp, folder / name)
+        for t in chunk:
+            links[t] = f"{PAGES_DIR}/{name}"
+        return name
+
+    if budget is None and count > 1:
+        # nothing to render: pages are file reads (verdicts, logs) and string work; threads overlap the reads
+        with ThreadPoolExecutor(max_workers=IO_THREADS) as pool:
+            written = set(pool.map(write, range(count)))
+    else:  # the renderer is not shared between threads
+        written = {write(i) for i in range(count)}
+    for old in folder.glob("tasks-*.html"):
+        if old.name not in written:
+            old.unlink()
+    return links
