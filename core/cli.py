@@ -189,6 +189,8 @@ def tasks_command(ctx: click.Context, config_path: str, as_json: bool, limit: in
 @click.option("--new", is_flag=True, help="Start a new run directory instead of resuming an unfinished one.")
 @click.option("--quiet", is_flag=True, help="No progress output.")
 @click.option("--no-report", is_flag=True, help="Skip writing report.html (write it later with `arena report`).")
+@click.option("--epochs", type=click.IntRange(1, 100), default=None, help="Attempts per (agent, task) (default [run] epochs, 1).")
+@click.option("--max-cost", type=click.FloatRange(0), default=None, help="USD: start no new attempt once the run spent this much.")
 @click.pass_context
 def run_command(
     ctx: click.Context,
@@ -201,6 +203,8 @@ def run_command(
     new: bool,
     quiet: bool,
     no_report: bool,
+    epochs: int | None = None,
+    max_cost: float | None = None,
 ) -> None:
     """Run every agent of a config on every task and judge the predictions."""
     from .runner import RunInterrupted, Runner, choose_run_dir
@@ -220,6 +224,8 @@ def run_command(
         retry_errors=retry_errors,
         strict=bool(ctx.find_root().params.get("strict")),
         quiet=quiet,
+        epochs=epochs,
+        max_cost=max_cost,
     )
     try:
         summary = runner.run()
@@ -230,6 +236,8 @@ def run_command(
     except (PptArenaError, ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     _print_leaderboard(Path(runner.run_dir), summary, quiet, no_report)
+    if runner.budget is not None and runner.budget.stopped:
+        click.echo(runner.budget.message(), err=True)
 
 
 def _print_leaderboard(run_dir: Path, summary: dict[str, Any], quiet: bool, no_report: bool = False) -> None:

@@ -27,6 +27,7 @@ from typing import TYPE_CHECKING, Annotated, Any, Literal, Protocol
 
 from pydantic import AfterValidator, Field
 
+from .pricing import ModelPrice, call_cost
 from .types import AgentLog, Component, ComponentContext, InfraError, Options
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -166,10 +167,13 @@ class Usage:
     transient failures and ``errors`` the calls that finally failed. Token counts
     are those the answers cost when they were made, also for cache hits, so a
     re-run from the cache reports the same usage as the original run.
+    ``cached_input_tokens`` is the part of ``input_tokens`` the provider served
+    from its prompt cache (priced at the ``cached_input`` rate).
     """
 
     input_tokens: int = 0
     output_tokens: int = 0
+    cached_input_tokens: int = 0
     calls: int = 0
     cached_calls: int = 0
     retries: int = 0
@@ -337,6 +341,10 @@ class BackendOptions(Options):
     max_tokens: int | None = Field(
         None, gt=0, description="default output-token limit when a call gives none"
     )
+    pricing: dict[str, ModelPrice] = Field(
+        default_factory=dict,
+        description="USD per million tokens by model name, {input, output, cached_input}; overrides the bundled table",
+    )
 
 
 class CallPolicy:
@@ -471,6 +479,8 @@ class ModelClient:
         self.book = book
         self.log = log
         self.usage = Usage()
+        self.cost_usd = 0.0  # priced calls only
+        self.unpriced_calls = 0  # calls with tokens whose model has no price
         self._lock = threading.Lock()
 
     @property
@@ -550,8 +560,13 @@ class ModelClient:
         started: float,
         error: BaseException | None = None,
     ) -> None:
+        cost = call_cost(self.backend, self.model, usage, cached=bool(completion and completion.cached))
         with self._lock:
             self.usage.add(usage)
+            if cost is None:
+                self.unpriced_calls += 1
+            else:
+                self.cost_usd += cost
         if self.book is not None:
             self.book.record(self.ref, usage)
         if self.log is not None:
@@ -561,6 +576,7 @@ class ModelClient:
                 "model": self.ref,
                 "duration_s": round(time.monotonic() - started, 3),
                 "usage": usage.as_dict(),
+                "cost_usd": None if cost is None else round(cost, 8),
                 "cached": bool(completion and completion.cached),
                 "messages": [message_fingerprint(m) for m in messages],
             }

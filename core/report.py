@@ -107,7 +107,7 @@ def leaderboard_table(summary: dict[str, Any], kinds: dict[str, set[str]] | None
             if "pptarena" in kinds.get(j, ()):
                 row += [fmt(metrics.get("if_score"), 2), fmt(metrics.get("vq_score"), 2)]
         usage = entry.get("usage") or {}
-        tokens = sum(v for k, v in usage.items() if k.endswith("tokens") and isinstance(v, int))
+        tokens = sum(v for k, v in usage.items() if k.endswith("tokens") and "cached_" not in k and isinstance(v, int))
         row += [fmt(entry.get("duration_s"), 1), str(tokens) if tokens else "–"]
         table.rows.append(row)
     table.note = "mean: over all tasks, a pair without a score counts 0; n = pairs the judge scored"

@@ -106,6 +106,9 @@ def main(spec_path: str) -> int:
         for k, v in c.usage.as_dict().items():
             usage[k] = usage.get(k, 0) + v
     outcome["model_usage"] = usage
+    from .pricing import clients_cost
+
+    outcome["model_cost"] = clients_cost(clients)
     tmp = result_path.with_suffix(".tmp")
     tmp.write_text(json.dumps(outcome, default=str), encoding="utf-8")
     tmp.replace(result_path)
