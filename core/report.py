@@ -72,9 +72,13 @@ def errors_text(status: dict[str, int]) -> str:
 
 
 def leaderboard_table(summary: dict[str, Any], kinds: dict[str, set[str]] | None = None, title: str = "Leaderboard") -> TableData:
-    """One row per agent, best first by the first judge's mean over all tasks."""
+    """One row per agent, best first by the first judge's mean over all tasks (95% intervals in brackets)."""
+    from .pricing import fmt_usd
+    from .report_stats import ci_text, epoch_cells, max_epochs
+
     kinds = kinds or {}
     judges = list(summary.get("judges") or [])
+    k = max_epochs(summary)
     headers = ["agent", "tasks", "scored", "errors"]
     for j in judges:
         headers.append(f"{j} mean")
@@ -83,7 +87,9 @@ def leaderboard_table(summary: dict[str, Any], kinds: dict[str, set[str]] | None
             headers += [f"{j} success", f"{j} avg"]
         if "pptarena" in kinds.get(j, ()):
             headers += [f"{j} IF/5", f"{j} VQ/5"]
-    headers += ["time s", "tokens"]
+        if k > 1:
+            headers += [f"{j} pass@{k}", f"{j} pass^{k}", f"{j} consistency"]
+    headers += ["time s", "tokens", "cost"]
     agents = summary.get("agents") or {}
 
     def key(name: str) -> float:
@@ -98,19 +104,26 @@ def leaderboard_table(summary: dict[str, Any], kinds: dict[str, set[str]] | None
         row = [name, str(entry.get("tasks", 0)), str((entry.get("status") or {}).get("scored", 0)), errors_text(entry.get("status") or {})]
         for j in judges:
             b = blocks.get(j) or {}
-            row.append(f"{fmt(b.get('mean_all'))} (n={b.get('n', 0)})" if b.get("n") else "–")
+            row.append(f"{ci_text(b.get('mean_all'), b.get('mean_all_ci95'))} (n={b.get('n', 0)})" if b.get("n") else "–")
         for j in judges:
             b = blocks.get(j) or {}
             metrics = b.get("metrics") or {}
+            mci = b.get("metrics_ci95") or {}
             if "ppteval" in kinds.get(j, ()):
-                row += [pct(b.get("success_rate")), fmt(b.get("mean_all"))]
+                sci = b.get("success_rate_ci95")
+                row += [pct(b.get("success_rate")) + (f" [{pct(sci[0])}, {pct(sci[1])}]" if sci else ""), fmt(b.get("mean_all"))]
             if "pptarena" in kinds.get(j, ()):
-                row += [fmt(metrics.get("if_score"), 2), fmt(metrics.get("vq_score"), 2)]
+                row += [ci_text(metrics.get("if_score"), mci.get("if_score"), 2), ci_text(metrics.get("vq_score"), mci.get("vq_score"), 2)]
+            if k > 1:
+                row += epoch_cells(b, k)
         usage = entry.get("usage") or {}
         tokens = sum(v for k, v in usage.items() if k.endswith("tokens") and "cached_" not in k and isinstance(v, int))
-        row += [fmt(entry.get("duration_s"), 1), str(tokens) if tokens else "–"]
+        row += [fmt(entry.get("duration_s"), 1), str(tokens) if tokens else "–", fmt_usd(entry.get("cost"))]
         table.rows.append(row)
-    table.note = "mean: over all tasks, a pair without a score counts 0; n = pairs the judge scored"
+    table.note = ("mean: over tasks of the per-task mean over epochs, a pair without a score counts 0; n = attempts the judge "
+                  "scored; [95% bootstrap interval over tasks]")
+    if k > 1:
+        table.note += f"; pass@{k}/pass^{k}: unbiased estimators over {k} epochs"
     return table
 
 
@@ -160,7 +173,10 @@ def rescore_table(base: dict[str, Any], rescores: dict[str, dict[str, Any]]) -> 
 
 def summary_tables(summary: dict[str, Any], rows: list[dict[str, Any]], rescores: dict[str, dict[str, Any]] | None = None) -> list[TableData]:
     """Every table of the summary: leaderboard, breakdowns, re-scores."""
+    from .report_stats import comparison_tables
+
     tables = [leaderboard_table(summary, judge_kinds(rows))]
+    tables += comparison_tables(summary)
     tables += breakdown_tables(summary)
     rt = rescore_table(summary, rescores or {})
     if rt is not None:
@@ -190,7 +206,7 @@ def print_tables(tables: list[TableData], file: TextIO | None = None, rich: bool
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=out, force_terminal=True if rich else None)
+    console = Console(file=out, force_terminal=True if rich else None, width=None if out.isatty() else 200)
     for t in tables:
         rt = Table(title=t.title, caption=t.note or None, title_justify="left")
         for i, h in enumerate(t.headers):

@@ -82,10 +82,12 @@ class RunData:
                 out.append(r["task_id"])
         return out
 
-    def row(self, agent: str, task_id: str) -> dict[str, Any] | None:
-        """The result line of one pair (None when absent)."""
+    def row(self, agent: str, task_id: str, epoch: int = 1) -> dict[str, Any] | None:
+        """The result line of one pair's attempt ``epoch`` (None when absent)."""
+        from .stats import epoch_of
+
         for r in self.rows:
-            if r["agent"] == agent and r["task_id"] == task_id:
+            if r["agent"] == agent and r["task_id"] == task_id and epoch_of(r) == epoch:
                 return r
         return None
 
@@ -109,6 +111,7 @@ def load_run(run_dir: Path, *, with_rescores: bool = True) -> RunData:
     :raises RunDirError: when the folder has no results file or a file is unreadable.
     """
     from .results import summarize_results
+    from .summary_stats import stats_options
 
     run_dir = Path(run_dir)
     results = run_dir / "results.jsonl"
@@ -120,7 +123,7 @@ def load_run(run_dir: Path, *, with_rescores: bool = True) -> RunData:
         manifest = data if isinstance(data, dict) else {}
     rows = read_results(results)
     # the summary is recomputed from the lines so a running or resumed run is reported as it is now
-    summary = summarize_results(rows)
+    summary = summarize_results(rows, opts=stats_options((manifest.get("config") or {}).get("run")))
     data = RunData(run_dir, manifest, rows, summary)
     if with_rescores and (run_dir / "rescore").is_dir():
         for sub in sorted((run_dir / "rescore").iterdir()):

@@ -191,6 +191,11 @@ def render_page(data: RunData, tasks: dict[str, Any], budget: RenderBudget | Non
     m = data.manifest
     rescores = {k: v.summary for k, v in data.rescores.items()}
     tables = summary_tables(data.summary, data.rows, rescores)
+    from .report_stats import fingerprint_table
+
+    fp_table = fingerprint_table(m)
+    if fp_table is not None:
+        tables.append(fp_table)
     task_ids = data.task_ids()
     meta = " · ".join(
         escape(str(x))
