@@ -25,6 +25,7 @@ LAZY_COMMANDS = {
     "report": ("pptarena.cli_report", "report_command", "Show a run's leaderboard and write report.html."),
     "rescore": ("pptarena.cli_report", "rescore_command", "Re-judge a run's predictions with other judges."),
     "meta-eval": ("pptarena.cli_report", "meta_eval_command", "Agreement of judges with human labels."),
+    "compare": ("pptarena.cli_report", "compare_command", "Compare runs: score differences with intervals, moved tasks, τ_b."),
     "author": ("pptarena.cli_author", "author_group", "Draft and check tasks, rubrics and style targets."),
 }
 
