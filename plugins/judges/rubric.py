@@ -28,6 +28,7 @@ from pptarena.types import Component, InfraError, JudgeError, Verdict
 from pptarena.types import Options as OptionsBase
 from pydantic import Field
 
+from . import rubric_llm
 from .rubric_exec import LeafRun, ModelBridge, run_function_leaves
 from .rubric_llm import deterministic_reason, model_reason, score_llm_leaf
 from .rubric_tree import FunctionScorer, LLMScorer, RubricNode, RubricTree, aggregate, load_rubric
@@ -63,6 +64,8 @@ def screenshot_sides(tree: RubricTree, mode: str) -> list[str]:
 
 class RubricJudge(Component):
     """Scores a prediction with the task's PPT-Eval rubric tree (function leaves run sandboxed)."""
+
+    fingerprint_modules = (rubric_llm,)  # its LLM-leaf and explanation prompts are part of its fingerprint
 
     class Options(OptionsBase):
         """Options of the ``rubric`` judge."""
