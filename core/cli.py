@@ -237,7 +237,7 @@ def run_command(
     except (PptArenaError, ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     _print_leaderboard(Path(runner.run_dir), summary, quiet, no_report)
-    if runner.budget is not None and runner.budget.stopped:
+    if quiet and runner.budget is not None and runner.budget.stopped:  # otherwise the runner said so already
         click.echo(runner.budget.message(), err=True)
 
 
