@@ -34,10 +34,10 @@ def test_openai_cost_with_cached_prompt_tokens_and_override(openai_backend, llm_
 
 def test_anthropic_cache_reads_count_as_cached_input(anthropic_backend, llm_server):
     llm_server.enqueue(Reply("a", input_tokens=1000, output_tokens=10, cached_input_tokens=800))
-    client = ModelClient(anthropic_backend(), "anthropic", "claude-sonnet-4-5")
+    client = ModelClient(anthropic_backend(), "anthropic", "claude-haiku-4-5-20251001")
     client.complete([Message.user("x")])
     assert client.usage.input_tokens == 1000 and client.usage.cached_input_tokens == 800
-    assert client.cost_usd == pytest.approx((200 * 3.0 + 800 * 0.30 + 10 * 15.0) / 1e6)
+    assert client.cost_usd == pytest.approx((200 * 1.0 + 800 * 0.10 + 10 * 5.0) / 1e6)
 
 
 def test_unknown_model_is_unpriced_and_response_cache_hits_are_free(openai_backend, llm_server, tmp_path):
