@@ -173,10 +173,13 @@ def rescore_table(base: dict[str, Any], rescores: dict[str, dict[str, Any]]) -> 
 
 def summary_tables(summary: dict[str, Any], rows: list[dict[str, Any]], rescores: dict[str, dict[str, Any]] | None = None) -> list[TableData]:
     """Every table of the summary: leaderboard, breakdowns, re-scores."""
-    from .report_stats import comparison_tables
+    from .report_stats import comparison_tables, cost_table
 
     tables = [leaderboard_table(summary, judge_kinds(rows))]
     tables += comparison_tables(summary)
+    costs = cost_table(summary)
+    if costs is not None:
+        tables.append(costs)
     tables += breakdown_tables(summary)
     rt = rescore_table(summary, rescores or {})
     if rt is not None:

@@ -135,6 +135,17 @@ def pair_html(data: RunData, task: Any, agent: str, task_id: str, budget: Render
         f'<span class="badge {escape(status)}">{escape(status)}</span> {scores}'
         f' <span class="muted">{esc(row.get("duration_s"), 20)} s</span></h4>'
     ]
+    others = [r for r in data.rows if r["agent"] == agent and r["task_id"] == task_id and r is not row]
+    if others:
+        from .stats import epoch_of
+
+        attempts = "; ".join(
+            f"epoch {epoch_of(r)}: {escape(str(r.get('status')))} "
+            + " ".join(f"{esc(j, 100)} {score_cell(b.get('score'))}" for j, b in (r.get("scores") or {}).items())
+            for r in sorted([row, *others], key=epoch_of)
+        )
+        parts.append(f'<p class="muted">{len(others) + 1} attempts (shown: epoch 1; files of epoch N in '
+                     f'<code>{esc(folder.name, 200)}@eN</code>): {attempts}</p>')
     if row.get("error"):
         parts.append(f'<div class="err">{esc(row["error"])}</div>')
     decks = pair_decks(data.run_dir, folder, row, task)

@@ -83,3 +83,21 @@ def fingerprint_table(manifest: dict[str, Any]) -> TableData | None:
                        str(fp.get("prompts_sha"))])
     t.note = "every verdict records its judge's id; a run or re-score refuses verdicts of another id under the same label"
     return t
+
+
+def cost_table(summary: dict[str, Any]) -> TableData | None:
+    """Cost per agent: its own model calls, each judge's calls, the total; then the run (None when nothing was spent)."""
+    from .pricing import fmt_usd
+
+    agents = summary.get("agents") or {}
+    run = summary.get("cost") or {}
+    if not agents or (run.get("usd") == 0 and not run.get("unpriced_models")):
+        return None
+    judges = sorted({j for e in agents.values() for j in ((e.get("cost") or {}).get("judges") or {})})
+    t = TableData("Cost (USD)", ["agent", "agent calls", *(f"judge {j}" for j in judges), "total"])
+    for name, e in agents.items():
+        c = e.get("cost") or {}
+        t.rows.append([name, fmt_usd(c.get("agent")), *(fmt_usd((c.get("judges") or {}).get(j)) for j in judges), fmt_usd(c)])
+    t.rows.append(["(run)", fmt_usd(run.get("agent")), *(fmt_usd((run.get("judges") or {}).get(j)) for j in judges), fmt_usd(run)])
+    t.note = "priced from the backend's `pricing` or the bundled table; unknown when a model has no price, never 0"
+    return t

@@ -156,3 +156,29 @@ def test_changed_judge_prompt_is_refused_on_resume_and_rescore(tmp_path, fake_pl
     # a new re-score folder takes the new judge
     Rescorer(out, get_registry(), name="strict").run()
     assert rows_of(out / "rescore/strict")[0]["scores"]["title"]["fingerprint"] != fp["id"]
+
+
+def test_cli_epochs_and_max_cost_then_report(tmp_path, fake_plugins):
+    from click.testing import CliRunner
+    from pptarena.cli import cli
+    from pptarena.report_html import write_report
+
+    cfg = write(tmp_path, f'[run]\nbootstrap = 100\n{DATASET.format(count=3)}'
+                          '[[agents]]\nuse = "asker-inproc"\nmodel = "scripted/echo-1"\n[[agents]]\nuse = "noop"\n' + PRICED.format())
+    out = tmp_path / "cli"
+    res = CliRunner().invoke(cli, ["run", "--config", str(cfg), "--out", str(out), "--epochs", "2", "--max-cost", "4.5",
+                                   "--quiet", "--no-report"])
+    assert res.exit_code == 0, res.output
+    text = res.output + (getattr(res, "stderr", "") or "")
+    assert "Budget reached: $5.0000 spent of max_cost $4.5000" in text
+    rows = rows_of(out)
+    # jobs = 1: the asker's attempts cost $1 each, the noop's nothing; epoch 1 of all pairs first
+    asker = [r for r in rows if r["agent"] == "asker-inproc"]
+    assert len(asker) == 5 and {r["epoch"] for r in asker} == {1, 2}
+    manifest = json.loads((out / "manifest.json").read_text())
+    assert manifest["epochs"] == 2 and manifest["max_cost"] == 4.5
+    html = write_report(out, render=False).read_text()
+    assert "Paired comparison · title" in html and "Judge fingerprints" in html
+    assert manifest["judge_fingerprints"]["title"]["id"] in html
+    assert "Cost (USD)" in html and "$5.00" in html and "2 attempts (shown: epoch 1" in html
+    assert "title pass@2" in html
