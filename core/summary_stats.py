@@ -12,14 +12,13 @@ from collections import defaultdict
 from dataclasses import dataclass
 from typing import Any
 
-import numpy as np
-
 from .stats import (
     DEFAULT_N_BOOT,
     DEFAULT_SEED,
     bootstrap_mean_ci,
     by_task,
     epoch_block,
+    fmean,
     pairwise_matrix,
     row_score,
     row_success,
@@ -80,15 +79,15 @@ def judge_block(rows: list[dict[str, Any]], judge: str, opts: StatsOptions) -> d
     for g in groups.values():
         s = [x for r in g if (x := row_score(r, judge)) is not None]
         if s:
-            scored_means.append(float(np.mean(s)))
+            scored_means.append(fmean(s))
         success.append(sum(1 for r in g if row_success(r, judge, opts.success_threshold)) / len(g))
     block: dict[str, Any] = {
         "n": len(scored),
-        "mean": _r(float(np.mean(scored_means))) if scored_means else None,
+        "mean": _r(fmean(scored_means)) if scored_means else None,
         "mean_ci95": bootstrap_mean_ci(scored_means, **kw),
-        "mean_all": _r(float(np.mean(all_means))) if all_means else None,
+        "mean_all": _r(fmean(all_means)) if all_means else None,
         "mean_all_ci95": bootstrap_mean_ci(all_means, **kw),
-        "success_rate": _r(float(np.mean(success))) if success else None,
+        "success_rate": _r(fmean(success)) if success else None,
         "success_rate_ci95": bootstrap_mean_ci(success, **kw),
     }
     metric_tasks: dict[str, list[float]] = defaultdict(list)
@@ -100,9 +99,9 @@ def judge_block(rows: list[dict[str, Any]], judge: str, opts: StatsOptions) -> d
                 if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
                     per[k].append(float(v))
         for k, v in per.items():
-            metric_tasks[k].append(float(np.mean(v)))
+            metric_tasks[k].append(fmean(v))
     if metric_tasks:
-        block["metrics"] = {k: _r(float(np.mean(v))) for k, v in sorted(metric_tasks.items())}
+        block["metrics"] = {k: _r(fmean(v)) for k, v in sorted(metric_tasks.items())}
         block["metrics_ci95"] = {k: bootstrap_mean_ci(v, **kw) for k, v in sorted(metric_tasks.items())}
     if scored or any(r.get("scores") for r in rows):
         block["epochs"] = epoch_block(rows, judge, opts.success_threshold, **kw)
