@@ -89,7 +89,7 @@ def call_cost(backend: Any, model: str, usage: Any, *, cached: bool = False) -> 
 
 def clients_cost(clients: Iterable[Any]) -> dict[str, Any]:
     """The summed cost of model clients (their ``cost_usd``, ``unpriced_calls``, ``ref``)."""
-    known, unpriced = 0.0, set()
+    known, unpriced = 0.0, set[str]()
     for c in clients:
         known += float(getattr(c, "cost_usd", 0.0) or 0.0)
         if getattr(c, "unpriced_calls", 0):
@@ -99,7 +99,7 @@ def clients_cost(clients: Iterable[Any]) -> dict[str, Any]:
 
 def merge_costs(parts: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
     """Sum cost records ({usd, known_usd, unpriced_models}); ``usd`` is None when any part is unknown."""
-    known, unpriced, unknown = 0.0, set(), False
+    known, unpriced, unknown = 0.0, set[str](), False
     for p in parts:
         if not p:
             continue

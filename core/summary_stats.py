@@ -72,14 +72,14 @@ def judge_block(rows: list[dict[str, Any]], judge: str, opts: StatsOptions) -> d
     """
     groups = by_task(rows)
     kw = {"n_boot": opts.n_boot, "seed": opts.seed}
-    scored = [s for r in rows if (s := row_score(r, judge)) is not None]
+    scored = [x for r in rows if (x := row_score(r, judge)) is not None]
     all_means = list(task_means(rows, judge).values())
-    scored_means = []
-    success = []
+    scored_means: list[float] = []
+    success: list[float] = []
     for g in groups.values():
-        s = [x for r in g if (x := row_score(r, judge)) is not None]
-        if s:
-            scored_means.append(fmean(s))
+        own = [x for r in g if (x := row_score(r, judge)) is not None]
+        if own:
+            scored_means.append(fmean(own))
         success.append(sum(1 for r in g if row_success(r, judge, opts.success_threshold)) / len(g))
     block: dict[str, Any] = {
         "n": len(scored),
