@@ -116,6 +116,13 @@ def _agent_tables(config: dict[str, Any]) -> dict[str, Any]:
     return labels
 
 
+def _without_pricing(key: str, table: Any) -> Any:
+    """Backend tables minus ``pricing`` (prices change what a run cost, never its results)."""
+    if key != "backends" or not isinstance(table, dict):
+        return table
+    return {k: {o: v for o, v in t.items() if o != "pricing"} if isinstance(t, dict) else t for k, t in table.items()}
+
+
 def resume_conflicts(previous: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """How a config differs from the one a run folder was started with, in ways that make old results stale.
 
@@ -124,7 +131,7 @@ def resume_conflicts(previous: dict[str, Any], current: dict[str, Any]) -> list[
     """
     problems = []
     for key in ("dataset", "renderer", "judges", "backends"):
-        if previous.get(key) != current.get(key):
+        if _without_pricing(key, previous.get(key)) != _without_pricing(key, current.get(key)):
             problems.append(f"[{key}] differs")
     before, after = _agent_tables(previous), _agent_tables(current)
     for label in sorted(set(before) & set(after)):
@@ -452,7 +459,10 @@ class Runner:
                     row["usage"][k] = row["usage"].get(k, 0) + v
             row["prediction"] = _relative_to(pred.path, self.run_dir)
         row["duration_s"] = round(time.monotonic() - t0, 3)
-        row["cost"] = pair_cost(outcome.get("model_cost"), {k: v.get("cost") for k, v in details.get("verdicts", {}).items()})
+        agent_cost = outcome.get("model_cost")
+        if agent_cost is None and not in_process:  # the worker was killed or crashed before reporting its calls
+            agent_cost = {"usd": None, "known_usd": 0.0, "unpriced_models": ["(agent calls not reported)"]}
+        row["cost"] = pair_cost(agent_cost, {k: v.get("cost") for k, v in details.get("verdicts", {}).items()})
         write_json_atomic(ws.dir / "verdicts.json", {"status": row["status"], "error": row["error"], **details})
         if self._stop.is_set():
             return None

@@ -70,8 +70,9 @@ def test_epochs_give_pass_at_k_and_reuse_deterministic_agents(tmp_path, fake_plu
     assert summary["agents"]["noop"]["judges"]["title"]["epochs"]["consistency"] == 1.0
     assert summary["agents"]["asker"]["tasks"] == 2 and summary["agents"]["asker"]["attempts"] == 6
     assert "asker|noop" in summary["comparisons"]["title"]
-    # the scripted backend is free by default: known cost 0, never unknown
+    # the scripted backend is free by default: known cost 0, never unknown; worker agents report their calls' cost
     assert summary["cost"]["usd"] == 0.0
+    assert all(r["cost"]["agent"]["usd"] == 0.0 for r in rows if r["agent"] == "asker")
 
 
 PRICED = ('[backends.scripted]\nresponses = [{{ reply = "x", input_tokens = 1000, output_tokens = 10 }}]\n'
@@ -182,3 +183,12 @@ def test_cli_epochs_and_max_cost_then_report(tmp_path, fake_plugins):
     assert manifest["judge_fingerprints"]["title"]["id"] in html
     assert "Cost (USD)" in html and "$5.00" in html and "2 attempts (shown: epoch 1" in html
     assert "title pass@2" in html
+
+
+def test_changing_prices_does_not_block_resume():
+    from pptarena.runner import resume_conflicts
+
+    before = {"backends": {"openai": {"cache": True, "pricing": {"gpt-5.2": {"input": 1.0, "output": 2.0}}}}}
+    after = {"backends": {"openai": {"cache": True, "pricing": {"gpt-5.2": {"input": 1.75, "output": 14.0}}}}}
+    assert resume_conflicts(before, after) == []
+    assert resume_conflicts(before, {"backends": {"openai": {"cache": False}}}) == ["[backends] differs"]
