@@ -10,8 +10,8 @@ import argparse
 import random
 import time
 
-from pptarena.results import summarize_results
-from pptarena.summary_stats import StatsOptions
+from pptarena.run.results import summarize_results
+from pptarena.run.summary_stats import StatsOptions
 
 
 def rows(tasks: int, epochs: int, agents: int, judges: int, seed: int = 0) -> list[dict]:

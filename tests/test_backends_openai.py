@@ -52,11 +52,11 @@ def test_text_and_images_use_the_chat_completions_wire_format(openai_backend, ll
     assert client.usage.as_dict() == {
         "input_tokens": 40,
         "output_tokens": 2,
-        "cached_input_tokens": 0,
         "calls": 1,
         "cached_calls": 0,
         "retries": 0,
         "errors": 0,
+        "cached_input_tokens": 0,
     }
 
 

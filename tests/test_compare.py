@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from pptarena.cli import cli
-from pptarena.config import load_config
-from pptarena.registry import get_registry
-from pptarena.runner import Runner
+from pptarena.cli.main import cli
+from pptarena.run.config import load_config
+from pptarena.run.registry import get_registry
+from pptarena.run.runner import Runner
 
 scipy_stats = pytest.importorskip("scipy.stats", reason="scipy (test extra) is the reference for τ_b")
 

@@ -8,11 +8,11 @@ import random
 from pathlib import Path
 
 import pytest
-from pptarena.config import load_config
-from pptarena.fingerprint import JudgeChangedError
-from pptarena.registry import get_registry
-from pptarena.rescore import Rescorer
-from pptarena.runner import Runner
+from pptarena.report.rescore import Rescorer
+from pptarena.run.config import load_config
+from pptarena.run.fingerprint import JudgeChangedError
+from pptarena.run.registry import get_registry
+from pptarena.run.runner import Runner
 
 DATASET = '[dataset]\nuse = "fake"\nroot = "data"\ncount = {count}\n[renderer]\nuse = "dummy"\n[[judges]]\nuse = "title"\n'
 
@@ -101,7 +101,7 @@ def test_unknown_price_is_unknown_not_zero(tmp_path, fake_plugins):
                           f'[backends.openai]\nbase_url = "http://127.0.0.1:9/v1"\napi_key = "x"\nmax_retries = 0\ntimeout = 2\n')
     # price calls as the openai backend configured above would (no call is made)
     from pptarena.models import Usage
-    from pptarena.pricing import call_cost, cost_of_rows, fmt_usd
+    from pptarena.models.pricing import call_cost, cost_of_rows, fmt_usd
 
     backend = type("B", (), {"options": load_config(cfg, get_registry()).backends["openai"].options})()
     assert call_cost(backend, "no-such-model", Usage(input_tokens=10, output_tokens=5)) is None
@@ -161,8 +161,8 @@ def test_changed_judge_prompt_is_refused_on_resume_and_rescore(tmp_path, fake_pl
 
 def test_cli_epochs_and_max_cost_then_report(tmp_path, fake_plugins):
     from click.testing import CliRunner
-    from pptarena.cli import cli
-    from pptarena.report_html import write_report
+    from pptarena.cli.main import cli
+    from pptarena.report.html import write_report
 
     cfg = write(tmp_path, f'[run]\nbootstrap = 100\n{DATASET.format(count=3)}'
                           '[[agents]]\nuse = "asker-inproc"\nmodel = "scripted/echo-1"\n[[agents]]\nuse = "noop"\n' + PRICED.format())
@@ -186,7 +186,7 @@ def test_cli_epochs_and_max_cost_then_report(tmp_path, fake_plugins):
 
 
 def test_changing_prices_does_not_block_resume():
-    from pptarena.runner import resume_conflicts
+    from pptarena.run.runner import resume_conflicts
 
     before = {"backends": {"openai": {"cache": True, "pricing": {"gpt-5.2": {"input": 1.0, "output": 2.0}}}}}
     after = {"backends": {"openai": {"cache": True, "pricing": {"gpt-5.2": {"input": 1.75, "output": 14.0}}}}}

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from pptarena.models import Message, ModelClient
-from pptarena.pricing import ModelPrice, bundled_as_of, bundled_prices
+from pptarena.models.pricing import ModelPrice, bundled_as_of, bundled_prices
 from stub_llm_server import Reply
 
 pytest_plugins = ["conftest_llm"]

@@ -8,8 +8,8 @@ import random
 
 import numpy as np
 import pytest
-from pptarena.results import summarize_results
-from pptarena.stats import (
+from pptarena.run.results import summarize_results
+from pptarena.run.stats import (
     bootstrap_mean_ci,
     epoch_block,
     paired_comparison,
@@ -17,7 +17,7 @@ from pptarena.stats import (
     pass_at_k,
     pass_hat_k,
 )
-from pptarena.summary_stats import StatsOptions
+from pptarena.run.summary_stats import StatsOptions
 
 scipy_stats = pytest.importorskip("scipy.stats", reason="scipy (test extra) is the reference for intervals and tests")
 

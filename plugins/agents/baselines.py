@@ -8,7 +8,8 @@ import shutil
 from pathlib import Path
 
 import pptarena
-from pptarena.types import AgentError, Component, Options, Prediction, Task, Workspace
+from pptarena.types import AgentError, Component, Prediction, Task, Workspace
+from pptarena.types import Options as OptionsBase
 from pydantic import Field
 
 
@@ -18,7 +19,7 @@ class NoopAgent(Component):
     in_process = True
     deterministic = True  # every attempt gives the same deck: run once, reused for every epoch
 
-    class Options(Options):
+    class Options(OptionsBase):
         """No options."""
 
     def edit(self, task: Task, workspace: Workspace) -> Prediction:
@@ -33,7 +34,7 @@ class OracleAgent(Component):
     in_process = True
     deterministic = True  # every attempt gives the same deck: run once, reused for every epoch
 
-    class Options(Options):
+    class Options(OptionsBase):
         """No options."""
 
     def edit(self, task: Task, workspace: Workspace) -> Prediction:
@@ -46,7 +47,7 @@ class OracleAgent(Component):
         return Prediction(path=workspace.output_deck, notes="reference target deck")
 
 
-class PrecomputedOptions(Options):
+class PrecomputedOptions(OptionsBase):
     """Options of the ``precomputed`` agent."""
 
     dir: Path = Field(description="folder holding one prediction deck per task")

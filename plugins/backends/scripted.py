@@ -48,7 +48,7 @@ from pptarena.models import (
     TransientModelError,
     Usage,
 )
-from pptarena.pricing import ModelPrice
+from pptarena.models.pricing import ModelPrice
 from pptarena.types import ComponentContext
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -138,7 +138,7 @@ class ScriptedRequest:
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready form (images as media type, size and SHA-256)."""
-        from pptarena.model_cache import message_fingerprint
+        from pptarena.models.cache import message_fingerprint
 
         messages = []
         for m in self.messages:

@@ -1,0 +1,311 @@
+"""The terminal leaderboard: per-agent scores, errors by status, PPT-Eval and PPTArena figures, breakdowns.
+
+Tables are built as plain data (:class:`TableData`) once, then drawn with rich
+on a terminal, as aligned plain text otherwise (pipes, CI logs), and as HTML in
+``report.html`` (:mod:`pptarena.report.html`).
+
+Which judges count as what:
+
+* a judge whose metrics carry ``success`` (the ``rubric`` judge) gets the PPT-Eval columns:
+  success rate (``score == 1``) and average score, both over *all* tasks (failures count 0),
+  as PPT-Eval's own summary does;
+* a judge whose metrics carry ``if_score`` / ``vq_score`` (the ``dual`` judge) gets the PPTArena
+  columns: mean IF and VQ on 0-5 over the pairs it scored.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from typing import Any, TextIO
+
+from pptarena.types import STATUSES, Status
+
+ERROR_STATUSES = tuple(s for s in STATUSES if s != Status.SCORED)
+GROUP_FIELDS = ("category", "edit_type", "difficulty")
+GROUP_TITLES = {"category": "By category", "edit_type": "By edit type", "difficulty": "By difficulty"}
+
+
+@dataclass
+class TableData:
+    """A table as data: ``rows`` are lists of strings, one per header."""
+
+    title: str
+    headers: list[str]
+    rows: list[list[str]] = field(default_factory=list)
+    note: str = ""
+
+
+def fmt(value: Any, digits: int = 3) -> str:
+    """A number for a table cell ("–" when missing)."""
+    if value is None:
+        return "–"
+    if isinstance(value, float):
+        return f"{value:.{digits}f}"
+    return str(value)
+
+
+def pct(value: Any) -> str:
+    """A 0-1 fraction as a percentage ("–" when missing)."""
+    return "–" if value is None else f"{100 * float(value):.1f}%"
+
+
+def judge_kinds(rows: list[dict[str, Any]]) -> dict[str, set[str]]:
+    """Per judge label, the benchmark figures it supports: ``"ppteval"`` and/or ``"pptarena"``."""
+    kinds: dict[str, set[str]] = {}
+    for r in rows:
+        for judge, block in (r.get("scores") or {}).items():
+            metrics = (block or {}).get("metrics") or {}
+            k = kinds.setdefault(judge, set())
+            if "success" in metrics:
+                k.add("ppteval")
+            if "if_score" in metrics or "vq_score" in metrics:
+                k.add("pptarena")
+    return kinds
+
+
+def errors_text(status: dict[str, int]) -> str:
+    """``"agent_error 2, timeout 1"`` (or "0")."""
+    parts = [f"{s} {status.get(s, 0)}" for s in ERROR_STATUSES if status.get(s)]
+    return ", ".join(parts) or "0"
+
+
+def leaderboard_table(summary: dict[str, Any], kinds: dict[str, set[str]] | None = None, title: str = "Leaderboard") -> TableData:
+    """One row per agent, best first by the first judge's mean over all tasks (95% intervals in brackets)."""
+    from pptarena.models.pricing import fmt_usd
+
+    kinds = kinds or {}
+    judges = list(summary.get("judges") or [])
+    k = max_epochs(summary)
+    headers = ["agent", "tasks", "scored", "errors"]
+    for j in judges:
+        headers.append(f"{j} mean")
+    for j in judges:
+        if "ppteval" in kinds.get(j, ()):
+            headers += [f"{j} success", f"{j} avg"]
+        if "pptarena" in kinds.get(j, ()):
+            headers += [f"{j} IF/5", f"{j} VQ/5"]
+        if k > 1:
+            headers += [f"{j} pass@{k}", f"{j} pass^{k}", f"{j} consistency"]
+    headers += ["time s", "tokens", "cost"]
+    agents = summary.get("agents") or {}
+
+    def key(name: str) -> float:
+        blocks = agents[name].get("judges") or {}
+        first = blocks.get(judges[0], {}) if judges else {}
+        return -(first.get("mean_all") or 0.0)
+
+    table = TableData(title, headers)
+    for name in sorted(agents, key=key):
+        entry = agents[name]
+        blocks = entry.get("judges") or {}
+        row = [name, str(entry.get("tasks", 0)), str((entry.get("status") or {}).get("scored", 0)), errors_text(entry.get("status") or {})]
+        for j in judges:
+            b = blocks.get(j) or {}
+            row.append(f"{ci_text(b.get('mean_all'), b.get('mean_all_ci95'))} (n={b.get('n', 0)})" if b.get("n") else "–")
+        for j in judges:
+            b = blocks.get(j) or {}
+            metrics = b.get("metrics") or {}
+            mci = b.get("metrics_ci95") or {}
+            if "ppteval" in kinds.get(j, ()):
+                sci = b.get("success_rate_ci95")
+                row += [pct(b.get("success_rate")) + (f" [{pct(sci[0])}, {pct(sci[1])}]" if sci else ""), fmt(b.get("mean_all"))]
+            if "pptarena" in kinds.get(j, ()):
+                row += [ci_text(metrics.get("if_score"), mci.get("if_score"), 2), ci_text(metrics.get("vq_score"), mci.get("vq_score"), 2)]
+            if k > 1:
+                row += epoch_cells(b, k)
+        usage = entry.get("usage") or {}
+        tokens = sum(v for k, v in usage.items() if k.endswith("tokens") and "cached_" not in k and isinstance(v, int))
+        row += [fmt(entry.get("duration_s"), 1), str(tokens) if tokens else "–", fmt_usd(entry.get("cost"))]
+        table.rows.append(row)
+    table.note = ("mean: over tasks of the per-task mean over epochs, a pair without a score counts 0; n = attempts the judge "
+                  "scored; [95% bootstrap interval over tasks]")
+    if k > 1:
+        table.note += f"; pass@{k}/pass^{k}: unbiased estimators over {k} epochs"
+    return table
+
+
+def breakdown_tables(summary: dict[str, Any]) -> list[TableData]:
+    """Per metadata field (category, edit type, difficulty): group × (agent, judge) mean over the group's tasks."""
+    judges = list(summary.get("judges") or [])
+    agents = summary.get("agents") or {}
+    tables = []
+    for field_name in GROUP_FIELDS:
+        keys = sorted({k for e in agents.values() for k in ((e.get("groups") or {}).get(field_name) or {})})
+        if not keys:
+            continue
+        headers = [field_name.replace("_", " "), "tasks"] + [f"{a} · {j}" for a in agents for j in judges]
+        table = TableData(GROUP_TITLES[field_name], headers)
+        for k in keys:
+            n = max(((e.get("groups") or {}).get(field_name) or {}).get(k, {}).get("tasks", 0) for e in agents.values())
+            row = [k, str(n)]
+            for e in agents.values():
+                g = ((e.get("groups") or {}).get(field_name) or {}).get(k) or {}
+                for j in judges:
+                    row.append(fmt(((g.get("judges") or {}).get(j) or {}).get("mean_all")))
+            table.rows.append(row)
+        tables.append(table)
+    return tables
+
+
+def rescore_table(base: dict[str, Any], rescores: dict[str, dict[str, Any]]) -> TableData | None:
+    """Original judges next to each re-score's judges: agent × (run, judge) mean over all tasks."""
+    if not rescores:
+        return None
+    columns: list[tuple[str, str, dict[str, Any]]] = [("run", j, base) for j in base.get("judges") or []]
+    for name, summ in rescores.items():
+        columns += [(f"rescore/{name}", j, summ) for j in summ.get("judges") or []]
+    table = TableData("Re-scores", ["agent"] + [f"{src} · {j}" for src, j, _ in columns])
+    agents = list(base.get("agents") or {})
+    for summ in rescores.values():
+        agents += [a for a in summ.get("agents") or {} if a not in agents]
+    for a in agents:
+        row = [a]
+        for _, j, summ in columns:
+            b = (((summ.get("agents") or {}).get(a) or {}).get("judges") or {}).get(j) or {}
+            row.append(fmt(b.get("mean_all")) if b.get("n") is not None else "–")
+        table.rows.append(row)
+    table.note = "means over all tasks (unscored pairs count 0); re-scores live in rescore/<name>/"
+    return table
+
+
+def summary_tables(summary: dict[str, Any], rows: list[dict[str, Any]], rescores: dict[str, dict[str, Any]] | None = None) -> list[TableData]:
+    """Every table of the summary: leaderboard, breakdowns, re-scores."""
+    tables = [leaderboard_table(summary, judge_kinds(rows))]
+    tables += comparison_tables(summary)
+    costs = cost_table(summary)
+    if costs is not None:
+        tables.append(costs)
+    tables += breakdown_tables(summary)
+    rt = rescore_table(summary, rescores or {})
+    if rt is not None:
+        tables.append(rt)
+    return tables
+
+
+def plain_text(table: TableData) -> str:
+    """A table as aligned plain text (for pipes and logs)."""
+    cells = [table.headers, *table.rows]
+    widths = [max(len(r[i]) for r in cells) for i in range(len(table.headers))]
+    lines = [table.title, "  ".join(h.ljust(w) for h, w in zip(table.headers, widths, strict=True))]
+    lines.append("  ".join("-" * w for w in widths))
+    lines += ["  ".join(c.ljust(w) for c, w in zip(r, widths, strict=True)) for r in table.rows]
+    if table.note:
+        lines.append(f"({table.note})")
+    return "\n".join(line.rstrip() for line in lines)
+
+
+def print_tables(tables: list[TableData], file: TextIO | None = None, rich: bool | None = None) -> None:
+    """Draw tables with rich on a terminal, else as plain text."""
+    out = file or sys.stdout
+    use_rich = out.isatty() if rich is None else rich
+    if not use_rich:
+        out.write("\n\n".join(plain_text(t) for t in tables) + "\n")
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(file=out, force_terminal=True if rich else None, width=None if out.isatty() else 200)
+    for t in tables:
+        rt = Table(title=t.title, caption=t.note or None, title_justify="left")
+        for i, h in enumerate(t.headers):
+            rt.add_column(h, justify="left" if i == 0 else "right", no_wrap=i == 0)
+        for r in t.rows:
+            rt.add_row(*r)
+        console.print(rt)
+
+
+# --------------------------------------------------------------------------- statistics: intervals, comparisons, cost, fingerprints
+
+
+def ci_text(value: Any, ci: Any, digits: int = 3) -> str:
+    """``0.667 [0.500, 0.800]`` (just the value when there is no interval; "–" when missing)."""
+    if value is None:
+        return "–"
+    if isinstance(ci, list | tuple) and len(ci) == 2 and None not in ci:
+        return f"{fmt(value, digits)} [{fmt(ci[0], digits)}, {fmt(ci[1], digits)}]"
+    return fmt(value, digits)
+
+
+def p_text(p: Any) -> str:
+    """A p-value for a table cell."""
+    if p is None:
+        return "–"
+    return "p<0.001" if p < 0.001 else f"p={p:.3f}"
+
+
+def max_epochs(summary: dict[str, Any]) -> int:
+    """The largest number of epochs of any agent in a summary."""
+    return max((int(e.get("epochs") or 1) for e in (summary.get("agents") or {}).values()), default=1)
+
+
+def epoch_cells(block: dict[str, Any], k: int) -> list[str]:
+    """pass@k, pass^k (with intervals) and consistency of one judge block."""
+    ep = block.get("epochs") or {}
+    at = (ep.get("pass_at_k") or {}).get(str(k)) or {}
+    hat = (ep.get("pass_hat_k") or {}).get(str(k)) or {}
+    return [ci_text(at.get("value"), at.get("ci95")), ci_text(hat.get("value"), hat.get("ci95")), fmt(ep.get("consistency"))]
+
+
+def comparison_tables(summary: dict[str, Any]) -> list[TableData]:
+    """Per judge, a matrix: row agent minus column agent on their common tasks, with interval and p-value."""
+    tables = []
+    agents = sorted(summary.get("agents") or {})
+    for judge, pairs in (summary.get("comparisons") or {}).items():
+        if not pairs:
+            continue
+        cells: dict[tuple[str, str], str] = {}
+        for c in pairs.values():
+            if c.get("diff") is None:
+                continue
+            ci = c.get("ci95")
+            neg = [-ci[1], -ci[0]] if ci else None
+            cells[(c["a"], c["b"])] = _diff_cell(c["diff"], ci, c.get("p_value"), c["n"])
+            cells[(c["b"], c["a"])] = _diff_cell(-c["diff"], neg, c.get("p_value"), c["n"])
+        t = TableData(f"Paired comparison · {judge}", ["row − column", *agents])
+        for a in agents:
+            t.rows.append([a, *("·" if a == b else cells.get((a, b), "–") for b in agents)])
+        t.note = ("difference of per-task mean scores on common tasks, 95% bootstrap interval over tasks, "
+                  "two-sided paired sign-flip permutation test")
+        tables.append(t)
+    return tables
+
+
+def _diff_cell(diff: float, ci: Any, p: Any, n: int) -> str:
+    inner = f"[{ci[0]:+.3f}, {ci[1]:+.3f}] " if ci else ""
+    return f"{diff:+.3f} {inner}{p_text(p)} (n={n})"
+
+
+def fingerprint_table(manifest: dict[str, Any]) -> TableData | None:
+    """The judges' fingerprints recorded in a run's manifest."""
+    fps = manifest.get("judge_fingerprints") or {}
+    if not fps:
+        return None
+    t = TableData("Judge fingerprints", ["judge", "id", "component", "version", "models", "sampling", "prompts"])
+    for label, fp in fps.items():
+        sampling = "; ".join(f"{b}: {', '.join(f'{k}={v}' for k, v in s.items())}" for b, s in (fp.get("backend_sampling") or {}).items() if s)
+        opts = fp.get("options") or {}
+        own = ", ".join(f"{k}={opts[k]}" for k in ("temperature", "max_tokens") if k in opts)
+        t.rows.append([label, str(fp.get("id")), str(fp.get("component")), str(fp.get("version") or "–"),
+                       ", ".join(fp.get("models") or []) or "–", "; ".join(x for x in (own, sampling) if x) or "–",
+                       str(fp.get("prompts_sha"))])
+    t.note = "every verdict records its judge's id; a run or re-score refuses verdicts of another id under the same label"
+    return t
+
+
+def cost_table(summary: dict[str, Any]) -> TableData | None:
+    """Cost per agent: its own model calls, each judge's calls, the total; then the run (None when nothing was spent)."""
+    from pptarena.models.pricing import fmt_usd
+
+    agents = summary.get("agents") or {}
+    run = summary.get("cost") or {}
+    if not agents or (run.get("usd") == 0 and not run.get("unpriced_models")):
+        return None
+    judges = sorted({j for e in agents.values() for j in ((e.get("cost") or {}).get("judges") or {})})
+    t = TableData("Cost (USD)", ["agent", "agent calls", *(f"judge {j}" for j in judges), "total"])
+    for name, e in agents.items():
+        c = e.get("cost") or {}
+        t.rows.append([name, fmt_usd(c.get("agent")), *(fmt_usd((c.get("judges") or {}).get(j)) for j in judges), fmt_usd(c)])
+    t.rows.append(["(run)", fmt_usd(run.get("agent")), *(fmt_usd((run.get("judges") or {}).get(j)) for j in judges), fmt_usd(run)])
+    t.note = "priced from the backend's `pricing` or the bundled table; unknown when a model has no price, never 0"
+    return t

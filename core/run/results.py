@@ -1,0 +1,171 @@
+"""The append-only results store of a run directory, and its aggregation into summary.json.
+
+``results.jsonl`` gets one line per finished (agent, task) pair, written and
+fsynced as each finishes. A line cut short by a crash (SIGKILL, power loss) is
+dropped when the store is reopened, so a resumed run never loses a complete
+line and never duplicates one.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+from collections import defaultdict
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pptarena.models.pricing import cost_of_rows
+from pptarena.run.records import ResultLineProblem, parse_row
+from pptarena.run.rundir import RunDir
+from pptarena.run.stats import epoch_of
+from pptarena.run.summary_stats import StatsOptions, add_comparisons, judge_block
+from pptarena.types import STATUSES, PptArenaError
+
+SCHEMA_VERSION = 1
+MAX_RESULTS_BYTES = 512 * 1024 * 1024
+
+
+def read_results(path: Path, problems: list[ResultLineProblem] | None = None) -> list[dict[str, Any]]:
+    """Result lines of a ``results.jsonl``, each validated as a :class:`ResultRow` (last line per (agent, task, epoch) wins).
+
+    A line that is not valid JSON or not a valid row is skipped and, when ``problems`` is a
+    list, recorded there with its file and line number. Read-only: it never repairs the file
+    (:class:`ResultsStore` does when opened for writing). Only regular files are read.
+    """
+    if not path.exists():
+        return []
+    if not path.is_file():
+        raise PptArenaError(f"{path}: not a regular file")
+    if path.stat().st_size > MAX_RESULTS_BYTES:
+        raise PptArenaError(f"{path}: larger than {MAX_RESULTS_BYTES} bytes")
+    latest: dict[tuple[str, str, int], dict[str, Any]] = {}
+    with path.open(encoding="utf-8", errors="replace") as fh:
+        for number, line in enumerate(fh, 1):
+            line = line.strip()
+            if not line:
+                continue
+            try:
+                row = parse_row(json.loads(line))
+            except ValueError as exc:
+                if problems is not None:
+                    problems.append(ResultLineProblem(path=path, line=number, message=str(exc)))
+                continue
+            data = row.to_json()
+            latest[attempt_key(data)] = data
+    return list(latest.values())
+
+
+def attempt_key(row: dict[str, Any]) -> tuple[str, str, int]:
+    """(agent, task_id, epoch) of a result line; lines without ``epoch`` are epoch 1."""
+    return row["agent"], row["task_id"], epoch_of(row)
+
+
+def write_json_atomic(path: Path, data: Any) -> None:
+    """Write JSON to ``path`` via a temporary file and rename (never a half-written file)."""
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    os.replace(tmp, path)
+
+
+class ResultsStore:
+    """``results.jsonl`` of one run directory."""
+
+    def __init__(self, run_dir: Path):
+        self.run_dir = Path(run_dir)
+        self.path = RunDir(self.run_dir).results
+        self._lock = threading.Lock()
+        self.run_dir.mkdir(parents=True, exist_ok=True)
+        self._repair()
+
+    def _repair(self) -> None:
+        """Cut a trailing partial line left by a crash."""
+        if not self.path.exists():
+            return
+        data = self.path.read_bytes()
+        if data and not data.endswith(b"\n"):
+            keep = data.rfind(b"\n") + 1
+            with self.path.open("r+b") as fh:
+                fh.truncate(keep)
+
+    def read(self, problems: list[ResultLineProblem] | None = None) -> list[dict[str, Any]]:
+        """All complete, valid result lines, last line per (agent, task, epoch) winning (see :func:`read_results`)."""
+        return read_results(self.path, problems)
+
+    def done(self, retry_statuses: Iterable[str] = ()) -> set[tuple[str, str]]:
+        """(agent, task_id) pairs with at least one finished attempt (minus those whose status should be retried)."""
+        return {(a, t) for a, t, _ in self.done_attempts(retry_statuses)}
+
+    def done_attempts(self, retry_statuses: Iterable[str] = ()) -> set[tuple[str, str, int]]:
+        """(agent, task_id, epoch) attempts already finished (minus those whose status should be retried)."""
+        retry = set(retry_statuses)
+        return {attempt_key(r) for r in self.read() if r.get("status") not in retry}
+
+    def append(self, row: dict[str, Any]) -> None:
+        """Append one result line, flushed and fsynced."""
+        checked = parse_row(json.loads(json.dumps(row, default=str)))  # raises ValueError on a wrong shape
+        line = json.dumps({**row, "schema_version": checked.schema_version}, ensure_ascii=False, default=str) + "\n"
+        with self._lock, self.path.open("a", encoding="utf-8") as fh:
+            fh.write(line)
+            fh.flush()
+            os.fsync(fh.fileno())
+
+
+def _group_keys(row: dict[str, Any], field: str) -> list[str]:
+    value = (row.get("metadata") or {}).get(field)
+    if value is None or value == "" or value == []:
+        return []
+    if isinstance(value, list):
+        return [str(v) for v in value]
+    return [str(value)]
+
+
+def summarize_results(rows: list[dict[str, Any]], group_fields: Iterable[str] = ("category", "edit_type", "difficulty"),
+                      opts: StatsOptions | None = None) -> dict[str, Any]:
+    """Aggregate result lines per agent and judge, and per metadata group (category, difficulty...).
+
+    Means are over tasks of the per-task mean over epochs, with 95% bootstrap intervals; see
+    :mod:`pptarena.run.summary_stats` (statistics), :mod:`pptarena.models.pricing` (cost).
+    """
+    opts = opts or StatsOptions()
+
+    def _judge_block(rows: list[dict[str, Any]], judges: list[str], total: int) -> dict[str, Any]:
+        return {j: judge_block(rows, j, opts) for j in judges}
+    agents: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        agents[r["agent"]].append(r)
+    judges = sorted({j for r in rows for j in (r.get("scores") or {})})
+    summary: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "judges": judges, "statistics": opts.to_json(), "agents": {}}
+    for agent, arows in sorted(agents.items()):
+        counts = {s: sum(1 for r in arows if r.get("status") == s) for s in STATUSES}
+        usage: dict[str, int] = defaultdict(int)
+        for r in arows:
+            for k, v in (r.get("usage") or {}).items():
+                if isinstance(v, int):
+                    usage[k] += v
+        entry: dict[str, Any] = {
+            "tasks": len({r["task_id"] for r in arows}),
+            "attempts": len(arows),
+            "epochs": max((epoch_of(r) for r in arows), default=0),
+            "status": counts,
+            "judges": _judge_block(arows, judges, len(arows)),
+            "duration_s": round(sum(float(r.get("duration_s") or 0) for r in arows), 2),
+            "usage": dict(usage),
+            "cost": cost_of_rows(arows),
+            "groups": {},
+        }
+        for field in group_fields:
+            groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+            for r in arows:
+                for key in _group_keys(r, field):
+                    groups[key].append(r)
+            if groups:
+                entry["groups"][field] = {
+                    key: {"tasks": len({r["task_id"] for r in g}), "judges": _judge_block(g, judges, len(g))}
+                    for key, g in sorted(groups.items())
+                }
+        summary["agents"][agent] = entry
+    summary["cost"] = cost_of_rows(rows)
+    add_comparisons(summary, rows, opts)
+    return summary
