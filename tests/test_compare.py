@@ -44,6 +44,9 @@ def test_compare_two_runs(tmp_path, fake_plugins):
     assert overall["items"] == 8 and overall["tau_b"] == pytest.approx(ref, abs=1e-4)
     text = CliRunner().invoke(cli, ["compare", str(a), str(b)]).output
     assert "Tasks that moved most" in text and "task-00" in text and "-0.250" in text
+    # each run's agent matrix: in run a the asker beats noop on 3 of 4 tasks (+0.750)
+    assert "Paired comparison · title (a)" in text and "+0.750" in text
+    assert report["agent_comparisons"][str(a)]["title"]["asker-inproc|noop"]["diff"] == 0.75
 
 
 def test_compare_needs_two_runs(tmp_path, fake_plugins):

@@ -83,8 +83,9 @@ def test_ppteval_and_pptarena_figures():
     assert row["errors"] == "timeout 1" and row["tokens"] == "60"
     by_type = {t.title: t for t in breakdown_tables(summary)}["By edit type"]
     cells = {r[0]: r for r in by_type.rows}
-    # Tables: rubric over 3 tasks = (0.5 + 1 + 0) / 3
-    assert cells["Tables"][1] == "3" and cells["Tables"][by_type.headers.index("a · rubric")] == "0.500"
+    # Tables: rubric over 3 tasks = (0.5 + 1 + 0) / 3; its interval: resamples of all 0s (or 1s) have
+    # probability 1/27 > 2.5%, so the 95% percentile interval is exactly [0, 1]
+    assert cells["Tables"][1] == "3" and cells["Tables"][by_type.headers.index("a · rubric")] == "0.500 [0.000, 1.000]"
     assert "rubric success" in plain_text(table)
 
 

@@ -10,6 +10,8 @@ judge label present in both (or the only judge of each run, when each has exactl
   like A does; ties corrected);
 * ``moved``: the tasks whose score changed most.
 
+Each run's own agent-vs-agent matrix (``summary.json`` ``comparisons``) is shown too.
+
 A run folder is anything with a ``results.jsonl`` (a re-score folder ``RUN/rescore/NAME`` works too).
 """
 
@@ -21,7 +23,7 @@ from typing import Any
 
 from pptarena.report.data import load_run
 from pptarena.report.meta_stats import kendall_tau_b
-from pptarena.report.tables import TableData, ci_text, fmt, p_text
+from pptarena.report.tables import TableData, ci_text, comparison_tables, fmt, p_text
 from pptarena.run.stats import DEFAULT_N_BOOT, DEFAULT_SEED, paired_comparison, task_means
 
 MOVED = 5
@@ -50,7 +52,9 @@ def compare_runs(run_dirs: list[Path], *, n_boot: int = DEFAULT_N_BOOT, seed: in
         raise ValueError("compare needs at least two runs")
     runs = [load_run(Path(d), with_rescores=False) for d in run_dirs]
     base = runs[0]
-    out: dict[str, Any] = {"base": str(base.run_dir), "bootstrap": {"n_boot": n_boot, "seed": seed}, "comparisons": []}
+    out: dict[str, Any] = {"base": str(base.run_dir), "bootstrap": {"n_boot": n_boot, "seed": seed}, "comparisons": [],
+                           # within each run: every two agents on their common tasks (as in the run's report)
+                           "agent_comparisons": {str(r.run_dir): r.summary.get("comparisons") or {} for r in runs}}
     for other in runs[1:]:
         entry: dict[str, Any] = {"run": str(other.run_dir), "pairs": [], "overall": {}}
         jp = judge_pairs(base.judges, other.judges)
@@ -85,6 +89,9 @@ def compare_runs(run_dirs: list[Path], *, n_boot: int = DEFAULT_N_BOOT, seed: in
 def compare_tables(report: dict[str, Any]) -> list[TableData]:
     """The comparison as tables: per (agent, judge) differences, then the tasks that moved most."""
     tables = []
+    for run, comparisons in (report.get("agent_comparisons") or {}).items():
+        agents = sorted({name for pairs in comparisons.values() for c in pairs.values() for name in (c["a"], c["b"])})
+        tables += comparison_tables({"agents": dict.fromkeys(agents, {}), "comparisons": comparisons}, f" ({Path(run).name})")
     for c in report["comparisons"]:
         name = Path(c["run"]).name
         t = TableData(f"{name} − {Path(report['base']).name}",

@@ -197,6 +197,16 @@ def task_html(data: RunData, task_id: str, task: Any, budget: RenderBudget | Non
     return "".join(parts)
 
 
+def _budget_text(budget: Any) -> list[str]:
+    """The manifest's budget record as one header item (none without ``max_cost``)."""
+    if not isinstance(budget, dict) or budget.get("max_cost") is None:
+        return []
+    text = f"spent ${float(budget.get('spent_usd') or 0):.4f} of max_cost ${float(budget['max_cost']):.4f}"
+    if budget.get("stopped"):
+        text += f" (budget reached: {budget.get('not_started', 0)} attempts not started)"
+    return [text]
+
+
 def render_page(data: RunData, tasks: dict[str, Any], budget: RenderBudget | None, problems: list[str], base: Path) -> str:
     """The whole page as a string."""
     m = data.manifest
@@ -216,6 +226,7 @@ def render_page(data: RunData, tasks: dict[str, Any], budget: RenderBudget | Non
             f"finished {m.get('finished_at') or 'not finished'}",
             f"{len(data.rows)} results",
             f"judges: {', '.join(data.judges) or '-'}",
+            *_budget_text(m.get("budget")),
             f"report written {datetime.now(UTC).isoformat(timespec='seconds')}",
         )
     )

@@ -142,7 +142,8 @@ def breakdown_tables(summary: dict[str, Any]) -> list[TableData]:
             for e in agents.values():
                 g = ((e.get("groups") or {}).get(field_name) or {}).get(k) or {}
                 for j in judges:
-                    row.append(fmt(((g.get("judges") or {}).get(j) or {}).get("mean_all")))
+                    b = (g.get("judges") or {}).get(j) or {}
+                    row.append(ci_text(b.get("mean_all"), b.get("mean_all_ci95")))
             table.rows.append(row)
         tables.append(table)
     return tables
@@ -163,9 +164,9 @@ def rescore_table(base: dict[str, Any], rescores: dict[str, dict[str, Any]]) -> 
         row = [a]
         for _, j, summ in columns:
             b = (((summ.get("agents") or {}).get(a) or {}).get("judges") or {}).get(j) or {}
-            row.append(fmt(b.get("mean_all")) if b.get("n") is not None else "–")
+            row.append(ci_text(b.get("mean_all"), b.get("mean_all_ci95")) if b.get("n") is not None else "–")
         table.rows.append(row)
-    table.note = "means over all tasks (unscored pairs count 0); re-scores live in rescore/<name>/"
+    table.note = "means over all tasks (unscored pairs count 0) [95% bootstrap interval]; re-scores live in rescore/<name>/"
     return table
 
 
@@ -247,7 +248,7 @@ def epoch_cells(block: dict[str, Any], k: int) -> list[str]:
     return [ci_text(at.get("value"), at.get("ci95")), ci_text(hat.get("value"), hat.get("ci95")), fmt(ep.get("consistency"))]
 
 
-def comparison_tables(summary: dict[str, Any]) -> list[TableData]:
+def comparison_tables(summary: dict[str, Any], suffix: str = "") -> list[TableData]:
     """Per judge, a matrix: row agent minus column agent on their common tasks, with interval and p-value."""
     tables = []
     agents = sorted(summary.get("agents") or {})
@@ -262,7 +263,7 @@ def comparison_tables(summary: dict[str, Any]) -> list[TableData]:
             neg = [-ci[1], -ci[0]] if ci else None
             cells[(c["a"], c["b"])] = _diff_cell(c["diff"], ci, c.get("p_value"), c["n"])
             cells[(c["b"], c["a"])] = _diff_cell(-c["diff"], neg, c.get("p_value"), c["n"])
-        t = TableData(f"Paired comparison · {judge}", ["row − column", *agents])
+        t = TableData(f"Paired comparison · {judge}{suffix}", ["row − column", *agents])
         for a in agents:
             t.rows.append([a, *("·" if a == b else cells.get((a, b), "–") for b in agents)])
         t.note = ("difference of per-task mean scores on common tasks, 95% bootstrap interval over tasks, "

@@ -230,10 +230,13 @@ class Runner:
                 f"`arena rescore {self.run_dir} --config {self.config.path}`."
             )
 
-    def _finish_manifest(self) -> None:
+    def _finish_manifest(self, finished: bool = True) -> None:
         path = RunDir(self.run_dir).manifest
         manifest = json.loads(path.read_text())
-        manifest["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+        if finished:
+            manifest["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+        if self.budget is not None and self.max_cost is not None:
+            manifest["budget"] = self.budget.to_json()
         write_json_atomic(path, manifest)
 
     def judges(self) -> list[tuple[ComponentConfig, Any]]:
@@ -497,8 +500,7 @@ class Runner:
             summary["budget"] = self.budget.to_json()
         write_json_atomic(RunDir(self.run_dir).summary, summary)
         recorded = self.store.done_attempts()
-        if not queue and all((a.label, t.id, e) in recorded for a, t, e in plan):
-            self._finish_manifest()
+        self._finish_manifest(not queue and all((a.label, t.id, e) in recorded for a, t, e in plan))
         return summary
 
     def _check_judges(self) -> None:
