@@ -70,6 +70,12 @@ def test_epochs_give_pass_at_k_and_reuse_deterministic_agents(tmp_path, fake_plu
     assert summary["agents"]["noop"]["judges"]["title"]["epochs"]["consistency"] == 1.0
     assert summary["agents"]["asker"]["tasks"] == 2 and summary["agents"]["asker"]["attempts"] == 6
     assert "asker|noop" in summary["comparisons"]["title"]
+    # a re-score judges the noop's epoch 1 once and copies it to its reused epochs
+    Rescorer(out, get_registry(), name="again").run()
+    rescored = rows_of(out / "rescore/again")
+    assert len(rescored) == 12 and not (out / "rescore/again/tasks/noop/task-00@e2").exists()
+    assert sorted(r.get("reused_from_epoch") or 0 for r in rescored if r["agent"] == "noop") == [0, 0, 1, 1, 1, 1]
+    assert (out / "rescore/again/tasks/asker/task-00@e3/verdicts.json").is_file()
     # the scripted backend is free by default: known cost 0, never unknown; worker agents report their calls' cost
     assert summary["cost"]["usd"] == 0.0
     assert all(r["cost"]["agent"]["usd"] == 0.0 for r in rows if r["agent"] == "asker")
@@ -194,3 +200,26 @@ def test_changing_prices_does_not_block_resume():
     after = {"backends": {"openai": {"cache": True, "pricing": {"gpt-5.2": {"input": 1.75, "output": 14.0}}}}}
     assert resume_conflicts(before, after) == []
     assert resume_conflicts(before, {"backends": {"openai": {"cache": False}}}) == ["[backends] differs"]
+
+
+def test_fingerprint_follows_options_backend_sampling_and_prompts(tmp_path, fake_plugins):
+    import pptarena.plugins.judges.dual.prompts as prompts
+    from pptarena.run.components import Components
+    from pptarena.run.fingerprint import judge_fingerprint
+
+    def fingerprint(judge_table: str, temperature: float = 0.0) -> dict:
+        cfg = write(tmp_path, DATASET.format(count=1).replace('[[judges]]\nuse = "title"\n', judge_table)
+                    + f'[[agents]]\nuse = "noop"\n[backends.scripted]\ntemperature = {temperature}\n')
+        config = load_config(cfg, get_registry())
+        judge = Components(config, get_registry()).build(config.judges[0])
+        assert prompts in type(judge).fingerprint_modules  # the dual judge's prompts are hashed
+        return judge_fingerprint(config.judges[0], judge, config.backends)
+
+    dual = '[[judges]]\nuse = "dual"\nmodel = "scripted/judge-1"\n'
+    base = fingerprint(dual)
+    assert base["component"].endswith(":dual") and base["models"] == ["scripted/judge-1"] and base["version"]
+    assert base["backend_sampling"] == {"scripted": {"temperature": 0.0}} and base["options"]["temperature"] == 0.0
+    assert fingerprint(dual)["id"] == base["id"]  # stable
+    assert fingerprint(dual, temperature=0.7)["id"] != base["id"]  # the backend's sampling default
+    assert fingerprint(dual + "max_tokens = 64\n")["id"] != base["id"]  # the judge's own options
+    assert fingerprint(dual.replace("judge-1", "judge-2"))["id"] != base["id"]  # the model

@@ -28,7 +28,7 @@ from typing import Any
 
 from pptarena.models.pricing import pair_cost
 from pptarena.report.data import RunData, load_run, load_run_tasks, read_json, run_config
-from pptarena.run.attempts import attempt_dir, row_dir
+from pptarena.run.attempts import attempt_dir, reused_rows, row_dir
 from pptarena.run.fingerprint import cached_fingerprint, check_fingerprints
 from pptarena.run.judging import judge_prediction
 from pptarena.run.results import (
@@ -166,11 +166,18 @@ class Rescorer:
             )
             self._manifest(False, started)
             with progress, ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="rescore") as pool:
-                futures = [pool.submit(self._one, r, tasks.get(r["task_id"]), judges, components) for r in pending]
+                # a deterministic agent's reused epochs are not judged again: they copy the re-scored epoch 1
+                futures = [pool.submit(self._one, r, tasks.get(r["task_id"]), judges, components)
+                           for r in pending if not r.get("reused_from_epoch")]
                 for fut in futures:
                     line = fut.result()
                     store.append(line)
                     progress.result(line)
+                for agent in sorted({r["agent"] for r in rows if r.get("reused_from_epoch")}):
+                    epochs = max(epoch_of(r) for r in rows if r["agent"] == agent)
+                    for copy in reused_rows(store.read(), agent, epochs):
+                        store.append(copy)
+                        progress.result(copy)
         finally:
             components.close()
         summary = summarize_results(store.read())
