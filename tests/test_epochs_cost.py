@@ -189,6 +189,7 @@ def test_cli_epochs_and_max_cost_then_report(tmp_path, fake_plugins):
     assert manifest["judge_fingerprints"]["title"]["id"] in html
     assert "Cost (USD)" in html and "$5.00" in html and "2 attempts (shown: epoch 1" in html
     assert "title pass@2" in html
+    assert "<title>95% interval" in html  # the score histograms draw each mean's interval
     assert manifest["budget"]["stopped"] and manifest["budget"]["not_started"] == 1
     assert "spent $5.0000 of max_cost $4.5000 (budget reached: 1 attempts not started)" in html
 

@@ -80,7 +80,10 @@ def plots_html(data: RunData) -> str:
                 for a in run.agents
             }
             if any(series.values()):
-                svgs.append(histogram_rows_svg(f"{prefix}{judge}: score distribution", series))
+                agents = run.summary.get("agents") or {}
+                means = {a: (((agents.get(a) or {}).get("judges") or {}).get(judge) or {}) for a in series}
+                svgs.append(histogram_rows_svg(f"{prefix}{judge}: score distribution", series,
+                                               means={a: (b.get("mean"), b.get("mean_ci95")) for a, b in means.items()}))
     if not svgs:
         return '<p class="muted">No scores to plot yet.</p>'
     return '<div class="plots">' + "".join(svgs) + "</div>"
