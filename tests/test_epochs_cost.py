@@ -115,6 +115,9 @@ def test_unknown_price_is_unknown_not_zero(tmp_path, fake_plugins):
     total = cost_of_rows([{"cost": {"usd": None, "known_usd": 0.5, "unpriced_models": ["openai/no-such-model"]}},
                           {"cost": {"usd": 0.25, "known_usd": 0.25, "unpriced_models": []}}])
     assert total["usd"] is None and total["known_usd"] == 0.75
+    # a line from before cost accounting that used tokens: unknown, for the run and for its agent
+    old = cost_of_rows([{"cost": None, "usage": {"input_tokens": 10}}, {"cost": None, "usage": {}}])
+    assert old["usd"] is None and old["agent"]["usd"] is None and old["unpriced_models"] == ["(not recorded)"]
     assert fmt_usd(total).startswith("≥ $0.75") and "unknown" in fmt_usd(total)
 
 

@@ -131,7 +131,7 @@ def cost_of_rows(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """
     rows = list(rows)
     total = merge_costs(_row_cost(r) for r in rows)
-    agent = merge_costs(((r.get("cost") or {}).get("agent") if "cost" in r else _row_cost(r)) for r in rows)
+    agent = merge_costs((r["cost"].get("agent") if isinstance(r.get("cost"), dict) else _row_cost(r)) for r in rows)
     judges: dict[str, list[dict[str, Any] | None]] = {}
     for r in rows:
         for label, c in ((r.get("cost") or {}).get("judges") or {}).items():
