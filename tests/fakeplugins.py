@@ -86,6 +86,12 @@ class AskerAgent(Component):
         return Prediction(path=workspace.output_deck)
 
 
+class InProcessAsker(AskerAgent):
+    """``asker`` in the runner's process (fast: no worker start)."""
+
+    in_process = True
+
+
 class HangAgent(Component):
     """Starts a grandchild process and hangs (to test timeouts and orphan cleanup)."""
 
@@ -136,8 +142,14 @@ class ResavingAgent(InProcessCopy):
         prs.save(str(dst))
 
 
+PROMPT = "Compare the titles."  # the TitleJudge's "prompt": tests change it to check judge pinning
+
+
 class TitleJudge(Component):
     """1.0 when the prediction's title equals the target's, else 0.0."""
+
+    def fingerprint_texts(self):
+        return [PROMPT]
 
     class Options(Options):
         fail: str = ""  # "", "judge" or "infra"
@@ -173,6 +185,7 @@ def register_agents(register):
     register("retitle", RetitleAgent)
     register("hang", HangAgent)
     register("asker", AskerAgent)
+    register("asker-inproc", InProcessAsker)
     register("resaving", ResavingAgent)
     register("crash", CrashAgent)
     register("slowcopy", InProcessCopy)

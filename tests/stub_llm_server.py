@@ -62,6 +62,7 @@ class Reply:
     output_tokens: int | None = None
     delay: float = 0.0  # seconds to wait before answering (for concurrency tests)
     finish_reason: str = "stop"
+    cached_input_tokens: int = 0  # of input_tokens, served from the provider's prompt cache
 
 
 @dataclass(frozen=True)
@@ -431,7 +432,7 @@ class StubLLMServer:
                 request,
                 {"output": [{"type": "message", "id": f"msg_stub{n}", "status": "completed", "role": "assistant",
                              "content": [{"type": "output_text", "text": action.text, "annotations": []}]}],
-                 "usage": _responses_usage(usage_in, usage_out)},
+                 "usage": _responses_usage(usage_in, usage_out, action.cached_input_tokens)},
                 n, model, prompt_words,
             )
         elif request.wire == "openai":
@@ -451,6 +452,7 @@ class StubLLMServer:
                     "prompt_tokens": usage_in,
                     "completion_tokens": usage_out,
                     "total_tokens": usage_in + usage_out,
+                    "prompt_tokens_details": {"cached_tokens": action.cached_input_tokens},
                 },
             }
         else:
@@ -462,14 +464,16 @@ class StubLLMServer:
                 "content": [{"type": "text", "text": action.text}],
                 "stop_reason": "end_turn" if action.finish_reason == "stop" else action.finish_reason,
                 "stop_sequence": None,
-                "usage": {"input_tokens": usage_in, "output_tokens": usage_out},
+                # Anthropic reports prompt-cache reads apart from input_tokens
+                "usage": {"input_tokens": usage_in - action.cached_input_tokens, "output_tokens": usage_out,
+                          "cache_read_input_tokens": action.cached_input_tokens, "cache_creation_input_tokens": 0},
             }
         h._send_json(200, payload, headers)
 
 
-def _responses_usage(usage_in: int, usage_out: int) -> dict[str, Any]:
+def _responses_usage(usage_in: int, usage_out: int, cached: int = 0) -> dict[str, Any]:
     return {"input_tokens": usage_in, "output_tokens": usage_out, "total_tokens": usage_in + usage_out,
-            "input_tokens_details": {"cached_tokens": 0}, "output_tokens_details": {"reasoning_tokens": 0}}
+            "input_tokens_details": {"cached_tokens": cached}, "output_tokens_details": {"reasoning_tokens": 0}}
 
 
 def _native_body(request: RecordedRequest, body: dict[str, Any], n: int, model: str, words: int) -> dict[str, Any]:

@@ -56,6 +56,7 @@ def test_text_and_images_use_the_chat_completions_wire_format(openai_backend, ll
         "cached_calls": 0,
         "retries": 0,
         "errors": 0,
+        "cached_input_tokens": 0,
     }
 
 

@@ -36,8 +36,8 @@ def test_plain_summary_of_a_real_fake_run(tmp_path, fake_plugins):
     assert "\x1b[" not in text and "┃" not in text  # plain text, no colours or box drawing
     board = _table_rows(text, "Leaderboard")
     # retitle fixes both titles, noop fixes none, crash never produces a deck
-    assert board["retitle"][1:5] == ["2", "2", "0", "1.000 (n=2)"]
-    assert board["noop"][4] == "0.000 (n=2)"
+    assert board["retitle"][1:5] == ["2", "2", "0", "1.000 [1.000, 1.000] (n=2)"]  # [95% interval]
+    assert board["noop"][4] == "0.000 [0.000, 0.000] (n=2)"
     assert board["crash"][1:5] == ["2", "0", "agent_error 2", "–"]
     assert list(board)[0] == "retitle"  # best first
     diff = _table_rows(text, "By difficulty")
@@ -75,14 +75,17 @@ def test_ppteval_and_pptarena_figures():
     table = leaderboard_table(summary, kinds)
     row = dict(zip(table.headers, table.rows[0], strict=True))
     # PPT-Eval: success 2 of 4 tasks (the timeout counts), average (1 + 0.5 + 1 + 0) / 4
-    assert row["rubric success"] == "50.0%" and row["rubric avg"] == "0.625"
-    # PPTArena: IF mean (5+2+4)/3, VQ mean (4+3+4)/3 over the judged pairs
-    assert row["dual IF/5"] == "3.67" and row["dual VQ/5"] == "3.67"
+    assert row["rubric success"].startswith("50.0% [") and row["rubric avg"] == "0.625"
+    # PPTArena: IF mean (5+2+4)/3, VQ mean (4+3+4)/3 over the judged pairs, each with its 95% interval
+    assert row["dual IF/5"].split(" [")[0] == "3.67" and row["dual VQ/5"].split(" [")[0] == "3.67"
+    lo, hi = (float(x) for x in row["dual IF/5"].split(" [")[1].rstrip("]").split(", "))
+    assert 2 <= lo <= 3.67 <= hi <= 5
     assert row["errors"] == "timeout 1" and row["tokens"] == "60"
     by_type = {t.title: t for t in breakdown_tables(summary)}["By edit type"]
     cells = {r[0]: r for r in by_type.rows}
-    # Tables: rubric over 3 tasks = (0.5 + 1 + 0) / 3
-    assert cells["Tables"][1] == "3" and cells["Tables"][by_type.headers.index("a · rubric")] == "0.500"
+    # Tables: rubric over 3 tasks = (0.5 + 1 + 0) / 3; its interval: resamples of all 0s (or 1s) have
+    # probability 1/27 > 2.5%, so the 95% percentile interval is exactly [0, 1]
+    assert cells["Tables"][1] == "3" and cells["Tables"][by_type.headers.index("a · rubric")] == "0.500 [0.000, 1.000]"
     assert "rubric success" in plain_text(table)
 
 

@@ -23,6 +23,7 @@ LAZY_COMMANDS = {
     "report": ("pptarena.cli.report", "report_command", "Show a run's leaderboard and write report.html."),
     "rescore": ("pptarena.cli.report", "rescore_command", "Re-judge a run's predictions with other judges."),
     "meta-eval": ("pptarena.cli.report", "meta_eval_command", "Agreement of judges with human labels."),
+    "compare": ("pptarena.cli.report", "compare_command", "Compare runs: score differences with intervals, moved tasks, τ_b."),
     "author": ("pptarena.cli.author", "author_group", "Draft and check tasks, rubrics and style targets."),
 }
 
@@ -191,6 +192,8 @@ def tasks_command(ctx: click.Context, config_path: str, as_json: bool, limit: in
 @click.option("--new", is_flag=True, help="Start a new run directory instead of resuming an unfinished one.")
 @click.option("--quiet", is_flag=True, help="No progress output.")
 @click.option("--no-report", is_flag=True, help="Skip writing report.html (write it later with `arena report`).")
+@click.option("--epochs", type=click.IntRange(1, 100), default=None, help="Attempts per (agent, task) (default [run] epochs, 1).")
+@click.option("--max-cost", type=click.FloatRange(0), default=None, help="USD: start no new attempt once the run spent this much.")
 @click.pass_context
 def run_command(
     ctx: click.Context,
@@ -203,6 +206,8 @@ def run_command(
     new: bool,
     quiet: bool,
     no_report: bool,
+    epochs: int | None = None,
+    max_cost: float | None = None,
 ) -> None:
     """Run every agent of a config on every task and judge the predictions."""
     from pptarena.run.runner import RunInterrupted, Runner, choose_run_dir
@@ -222,6 +227,8 @@ def run_command(
         retry_errors=retry_errors,
         strict=bool(ctx.find_root().params.get("strict")),
         quiet=quiet,
+        epochs=epochs,
+        max_cost=max_cost,
     )
     try:
         summary = runner.run()
@@ -232,6 +239,8 @@ def run_command(
     except (PptArenaError, ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     _print_leaderboard(Path(runner.run_dir), summary, quiet, no_report)
+    if quiet and runner.budget is not None and runner.budget.stopped:  # otherwise the runner said so already
+        click.echo(runner.budget.message(), err=True)
 
 
 def _print_leaderboard(run_dir: Path, summary: dict[str, Any], quiet: bool, no_report: bool = False) -> None:

@@ -167,3 +167,26 @@ def meta_eval_command(ctx: click.Context, run_dir: Path, labels_path: Path | Non
         return
     print_tables(_meta_tables(report))
     click.echo(f"Meta-evaluation: {report['path']}")
+
+
+@click.command("compare")
+@click.argument("run_dirs", nargs=-1, required=True, type=RUN_DIR)
+@click.option("--bootstrap", "n_boot", type=click.IntRange(0, 100_000), default=2000, show_default=True, help="Bootstrap resamples.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the intervals and permutation tests.")
+@click.option("--json", "as_json", is_flag=True, help="Print the full JSON report.")
+def compare_command(run_dirs: tuple[Path, ...], n_boot: int, seed: int, as_json: bool) -> None:
+    """Compare runs of the same agents and tasks (RUN_B... against RUN_A): score differences, moved tasks, τ_b."""
+    from pptarena.report.compare import compare_runs, compare_tables
+    from pptarena.report.data import RunDirError
+    from pptarena.report.tables import print_tables
+
+    if len(run_dirs) < 2:
+        raise click.UsageError("give at least two run directories")
+    try:
+        report = compare_runs(list(run_dirs), n_boot=n_boot, seed=seed)
+    except (RunDirError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    print_tables(compare_tables(report))

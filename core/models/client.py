@@ -30,6 +30,7 @@ from pptarena.models.messages import (
     UsageBook,
     split_model_ref,
 )
+from pptarena.models.pricing import ModelPrice, call_cost
 from pptarena.types import AgentLog, Component, ComponentContext, Options
 from pydantic import Field
 
@@ -70,6 +71,10 @@ class BackendOptions(Options):
     temperature: float | None = Field(None, description="default temperature when a call gives none")
     max_tokens: int | None = Field(
         None, gt=0, description="default output-token limit when a call gives none"
+    )
+    pricing: dict[str, ModelPrice] = Field(
+        default_factory=dict,
+        description="USD per million tokens by model name, {input, output, cached_input}; overrides the bundled table",
     )
 
 
@@ -205,6 +210,8 @@ class ModelClient:
         self.book = book
         self.log = log
         self.usage = Usage()
+        self.cost_usd = 0.0  # priced calls only
+        self.unpriced_calls = 0  # calls with tokens whose model has no price
         self._lock = threading.Lock()
 
     @property
@@ -284,10 +291,15 @@ class ModelClient:
         started: float,
         error: BaseException | None = None,
     ) -> None:
+        cost = call_cost(self.backend, self.model, usage, cached=bool(completion and completion.cached))
         with self._lock:
             self.usage.add(usage)
+            if cost is None:
+                self.unpriced_calls += 1
+            else:
+                self.cost_usd += cost
         if self.book is not None:
-            self.book.record(self.ref, usage)
+            self.book.record(self.ref, usage, cost)
         if self.log is not None:
             from pptarena.models.cache import message_fingerprint
 
@@ -295,6 +307,7 @@ class ModelClient:
                 "model": self.ref,
                 "duration_s": round(time.monotonic() - started, 3),
                 "usage": usage.as_dict(),
+                "cost_usd": None if cost is None else round(cost, 8),
                 "cached": bool(completion and completion.cached),
                 "messages": [message_fingerprint(m) for m in messages],
             }

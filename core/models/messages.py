@@ -157,6 +157,8 @@ class Usage:
     transient failures and ``errors`` the calls that finally failed. Token counts
     are those the answers cost when they were made, also for cache hits, so a
     re-run from the cache reports the same usage as the original run.
+    ``cached_input_tokens`` is the part of ``input_tokens`` the provider served
+    from its prompt cache (priced at the ``cached_input`` rate).
     """
 
     input_tokens: int = 0
@@ -165,6 +167,7 @@ class Usage:
     cached_calls: int = 0
     retries: int = 0
     errors: int = 0
+    cached_input_tokens: int = 0  # last, so positional construction keeps its meaning
 
     def add(self, other: Usage) -> None:
         """Accumulate another usage into this one."""
@@ -223,18 +226,35 @@ class UsageBook:
 
     def __init__(self) -> None:
         self._by_ref: dict[str, Usage] = {}
+        self._cost = 0.0
+        self._unpriced: set[str] = set()
         self._lock = threading.Lock()
 
-    def record(self, ref: str, usage: Usage) -> None:
-        """Add one call's usage under ``ref``."""
+    def record(self, ref: str, usage: Usage, cost: float | None = 0.0) -> None:
+        """Add one call's usage (and its cost in USD; None when its model has no price) under ``ref``."""
         with self._lock:
             self._by_ref.setdefault(ref, Usage()).add(usage)
+            if cost is None:
+                self._unpriced.add(ref)
+            else:
+                self._cost += cost
 
     def merge(self, other: UsageBook | Mapping[str, Mapping[str, Any]]) -> None:
         """Add another book (or its ``by_model`` dict) into this one."""
         items = other.by_model() if isinstance(other, UsageBook) else other
         for ref, usage in items.items():
             self.record(ref, usage if isinstance(usage, Usage) else Usage.from_dict(usage))
+        if isinstance(other, UsageBook):
+            cost = other.cost()
+            with self._lock:
+                self._cost += cost["known_usd"]
+                self._unpriced.update(cost["unpriced_models"])
+
+    def cost(self) -> dict[str, Any]:
+        """``{"usd": total or None when a call was unpriced, "known_usd": priced part, "unpriced_models": [...]}``."""
+        with self._lock:
+            known, unpriced = round(self._cost, 6), sorted(self._unpriced)
+        return {"usd": None if unpriced else known, "known_usd": known, "unpriced_models": unpriced}
 
     def by_model(self) -> dict[str, Usage]:
         """A copy of the per-reference totals."""

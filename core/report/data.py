@@ -80,15 +80,17 @@ class RunData:
         """Task ids in first-seen order of the results."""
         return list(dict.fromkeys(r["task_id"] for r in self.rows))
 
-    def row(self, agent: str, task_id: str) -> dict[str, Any] | None:
-        """The result line of one pair (None when absent; the first line when a pair has several)."""
+    def row(self, agent: str, task_id: str, epoch: int = 1) -> dict[str, Any] | None:
+        """The result line of one pair's attempt ``epoch`` (None when absent)."""
+        from pptarena.run.stats import epoch_of
+
         index = self.__dict__.get("_row_index")
         if index is None or index[0] != len(self.rows):  # built on first use, rebuilt if rows were added
-            by_pair: dict[tuple[str, str], dict[str, Any]] = {}
+            by_attempt: dict[tuple[str, str, int], dict[str, Any]] = {}
             for r in self.rows:
-                by_pair.setdefault((r["agent"], r["task_id"]), r)
-            index = self.__dict__["_row_index"] = (len(self.rows), by_pair)
-        return index[1].get((agent, task_id))
+                by_attempt.setdefault((r["agent"], r["task_id"], epoch_of(r)), r)
+            index = self.__dict__["_row_index"] = (len(self.rows), by_attempt)
+        return index[1].get((agent, task_id, epoch))
 
     def pair_dir(self, agent: str, task_id: str) -> Path:
         """The pair's folder in the run directory."""
@@ -114,6 +116,7 @@ def load_run(run_dir: Path, *, with_rescores: bool = True) -> RunData:
     :raises RunDirError: when the folder has no results file or a file is unreadable.
     """
     from pptarena.run.results import summarize_results
+    from pptarena.run.summary_stats import stats_options
 
     run_dir = Path(run_dir)
     layout = RunDir(run_dir)
@@ -127,7 +130,7 @@ def load_run(run_dir: Path, *, with_rescores: bool = True) -> RunData:
     problems: list[ResultLineProblem] = []
     rows = read_results(results, problems)
     # the summary is recomputed from the lines so a running or resumed run is reported as it is now
-    summary = summarize_results(rows)
+    summary = summarize_results(rows, opts=stats_options((manifest.get("config") or {}).get("run")))
     data = RunData(run_dir, manifest, rows, summary, problems=problems)
     if with_rescores and layout.rescores.is_dir():
         for sub in sorted(layout.rescores.iterdir()):

@@ -80,7 +80,10 @@ def plots_html(data: RunData) -> str:
                 for a in run.agents
             }
             if any(series.values()):
-                svgs.append(histogram_rows_svg(f"{prefix}{judge}: score distribution", series))
+                agents = run.summary.get("agents") or {}
+                means = {a: (((agents.get(a) or {}).get("judges") or {}).get(judge) or {}) for a in series}
+                svgs.append(histogram_rows_svg(f"{prefix}{judge}: score distribution", series,
+                                               means={a: (b.get("mean"), b.get("mean_ci95")) for a, b in means.items()}))
     if not svgs:
         return '<p class="muted">No scores to plot yet.</p>'
     return '<div class="plots">' + "".join(svgs) + "</div>"
@@ -135,6 +138,17 @@ def pair_html(data: RunData, task: Any, agent: str, task_id: str, budget: Render
         f'<span class="badge {escape(status)}">{escape(status)}</span> {scores}'
         f' <span class="muted">{esc(row.get("duration_s"), 20)} s</span></h4>'
     ]
+    others = [r for r in data.rows if r["agent"] == agent and r["task_id"] == task_id and r is not row]
+    if others:
+        from pptarena.run.stats import epoch_of
+
+        attempts = "; ".join(
+            f"epoch {epoch_of(r)}: {escape(str(r.get('status')))} "
+            + " ".join(f"{esc(j, 100)} {score_cell(b.get('score'))}" for j, b in (r.get("scores") or {}).items())
+            for r in sorted([row, *others], key=epoch_of)
+        )
+        parts.append(f'<p class="muted">{len(others) + 1} attempts (shown: epoch 1; files of epoch N in '
+                     f'<code>{esc(folder.name, 200)}@eN</code>): {attempts}</p>')
     if row.get("error"):
         parts.append(f'<div class="err">{esc(row["error"])}</div>')
     decks = pair_decks(data.run_dir, folder, row, task)
@@ -186,11 +200,26 @@ def task_html(data: RunData, task_id: str, task: Any, budget: RenderBudget | Non
     return "".join(parts)
 
 
+def _budget_text(budget: Any) -> list[str]:
+    """The manifest's budget record as one header item (none without ``max_cost``)."""
+    if not isinstance(budget, dict) or budget.get("max_cost") is None:
+        return []
+    text = f"spent ${float(budget.get('spent_usd') or 0):.4f} of max_cost ${float(budget['max_cost']):.4f}"
+    if budget.get("stopped"):
+        text += f" (budget reached: {budget.get('not_started', 0)} attempts not started)"
+    return [text]
+
+
 def render_page(data: RunData, tasks: dict[str, Any], budget: RenderBudget | None, problems: list[str], base: Path) -> str:
     """The whole page as a string."""
     m = data.manifest
     rescores = {k: v.summary for k, v in data.rescores.items()}
     tables = summary_tables(data.summary, data.rows, rescores)
+    from pptarena.report.tables import fingerprint_table
+
+    fp_table = fingerprint_table(m)
+    if fp_table is not None:
+        tables.append(fp_table)
     task_ids = data.task_ids()
     meta = " · ".join(
         escape(str(x))
@@ -200,6 +229,7 @@ def render_page(data: RunData, tasks: dict[str, Any], budget: RenderBudget | Non
             f"finished {m.get('finished_at') or 'not finished'}",
             f"{len(data.rows)} results",
             f"judges: {', '.join(data.judges) or '-'}",
+            *_budget_text(m.get("budget")),
             f"report written {datetime.now(UTC).isoformat(timespec='seconds')}",
         )
     )

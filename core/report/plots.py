@@ -17,10 +17,13 @@ def bin_counts(values: Sequence[float], bins: int = 10) -> list[int]:
     return counts
 
 
-def histogram_rows_svg(title: str, series: Mapping[str, Sequence[float]], bins: int = 10) -> str:
+def histogram_rows_svg(title: str, series: Mapping[str, Sequence[float]], bins: int = 10,
+                       means: Mapping[str, tuple[float | None, Sequence[float] | None]] | None = None) -> str:
     """One SVG: a histogram row per agent (same x axis 0-1, bar height ∝ share of that agent's scores).
 
-    Each row shows n, the mean (a dark tick) and the count above each non-empty bar.
+    Each row shows n, the mean (a dark tick) and the count above each non-empty bar. With
+    ``means`` (agent → (mean, 95% interval) from summary.json) the row shows that mean and draws
+    its interval as a whisker.
     """
     left, right, row_h, top, bottom = 150, 20, 70, 28, 30
     plot_w = 420
@@ -41,9 +44,14 @@ def histogram_rows_svg(title: str, series: Mapping[str, Sequence[float]], bins: 
         colour = PALETTE[i % len(PALETTE)]
         n = len(values)
         mean = sum(values) / n if n else None
+        ci = None
+        if means and name in means and means[name][0] is not None:
+            mean, ci = means[name]
         label = f"{name[:18]}"
         parts.append(f'<text x="{left - 8}" y="{base - 22}" text-anchor="end">{esc(label)}</text>')
         stats = f"n={n}" + (f" mean={mean:.2f}" if mean is not None else "")
+        if ci:
+            stats += f" [{ci[0]:.2f}, {ci[1]:.2f}]"
         parts.append(f'<text x="{left - 8}" y="{base - 6}" text-anchor="end" fill="#555" font-size="11">{stats}</text>')
         parts.append(f'<line x1="{left}" y1="{base}" x2="{left + plot_w}" y2="{base}" stroke="#999"/>')
         for b, c in enumerate(counts):
@@ -59,6 +67,11 @@ def histogram_rows_svg(title: str, series: Mapping[str, Sequence[float]], bins: 
         if mean is not None:
             mx = left + mean * plot_w
             parts.append(f'<line x1="{mx:.1f}" y1="{base - (row_h - 26)}" x2="{mx:.1f}" y2="{base + 4}" stroke="#222" stroke-width="2"/>')
+            if ci:
+                lo, hi = (left + min(max(float(v), 0.0), 1.0) * plot_w for v in ci)
+                wy = base + 8
+                parts.append(f'<path d="M{lo:.1f} {wy - 3} v6 M{lo:.1f} {wy} H{hi:.1f} M{hi:.1f} {wy - 3} v6" stroke="#222" '
+                             f'fill="none"><title>95% interval {ci[0]:.3f} to {ci[1]:.3f}</title></path>')
     axis_y = top + row_h * max(1, len(series)) + 2
     for t in range(0, 11, 2):
         x = left + plot_w * t / 10

@@ -26,10 +26,20 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from pptarena.report.data import RunData, load_run, load_run_tasks, pair_dir, run_config
+from pptarena.models.pricing import pair_cost
+from pptarena.report.data import RunData, load_run, load_run_tasks, read_json, run_config
+from pptarena.run.attempts import attempt_dir, reused_rows, row_dir
+from pptarena.run.fingerprint import cached_fingerprint, check_fingerprints
 from pptarena.run.judging import judge_prediction
-from pptarena.run.results import SCHEMA_VERSION, ResultsStore, summarize_results, write_json_atomic
+from pptarena.run.results import (
+    SCHEMA_VERSION,
+    ResultsStore,
+    attempt_key,
+    summarize_results,
+    write_json_atomic,
+)
 from pptarena.run.rundir import VERDICTS, RunDir
+from pptarena.run.stats import epoch_of
 from pptarena.types import PptArenaError, Prediction, Status, Task
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -62,6 +72,7 @@ def _copied(row: dict[str, Any], status: str, error: str | None) -> dict[str, An
     return {
         "agent": row["agent"],
         "task_id": row["task_id"],
+        "epoch": epoch_of(row),
         "status": status,
         "scores": {},
         "error": error,
@@ -100,6 +111,7 @@ class Rescorer:
             "config": self.judge_config.redacted(),
             "agents": self.data.agents,
             "judges": [j.label for j in self.judge_config.judges],
+            "judge_fingerprints": getattr(self, "fingerprints", {}),
             "started_at": started,
             "finished_at": datetime.now(UTC).isoformat(timespec="seconds") if finished else None,
         })
@@ -114,14 +126,15 @@ class Rescorer:
         if task is None:
             return _copied(row, Status.INFRA_ERROR, f"task {row['task_id']} is no longer in the run's dataset")
         t0 = time.monotonic()
-        task_dir = pair_dir(self.out_dir, row["agent"], row["task_id"])
+        task_dir = attempt_dir(self.out_dir, row["agent"], row["task_id"], epoch_of(row))
         task_dir.mkdir(parents=True, exist_ok=True)
         judged = judge_prediction(
             task, Prediction(path=pred), judges, task_dir, components,
-            pair_dir=pair_dir(self.run_dir, row["agent"], row["task_id"]),
+            pair_dir=row_dir(self.run_dir, row),
         )
         out = _copied(row, judged.status, judged.error)
-        out.update(scores=judged.scores, usage=judged.usage, duration_s=round(time.monotonic() - t0, 3))
+        out.update(scores=judged.scores, usage=judged.usage, duration_s=round(time.monotonic() - t0, 3),
+                   cost=pair_cost(None, {k: v.get("cost") for k, v in judged.verdicts.items()}))
         write_json_atomic(task_dir / VERDICTS, {
             "status": judged.status, "error": out["error"], "verdicts": judged.verdicts, "judge_usage": judged.usage,
         })
@@ -135,22 +148,36 @@ class Rescorer:
         self.out_dir.mkdir(parents=True, exist_ok=True)
         store = ResultsStore(self.out_dir)
         started = datetime.now(UTC).isoformat(timespec="seconds")
-        self._manifest(False, started)
+        previous = RunDir(self.out_dir).manifest
+        previous_manifest = read_json(previous) if previous.is_file() else {}
         tasks = load_run_tasks(self.run_config, self.registry)
         rows = [r for r in self.data.rows if self.agents is None or r["agent"] in self.agents]
-        done = store.done()
-        pending = [r for r in rows if (r["agent"], r["task_id"]) not in done]
+        done = store.done_attempts()
+        pending = [r for r in rows if attempt_key(r) not in done]
         components = Components(self.judge_config, self.registry)
         progress = progress or Progress(len(rows), quiet=True)
         progress.done = len(rows) - len(pending)
         try:
             judges = [(j, components.build(j)) for j in self.judge_config.judges]
+            self.fingerprints = {c.label: cached_fingerprint(c, j, self.judge_config.backends) for c, j in judges}
+            check_fingerprints(
+                self.fingerprints, previous_manifest, store.read(), str(self.out_dir),
+                f"Re-score into a new folder instead: `arena rescore {self.run_dir} --config ... --out NEW_NAME`.",
+            )
+            self._manifest(False, started)
             with progress, ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="rescore") as pool:
-                futures = [pool.submit(self._one, r, tasks.get(r["task_id"]), judges, components) for r in pending]
+                # a deterministic agent's reused epochs are not judged again: they copy the re-scored epoch 1
+                futures = [pool.submit(self._one, r, tasks.get(r["task_id"]), judges, components)
+                           for r in pending if not r.get("reused_from_epoch")]
                 for fut in futures:
                     line = fut.result()
                     store.append(line)
                     progress.result(line)
+                for agent in sorted({r["agent"] for r in rows if r.get("reused_from_epoch")}):
+                    epochs = max(epoch_of(r) for r in rows if r["agent"] == agent)
+                    for copy in reused_rows(store.read(), agent, epochs):
+                        store.append(copy)
+                        progress.result(copy)
         finally:
             components.close()
         summary = summarize_results(store.read())

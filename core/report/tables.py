@@ -71,9 +71,12 @@ def errors_text(status: dict[str, int]) -> str:
 
 
 def leaderboard_table(summary: dict[str, Any], kinds: dict[str, set[str]] | None = None, title: str = "Leaderboard") -> TableData:
-    """One row per agent, best first by the first judge's mean over all tasks."""
+    """One row per agent, best first by the first judge's mean over all tasks (95% intervals in brackets)."""
+    from pptarena.models.pricing import fmt_usd
+
     kinds = kinds or {}
     judges = list(summary.get("judges") or [])
+    k = max_epochs(summary)
     headers = ["agent", "tasks", "scored", "errors"]
     for j in judges:
         headers.append(f"{j} mean")
@@ -82,7 +85,9 @@ def leaderboard_table(summary: dict[str, Any], kinds: dict[str, set[str]] | None
             headers += [f"{j} success", f"{j} avg"]
         if "pptarena" in kinds.get(j, ()):
             headers += [f"{j} IF/5", f"{j} VQ/5"]
-    headers += ["time s", "tokens"]
+        if k > 1:
+            headers += [f"{j} pass@{k}", f"{j} pass^{k}", f"{j} consistency"]
+    headers += ["time s", "tokens", "cost"]
     agents = summary.get("agents") or {}
 
     def key(name: str) -> float:
@@ -97,19 +102,26 @@ def leaderboard_table(summary: dict[str, Any], kinds: dict[str, set[str]] | None
         row = [name, str(entry.get("tasks", 0)), str((entry.get("status") or {}).get("scored", 0)), errors_text(entry.get("status") or {})]
         for j in judges:
             b = blocks.get(j) or {}
-            row.append(f"{fmt(b.get('mean_all'))} (n={b.get('n', 0)})" if b.get("n") else "–")
+            row.append(f"{ci_text(b.get('mean_all'), b.get('mean_all_ci95'))} (n={b.get('n', 0)})" if b.get("n") else "–")
         for j in judges:
             b = blocks.get(j) or {}
             metrics = b.get("metrics") or {}
+            mci = b.get("metrics_ci95") or {}
             if "ppteval" in kinds.get(j, ()):
-                row += [pct(b.get("success_rate")), fmt(b.get("mean_all"))]
+                sci = b.get("success_rate_ci95")
+                row += [pct(b.get("success_rate")) + (f" [{pct(sci[0])}, {pct(sci[1])}]" if sci else ""), fmt(b.get("mean_all"))]
             if "pptarena" in kinds.get(j, ()):
-                row += [fmt(metrics.get("if_score"), 2), fmt(metrics.get("vq_score"), 2)]
+                row += [ci_text(metrics.get("if_score"), mci.get("if_score"), 2), ci_text(metrics.get("vq_score"), mci.get("vq_score"), 2)]
+            if k > 1:
+                row += epoch_cells(b, k)
         usage = entry.get("usage") or {}
-        tokens = sum(v for k, v in usage.items() if k.endswith("tokens") and isinstance(v, int))
-        row += [fmt(entry.get("duration_s"), 1), str(tokens) if tokens else "–"]
+        tokens = sum(v for k, v in usage.items() if k.endswith("tokens") and "cached_" not in k and isinstance(v, int))
+        row += [fmt(entry.get("duration_s"), 1), str(tokens) if tokens else "–", fmt_usd(entry.get("cost"))]
         table.rows.append(row)
-    table.note = "mean: over all tasks, a pair without a score counts 0; n = pairs the judge scored"
+    table.note = ("mean: over tasks of the per-task mean over epochs, a pair without a score counts 0; n = attempts the judge "
+                  "scored; [95% bootstrap interval over tasks]")
+    if k > 1:
+        table.note += f"; pass@{k}/pass^{k}: unbiased estimators over {k} epochs"
     semantics: dict[str, dict[str, int]] = {}
     for e in agents.values():
         for j, b in (e.get("judges") or {}).items():
@@ -138,7 +150,8 @@ def breakdown_tables(summary: dict[str, Any]) -> list[TableData]:
             for e in agents.values():
                 g = ((e.get("groups") or {}).get(field_name) or {}).get(k) or {}
                 for j in judges:
-                    row.append(fmt(((g.get("judges") or {}).get(j) or {}).get("mean_all")))
+                    b = (g.get("judges") or {}).get(j) or {}
+                    row.append(ci_text(b.get("mean_all"), b.get("mean_all_ci95")))
             table.rows.append(row)
         tables.append(table)
     return tables
@@ -159,15 +172,19 @@ def rescore_table(base: dict[str, Any], rescores: dict[str, dict[str, Any]]) -> 
         row = [a]
         for _, j, summ in columns:
             b = (((summ.get("agents") or {}).get(a) or {}).get("judges") or {}).get(j) or {}
-            row.append(fmt(b.get("mean_all")) if b.get("n") is not None else "–")
+            row.append(ci_text(b.get("mean_all"), b.get("mean_all_ci95")) if b.get("n") is not None else "–")
         table.rows.append(row)
-    table.note = "means over all tasks (unscored pairs count 0); re-scores live in rescore/<name>/"
+    table.note = "means over all tasks (unscored pairs count 0) [95% bootstrap interval]; re-scores live in rescore/<name>/"
     return table
 
 
 def summary_tables(summary: dict[str, Any], rows: list[dict[str, Any]], rescores: dict[str, dict[str, Any]] | None = None) -> list[TableData]:
     """Every table of the summary: leaderboard, breakdowns, re-scores."""
     tables = [leaderboard_table(summary, judge_kinds(rows))]
+    tables += comparison_tables(summary)
+    costs = cost_table(summary)
+    if costs is not None:
+        tables.append(costs)
     tables += breakdown_tables(summary)
     rt = rescore_table(summary, rescores or {})
     if rt is not None:
@@ -197,7 +214,7 @@ def print_tables(tables: list[TableData], file: TextIO | None = None, rich: bool
     from rich.console import Console
     from rich.table import Table
 
-    console = Console(file=out, force_terminal=True if rich else None)
+    console = Console(file=out, force_terminal=True if rich else None, width=None if out.isatty() else 200)
     for t in tables:
         rt = Table(title=t.title, caption=t.note or None, title_justify="left")
         for i, h in enumerate(t.headers):
@@ -205,3 +222,99 @@ def print_tables(tables: list[TableData], file: TextIO | None = None, rich: bool
         for r in t.rows:
             rt.add_row(*r)
         console.print(rt)
+
+
+# --------------------------------------------------------------------------- statistics: intervals, comparisons, cost, fingerprints
+
+
+def ci_text(value: Any, ci: Any, digits: int = 3) -> str:
+    """``0.667 [0.500, 0.800]`` (just the value when there is no interval; "–" when missing)."""
+    if value is None:
+        return "–"
+    if isinstance(ci, list | tuple) and len(ci) == 2 and None not in ci:
+        return f"{fmt(value, digits)} [{fmt(ci[0], digits)}, {fmt(ci[1], digits)}]"
+    return fmt(value, digits)
+
+
+def p_text(p: Any) -> str:
+    """A p-value for a table cell."""
+    if p is None:
+        return "–"
+    return "p<0.001" if p < 0.001 else f"p={p:.3f}"
+
+
+def max_epochs(summary: dict[str, Any]) -> int:
+    """The largest number of epochs of any agent in a summary."""
+    return max((int(e.get("epochs") or 1) for e in (summary.get("agents") or {}).values()), default=1)
+
+
+def epoch_cells(block: dict[str, Any], k: int) -> list[str]:
+    """pass@k, pass^k (with intervals) and consistency of one judge block."""
+    ep = block.get("epochs") or {}
+    at = (ep.get("pass_at_k") or {}).get(str(k)) or {}
+    hat = (ep.get("pass_hat_k") or {}).get(str(k)) or {}
+    return [ci_text(at.get("value"), at.get("ci95")), ci_text(hat.get("value"), hat.get("ci95")), fmt(ep.get("consistency"))]
+
+
+def comparison_tables(summary: dict[str, Any], suffix: str = "") -> list[TableData]:
+    """Per judge, a matrix: row agent minus column agent on their common tasks, with interval and p-value."""
+    tables = []
+    agents = sorted(summary.get("agents") or {})
+    for judge, pairs in (summary.get("comparisons") or {}).items():
+        if not pairs:
+            continue
+        cells: dict[tuple[str, str], str] = {}
+        for c in pairs.values():
+            if c.get("diff") is None:
+                continue
+            ci = c.get("ci95")
+            neg = [-ci[1], -ci[0]] if ci else None
+            cells[(c["a"], c["b"])] = _diff_cell(c["diff"], ci, c.get("p_value"), c["n"])
+            cells[(c["b"], c["a"])] = _diff_cell(-c["diff"], neg, c.get("p_value"), c["n"])
+        t = TableData(f"Paired comparison · {judge}{suffix}", ["row − column", *agents])
+        for a in agents:
+            t.rows.append([a, *("·" if a == b else cells.get((a, b), "–") for b in agents)])
+        t.note = ("difference of per-task mean scores on common tasks, 95% bootstrap interval over tasks, "
+                  "two-sided paired sign-flip permutation test")
+        tables.append(t)
+    return tables
+
+
+def _diff_cell(diff: float, ci: Any, p: Any, n: int) -> str:
+    inner = f"[{ci[0]:+.3f}, {ci[1]:+.3f}] " if ci else ""
+    return f"{diff:+.3f} {inner}{p_text(p)} (n={n})"
+
+
+def fingerprint_table(manifest: dict[str, Any]) -> TableData | None:
+    """The judges' fingerprints recorded in a run's manifest."""
+    fps = manifest.get("judge_fingerprints") or {}
+    if not fps:
+        return None
+    t = TableData("Judge fingerprints", ["judge", "id", "component", "version", "models", "sampling", "prompts"])
+    for label, fp in fps.items():
+        sampling = "; ".join(f"{b}: {', '.join(f'{k}={v}' for k, v in s.items())}" for b, s in (fp.get("backend_sampling") or {}).items() if s)
+        opts = fp.get("options") or {}
+        own = ", ".join(f"{k}={opts[k]}" for k in ("temperature", "max_tokens") if k in opts)
+        t.rows.append([label, str(fp.get("id")), str(fp.get("component")), str(fp.get("version") or "–"),
+                       ", ".join(fp.get("models") or []) or "–", "; ".join(x for x in (own, sampling) if x) or "–",
+                       str(fp.get("prompts_sha"))])
+    t.note = "every verdict records its judge's id; a run or re-score refuses verdicts of another id under the same label"
+    return t
+
+
+def cost_table(summary: dict[str, Any]) -> TableData | None:
+    """Cost per agent: its own model calls, each judge's calls, the total; then the run (None when nothing was spent)."""
+    from pptarena.models.pricing import fmt_usd
+
+    agents = summary.get("agents") or {}
+    run = summary.get("cost") or {}
+    if not agents or (run.get("usd") == 0 and not run.get("unpriced_models")):
+        return None
+    judges = sorted({j for e in agents.values() for j in ((e.get("cost") or {}).get("judges") or {})})
+    t = TableData("Cost (USD)", ["agent", "agent calls", *(f"judge {j}" for j in judges), "total"])
+    for name, e in agents.items():
+        c = e.get("cost") or {}
+        t.rows.append([name, fmt_usd(c.get("agent")), *(fmt_usd((c.get("judges") or {}).get(j)) for j in judges), fmt_usd(c)])
+    t.rows.append(["(run)", fmt_usd(run.get("agent")), *(fmt_usd((run.get("judges") or {}).get(j)) for j in judges), fmt_usd(run)])
+    t.note = "priced from the backend's `pricing` or the bundled table; unknown when a model has no price, never 0"
+    return t

@@ -47,6 +47,11 @@ class RunOptions(BaseModel):
     limit: int | None = Field(None, ge=1, description="run only the first N tasks")
     tasks: list[str] = Field(default_factory=list, description="task-id globs to run")
     cache_dir: str | None = Field(None, description="cache folder (default ~/.cache/pptarena or $PPTARENA_CACHE)")
+    epochs: int = Field(1, ge=1, le=100, description="independent attempts per (agent, task)")
+    max_cost: float | None = Field(None, ge=0, description="USD: start no new attempt once the run has spent this much")
+    success_threshold: float = Field(1.0, ge=0, le=1, description="score counted as success for pass@k (rubric judges use their own `success`)")
+    seed: int = Field(0, description="seed of the bootstrap intervals and permutation tests")
+    bootstrap: int = Field(2000, ge=0, le=100_000, description="bootstrap resamples per interval")
 
 
 @dataclass

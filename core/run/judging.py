@@ -28,6 +28,8 @@ def judge_prediction(task: Task, prediction: Prediction, judges: list[tuple[Any,
     :returns: the judges' :class:`~pptarena.run.records.JudgeOutcome` (usage keys prefixed ``judge_``).
     """
     from pptarena.evidence import Evidence
+    from pptarena.models.pricing import clients_cost
+    from pptarena.run.fingerprint import cached_fingerprint, rubric_hash
     from pptarena.run.references import stored_references
 
     evidence = Evidence(
@@ -39,25 +41,33 @@ def judge_prediction(task: Task, prediction: Prediction, judges: list[tuple[Any,
         references=stored_references(pair_dir or task_dir),
     )
     status, scores, errors, verdicts = Status.SCORED, {}, [], {}
+    backends = getattr(getattr(components, "config", None), "backends", None) or {}
     for comp, judge in judges:
         t0 = time.monotonic()
+        fid = cached_fingerprint(comp, judge, backends)["id"]
+        first_client = len(evidence.clients)
         try:
             verdict = judge.judge(task, prediction, evidence)
             if not isinstance(verdict, Verdict):
                 raise JudgeError(f"judge returned {type(verdict).__name__}, expected pptarena.Verdict")
-            scores[comp.label] = {"score": verdict.score, "metrics": verdict.metrics}
+            scores[comp.label] = {"score": verdict.score, "metrics": verdict.metrics, "fingerprint": fid}
             verdicts[comp.label] = {
                 "score": verdict.score,
                 "metrics": verdict.metrics,
                 "explanation": verdict.explanation,
                 "details": verdict.details,
                 "duration_s": round(time.monotonic() - t0, 3),
+                "fingerprint": fid,
             }
+            if task.rubric is not None:
+                verdicts[comp.label]["rubric_sha"] = rubric_hash(task.rubric)
         except Exception as exc:  # noqa: BLE001 - classified like the runner does
             kind = Status.INFRA_ERROR if isinstance(exc, InfraError) else Status.JUDGE_ERROR
             if kind == Status.INFRA_ERROR or status == Status.SCORED:
                 status = kind
             errors.append(f"judge {comp.label}: {type(exc).__name__}: {exc}")
-            verdicts[comp.label] = {"error": f"{type(exc).__name__}: {exc}", "status": kind, "traceback": traceback.format_exc(limit=20)}
+            verdicts[comp.label] = {"error": f"{type(exc).__name__}: {exc}", "status": kind, "traceback": traceback.format_exc(limit=20),
+                                    "fingerprint": fid}
+        verdicts[comp.label]["cost"] = clients_cost(evidence.clients[first_client:])
     usage = add_counts({}, sum_usage(c.usage for c in evidence.clients).as_dict(), prefix="judge_")
     return JudgeOutcome(status, scores, errors, verdicts, usage)

@@ -38,11 +38,12 @@ class JudgeScore(BaseModel):
 
     score: FiniteFloat = None
     metrics: dict[str, Any] = Field(default_factory=dict)
+    fingerprint: str | None = Field(None, max_length=64, description="the judge's fingerprint id (pptarena.run.fingerprint)")
 
 
 
 class ResultRow(BaseModel):
-    """One line of ``results.jsonl``: one finished (agent, task) pair."""
+    """One line of ``results.jsonl``: one finished attempt (epoch) of an (agent, task) pair."""
 
     model_config = ConfigDict(extra="allow")
 
@@ -55,6 +56,9 @@ class ResultRow(BaseModel):
     duration_s: FiniteFloat = Field(None, ge=0)
     usage: dict[str, Any] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    epoch: int = Field(1, ge=1, le=1000, description="the attempt number (``[run] epochs``); 1 for lines from before epochs")
+    reused_from_epoch: int | None = Field(None, ge=1, description="a deterministic agent's line copied from this epoch")
+    cost: dict[str, Any] | None = Field(None, description="USD: agent, judges and total (pptarena.models.pricing.pair_cost)")
 
     @field_validator("schema_version")
     @classmethod

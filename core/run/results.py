@@ -9,17 +9,18 @@ line and never duplicates one.
 from __future__ import annotations
 
 import json
-import math
 import os
-import statistics
 import threading
 from collections import defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from pptarena.models.pricing import cost_of_rows
 from pptarena.run.records import ResultLineProblem, parse_row
 from pptarena.run.rundir import RunDir
+from pptarena.run.stats import epoch_of
+from pptarena.run.summary_stats import StatsOptions, add_comparisons, judge_block
 from pptarena.types import STATUSES, PptArenaError
 
 SCHEMA_VERSION = 1
@@ -27,7 +28,7 @@ MAX_RESULTS_BYTES = 512 * 1024 * 1024
 
 
 def read_results(path: Path, problems: list[ResultLineProblem] | None = None) -> list[dict[str, Any]]:
-    """Result lines of a ``results.jsonl``, each validated as a :class:`ResultRow` (last line per pair wins).
+    """Result lines of a ``results.jsonl``, each validated as a :class:`ResultRow` (last line per (agent, task, epoch) wins).
 
     A line that is not valid JSON or not a valid row is skipped and, when ``problems`` is a
     list, recorded there with its file and line number. Read-only: it never repairs the file
@@ -39,7 +40,7 @@ def read_results(path: Path, problems: list[ResultLineProblem] | None = None) ->
         raise PptArenaError(f"{path}: not a regular file")
     if path.stat().st_size > MAX_RESULTS_BYTES:
         raise PptArenaError(f"{path}: larger than {MAX_RESULTS_BYTES} bytes")
-    latest: dict[tuple[str, str], dict[str, Any]] = {}
+    latest: dict[tuple[str, str, int], dict[str, Any]] = {}
     with path.open(encoding="utf-8", errors="replace") as fh:
         for number, line in enumerate(fh, 1):
             line = line.strip()
@@ -51,8 +52,14 @@ def read_results(path: Path, problems: list[ResultLineProblem] | None = None) ->
                 if problems is not None:
                     problems.append(ResultLineProblem(path=path, line=number, message=str(exc)))
                 continue
-            latest[(row.agent, row.task_id)] = row.to_json()
+            data = row.to_json()
+            latest[attempt_key(data)] = data
     return list(latest.values())
+
+
+def attempt_key(row: dict[str, Any]) -> tuple[str, str, int]:
+    """(agent, task_id, epoch) of a result line; lines without ``epoch`` are epoch 1."""
+    return row["agent"], row["task_id"], epoch_of(row)
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -83,13 +90,17 @@ class ResultsStore:
                 fh.truncate(keep)
 
     def read(self, problems: list[ResultLineProblem] | None = None) -> list[dict[str, Any]]:
-        """All complete, valid result lines, last line per (agent, task) winning (see :func:`read_results`)."""
+        """All complete, valid result lines, last line per (agent, task, epoch) winning (see :func:`read_results`)."""
         return read_results(self.path, problems)
 
     def done(self, retry_statuses: Iterable[str] = ()) -> set[tuple[str, str]]:
-        """(agent, task_id) pairs already finished (minus those whose status should be retried)."""
+        """(agent, task_id) pairs with at least one finished attempt (minus those whose status should be retried)."""
+        return {(a, t) for a, t, _ in self.done_attempts(retry_statuses)}
+
+    def done_attempts(self, retry_statuses: Iterable[str] = ()) -> set[tuple[str, str, int]]:
+        """(agent, task_id, epoch) attempts already finished (minus those whose status should be retried)."""
         retry = set(retry_statuses)
-        return {(r["agent"], r["task_id"]) for r in self.read() if r.get("status") not in retry}
+        return {attempt_key(r) for r in self.read() if r.get("status") not in retry}
 
     def append(self, row: dict[str, Any]) -> None:
         """Append one result line, flushed and fsynced."""
@@ -101,10 +112,6 @@ class ResultsStore:
             os.fsync(fh.fileno())
 
 
-def _mean(values: list[float]) -> float | None:
-    return round(statistics.fmean(values), 4) if values else None
-
-
 def _group_keys(row: dict[str, Any], field: str) -> list[str]:
     value = (row.get("metadata") or {}).get(field)
     if value is None or value == "" or value == []:
@@ -114,45 +121,22 @@ def _group_keys(row: dict[str, Any], field: str) -> list[str]:
     return [str(value)]
 
 
-def _judge_block(rows: list[dict[str, Any]], judges: list[str], total: int) -> dict[str, Any]:
-    out: dict[str, Any] = {}
-    for judge in judges:
-        scores = [
-            float(r["scores"][judge]["score"])
-            for r in rows
-            if judge in (r.get("scores") or {}) and isinstance(r["scores"][judge].get("score"), int | float)
-        ]
-        block: dict[str, Any] = {
-            "n": len(scores),
-            "mean": _mean(scores),
-            # every task counts; a missing score (agent failure etc.) counts as 0
-            "mean_all": round(sum(scores) / total, 4) if total else None,
-            "success_rate": round(sum(1 for s in scores if s >= 1.0 - 1e-9) / total, 4) if total else None,
-        }
-        metrics: dict[str, list[float]] = defaultdict(list)
-        labels: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-        for r in rows:
-            m = ((r.get("scores") or {}).get(judge) or {}).get("metrics") or {}
-            for k, v in m.items():
-                if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
-                    metrics[k].append(float(v))
-                elif isinstance(v, str):  # e.g. the rubric judge's "semantics": how many scores each value produced
-                    labels[k][v] += 1
-        if metrics:
-            block["metrics"] = {k: _mean(v) for k, v in sorted(metrics.items())}
-        if labels:
-            block["labels"] = {k: dict(sorted(c.items())) for k, c in sorted(labels.items())}
-        out[judge] = block
-    return out
+def summarize_results(rows: list[dict[str, Any]], group_fields: Iterable[str] = ("category", "edit_type", "difficulty"),
+                      opts: StatsOptions | None = None) -> dict[str, Any]:
+    """Aggregate result lines per agent and judge, and per metadata group (category, difficulty...).
 
+    Means are over tasks of the per-task mean over epochs, with 95% bootstrap intervals; see
+    :mod:`pptarena.run.summary_stats` (statistics), :mod:`pptarena.models.pricing` (cost).
+    """
+    opts = opts or StatsOptions()
 
-def summarize_results(rows: list[dict[str, Any]], group_fields: Iterable[str] = ("category", "edit_type", "difficulty")) -> dict[str, Any]:
-    """Aggregate result lines per agent and judge, and per metadata group (category, difficulty...)."""
+    def _judge_block(rows: list[dict[str, Any]], judges: list[str], total: int) -> dict[str, Any]:
+        return {j: judge_block(rows, j, opts) for j in judges}
     agents: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         agents[r["agent"]].append(r)
     judges = sorted({j for r in rows for j in (r.get("scores") or {})})
-    summary: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "judges": judges, "agents": {}}
+    summary: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "judges": judges, "statistics": opts.to_json(), "agents": {}}
     for agent, arows in sorted(agents.items()):
         counts = {s: sum(1 for r in arows if r.get("status") == s) for s in STATUSES}
         usage: dict[str, int] = defaultdict(int)
@@ -161,11 +145,14 @@ def summarize_results(rows: list[dict[str, Any]], group_fields: Iterable[str] = 
                 if isinstance(v, int):
                     usage[k] += v
         entry: dict[str, Any] = {
-            "tasks": len(arows),
+            "tasks": len({r["task_id"] for r in arows}),
+            "attempts": len(arows),
+            "epochs": max((epoch_of(r) for r in arows), default=0),
             "status": counts,
             "judges": _judge_block(arows, judges, len(arows)),
             "duration_s": round(sum(float(r.get("duration_s") or 0) for r in arows), 2),
             "usage": dict(usage),
+            "cost": cost_of_rows(arows),
             "groups": {},
         }
         for field in group_fields:
@@ -175,7 +162,10 @@ def summarize_results(rows: list[dict[str, Any]], group_fields: Iterable[str] = 
                     groups[key].append(r)
             if groups:
                 entry["groups"][field] = {
-                    key: {"tasks": len(g), "judges": _judge_block(g, judges, len(g))} for key, g in sorted(groups.items())
+                    key: {"tasks": len({r["task_id"] for r in g}), "judges": _judge_block(g, judges, len(g))}
+                    for key, g in sorted(groups.items())
                 }
         summary["agents"][agent] = entry
+    summary["cost"] = cost_of_rows(rows)
+    add_comparisons(summary, rows, opts)
     return summary

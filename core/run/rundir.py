@@ -3,10 +3,11 @@
 ::
 
     <run>/manifest.json        config (secrets elided), plugins, start and end
-    <run>/results.jsonl        one line per finished (agent, task), appended as each finishes
+    <run>/results.jsonl        one line per finished (agent, task, epoch), appended as each finishes
     <run>/summary.json         aggregates, rewritten at the end
     <run>/report.html          the HTML report
     <run>/tasks/<agent>/<task>/  input/, prediction.pptx, agent.log.jsonl, verdicts.json, renders ...
+    <run>/tasks/<agent>/<task>@e<N>/  the same for attempt N > 1 (``[run] epochs``)
     <run>/rescore/<name>/      a re-scoring: the same layout (without predictions)
     <run>/meta-eval/           meta_eval.json and the verdicts of repeated judgings (repeat-<k>/)
 
@@ -85,6 +86,14 @@ class RunDir:
     def pair(self, agent: str, task_id: str) -> Path:
         """``tasks/<agent>/<task>``: the folder of one (agent, task) pair."""
         return self.tasks / safe_name(agent) / safe_name(task_id)
+
+    def attempt(self, agent: str, task_id: str, epoch: int = 1) -> Path:
+        """The folder of one attempt: the pair's folder for epoch 1, ``tasks/<agent>/<task>@e<N>`` after.
+
+        ``@`` never occurs in a :func:`safe_name`, so no task id can collide with an epoch folder.
+        """
+        pair = self.pair(agent, task_id)
+        return pair if epoch <= 1 else pair.with_name(f"{pair.name}@e{epoch}")
 
     def verdicts(self, agent: str, task_id: str) -> Path:
         """The judges' verdicts of one pair."""

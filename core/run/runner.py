@@ -29,9 +29,12 @@ from typing import Any
 
 from pptarena.models import UsageBook
 from pptarena.models.messages import add_counts
+from pptarena.models.pricing import pair_cost
 from pptarena.procs import kill_group, run_in_session
+from pptarena.run.attempts import Budget, is_deterministic, reused_rows
 from pptarena.run.components import Components
 from pptarena.run.config import ComponentConfig, RunConfig
+from pptarena.run.fingerprint import cached_fingerprint, check_fingerprints
 from pptarena.run.judging import judge_prediction
 from pptarena.run.progress import Progress
 from pptarena.run.records import ResultLineProblem
@@ -39,6 +42,7 @@ from pptarena.run.references import normalized_references, normalizer_of
 from pptarena.run.registry import Registry
 from pptarena.run.results import SCHEMA_VERSION, ResultsStore, summarize_results, write_json_atomic
 from pptarena.run.rundir import AGENT_ERROR, AGENT_LOG, AGENT_STDERR, INPUT, VERDICTS, RunDir, safe_name
+from pptarena.run.summary_stats import StatsOptions
 from pptarena.run.tasks import load_tasks, select_tasks
 from pptarena.run.worker import classify_exception, prediction_from_json, run_agent
 from pptarena.types import (
@@ -104,6 +108,13 @@ def _agent_tables(config: dict[str, Any]) -> dict[str, Any]:
     return labels
 
 
+def _without_pricing(key: str, table: Any) -> Any:
+    """Backend tables minus ``pricing`` (prices change what a run cost, never its results)."""
+    if key != "backends" or not isinstance(table, dict):
+        return table
+    return {k: {o: v for o, v in t.items() if o != "pricing"} if isinstance(t, dict) else t for k, t in table.items()}
+
+
 def resume_conflicts(previous: dict[str, Any], current: dict[str, Any]) -> list[str]:
     """How a config differs from the one a run folder was started with, in ways that make old results stale.
 
@@ -112,7 +123,7 @@ def resume_conflicts(previous: dict[str, Any], current: dict[str, Any]) -> list[
     """
     problems = []
     for key in ("dataset", "renderer", "judges", "backends"):
-        if previous.get(key) != current.get(key):
+        if _without_pricing(key, previous.get(key)) != _without_pricing(key, current.get(key)):
             problems.append(f"[{key}] differs")
     before, after = _agent_tables(previous), _agent_tables(current)
     for label in sorted(set(before) & set(after)):
@@ -137,6 +148,8 @@ class Runner:
         strict: bool = False,
         progress: Progress | None = None,
         quiet: bool = False,
+        epochs: int | None = None,
+        max_cost: float | None = None,
     ):
         self.config = config
         self.registry = registry
@@ -147,6 +160,9 @@ class Runner:
         self.retry_statuses = (Status.INFRA_ERROR, Status.TIMEOUT) if retry_errors else ()
         self.strict = strict
         self.quiet = quiet
+        self.epochs = epochs or config.run.epochs
+        self.max_cost = max_cost if max_cost is not None else config.run.max_cost
+        self.budget: Budget | None = None
         self.components = Components(config, registry)
         self.store = ResultsStore(self.run_dir)
         self._progress = progress
@@ -185,6 +201,9 @@ class Runner:
             "tasks": len(tasks),
             "agents": [a.label for a in self.config.agents],
             "judges": [j.label for j in self.config.judges],
+            "judge_fingerprints": getattr(self, "judge_fingerprints", {}),
+            "epochs": self.epochs,
+            "max_cost": self.max_cost,
             "python": sys.version.split()[0],
             "platform": platform.platform(),
         }
@@ -211,10 +230,13 @@ class Runner:
                 f"`arena rescore {self.run_dir} --config {self.config.path}`."
             )
 
-    def _finish_manifest(self) -> None:
+    def _finish_manifest(self, finished: bool = True) -> None:
         path = RunDir(self.run_dir).manifest
         manifest = json.loads(path.read_text())
-        manifest["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+        if finished:
+            manifest["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+        if self.budget is not None and self.max_cost is not None:
+            manifest["budget"] = self.budget.to_json()
         write_json_atomic(path, manifest)
 
     def judges(self) -> list[tuple[ComponentConfig, Any]]:
@@ -226,8 +248,8 @@ class Runner:
 
     # ------------------------------------------------------------------ one pair
 
-    def _workspace(self, agent: ComponentConfig, task: Task) -> Workspace:
-        task_dir = RunDir(self.run_dir).pair(agent.label, task.id)
+    def _workspace(self, agent: ComponentConfig, task: Task, epoch: int = 1) -> Workspace:
+        task_dir = RunDir(self.run_dir).attempt(agent.label, task.id, epoch)
         if task_dir.exists():  # leftovers of an interrupted attempt
             shutil.rmtree(task_dir)
         (task_dir / INPUT).mkdir(parents=True)
@@ -260,6 +282,7 @@ class Runner:
                 "traceback": traceback.format_exc(limit=20),
             }
         out["model_usage"] = book.total().as_dict()
+        out["model_cost"] = book.cost()
         return out
 
     def _run_agent_in_worker(self, agent: ComponentConfig, task: Task, ws: Workspace) -> dict[str, Any]:
@@ -351,10 +374,11 @@ class Runner:
             return False
 
     @staticmethod
-    def _new_row(agent: ComponentConfig, task: Task, usage: dict[str, Any]) -> dict[str, Any]:
+    def _new_row(agent: ComponentConfig, task: Task, usage: dict[str, Any], epoch: int = 1) -> dict[str, Any]:
         return {
             "agent": agent.label,
             "task_id": task.id,
+            "epoch": epoch,
             "status": Status.SCORED,
             "scores": {},
             "error": None,
@@ -363,15 +387,15 @@ class Runner:
             "metadata": task.metadata,
         }
 
-    def run_pair(self, agent: ComponentConfig, task: Task) -> dict[str, Any] | None:
-        """Run one agent on one task, judge it and append the result (None if interrupted)."""
+    def run_pair(self, agent: ComponentConfig, task: Task, epoch: int = 1) -> dict[str, Any] | None:
+        """Run one agent on one task (attempt ``epoch``), judge it and append the result (None if interrupted)."""
         t0 = time.monotonic()
         try:
-            ws = self._workspace(agent, task)
+            ws = self._workspace(agent, task, epoch)
         except OSError as exc:  # cannot copy the input deck or write the task folder: the harness's fault
             if self._stop.is_set():
                 return None
-            failed = self._new_row(agent, task, {})
+            failed = self._new_row(agent, task, {}, epoch)
             failed.update(status=Status.INFRA_ERROR, error=f"could not prepare the workspace: {exc}")
             failed["duration_s"] = round(time.monotonic() - t0, 3)
             self.store.append(failed)
@@ -383,7 +407,7 @@ class Runner:
             outcome = {"ok": False, "status": Status.INFRA_ERROR, "error": f"could not run the agent: {exc}"}
         if self._stop.is_set():
             return None
-        row = self._new_row(agent, task, outcome.get("model_usage") or {})
+        row = self._new_row(agent, task, outcome.get("model_usage") or {}, epoch)
         details: dict[str, Any] = {}
         if not outcome.get("ok"):
             row["status"] = outcome["status"]
@@ -411,6 +435,10 @@ class Runner:
                 add_counts(row["usage"], details.get("judge_usage", {}))
             row["prediction"] = _relative_to(pred.path, self.run_dir)
         row["duration_s"] = round(time.monotonic() - t0, 3)
+        agent_cost = outcome.get("model_cost")
+        if agent_cost is None and not in_process:  # the worker was killed or crashed before reporting its calls
+            agent_cost = {"usd": None, "known_usd": 0.0, "unpriced_models": ["(agent calls not reported)"]}
+        row["cost"] = pair_cost(agent_cost, {k: v.get("cost") for k, v in details.get("verdicts", {}).items()})
         write_json_atomic(ws.dir / VERDICTS, {"status": row["status"], "error": row["error"], **details})
         if self._stop.is_set():
             return None
@@ -420,35 +448,43 @@ class Runner:
     # ------------------------------------------------------------------ the run
 
     def run(self) -> dict[str, Any]:
-        """Run every pending pair; returns the summary (also written to summary.json)."""
+        """Run every pending attempt; returns the summary (also written to summary.json)."""
         tasks = select_tasks(load_tasks(self.components), self.task_globs, self.limit)
         self._check_resume()
+        self._check_judges()
         self._write_manifest(tasks)
-        done = self.store.done(self.retry_statuses)
-        pending = [(a, t) for a in self.config.agents for t in tasks if (a.label, t.id) not in done]
-        total = len(self.config.agents) * len(tasks)
+        done = self.store.done_attempts(self.retry_statuses)
+        plan = [(a, t, e) for e in range(1, self.epochs + 1) for a in self.config.agents for t in tasks
+                if e == 1 or not is_deterministic(a.spec.factory)]
+        pending = [(a, t, e) for a, t, e in plan if (a.label, t.id, e) not in done]
+        total = len(plan)
+        self.budget = Budget(self.max_cost, self.store.read())
         progress = self._progress or Progress(total, quiet=self.quiet)
         progress.done = total - len(pending)
         if progress.done:
             progress.message(f"Resuming {self.run_dir}: {progress.done} of {total} results already recorded.")
         pool = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="pair")
         futures: set[Future[Any]] = set()
+        queue = list(reversed(pending))
         try:
             with progress:
-                for agent, task in pending:
-                    futures.add(pool.submit(self.run_pair, agent, task))
-                while futures:
+                while queue or futures:
+                    while queue and len(futures) < self.jobs and not self.budget.exhausted():
+                        futures.add(pool.submit(self.run_pair, *queue.pop()))
+                    if not futures:
+                        break
                     finished, futures = wait(futures, timeout=0.5, return_when=FIRST_COMPLETED)
                     for fut in finished:
                         row = fut.result()
                         if row is not None:
+                            self.budget.add(row)
                             progress.result(row)
         except KeyboardInterrupt:
             self.stop()
             pool.shutdown(wait=False, cancel_futures=True)
             self.components.close()
             raise RunInterrupted(
-                f"Interrupted. {len(self.store.done())} of {total} results are saved in {self.run_dir}.\n"
+                f"Interrupted. {len(self.store.done_attempts())} of {total} results are saved in {self.run_dir}.\n"
                 f"Resume with: arena run --config {self.config.path} --out {self.run_dir}"
             ) from None
         except BaseException:
@@ -458,12 +494,32 @@ class Runner:
             raise
         pool.shutdown(wait=True)
         self.components.close()
-        summary = summarize_results(self.store.read())
+        if queue:
+            self.budget.stopped, self.budget.not_started = True, len(queue)
+            progress.message(self.budget.message())
+        for agent in self.config.agents:
+            if self.epochs > 1 and is_deterministic(agent.spec.factory):
+                for copy in reused_rows(self.store.read(), agent.label, self.epochs):
+                    self.store.append(copy)
+        run = self.config.run
+        summary = summarize_results(self.store.read(), opts=StatsOptions(run.success_threshold, run.bootstrap, run.seed))
+        if self.max_cost is not None:
+            summary["budget"] = self.budget.to_json()
         write_json_atomic(RunDir(self.run_dir).summary, summary)
-        recorded = self.store.done()
-        if all((a.label, t.id) in recorded for a in self.config.agents for t in tasks):
-            self._finish_manifest()
+        recorded = self.store.done_attempts()
+        self._finish_manifest(not queue and all((a.label, t.id, e) in recorded for a, t, e in plan))
         return summary
+
+    def _check_judges(self) -> None:
+        """Refuse to add verdicts of a changed judge under a label that already has verdicts."""
+        path = RunDir(self.run_dir).manifest
+        manifest = json.loads(path.read_text()) if path.exists() else {}
+        self.judge_fingerprints = {c.label: cached_fingerprint(c, j, self.config.backends) for c, j in self.judges()}
+        check_fingerprints(
+            self.judge_fingerprints, manifest, self.store.read(), str(self.run_dir),
+            "Give the changed judge a new `label`, start a new run (--new or another --out), or re-judge the recorded "
+            f"predictions with `arena rescore {self.run_dir} --config {self.config.path} --out NEW_NAME`.",
+        )
 
     def stop(self) -> None:
         """Stop: no new results are written and running workers are killed."""

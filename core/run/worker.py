@@ -100,6 +100,7 @@ def main(spec_path: str) -> int:
         if components is not None:
             components.close()
     outcome["model_usage"] = book.total().as_dict()
+    outcome["model_cost"] = book.cost()
     tmp = result_path.with_suffix(".tmp")
     tmp.write_text(json.dumps(outcome, default=str), encoding="utf-8")
     tmp.replace(result_path)

@@ -17,6 +17,7 @@ class NoopAgent(Component):
     """Returns the input deck unchanged: the floor every real agent must beat."""
 
     in_process = True
+    deterministic = True  # every attempt gives the same deck: run once, reused for every epoch
 
     class Options(OptionsBase):
         """No options."""
@@ -31,6 +32,7 @@ class OracleAgent(Component):
     """Returns the task's human reference target: the ceiling judges should give full marks."""
 
     in_process = True
+    deterministic = True  # every attempt gives the same deck: run once, reused for every epoch
 
     class Options(OptionsBase):
         """No options."""
@@ -56,6 +58,7 @@ class PrecomputedAgent(Component):
     """Hands in predictions made elsewhere: ``dir``/``pattern`` per task."""
 
     in_process = True
+    deterministic = True  # every attempt gives the same deck: run once, reused for every epoch
     Options = PrecomputedOptions
 
     def edit(self, task: Task, workspace: Workspace) -> Prediction:

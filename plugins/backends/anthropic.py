@@ -263,12 +263,17 @@ class AnthropicBackend(BackendBase):
             getattr(b, "text", "") for b in (response.content or []) if getattr(b, "type", "") == "text"
         )
         usage = getattr(response, "usage", None)
+        # Anthropic counts prompt-cache reads and writes apart from input_tokens; pptarena's input_tokens
+        # include them, and cached_input_tokens says how many were cache reads (priced at the cached rate)
+        cache_read = int(getattr(usage, "cache_read_input_tokens", 0) or 0)
+        cache_write = int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
         return Completion(
             text=text,
             model=getattr(response, "model", None) or model,
             usage=Usage(
-                input_tokens=int(getattr(usage, "input_tokens", 0) or 0),
+                input_tokens=int(getattr(usage, "input_tokens", 0) or 0) + cache_read + cache_write,
                 output_tokens=int(getattr(usage, "output_tokens", 0) or 0),
+                cached_input_tokens=cache_read,
                 calls=1,
             ),
             raw=response.model_dump(mode="json", exclude_none=True),

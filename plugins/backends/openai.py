@@ -343,6 +343,7 @@ class OpenAIBackend(BackendBase):
             usage=Usage(
                 input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
                 output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
+                cached_input_tokens=int(getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", 0) or 0),
                 calls=1,
             ),
             raw=response.model_dump(mode="json", exclude_none=True),
@@ -366,6 +367,7 @@ class OpenAIBackend(BackendBase):
             usage=Usage(
                 input_tokens=int(getattr(usage, "input_tokens", 0) or 0),
                 output_tokens=int(getattr(usage, "output_tokens", 0) or 0),
+                cached_input_tokens=int(getattr(getattr(usage, "input_tokens_details", None), "cached_tokens", 0) or 0),
                 calls=1,
             ),
             raw=raw,

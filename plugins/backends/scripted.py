@@ -48,6 +48,7 @@ from pptarena.models import (
     TransientModelError,
     Usage,
 )
+from pptarena.models.pricing import ModelPrice
 from pptarena.types import ComponentContext
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
@@ -275,6 +276,7 @@ class ScriptedBackend(BackendBase):
     """Answers from rules and a list of responses; records every request."""
 
     Options = ScriptedOptions
+    default_price = ModelPrice(input=0.0, output=0.0)  # offline: free unless `pricing` says otherwise
 
     def __init__(self, options: ScriptedOptions, context: ComponentContext):
         super().__init__(options, context)

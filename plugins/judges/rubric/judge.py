@@ -26,6 +26,7 @@ from typing import Any, Literal
 import pptarena
 from pptarena.evidence import Evidence
 from pptarena.models import ModelRef
+from pptarena.plugins.judges.rubric import llm as rubric_llm
 from pptarena.plugins.judges.rubric.execute import LeafRun, ModelBridge, run_function_leaves
 from pptarena.plugins.judges.rubric.llm import deterministic_reason, model_reason, score_llm_leaf
 from pptarena.plugins.judges.rubric.semantics import (
@@ -78,6 +79,8 @@ def screenshot_sides(tree: RubricTree, mode: str) -> list[str]:
 
 class RubricJudge(Component):
     """Scores a prediction with the task's PPT-Eval rubric tree (function leaves run sandboxed)."""
+
+    fingerprint_modules = (rubric_llm,)  # its LLM-leaf and explanation prompts are part of its fingerprint
 
     class Options(OptionsBase):
         """Options of the ``rubric`` judge."""

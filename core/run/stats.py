@@ -1,0 +1,198 @@
+"""Statistics for publishable leaderboards: per-task aggregation over epochs, pass@k / pass^k,
+bootstrap intervals clustered by task, and paired comparisons of two agents (numpy only).
+
+Notation: a task t has n_t attempts (epochs), c_t of them successful, scores s_t1..s_tn.
+
+* per-task mean m_t = mean_i s_ti (a missing score counts 0); the agent's mean is mean_t m_t.
+* pass@k (unbiased, Chen et al. 2021): per task 1 - C(n_t - c_t, k) / C(n_t, k), averaged over tasks
+  with n_t >= k. It is the chance that at least one of k attempts drawn without replacement succeeds.
+* pass^k (Yao et al., tau-bench): per task C(c_t, k) / C(n_t, k), averaged over tasks with n_t >= k:
+  the chance that all k drawn attempts succeed.
+* consistency: the share of tasks whose attempts all have the same success outcome; ``score_sd``:
+  mean over tasks of the population standard deviation of the task's scores.
+* 95% intervals: percentile bootstrap that resamples *tasks* with replacement (each resampled task
+  brings all its epochs, i.e. a cluster bootstrap), ``n_boot`` resamples, fixed ``seed``.
+* paired comparison of agents A and B on their common tasks: d_t = m_t(A) - m_t(B); the mean
+  difference, its bootstrap interval, and a two-sided paired sign-flip permutation test on mean(d)
+  (exact over all 2^n sign patterns for n <= ``EXACT_MAX_N``, else ``n_perm`` random flips with
+  p = (1 + hits) / (1 + n_perm)).
+"""
+
+from __future__ import annotations
+
+import itertools
+import math
+import statistics
+from collections import defaultdict
+from collections.abc import Iterable, Sequence
+from typing import Any
+
+import numpy as np
+
+DEFAULT_N_BOOT = 2000
+DEFAULT_SEED = 0
+EXACT_MAX_N = 16
+DEFAULT_N_PERM = 20_000
+MAX_TASKS = 200_000
+
+
+def epoch_of(row: dict[str, Any]) -> int:
+    """The attempt number of a result line (1 when the line predates epochs)."""
+    try:
+        return max(1, int(row.get("epoch") or 1))
+    except (TypeError, ValueError):
+        return 1
+
+
+def row_score(row: dict[str, Any], judge: str) -> float | None:
+    """The judge's 0-1 score in a line, or None when it gave none."""
+    block = (row.get("scores") or {}).get(judge) or {}
+    score = block.get("score")
+    if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+        return None
+    return float(score)
+
+
+def row_success(row: dict[str, Any], judge: str, threshold: float) -> bool:
+    """Success by the benchmark's rule: the judge's ``success`` metric when it has one, else score >= threshold."""
+    block = (row.get("scores") or {}).get(judge) or {}
+    metric = (block.get("metrics") or {}).get("success")
+    if isinstance(metric, bool | int | float):
+        return bool(metric)
+    score = row_score(row, judge)
+    return score is not None and score >= threshold - 1e-9
+
+
+def by_task(rows: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+    """Lines grouped by task id, each group ordered by epoch."""
+    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for r in rows:
+        groups[r["task_id"]].append(r)
+    return {t: sorted(g, key=epoch_of) for t, g in groups.items()}
+
+
+def task_means(rows: Iterable[dict[str, Any]], judge: str) -> dict[str, float]:
+    """Per task, the mean of the judge's score over its attempts (an attempt without a score counts 0)."""
+    return {t: fmean([row_score(r, judge) or 0.0 for r in g]) for t, g in by_task(rows).items()}
+
+
+def fmean(values: Sequence[float]) -> float:
+    """The mean of a non-empty sequence (math.fsum; faster than numpy on short lists)."""
+    return math.fsum(values) / len(values)
+
+
+def _comb(n: int, k: int) -> int:
+    return math.comb(n, k) if 0 <= k <= n else 0
+
+
+def pass_at_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass@k of one task: 1 - C(n-c, k) / C(n, k) (needs n >= k >= 1)."""
+    if not 1 <= k <= n or not 0 <= c <= n:
+        raise ValueError(f"pass@k needs 1 <= k <= n and 0 <= c <= n (n={n}, c={c}, k={k})")
+    return 1.0 - _comb(n - c, k) / _comb(n, k)
+
+
+def pass_hat_k(n: int, c: int, k: int) -> float:
+    """Unbiased pass^k of one task: C(c, k) / C(n, k) (needs n >= k >= 1)."""
+    if not 1 <= k <= n or not 0 <= c <= n:
+        raise ValueError(f"pass^k needs 1 <= k <= n and 0 <= c <= n (n={n}, c={c}, k={k})")
+    return _comb(c, k) / _comb(n, k)
+
+
+def bootstrap_mean_ci(values: Sequence[float], *, n_boot: int = DEFAULT_N_BOOT, seed: int = DEFAULT_SEED,
+                      level: float = 0.95) -> list[float] | None:
+    """Percentile bootstrap interval of the mean of per-task values (None with fewer than 2 tasks).
+
+    Resampling the per-task values (each already a mean over the task's epochs) is the cluster
+    bootstrap over tasks.
+    """
+    a = np.asarray(values, dtype=float)
+    if a.ndim != 1 or len(a) < 2 or n_boot < 1:
+        return None
+    if len(a) > MAX_TASKS:
+        raise ValueError(f"more than {MAX_TASKS} tasks")
+    rng = np.random.default_rng(seed)
+    means = np.empty(n_boot)
+    chunk = max(1, 2_000_000 // len(a))
+    for start in range(0, n_boot, chunk):
+        stop = min(n_boot, start + chunk)
+        idx = rng.integers(0, len(a), size=(stop - start, len(a)))
+        means[start:stop] = a[idx].mean(axis=1)
+    lo, hi = np.percentile(means, [100 * (1 - level) / 2, 100 * (1 + level) / 2])
+    return [round(float(lo), 4), round(float(hi), 4)]
+
+
+def paired_permutation_p(diffs: Sequence[float], *, n_perm: int = DEFAULT_N_PERM, seed: int = DEFAULT_SEED) -> float | None:
+    """Two-sided p-value of a paired sign-flip permutation test of mean(diffs) = 0.
+
+    Exact (all 2^n sign patterns) for n <= EXACT_MAX_N, else Monte Carlo with ``n_perm`` seeded flips.
+    """
+    d = np.asarray(diffs, dtype=float)
+    if d.ndim != 1 or len(d) == 0:
+        return None
+    observed = abs(float(d.mean()))
+    tol = 1e-12 * max(1.0, observed)
+    if len(d) <= EXACT_MAX_N:
+        signs = np.array(list(itertools.product((1.0, -1.0), repeat=len(d))))
+        stats = np.abs(signs @ d / len(d))
+        return float(np.mean(stats >= observed - tol))
+    rng = np.random.default_rng(seed)
+    hits = 0
+    chunk = max(1, 2_000_000 // len(d))
+    for start in range(0, n_perm, chunk):
+        m = min(chunk, n_perm - start)
+        # mean of the flipped differences = (2 * (bits @ d) - sum(d)) / n for bits in {0, 1}
+        bits = rng.integers(0, 2, size=(m, len(d)), dtype=np.int8).astype(np.float32)
+        flipped = (2.0 * (bits @ d.astype(np.float32)) - d.sum()) / len(d)
+        hits += int(np.sum(np.abs(flipped) >= observed - max(tol, 1e-6)))
+    return (1 + hits) / (1 + n_perm)
+
+
+def paired_comparison(a: dict[str, float], b: dict[str, float], *, n_boot: int = DEFAULT_N_BOOT,
+                      seed: int = DEFAULT_SEED) -> dict[str, Any]:
+    """A vs B on their common tasks: n, mean difference (A - B), its 95% interval and the paired p-value."""
+    common = sorted(set(a) & set(b))
+    diffs = [a[t] - b[t] for t in common]
+    return {
+        "n": len(common),
+        "diff": round(float(np.mean(diffs)), 4) if diffs else None,
+        "ci95": bootstrap_mean_ci(diffs, n_boot=n_boot, seed=seed),
+        "p_value": None if not diffs else round(float(paired_permutation_p(diffs, seed=seed) or 1.0), 6),
+        "wins": sum(1 for d in diffs if d > 1e-12),
+        "losses": sum(1 for d in diffs if d < -1e-12),
+    }
+
+
+def epoch_block(rows: list[dict[str, Any]], judge: str, threshold: float, *, n_boot: int = DEFAULT_N_BOOT,
+                seed: int = DEFAULT_SEED) -> dict[str, Any]:
+    """The epoch figures of one agent and judge: k, pass@k and pass^k for k = 1..K (with intervals),
+    consistency and the mean per-task score standard deviation."""
+    groups = by_task(rows)
+    counts = {t: (len(g), sum(1 for r in g if row_success(r, judge, threshold))) for t, g in groups.items()}
+    k_max = max((n for n, _ in counts.values()), default=0)
+    out: dict[str, Any] = {"k": k_max, "pass_at_k": {}, "pass_hat_k": {}}
+    for k in range(1, k_max + 1):
+        eligible = [(n, c) for n, c in counts.values() if n >= k]
+        at = [pass_at_k(n, c, k) for n, c in eligible]
+        hat = [pass_hat_k(n, c, k) for n, c in eligible]
+        out["pass_at_k"][str(k)] = {"value": round(fmean(at), 4), "ci95": bootstrap_mean_ci(at, n_boot=n_boot, seed=seed),
+                                    "tasks": len(eligible)}
+        out["pass_hat_k"][str(k)] = {"value": round(fmean(hat), 4), "ci95": bootstrap_mean_ci(hat, n_boot=n_boot, seed=seed),
+                                     "tasks": len(eligible)}
+    multi = [(n, c) for n, c in counts.values() if n > 1]
+    out["consistency"] = round(sum(1 for n, c in multi if c in (0, n)) / len(multi), 4) if multi else None
+    sds = [statistics.pstdev([row_score(r, judge) or 0.0 for r in g]) for g in groups.values() if len(g) > 1]
+    out["score_sd"] = round(fmean(sds), 4) if sds else None
+    return out
+
+
+def pairwise_matrix(task_scores: dict[str, dict[str, float]], *, n_boot: int = DEFAULT_N_BOOT,
+                    seed: int = DEFAULT_SEED) -> dict[str, dict[str, Any]]:
+    """``{"A|B": paired_comparison(A, B)}`` for every ordered pair of agents (A listed before B)."""
+    names = list(task_scores)
+    out: dict[str, dict[str, Any]] = {}
+    for i, x in enumerate(names):
+        for y in names[i + 1:]:
+            out[f"{x}|{y}"] = {"a": x, "b": y, **paired_comparison(task_scores[x], task_scores[y], n_boot=n_boot, seed=seed)}
+    return out
+
