@@ -38,7 +38,8 @@ from .types import KINDS, ComponentContext, Options, PptArenaError
 
 GROUP = "pptarena"
 OWN_DISTRIBUTION = "pptarena"
-SINGULAR = {"datasets": "dataset", "agents": "agent", "renderers": "renderer", "judges": "judge", "backends": "backend"}
+SINGULAR = {"datasets": "dataset", "agents": "agent", "renderers": "renderer", "judges": "judge", "backends": "backend",
+            "executors": "executor"}
 
 
 class PluginLoadError(PptArenaError):

@@ -1,6 +1,9 @@
 """The runner: dataset → agent → prediction → judges → one result line per (agent, task).
 
-Each pair gets a private workspace with a copy of the input deck (the
+Where pairs run is the ``[executor]``'s business (:mod:`pptarena.executors`:
+``local`` threads and warm worker processes, ``ray`` clusters); the runner
+decides what runs, and alone writes ``results.jsonl``, the manifest and the
+summary. Each pair gets a private workspace with a copy of the input deck (the
 dataset's file is never touched). Agents run in a worker process of their own
 (:mod:`pptarena.worker`) in a new session, so ``task_timeout`` really stops a
 runaway agent and anything it started; agents marked ``in_process = True``
@@ -24,13 +27,13 @@ import sys
 import threading
 import time
 import traceback
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from .components import Components
 from .config import ComponentConfig, RunConfig
+from .executors import AgentLauncher, Executor, PairJob
 from .judging import judge_prediction
 from .procs import kill_group, run_in_session
 from .progress import Progress
@@ -68,6 +71,7 @@ def config_hash(config: RunConfig) -> str:
     """A stable hash of the config (secrets elided), used to find a run to resume."""
     raw = dict(config.redacted())
     raw.get("run", {}).pop("out", None) if isinstance(raw.get("run"), dict) else None
+    raw.pop("executor", None)  # where pairs run does not change their results: resume across executors
     return hashlib.sha256(json.dumps(raw, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -181,6 +185,7 @@ class Runner:
         self._procs_lock = threading.Lock()
         self._judges: list[tuple[ComponentConfig, Any]] | None = None
         self._judges_lock = threading.Lock()
+        self.agent_launcher: AgentLauncher | None = None  # set by an executor (e.g. a warm worker pool)
 
     # ------------------------------------------------------------------ setup
 
@@ -392,8 +397,22 @@ class Runner:
             "metadata": task.metadata,
         }
 
+    def stopping(self) -> bool:
+        """True once the run is being stopped (no more results are recorded)."""
+        return self._stop.is_set()
+
     def run_pair(self, agent: ComponentConfig, task: Task) -> dict[str, Any] | None:
         """Run one agent on one task, judge it and append the result (None if interrupted)."""
+        row = self.compute_pair(agent, task)
+        if row is not None:
+            self.store.append(row)
+        return row
+
+    def compute_pair(self, agent: ComponentConfig, task: Task) -> dict[str, Any] | None:
+        """Run one agent on one task in this process and judge it; the result row (None if interrupted).
+
+        Writes the task folder; appending the row to ``results.jsonl`` is the caller's job.
+        """
         t0 = time.monotonic()
         try:
             ws = self._workspace(agent, task)
@@ -403,11 +422,11 @@ class Runner:
             failed = self._new_row(agent, task, {})
             failed.update(status="infra_error", error=f"could not prepare the workspace: {exc}")
             failed["duration_s"] = round(time.monotonic() - t0, 3)
-            self.store.append(failed)
             return failed
         in_process = bool(getattr(agent.spec.factory, "in_process", False))
         try:
-            outcome = (self._run_agent_in_process if in_process else self._run_agent_in_worker)(agent, task, ws)
+            launch = self._run_agent_in_process if in_process else (self.agent_launcher or self._run_agent_in_worker)
+            outcome = launch(agent, task, ws)
         except Exception as exc:  # noqa: BLE001 - starting the worker failed: the harness's fault
             outcome = {"ok": False, "status": "infra_error", "error": f"could not run the agent: {exc}"}
         if self._stop.is_set():
@@ -441,7 +460,6 @@ class Runner:
         write_json_atomic(ws.dir / "verdicts.json", {"status": row["status"], "error": row["error"], **details})
         if self._stop.is_set():
             return None
-        self.store.append(row)
         return row
 
     # ------------------------------------------------------------------ the run
@@ -458,21 +476,21 @@ class Runner:
         progress.done = total - len(pending)
         if progress.done:
             progress.message(f"Resuming {self.run_dir}: {progress.done} of {total} results already recorded.")
-        pool = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="pair")
-        futures: set[Future[Any]] = set()
+        index = {id(a): i for i, a in enumerate(self.config.agents)}
+        jobs = [PairJob(agent, index[id(agent)], task) for agent, task in pending]
+        self._executor = executor = self.build_executor()
+        recorded: set[tuple[str, str]] = set()
         try:
             with progress:
-                for agent, task in pending:
-                    futures.add(pool.submit(self.run_pair, agent, task))
-                while futures:
-                    finished, futures = wait(futures, timeout=0.5, return_when=FIRST_COMPLETED)
-                    for fut in finished:
-                        row = fut.result()
-                        if row is not None:
-                            progress.result(row)
+                for job, row in executor.execute(jobs, self):
+                    if job.key in recorded or self._stop.is_set():
+                        continue  # an executor must hand back each pair once; never record a pair twice
+                    recorded.add(job.key)
+                    self.store.append(row)
+                    progress.result(row)
         except KeyboardInterrupt:
             self.stop()
-            pool.shutdown(wait=False, cancel_futures=True)
+            executor.close()
             self.components.close()
             raise RunInterrupted(
                 f"Interrupted. {len(self.store.done())} of {total} results are saved in {self.run_dir}.\n"
@@ -480,10 +498,10 @@ class Runner:
             ) from None
         except BaseException:
             self.stop()
-            pool.shutdown(wait=False, cancel_futures=True)
+            executor.close()
             self.components.close()
             raise
-        pool.shutdown(wait=True)
+        executor.close()
         self.components.close()
         summary = summarize_results(self.store.read())
         write_json_atomic(self.run_dir / "summary.json", summary)
@@ -492,13 +510,23 @@ class Runner:
             self._finish_manifest()
         return summary
 
+    def build_executor(self) -> Executor:
+        """The run's executor (the ``[executor]`` table; ``local`` when the config has none)."""
+        comp = self.config.executor
+        if comp is None:
+            return self.registry.create("executors", "local", {}, self.components.context())
+        return self.components.build(comp)
+
     def stop(self) -> None:
-        """Stop: no new results are written and running workers are killed."""
+        """Stop: no new results are written and running workers (and the executor's) are killed."""
         self._stop.set()
         with self._procs_lock:
             procs = list(self._procs)
         for proc in procs:
             kill_group(proc)
+        executor = getattr(self, "_executor", None)
+        if executor is not None:
+            executor.stop()
 
 
 class _RendererProxy:

@@ -20,7 +20,7 @@ from pydantic import BaseModel, ConfigDict
 if TYPE_CHECKING:  # pragma: no cover
     from .models import ModelClient
 
-KINDS = ("datasets", "agents", "renderers", "judges", "backends")
+KINDS = ("datasets", "agents", "renderers", "judges", "backends", "executors")
 STATUSES = ("scored", "agent_error", "timeout", "judge_error", "infra_error")
 
 
