@@ -113,7 +113,7 @@ def register_executors(register: RegisterFn) -> None:
         that runs pairs elsewhere copies each pair's task folder back into
         ``run.run_dir`` before yielding its row.
 
-    An optional class method ``check_config(options, config) -> list[str]``
+    An optional class method ``check_config(options, agent_labels) -> list[str]``
     reports problems (e.g. options naming an agent label that does not exist)
     before any work starts.
 
