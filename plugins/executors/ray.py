@@ -110,8 +110,11 @@ class RayExecutor(Component):
         return ray
 
     def _connect(self, run: RunHandle) -> Any:
-        ray = self._ray()
         opts: RayOptions = self.options  # type: ignore[assignment]
+        if not opts.address:
+            # a private local cluster listens on 127.0.0.1 only (Ray otherwise advertises the host's address)
+            os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
+        ray = self._ray()
         if ray.is_initialized():
             return ray
         kwargs: dict[str, Any] = {
@@ -127,6 +130,7 @@ class RayExecutor(Component):
         else:
             ray.init(
                 address="local",
+                _node_ip_address="127.0.0.1",
                 num_cpus=opts.local_cpus or run.jobs,
                 object_store_memory=opts.object_store_memory,
                 **kwargs,
