@@ -30,7 +30,6 @@ from pptarena.executors import PairJob, RunHandle, infra_error_row, unpack_task_
 from pptarena.types import Component, ComponentUnavailable, Options
 from pydantic import BaseModel, ConfigDict, Field
 
-
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
 
