@@ -275,3 +275,31 @@ def test_sigkill_of_the_driver_leaves_nothing_running_and_rerunning_resumes(tmp_
     keys = [(r["agent"], r["task_id"]) for r in rows]
     assert len(keys) == len(set(keys)) == 6  # the resumed run added exactly the missing pairs
     assert rows[: len(first)] == first and all(r["status"] == "scored" for r in rows)
+
+
+def test_an_agent_needing_a_resource_no_node_has_fails_before_submitting(tmp_path, cluster, fake_plugins):
+    from pptarena.executors import ExecutorError
+
+    text = FAKE.format(count=1) + '[[agents]]\nuse = "retitle"\n' + executor_table(
+        cluster, "[executor.agents.retitle]\nresources = { gpu_desktop = 1 }\n"
+    )
+    with pytest.raises(ExecutorError, match=r"agent 'retitle' needs 1 'gpu_desktop' per pair.*advertises 0"):
+        run_config(tmp_path, text, "out")
+    assert not ray.is_initialized()  # the executor disconnected from the cluster
+
+
+def test_default_local_cluster_with_shared_dir_runs_gui_marked_agents(tmp_path, fake_plugins):
+    """No address: the executor starts (and stops) a private cluster that advertises what the agents need."""
+    shared = tmp_path / "shared"
+    text = (
+        FAKE.format(count=2)
+        + '[[agents]]\nuse = "desktop"\n[[agents]]\nuse = "slowcopy"\n'
+        + f'[executor]\nuse = "ray"\nlocal_cpus = 1\nobject_store_memory = {STORE}\nshared_dir = "{shared}"\n'
+    )
+    run_config(tmp_path, text, "out")
+    rows = rows_of(tmp_path / "out")
+    assert len(rows) == 4 and all(r["status"] == "scored" for r in rows)
+    assert (tmp_path / "out" / "tasks" / "desktop" / "task-00" / "prediction.pptx").is_file()
+    # task folders were moved from the shared folder into the run folder, nothing left behind but empty scratch
+    assert not [p for p in shared.rglob("*") if p.is_file()]
+    assert not ray.is_initialized()

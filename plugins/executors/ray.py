@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pptarena
-from pptarena.executors import PairJob, RunHandle, infra_error_row, unpack_task_folder
+from pptarena.executors import ExecutorError, PairJob, RunHandle, infra_error_row, unpack_task_folder
 from pptarena.types import Component, ComponentUnavailable, Options
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -127,23 +127,44 @@ class RayExecutor(Component):
         if opts.address:
             ray.init(address=opts.address, **kwargs)
         else:
+            cpus = opts.local_cpus or run.jobs
+            # this host can run every agent of the run: advertise the custom resources they ask for
+            wanted = {name for a in run.config.agents for name in self._resources_of(a)}
             ray.init(
                 address="local",
                 _node_ip_address="127.0.0.1",
-                num_cpus=opts.local_cpus or run.jobs,
+                num_cpus=cpus,
+                resources={name: float(cpus) for name in sorted(wanted)} or None,
                 object_store_memory=opts.object_store_memory,
                 **kwargs,
             )
         self._owns_ray = True
         return ray
 
+    def _resources_of(self, agent: Any) -> dict[str, float]:
+        opts: RayOptions = self.options  # type: ignore[assignment]
+        own = opts.agents.get(agent.label)
+        if own is not None and own.resources:
+            return dict(own.resources)
+        return dict(getattr(agent.spec.factory, "resources", None) or {})
+
+    def _check_feasible(self, ray: Any, jobs: Sequence[PairJob]) -> None:
+        """Fail before submitting when no node advertises a resource an agent needs (Ray would wait forever)."""
+        have = ray.cluster_resources()
+        for job in {j.agent.label: j for j in jobs}.values():
+            for name, amount in self.placement(job).get("resources", {}).items():
+                if have.get(name, 0) < amount:
+                    raise ExecutorError(
+                        f"agent {job.agent.label!r} needs {amount:g} {name!r} per pair, but the Ray cluster "
+                        f"advertises {have.get(name, 0):g}; start nodes with `ray start --resources='{{\"{name}\": N}}'` "
+                        f"or set [executor.agents.{job.agent.label}] resources"
+                    )
+
     def placement(self, job: PairJob) -> dict[str, Any]:
         """Ray task options for ``job``: the agent's table in ``agents``, else the agent class's ``resources``."""
         opts: RayOptions = self.options  # type: ignore[assignment]
         own = opts.agents.get(job.agent.label)
-        resources = dict(getattr(job.agent.spec.factory, "resources", None) or {})
-        if own is not None and own.resources:
-            resources = dict(own.resources)
+        resources = self._resources_of(job.agent)
         num_cpus = own.num_cpus if own is not None and own.num_cpus is not None else opts.num_cpus
         out: dict[str, Any] = {"num_cpus": num_cpus}
         if resources:
@@ -172,6 +193,8 @@ class RayExecutor(Component):
             return
         ray = self._connect(run)
         from ray.exceptions import RayError
+
+        self._check_feasible(ray, jobs)
 
         from .ray_remote import run_pair
 

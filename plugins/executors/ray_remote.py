@@ -12,6 +12,7 @@ system instead and only its path travels back.
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
 import os
@@ -63,6 +64,7 @@ def _node_run(boot: dict[str, Any]) -> NodeRun:
             old.close()
         _STATE.clear()
         _STATE[key] = NodeRun(boot)
+        atexit.register(_STATE[key].close)
     return _STATE[key]
 
 
