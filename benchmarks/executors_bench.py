@@ -34,9 +34,9 @@ os.environ["PYTHONPATH"] = os.pathsep.join([str(HERE), str(ROOT / "tests"), os.e
 
 
 def timed_run(tmp: Path, name: str, body: str, jobs: int) -> float:
-    from pptarena.config import load_config
-    from pptarena.registry import get_registry
-    from pptarena.runner import Runner
+    from pptarena.run.config import load_config
+    from pptarena.run.registry import get_registry
+    from pptarena.run.runner import Runner
 
     cfg = tmp / f"{name}.toml"
     cfg.write_text(body)
@@ -67,7 +67,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
         base = f'[dataset]\nuse = "fake"\nroot = "{tmp / "data"}"\ncount = {args.pairs}\n[renderer]\nuse = "dummy"\n'
-        from pptarena.components import Components  # noqa: F401 - warm imports outside the timings
+        from pptarena.run.components import Components  # noqa: F401 - warm imports outside the timings
 
         timed_run(tmp, "warmup", base + '[[agents]]\nuse = "cheap-inproc"\n', args.jobs)  # generates the decks
         walls = {
@@ -95,7 +95,7 @@ def main() -> None:
         out["ray added per pair vs pool (s)"] = round((walls["ray"] - walls["local, pool"]) / args.pairs, 4)
         if args.demo:
             os.environ.pop("PPTARENA_PLUGINS", None)
-            from pptarena.registry import reset_registry
+            from pptarena.run.registry import reset_registry
 
             reset_registry()
             demo = (ROOT / "examples" / "demo.toml").read_text()

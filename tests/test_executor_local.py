@@ -8,9 +8,9 @@ import time
 from pathlib import Path
 
 import pytest
-from pptarena.config import ConfigError, load_config
-from pptarena.registry import get_registry
-from pptarena.runner import Runner
+from pptarena.run.config import ConfigError, load_config
+from pptarena.run.registry import get_registry
+from pptarena.run.runner import Runner
 
 BASE = '[dataset]\nuse = "fake"\nroot = "data"\ncount = {count}\n[renderer]\nuse = "dummy"\n[[judges]]\nuse = "title"\n'
 
@@ -118,7 +118,7 @@ def test_hook_register_executors(tmp_path, fake_plugins):
     import types
 
     import pptarena
-    from pptarena.executors import Executor
+    from pptarena.run.executors import Executor
 
     calls: list[str] = []
 

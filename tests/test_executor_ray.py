@@ -22,9 +22,9 @@ import pytest
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 ray = pytest.importorskip("ray", reason="the ray executor tests need `pip install 'pptarena[ray]'`")
-from pptarena.config import load_config  # noqa: E402
-from pptarena.registry import get_registry  # noqa: E402
-from pptarena.runner import Runner  # noqa: E402
+from pptarena.run.config import load_config  # noqa: E402
+from pptarena.run.registry import get_registry  # noqa: E402
+from pptarena.run.runner import Runner  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
@@ -161,7 +161,7 @@ def test_gui_marked_agents_only_run_on_a_desktop_node(tmp_path, cluster, fake_pl
 
 
 def test_unknown_agent_label_in_executor_options_fails_before_work(tmp_path, cluster, fake_plugins):
-    from pptarena.config import ConfigError
+    from pptarena.run.config import ConfigError
 
     cfg = tmp_path / "bad.toml"
     cfg.write_text(FAKE.format(count=1) + '[[agents]]\nuse = "noop"\n'
@@ -278,7 +278,7 @@ def test_sigkill_of_the_driver_leaves_nothing_running_and_rerunning_resumes(tmp_
 
 
 def test_an_agent_needing_a_resource_no_node_has_fails_before_submitting(tmp_path, cluster, fake_plugins):
-    from pptarena.executors import ExecutorError
+    from pptarena.run.executors import ExecutorError
 
     text = FAKE.format(count=1) + '[[agents]]\nuse = "retitle"\n' + executor_table(
         cluster, "[executor.agents.retitle]\nresources = { gpu_desktop = 1 }\n"

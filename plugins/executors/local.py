@@ -16,7 +16,7 @@ from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
 import pptarena
-from pptarena.executors import PairJob, RunHandle
+from pptarena.run.executors import PairJob, RunHandle
 from pptarena.types import Component, Options
 from pydantic import Field
 

@@ -19,10 +19,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pptarena.executors import RunHandle
 from pptarena.procs import kill_group
+from pptarena.run.executors import RunHandle
+from pptarena.run.worker import prediction_from_json
 from pptarena.types import InfraError, Task, Workspace
-from pptarena.worker import prediction_from_json
 
 BOOT_TIMEOUT = 120.0
 WORKER_MODULE = "pptarena.plugins.executors.pool_worker"

@@ -92,7 +92,7 @@ def _send(out: BinaryIO, message: dict[str, Any]) -> None:
 
 
 def _load_registry(boot: dict[str, Any]) -> Any:
-    from pptarena.registry import load_registry
+    from pptarena.run.registry import load_registry
 
     registry = load_registry(strict=bool(boot.get("strict")))
     for name, module_name in (boot.get("manual_plugins") or {}).items():
@@ -103,8 +103,8 @@ def _load_registry(boot: dict[str, Any]) -> Any:
 
 def serve(boot: dict[str, Any], requests: BinaryIO, replies: BinaryIO) -> int:
     """Answer requests until ``{"op": "exit"}`` or end of input."""
-    from pptarena.config import parse_config
-    from pptarena.worker import execute
+    from pptarena.run.config import parse_config
+    from pptarena.run.worker import execute
 
     registry = _load_registry(boot)
     configs: dict[str, Any] = {}

@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 import pptarena
-from pptarena.executors import ExecutorError, PairJob, RunHandle, infra_error_row, unpack_task_folder
+from pptarena.run.executors import ExecutorError, PairJob, RunHandle, infra_error_row, unpack_task_folder
 from pptarena.types import Component, ComponentUnavailable, Options
 from pydantic import BaseModel, ConfigDict, Field
 
@@ -246,11 +246,11 @@ class RayExecutor(Component):
 
     def _failure(self, exc: Exception, job: PairJob, run_dir: Path) -> str:
         """The error text of a pair Ray could not run; the full report goes to the task folder's executor.error.txt."""
-        from pptarena.runner import safe_name
+        from pptarena.run.rundir import RunDir
         from ray.exceptions import RayTaskError
 
         opts: RayOptions = self.options  # type: ignore[assignment]
-        task_dir = run_dir / "tasks" / safe_name(job.agent.label) / safe_name(job.task.id)
+        task_dir = RunDir(run_dir).pair(job.agent.label, job.task.id)
         task_dir.mkdir(parents=True, exist_ok=True)
         (task_dir / "executor.error.txt").write_text(_ANSI.sub("", str(exc)), encoding="utf-8")
         if isinstance(exc, RayTaskError):

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pptarena.executors import pack_task_folder
+from pptarena.run.executors import pack_task_folder
 from pptarena.types import Task
 
 _STATE: dict[str, Any] = {}
@@ -33,8 +33,8 @@ class NodeRun:
     """The run as one Ray worker process sees it (built once per config)."""
 
     def __init__(self, boot: dict[str, Any]):
-        from pptarena.config import parse_config
-        from pptarena.runner import Runner
+        from pptarena.run.config import parse_config
+        from pptarena.run.runner import Runner
 
         from .pool import PoolLauncher, WorkerPool, boot_of
         from .pool_worker import _load_registry
@@ -79,7 +79,7 @@ def _node_id() -> str | None:
 
 def run_pair(boot: dict[str, Any], agent_index: int, task_json: dict[str, Any], decks: dict[str, bytes]) -> dict[str, Any]:
     """Run one pair here; ``{"row", "relpath", "archive" | "shared_path", "node"}`` (row None when stopped)."""
-    from pptarena.runner import safe_name
+    from pptarena.run.rundir import RunDir
 
     t0 = time.monotonic()
     node = _node_run(boot)
@@ -97,8 +97,8 @@ def run_pair(boot: dict[str, Any], agent_index: int, task_json: dict[str, Any], 
             paths[role] = str(staging / role / name)
             Path(paths[role]).write_bytes(data)
         task = Task.from_json({**task_json, **paths})
-        relpath = f"tasks/{safe_name(agent.label)}/{safe_name(task.id)}"
-        task_dir = node.runner.run_dir / relpath
+        task_dir = RunDir(node.runner.run_dir).pair(agent.label, task.id)
+        relpath = task_dir.relative_to(node.runner.run_dir).as_posix()
         row = node.runner.compute_pair(agent, task)
         where = {
             "node": _node_id(),
