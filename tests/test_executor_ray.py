@@ -250,7 +250,8 @@ def test_worker_node_killed_mid_run_gives_retries_never_lost_or_duplicated_resul
     assert len(final) == 6 and all(r["status"] == "scored" for r in final.values())
 
 
-def test_sigkill_of_the_driver_leaves_nothing_running_and_rerunning_resumes(tmp_path, cluster, fake_plugins):
+@pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
+def test_killing_the_driver_leaves_nothing_running_and_rerunning_resumes(tmp_path, cluster, fake_plugins, sig):
     cfg = tmp_path / "run.toml"
     cfg.write_text(FAKE.format(count=6) + '[[agents]]\nuse = "retitle"\nsleep = 1.5\n' + executor_table(cluster))
     out = tmp_path / "out"
@@ -258,12 +259,14 @@ def test_sigkill_of_the_driver_leaves_nothing_running_and_rerunning_resumes(tmp_
     cmd = [sys.executable, "-m", "pptarena.cli", "run", "--config", str(cfg), "--out", str(out), "--no-report"]
     raylets = [_raylet_pid(n) for n in [cluster.head_node, *cluster.worker_nodes]]
     assert not _agent_workers(raylets)
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=tmp_path)
+    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
     try:
         assert _wait(lambda: (out / "results.jsonl").exists() and len(rows_of(out)) >= 1 and bool(_agent_workers(raylets)), 120)
     finally:
-        proc.send_signal(signal.SIGKILL)
-        proc.wait()
+        proc.send_signal(sig)
+        _, stderr = proc.communicate(timeout=60)
+    if sig == signal.SIGINT:  # Ctrl-C: a clean stop that says how to resume
+        assert proc.returncode != 0 and "Interrupted" in stderr and "Resume with" in stderr, stderr[-2000:]
     first = rows_of(out)
     assert 1 <= len(first) < 6
     # nothing of the run keeps running on the cluster: no agent worker, no task of ours

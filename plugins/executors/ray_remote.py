@@ -77,8 +77,11 @@ def _node_id() -> str | None:
         return None
 
 
-def run_pair(boot: dict[str, Any], agent_index: int, task_json: dict[str, Any], decks: dict[str, bytes]) -> dict[str, Any]:
-    """Run one pair here; ``{"row", "relpath", "archive" | "shared_path", "node"}`` (row None when stopped)."""
+def run_pair(boot: dict[str, Any], agent_index: int, task_json: dict[str, Any], decks: dict[str, Any]) -> dict[str, Any]:
+    """Run one pair here; ``{"row", "relpath", "archive" | "shared_path", "node"}`` (row None when stopped).
+
+    ``decks`` maps ``original`` / ``target`` to object refs of the decks' bytes.
+    """
     from pptarena.run.rundir import RunDir
 
     t0 = time.monotonic()
