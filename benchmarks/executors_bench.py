@@ -24,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
@@ -50,11 +51,40 @@ def timed_run(tmp: Path, name: str, body: str, jobs: int) -> float:
     return secs
 
 
+def overheads(tmp: Path, base: str, args: argparse.Namespace, out: dict[str, object], ray: Any) -> None:
+    """Time the cheap agent under each executor; fill ``out``."""
+    timed_run(tmp, "warmup", base + '[[agents]]\nuse = "cheap-inproc"\n', args.jobs)  # generates the decks
+    walls = {
+        "in-process": timed_run(tmp, "inproc", base + '[[agents]]\nuse = "cheap-inproc"\n', args.jobs),
+        "local, pool = false": timed_run(
+            tmp, "perpair", base + '[[agents]]\nuse = "cheap"\n[executor]\nuse = "local"\npool = false\n', args.jobs
+        ),
+        "local, pool": timed_run(tmp, "pool", base + '[[agents]]\nuse = "cheap"\n', args.jobs),
+    }
+    t0 = time.perf_counter()
+    ray.init(address="local", _node_ip_address="127.0.0.1", num_cpus=args.jobs, include_dashboard=False,
+             log_to_driver=False, configure_logging=False, object_store_memory=100 * 1024 * 1024)
+    out["ray local cluster start (s)"] = round(time.perf_counter() - t0, 2)
+    try:
+        walls["ray"] = timed_run(tmp, "ray", base + '[[agents]]\nuse = "cheap"\n[executor]\nuse = "ray"\n', args.jobs)
+        walls["ray (second run, warm workers)"] = timed_run(
+            tmp, "ray2", base + '[[agents]]\nuse = "cheap"\n[executor]\nuse = "ray"\n', args.jobs
+        )
+    finally:
+        ray.shutdown()
+    ref = walls["in-process"]
+    out["wall (s)"] = {k: round(v, 2) for k, v in walls.items()}
+    out["per pair (s)"] = {k: round(v / args.pairs, 4) for k, v in walls.items()}
+    out["overhead per pair vs in-process (s)"] = {k: round((v - ref) / args.pairs, 4) for k, v in walls.items()}
+    out["ray added per pair vs pool (s)"] = round((walls["ray"] - walls["local, pool"]) / args.pairs, 4)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--pairs", type=int, default=200)
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--demo", action="store_true", help="also time examples/demo.toml with local and ray")
+    ap.add_argument("--demo-only", action="store_true", help="time only examples/demo.toml")
     args = ap.parse_args()
     import ray
 
@@ -69,30 +99,10 @@ def main() -> None:
         base = f'[dataset]\nuse = "fake"\nroot = "{tmp / "data"}"\ncount = {args.pairs}\n[renderer]\nuse = "dummy"\n'
         from pptarena.run.components import Components  # noqa: F401 - warm imports outside the timings
 
-        timed_run(tmp, "warmup", base + '[[agents]]\nuse = "cheap-inproc"\n', args.jobs)  # generates the decks
-        walls = {
-            "in-process": timed_run(tmp, "inproc", base + '[[agents]]\nuse = "cheap-inproc"\n', args.jobs),
-            "local, pool = false": timed_run(
-                tmp, "perpair", base + '[[agents]]\nuse = "cheap"\n[executor]\nuse = "local"\npool = false\n', args.jobs
-            ),
-            "local, pool": timed_run(tmp, "pool", base + '[[agents]]\nuse = "cheap"\n', args.jobs),
-        }
-        t0 = time.perf_counter()
-        ray.init(address="local", _node_ip_address="127.0.0.1", num_cpus=args.jobs, include_dashboard=False,
-                 log_to_driver=False, configure_logging=False, object_store_memory=100 * 1024 * 1024)
-        out["ray local cluster start (s)"] = round(time.perf_counter() - t0, 2)
-        try:
-            walls["ray"] = timed_run(tmp, "ray", base + '[[agents]]\nuse = "cheap"\n[executor]\nuse = "ray"\n', args.jobs)
-            walls["ray (second run, warm workers)"] = timed_run(
-                tmp, "ray2", base + '[[agents]]\nuse = "cheap"\n[executor]\nuse = "ray"\n', args.jobs
-            )
-        finally:
-            ray.shutdown()
-        ref = walls["in-process"]
-        out["wall (s)"] = {k: round(v, 2) for k, v in walls.items()}
-        out["per pair (s)"] = {k: round(v / args.pairs, 4) for k, v in walls.items()}
-        out["overhead per pair vs in-process (s)"] = {k: round((v - ref) / args.pairs, 4) for k, v in walls.items()}
-        out["ray added per pair vs pool (s)"] = round((walls["ray"] - walls["local, pool"]) / args.pairs, 4)
+        if args.demo_only:
+            args.demo = True
+        else:
+            overheads(tmp, base, args, out, ray)
         if args.demo:
             os.environ.pop("PPTARENA_PLUGINS", None)
             from pptarena.run.registry import reset_registry
@@ -103,7 +113,7 @@ def main() -> None:
                      log_to_driver=False, configure_logging=False, object_store_memory=100 * 1024 * 1024)
             try:
                 out["demo.toml wall (s)"] = {
-                    "local (cold render cache)": round(timed_run(tmp, "demo-cold", demo, 2), 1),
+                    "local (first run of the process)": round(timed_run(tmp, "demo-cold", demo, 2), 1),
                     "local": round(timed_run(tmp, "demo-local", demo, 2), 1),
                     "ray": round(timed_run(tmp, "demo-ray", demo + '\n[executor]\nuse = "ray"\n', 2), 1),
                 }
