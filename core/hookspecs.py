@@ -1,4 +1,4 @@
-"""The five pptarena hooks.
+"""The six pptarena hooks.
 
 Every hook receives a ``register`` callback and calls it once per component it
 provides: ``register(name, factory)``. ``factory`` is a class (or any callable)
@@ -104,4 +104,31 @@ def register_backends(register: RegisterFn) -> None:
         Import the provider SDK inside ``__init__`` (never at module import)
         and raise :class:`pptarena.types.ComponentUnavailable` when it is
         missing, naming the extra to install.
+    """
+
+
+@hookspec
+def register_executors(register: RegisterFn) -> None:
+    """Register executors: where and how the (agent, task) pairs of a run are carried out.
+
+    :param register: call ``register(name, ExecutorClass)`` once per executor.
+        ``ExecutorClass.Options`` validates the ``[executor]`` table (minus
+        ``use``); instances implement the :class:`pptarena.run.executors.Executor`
+        protocol: ``execute(jobs, run)`` yields ``(job, row)`` for every pair as
+        it finishes, ``stop()`` ends everything the run started (Ctrl-C), and
+        ``close()`` releases workers. The runner keeps owning the run folder:
+        it alone appends ``results.jsonl``, resumes, shows progress and
+        summarises, so every executor gets the same guarantees. An executor
+        that runs pairs elsewhere copies each pair's task folder back into
+        ``run.run_dir`` before yielding its row.
+
+    An optional class method ``check_config(options, agent_labels) -> list[str]``
+    reports problems (e.g. options naming an agent label that does not exist)
+    before any work starts.
+
+    Example::
+
+        @pptarena.hookimpl
+        def register_executors(register):
+            register("slurm", SlurmExecutor)
     """

@@ -116,6 +116,39 @@ class CrashAgent(Component):
         raise RuntimeError("agent bug")
 
 
+class ExitAgent(Component):
+    """Kills its own worker process (to test that a crashed worker is replaced)."""
+
+    class Options(Options):
+        code: int = 3
+
+    def edit(self, task, workspace):
+        print("about to die", flush=True)
+        os._exit(self.options.code)
+
+
+class StrayAgent(RetitleAgent):
+    """Edits correctly but leaves a background process running (to test that pairs never leak)."""
+
+    class Options(Options):
+        pidfile: Path
+
+    def edit(self, task, workspace):
+        child = subprocess.Popen(["sleep", "300"])
+        self.options.pidfile.write_text(str(child.pid))
+        prs = Presentation(str(workspace.input_deck))
+        prs.slides[0].shapes.title.text = task.instruction.split("'")[1]
+        prs.save(str(workspace.output_deck))
+        workspace.log.write("edit", pid=os.getpid())
+        return Prediction(path=workspace.output_deck)
+
+
+class DesktopAgent(RetitleAgent):
+    """A GUI-marked agent: each of its pairs needs a node advertising the ``desktop`` resource."""
+
+    resources = {"desktop": 1}
+
+
 class InProcessCopy(Component):
     """Copies the input (in process), slowly: used for the SIGKILL resume test."""
 
@@ -189,6 +222,9 @@ def register_agents(register):
     register("resaving", ResavingAgent)
     register("crash", CrashAgent)
     register("slowcopy", InProcessCopy)
+    register("exit", ExitAgent)
+    register("stray", StrayAgent)
+    register("desktop", DesktopAgent)
 
 
 @pptarena.hookimpl

@@ -105,7 +105,7 @@ def test_no_entry_points_means_not_installed():
 
 def test_broken_plugin_does_not_break_help_or_plugins(tmp_path):
     (tmp_path / "explodes_on_import.py").write_text("raise RuntimeError('kaboom at import')\n")
-    env = {"PPTARENA_PLUGINS": "explodes_on_import", "PYTHONPATH": str(tmp_path), "PPTARENA_LOAD_PLUGINS": "agents-baselines"}
+    env = {"PPTARENA_PLUGINS": "explodes_on_import", "PYTHONPATH": str(tmp_path), "PPTARENA_LOAD_PLUGINS": "agents-baselines,executors-local"}
     import os
 
     env = {**os.environ, **env}
@@ -137,7 +137,7 @@ def test_broken_plugin_does_not_break_help_or_plugins(tmp_path):
 def test_every_hook_has_a_docstring():
     from pptarena import hookspecs
 
-    for kind in ("datasets", "agents", "renderers", "judges", "backends"):
+    for kind in ("datasets", "agents", "renderers", "judges", "backends", "executors"):
         fn = getattr(hookspecs, f"register_{kind}")
         assert fn.__doc__ and "register(" in fn.__doc__
 
@@ -146,7 +146,7 @@ def test_every_builtin_option_is_described():
     """`arena options` must explain every key of every built-in component."""
     reg = get_registry()
     missing = []
-    for kind in ("datasets", "agents", "renderers", "judges", "backends"):
+    for kind in ("datasets", "agents", "renderers", "judges", "backends", "executors"):
         for name in reg.names(kind):
             spec = reg.get(kind, name)
             if spec.distribution != "pptarena":

@@ -127,7 +127,7 @@ def plugins_command(ctx: click.Context, as_json: bool) -> None:
 
 
 @cli.command("options")
-@click.argument("kind", type=click.Choice(["dataset", "agent", "renderer", "judge", "backend"]))
+@click.argument("kind", type=click.Choice(["dataset", "agent", "renderer", "judge", "backend", "executor"]))
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context

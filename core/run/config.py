@@ -1,7 +1,8 @@
 """The run config: a TOML file validated by pydantic, components resolved through the registry.
 
 Tables: ``[run]``, ``[dataset]``, ``[[agents]]`` (or one ``[agent]``),
-``[renderer]``, ``[[judges]]``, ``[backends.NAME]``. ``use`` picks a
+``[renderer]``, ``[[judges]]``, ``[backends.NAME]``, ``[executor]`` (where pairs run;
+``use = "local"`` by default). ``use`` picks a
 component; ``label`` names an agent or judge in results; every other key is
 validated by the component's own ``Options`` model. Secrets are written
 ``{ env = "VAR" }`` and resolved from the environment when the config is
@@ -29,7 +30,7 @@ from pptarena.types import PptArenaError
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 SECRET_KEY_HINTS = ("key", "token", "secret", "password", "passwd", "authorization", "cookie", "credential")
-TOP_LEVEL = ("run", "dataset", "agents", "agent", "renderer", "judges", "backends")
+TOP_LEVEL = ("run", "dataset", "agents", "agent", "renderer", "judges", "backends", "executor")
 
 
 class ConfigError(PptArenaError):
@@ -81,6 +82,7 @@ class RunConfig:
     backends: dict[str, ComponentConfig] = field(default_factory=dict)
     missing_secrets: list[str] = field(default_factory=list)
     """``{ env = VAR }`` references whose variable was unset (only when loaded with ``require_secrets=False``)."""
+    executor: ComponentConfig | None = None
 
     @property
     def stem(self) -> str:
@@ -93,7 +95,8 @@ class RunConfig:
 
     def components(self) -> list[ComponentConfig]:
         """Every component table, in config order."""
-        return [self.dataset, *self.agents, self.renderer, *self.judges, *self.backends.values()]
+        extra = [self.executor] if self.executor is not None else []
+        return [self.dataset, *self.agents, self.renderer, *self.judges, *self.backends.values(), *extra]
 
 
 def redact(value: Any, key: str = "") -> Any:
@@ -353,6 +356,11 @@ def parse_config(data: dict[str, Any], registry: Registry, path: Path, *, requir
             except LookupError as exc:
                 errors.append(f"{comp.key_path}.{field_name} = {ref!r}: " + str(exc).replace("\n", "\n  "))
 
+    executor = _component(registry, "executors", data.get("executor", {"use": "local"}), "executor", base, errors, False)
+    check = getattr(executor.spec.factory, "check_config", None) if executor is not None else None
+    if executor is not None and callable(check):
+        errors.extend(f"executor.{e}" for e in check(executor.options, [a.label for a in agents if a is not None]))
+
     if errors:
         raise ConfigError(f"invalid config {path}:\n- " + "\n- ".join(errors))
     assert dataset is not None and renderer is not None
@@ -366,6 +374,7 @@ def parse_config(data: dict[str, Any], registry: Registry, path: Path, *, requir
         judges=[j for j in judges if j is not None],
         backends=backends,
         missing_secrets=missing or [],
+        executor=executor,
     )
 
 

@@ -37,7 +37,8 @@ from pydantic import BaseModel
 
 GROUP = "pptarena"
 OWN_DISTRIBUTION = "pptarena"
-SINGULAR = {"datasets": "dataset", "agents": "agent", "renderers": "renderer", "judges": "judge", "backends": "backend"}
+SINGULAR = {"datasets": "dataset", "agents": "agent", "renderers": "renderer", "judges": "judge", "backends": "backend",
+            "executors": "executor"}
 
 
 class PluginLoadError(PptArenaError):

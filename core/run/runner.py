@@ -1,6 +1,9 @@
 """The runner: dataset → agent → prediction → judges → one result line per (agent, task).
 
-Each pair gets a private workspace with a copy of the input deck (the
+Where pairs run is the ``[executor]``'s business (:mod:`pptarena.run.executors`:
+``local`` threads and warm worker processes, ``ray`` clusters); the runner
+decides what runs, and alone writes ``results.jsonl``, the manifest and the
+summary. Each pair gets a private workspace with a copy of the input deck (the
 dataset's file is never touched). Agents run in a worker process of their own
 (:mod:`pptarena.run.worker`) in a new session, so ``task_timeout`` really stops a
 runaway agent and anything it started; agents marked ``in_process = True``
@@ -22,7 +25,6 @@ import sys
 import threading
 import time
 import traceback
-from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ from pptarena.procs import kill_group, run_in_session
 from pptarena.run.attempts import Budget, is_deterministic, reused_rows
 from pptarena.run.components import Components
 from pptarena.run.config import ComponentConfig, RunConfig
+from pptarena.run.executors import AgentLauncher, Executor, PairJob
 from pptarena.run.fingerprint import cached_fingerprint, check_fingerprints
 from pptarena.run.judging import judge_prediction
 from pptarena.run.progress import Progress
@@ -64,6 +67,7 @@ def config_hash(config: RunConfig) -> str:
     """A stable hash of the config (secrets elided), used to find a run to resume."""
     raw = dict(config.redacted())
     raw.get("run", {}).pop("out", None) if isinstance(raw.get("run"), dict) else None
+    raw.pop("executor", None)  # where pairs run does not change their results: resume across executors
     return hashlib.sha256(json.dumps(raw, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
@@ -171,6 +175,7 @@ class Runner:
         self._procs_lock = threading.Lock()
         self._judges: list[tuple[ComponentConfig, Any]] | None = None
         self._judges_lock = threading.Lock()
+        self.agent_launcher: AgentLauncher | None = None  # set by an executor (e.g. a warm worker pool)
 
     # ------------------------------------------------------------------ setup
 
@@ -387,8 +392,22 @@ class Runner:
             "metadata": task.metadata,
         }
 
+    def stopping(self) -> bool:
+        """True once the run is being stopped (no more results are recorded)."""
+        return self._stop.is_set()
+
     def run_pair(self, agent: ComponentConfig, task: Task, epoch: int = 1) -> dict[str, Any] | None:
         """Run one agent on one task (attempt ``epoch``), judge it and append the result (None if interrupted)."""
+        row = self.compute_pair(agent, task, epoch)
+        if row is not None:
+            self.store.append(row)
+        return row
+
+    def compute_pair(self, agent: ComponentConfig, task: Task, epoch: int = 1) -> dict[str, Any] | None:
+        """Run attempt ``epoch`` of one agent on one task in this process and judge it; the row (None if interrupted).
+
+        Writes the task folder; appending the row to ``results.jsonl`` is the caller's job.
+        """
         t0 = time.monotonic()
         try:
             ws = self._workspace(agent, task, epoch)
@@ -398,11 +417,11 @@ class Runner:
             failed = self._new_row(agent, task, {}, epoch)
             failed.update(status=Status.INFRA_ERROR, error=f"could not prepare the workspace: {exc}")
             failed["duration_s"] = round(time.monotonic() - t0, 3)
-            self.store.append(failed)
             return failed
         in_process = bool(getattr(agent.spec.factory, "in_process", False))
         try:
-            outcome = (self._run_agent_in_process if in_process else self._run_agent_in_worker)(agent, task, ws)
+            launch = self._run_agent_in_process if in_process else (self.agent_launcher or self._run_agent_in_worker)
+            outcome = launch(agent, task, ws)
         except Exception as exc:  # noqa: BLE001 - starting the worker failed: the harness's fault
             outcome = {"ok": False, "status": Status.INFRA_ERROR, "error": f"could not run the agent: {exc}"}
         if self._stop.is_set():
@@ -442,7 +461,6 @@ class Runner:
         write_json_atomic(ws.dir / VERDICTS, {"status": row["status"], "error": row["error"], **details})
         if self._stop.is_set():
             return None
-        self.store.append(row)
         return row
 
     # ------------------------------------------------------------------ the run
@@ -463,25 +481,26 @@ class Runner:
         progress.done = total - len(pending)
         if progress.done:
             progress.message(f"Resuming {self.run_dir}: {progress.done} of {total} results already recorded.")
-        pool = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="pair")
-        futures: set[Future[Any]] = set()
-        queue = list(reversed(pending))
+        index = {id(a): i for i, a in enumerate(self.config.agents)}
+        queue = [PairJob(agent, index[id(agent)], task, epoch) for agent, task, epoch in pending]
+        self._executor = executor = self.build_executor()
+        recorded: set[tuple[str, str, int]] = set()
+        # with a budget, pairs are handed to the executor [run] jobs at a time, so none starts once it is spent
+        batch = self.jobs if self.max_cost is not None else max(1, len(queue))
         try:
             with progress:
-                while queue or futures:
-                    while queue and len(futures) < self.jobs and not self.budget.exhausted():
-                        futures.add(pool.submit(self.run_pair, *queue.pop()))
-                    if not futures:
-                        break
-                    finished, futures = wait(futures, timeout=0.5, return_when=FIRST_COMPLETED)
-                    for fut in finished:
-                        row = fut.result()
-                        if row is not None:
-                            self.budget.add(row)
-                            progress.result(row)
+                while queue and not self.budget.exhausted() and not self._stop.is_set():
+                    jobs, queue = queue[:batch], queue[batch:]
+                    for job, row in executor.execute(jobs, self):
+                        if job.key in recorded or self._stop.is_set():
+                            continue  # an executor must hand back each pair once; never record a pair twice
+                        recorded.add(job.key)
+                        self.store.append(row)
+                        self.budget.add(row)
+                        progress.result(row)
         except KeyboardInterrupt:
             self.stop()
-            pool.shutdown(wait=False, cancel_futures=True)
+            executor.close()
             self.components.close()
             raise RunInterrupted(
                 f"Interrupted. {len(self.store.done_attempts())} of {total} results are saved in {self.run_dir}.\n"
@@ -489,10 +508,10 @@ class Runner:
             ) from None
         except BaseException:
             self.stop()
-            pool.shutdown(wait=False, cancel_futures=True)
+            executor.close()
             self.components.close()
             raise
-        pool.shutdown(wait=True)
+        executor.close()
         self.components.close()
         if queue:
             self.budget.stopped, self.budget.not_started = True, len(queue)
@@ -521,13 +540,23 @@ class Runner:
             f"predictions with `arena rescore {self.run_dir} --config {self.config.path} --out NEW_NAME`.",
         )
 
+    def build_executor(self) -> Executor:
+        """The run's executor (the ``[executor]`` table; ``local`` when the config has none)."""
+        comp = self.config.executor
+        if comp is None:
+            return self.registry.create("executors", "local", {}, self.components.context())
+        return self.components.build(comp)
+
     def stop(self) -> None:
-        """Stop: no new results are written and running workers are killed."""
+        """Stop: no new results are written and running workers (and the executor's) are killed."""
         self._stop.set()
         with self._procs_lock:
             procs = list(self._procs)
         for proc in procs:
             kill_group(proc)
+        executor = getattr(self, "_executor", None)
+        if executor is not None:
+            executor.stop()
 
 
 def _relative_to(path: Path | None, root: Path) -> str | None:

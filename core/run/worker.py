@@ -4,6 +4,10 @@ The runner starts one worker per (agent, task) pair in a new session, so a
 timeout can kill the worker and everything it started (a hung soffice, a
 model-written script) as one process group. The worker writes its outcome to
 ``spec["result_path"]`` as JSON; a missing file means it crashed.
+
+:func:`execute` is the same work without the file hand-over, for long-lived
+workers (the ``local`` executor's pool) that keep the registry and the parsed
+config between pairs.
 """
 
 from __future__ import annotations
@@ -53,6 +57,19 @@ def main(spec_path: str) -> int:
     """Entry point of the worker process."""
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
     result_path = Path(spec["result_path"])
+    outcome = execute(spec)
+    tmp = result_path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(outcome, default=str), encoding="utf-8")
+    tmp.replace(result_path)
+    return 0
+
+
+def execute(spec: dict[str, Any], registry: Any = None, config: Any = None) -> dict[str, Any]:
+    """Run the agent a worker spec names; the outcome dict (``ok``, ``prediction`` or ``status``/``error``, ``model_usage``).
+
+    :param registry: an already loaded registry (default: load one, plus ``spec["manual_plugins"]``).
+    :param config: the already parsed run config (default: ``load_config(spec["config_path"])``).
+    """
     outcome: dict[str, Any]
     components = None
     book = UsageBook()
@@ -62,12 +79,14 @@ def main(spec_path: str) -> int:
         from pptarena.run.config import load_config
         from pptarena.run.registry import load_registry
 
-        registry = load_registry(strict=spec.get("strict", False))
-        for name, module_name in (spec.get("manual_plugins") or {}).items():
-            if name in registry.plugins:
-                continue
-            registry.register_plugin(importlib.import_module(module_name), name, strict=True)
-        config = load_config(spec["config_path"], registry)
+        if registry is None:
+            registry = load_registry(strict=spec.get("strict", False))
+            for name, module_name in (spec.get("manual_plugins") or {}).items():
+                if name in registry.plugins:
+                    continue
+                registry.register_plugin(importlib.import_module(module_name), name, strict=True)
+        if config is None:
+            config = load_config(spec["config_path"], registry)
         components = Components(config, registry)
         agent_cfg = config.agents[spec["agent_index"]]
         ws = spec["workspace"]
@@ -101,10 +120,7 @@ def main(spec_path: str) -> int:
             components.close()
     outcome["model_usage"] = book.total().as_dict()
     outcome["model_cost"] = book.cost()
-    tmp = result_path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(outcome, default=str), encoding="utf-8")
-    tmp.replace(result_path)
-    return 0
+    return outcome
 
 
 if __name__ == "__main__":  # pragma: no cover - exercised through the runner

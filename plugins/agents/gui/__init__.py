@@ -75,6 +75,8 @@ class GuiAgent(Component):
     """Edits a deck by operating LibreOffice Impress through screenshots, mouse and keyboard."""
 
     Options = GuiOptions
+    #: on a Ray cluster each episode needs a node advertising a ``desktop`` (docs/distributed.md)
+    resources = {"desktop": 1}
 
     def __init__(self, options: GuiOptions, context: ComponentContext):
         from .env import check_programs

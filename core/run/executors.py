@@ -1,0 +1,174 @@
+"""The executor protocol: how a run's (agent, task) pairs are carried out.
+
+The runner decides *what* runs (pending pairs after resume) and owns the run
+folder; an executor decides *where*: threads on this host, a pool of warm
+worker processes, a Ray cluster, a batch scheduler. Executors are components
+registered through the ``register_executors`` hook and picked by the
+``[executor]`` table of the run config (``use = "local"`` by default).
+
+An executor receives :class:`PairJob` items and hands back one result row per
+job (the dict the runner appends to ``results.jsonl``). It never writes
+``results.jsonl`` itself. A remote executor ships each pair's task folder back
+and unpacks it under ``run.run_dir`` (see :func:`unpack_task_folder`) before
+yielding the row, so the driver's run folder is complete without a shared
+file system.
+"""
+
+from __future__ import annotations
+
+import io
+import tarfile
+import threading
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import dataclass
+from pathlib import Path, PurePosixPath
+from typing import Any, Protocol, runtime_checkable
+
+from pptarena.types import PptArenaError, Task, Workspace
+
+#: Largest task folder an executor ships back (compressed), and largest total once unpacked.
+MAX_TASK_ARCHIVE_BYTES = 512 * 1024 * 1024
+MAX_TASK_FOLDER_BYTES = 2 * 1024 * 1024 * 1024
+
+
+@dataclass(frozen=True)
+class PairJob:
+    """One (agent, task) pair to run.
+
+    ``agent`` is the agent's :class:`pptarena.config.ComponentConfig`;
+    ``agent_index`` its position in the config's ``[[agents]]`` list (what a
+    process elsewhere uses to find it again after re-reading the config).
+    """
+
+    agent: Any
+    agent_index: int
+    task: Task
+    epoch: int = 1
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """``(agent label, task id, epoch)``: the identity of the attempt's result line."""
+        return (self.agent.label, self.task.id, self.epoch)
+
+
+AgentLauncher = Callable[[Any, Task, Workspace], dict[str, Any]]
+
+
+@runtime_checkable
+class RunHandle(Protocol):
+    """What the runner hands an executor (:class:`pptarena.runner.Runner` implements it).
+
+    ``compute_pair(agent, task, epoch)`` runs one attempt of a pair *in this process*: it prepares
+    the task folder under ``run_dir``, runs the agent, judges the prediction,
+    writes ``verdicts.json`` and returns the result row without appending it
+    (None when the run is stopping). ``agent_launcher``, when set, replaces the
+    per-pair worker process used for agents that are not ``in_process``.
+    """
+
+    config: Any
+    registry: Any
+    run_dir: Path
+    jobs: int
+    strict: bool
+    agent_launcher: AgentLauncher | None
+
+    def compute_pair(self, agent: Any, task: Task, epoch: int = 1) -> dict[str, Any] | None: ...
+
+    def stopping(self) -> bool: ...
+
+
+@runtime_checkable
+class Executor(Protocol):
+    """Carries out pairs and hands back finished result rows."""
+
+    def execute(self, jobs: Sequence[PairJob], run: RunHandle) -> Iterator[tuple[PairJob, dict[str, Any]]]:
+        """Yield ``(job, row)`` for every job as it finishes (any order, each job exactly once).
+
+        A pair that cannot be run because of the executor's infrastructure
+        (a lost node, retries exhausted) yields a row with status
+        ``infra_error`` (see :func:`infra_error_row`), never nothing.
+        """
+        ...
+
+    def stop(self) -> None:
+        """Stop at once (Ctrl-C): cancel pending pairs and end everything the run started."""
+        ...
+
+    def close(self) -> None:
+        """Release workers after a run (also called after :meth:`stop`)."""
+        ...
+
+
+class ExecutorError(PptArenaError):
+    """An executor could not start or lost its infrastructure as a whole."""
+
+
+def infra_error_row(job: PairJob, error: str, duration_s: float = 0.0) -> dict[str, Any]:
+    """The result row of a pair the infrastructure failed to run."""
+    return {
+        "agent": job.agent.label,
+        "task_id": job.task.id,
+        "epoch": job.epoch,
+        "status": "infra_error",
+        "scores": {},
+        "error": error,
+        "duration_s": round(duration_s, 3),
+        "usage": {},
+        "metadata": job.task.metadata,
+    }
+
+
+def pack_task_folder(task_dir: Path) -> bytes:
+    """A gzip'd tar of one task folder (symlinks are dropped: they could point anywhere)."""
+    buf = io.BytesIO()
+    with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=1) as tar:
+        for path in sorted(Path(task_dir).rglob("*")):
+            if path.is_symlink() or not (path.is_file() or path.is_dir()):
+                continue
+            tar.add(path, arcname=path.relative_to(task_dir).as_posix(), recursive=False)
+    data = buf.getvalue()
+    if len(data) > MAX_TASK_ARCHIVE_BYTES:
+        raise ExecutorError(f"task folder {task_dir} is larger than {MAX_TASK_ARCHIVE_BYTES} bytes compressed")
+    return data
+
+
+_unpack_lock = threading.Lock()
+
+
+def unpack_task_folder(data: bytes, dest: Path) -> None:
+    """Replace ``dest`` by the task folder packed in ``data`` (untrusted: regular files and folders only, no escapes).
+
+    The folder is unpacked next to ``dest`` and renamed into place, so a crash
+    never leaves half a folder under its final name.
+    """
+    dest = Path(dest)
+    tmp = dest.with_name(f".{dest.name}.incoming")
+    import shutil
+
+    with _unpack_lock:
+        if tmp.exists():
+            shutil.rmtree(tmp)
+    tmp.mkdir(parents=True)
+    total = 0
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        for member in tar:
+            name = PurePosixPath(member.name)
+            if name.is_absolute() or ".." in name.parts:
+                raise ExecutorError(f"task archive for {dest} holds an unsafe path {member.name!r}")
+            target = tmp.joinpath(*name.parts)
+            if member.isdir():
+                target.mkdir(parents=True, exist_ok=True)
+            elif member.isfile():
+                total += member.size
+                if total > MAX_TASK_FOLDER_BYTES:
+                    raise ExecutorError(f"task archive for {dest} unpacks to more than {MAX_TASK_FOLDER_BYTES} bytes")
+                target.parent.mkdir(parents=True, exist_ok=True)
+                src = tar.extractfile(member)
+                assert src is not None
+                with target.open("wb") as out:
+                    shutil.copyfileobj(src, out)
+            # links, devices and fifos are skipped
+    if dest.exists():
+        shutil.rmtree(dest)
+    dest.parent.mkdir(parents=True, exist_ok=True)
+    tmp.rename(dest)

@@ -1,0 +1,77 @@
+"""The ``local`` executor: pairs run on this host, ``[run] jobs`` at a time.
+
+Judges run in the driver's threads (sharing one warm renderer). Agents that
+are not ``in_process`` run in a pool of long-lived worker processes
+(:mod:`.pool`): spawned once, plugins loaded once, one pair at a time each,
+replaced after ``recycle_after`` pairs, on a crash and on a timeout (then the
+worker's whole process group is killed, so a timeout still ends everything
+the pair started). ``pool = false`` brings back one fresh interpreter per
+pair.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
+from typing import Any
+
+import pptarena
+from pptarena.run.executors import PairJob, RunHandle
+from pptarena.types import Component, Options
+from pydantic import Field
+
+from .pool import PoolLauncher, WorkerPool, boot_of
+
+
+class LocalOptions(Options):
+    """Options of the ``local`` executor."""
+
+    pool: bool = Field(True, description="keep warm agent worker processes (false: one new interpreter per pair)")
+    recycle_after: int = Field(100, ge=1, le=100_000, description="replace a pool worker after this many pairs")
+
+
+class LocalExecutor(Component):
+    """Threads on this host; agents in a pool of warm worker processes."""
+
+    Options = LocalOptions
+
+    def __init__(self, options: Any, context: Any):
+        super().__init__(options, context)
+        self.pool: WorkerPool | None = None
+        self._threads: ThreadPoolExecutor | None = None
+
+    def execute(self, jobs: Sequence[PairJob], run: RunHandle) -> Iterator[tuple[PairJob, dict[str, Any]]]:
+        """Run ``jobs`` on ``run.jobs`` threads; yield each finished row."""
+        opts: LocalOptions = self.options  # type: ignore[assignment]
+        if opts.pool and any(not getattr(j.agent.spec.factory, "in_process", False) for j in jobs):
+            self.pool = WorkerPool(run.jobs, opts.recycle_after, boot_of(run))
+            run.agent_launcher = PoolLauncher(self.pool, run)
+        self._threads = ThreadPoolExecutor(max_workers=run.jobs, thread_name_prefix="pair")
+        futures: dict[Future[Any], PairJob] = {self._threads.submit(run.compute_pair, j.agent, j.task, j.epoch): j for j in jobs}
+        while futures:
+            finished, _ = wait(list(futures), timeout=0.5, return_when=FIRST_COMPLETED)
+            for fut in finished:
+                job = futures.pop(fut)
+                row = fut.result()
+                if row is not None:
+                    yield job, row
+
+    def stop(self) -> None:
+        """Cancel queued pairs and kill every worker's process group."""
+        if self._threads is not None:
+            self._threads.shutdown(wait=False, cancel_futures=True)
+        if self.pool is not None:
+            self.pool.kill_all()
+
+    def close(self) -> None:
+        """Retire the workers."""
+        if self._threads is not None:
+            self._threads.shutdown(wait=False, cancel_futures=True)
+        if self.pool is not None:
+            self.pool.close()
+
+
+@pptarena.hookimpl
+def register_executors(register: Any) -> None:
+    """Register the ``local`` executor."""
+    register("local", LocalExecutor)

@@ -1,0 +1,261 @@
+"""A pool of long-lived agent worker processes (the driver's side of :mod:`.pool_worker`).
+
+Workers are spawned on demand up to ``size``, each in a session of its own,
+load the plugins once and run one pair at a time. A worker is replaced after
+``recycle_after`` pairs, when it crashes, and when a pair overruns its
+timeout: then its whole process group (the worker, the agent and anything the
+agent started in that group) is killed.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from pptarena.procs import kill_group
+from pptarena.run.executors import RunHandle
+from pptarena.run.worker import prediction_from_json
+from pptarena.types import InfraError, Task, Workspace
+
+BOOT_TIMEOUT = 120.0
+WORKER_MODULE = "pptarena.plugins.executors.pool_worker"
+
+
+class WorkerCrashed(Exception):
+    """The worker process ended without answering."""
+
+
+class PoolWorker:
+    """One worker process and its protocol pipes."""
+
+    def __init__(self, boot: dict[str, Any], env: dict[str, str]):
+        self.proc = subprocess.Popen(
+            [sys.executable, "-m", WORKER_MODULE, json.dumps(boot)],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            start_new_session=True,
+            env=env,
+        )
+        self.pairs = 0
+        self._buf = b""
+        try:
+            ready = self._read_line(time.monotonic() + BOOT_TIMEOUT)
+        except WorkerCrashed as exc:
+            self.kill()
+            raise InfraError(f"agent worker exited while loading plugins (code {self.proc.returncode})") from exc
+        if ready is None:
+            self.kill()
+            raise InfraError(f"agent worker did not start within {BOOT_TIMEOUT:g}s")
+
+    @property
+    def pid(self) -> int:
+        """The worker's process id (also its process group id)."""
+        return self.proc.pid
+
+    def _read_line(self, deadline: float) -> dict[str, Any] | None:
+        """The next message, None at ``deadline``; raises :class:`WorkerCrashed` on end of output."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while b"\n" not in self._buf:
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], remaining)
+            if not ready:
+                continue
+            chunk = os.read(fd, 1 << 16)
+            if not chunk:
+                raise WorkerCrashed()
+            self._buf += chunk
+        line, _, self._buf = self._buf.partition(b"\n")
+        return json.loads(line)
+
+    def call(self, request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
+        """Run one pair; its outcome, or None on timeout. Raises :class:`WorkerCrashed`."""
+        assert self.proc.stdin is not None
+        self.pairs += 1
+        try:
+            self.proc.stdin.write(json.dumps(request, default=str).encode() + b"\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError) as exc:
+            raise WorkerCrashed() from exc
+        return self._read_line(time.monotonic() + timeout)
+
+    def kill(self) -> None:
+        """SIGKILL the worker's process group (the worker and everything in its session)."""
+        kill_group(self.proc)
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            try:
+                if pipe is not None:
+                    pipe.close()
+            except OSError:
+                pass
+
+    def retire(self) -> None:
+        """Ask the worker to exit, then make sure its group is gone."""
+        try:
+            assert self.proc.stdin is not None
+            self.proc.stdin.write(b'{"op": "exit"}\n')
+            self.proc.stdin.flush()
+            self.proc.wait(timeout=2)
+        except (OSError, ValueError, subprocess.TimeoutExpired):
+            pass
+        self.kill()
+
+
+class WorkerPool:
+    """Up to ``size`` warm workers handed out one pair at a time."""
+
+    def __init__(self, size: int, recycle_after: int, boot: dict[str, Any], env: dict[str, str] | None = None):
+        self.size = max(1, size)
+        self.recycle_after = max(1, recycle_after)
+        self.boot = {**boot, "parent": os.getpid()}
+        base = dict(os.environ if env is None else env)
+        base["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        self.env = base
+        self._idle: list[PoolWorker] = []
+        self._busy: set[PoolWorker] = set()
+        self._starting = 0
+        self._cond = threading.Condition()
+        self._closed = False
+        self.spawned = 0
+
+    def _checkout(self) -> PoolWorker:
+        with self._cond:
+            while True:
+                if self._closed:
+                    raise InfraError("the worker pool is closed")
+                if self._idle:
+                    worker = self._idle.pop()
+                    self._busy.add(worker)
+                    return worker
+                if len(self._busy) + self._starting < self.size:
+                    self._starting += 1
+                    break
+                self._cond.wait()
+        try:
+            worker = PoolWorker(self.boot, self.env)
+        finally:
+            with self._cond:
+                self._starting -= 1
+                self._cond.notify_all()
+        with self._cond:
+            self.spawned += 1
+            if self._closed:
+                worker.kill()
+                raise InfraError("the worker pool is closed")
+            self._busy.add(worker)
+        return worker
+
+    def _checkin(self, worker: PoolWorker, healthy: bool) -> None:
+        keep = healthy and worker.pairs < self.recycle_after
+        with self._cond:
+            self._busy.discard(worker)
+            if keep and not self._closed:
+                self._idle.append(worker)
+            self._cond.notify_all()
+        if not keep:
+            (worker.retire if healthy else worker.kill)()
+
+    def run(self, request: dict[str, Any], timeout: float) -> tuple[str, Any]:
+        """Run one request: ``("ok", outcome)``, ``("timeout", None)`` or ``("crashed", returncode)``."""
+        worker = self._checkout()
+        try:
+            outcome = worker.call(request, timeout)
+        except WorkerCrashed:
+            try:
+                code = worker.proc.wait(timeout=2)
+            except subprocess.TimeoutExpired:
+                code = None
+            worker.kill()
+            self._checkin(worker, healthy=False)
+            return "crashed", code
+        except BaseException:
+            worker.kill()
+            self._checkin(worker, healthy=False)
+            raise
+        if outcome is None:  # overran: end the pair and everything it started, then replace the worker
+            worker.kill()
+            self._checkin(worker, healthy=False)
+            return "timeout", None
+        self._checkin(worker, healthy=True)
+        return "ok", outcome
+
+    def pids(self) -> list[int]:
+        """Process ids of the live workers."""
+        with self._cond:
+            return [w.pid for w in [*self._idle, *self._busy]]
+
+    def kill_all(self) -> None:
+        """Stop at once: kill every worker's process group (busy ones included)."""
+        with self._cond:
+            self._closed = True
+            workers = [*self._idle, *self._busy]
+            self._idle.clear()
+            self._cond.notify_all()
+        for w in workers:
+            w.kill()
+
+    def close(self) -> None:
+        """Retire idle workers and kill busy ones."""
+        with self._cond:
+            self._closed = True
+            idle, busy = list(self._idle), list(self._busy)
+            self._idle.clear()
+            self._cond.notify_all()
+        for w in idle:
+            w.retire()
+        for w in busy:
+            w.kill()
+
+
+def boot_of(run: RunHandle) -> dict[str, Any]:
+    """What a pool worker needs to load the same plugins as the driver."""
+    return {"strict": run.strict, "manual_plugins": dict(run.registry.manual)}
+
+
+class PoolLauncher:
+    """Runs the agents of a run's pairs on a :class:`WorkerPool` (set as ``run.agent_launcher``)."""
+
+    def __init__(self, pool: WorkerPool, run: RunHandle):
+        self.pool = pool
+        self.run = run
+
+    def __call__(self, agent: Any, task: Task, ws: Workspace) -> dict[str, Any]:
+        config = self.run.config
+        timeout = float(config.run.task_timeout)
+        stderr_path = ws.dir / "agent.stderr.txt"
+        request = {
+            "config": config.raw,
+            "config_path": str(config.path),
+            "agent_index": config.agents.index(agent),
+            "task": task.to_json(),
+            "workspace": {
+                "dir": str(ws.dir),
+                "input_deck": str(ws.input_deck),
+                "output_deck": str(ws.output_deck),
+                "log": str(ws.log.path),
+            },
+            "timeout": timeout,
+            "stderr_path": str(stderr_path),
+        }
+        kind, value = self.pool.run(request, timeout)
+        if kind == "timeout":
+            return {"ok": False, "status": "timeout", "error": f"agent exceeded task_timeout={timeout:g}s and was stopped"}
+        if self.run.stopping():
+            return {"ok": False, "status": "interrupted", "error": "interrupted"}
+        if kind == "crashed":
+            tail = Path(stderr_path).read_text(errors="replace")[-2000:] if Path(stderr_path).exists() else ""
+            return {"ok": False, "status": "agent_error", "error": f"agent worker exited with code {value} without a result: {tail}"}
+        outcome = dict(value)
+        if outcome.get("ok"):
+            outcome["prediction"] = prediction_from_json(outcome["prediction"])
+        return outcome
