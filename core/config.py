@@ -25,6 +25,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 from .models import _check_model_ref
+from .redact import add_secret, literal_secret_problems
 from .registry import Registry, UnknownComponentError
 from .types import PptArenaError
 
@@ -112,6 +113,7 @@ def _resolve_secrets(value: Any, path: str, errors: list[str]) -> Any:
             if var not in os.environ:
                 errors.append(f"{path}: environment variable {var} is not set")
                 return None
+            add_secret(os.environ[var])  # the redactor masks it in everything the run writes or sends
             return SecretStr(os.environ[var])
         return {k: _resolve_secrets(v, f"{path}.{k}", errors) for k, v in value.items()}
     if isinstance(value, list):
@@ -232,7 +234,7 @@ def _table_list(data: dict[str, Any], key: str, default: list[Any], errors: list
 
 def parse_config(data: dict[str, Any], registry: Registry, path: Path) -> RunConfig:
     """Validate an already-parsed TOML document (see :func:`load_config`)."""
-    errors: list[str] = []
+    errors: list[str] = list(literal_secret_problems(data))
     base = path.parent.resolve()
     for key in data:
         if key not in TOP_LEVEL:

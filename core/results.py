@@ -50,8 +50,11 @@ def read_results(path: Path) -> list[dict[str, Any]]:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON to ``path`` via a temporary file and rename (never a half-written file)."""
+    from .redact import redact_obj, redact_text
+
+    text = redact_text(json.dumps(redact_obj(data), indent=2, ensure_ascii=False, default=str))  # never a secret
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    tmp.write_text(text + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
 
@@ -88,7 +91,9 @@ class ResultsStore:
         """Append one result line, flushed and fsynced."""
         if row.get("status") not in STATUSES:
             raise ValueError(f"invalid status {row.get('status')!r}")
-        line = json.dumps(row, ensure_ascii=False, default=str) + "\n"
+        from .redact import redact_obj, redact_text
+
+        line = redact_text(json.dumps(redact_obj(row), ensure_ascii=False, default=str)) + "\n"  # never a secret
         with self._lock, self.path.open("a", encoding="utf-8") as fh:
             fh.write(line)
             fh.flush()

@@ -13,6 +13,7 @@ the same command resumes: finished pairs are skipped.
 from __future__ import annotations
 
 import fnmatch
+import functools
 import hashlib
 import json
 import os
@@ -37,6 +38,7 @@ from .progress import Progress
 from .references import normalized_references, normalizer_of
 from .registry import Registry
 from .results import SCHEMA_VERSION, ResultsStore, summarize_results, write_json_atomic
+from .runlock import MAX_CRASHES, AttemptLedger, RunLock
 from .types import (
     AgentLog,
     InfraError,
@@ -181,6 +183,7 @@ class Runner:
         self._procs_lock = threading.Lock()
         self._judges: list[tuple[ComponentConfig, Any]] | None = None
         self._judges_lock = threading.Lock()
+        self.ledger = AttemptLedger(self.run_dir)
 
     # ------------------------------------------------------------------ setup
 
@@ -338,6 +341,9 @@ class Runner:
             return {"ok": False, "status": "timeout", "error": f"agent exceeded task_timeout={self.config.run.task_timeout:g}s and was stopped"}
         if self._stop.is_set():
             return {"ok": False, "status": "interrupted", "error": "interrupted"}
+        from .redact import redact_file
+
+        redact_file(stderr_path)
         if not result_path.exists():
             tail = stderr_path.read_text(errors="replace")[-2000:]
             return {"ok": False, "status": "agent_error", "error": f"agent worker exited with code {returncode} without a result: {tail}"}
@@ -394,6 +400,30 @@ class Runner:
 
     def run_pair(self, agent: ComponentConfig, task: Task) -> dict[str, Any] | None:
         """Run one agent on one task, judge it and append the result (None if interrupted)."""
+        self.ledger.start(agent.label, task.id)
+        try:
+            return self._run_pair(agent, task)
+        finally:  # not reached when the whole run dies: the ledger then counts a crash
+            self.ledger.end(agent.label, task.id)
+
+    def _crashed_pairs(self, pending: list[tuple[ComponentConfig, Task]]) -> list[tuple[ComponentConfig, Task]]:
+        """Record pairs that were running when the run died ``MAX_CRASHES`` times as failed; return the rest."""
+        crashes = self.ledger.crashes(self.store.done())
+        keep = []
+        for agent, task in pending:
+            n = crashes.get((agent.label, task.id), 0)
+            if n < MAX_CRASHES:
+                keep.append((agent, task))
+                continue
+            row = self._new_row(agent, task, {})
+            row.update(status="infra_error", isolation=self.isolation,
+                       error=f"this pair was running when the run died {n} times; it is not run again "
+                             "(arena run --retry-errors tries it once more)")
+            self.store.append(row)
+            self.ledger.end(agent.label, task.id)
+        return keep
+
+    def _run_pair(self, agent: ComponentConfig, task: Task) -> dict[str, Any] | None:
         t0 = time.monotonic()
         try:
             ws = self._workspace(agent, task)
@@ -418,7 +448,9 @@ class Runner:
             row["status"] = outcome["status"]
             row["error"] = outcome.get("error")
             if outcome.get("traceback"):
-                (ws.dir / "agent.error.txt").write_text(outcome["traceback"], encoding="utf-8")
+                from .redact import redact_text
+
+                (ws.dir / "agent.error.txt").write_text(redact_text(outcome["traceback"]), encoding="utf-8")
         else:
             pred: Prediction = outcome["prediction"]
             for k, v in pred.usage.items():
@@ -438,6 +470,7 @@ class Runner:
                     row["usage"][k] = row["usage"].get(k, 0) + v
             row["prediction"] = _relative_to(pred.path, self.run_dir)
         row["duration_s"] = round(time.monotonic() - t0, 3)
+        row["isolation"] = self.isolation
         write_json_atomic(ws.dir / "verdicts.json", {"status": row["status"], "error": row["error"], **details})
         if self._stop.is_set():
             return None
@@ -446,13 +479,29 @@ class Runner:
 
     # ------------------------------------------------------------------ the run
 
+    @functools.cached_property
+    def isolation(self) -> str:
+        """The isolation untrusted code gets on this machine (see :mod:`pptarena.isolation`)."""
+        from .isolation import level
+
+        return level()
+
     def run(self) -> dict[str, Any]:
-        """Run every pending pair; returns the summary (also written to summary.json)."""
+        """Run every pending pair; returns the summary (also written to summary.json).
+
+        The run folder is locked for the run's duration (:class:`~pptarena.runlock.RunLock`).
+        """
+        with RunLock(self.run_dir):
+            return self._run()
+
+    def _run(self) -> dict[str, Any]:
         tasks = select_tasks(load_tasks(self.components), self.task_globs, self.limit)
         self._check_resume()
         self._write_manifest(tasks)
         done = self.store.done(self.retry_statuses)
         pending = [(a, t) for a in self.config.agents for t in tasks if (a.label, t.id) not in done]
+        if not self.retry_statuses:
+            pending = self._crashed_pairs(pending)
         total = len(self.config.agents) * len(tasks)
         progress = self._progress or Progress(total, quiet=self.quiet)
         progress.done = total - len(pending)

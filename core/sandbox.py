@@ -222,9 +222,11 @@ class _PipeReader(threading.Thread):
 
 def _read_back(fh: Any, cap: int) -> str:
     """What the process wrote to ``fh`` (read through the same descriptor, never by path)."""
+    from .redact import redact_text
+
     fh.seek(0)
     data = fh.read(cap + 1)
-    text = data[:cap].decode("utf-8", errors="replace")
+    text = redact_text(data[:cap].decode("utf-8", errors="replace"))
     return text + ("\n[... output truncated ...]" if len(data) > cap else "")
 
 
