@@ -64,3 +64,18 @@ def run_in_session(
     finally:
         kill_group(proc)
     return (None if timed_out else proc.returncode), timed_out
+
+
+def die_with_parent(expected_parent: int | None = None) -> None:
+    """Ask Linux to SIGKILL this process when its parent dies (no-op elsewhere).
+
+    With ``expected_parent``, exit at once if the parent is already gone (the race before the call).
+    """
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        return
+    if expected_parent is not None and os.getppid() != expected_parent:
+        os._exit(1)

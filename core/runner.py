@@ -313,6 +313,7 @@ class Runner:
             "manual_plugins": self.registry.manual,
             "strict": self.strict,
             "result_path": str(result_path),
+            "runner_pid": os.getpid(),
         }
         spec_path.write_text(json.dumps(spec, default=str), encoding="utf-8")
         env = dict(os.environ)

@@ -32,7 +32,7 @@ def open_regular(path: str | Path, max_bytes: int | None = None) -> int:
     try:
         fd = os.open(path, flags)
     except OSError as exc:
-        if exc.errno == getattr(__import__("errno"), "ELOOP"):
+        if exc.errno == __import__("errno").ELOOP:
             raise UnsafeFileError(f"{path} is a symbolic link; refusing to follow it") from None
         raise
     info = os.fstat(fd)

@@ -33,7 +33,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import threading
 import resource
 import shutil
 import signal
@@ -41,6 +40,7 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field

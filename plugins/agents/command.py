@@ -33,8 +33,8 @@ from __future__ import annotations
 
 import os
 import shlex
-import stat
 import shutil
+import stat
 import time
 from pathlib import Path
 from typing import Any, Literal
