@@ -364,7 +364,10 @@ class Runner:
             slide_ids(pred.path)
         except DeckError as exc:
             return f"the prediction is not a valid deck: {exc}"
-        return None
+        from .blame import deck_problem
+
+        problem = deck_problem(Path(pred.path))  # the loader the judges use: its rejection is the agent's fault
+        return None if problem is None else f"the prediction is not a valid deck: {problem}"
 
     def _judge(self, task: Task, pred: Prediction, ws: Workspace) -> tuple[str, dict[str, Any], list[str], dict[str, Any]]:
         status, scores, errors, verdicts, usage = judge_prediction(task, pred, self.judges(), ws.dir, self.components)
@@ -426,6 +429,14 @@ class Runner:
 
     def _run_pair(self, agent: ComponentConfig, task: Task) -> dict[str, Any] | None:
         t0 = time.monotonic()
+        from .blame import original_problem
+
+        broken = original_problem(task.original)
+        if broken:  # the dataset's fault, found before any agent is blamed for it
+            failed = self._new_row(agent, task, {})
+            failed.update(status="infra_error", error=broken, isolation=self.isolation)
+            self.store.append(failed)
+            return failed
         try:
             ws = self._workspace(agent, task)
         except OSError as exc:  # cannot copy the input deck or write the task folder: the harness's fault

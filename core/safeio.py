@@ -22,13 +22,17 @@ class UnsafeFileError(PptArenaError):
     """A file is a link, not a regular file, or larger than allowed."""
 
 
-def open_regular(path: str | Path, max_bytes: int | None = None) -> int:
+def open_regular(path: str | Path, max_bytes: int | None = None, follow_links: bool = False) -> int:
     """Open ``path`` for reading as a regular file (no link, FIFO or device); returns the descriptor.
+
+    ``follow_links=True`` accepts a link whose target is a regular file (for paths the user chose).
 
     :raises UnsafeFileError: a symbolic link, not a regular file, or over ``max_bytes``.
     :raises FileNotFoundError: it does not exist.
     """
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+    if not follow_links:
+        flags |= getattr(os, "O_NOFOLLOW", 0)
     try:
         fd = os.open(path, flags)
     except OSError as exc:
