@@ -156,3 +156,19 @@ def _secret_literal(key: str, value: str) -> bool:
         return True
     named = any(h in key.lower() for h in SECRET_KEY_HINTS) or bool(SECRET_NAME.search(key))
     return named and len(value) >= MIN_SECRET_CHARS and value.lower() not in PLACEHOLDERS
+
+
+TEXT_SUFFIXES = (".txt", ".json", ".jsonl", ".log", ".py", ".md", ".xml", ".html", ".csv", ".yaml", ".toml", "")
+
+
+def redact_tree(root: Path) -> None:
+    """Mask secrets in every text file under ``root`` (a pair's folder, after its agent ran).
+
+    Files a plugin wrote directly (programs, patches, CLI transcripts) get the same treatment as
+    the harness's own writes. Binary files (decks, images) are not rewritten.
+    """
+    if not secrets():
+        return
+    for path in Path(root).rglob("*"):
+        if path.suffix.lower() in TEXT_SUFFIXES and not path.is_symlink() and path.is_file():
+            redact_file(path)

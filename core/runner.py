@@ -483,6 +483,9 @@ class Runner:
             row["prediction"] = _relative_to(pred.path, self.run_dir)
         row["duration_s"] = round(time.monotonic() - t0, 3)
         row["isolation"] = self.isolation
+        from .redact import redact_tree
+
+        redact_tree(ws.dir)  # files plugins wrote themselves (programs, transcripts) hold no secret either
         write_json_atomic(ws.dir / "verdicts.json", {"status": row["status"], "error": row["error"], **details})
         if self._stop.is_set():
             return None
