@@ -19,8 +19,11 @@ def deck_problem(path: Path | None) -> str | None:
         from .deck import DeckError, open_presentation
     except ImportError:  # pragma: no cover - the deck engine is part of the core
         return None
+    from .render_guard import check_deck
+
     try:
         open_presentation(path)
+        check_deck(Path(path))  # a bomb-deep deck is refused here, before any renderer sees it
     except DeckError as exc:
         return str(exc)
     except (OSError, MemoryError, RecursionError) as exc:
