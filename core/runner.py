@@ -482,7 +482,8 @@ class Runner:
                     row["usage"][k] = row["usage"].get(k, 0) + v
             row["prediction"] = _relative_to(pred.path, self.run_dir)
         row["duration_s"] = round(time.monotonic() - t0, 3)
-        row["isolation"] = self.isolation
+        pred_meta = outcome["prediction"].metadata if outcome.get("ok") else {}
+        row["isolation"] = pred_meta.get("isolation") or self.isolation  # e.g. a command agent run unsandboxed
         from .redact import redact_tree
 
         redact_tree(ws.dir)  # files plugins wrote themselves (programs, transcripts) hold no secret either

@@ -101,6 +101,42 @@ print("REPORT" + json.dumps(report))
     assert set(report.values()) == {"No such file or directory"}, report
 
 
+@needs_bwrap
+def test_row1_command_agents_cli_sees_only_its_workspace(tmp_path):
+    original, target = demo_target(tmp_path)
+    run_dir = tmp_path / "run"
+    cli = tmp_path / "cli.py"
+    probes = [str(run_dir / "manifest.json"), str(target), str(target.parent), str(run_dir / "tasks")]
+    cli.write_text(
+        "import json, os, shutil, sys\n"
+        "report = {}\n"
+        f"for p in {probes!r} + [os.path.dirname(os.getcwd())]:\n"
+        "    try:\n"
+        "        report[p] = sorted(os.listdir(p)) if os.path.isdir(p) else open(p, 'rb').read(4).hex()\n"
+        "    except OSError as exc:\n"
+        "        report[p] = exc.strerror\n"
+        "print('REPORT' + json.dumps(report))\n"
+        "shutil.copyfile(sys.argv[1], sys.argv[2])\n"
+    )
+    (tmp_path / "c.toml").write_text(
+        f'[dataset]\nuse = "demo"\nids = ["qbr-fix-typos"]\n'
+        '[[agents]]\nuse = "noop"\n'
+        f'[[agents]]\nuse = "command"\nlabel = "cli"\ncommand = ["{sys.executable}", "{cli}", "{{input}}", "{{output}}"]\n'
+        '[[judges]]\nuse = "structural"\n'
+    )
+    out = arena(["run", "--config", "c.toml", "--out", str(run_dir), "--jobs", "1"], tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert (run_dir / "tasks" / "noop").is_dir()
+    row = rows(run_dir)["cli"]
+    assert row["status"] == "scored" and row["isolation"] == "bwrap"
+    stdout = (run_dir / "tasks" / "cli" / "qbr-fix-typos" / "cli.stdout.txt").read_text()
+    report = json.loads(stdout.split("REPORT", 1)[1])
+    parent = report.pop(next(k for k in report if k not in probes))
+    assert parent == ["cli"]  # its task folder shows only the workspace: no input copy, logs or verdicts
+    assert report.pop(str(run_dir / "tasks")) == ["cli"]  # only the way to it: no other agent's folder
+    assert set(map(str, report.values())) == {"No such file or directory"}, report
+
+
 # ---------------------------------------------------------------- row 2: leaking secrets
 
 
@@ -124,7 +160,7 @@ raise SystemExit(3)
 
 
 @pytest.mark.parametrize("sandbox", ["auto", "off"])
-def test_row2_program_and_leaf_cannot_leak_keys_to_files_or_prompts(tmp_path, sandbox):
+def test_row2_program_and_leaf_cannot_leak_keys_to_files_or_prompts(tmp_path, monkeypatch, sandbox):
     """With bubblewrap the environ of the harness is out of reach; without it the redactor still masks it."""
     run_dir = tmp_path / "run"
     env = {"PPTARENA_SANDBOX": sandbox}
@@ -143,12 +179,27 @@ def test_row2_program_and_leaf_cannot_leak_keys_to_files_or_prompts(tmp_path, sa
     assert files_holding(run_dir, [SECRET, OTHER_SECRET]) == []
     assert requests_holding(requests, [SECRET, OTHER_SECRET]) == []
     assert SECRET not in out.stdout + out.stderr + report.stdout + report.stderr
-    # the leaf version of the attack, with the secrets in this process's environment
-    records = run_function_leaves(
-        [{"id": "leak", "code": leaf(LEAK.replace("raise SystemExit(3)", "return ' | '.join(stolen), 0"))}],
-        NO_DECKS, ModelBridge(None), LeafRun(),
-    )
-    assert SECRET not in json.dumps(records) or sandbox == "off"  # masked later, when written (checked above)
+    # the leaf version of the attack, with the secrets in this (the judge's) process's environment
+    from pptarena import isolation
+    from pptarena.results import write_json_atomic
+
+    monkeypatch.setenv("STUB_KEY", SECRET)
+    monkeypatch.setenv("UNRELATED_SERVICE_TOKEN", OTHER_SECRET)
+    monkeypatch.setenv("PPTARENA_SANDBOX", sandbox)
+    isolation.base_flags.cache_clear()
+    try:
+        records = run_function_leaves(
+            [{"id": "leak", "code": leaf(LEAK.replace("raise SystemExit(3)", "return ' | '.join(stolen), 0"))}],
+            NO_DECKS, ModelBridge(None), LeafRun(),
+        )
+    finally:
+        monkeypatch.delenv("PPTARENA_SANDBOX")
+        isolation.base_flags.cache_clear()
+    if sandbox == "auto" and isolation.base_flags() is not None:
+        assert SECRET not in json.dumps(records)  # out of reach: the leaf sees only its own sandbox
+    verdict = tmp_path / "verdict.json"
+    write_json_atomic(verdict, records)  # how a leaf's reason reaches the run folder
+    assert SECRET not in verdict.read_text() and OTHER_SECRET not in verdict.read_text()
 
 
 # ---------------------------------------------------------------- row 3: killing the run
