@@ -50,13 +50,12 @@ def main() -> None:
     parser.add_argument("--repeat", type=int, default=7)
     args = parser.parse_args()
 
-    from pptarena import isolation
-    from pptarena.plugins.judges.rubric_exec import LeafRun, ModelBridge, run_function_leaves
+    from pptarena.plugins.judges.rubric.execute import LeafRun, ModelBridge, run_function_leaves
     from pptarena.redact import redact_obj
     from pptarena.render_guard import check_deck
-    from pptarena.sandbox import run_python
+    from pptarena.sandbox import isolation_level, run_python
 
-    print(f"isolation here: {isolation.level()}")
+    print(f"isolation here: {isolation_level()}")
     trivial = lambda: run_python("sandbox_result(1)")  # noqa: E731
     leaves = [{"id": f"l{i}", "code": "def compute_score():\n    return 'ok', 1\n"} for i in range(20)]
     inputs = {"original_ppt_path": "/x/a.pptx", "modified_ppt_path": "/x/b.pptx", "ppt_diff": None, "screenshots": {}}

@@ -12,9 +12,9 @@ decks) runs under `bubblewrap <https://github.com/containers/bubblewrap>`_ where
 - ``--die-with-parent`` and ``--new-session``: when the harness dies or kills bwrap, every
   process of the sandbox dies with it (PID 1 of the namespace is bwrap's reaper).
 
-:func:`level` says what is in force here: ``"bwrap"``, or ``"unshare"`` / ``"rlimits"`` for
-the weaker fallbacks of :mod:`pptarena.sandbox` when bubblewrap is missing or user namespaces
-do not work. ``PPTARENA_SANDBOX=off`` forces the fallback (for debugging only).
+:func:`pptarena.sandbox.isolation_level` says what is in force here: ``"bwrap"``, or
+``"unshare"`` / ``"rlimits"`` for the weaker fallbacks of :mod:`pptarena.sandbox` when bubblewrap
+is missing or user namespaces do not work. ``PPTARENA_SANDBOX=off`` forces the fallback (for debugging only).
 """
 
 from __future__ import annotations
@@ -94,26 +94,17 @@ def base_flags() -> tuple[str, ...] | None:
     return None
 
 
-def level() -> str:
-    """The isolation of untrusted code on this machine: ``bwrap``, ``unshare`` or ``rlimits``."""
-    if base_flags() is not None:
-        return BWRAP_LEVEL
-    from .sandbox import filesystem_isolation_available, network_isolation_available
-
-    if network_isolation_available() and filesystem_isolation_available():
-        return "unshare"
-    return "rlimits"
-
-
 def python_paths() -> list[Path]:
     """Folders the Python interpreter and pptarena need: prefixes, site-packages, pptarena's packages."""
-    import pptarena
-    import pptarena.plugins
+    import importlib.util
 
     paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix), Path(sys.base_exec_prefix)}
     for entry in [*site.getsitepackages(), site.getusersitepackages()]:
         paths.add(Path(entry))
-    paths.update(Path(p) for p in [*pptarena.__path__, *pptarena.plugins.__path__])
+    for package in ("pptarena", "pptarena.plugins"):  # located, not imported: the core never imports plugins
+        spec = importlib.util.find_spec(package)
+        if spec is not None:
+            paths.update(Path(p) for p in spec.submodule_search_locations or [])
     exe = Path(sys.executable)
     paths.add(exe.parent)
     try:

@@ -13,7 +13,7 @@ import os
 import stat
 from pathlib import Path
 
-from .types import PptArenaError
+from .errors import PptArenaError
 
 CHUNK = 1024 * 1024
 

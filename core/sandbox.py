@@ -167,6 +167,15 @@ def filesystem_isolation_available() -> bool:
         shutil.rmtree(probe, ignore_errors=True)
 
 
+def isolation_level() -> str:
+    """The isolation of untrusted code on this machine: ``bwrap``, ``unshare`` or ``rlimits``."""
+    if isolation.base_flags() is not None:
+        return isolation.BWRAP_LEVEL
+    if network_isolation_available() and filesystem_isolation_available():
+        return "unshare"
+    return "rlimits"
+
+
 def _limit_setter(limits: SandboxLimits, channel_fds: tuple[int, int] | None = None):  # type: ignore[no-untyped-def]
     cpu = limits.cpu_seconds or int(limits.timeout) + 1
     mem = limits.memory_mb * 1024 * 1024

@@ -12,7 +12,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from pptarena.plugins.judges.rubric_exec import LeafRun, ModelBridge, run_function_leaves
+from pptarena.plugins.judges.rubric.execute import LeafRun, ModelBridge, run_function_leaves
 from pptarena.sandbox import SandboxLimits, run_python
 from stub_llm_server import Reply, StubLLMServer
 from trust_fixtures import (
@@ -239,7 +239,7 @@ def test_row3_leaf_killing_its_parent_fails_alone_and_later_leaves_run(tmp_path)
     leaves = [{"id": "killer", "code": leaf(KILLER + "return 'k', 1")}, {"id": "honest", "code": leaf("return 'fine', 0.5")}]
     script.write_text(
         "import json, sys\n"
-        "from pptarena.plugins.judges.rubric_exec import LeafRun, ModelBridge, run_function_leaves\n"
+        "from pptarena.plugins.judges.rubric.execute import LeafRun, ModelBridge, run_function_leaves\n"
         f"records = run_function_leaves({leaves!r}, {NO_DECKS!r}, ModelBridge(None), LeafRun())\n"
         "print(json.dumps({k: [v['score'], v.get('error')] for k, v in records.items()}))\n"
     )

@@ -88,7 +88,7 @@ class GuiAgent(Component):
         """Save ``src`` unchanged through Impress, as an episode that edits nothing would.
 
         The runner uses this for the task's original and target decks (see
-        :mod:`pptarena.references`), so judges do not charge the agent for the
+        :mod:`pptarena.run.references`), so judges do not charge the agent for the
         rewrites Impress makes to any deck it saves.
         """
         from .env import impress_round_trip
