@@ -77,7 +77,7 @@ def main() -> None:
         redact_obj(row)
     print(f"redactor, one result row: {(time.perf_counter() - t0) * 1000 / 1000:.3f} ms")
 
-    from pptarena.plugins.datasets.demo import ensure_demo_set
+    from pptarena.plugins.datasets.demo.dataset import ensure_demo_set
 
     decks = sorted(ensure_demo_set(Path(tempfile.mkdtemp())).rglob("*.pptx"))
     t0 = time.perf_counter()

@@ -148,6 +148,6 @@ def test_row6_nesting_bomb_fails_fast_as_the_decks_fault(tmp_path, renderer):
     # a modest nesting still renders
     assert len(renderer.render(nested_deck(tmp_path / "ok.pptx", 5), tmp_path / "ok")) == 1
     # handed in by an agent, the bomb is the agent's error and the run goes on
-    from pptarena.blame import deck_problem
+    from pptarena.run.blame import deck_problem
 
     assert "nests groups" in (deck_problem(bomb) or "")

@@ -29,7 +29,7 @@ TWO_TASKS = '["qbr-fix-typos", "qbr-*"]'
 
 def demo_deck(tmp_path: Path) -> Path:
     """A real deck of the demo set (generated into this test's cache)."""
-    from pptarena.plugins.datasets.demo import ensure_demo_set
+    from pptarena.plugins.datasets.demo.dataset import ensure_demo_set
 
     root = ensure_demo_set(Path(os.environ["PPTARENA_CACHE"]) / "probe")
     return sorted(root.rglob("*.pptx"))[0]

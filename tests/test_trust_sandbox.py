@@ -37,10 +37,10 @@ def leaf(body: str) -> str:
 
 def demo_target(tmp_path: Path) -> tuple[Path, Path]:
     """The demo task's original and target decks, generated in this test's cache (as the run will see them)."""
-    from pptarena.components import Components
-    from pptarena.config import load_config
+    from pptarena.run.components import Components
+    from pptarena.run.config import load_config
     from pptarena.registry import load_registry
-    from pptarena.runner import load_tasks
+    from pptarena.run.tasks import load_tasks
 
     cfg = tmp_path / "probe.toml"
     cfg.write_text('[dataset]\nuse = "demo"\nids = ["qbr-fix-typos"]\n[[agents]]\nuse = "noop"\n')
@@ -181,7 +181,7 @@ def test_row2_program_and_leaf_cannot_leak_keys_to_files_or_prompts(tmp_path, mo
     assert SECRET not in out.stdout + out.stderr + report.stdout + report.stderr
     # the leaf version of the attack, with the secrets in this (the judge's) process's environment
     from pptarena import isolation
-    from pptarena.results import write_json_atomic
+    from pptarena.run.results import write_json_atomic
 
     monkeypatch.setenv("STUB_KEY", SECRET)
     monkeypatch.setenv("UNRELATED_SERVICE_TOKEN", OTHER_SECRET)
