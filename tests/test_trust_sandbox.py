@@ -37,9 +37,9 @@ def leaf(body: str) -> str:
 
 def demo_target(tmp_path: Path) -> tuple[Path, Path]:
     """The demo task's original and target decks, generated in this test's cache (as the run will see them)."""
+    from pptarena.registry import load_registry
     from pptarena.run.components import Components
     from pptarena.run.config import load_config
-    from pptarena.registry import load_registry
     from pptarena.run.tasks import load_tasks
 
     cfg = tmp_path / "probe.toml"
