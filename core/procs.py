@@ -33,11 +33,13 @@ def run_in_session(
     stdin_bytes: bytes | None = None,
     preexec_fn: Callable[[], None] | None = None,
     on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
+    pass_fds: Sequence[int] = (),
 ) -> tuple[int | None, bool]:
     """Run ``argv`` in a new session; on exit or timeout kill the whole session.
 
     :param on_start: called with the process right after it starts (e.g. to let
         another thread kill it on Ctrl-C).
+    :param pass_fds: file descriptors the program inherits (e.g. a result pipe).
     :returns: ``(returncode, timed_out)``; ``returncode`` is None after a timeout.
     :raises OSError: when the program cannot be started (e.g. not found).
     """
@@ -50,6 +52,7 @@ def run_in_session(
         stderr=stderr,
         start_new_session=True,
         preexec_fn=preexec_fn,
+        pass_fds=tuple(pass_fds),
     )
     if on_start is not None:
         on_start(proc)
@@ -61,3 +64,18 @@ def run_in_session(
     finally:
         kill_group(proc)
     return (None if timed_out else proc.returncode), timed_out
+
+
+def die_with_parent(expected_parent: int | None = None) -> None:
+    """Ask Linux to SIGKILL this process when its parent dies (no-op elsewhere).
+
+    With ``expected_parent``, exit at once if the parent is already gone (the race before the call).
+    """
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG = 1
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        return
+    if expected_parent is not None and os.getppid() != expected_parent:
+        os._exit(1)

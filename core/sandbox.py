@@ -1,8 +1,12 @@
 """Running untrusted Python (model-written edit code, rubric leaf code) in a limited subprocess.
 
-Each run gets:
+Where bubblewrap works (:mod:`pptarena.isolation`, ``SandboxResult.isolation == "bwrap"``) the
+code runs in its own PID, mount, network and IPC namespaces, sees only the system folders, the
+Python installation, its input files and a size-limited tmpfs working directory, and everything
+it starts dies with it. Elsewhere the older, weaker mechanism below applies
+(``isolation == "unshare"`` or ``"rlimits"``). In every case each run gets:
 
-- its own temporary working directory (also HOME and TMPDIR), removed afterwards;
+- its own working directory (also HOME and TMPDIR), removed afterwards;
 - a wall-clock timeout that kills the whole process group, a CPU-time limit,
   an address-space (memory) limit, a file-size limit and a process-count limit;
 - no network where the OS allows it (a new user + network namespace through
@@ -14,13 +18,14 @@ Each run gets:
 - a minimal environment (no API keys or other secrets are inherited);
 - captured, size-capped stdout and stderr.
 
-A script reports a structured result by writing JSON to the path in the
-environment variable ``PPTARENA_SANDBOX_RESULT`` (:func:`run_python` wraps this).
+Results come back on pipes the parent holds (descriptor 3: JSON values from
+``sandbox_result(value)``; descriptor 4: the bytes of a file named by ``export``), never by the
+parent re-opening a path the code could have replaced; stdout and stderr are read back through
+the descriptors they were written to. Everything is size-capped.
 
-What it does not do: it is not a container. The code can read files the user
-can read, and where user namespaces are unavailable it can also write where the
-user can (the result says so in ``notes``); run untrusted code under a dedicated
-account or container when that matters.
+Without bubblewrap it is not a container: the code can read files the user can read and, where
+user namespaces are unavailable, write where the user can, and a process that calls ``setsid``
+can outlive the run (the result's ``isolation`` and ``notes`` say so). See docs/security.md.
 """
 
 from __future__ import annotations
@@ -35,12 +40,14 @@ import subprocess
 import sys
 import tempfile
 import textwrap
+import threading
 import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import isolation
 from .procs import run_in_session
 
 SAFE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "PYTHONPATH", "SYSTEMROOT", "FONTCONFIG_PATH", "FONTCONFIG_FILE")
@@ -58,6 +65,9 @@ class SandboxLimits:
     max_output_bytes: int = 200_000  # stdout / stderr kept per stream
     network: bool = False  # allow network access
     write_anywhere: bool = False  # allow writes outside the working directory (and ``writable`` paths)
+    disk_mb: int = 1024  # total size of the working directory (a tmpfs under bubblewrap)
+    max_result_bytes: int = 20_000_000  # JSON results sent on the result pipe
+    max_export_mb: int = 300  # the exported file
 
 
 @dataclass
@@ -73,6 +83,9 @@ class SandboxResult:
     network_isolated: bool = False
     filesystem_isolated: bool = False
     notes: list[str] = field(default_factory=list)
+    isolation: str = "rlimits"  # "bwrap", "unshare" or "rlimits" (see pptarena.isolation)
+    results: list[Any] = field(default_factory=list)  # every value sent with sandbox_result, in order
+    exported: bool = False  # the ``export`` file arrived complete at ``export_to``
 
     @property
     def ok(self) -> bool:
@@ -154,7 +167,16 @@ def filesystem_isolation_available() -> bool:
         shutil.rmtree(probe, ignore_errors=True)
 
 
-def _limit_setter(limits: SandboxLimits):  # type: ignore[no-untyped-def]
+def isolation_level() -> str:
+    """The isolation of untrusted code on this machine: ``bwrap``, ``unshare`` or ``rlimits``."""
+    if isolation.base_flags() is not None:
+        return isolation.BWRAP_LEVEL
+    if network_isolation_available() and filesystem_isolation_available():
+        return "unshare"
+    return "rlimits"
+
+
+def _limit_setter(limits: SandboxLimits, channel_fds: tuple[int, int] | None = None):  # type: ignore[no-untyped-def]
     cpu = limits.cpu_seconds or int(limits.timeout) + 1
     mem = limits.memory_mb * 1024 * 1024
     fsize = limits.file_size_mb * 1024 * 1024
@@ -166,15 +188,79 @@ def _limit_setter(limits: SandboxLimits):  # type: ignore[no-untyped-def]
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
         if limits.max_processes is not None:
             resource.setrlimit(resource.RLIMIT_NPROC, (limits.max_processes, limits.max_processes))
+        if channel_fds is not None:  # the result and export pipes become descriptors 3 and 4
+            copies = [os.dup(fd) for fd in channel_fds]
+            for target, fd in zip((3, 4), copies, strict=True):
+                os.dup2(fd, target)
+            for fd in {*copies, *channel_fds} - {3, 4}:
+                os.close(fd)
 
     return apply
 
 
-def _read_capped(path: Path, cap: int) -> str:
-    with path.open("rb") as fh:
-        data = fh.read(cap + 1)
-    text = data[:cap].decode("utf-8", errors="replace")
+class _PipeReader(threading.Thread):
+    """Drains a pipe the sandbox writes to, keeping at most ``cap`` bytes (in memory or in a file)."""
+
+    def __init__(self, fd: int, cap: int, sink: Path | None = None):
+        super().__init__(daemon=True, name="sandbox-pipe")
+        self.fd, self.cap, self.sink = fd, cap, sink
+        self.data = bytearray()
+        self.size = 0
+        self.overflow = False
+
+    def run(self) -> None:
+        out = open(self.sink, "xb") if self.sink is not None else None  # noqa: SIM115 - closed below
+        try:
+            while chunk := os.read(self.fd, 1 << 16):
+                room = self.cap - self.size
+                if room > 0:
+                    if out is not None:
+                        out.write(chunk[:room])
+                    else:
+                        self.data += chunk[:room]
+                self.size += len(chunk)
+                if self.size > self.cap:
+                    self.overflow = True
+        except OSError:
+            pass
+        finally:
+            if out is not None:
+                out.close()
+            os.close(self.fd)
+
+
+def _read_back(fh: Any, cap: int) -> str:
+    """What the process wrote to ``fh`` (read through the same descriptor, never by path)."""
+    from .redact import redact_text
+
+    fh.seek(0)
+    data = fh.read(cap + 1)
+    text = redact_text(data[:cap].decode("utf-8", errors="replace"))
     return text + ("\n[... output truncated ...]" if len(data) > cap else "")
+
+
+def _fallback_argv(argv: list[str], work: Path, limits: SandboxLimits, writable: Sequence[Path], notes: list[str]) -> tuple[list[str], bool, bool]:
+    """Today's weaker mechanism: ``unshare -rn`` and a read-only remount where available."""
+    net = fs = False
+    flags = ""
+    cmd = list(argv)
+    if not limits.network:
+        if network_isolation_available():
+            flags += "n"
+            net = True
+        else:
+            notes.append("network isolation unavailable on this system; code ran with network access")
+    if not limits.write_anywhere:
+        if filesystem_isolation_available():
+            flags += "m"
+            fs = True
+            paths = [str(Path(p).resolve()) for p in writable]
+            cmd = ["sh", "-c", _CONFINE, "sandbox", str(work.resolve()), *paths, "--", *cmd]
+        else:
+            notes.append("file-system confinement unavailable on this system; code could write outside its folder")
+    if flags:
+        cmd = ["unshare", "-r" + flags, *cmd]
+    return cmd, net, fs
 
 
 def run_command(
@@ -185,74 +271,126 @@ def run_command(
     workdir: Path | None = None,
     stdin_text: str | None = None,
     writable: Sequence[Path] = (),
+    read_only: Sequence[Path] = (),
+    files: Mapping[str, Path] | None = None,
+    export: str | None = None,
+    export_to: Path | None = None,
 ) -> SandboxResult:
-    """Run ``argv`` under the sandbox's limits in a fresh (or given) working directory.
+    """Run ``argv`` under the sandbox in a fresh working directory.
 
-    Only the working directory and ``writable`` paths (existing files or folders) can be written,
-    where the OS allows it (``limits.write_anywhere`` turns that off).
+    :param workdir: a host folder whose top-level entries are placed (read-only under bubblewrap)
+        into the working directory; in the fallback it *is* the working directory.
+    :param writable: host paths the code may write (bound at the same path).
+    :param read_only: host paths the code may read (bound at the same path; under bubblewrap
+        nothing else outside the system and Python folders is visible).
+    :param files: ``{name: host file}`` placed read-only in the working directory.
+    :param export: a file name in the working directory whose bytes the code sends back on
+        descriptor 4 (``sandbox_export``), written by the parent to ``export_to``.
+    The argv may name ``{workdir}``: it is replaced by the working directory's path as the code sees it.
     """
     own_dir = workdir is None
-    work = Path(tempfile.mkdtemp(prefix="pptarena-sandbox-")) if own_dir else Path(workdir)  # type: ignore[arg-type]
-    work.mkdir(parents=True, exist_ok=True)
-    result_path = work / ".sandbox-result.json"
-    child_env = {k: os.environ[k] for k in SAFE_ENV_KEYS if k in os.environ}
-    child_env.update({"HOME": str(work), "TMPDIR": str(work), "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg"})
-    child_env["PPTARENA_SANDBOX_RESULT"] = str(result_path)
-    child_env.update(env or {})
-    isolated = fs_isolated = False
-    cmd = list(argv)
+    stage = Path(tempfile.mkdtemp(prefix="pptarena-sandbox-")) if own_dir else Path(workdir)  # type: ignore[arg-type]
+    stage.mkdir(parents=True, exist_ok=True)
+    private = Path(tempfile.mkdtemp(prefix="pptarena-capture-"))  # never visible to the code
     notes: list[str] = []
-    flags = ""
-    if not limits.network:
-        if network_isolation_available():
-            flags += "n"
-            isolated = True
-        else:
-            notes.append("network isolation unavailable on this system; code ran with network access")
-    if not limits.write_anywhere:
-        if filesystem_isolation_available():
-            flags += "m"
-            fs_isolated = True
-            paths = [str(Path(p).resolve()) for p in writable]
-            cmd = ["sh", "-c", _CONFINE, "sandbox", str(work.resolve()), *paths, "--", *cmd]
-        else:
-            notes.append("file-system confinement unavailable on this system; code could write outside its folder")
-    if flags:
-        cmd = ["unshare", "-r" + flags, *cmd]
-    out_path, err_path = work / ".stdout", work / ".stderr"
+    use_bwrap = isolation.base_flags() is not None and not limits.write_anywhere
+    inside = Path("/sandbox") if use_bwrap else stage
+    child_env = {k: os.environ[k] for k in SAFE_ENV_KEYS if k in os.environ and not (use_bwrap and k == "PYTHONPATH")}
+    child_env.update({"HOME": str(inside), "TMPDIR": str(inside), "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg"})
+    child_env.update({"PPTARENA_SANDBOX_RESULT_FD": "3", "PPTARENA_SANDBOX_EXPORT_FD": "4"})
+    child_env.update(env or {})
+    cmd = [a.replace("{workdir}", str(inside)) for a in argv]
+    if use_bwrap:
+        placed = {p.name: p for p in stage.iterdir()}
+        placed.update(files or {})
+        extra_ro = list(read_only)
+        if env and env.get("PYTHONPATH"):
+            extra_ro += [Path(p) for p in env["PYTHONPATH"].split(os.pathsep) if p and Path(p).is_dir()]
+        if cmd and Path(cmd[0]).is_absolute():
+            extra_ro.append(Path(cmd[0]).resolve().parent.parent)
+        jail = isolation.Jail(
+            workdir=inside, tmpfs_mb=limits.disk_mb, read_only=extra_ro, writable=list(writable),
+            files=placed, network=limits.network,
+        )
+        cmd = isolation.command(jail, cmd)
+        net_iso, fs_iso, level = not limits.network, True, isolation.BWRAP_LEVEL
+    else:
+        for name, host in (files or {}).items():
+            shutil.copyfile(host, stage / name)
+        cmd, net_iso, fs_iso = _fallback_argv(cmd, stage, limits, [*writable], notes)
+        level = "unshare" if (net_iso or limits.network) and fs_iso else "rlimits"
+        notes.append(f"bubblewrap unavailable: isolation {level!r} (the code can read the user's files)")
+    res_r, res_w = os.pipe()
+    exp_r, exp_w = os.pipe()
+    readers = [_PipeReader(res_r, limits.max_result_bytes)]
+    if export is not None and export_to is not None:
+        Path(export_to).unlink(missing_ok=True)
+        readers.append(_PipeReader(exp_r, limits.max_export_mb * 1024 * 1024, Path(export_to)))
+    else:
+        os.close(exp_r)
     t0 = time.monotonic()
     try:
-        with out_path.open("wb") as out, err_path.open("wb") as err:
-            returncode, timed_out = run_in_session(
-                cmd,
-                cwd=work,
-                env=child_env,
-                stdout=out,
-                stderr=err,
-                timeout=limits.timeout,
-                stdin_bytes=stdin_text.encode() if stdin_text is not None else None,
-                preexec_fn=_limit_setter(limits),
-            )
-        payload = None
-        if result_path.exists():
+        for r in readers:
+            r.start()
+        with (private / "stdout").open("w+b") as out, (private / "stderr").open("w+b") as err:
             try:
-                payload = json.loads(_read_capped(result_path, 20_000_000))
-            except ValueError:
-                notes.append("the result file was not valid JSON")
+                returncode, timed_out = run_in_session(
+                    cmd,
+                    cwd=stage if not use_bwrap else private,
+                    env=child_env,
+                    stdout=out,
+                    stderr=err,
+                    timeout=limits.timeout,
+                    stdin_bytes=stdin_text.encode() if stdin_text is not None else None,
+                    preexec_fn=_limit_setter(limits, (res_w, exp_w)),
+                    pass_fds=(3, 4, res_w, exp_w),
+                )
+            finally:
+                os.close(res_w)
+                os.close(exp_w)
+            for r in readers:
+                r.join(timeout=10)
+            stdout_text = _read_back(out, limits.max_output_bytes)
+            stderr_text = _read_back(err, limits.max_output_bytes)
+        results = _decode_results(readers[0], notes)
+        exported = False
+        if len(readers) > 1:
+            exported = not readers[1].overflow and readers[1].size > 0 and not readers[1].is_alive()
+            if readers[1].overflow:
+                notes.append(f"the exported file was over {limits.max_export_mb} MB and was dropped")
+            if not exported:
+                Path(export_to).unlink(missing_ok=True)  # type: ignore[arg-type]
         return SandboxResult(
             returncode=returncode,
-            stdout=_read_capped(out_path, limits.max_output_bytes),
-            stderr=_read_capped(err_path, limits.max_output_bytes),
+            stdout=stdout_text,
+            stderr=stderr_text,
             duration_s=round(time.monotonic() - t0, 3),
             timed_out=timed_out,
-            result=payload,
-            network_isolated=isolated,
-            filesystem_isolated=fs_isolated,
+            result=results[-1] if results else None,
+            network_isolated=net_iso,
+            filesystem_isolated=fs_iso,
             notes=notes,
+            isolation=level,
+            results=results,
+            exported=exported,
         )
     finally:
+        shutil.rmtree(private, ignore_errors=True)
         if own_dir:
-            shutil.rmtree(work, ignore_errors=True)
+            shutil.rmtree(stage, ignore_errors=True)
+
+
+def _decode_results(reader: _PipeReader, notes: list[str]) -> list[Any]:
+    if reader.overflow:
+        notes.append(f"the code sent over {reader.cap} bytes of results; they were dropped")
+        return []
+    out = []
+    for line in bytes(reader.data).splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            notes.append("a result line was not valid JSON")
+    return out
 
 
 _PRELUDE = textwrap.dedent(
@@ -260,8 +398,15 @@ _PRELUDE = textwrap.dedent(
     import json as _json, os as _os, sys as _sys
     SANDBOX_INPUT = _json.load(open(_sys.argv[1], encoding="utf-8"))
     def sandbox_result(value):
-        with open(_os.environ["PPTARENA_SANDBOX_RESULT"], "w", encoding="utf-8") as _fh:
-            _json.dump(value, _fh, default=str)
+        _os.write(3, (_json.dumps(value, default=str) + "\\n").encode("utf-8"))
+    def sandbox_export(name):
+        with open(name, "rb") as _fh:
+            while True:
+                _chunk = _fh.read(1 << 20)
+                if not _chunk:
+                    break
+                _os.write(4, _chunk)
+        _os.close(4)
     """
 )
 
@@ -272,35 +417,41 @@ def run_python(
     inputs: Any = None,
     limits: SandboxLimits = SandboxLimits(),
     env: Mapping[str, str] | None = None,
-    workdir: Path | None = None,
     python: str | None = None,
     extra_files: Mapping[str, str] | None = None,
     writable: Sequence[Path] = (),
+    read_only: Sequence[Path] = (),
+    files: Mapping[str, Path] | None = None,
+    export: str | None = None,
+    export_to: Path | None = None,
 ) -> SandboxResult:
     """Run Python ``source`` in the sandbox.
 
     The code sees ``SANDBOX_INPUT`` (``inputs``, passed as JSON) and may call
     ``sandbox_result(value)`` to hand a JSON-serialisable value back
-    (available as :attr:`SandboxResult.result`). ``extra_files`` are written
-    into the working directory first (name → text), e.g. helper modules.
+    (:attr:`SandboxResult.result` is the last one, :attr:`SandboxResult.results` all) and
+    ``sandbox_export(name)`` to send the file ``name`` back to ``export_to``. ``extra_files``
+    are written into the working directory first (name → text), e.g. helper modules;
+    ``files`` (name → host path) are placed there read-only, ``read_only`` host paths are
+    visible at their own path. See :func:`run_command` for the rest.
     """
-    own_dir = workdir is None
-    work = Path(tempfile.mkdtemp(prefix="pptarena-sandbox-")) if own_dir else Path(workdir)  # type: ignore[arg-type]
+    stage = Path(tempfile.mkdtemp(prefix="pptarena-sandbox-"))
     try:
-        script = work / ".sandbox_main.py"
-        script.write_text(_PRELUDE + "\n" + source, encoding="utf-8")
-        (work / ".sandbox_input.json").write_text(json.dumps(inputs, default=str), encoding="utf-8")
+        (stage / ".sandbox_main.py").write_text(_PRELUDE + "\n" + source, encoding="utf-8")
+        (stage / ".sandbox_input.json").write_text(json.dumps(inputs, default=str), encoding="utf-8")
         for name, text in (extra_files or {}).items():
-            target = (work / name).resolve()
-            if work.resolve() not in target.parents:
+            target = (stage / name).resolve()
+            if stage.resolve() not in target.parents:
                 raise ValueError(f"extra file {name!r} escapes the sandbox directory")
             target.parent.mkdir(parents=True, exist_ok=True)
             target.write_text(text, encoding="utf-8")
         # -s: no user site; -E unless the caller passes PYTHONPATH. The working directory
         # (the script's folder) stays importable, so extra_files can be helper modules.
         flags = ["-s"] if env and "PYTHONPATH" in env else ["-E", "-s"]
-        argv = [python or sys.executable, *flags, str(script), str(work / ".sandbox_input.json")]
-        return run_command(argv, limits=limits, env=env, workdir=work, writable=writable)
+        argv = [python or sys.executable, *flags, "{workdir}/.sandbox_main.py", "{workdir}/.sandbox_input.json"]
+        return run_command(
+            argv, limits=limits, env=env, workdir=stage, writable=writable, read_only=read_only,
+            files=files, export=export, export_to=export_to,
+        )
     finally:
-        if own_dir:
-            shutil.rmtree(work, ignore_errors=True)
+        shutil.rmtree(stage, ignore_errors=True)

@@ -187,7 +187,9 @@ class AgentLog:
 
     def write(self, event: str, **data: Any) -> None:
         """Record one event, e.g. ``log.write("model_call", model=..., usage=...)``."""
-        record = {"t": round(time.time(), 3), "event": event, **data}
+        from .redact import redact_obj
+
+        record = redact_obj({"t": round(time.time(), 3), "event": event, **data})
         with self._lock:
             self.events.append(record)
             if self.path is not None:

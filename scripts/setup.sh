@@ -12,6 +12,7 @@ PACKAGES=(
   libreoffice-impress libreoffice-core python3-uno
   fonts-crosextra-carlito fonts-crosextra-caladea fonts-liberation fonts-liberation2 fonts-dejavu-core fonts-noto-cjk
   xvfb xdotool x11-utils
+  bubblewrap
   python3-venv
 )
 # Chromium only serves the HTML-report screenshot test; Debian ships it as a package, Ubuntu

@@ -131,6 +131,8 @@ def test_model_calls_reach_the_scripted_backend_with_prompt_params_and_images(tm
             "llm": code("from rubric.utils.llm_tools import llm_call as call\nreturn call('Summarise', temperature=0.0, max_tokens=20), 1"),
         },
         bridge=bridge,
+        # a leaf sees the screenshots it is given (and nothing else of the host under bubblewrap)
+        inputs={**BASE_INPUTS, "screenshots": {"modified": [{"slide_number": 1, "image_path": str(image)}]}},
     )
     assert records["vlm"]["reason"] == "YES" and records["llm"]["reason"] == "a text answer"
     first, second = backend.requests

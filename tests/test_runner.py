@@ -238,7 +238,7 @@ def test_unreadable_input_deck_is_an_infra_error_and_the_run_goes_on(tmp_path, f
     rows = {r["task_id"]: r for r in rows_of(tmp_path / "out")}
     assert len(rows) == 2
     broken, fine = sorted(rows.values(), key=lambda r: r["status"] != "infra_error")
-    assert broken["status"] == "infra_error" and "could not prepare the workspace" in broken["error"]
+    assert broken["status"] == "infra_error" and "vanished.pptx" in broken["error"]
     assert fine["status"] == "scored"
 
 

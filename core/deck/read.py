@@ -13,6 +13,7 @@ Every failure is a single :class:`DeckError` that names the file and the problem
 from __future__ import annotations
 
 import io
+import os
 import posixpath
 import re
 import zipfile
@@ -35,6 +36,8 @@ MAX_ENTRIES = 20_000  # zip members
 MAX_PART_BYTES = 512 << 20  # one uncompressed member (media may be big)
 MAX_XML_BYTES = 64 << 20  # one uncompressed XML member
 MAX_TOTAL_BYTES = 1 << 30  # all members read for one package
+MAX_RATIO = 250  # uncompressed / compressed size of one member (deflate tops out near 1000:1: bombs)
+RATIO_FLOOR = 4 << 20  # members smaller than this may compress as well as they like
 
 # ----------------------------------------------------------------------------- namespaces
 
@@ -164,16 +167,21 @@ class Package:
         self._total = 0
         self._xml: dict[str, etree._Element] = {}
         self._rels: dict[str, dict[str, Rel]] = {}
-        try:
-            size = self.path.stat().st_size
+        from ..safeio import UnsafeFileError, open_regular
+
+        try:  # only a regular file: a FIFO would block for ever, a device (/dev/zero) never ends
+            fd = open_regular(self.path, MAX_FILE_BYTES, follow_links=True)
+        except UnsafeFileError as exc:
+            raise DeckError(f"{self.name}: {str(exc).replace(str(self.path), 'the path')}") from None
         except OSError as exc:
             raise DeckError(f"{self.name}: cannot read file ({exc.strerror or exc})") from None
-        if size > MAX_FILE_BYTES:
-            raise DeckError(f"{self.name}: file is {size} bytes, over the {MAX_FILE_BYTES} byte limit")
+        os.set_blocking(fd, True)
+        self._fh = os.fdopen(fd, "rb")
         try:
-            self._zip = zipfile.ZipFile(self.path)
+            self._zip = zipfile.ZipFile(self._fh)
             infos = self._zip.infolist()
         except (zipfile.BadZipFile, OSError, ValueError, EOFError, NotImplementedError) as exc:
+            self._fh.close()
             raise DeckError(f"{self.name}: not a zip package ({exc})") from None
         if len(infos) > MAX_ENTRIES:
             raise DeckError(f"{self.name}: {len(infos)} zip entries, over the {MAX_ENTRIES} limit")
@@ -194,6 +202,7 @@ class Package:
         """Close the underlying zip file."""
         self._raw.close()
         self._zip.close()
+        self._fh.close()
 
     def __enter__(self) -> Package:
         return self
@@ -216,6 +225,11 @@ class Package:
             raise DeckError(f"{self.name}: missing part /{name}")
         if info.file_size > limit:
             raise DeckError(f"{self.name}: part /{name} is {info.file_size} bytes uncompressed, over the limit")
+        if info.file_size > RATIO_FLOOR and info.file_size > MAX_RATIO * max(info.compress_size, 1):
+            raise DeckError(
+                f"{self.name}: part /{name} inflates {info.file_size // max(info.compress_size, 1)}:1, "
+                f"over the {MAX_RATIO}:1 limit (zip bomb?)"
+            )
         data = self._raw.read(info, limit)
         try:
             if data is None:

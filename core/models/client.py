@@ -240,8 +240,9 @@ class ModelClient:
         :class:`ModelError` for non-retryable failures (bad key, bad request).
         """
         from pptarena.models.retry import call_with_deadline, call_with_retries
+        from pptarena.redact import redact_messages
 
-        messages = list(messages)
+        messages = redact_messages(list(messages))  # no secret is ever sent to a model provider
         params = {**self.policy.defaults, **params}
         cache = self.policy.cache
         key = self.cache_key(messages, params) if cache is not None else None

@@ -136,7 +136,9 @@ def pair_html(data: RunData, task: Any, agent: str, task_id: str, budget: Render
     parts = [
         f'<div class="pair" id="{escape(_anchor(task_id + "--" + agent))}"><h4>{esc(agent, 100)} '
         f'<span class="badge {escape(status)}">{escape(status)}</span> {scores}'
-        f' <span class="muted">{esc(row.get("duration_s"), 20)} s</span></h4>'
+        f' <span class="muted">{esc(row.get("duration_s"), 20)} s</span>'
+        + (f' <span class="muted">isolation: {esc(row["isolation"], 40)}</span>' if row.get("isolation") else "")
+        + "</h4>"
     ]
     others = [r for r in data.rows if r["agent"] == agent and r["task_id"] == task_id and r is not row]
     if others:
@@ -301,7 +303,9 @@ def write_report(run_dir: Path, *, out: Path | None = None, render: bool = True,
     finally:
         if components is not None:
             components.close()
+    from pptarena.redact import redact_text
+
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
-    tmp.write_text(page, encoding="utf-8")
+    tmp.write_text(redact_text(page), encoding="utf-8")
     os.replace(tmp, out)
     return out

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 from pptarena.models.messages import check_model_ref
+from pptarena.redact import add_secret, literal_secret_problems
 from pptarena.run.registry import Registry, UnknownComponentError
 from pptarena.types import PptArenaError
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
@@ -130,6 +131,7 @@ def _resolve_secrets(value: Any, path: str, errors: list[str], missing: list[str
                 else:
                     missing.append(f"{path}: {var}")
                 return SecretStr("")
+            add_secret(os.environ[var])  # the redactor masks it in everything the run writes or sends
             return SecretStr(os.environ[var])
         return {k: _resolve_secrets(v, f"{path}.{k}", errors, missing) for k, v in value.items()}
     if isinstance(value, list):
@@ -285,7 +287,7 @@ def _table_list(data: dict[str, Any], key: str, default: list[Any], errors: list
 
 def parse_config(data: dict[str, Any], registry: Registry, path: Path, *, require_secrets: bool = True) -> RunConfig:
     """Validate an already-parsed TOML document (see :func:`load_config`)."""
-    errors: list[str] = []
+    errors: list[str] = list(literal_secret_problems(data))
     missing: list[str] | None = None if require_secrets else []
     base = path.parent.resolve()
     for key in data:

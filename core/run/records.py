@@ -59,6 +59,7 @@ class ResultRow(BaseModel):
     epoch: int = Field(1, ge=1, le=1000, description="the attempt number (``[run] epochs``); 1 for lines from before epochs")
     reused_from_epoch: int | None = Field(None, ge=1, description="a deterministic agent's line copied from this epoch")
     cost: dict[str, Any] | None = Field(None, description="USD: agent, judges and total (pptarena.models.pricing.pair_cost)")
+    isolation: str | None = None  # what untrusted code ran in: bwrap, unshare, rlimits or none (docs/security.md)
 
     @field_validator("schema_version")
     @classmethod

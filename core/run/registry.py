@@ -216,7 +216,7 @@ class Registry:
                 self.pm.unregister(name=name)
                 raise PluginLoadError(f"plugin {name!r}: {exc}") from exc
             self._run_register_hooks(module, info)
-        except Exception as exc:  # noqa: BLE001 - isolate any plugin failure
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - isolate any plugin failure, sys.exit() too
             self._fail(info, exc, strict)
         return info
 
@@ -239,6 +239,8 @@ class Registry:
 
     def _fail(self, info: PluginInfo, exc: BaseException, strict: bool) -> None:
         detail = "".join(traceback.format_exception_only(type(exc), exc)).strip()
+        if isinstance(exc, SystemExit):
+            detail = f"the plugin called sys.exit({exc.code!r}) while loading"
         info.error = detail
         for kind in KINDS:  # drop anything half-registered
             for name in list(self._components[kind]):
@@ -360,7 +362,7 @@ def load_registry(
             continue
         try:
             module = ep.load()
-        except Exception as exc:  # noqa: BLE001 - isolate a plugin that raises on import
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - isolate a plugin that raises (or exits) on import
             info = PluginInfo(ep.name, dist, version, ep.value)
             registry.plugins[ep.name] = info
             registry._fail(info, exc, strict)
@@ -369,7 +371,7 @@ def load_registry(
     for module_name in sorted(_env_list("PPTARENA_PLUGINS") or ()):
         try:
             module = importlib.import_module(module_name)
-        except Exception as exc:  # noqa: BLE001 - isolated like an entry point
+        except (Exception, SystemExit) as exc:  # noqa: BLE001 - isolated like an entry point
             info = PluginInfo(module_name, None, None, module_name)
             registry.plugins[module_name] = info
             registry._fail(info, exc, strict)

@@ -64,8 +64,11 @@ def attempt_key(row: dict[str, Any]) -> tuple[str, str, int]:
 
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON to ``path`` via a temporary file and rename (never a half-written file)."""
+    from pptarena.redact import redact_obj, redact_text
+
+    text = redact_text(json.dumps(redact_obj(data), indent=2, ensure_ascii=False, default=str))  # never a secret
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str) + "\n", encoding="utf-8")
+    tmp.write_text(text + "\n", encoding="utf-8")
     os.replace(tmp, path)
 
 
@@ -104,8 +107,11 @@ class ResultsStore:
 
     def append(self, row: dict[str, Any]) -> None:
         """Append one result line, flushed and fsynced."""
+        from pptarena.redact import redact_obj, redact_text
+
         checked = parse_row(json.loads(json.dumps(row, default=str)))  # raises ValueError on a wrong shape
-        line = json.dumps({**row, "schema_version": checked.schema_version}, ensure_ascii=False, default=str) + "\n"
+        line = json.dumps({**row, "schema_version": checked.schema_version}, ensure_ascii=False, default=str)
+        line = redact_text(json.dumps(redact_obj(json.loads(line)), ensure_ascii=False)) + "\n"  # never a secret
         with self._lock, self.path.open("a", encoding="utf-8") as fh:
             fh.write(line)
             fh.flush()

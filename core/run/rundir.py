@@ -35,6 +35,8 @@ AGENT_LOG = "agent.log.jsonl"
 AGENT_STDERR = "agent.stderr.txt"
 AGENT_ERROR = "agent.error.txt"
 INPUT = "input"
+LOCK = ".lock"  # held by the run working in the folder (run/runlock.py)
+ATTEMPTS = ".attempts.jsonl"  # pair attempts started and ended, to spot pairs that kill the run
 
 
 def safe_name(text: str) -> str:

@@ -15,6 +15,7 @@ the same command resumes: finished pairs are skipped.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -45,6 +46,7 @@ from pptarena.run.references import normalized_references, normalizer_of
 from pptarena.run.registry import Registry
 from pptarena.run.results import SCHEMA_VERSION, ResultsStore, summarize_results, write_json_atomic
 from pptarena.run.rundir import AGENT_ERROR, AGENT_LOG, AGENT_STDERR, INPUT, VERDICTS, RunDir, safe_name
+from pptarena.run.runlock import MAX_CRASHES, AttemptLedger, RunLock
 from pptarena.run.summary_stats import StatsOptions
 from pptarena.run.tasks import load_tasks, select_tasks
 from pptarena.run.worker import classify_exception, prediction_from_json, run_agent
@@ -176,6 +178,7 @@ class Runner:
         self._judges: list[tuple[ComponentConfig, Any]] | None = None
         self._judges_lock = threading.Lock()
         self.agent_launcher: AgentLauncher | None = None  # set by an executor (e.g. a warm worker pool)
+        self.ledger = AttemptLedger(self.run_dir)
 
     # ------------------------------------------------------------------ setup
 
@@ -307,6 +310,7 @@ class Runner:
             "manual_plugins": self.registry.manual,
             "strict": self.strict,
             "result_path": str(result_path),
+            "runner_pid": os.getpid(),
         }
         spec_path.write_text(json.dumps(spec, default=str), encoding="utf-8")
         env = dict(os.environ)
@@ -335,6 +339,9 @@ class Runner:
             return {"ok": False, "status": Status.TIMEOUT, "error": f"agent exceeded task_timeout={self.config.run.task_timeout:g}s and was stopped"}
         if self._stop.is_set():
             return {"ok": False, "status": "interrupted", "error": "interrupted"}
+        from pptarena.redact import redact_file
+
+        redact_file(stderr_path)
         if not result_path.exists():
             tail = stderr_path.read_text(errors="replace")[-2000:]
             return {"ok": False, "status": Status.AGENT_ERROR, "error": f"agent worker exited with code {returncode} without a result: {tail}"}
@@ -354,7 +361,10 @@ class Runner:
             slide_ids(pred.path)
         except DeckError as exc:
             return f"the prediction is not a valid deck: {exc}"
-        return None
+        from pptarena.run.blame import deck_problem
+
+        problem = deck_problem(Path(pred.path))  # the loader the judges use: its rejection is the agent's fault
+        return None if problem is None else f"the prediction is not a valid deck: {problem}"
 
     def _judge(self, task: Task, pred: Prediction, ws: Workspace, judges: list | None = None
                ) -> tuple[str, dict[str, Any], list[str], dict[str, Any]]:
@@ -406,9 +416,43 @@ class Runner:
     def compute_pair(self, agent: ComponentConfig, task: Task, epoch: int = 1) -> dict[str, Any] | None:
         """Run attempt ``epoch`` of one agent on one task in this process and judge it; the row (None if interrupted).
 
-        Writes the task folder; appending the row to ``results.jsonl`` is the caller's job.
+        Writes the task folder; appending the row to ``results.jsonl`` is the caller's job. The attempt is
+        in the crash ledger while it runs (see :class:`~pptarena.run.runlock.AttemptLedger`).
         """
+        key = _ledger_key(task.id, epoch)
+        self.ledger.start(agent.label, key)
+        try:
+            return self._compute_pair(agent, task, epoch)
+        finally:  # not reached when the whole run dies: the ledger then counts a crash
+            self.ledger.end(agent.label, key)
+
+    def _crashed_pairs(self, pending: list[tuple[ComponentConfig, Task, int]]) -> list[tuple[ComponentConfig, Task, int]]:
+        """Record attempts that were running when the run died ``MAX_CRASHES`` times as failed; return the rest."""
+        crashes = self.ledger.crashes(self.store.done())
+        keep = []
+        for agent, task, epoch in pending:
+            n = crashes.get((agent.label, _ledger_key(task.id, epoch)), 0)
+            if n < MAX_CRASHES:
+                keep.append((agent, task, epoch))
+                continue
+            row = self._new_row(agent, task, {}, epoch)
+            row.update(status="infra_error", isolation=self.isolation,
+                       error=f"this pair was running when the run died {n} times; it is not run again "
+                             "(arena run --retry-errors tries it once more)")
+            self.store.append(row)
+            self.ledger.end(agent.label, _ledger_key(task.id, epoch))
+        return keep
+
+    def _compute_pair(self, agent: ComponentConfig, task: Task, epoch: int) -> dict[str, Any] | None:
         t0 = time.monotonic()
+        from pptarena.run.blame import original_problem
+
+        broken = original_problem(task.original)
+        if broken:  # the dataset's fault, found before any agent is blamed for it
+            failed = self._new_row(agent, task, {})
+            failed.update(status="infra_error", error=broken, isolation=self.isolation)
+            self.store.append(failed)
+            return failed
         try:
             ws = self._workspace(agent, task, epoch)
         except OSError as exc:  # cannot copy the input deck or write the task folder: the harness's fault
@@ -432,7 +476,9 @@ class Runner:
             row["status"] = outcome["status"]
             row["error"] = outcome.get("error")
             if outcome.get("traceback"):
-                (ws.dir / AGENT_ERROR).write_text(outcome["traceback"], encoding="utf-8")
+                from pptarena.redact import redact_text
+
+                (ws.dir / AGENT_ERROR).write_text(redact_text(outcome["traceback"]), encoding="utf-8")
         else:
             pred: Prediction = outcome["prediction"]
             add_counts(row["usage"], pred.usage)
@@ -458,6 +504,11 @@ class Runner:
         if agent_cost is None and not in_process:  # the worker was killed or crashed before reporting its calls
             agent_cost = {"usd": None, "known_usd": 0.0, "unpriced_models": ["(agent calls not reported)"]}
         row["cost"] = pair_cost(agent_cost, {k: v.get("cost") for k, v in details.get("verdicts", {}).items()})
+        pred_meta = outcome["prediction"].metadata if outcome.get("ok") else {}
+        row["isolation"] = pred_meta.get("isolation") or self.isolation  # e.g. a command agent run unsandboxed
+        from pptarena.redact import redact_tree
+
+        redact_tree(ws.dir)  # files plugins wrote themselves (programs, transcripts) hold no secret either
         write_json_atomic(ws.dir / VERDICTS, {"status": row["status"], "error": row["error"], **details})
         if self._stop.is_set():
             return None
@@ -465,8 +516,22 @@ class Runner:
 
     # ------------------------------------------------------------------ the run
 
+    @functools.cached_property
+    def isolation(self) -> str:
+        """The isolation untrusted code gets on this machine (see :mod:`pptarena.isolation`)."""
+        from pptarena.sandbox import isolation_level
+
+        return isolation_level()
+
     def run(self) -> dict[str, Any]:
-        """Run every pending attempt; returns the summary (also written to summary.json)."""
+        """Run every pending attempt; returns the summary (also written to summary.json).
+
+        The run folder is locked for the run's duration (:class:`~pptarena.run.runlock.RunLock`).
+        """
+        with RunLock(self.run_dir):
+            return self._run()
+
+    def _run(self) -> dict[str, Any]:
         tasks = select_tasks(load_tasks(self.components), self.task_globs, self.limit)
         self._check_resume()
         self._check_judges()
@@ -475,6 +540,8 @@ class Runner:
         plan = [(a, t, e) for e in range(1, self.epochs + 1) for a in self.config.agents for t in tasks
                 if e == 1 or not is_deterministic(a.spec.factory)]
         pending = [(a, t, e) for a, t, e in plan if (a.label, t.id, e) not in done]
+        if not self.retry_statuses:
+            pending = self._crashed_pairs(pending)
         total = len(plan)
         self.budget = Budget(self.max_cost, self.store.read())
         progress = self._progress or Progress(total, quiet=self.quiet)
@@ -557,6 +624,11 @@ class Runner:
         executor = getattr(self, "_executor", None)
         if executor is not None:
             executor.stop()
+
+
+def _ledger_key(task_id: str, epoch: int) -> str:
+    """The crash ledger's name for an attempt: the task id, with ``@e<N>`` after the first epoch."""
+    return task_id if epoch <= 1 else f"{task_id}@e{epoch}"
 
 
 def _relative_to(path: Path | None, root: Path) -> str | None:

@@ -56,6 +56,9 @@ def run_agent(agent: Any, task: Task, workspace: Workspace) -> Prediction:
 def main(spec_path: str) -> int:
     """Entry point of the worker process."""
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
+    from pptarena.procs import die_with_parent
+
+    die_with_parent(spec.get("runner_pid"))  # a killed run takes its workers (and their sandboxes) with it
     result_path = Path(spec["result_path"])
     outcome = execute(spec)
     tmp = result_path.with_suffix(".tmp")

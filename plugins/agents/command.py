@@ -16,7 +16,15 @@ default prompt: read TASK.md and OUTPUT_INSTRUCTIONS.md, write the output,
 exit). ``env`` adds variables (values may be ``{ env = "VAR" }`` secrets; they
 never reach a log). stdout and stderr go to ``cli.stdout.txt`` and
 ``cli.stderr.txt`` in the task folder. The command runs in its own process
-group, killed on ``timeout``. No output deck → :class:`AgentError` naming the
+group, killed on ``timeout``.
+
+With ``sandbox = "auto"`` (the default) and bubblewrap usable (:mod:`pptarena.isolation`), the
+command runs in its own PID, mount and IPC namespaces with the network kept (for its model API):
+it sees the system folders, the Python installation, the folder of its program, files named by
+absolute path in the command, the ``read_only_paths`` you list and its workspace (writable, also its HOME); the run folder, the
+cache, the dataset and your home stay hidden, and the whole process tree dies on timeout. The
+output deck is read without following links, size-capped. The result's metadata records the
+isolation in force. No output deck → :class:`AgentError` naming the
 expected path; a program that cannot be started (not found, not executable) →
 :class:`ComponentUnavailable` (recorded as ``infra_error``).
 """
@@ -26,9 +34,10 @@ from __future__ import annotations
 import os
 import shlex
 import shutil
+import stat
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Literal
 
 import pptarena
 from pptarena.procs import run_in_session
@@ -53,6 +62,13 @@ class CommandOptions(Options):
     timeout: float | None = Field(None, gt=0, description="seconds; default: the task timeout minus 5%")
     cwd: Path | None = Field(None, description="working directory; default: the CLI workspace folder")
     customization_dir: Path | None = Field(None, description="copied into the workspace first (e.g. CLAUDE.md)")
+    sandbox: Literal["auto", "off"] = Field(
+        "auto", description="auto: run under bubblewrap (network kept) where it works; off: no sandbox"
+    )
+    read_only_paths: list[Path] = Field(
+        default_factory=list, description="extra host paths the sandboxed command may read (its install, config)"
+    )
+    max_output_mb: int = Field(300, gt=0, description="largest output deck accepted, in MB")
 
     @field_validator("command")
     @classmethod
@@ -163,12 +179,15 @@ class CommandAgent(Component):
         cwd = opts.cwd or paths["workspace"]
         timeout = opts.timeout or (workspace.timeout * 0.95 if workspace.timeout else None)
         out_file, err_file = workspace.dir / "cli.stdout.txt", workspace.dir / "cli.stderr.txt"
-        workspace.log.write("command_start", argv=argv, cwd=str(cwd), timeout=timeout, env_keys=sorted(opts.env))
+        env = self.environment()
+        run_argv, level = self.jailed(argv, paths["workspace"], Path(cwd), env)
+        workspace.log.write("command_start", argv=argv, cwd=str(cwd), timeout=timeout, env_keys=sorted(opts.env),
+                            isolation=level)
         started = time.monotonic()
         try:
             with out_file.open("wb") as out, err_file.open("wb") as err:
                 code, timed_out = run_in_session(
-                    argv, cwd=cwd, env=self.environment(), stdout=out, stderr=err, timeout=timeout
+                    run_argv, cwd=cwd, env=env, stdout=out, stderr=err, timeout=timeout
                 )
         except FileNotFoundError as exc:  # the program is missing here: infra_error, not the agent's failure
             raise ComponentUnavailable(f"command not found: {argv[0]!r} ({exc.strerror})") from None
@@ -177,26 +196,70 @@ class CommandAgent(Component):
         duration = round(time.monotonic() - started, 3)
         workspace.log.write("command_end", returncode=code, timed_out=timed_out, duration_s=duration,
                             stdout=str(out_file), stderr=str(err_file))
+        from pptarena.redact import redact_file
+
+        for f in (out_file, err_file):
+            redact_file(f)
         expected = paths["output"]
-        if timed_out and not expected.is_file():
+        if timed_out and not _regular(expected):
             raise AgentError(f"command timed out after {timeout:.0f}s without writing {expected}")
-        if not expected.is_file():
+        if not _regular(expected):
             found = sorted(p.name for p in paths["output_dir"].iterdir())
             raise AgentError(
                 f"command did not write the output deck {expected} (exit status {code}; output/ holds "
                 f"{', '.join(found) or 'nothing'}); stderr tail: {_tail(err_file)[-500:]}"
             )
+        from pptarena.safeio import UnsafeFileError, copy_regular
+
         try:
-            open_presentation(expected)
+            copy_regular(expected, workspace.output_deck, opts.max_output_mb * 1024 * 1024)
+        except (UnsafeFileError, OSError) as exc:
+            raise AgentError(f"the command's output deck cannot be taken: {exc}") from None
+        try:
+            open_presentation(workspace.output_deck)
         except DeckError as exc:
             raise AgentError(f"the command's output deck does not open: {exc}") from None
-        shutil.copyfile(expected, workspace.output_deck)
         notes = f"command exited with status {code}" if not timed_out else "command timed out after writing its output"
         return Prediction(
             path=workspace.output_deck,
             notes=notes,
-            metadata={"returncode": code, "timed_out": timed_out, "duration_s": duration, "argv0": argv[0]},
+            metadata={"returncode": code, "timed_out": timed_out, "duration_s": duration, "argv0": argv[0],
+                      "isolation": level},
         )
+
+    def jailed(self, argv: list[str], workspace: Path, cwd: Path, env: dict[str, str]) -> tuple[list[str], str]:
+        """``argv`` wrapped in bubblewrap (network kept) when ``sandbox = "auto"`` and it works here."""
+        from pptarena import isolation
+
+        opts: CommandOptions = self.options  # type: ignore[assignment]
+        if opts.sandbox == "off" or isolation.base_flags() is None:
+            return argv, "none"
+        visible = [Path(p).expanduser() for p in opts.read_only_paths]
+        program = shutil.which(argv[0], path=env.get("PATH"))
+        if program:
+            visible += [Path(program).parent, Path(program).resolve().parent]
+        elif not Path(argv[0]).exists() and not (Path(cwd) / argv[0]).exists():
+            raise ComponentUnavailable(f"command not found: {argv[0]!r}")
+        # files named in the command (a script, a config) are the user's choice: readable inside
+        visible += [Path(a) for a in argv[1:] if a.startswith("/") and Path(a).is_file()]
+        if cwd.resolve() != workspace.resolve():
+            visible.append(cwd)
+        env["HOME"] = str(workspace)
+        env["TMPDIR"] = "/tmp"
+        jail = isolation.Jail(workdir=workspace, workdir_host=workspace, read_only=[p for p in visible if p.exists()],
+                              network=True, tmpfs_mb=512)
+        command = isolation.command(jail, argv)
+        at = command.index("--chdir")
+        command[at + 1] = str(cwd)
+        return command, isolation.BWRAP_LEVEL
+
+
+def _regular(path: Path) -> bool:
+    """True when ``path`` is a regular file itself (not a link to one)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
 
 
 @pptarena.hookimpl

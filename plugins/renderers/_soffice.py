@@ -84,12 +84,15 @@ def office_command(soffice: Path) -> list[str]:
     For a standard install this is ``program/soffice.bin`` next to the
     resolved ``soffice`` (skipping the shell wrapper and oosplash, so the
     process we start is the office itself); otherwise ``soffice`` as given.
+    Either runs behind :func:`._office_jail.office_prefix` (no network, memory cap).
     """
+    from ._office_jail import office_prefix
+
     real = Path(os.path.realpath(soffice))
     binary = real.with_name("soffice.bin")
     if real.name == "soffice" and binary.is_file() and os.access(binary, os.X_OK):
-        return [str(binary)]
-    return [str(soffice)]
+        return [*office_prefix(), str(binary)]
+    return [*office_prefix(), str(soffice)]
 
 
 @functools.lru_cache(maxsize=8)

@@ -32,7 +32,7 @@ from . import _soffice
 log = logging.getLogger(__name__)
 
 RENDERER_NAME = "libreoffice"
-IMPL_VERSION = 1  # part of the cache key: bump when the output of this renderer changes
+IMPL_VERSION = 2  # part of the cache key: bump when the output of this renderer changes
 
 
 class _Slot:
@@ -169,14 +169,17 @@ class LibreOfficeRenderer(Component):
         return self._free.get()
 
     def _produce(self, deck_path: Path, out_dir: Path) -> list[SlideImage]:
+        from pptarena.render_guard import render_copy
+
         slides = deck_slides(deck_path)  # DeckError for unreadable decks, before the office is bothered
-        slot = self._acquire()
-        try:
-            pdf = self._to_pdf(slot, deck_path)
-            tmp_pdf = slot.scratch.parent / f"{uuid.uuid4().hex}.pdf"
-            pdf.replace(tmp_pdf)  # frees the slot's scratch folder for the next deck
-        finally:
-            self._free.put(slot)
+        with render_copy(deck_path) as safe:  # external links removed, bomb-deep nesting refused
+            slot = self._acquire()
+            try:
+                pdf = self._to_pdf(slot, safe)
+                tmp_pdf = slot.scratch.parent / f"{uuid.uuid4().hex}.pdf"
+                pdf.replace(tmp_pdf)  # frees the slot's scratch folder for the next deck
+            finally:
+                self._free.put(slot)
         try:
             return pdf_to_pngs(tmp_pdf, out_dir, size=self.options.size, slides=slides,
                                threads=self.options.png_threads)

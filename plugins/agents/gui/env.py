@@ -185,6 +185,7 @@ class ImpressScreen:
         self._xvfb: subprocess.Popen[bytes] | None = None
         self._office: subprocess.Popen[bytes] | None = None
         self._known_windows: set[str] = set()
+        self.isolation = "none"  # what Impress runs in (see jailed_impress)
         self._lock = threading.Lock()
         self._closed = False
         _LIVE.add(self)
@@ -244,11 +245,12 @@ class ImpressScreen:
         (self.profile_dir / "user").mkdir(parents=True, exist_ok=True)
         (self.profile_dir / "user" / "registrymodifications.xcu").write_text(_profile_xml(), encoding="utf-8")
         log = (self.workdir / "soffice.log").open("wb")
+        command = ["soffice", f"-env:UserInstallation={self.profile_url}", "--impress", "--norestore",
+                   "--nologo", "--nodefault", "--nolockcheck", "--nofirststartwizard", str(deck)]
+        command, env, self.isolation = jailed_impress(command, self.env, self.workdir, Path(deck).parent)
         try:
             self._office = subprocess.Popen(
-                ["soffice", f"-env:UserInstallation={self.profile_url}", "--impress", "--norestore",
-                 "--nologo", "--nodefault", "--nolockcheck", "--nofirststartwizard", str(deck)],
-                env=self.env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                command, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
             )
         finally:
             log.close()
@@ -525,9 +527,32 @@ def impress_round_trip(src: Path, dst: Path, screen: Screen | None = None) -> Pa
     this round trip of the original (PPT-Eval does the same with PowerPoint Online).
     """
     with ImpressScreen(screen or Screen(1280, 800)) as env:
-        env.open(Path(src))
-        env.save_as(Path(dst))
+        folder = env.workdir / "deck"  # Impress sees only its own folders, so work on a copy
+        folder.mkdir()
+        shutil.copyfile(src, folder / Path(src).name)
+        env.open(folder / Path(src).name)
+        env.save_as(folder / f"saved-{Path(dst).name}")
+        shutil.copyfile(folder / f"saved-{Path(dst).name}", dst)
     return Path(dst)
+
+
+def jailed_impress(command: list[str], env: dict[str, str], workdir: Path, deck_dir: Path) -> tuple[list[str], dict[str, str], str]:
+    """Impress under bubblewrap where it works: no network, and of the host only the system folders,
+    its own work folder, the deck's folder (writable: Impress saves there) and the X display's socket.
+    Its file dialogs cannot browse the run folder, the dataset or the home folder.
+    Returns ``(command, environment, isolation)``; unchanged with ``"none"`` where bubblewrap is unusable.
+    """
+    from pptarena import isolation
+
+    if isolation.base_flags() is None:
+        return command, env, "none"
+    env = {**env, "HOME": str(workdir), "TMPDIR": "/tmp"}
+    x11 = Path("/tmp/.X11-unix")
+    jail = isolation.Jail(
+        workdir=workdir, workdir_host=workdir, writable=[deck_dir] if deck_dir != workdir else [],
+        read_only=[x11] if x11.exists() else [], network=False, python=False, tmpfs_mb=512,
+    )
+    return isolation.command(jail, command), env, isolation.BWRAP_LEVEL
 
 
 @atexit.register

@@ -1,13 +1,13 @@
 """The ``code`` branch: the model writes a python-pptx program that runs in the sandbox.
 
-Each attempt gets its own folder ``pilot/code/<label>-a<N>/`` holding a copy of
-the current deck (``input.pptx``), the program (``program.py``) and the
-sandbox's captured ``.stdout``/``.stderr``. The program runs through
-:func:`pptarena.sandbox.run_python` (time, CPU, memory and file-size limits,
-no network where the OS allows, scrubbed environment, that folder as its
-working directory) with ``INPUT_PATH`` and ``OUTPUT_PATH`` defined; a
-traceback, a timeout or a missing output goes back to the model. The copy of
-the input is removed after the run; the program and its output stay.
+Each attempt gets its own folder ``pilot/code/<label>-a<N>/`` holding the program
+(``program.py``) and its output. The program runs through
+:func:`pptarena.sandbox.run_python` (time, CPU, memory, file-size and disk limits, no
+network, scrubbed environment; under bubblewrap it sees only the current deck as
+``input.pptx`` in a private tmpfs working directory, never the run folder) with
+``INPUT_PATH`` and ``OUTPUT_PATH`` defined. The output deck comes back on a pipe the
+harness holds (size-capped), so a link or FIFO the program leaves cannot be read as
+its output; a traceback, a timeout or a missing output goes back to the model.
 """
 
 from __future__ import annotations
@@ -33,9 +33,13 @@ MAX_PROGRAM_CHARS = 200_000
 _FENCE = re.compile(r"```[ \t]*(?:python|py|python3)?[ \t]*\r?\n(.*?)```", re.DOTALL | re.IGNORECASE)
 
 _RUNNER = """
-import runpy
-runpy.run_path("program.py", init_globals={"INPUT_PATH": SANDBOX_INPUT["input"], "OUTPUT_PATH": SANDBOX_INPUT["output"]},
-               run_name="__main__")
+import os, runpy
+_in, _out = os.path.abspath("input.pptx"), os.path.abspath("output.pptx")
+try:
+    runpy.run_path("program.py", init_globals={"INPUT_PATH": _in, "OUTPUT_PATH": _out}, run_name="__main__")
+finally:
+    if os.path.isfile(_out) and not os.path.islink(_out):
+        sandbox_export(_out)
 """
 
 
@@ -95,18 +99,16 @@ class CodeBranch(Branch):
         if run_dir.exists():
             shutil.rmtree(run_dir)
         run_dir.mkdir(parents=True)
-        deck_in, deck_out = run_dir / "input.pptx", run_dir / "output.pptx"
-        shutil.copyfile(state, deck_in)
-        try:
-            result = run_python(
-                _RUNNER,
-                inputs={"input": str(deck_in), "output": str(deck_out)},
-                limits=self.limits,
-                workdir=run_dir,
-                extra_files={"program.py": program},
-            )
-        finally:
-            deck_in.unlink(missing_ok=True)
+        deck_out = run_dir / "output.pptx"
+        (run_dir / "program.py").write_text(program, encoding="utf-8")
+        result = run_python(
+            _RUNNER,
+            limits=self.limits,
+            extra_files={"program.py": program},
+            files={"input.pptx": Path(state)},
+            export="output.pptx",
+            export_to=deck_out,
+        )
         self.workspace.log.write(
             "code_run",
             dir=str(run_dir),
@@ -114,13 +116,15 @@ class CodeBranch(Branch):
             timed_out=result.timed_out,
             duration_s=result.duration_s,
             network_isolated=result.network_isolated,
+            isolation=result.isolation,
             stdout=result.stdout[-4000:],
             stderr=result.stderr[-4000:],
         )
         if not result.ok:
             raise CandidateError(f"the program failed: {result.error_text(6000)}")
-        if not deck_out.is_file():
-            raise CandidateError("the program finished but did not save the deck to OUTPUT_PATH")
+        if not result.exported or not deck_out.is_file():
+            raise CandidateError("the program finished but did not save the deck to OUTPUT_PATH"
+                                 + (f" ({'; '.join(result.notes)})" if result.notes else ""))
         shutil.move(str(deck_out), candidate)
         return {"program": str(run_dir / "program.py"), "code_duration_s": result.duration_s}
 

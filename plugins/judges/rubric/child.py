@@ -20,8 +20,12 @@ screenshot lists are rebuilt for every leaf, so one leaf mutating them cannot af
 
 ``llm_call`` / ``vlm_call`` forward to the judge process over a Unix socket (the sandbox has no
 network); image arguments follow ai-rubric: file paths, ``data:image/...`` URLs or raw bytes.
-Results are appended as JSON lines (``start`` then ``done`` per leaf) so the judge can tell
-which leaf was running if the whole process dies.
+Each leaf runs in a process forked from the driver, which first makes itself non-dumpable
+(so a leaf can neither ptrace it nor open its descriptors through ``/proc``) and closes the
+result channel in the leaf: only the driver writes records (``start`` then ``done`` per leaf,
+JSON lines on descriptor 3, a pipe the judge holds), after checking the leaf's answer has exact
+types (``str`` reason, ``float``/``int``/``bool`` finite score in [0, 1]). A leaf that kills its
+driver fails alone; the judge runs the leaves after it in a fresh process.
 """
 
 from __future__ import annotations
@@ -31,7 +35,10 @@ import contextlib
 import io
 import json
 import linecache
+import math
 import mimetypes
+import os
+import select
 import signal
 import socket
 import time
@@ -205,18 +212,26 @@ def _screens(items: list[dict[str, Any]]) -> list[SlideScreenshot]:
     return [SlideScreenshot(int(i["slide_number"]), str(i["image_path"]), i.get("slide_id")) for i in items]
 
 
+def check_score(score: Any) -> float:
+    """``score`` as a float when it is exactly a ``float``, ``int`` or ``bool``, finite and in [0, 1].
+
+    Subclasses are refused: they can lie in comparisons and serialise as something else.
+    """
+    if type(score) not in (float, int, bool):
+        raise ValueError(f"score must be a float, int or bool, got {type(score).__name__}")
+    value = float(score)
+    if not math.isfinite(value) or not 0.0 <= value <= 1.0:
+        raise ValueError(f"score {value!r} is outside [0, 1]")
+    return value
+
+
 def _check_result(value: Any) -> tuple[str, float]:
-    try:
-        reason, score = value
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"compute_score must return (reason, score), got {type(value).__name__}: {exc}") from None
-    if not isinstance(reason, str):
+    if type(value) not in (tuple, list) or len(value) != 2:
+        raise ValueError(f"compute_score must return (reason, score), got {type(value).__name__}")
+    reason, score = value
+    if type(reason) is not str:
         raise ValueError(f"reason must be a string, got {type(reason).__name__}")
-    if not isinstance(score, int | float):
-        raise ValueError(f"score must be a number, got {type(score).__name__}")
-    if not 0 <= score <= 1:
-        raise ValueError(f"score {score!r} is outside [0, 1]")
-    return reason, float(score)
+    return str.__str__(reason), check_score(score)
 
 
 def run_leaf(leaf: dict[str, Any], context: dict[str, Any], budget: float) -> dict[str, Any]:
@@ -261,15 +276,114 @@ def run_leaf(leaf: dict[str, Any], context: dict[str, Any], budget: float) -> di
     return record
 
 
+def _no_dumps() -> None:
+    """Make this process non-dumpable: same-user processes can no longer ptrace it or read /proc/<pid>/fd."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(4, 0, 0, 0, 0)  # PR_SET_DUMPABLE = 4
+    except (OSError, AttributeError):  # pragma: no cover - not Linux
+        pass
+
+
+def _run_forked(leaf: dict[str, Any], context: dict[str, Any], budget: float, channels: tuple[int, ...]) -> dict[str, Any]:
+    """Run one leaf in a child process that cannot write the result channel; its record comes back on a pipe."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # the leaf's process
+        code = 0
+        try:
+            os.close(read_end)
+            for fd in channels:
+                with contextlib.suppress(OSError):
+                    os.close(fd)
+            record = run_leaf(leaf, context, budget)
+            data = (json.dumps(record, default=str) + "\n").encode("utf-8")
+            with contextlib.suppress(OSError):
+                while data:
+                    data = data[os.write(write_end, data[:65536]):]
+        except BaseException:  # noqa: BLE001 - nothing may escape the forked child
+            code = 1
+        finally:
+            os._exit(code)
+    os.close(write_end)
+    deadline = time.monotonic() + budget + 5.0
+    chunks: list[bytes] = []
+    size = 0
+    try:
+        while time.monotonic() < deadline and size <= MAX_RECORD_BYTES:
+            ready, _, _ = select.select([read_end], [], [], max(0.0, min(1.0, deadline - time.monotonic())))
+            if not ready:
+                continue
+            chunk = os.read(read_end, 65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+    finally:
+        os.close(read_end)
+        status = 0
+        with contextlib.suppress(OSError):
+            reaped, status = os.waitpid(pid, os.WNOHANG)
+            if reaped == 0:
+                os.kill(pid, signal.SIGKILL)
+                status = os.waitpid(pid, 0)[1]
+    how = ""
+    if os.WIFEXITED(status) and os.WEXITSTATUS(status):
+        how = f" (exit status {os.WEXITSTATUS(status)})"
+    elif os.WIFSIGNALED(status):
+        how = f" (killed by signal {os.WTERMSIG(status)})"
+    return _validated(leaf["id"], b"".join(chunks), size, how)
+
+
+MAX_RECORD_BYTES = 4 * MAX_STDOUT_CHARS + 2 * MAX_REASON_CHARS + 100_000
+
+
+def _validated(leaf_id: str, raw: bytes, size: int, how: str = "") -> dict[str, Any]:
+    """The leaf's record, re-checked after decoding (exact types), or a failure record."""
+    problem = None
+    record: dict[str, Any] = {}
+    if size > MAX_RECORD_BYTES:
+        problem = "the leaf's record was too large"
+    else:
+        try:
+            record = json.loads(raw.decode("utf-8").splitlines()[0]) if raw else {}
+        except (ValueError, IndexError, UnicodeDecodeError):
+            problem = "the leaf's record could not be decoded"
+        if not raw:
+            problem = "the leaf's process ended without a record (killed, crashed or over its time budget)" + how
+    if problem is None:
+        try:
+            if type(record) is not dict or record.get("leaf") != leaf_id or type(record.get("reason")) is not str:
+                raise ValueError("malformed record")
+            record["score"] = check_score(record.get("score"))
+        except ValueError as exc:
+            problem = f"the leaf's record is invalid: {exc}"
+    if problem is not None:
+        return {
+            "event": "done", "leaf": leaf_id, "score": 0.0, "reason": f"Function scoring failed: {problem}",
+            "error": problem, "error_type": "sandbox", "traceback": "", "duration_s": 0.0, "stdout": "",
+        }
+    return {k: record[k] for k in record if k in _RECORD_KEYS}
+
+
+_RECORD_KEYS = ("event", "leaf", "score", "reason", "error", "error_type", "traceback", "duration_s", "stdout", "screenshots_unavailable")
+
+
+def _emit(record: dict[str, Any]) -> None:
+    data = (json.dumps(record, default=str) + "\n").encode("utf-8")
+    while data:
+        data = data[os.write(3, data):]
+
+
 def main(inputs: dict[str, Any]) -> None:
-    """Run every leaf in ``inputs["leaves"]``, appending records to ``inputs["results_path"]``."""
+    """Run every leaf in ``inputs["leaves"]`` (each in a forked process), writing records to descriptor 3."""
+    _no_dumps()
     _proxy.path = inputs.get("socket_path")
     shots = inputs.get("screenshots") or {}
-    results = Path(inputs["results_path"])
     budget = float(inputs.get("leaf_timeout", 60.0))
     for leaf in inputs["leaves"]:
-        with results.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps({"event": "start", "leaf": leaf["id"]}) + "\n")
+        _emit({"event": "start", "leaf": leaf["id"]})
         try:
             context = {
                 "ppt_diff": _build_diff(inputs.get("ppt_diff")),
@@ -292,8 +406,7 @@ def main(inputs: dict[str, Any]) -> None:
                 "context_error": True,
             }
         else:
-            record = run_leaf(leaf, context, budget)
-        with results.open("a", encoding="utf-8") as fh:
-            fh.write(json.dumps(record, default=str) + "\n")
+            record = _run_forked(leaf, context, budget, (3, 4))
+        _emit(record)
         if inputs.get("stop_on_error") and record.get("error"):
             break  # PPT-Eval semantics: the first raising leaf aborts the tree, later leaves never run

@@ -222,20 +222,41 @@ class LeafRun:
     leaf_timeout: float = 60.0  # per leaf, not counting time spent waiting for model replies
     model_wait: float = 0.0  # extra seconds the process may run per leaf that names llm_call / vlm_call
     memory_mb: int = 2048
+    disk_mb: int = 256  # size of the tmpfs the leaves may write to (under bubblewrap)
     python: str | None = None
     processes: list[dict[str, Any]] = field(default_factory=list)  # what each sandbox process did
 
 
-def _read_records(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        return []
-    out = []
-    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
-        try:
-            out.append(json.loads(line))
-        except ValueError:
-            continue  # a torn last line from a killed process
-    return out
+def _input_paths(inputs: dict[str, Any]) -> list[Path]:
+    """The host files a rubric's leaves may read: the two decks and the screenshots."""
+    paths = [Path(inputs[k]) for k in ("original_ppt_path", "modified_ppt_path") if inputs.get(k)]
+    for side in (inputs.get("screenshots") or {}).values():
+        paths += [Path(item["image_path"]) for item in side or [] if item.get("image_path")]
+    return [p for p in paths if p.exists()]
+
+
+def _checked_events(events: list[Any], expected: Sequence[str]) -> tuple[list[str], dict[str, dict[str, Any]]]:
+    """Started leaf ids and exactly one done record per expected leaf, re-checked after decoding."""
+    from .child import check_score
+
+    wanted = set(expected)
+    started: list[str] = []
+    done: dict[str, dict[str, Any]] = {}
+    for e in events:
+        if type(e) is not dict or e.get("leaf") not in wanted:
+            continue
+        lid = e["leaf"]
+        if e.get("event") == "start" and lid not in started:
+            started.append(lid)
+        elif e.get("event") == "done" and lid in started and lid not in done:
+            try:
+                if type(e.get("reason")) is not str:
+                    raise ValueError("reason is not a string")
+                e["score"] = check_score(e.get("score"))
+            except ValueError as exc:
+                e = _failed(lid, f"invalid leaf record: {exc}", "sandbox")
+            done[lid] = e
+    return started, done
 
 
 def run_function_leaves(
@@ -251,49 +272,43 @@ def run_function_leaves(
     ``inputs`` holds the context: ``original_ppt_path``, ``modified_ppt_path``, ``ppt_diff``
     (``{"module", "factory", "data"}`` rebuilt in the sandbox, or None) and ``screenshots``
     (``{"original": [...], "modified": [...]}`` of ``{slide_number, image_path, slide_id}``).
-    A record has ``score``, ``reason``, ``duration_s``, ``stdout`` and, for a failed leaf,
-    ``error``, ``error_type`` and ``traceback``. With ``inputs["stop_on_error"]`` the run stops
-    at the first failing leaf and the leaves after it get no record.
+    Under bubblewrap the leaves see only those files. A record has ``score``, ``reason``,
+    ``duration_s``, ``stdout`` and, for a failed leaf, ``error``, ``error_type`` and ``traceback``.
+    With ``inputs["stop_on_error"]`` the run stops at the first failing leaf and the leaves after
+    it get no record.
     """
     records: dict[str, dict[str, Any]] = {}
     remaining = list(leaves)
+    visible = _input_paths(inputs)
     while remaining:
-        work = Path(tempfile.mkdtemp(prefix="pptarena-rubric-"))
+        private = Path(tempfile.mkdtemp(prefix="pptarena-rubric-"))
         try:
-            results_path = work / ".leaf-results.jsonl"
-            socket_path = work / ".model.sock"
-            payload = {
-                **inputs,
-                "leaves": remaining,
-                "results_path": str(results_path),
-                "socket_path": str(socket_path),
-                "leaf_timeout": run.leaf_timeout,
-            }
+            socket_path = private / "model.sock"
+            payload = {**inputs, "leaves": remaining, "socket_path": str(socket_path), "leaf_timeout": run.leaf_timeout}
             asks_model = sum(1 for leaf in remaining if "llm_call" in leaf["code"] or "vlm_call" in leaf["code"])
             limits = SandboxLimits(
                 timeout=STARTUP_SECONDS + (run.leaf_timeout + 2.0) * len(remaining) + run.model_wait * asks_model,
                 cpu_seconds=int(STARTUP_SECONDS + (run.leaf_timeout + 2.0) * len(remaining)) + 1,
                 memory_mb=run.memory_mb,
+                disk_mb=run.disk_mb,
             )
             with _BridgeServer(bridge, socket_path):
                 result = run_python(
-                    _DRIVER, inputs=payload, limits=limits, extra_files=SHIM_FILES, workdir=work, python=run.python
+                    _DRIVER, inputs=payload, limits=limits, extra_files=SHIM_FILES, python=run.python,
+                    read_only=[*visible, socket_path],
                 )
-            events = _read_records(results_path)
         finally:
-            shutil.rmtree(work, ignore_errors=True)
+            shutil.rmtree(private, ignore_errors=True)
         if on_process is not None:
             on_process(result)
         run.processes.append(
-            {"leaves": len(remaining), "duration_s": result.duration_s, "ok": result.ok, "network_isolated": result.network_isolated, "notes": result.notes}
+            {"leaves": len(remaining), "duration_s": result.duration_s, "ok": result.ok, "isolation": result.isolation,
+             "network_isolated": result.network_isolated, "notes": result.notes}
         )
-        started = [e["leaf"] for e in events if e.get("event") == "start"]
-        for e in events:
-            if e.get("event") == "done":
-                records[e["leaf"]] = e
+        started, done = _checked_events(result.results, [leaf["id"] for leaf in remaining])
+        records.update(done)
         crashed = [lid for lid in started if lid not in records]
-        if inputs.get("stop_on_error") and (crashed or any(records[e["leaf"]].get("error") for e in events
-                                                           if e.get("event") == "done")):
+        if inputs.get("stop_on_error") and (crashed or any(record.get("error") for record in done.values())):
             for lid in crashed:
                 problem = "the sandboxed process ended while this leaf ran: " + result.error_text()
                 records[lid] = _failed(lid, problem, "timeout" if result.timed_out else "sandbox")

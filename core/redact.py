@@ -1,0 +1,174 @@
+"""One redactor for every text that leaves a run: files of the run folder, logs, reports, model prompts.
+
+It knows every secret *value* in play: the values of environment variables named like secrets
+(``*KEY*``, ``*TOKEN*``, ``*SECRET*``, ``*PASSWORD*``...), passwords inside URLs of the environment
+(``scheme://user:password@host``) and every ``{ env = "VAR" }`` value the run config resolved
+(:func:`add_secret`, called by the config loader). :func:`redact_text` replaces each occurrence by
+``***``; :func:`redact_obj` does it inside JSON-like data, :func:`redact_file` rewrites a file in
+place and :func:`redact_messages` cleans chat messages before they are sent to a model.
+
+:func:`literal_secret_problems` finds secrets written literally in a config (under a secret-named
+key, in a URL's user-info, or shaped like a provider key) so the loader can refuse them.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import threading
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+from typing import Any
+
+MASK = "***"
+MIN_SECRET_CHARS = 8  # shorter values are too common to replace safely
+SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE", re.IGNORECASE)
+URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]*:([^/\s@]+)@", re.IGNORECASE)
+KEY_SHAPE = re.compile(r"^(sk-|sk_|sk-ant-|ghp_|gho_|github_pat_|xox[abpr]-|AKIA|AIza|hf_|glpat-|r8_)[A-Za-z0-9_\-]{8,}")
+PLACEHOLDERS = frozenset({"empty", "none", "local", "dummy", "ollama", "lm-studio", "sk-no-key-required", "not-needed"})
+SECRET_KEY_HINTS = ("key", "token", "secret", "password", "passwd", "authorization", "cookie", "credential")
+MAX_FILE_BYTES = 64 * 1024 * 1024
+
+_lock = threading.Lock()
+_added: set[str] = set()
+
+
+def add_secret(value: str | None) -> None:
+    """Remember ``value`` as a secret (e.g. a resolved ``{ env = ... }`` config value)."""
+    if value and len(value) >= MIN_SECRET_CHARS:
+        with _lock:
+            _added.add(value)
+
+
+def env_secrets(environ: Mapping[str, str] | None = None) -> set[str]:
+    """Secret values of an environment: secret-named variables and passwords inside URLs."""
+    out: set[str] = set()
+    for name, value in (os.environ if environ is None else environ).items():
+        if not value:
+            continue
+        if SECRET_NAME.search(name) and len(value) >= MIN_SECRET_CHARS:
+            out.add(value)
+        for match in URL_PASSWORD.finditer(value):
+            if len(match.group(1)) >= 4:
+                out.add(match.group(1))
+    return out
+
+
+def secrets() -> list[str]:
+    """Every secret known now, longest first (so a secret containing another is masked whole)."""
+    with _lock:
+        known = set(_added)
+    known |= env_secrets()
+    return sorted(known, key=len, reverse=True)
+
+
+def redact_text(text: str, known: Iterable[str] | None = None) -> str:
+    """``text`` with every known secret replaced by ``***``."""
+    for value in secrets() if known is None else known:
+        if value in text:
+            text = text.replace(value, MASK)
+    return text
+
+
+def redact_obj(data: Any, known: list[str] | None = None) -> Any:
+    """JSON-like ``data`` (dicts, lists, strings) with secrets masked in every string, keys included."""
+    known = secrets() if known is None else known
+    if not known:
+        return data
+    if isinstance(data, str):
+        return redact_text(data, known)
+    if isinstance(data, Mapping):
+        return {redact_obj(k, known) if isinstance(k, str) else k: redact_obj(v, known) for k, v in data.items()}
+    if isinstance(data, list | tuple):
+        return [redact_obj(v, known) for v in data]
+    return data
+
+
+def redact_file(path: Path) -> None:
+    """Rewrite a text file of the run folder with secrets masked (links and non-regular files are left alone)."""
+    from .safeio import UnsafeFileError, read_regular
+
+    try:
+        data = read_regular(path, MAX_FILE_BYTES)
+    except (OSError, UnsafeFileError):
+        return
+    known = secrets()
+    raw = data
+    for value in known:
+        raw = raw.replace(value.encode("utf-8"), MASK.encode())
+    if raw != data:
+        tmp = path.with_name(f".{path.name}.redact")
+        tmp.write_bytes(raw)
+        os.replace(tmp, path)
+
+
+def redact_messages(messages: list[Any]) -> list[Any]:
+    """Chat messages (:class:`pptarena.models.Message`) with secrets masked in their text parts."""
+    import dataclasses
+
+    from .models import Message, ToolResult
+
+    known = secrets()
+    if not known:
+        return messages
+
+    def part(p: Any) -> Any:
+        if isinstance(p, str):
+            return redact_text(p, known)
+        if isinstance(p, ToolResult):
+            return dataclasses.replace(p, content=tuple(part(c) for c in p.content))
+        return p
+
+    out = []
+    for m in messages:
+        if isinstance(m, Message):
+            content = redact_text(m.content, known) if isinstance(m.content, str) else tuple(part(p) for p in m.content)
+            out.append(Message(m.role, content) if content != m.content else m)
+        else:
+            out.append(m)
+    return out
+
+
+def literal_secret_problems(raw: Any, path: str = "") -> list[str]:
+    """Where a config holds a secret literally (each a message naming the key path and the fix)."""
+    problems: list[str] = []
+    hint = 'write it as { env = "VAR_NAME" } and export VAR_NAME'
+    if isinstance(raw, Mapping):
+        if set(raw) == {"env"}:
+            return []
+        for key, value in raw.items():
+            sub = f"{path}.{key}" if path else str(key)
+            if isinstance(value, str) and _secret_literal(str(key), value):
+                problems.append(f"{sub}: a secret is written literally in the config; {hint}")
+            else:
+                problems += literal_secret_problems(value, sub)
+    elif isinstance(raw, list):
+        for i, value in enumerate(raw):
+            problems += literal_secret_problems(value, f"{path}[{i}]")
+    elif isinstance(raw, str):
+        if URL_PASSWORD.search(raw) or KEY_SHAPE.match(raw):
+            problems.append(f"{path}: a secret is written literally in the config; {hint}")
+    return problems
+
+
+def _secret_literal(key: str, value: str) -> bool:
+    if URL_PASSWORD.search(value) or KEY_SHAPE.match(value):
+        return True
+    named = any(h in key.lower() for h in SECRET_KEY_HINTS) or bool(SECRET_NAME.search(key))
+    return named and len(value) >= MIN_SECRET_CHARS and value.lower() not in PLACEHOLDERS
+
+
+TEXT_SUFFIXES = (".txt", ".json", ".jsonl", ".log", ".py", ".md", ".xml", ".html", ".csv", ".yaml", ".toml", "")
+
+
+def redact_tree(root: Path) -> None:
+    """Mask secrets in every text file under ``root`` (a pair's folder, after its agent ran).
+
+    Files a plugin wrote directly (programs, patches, CLI transcripts) get the same treatment as
+    the harness's own writes. Binary files (decks, images) are not rewritten.
+    """
+    if not secrets():
+        return
+    for path in Path(root).rglob("*"):
+        if path.suffix.lower() in TEXT_SUFFIXES and not path.is_symlink() and path.is_file():
+            redact_file(path)

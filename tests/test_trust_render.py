@@ -1,0 +1,153 @@
+"""Attacks on rendering by hostile decks (issue 14, rows 5 and 6): linked files and URLs, nesting bombs."""
+
+from __future__ import annotations
+
+import http.server
+import io
+import shutil
+import subprocess
+import sys
+import threading
+from pathlib import Path
+
+import pytest
+from PIL import Image
+
+pytestmark = pytest.mark.skipif(shutil.which("soffice") is None, reason="LibreOffice (soffice) is not installed")
+
+RED = (255, 0, 0)
+
+
+def red_png(path: Path) -> Path:
+    Image.new("RGB", (300, 300), RED).save(path)
+    return path
+
+
+def deck_with_picture(path: Path, image: Path, *, link: str | None) -> Path:
+    """A one-slide deck with a big picture: embedded, or (``link``) its blip pointing at an external target."""
+    from pptx import Presentation
+    from pptx.opc.constants import RELATIONSHIP_TYPE as RT
+    from pptx.oxml.ns import qn
+    from pptx.util import Inches
+
+    prs = Presentation()
+    slide = prs.slides.add_slide(prs.slide_layouts[6])
+    pic = slide.shapes.add_picture(str(image), Inches(0), Inches(0), prs.slide_width, prs.slide_height)
+    if link is not None:
+        blip = pic._element.blipFill.find(qn("a:blip"))
+        del blip.attrib[qn("r:embed")]
+        blip.set(qn("r:link"), slide.part.relate_to(link, RT.IMAGE, is_external=True))
+    prs.save(str(path))
+    return path
+
+
+def red_share(png: Path) -> float:
+    import numpy as np
+
+    a = np.asarray(Image.open(png).convert("RGB")).astype(int)
+    return float(((a[..., 0] > 200) & (a[..., 1] < 60) & (a[..., 2] < 60)).mean())
+
+
+class Listener:
+    """A loopback HTTP server counting the requests it gets."""
+
+    def __init__(self) -> None:
+        self.hits: list[str] = []
+        outer = self
+
+        class Handler(http.server.BaseHTTPRequestHandler):
+            def do_GET(self) -> None:  # noqa: N802 - http.server's name
+                outer.hits.append(self.path)
+                buf = io.BytesIO()
+                Image.new("RGB", (300, 300), RED).save(buf, "PNG")
+                self.send_response(200)
+                self.send_header("Content-Type", "image/png")
+                self.end_headers()
+                self.wfile.write(buf.getvalue())
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}/pixel.png"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.fixture
+def renderer(tmp_path):
+    from pptarena.plugins.renderers.libreoffice import LibreOfficeRenderer
+    from pptarena.types import ComponentContext
+
+    r = LibreOfficeRenderer(LibreOfficeRenderer.Options(cache=False), ComponentContext(cache_dir=tmp_path / "cache", model=None))  # type: ignore[arg-type]
+    yield r
+    r.close()
+
+
+def test_row5_linked_file_and_url_are_neither_read_nor_fetched(tmp_path, renderer):
+    secret = red_png(tmp_path / "secret.png")
+    # control: the same picture embedded renders red, so the measure can see it
+    embedded = renderer.render(deck_with_picture(tmp_path / "embedded.pptx", secret, link=None), tmp_path / "r0")
+    assert red_share(embedded[0].path) > 0.5
+    blank = red_png(tmp_path / "blank.png")
+    Image.new("RGB", (300, 300), (255, 255, 255)).save(blank)
+    listener = Listener()
+    try:
+        by_file = renderer.render(deck_with_picture(tmp_path / "file.pptx", blank, link=secret.as_uri()), tmp_path / "r1")
+        by_url = renderer.render(deck_with_picture(tmp_path / "url.pptx", blank, link=listener.url), tmp_path / "r2")
+    finally:
+        listener.close()
+    assert red_share(by_file[0].path) < 0.01
+    assert red_share(by_url[0].path) < 0.01
+    assert listener.hits == []
+
+
+def test_row5_the_office_runs_without_network_and_under_a_memory_cap(tmp_path):
+    from pptarena.plugins.renderers import _office_jail
+
+    if not _office_jail.network_isolated():
+        pytest.skip("bubblewrap is not usable here: the office keeps the network (links are still stripped)")
+    listener = Listener()
+    try:
+        probe = "import urllib.request, sys\ntry:\n    urllib.request.urlopen(sys.argv[1], timeout=3)\n    print('FETCHED')\nexcept OSError as e:\n    print('BLOCKED', e)\n"
+        out = subprocess.run([*_office_jail.office_prefix(), sys.executable, "-c", probe, listener.url],
+                             capture_output=True, text=True, timeout=60)
+        limits = subprocess.run([*_office_jail.office_prefix(), "cat", "/proc/self/limits"], capture_output=True, text=True, timeout=60)
+    finally:
+        listener.close()
+    assert out.stdout.startswith("BLOCKED") and listener.hits == []
+    (line,) = [ln for ln in limits.stdout.splitlines() if ln.startswith("Max address space")]
+    assert str(_office_jail.memory_mb() * 1024 * 1024) in line
+
+
+def nested_deck(path: Path, depth: int) -> Path:
+    from pptx import Presentation
+    from pptx.util import Inches
+
+    prs = Presentation()
+    slide = prs.slides.add_slide(prs.slide_layouts[6])
+    shapes = slide.shapes
+    for _ in range(depth):
+        shapes = shapes.add_group_shape().shapes
+    shapes.add_textbox(Inches(1), Inches(1), Inches(2), Inches(1)).text_frame.text = "deep"
+    prs.save(str(path))
+    return path
+
+
+def test_row6_nesting_bomb_fails_fast_as_the_decks_fault(tmp_path, renderer):
+    from pptarena.deck import DeckError
+
+    bomb = nested_deck(tmp_path / "bomb.pptx", 120)
+    assert bomb.stat().st_size < 100_000
+    with pytest.raises(DeckError, match="nests groups"):
+        renderer.render(bomb, tmp_path / "out")
+    assert not any((tmp_path / "out").glob("*.png")) if (tmp_path / "out").exists() else True
+    # a modest nesting still renders
+    assert len(renderer.render(nested_deck(tmp_path / "ok.pptx", 5), tmp_path / "ok")) == 1
+    # handed in by an agent, the bomb is the agent's error and the run goes on
+    from pptarena.run.blame import deck_problem
+
+    assert "nests groups" in (deck_problem(bomb) or "")
