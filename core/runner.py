@@ -36,6 +36,7 @@ from .procs import kill_group, run_in_session
 from .progress import Progress
 from .references import normalized_references, normalizer_of
 from .registry import Registry
+from .requirements import unmet_requirements
 from .results import SCHEMA_VERSION, ResultsStore, summarize_results, write_json_atomic
 from .types import (
     AgentLog,
@@ -184,7 +185,7 @@ class Runner:
 
     # ------------------------------------------------------------------ setup
 
-    def _write_manifest(self, tasks: list[Task]) -> None:
+    def _write_manifest(self, tasks: list[Task], skipped: dict[tuple[str, str], str] | None = None) -> None:
         path = self.run_dir / "manifest.json"
         now = datetime.now(UTC).isoformat(timespec="seconds")
         previous: dict[str, Any] = {}
@@ -211,6 +212,7 @@ class Runner:
             "tasks": len(tasks),
             "agents": [a.label for a in self.config.agents],
             "judges": [j.label for j in self.config.judges],
+            "skipped": [{"agent": a, "task_id": t, "reason": why} for (a, t), why in (skipped or {}).items()],
             "python": sys.version.split()[0],
             "platform": platform.platform(),
         }
@@ -450,12 +452,17 @@ class Runner:
         """Run every pending pair; returns the summary (also written to summary.json)."""
         tasks = select_tasks(load_tasks(self.components), self.task_globs, self.limit)
         self._check_resume()
-        self._write_manifest(tasks)
+        skipped = {(a.label, t.id): why for a in self.config.agents for t in tasks
+                   if (why := unmet_requirements(a.spec.factory, t))}
+        self._write_manifest(tasks, skipped)
         done = self.store.done(self.retry_statuses)
-        pending = [(a, t) for a in self.config.agents for t in tasks if (a.label, t.id) not in done]
-        total = len(self.config.agents) * len(tasks)
+        pending = [(a, t) for a in self.config.agents for t in tasks
+                   if (a.label, t.id) not in done and (a.label, t.id) not in skipped]
+        total = len(self.config.agents) * len(tasks) - len(skipped)
         progress = self._progress or Progress(total, quiet=self.quiet)
         progress.done = total - len(pending)
+        for (label, task_id), why in skipped.items():
+            progress.message(f"Skipped task {task_id} for agent {label}: {why}.")
         if progress.done:
             progress.message(f"Resuming {self.run_dir}: {progress.done} of {total} results already recorded.")
         pool = ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="pair")
@@ -488,7 +495,7 @@ class Runner:
         summary = summarize_results(self.store.read())
         write_json_atomic(self.run_dir / "summary.json", summary)
         recorded = self.store.done()
-        if all((a.label, t.id) in recorded for a in self.config.agents for t in tasks):
+        if all((a.label, t.id) in recorded or (a.label, t.id) in skipped for a in self.config.agents for t in tasks):
             self._finish_manifest()
         return summary
 

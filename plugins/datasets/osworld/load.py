@@ -15,6 +15,7 @@ declare them in ``provides``.
 
 from __future__ import annotations
 
+import difflib
 import warnings
 from dataclasses import dataclass, field
 from pathlib import Path, PurePosixPath
@@ -22,12 +23,17 @@ from typing import Any
 from urllib.parse import urlparse
 
 from pptarena.plugins.judges.osworld.evaluator import CHECKERS, normalise, spec_problems
-from pptarena.plugins.judges.osworld.pptx_compare import OPTION_KEYS
+from pptarena.plugins.judges.osworld.pptx_compare import EXAMINE_DEFAULTS, OPTION_KEYS
 from pptarena.types import Task
 
 from ..common import DatasetError, read_json_file, select_ids
 
 DECK_SUFFIXES = (".pptx", ".ppt", ".odp")
+#: compare_pptx_files options that check a move relative to the expected deck: that deck is a
+#: position reference (the unedited original, or a gold the result must be strictly beyond), not
+#: an answer, so such tasks get no target.
+POSITION_PROBES = {"examine_title_bottom_position", "examine_table_bottom_position",
+                   "examine_right_position", "examine_top_position"}
 MAX_TASK_BYTES = 1024 * 1024
 #: Checkers we do not re-implement, with the reason the task is skipped.
 UNSUPPORTED = {
@@ -61,12 +67,14 @@ def _url_name(url: str) -> str:
     return PurePosixPath(urlparse(url).path).name
 
 
-def _lookup(files_dir: Path, names: list[str]) -> Path | None:
-    for name in names:
-        if name and "/" not in name and name not in (".", ".."):
-            candidate = files_dir / name
-            if candidate.is_file():
-                return candidate
+def _lookup(files_dir: Path, task_id: str, names: list[str]) -> Path | None:
+    """``files_dir/<task id>/<name>`` (the Hugging Face mirror's layout) or ``files_dir/<name>``."""
+    for folder in (files_dir / task_id, files_dir):
+        for name in names:
+            if name and "/" not in name and "\\" not in name and name not in (".", ".."):
+                candidate = folder / name
+                if candidate.is_file():
+                    return candidate
     return None
 
 
@@ -94,11 +102,17 @@ def _clean_options(task_id: str, spec: dict[str, Any], out: Loaded, strict: bool
             if unknown and strict:
                 raise DatasetError(f"OSWorld task {task_id}: unknown compare_pptx_files option(s) {unknown}")
             for key in unknown:
+                near = difflib.get_close_matches(key, sorted(OPTION_KEYS), n=1)
+                meant = ""
+                if near and near[0].startswith("examine_"):
+                    default = EXAMINE_DEFAULTS[near[0].removeprefix("examine_")]
+                    what = near[0].removeprefix("examine_").replace("_", " ")
+                    meant = (f" (a misspelling of {near[0]!r}? then {what} is still "
+                             f"{'examined' if default else 'not examined'}: {near[0]} keeps its default, "
+                             f"{str(default).lower()})")
                 out.warnings.append(
-                    f"task {task_id}: compare_pptx_files option {key!r} is not an option of the checker "
-                    f"(a misspelling?). OSWorld passes it in **options and never reads it, so it has no effect"
-                    + (" (alignment is still examined, as examine_alignment defaults to true)" if "align" in key else "")
-                    + "; the loader drops it to score like OSWorld."
+                    f"task {task_id}: compare_pptx_files has no option {key!r}{meant}. OSWorld passes it in "
+                    "**options and never reads it, so it has no effect; the loader drops it to score like OSWorld."
                 )
             options = {k: v for k, v in options.items() if k not in unknown}
         cleaned.append(options)
@@ -176,7 +190,7 @@ def _load_one(task_id: str, data: Any, path: Path, files_dir: Path, out: Loaded,
             for entry in params.get("files") or []:
                 vm_path, url = str(entry.get("path", "")), str(entry.get("url", ""))
                 name = PurePosixPath(vm_path).name
-                local = _lookup(files_dir, [name, _url_name(url)])
+                local = _lookup(files_dir, task_id, [name, _url_name(url)])
                 if local is None:
                     out.missing.append(f"  {name}  (download of task {task_id}; {url})")
                 else:
@@ -187,7 +201,8 @@ def _load_one(task_id: str, data: Any, path: Path, files_dir: Path, out: Loaded,
     files: dict[str, str] = {}
     requires: set[str] = set()
     target: Path | None = None
-    for func, result, expected in zip(spec["func"], spec["result"], spec["expected"], strict=False):
+    for func, result, expected, options in zip(spec["func"], spec["result"], spec["expected"], spec["options"],
+                                               strict=False):
         need = _requires(result)
         if need:
             requires.add(need)
@@ -195,7 +210,7 @@ def _load_one(task_id: str, data: Any, path: Path, files_dir: Path, out: Loaded,
             continue
         dest = str(expected.get("dest") or PurePosixPath(str(expected.get("path", ""))).name)
         if expected.get("type") == "cloud_file":
-            local = _lookup(files_dir, [dest, _url_name(str(expected.get("path", "")))])
+            local = _lookup(files_dir, task_id, [dest, _url_name(str(expected.get("path", "")))])
             if local is None:
                 out.missing.append(f"  {dest}  (expected file of task {task_id}; {expected.get('path')})")
                 continue
@@ -206,8 +221,15 @@ def _load_one(task_id: str, data: Any, path: Path, files_dir: Path, out: Loaded,
         else:
             continue
         files[dest] = str(local)
-        if func == "compare_pptx_files" and target is None and dest.lower().endswith(DECK_SUFFIXES):
+        probes = sorted({k for k, v in options.items() if v} & POSITION_PROBES)
+        if func == "compare_pptx_files" and target is None and dest.lower().endswith(DECK_SUFFIXES) and not probes:
             target = local
+        elif func == "compare_pptx_files" and probes and "_Gold" in dest:
+            out.warnings.append(
+                f"task {task_id}: {probes} compares the result's position "
+                f"*strictly* with the gold deck {dest}, so the gold deck itself scores 0 in OSWorld; the task "
+                "has no target (the oracle agent cannot answer it)"
+            )
     if len(out.missing) > missing_before:
         return
 
