@@ -14,6 +14,7 @@ import shutil
 from pathlib import Path, PurePosixPath
 from typing import Any
 
+import osworld_fixtures as fx
 from osworld_fixtures import CORPUS, text_run
 
 SHARED_OSWORLD = CORPUS.parent / "osworld"
@@ -28,12 +29,26 @@ DECKS = [
     "unstructured_group-shapes-nested.pptx",
 ]
 PICTURE_DECK = "markitdown_ocr_complex_layout.pptx"  # slide 1 holds a picture
+#: Decks for checkers that need a particular structure: the master's second-to-last sRGB colour
+#: (not red, so the unedited deck fails the page-number check).
+DECK_FOR = {"check_page_number_colors": "poi_bug64693_sections_cjk.pptx",
+            "check_image_stretch_and_center": PICTURE_DECK}
+#: What the position-probe tasks look at, added to their input and reference decks alike: without
+#: it the probe has nothing to check and the unedited deck would pass.
+TASK_EDITS: dict[str, Any] = {
+    "15aece23-a215-4579-91b4-69eec72e18da": fx.retitle("Product Comparison"),
+    "ac1b39ff-ee4d-4483-abce-c117e98942f0": fx.add_table(2),
+    "2b94c692-6abb-48ae-ab0b-b3e8a19cb340": fx.add_picture(1),
+    "ed43c15f-00cb-4054-9c95-62c880865d68": fx.add_picture(1),
+}
 
 
-def _save_deck(src: Path, dest: Path, bold: bool = False) -> None:
+def _save_deck(src: Path, dest: Path, bold: bool = False, edit: Any = None) -> None:
     from pptx import Presentation
 
     prs = Presentation(str(src))
+    if edit is not None:
+        edit(prs)
     if bold:
         text_run(prs).font.bold = True
     prs.save(str(dest))
@@ -58,14 +73,15 @@ def build(dest: Path) -> tuple[Path, Path]:
         shutil.copyfile(src, examples / src.name)
         data: dict[str, Any] = json.loads(src.read_text())
         func = data["evaluator"]["func"]
-        deck = CORPUS / (PICTURE_DECK if func == "check_image_stretch_and_center" else DECKS[n % len(DECKS)])
+        deck = CORPUS / DECK_FOR.get(func, DECKS[n % len(DECKS)])
+        edit = TASK_EDITS.get(task_id)
         downloads = [f for step in data["config"] if step["type"] == "download" for f in step["parameters"]["files"]]
         input_name = None
         for i, entry in enumerate(downloads):
             name = PurePosixPath(entry["path"]).name
             if name.endswith(".pptx"):
                 input_name = input_name or name
-                _save_deck(deck, files / name)
+                _save_deck(deck, files / name, edit=edit)
             elif name.endswith(".png"):
                 _png(files / name, 40 * i)
             else:
@@ -76,5 +92,5 @@ def build(dest: Path) -> tuple[Path, Path]:
             if name.endswith(".png"):
                 _png(files / name, 7)
             else:
-                _save_deck(deck, files / name, bold="_Gold" in name)
+                _save_deck(deck, files / name, bold="_Gold" in name, edit=edit)
     return root, files

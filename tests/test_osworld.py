@@ -157,7 +157,10 @@ def test_oracle_scores_one_and_noop_zero_through_the_runner(data, tmp_path):
     changed = [r for r in noop if not r["task_id"].startswith("a097acff")]
     assert all(r["scores"]["osworld"]["score"] == 0.0 for r in changed)
     assert by_pair[("noop", "a097acff-6266-4291-9fbd-137af7ecd439")]["scores"]["osworld"]["score"] == 1.0
-    # tasks without a gold deck: the oracle cannot answer, noop is judged by the checker
-    assert by_pair[("oracle", "21760ecb-8f62-40d2-8d85-0cee5725cb72")]["status"] == "agent_error"
-    transition = by_pair[("noop", "21760ecb-8f62-40d2-8d85-0cee5725cb72")]
-    assert transition["scores"]["osworld"]["score"] == 0.0
+    # tasks without a gold deck: the oracle cannot answer, the unedited deck fails the checker
+    no_gold = [t for (a, t), r in by_pair.items() if a == "oracle" and r["status"] == "agent_error"]
+    assert len(no_gold) == 9
+    assert all("no reference target" in by_pair[("oracle", t)]["error"] for t in no_gold)
+    for task_id in no_gold:
+        row = by_pair[("noop", task_id)]
+        assert row["status"] == "scored" and row["scores"]["osworld"]["score"] == 0.0, row
