@@ -8,7 +8,7 @@ from pptarena.config import load_config
 from pptarena.registry import get_registry
 
 EXAMPLES = ["pptpilot-openai", "ppteval-rubric", "local-openai-compatible", "cli-agent", "gui-computer-use",
-            "osworld-impress"]
+            "osworld-impress", "tsbench"]
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
