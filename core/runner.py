@@ -38,6 +38,7 @@ from .references import normalized_references, normalizer_of
 from .registry import Registry
 from .requirements import unmet_requirements
 from .results import SCHEMA_VERSION, ResultsStore, summarize_results, write_json_atomic
+from .sessions import is_session, run_session
 from .types import (
     AgentLog,
     InfraError,
@@ -396,6 +397,8 @@ class Runner:
 
     def run_pair(self, agent: ComponentConfig, task: Task) -> dict[str, Any] | None:
         """Run one agent on one task, judge it and append the result (None if interrupted)."""
+        if is_session(task):  # multi-turn: the turns run in order (see pptarena.sessions)
+            return run_session(self, agent, task)
         t0 = time.monotonic()
         try:
             ws = self._workspace(agent, task)
