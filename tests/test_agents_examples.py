@@ -8,7 +8,7 @@ from pptarena.config import load_config
 from pptarena.registry import get_registry
 
 EXAMPLES = ["pptpilot-openai", "ppteval-rubric", "local-openai-compatible", "cli-agent", "gui-computer-use",
-            "osworld-impress", "tsbench"]
+            "osworld-impress", "tsbench", "pptc"]
 
 
 @pytest.mark.parametrize("name", EXAMPLES)
