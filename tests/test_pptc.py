@@ -96,12 +96,12 @@ def _variants(decks: Path, tmp_path: Path) -> list[tuple[str, Path, Path, str]]:
 
     folder = decks / "PPT_Label_File" / "Create_new_slides"
     cases: list[tuple[str, Path, Path, str]] = []
-    for k in SHORT:
-        for i, turn in enumerate(ref.session_turns("short", k)):
-            label = folder / f"{k}_{i}.pptx"
-            base = decks / "PPT_Base_File" / "Create_new_slides" / f"{k}_{i}.pptx"
-            cases.append((f"label-{k}-{i}", label, label, turn["User instruction"]))
-            cases.append((f"base-{k}-{i}", label, base, turn["User instruction"]))
+    for set_name, k in [*(("short", k) for k in SHORT), *(("long", k) for k in LONG)]:
+        for i, turn in enumerate(ref.session_turns(set_name, k)):
+            label = decks / "PPT_Label_File" / ref.SETS[set_name] / f"{k}_{i}.pptx"
+            base = decks / "PPT_Base_File" / ref.SETS[set_name] / f"{k}_{i}.pptx"
+            cases.append((f"label-{set_name}-{k}-{i}", label, label, turn["User instruction"]))
+            cases.append((f"base-{set_name}-{k}-{i}", label, base, turn["User instruction"]))
     label = folder / "6_3.pptx"
 
     def variant(name: str, edit, instruction: str = "Edit.") -> None:
