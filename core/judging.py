@@ -37,7 +37,10 @@ def judge_prediction(task: Task, prediction: Prediction, judges: list[tuple[Any,
         references=stored_references(pair_dir or task_dir),
     )
     status, scores, errors, verdicts = "scored", {}, [], {}
+    only = (task.metadata or {}).get("judges")  # [[datasets]] tables may name the judges of their tasks
     for comp, judge in judges:
+        if isinstance(only, list) and comp.label not in only:
+            continue
         t0 = time.monotonic()
         try:
             verdict = judge.judge(task, prediction, evidence)

@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, TextIO
 
+from .mixed import rows_by_dataset
+from .results import summarize_results
 from .types import STATUSES
 
 ERROR_STATUSES = tuple(s for s in STATUSES if s != "scored")
@@ -161,6 +163,10 @@ def rescore_table(base: dict[str, Any], rescores: dict[str, dict[str, Any]]) -> 
 def summary_tables(summary: dict[str, Any], rows: list[dict[str, Any]], rescores: dict[str, dict[str, Any]] | None = None) -> list[TableData]:
     """Every table of the summary: leaderboard, breakdowns, re-scores."""
     tables = [leaderboard_table(summary, judge_kinds(rows))]
+    by_dataset = rows_by_dataset(rows)
+    if len(by_dataset) > 1:  # a run mixing benchmarks: one leaderboard per dataset
+        for label, subset in sorted(by_dataset.items()):
+            tables.append(leaderboard_table(summarize_results(subset), judge_kinds(subset), title=f"Leaderboard · {label}"))
     tables += breakdown_tables(summary)
     rt = rescore_table(summary, rescores or {})
     if rt is not None:

@@ -135,7 +135,7 @@ def _judge_block(rows: list[dict[str, Any]], judges: list[str], total: int) -> d
     return out
 
 
-def summarize_results(rows: list[dict[str, Any]], group_fields: Iterable[str] = ("category", "edit_type", "difficulty")) -> dict[str, Any]:
+def summarize_results(rows: list[dict[str, Any]], group_fields: Iterable[str] = ("category", "edit_type", "difficulty", "dataset")) -> dict[str, Any]:
     """Aggregate result lines per agent and judge, and per metadata group (category, difficulty...)."""
     agents: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:

@@ -32,6 +32,7 @@ from typing import Any
 from .components import Components
 from .config import ComponentConfig, RunConfig
 from .judging import judge_prediction
+from .mixed import label_tasks
 from .procs import kill_group, run_in_session
 from .progress import Progress
 from .references import normalized_references, normalizer_of
@@ -121,7 +122,7 @@ def resume_conflicts(previous: dict[str, Any], current: dict[str, Any]) -> list[
     both must have the same table. Adding agents (or changing ``[run]``) is fine.
     """
     problems = []
-    for key in ("dataset", "renderer", "judges", "backends"):
+    for key in ("dataset", "datasets", "renderer", "judges", "backends"):
         if previous.get(key) != current.get(key):
             problems.append(f"[{key}] differs")
     before, after = _agent_tables(previous), _agent_tables(current)
@@ -139,9 +140,12 @@ def select_tasks(tasks: list[Task], globs: list[str], limit: int | None) -> list
 
 
 def load_tasks(components: Components) -> list[Task]:
-    """Build the dataset and list its tasks (ids must be unique)."""
-    dataset = components.build(components.config.dataset)
-    tasks = list(dataset.tasks())
+    """Build the dataset(s) and list the tasks (ids must be unique); see :func:`pptarena.mixed.label_tasks`."""
+    if components.config.datasets:
+        config = components.config
+        tasks = label_tasks(((d.label, components.build(d).tasks()) for d in config.datasets), config.dataset_judges)
+    else:
+        tasks = list(components.build(components.config.dataset).tasks())
     seen: set[str] = set()
     dups = sorted({t.id for t in tasks if t.id in seen or seen.add(t.id)})  # type: ignore[func-returns-value]
     if dups:
