@@ -73,9 +73,8 @@ def run_session(runner: Any, agent: Any, session: Task) -> dict[str, Any] | None
         failure = _run_turn(runner, agent, task, in_process, row, turn_rows)
         if failure is None:  # interrupted
             return None
-        if failure:
-            row["status"], row["error"] = failure
-            row["error"] = f"turn {index}: {row['error']}"
+        if isinstance(failure, tuple):
+            row["status"], row["error"] = failure[0], f"turn {index}: {failure[1]}"
             break
         previous = Path(turn_rows[-1]["prediction_path"])
         history.append({"turn": index, "instruction": task.instruction})

@@ -155,7 +155,7 @@ class PptcDataset(Component):
 
         root: Path = Field(description="a PPTC checkout (the folder holding PPT_test_input/)")
         decks_dir: Path | None = Field(None, description="folder with PPT_Base_File/ and PPT_Label_File/ (default: root)")
-        sets: list[Literal["short", "long"]] = Field(default_factory=lambda: ["short"],
+        sets: list[Literal["short", "long"]] = Field(default_factory=lambda: ["short"],  # type: ignore[arg-type]
                                                      description="short = Create_new_slides, long = Edit_PPT_template")
         mode: Literal["turn", "session"] = Field("turn", description="turn: each turn from its gold base; session: chained")
         api_lack: bool = Field(False, description="use the API-lack base/label decks")

@@ -20,7 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 import pptarena
-from pptarena.types import Component, JudgeError, Options, PptArenaError, Verdict
+from pptarena.types import Component, JudgeError, PptArenaError, Verdict
+from pptarena.types import Options as BaseOptions
 
 MID_X, MID_Y = 4_572_000, 3_429_000  # PPTC's fixed slide midlines (a 10 x 7.5 in slide)
 _SHAPE_WORDS = {
@@ -198,7 +199,7 @@ def _first_difference(label: list[Any], pred: list[Any]) -> str:
 class PptxMatchJudge(Component):
     """PPTC's PPTX-Match: label-deck attributes equal and every position restriction holds."""
 
-    class Options(Options):
+    class Options(BaseOptions):
         """No options."""
 
     def judge(self, task: Any, prediction: Any, evidence: Any) -> Verdict:

@@ -13,7 +13,8 @@ from pathlib import Path
 from typing import Any
 
 import pptarena
-from pptarena.types import Component, JudgeError, Options, Verdict
+from pptarena.types import Component, JudgeError, Verdict
+from pptarena.types import Options as BaseOptions
 
 from .evaluator import Sides, SpecError, evaluate
 from .pptx_compare import CheckerOptionError
@@ -30,7 +31,7 @@ def prediction_files(prediction: Any) -> dict[str, Path]:
 class OsworldJudge(Component):
     """Scores a prediction with the task's OSWorld checkers (needs tasks of the ``osworld`` dataset)."""
 
-    class Options(Options):
+    class Options(BaseOptions):
         """No options: the task's evaluator spec says everything."""
 
     def judge(self, task: Any, prediction: Any, evidence: Any) -> Verdict:

@@ -113,6 +113,8 @@ def _bullet_list(xml: bytes) -> list[tuple[Any, Any, str]]:
     """
     rows = []
     for para in ET.fromstring(xml.decode("utf-8")).iter(f"{_A}p"):
+        level: str | None
+        char: str | None
         ppr = para.find(f"{_A}pPr")
         if ppr is None:
             level, char = "No Level", "No Bullet"
