@@ -25,11 +25,17 @@ pytestmark = pytest.mark.skipif(
 OSWORLD_IDS = ["04578141-*", "05dd4c1d-*", "21760ecb-*", "3b27600c-*"]
 
 
-def _config(tmp_path, body_extra: str = "", pptc_judges: str = '["match"]') -> object:
-    root, files = standin.build(tmp_path / "osworld")
-    decks = tmp_path / "pptc"
+@pytest.fixture(scope="module")
+def data(tmp_path_factory):
+    base = tmp_path_factory.mktemp("mixed")
+    root, files = standin.build(base / "osworld")
     with contextlib.redirect_stdout(io.StringIO()):
-        ref.prepare("short", 3, decks)
+        ref.prepare("short", 3, base / "pptc")
+    return root, files, base / "pptc"
+
+
+def _config(tmp_path, data, body_extra: str = "", pptc_judges: str = '["match"]') -> object:
+    root, files, decks = data
     cfg = tmp_path / "mixed.toml"
     cfg.write_text(
         f'[run]\njobs = 2\n\n'
@@ -43,8 +49,8 @@ def _config(tmp_path, body_extra: str = "", pptc_judges: str = '["match"]') -> o
     return cfg
 
 
-def test_mixed_run_has_labelled_ids_and_a_leaderboard_per_dataset(tmp_path):
-    cfg = _config(tmp_path)
+def test_mixed_run_has_labelled_ids_and_a_leaderboard_per_dataset(tmp_path, data):
+    cfg = _config(tmp_path, data)
     config = load_config(cfg, get_registry())
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", OsworldWarning)
@@ -67,13 +73,13 @@ def test_mixed_run_has_labelled_ids_and_a_leaderboard_per_dataset(tmp_path):
     assert "Leaderboard · osworld" in titles and "Leaderboard · pptc" in titles
 
 
-def test_dataset_judges_must_name_configured_judges(tmp_path):
-    cfg = _config(tmp_path, pptc_judges='["nope"]')
+def test_dataset_judges_must_name_configured_judges(tmp_path, data):
+    cfg = _config(tmp_path, data, pptc_judges='["nope"]')
     with pytest.raises(ConfigError, match="no \\[\\[judges\\]\\] table is labelled 'nope'"):
         load_config(cfg, get_registry())
 
 
-def test_dataset_and_datasets_are_exclusive(tmp_path):
-    cfg = _config(tmp_path, body_extra='\n[dataset]\nuse = "demo"\n')
+def test_dataset_and_datasets_are_exclusive(tmp_path, data):
+    cfg = _config(tmp_path, data, body_extra='\n[dataset]\nuse = "demo"\n')
     with pytest.raises(ConfigError, match="either one \\[dataset\\] table or \\[\\[datasets\\]\\]"):
         load_config(cfg, get_registry())
