@@ -9,47 +9,105 @@ Plugin authors import from here::
         register("mine", MyAgent)
 """
 
-from importlib.metadata import PackageNotFoundError, version
+from __future__ import annotations
 
-from .hookspecs import hookimpl
-from .models import Completion, ImagePart, Message, ModelClient, ModelRef, Usage
-from .types import (
-    AgentError,
-    AgentLog,
-    Component,
-    ComponentContext,
-    ComponentUnavailable,
-    InfraError,
-    JudgeError,
-    Options,
-    Prediction,
-    SlideImage,
-    Task,
-    Verdict,
-    Workspace,
-)
+import importlib
+from typing import TYPE_CHECKING, Any
 
-try:
-    __version__ = version("pptarena")
-except PackageNotFoundError:  # pragma: no cover - running from an uninstalled tree
-    __version__ = "0.0.0"
+from .hookspecs import RegisterFn, hookimpl
+
+# Public names and the module defining each: imported on first use (PEP 562), so that
+# ``import pptarena`` (and with it every ``arena`` command) does not pay for pydantic and the
+# model layer until something needs them.
+_LAZY = {
+    "Evidence": "evidence",
+    **{name: "models" for name in ("Completion", "ImagePart", "Message", "ModelClient", "ModelRef", "Usage")},
+    **{
+        name: "types"
+        for name in (
+            "Agent", "AgentError", "AgentLog", "Component", "ComponentContext", "ComponentUnavailable", "Dataset",
+            "InfraError", "Judge", "JudgeError", "Options", "PptArenaError", "Prediction", "Renderer", "SlideImage",
+            "Status", "Task", "Verdict", "Workspace",
+        )
+    },
+}
+
+if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
+    from .evidence import Evidence
+    from .models import Completion, ImagePart, Message, ModelClient, ModelRef, Usage
+    from .types import (
+        Agent,
+        AgentError,
+        AgentLog,
+        Component,
+        ComponentContext,
+        ComponentUnavailable,
+        Dataset,
+        InfraError,
+        Judge,
+        JudgeError,
+        Options,
+        PptArenaError,
+        Prediction,
+        Renderer,
+        SlideImage,
+        Status,
+        Task,
+        Verdict,
+        Workspace,
+    )
+
+    __version__: str
+
+
+def _version() -> str:
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("pptarena")
+    except PackageNotFoundError:  # pragma: no cover - running from an uninstalled tree
+        return "0.0.0"
+
+
+def __getattr__(name: str) -> Any:
+    if name == "__version__":
+        value: Any = _version()
+    elif name in _LAZY:
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY) | {"__version__"})
+
 
 __all__ = [
+    "Agent",
     "AgentError",
     "AgentLog",
     "Completion",
     "Component",
     "ComponentContext",
     "ComponentUnavailable",
+    "Dataset",
+    "Evidence",
     "ImagePart",
     "InfraError",
+    "Judge",
     "JudgeError",
     "Message",
     "ModelClient",
     "ModelRef",
     "Options",
+    "PptArenaError",
     "Prediction",
+    "RegisterFn",
+    "Renderer",
     "SlideImage",
+    "Status",
     "Task",
     "Usage",
     "Verdict",

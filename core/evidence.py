@@ -29,7 +29,7 @@ class Evidence:
     :param model: ``model("<backend>/<model>")`` → :class:`ModelClient` for judges that call models.
     :param references: replacement decks for the roles ``"original"`` and ``"target"``: the same
         decks as re-saved, unedited, by the agent's editing tool (see
-        :func:`pptarena.references.normalized_references`), so judges compare like with like.
+        :func:`pptarena.run.references.normalized_references`), so judges compare like with like.
     """
 
     def __init__(

@@ -18,6 +18,7 @@ Plugins implement hooks with the :data:`hookimpl` marker::
 from __future__ import annotations
 
 from collections.abc import Callable
+from typing import Any, Protocol
 
 import pluggy
 
@@ -26,7 +27,15 @@ PROJECT = "pptarena"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
-RegisterFn = Callable[..., None]
+class RegisterFn(Protocol):
+    """The ``register`` callback every ``register_*`` hook receives.
+
+    ``register(name, factory)`` adds a component: ``name`` is what configs write in ``use``
+    (no ``:`` or ``/``), ``factory`` is called as ``factory(options, context)`` (usually the
+    component class). A name registered by two plugins is reachable as ``plugin:name``.
+    """
+
+    def __call__(self, name: str, factory: Callable[..., Any]) -> None: ...
 
 
 @hookspec
@@ -59,7 +68,7 @@ def register_agents(register: RegisterFn) -> None:
     it otherwise uses to enforce ``task_timeout``). Agents that can only save
     through a tool that rewrites decks may define a class method
     ``normalize_reference(src, dst)``; judges then see the task's original and
-    target decks re-saved by that tool (:mod:`pptarena.references`).
+    target decks re-saved by that tool (:mod:`pptarena.run.references`).
     """
 
 

@@ -12,16 +12,41 @@ import threading
 import time
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from enum import StrEnum
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, ClassVar, Protocol, runtime_checkable
 
 from pydantic import BaseModel, ConfigDict
 
+from .errors import AgentError as AgentError  # re-exported: part of the plugin contract
+from .errors import ComponentUnavailable as ComponentUnavailable
+from .errors import InfraError as InfraError
+from .errors import JudgeError as JudgeError
+from .errors import PptArenaError as PptArenaError
+
 if TYPE_CHECKING:  # pragma: no cover
+    from .evidence import Evidence
     from .models import ModelClient
 
 KINDS = ("datasets", "agents", "renderers", "judges", "backends")
-STATUSES = ("scored", "agent_error", "timeout", "judge_error", "infra_error")
+
+
+class Status(StrEnum):
+    """How an (agent, task) pair ended. Only ``scored`` pairs count towards an agent's scores.
+
+    A broken tool is never a bad agent: ``infra_error`` is the harness's or a tool's fault
+    (renderer, unreachable model, unreadable dataset deck), ``agent_error`` and ``timeout`` the
+    agent's, ``judge_error`` a judge's that could not reach a verdict.
+    """
+
+    SCORED = "scored"
+    AGENT_ERROR = "agent_error"
+    TIMEOUT = "timeout"
+    JUDGE_ERROR = "judge_error"
+    INFRA_ERROR = "infra_error"
+
+
+STATUSES = tuple(s.value for s in Status)
 
 
 class Options(BaseModel):
@@ -31,26 +56,6 @@ class Options(BaseModel):
 
 
 # --------------------------------------------------------------------------- errors
-
-
-class PptArenaError(Exception):
-    """Base class of pptarena's own errors."""
-
-
-class ComponentUnavailable(PptArenaError):
-    """A component cannot work here (missing SDK, program or platform)."""
-
-
-class AgentError(PptArenaError):
-    """The agent under test failed to produce a usable prediction."""
-
-
-class JudgeError(PptArenaError):
-    """A judge could not produce a verdict (e.g. unparseable model output)."""
-
-
-class InfraError(PptArenaError):
-    """A tool failed (renderer crash, model unreachable): not the agent's fault."""
 
 
 # --------------------------------------------------------------------------- tasks
@@ -163,7 +168,7 @@ class Agent(Protocol):
 class Judge(Protocol):
     """Scores a prediction."""
 
-    def judge(self, task: Task, prediction: Prediction, evidence: Any) -> Verdict: ...
+    def judge(self, task: Task, prediction: Prediction, evidence: Evidence) -> Verdict: ...
 
 
 # --------------------------------------------------------------------------- context

@@ -14,7 +14,7 @@ DEMO_TASK = "qbr-fix-typos"
 
 def demo_root(cache: Path) -> Path:
     """The generated demo set (built into ``cache`` on first use)."""
-    from pptarena.plugins.datasets.demo import ensure_demo_set
+    from pptarena.plugins.datasets.demo.dataset import ensure_demo_set
 
     return ensure_demo_set(cache)
 
@@ -106,6 +106,6 @@ UNDEFINED_NAMES = rubric_of(leaf(
 
 def run_cli(*args: str) -> Any:
     """Invoke ``arena author ...`` in-process; returns the click Result."""
-    from pptarena.cli import cli
+    from pptarena.cli.main import cli
 
     return CliRunner().invoke(cli, ["author", *args], catch_exceptions=False)

@@ -36,7 +36,7 @@ def corpus_dir() -> Path:
 @pytest.fixture
 def fake_plugins(monkeypatch):
     """Registers tests/fakeplugins.py through PPTARENA_PLUGINS and resets the process registry."""
-    from pptarena.registry import reset_registry
+    from pptarena.run.registry import reset_registry
 
     monkeypatch.setenv("PPTARENA_PLUGINS", "fakeplugins")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))

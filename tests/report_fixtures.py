@@ -13,9 +13,9 @@ import json
 import shutil
 from pathlib import Path
 
-from pptarena.config import load_config
-from pptarena.registry import get_registry, reset_registry
-from pptarena.runner import Runner
+from pptarena.run.config import load_config
+from pptarena.run.registry import get_registry, reset_registry
+from pptarena.run.runner import Runner
 
 DEMO_TASKS = ("birds-align-pictures", "birds-title-colour", "qbr-fix-typos")
 

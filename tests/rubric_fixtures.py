@@ -91,7 +91,7 @@ def scripted_hub(tmp_path: Path, **options: Any):
 
 def make_judge(tmp_path: Path, **options: Any):
     """A ``rubric`` judge built through the registry with ``options``."""
-    from pptarena.plugins.judges.rubric import RubricJudge
+    from pptarena.plugins.judges.rubric.judge import RubricJudge
     from pptarena.types import ComponentContext
 
     ctx = ComponentContext(cache_dir=tmp_path / "cache", model=None, name="rubric", label="rubric")  # type: ignore[arg-type]

@@ -29,7 +29,7 @@ EDIT_SCRIPT = textwrap.dedent(
 
 
 def make_agent(tmp_path, **options):
-    from pptarena.registry import get_registry
+    from pptarena.run.registry import get_registry
     from pptarena.types import ComponentContext
 
     ctx = ComponentContext(cache_dir=tmp_path, model=None, name="command", label="cli")  # type: ignore[arg-type]

@@ -20,7 +20,7 @@ from pptarena.types import ComponentContext, Task
 
 @pytest.fixture(scope="module")
 def demo_tasks(tmp_path_factory) -> list[Task]:
-    from pptarena.registry import get_registry
+    from pptarena.run.registry import get_registry
 
     try:
         get_registry().get("datasets", "demo")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 from conftest import ROOT
-from pptarena.config import load_config
-from pptarena.registry import get_registry
+from pptarena.run.config import load_config
+from pptarena.run.registry import get_registry
 
 EXAMPLES = ["pptpilot-openai", "ppteval-rubric", "local-openai-compatible", "cli-agent", "gui-computer-use",
             "osworld-impress", "tsbench", "pptc"]

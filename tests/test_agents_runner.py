@@ -6,9 +6,9 @@ import json
 import sys
 from pathlib import Path
 
-from pptarena.config import load_config
-from pptarena.registry import get_registry
-from pptarena.runner import Runner
+from pptarena.run.config import load_config
+from pptarena.run.registry import get_registry
+from pptarena.run.runner import Runner
 
 PROGRAM = """```python
 from pptx import Presentation

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 from author_fixtures import DEMO_TASK, copy_demo_tasks, demo_root, demo_rubric, leaf, rubric_of, run_cli
 from conftest import CORPUS, PPTEVAL
-from pptarena.author_check import RubricChecker, format_table
-from pptarena.registry import get_registry
+from pptarena.authoring.check import RubricChecker, format_table
+from pptarena.run.registry import get_registry
 from pptarena.types import Task
 
 READS = "    from pptx import Presentation\n    text = Presentation(modified_ppt_path).slides[1].placeholders[1].text_frame.text\n"
@@ -107,7 +107,7 @@ def test_no_renders_reports_rubrics_that_need_screenshots(tmp_path):
                     reason="../shared/ppteval or the stand-in corpus deck is not available")
 def test_the_120_published_rubrics_on_a_stand_in_deck(tmp_path):
     """PPT-Eval ships no targets and no decks: check what can be checked on a stand-in original."""
-    from pptarena.cli_render import make_renderer
+    from pptarena.cli.render import make_renderer
 
     registry = json.loads((PPTEVAL / "task_registry" / "tasks.json").read_text(encoding="utf-8"))
     stand_in = CORPUS / "poi_stress013.pptx"

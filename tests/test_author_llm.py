@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from pptarena.author_llm import (
+from pptarena.authoring.llm import (
     AuthorError,
     ReplyParseError,
     draft_with_retries,

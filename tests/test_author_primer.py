@@ -12,19 +12,19 @@ from pathlib import Path
 import pytest
 from author_fixtures import DEMO_TASK, copy_demo_tasks, leaf, rubric_of
 from conftest import ROOT
-from pptarena.author_lint import (
+from pptarena.authoring.lint import (
     CONTEXT_NAMES,
     PPT_DIFF_ATTRIBUTES,
     free_names,
     lint_function_code,
     lint_rubric,
 )
-from pptarena.author_primer import RUBRIC_FORMAT, SCREENSHOT_FIELDS, context_api_primer
+from pptarena.authoring.primer import RUBRIC_FORMAT, SCREENSHOT_FIELDS, context_api_primer
 
 
 def _context_keys_of_rubric_child() -> set[str]:
     """The keys of the context dict the rubric judge's sandbox builds for every leaf."""
-    import pptarena.plugins.judges.rubric_child as child
+    import pptarena.plugins.judges.rubric.child as child
 
     tree = ast.parse(inspect.getsource(child))
     for node in ast.walk(tree):
@@ -39,7 +39,7 @@ def test_context_names_match_the_rubric_judge():
 
 
 def test_screenshot_fields_and_model_helpers_match_the_rubric_judge():
-    from pptarena.plugins.judges.rubric_child import SlideScreenshot, llm_call, vlm_call
+    from pptarena.plugins.judges.rubric.child import SlideScreenshot, llm_call, vlm_call
 
     assert tuple(f.name for f in fields(SlideScreenshot)) == SCREENSHOT_FIELDS
     primer = context_api_primer()
@@ -64,10 +64,10 @@ def test_diff_fields_come_from_the_deck_engine():
 
 def test_the_documented_context_is_what_leaves_see(tmp_path):
     """A leaf using every attribute the primer names runs without error in the real judge."""
-    from pptarena.author_check import RubricChecker
-    from pptarena.author_files import load_task_folder
-    from pptarena.cli_render import make_renderer
-    from pptarena.registry import get_registry
+    from pptarena.authoring.check import RubricChecker
+    from pptarena.authoring.files import load_task_folder
+    from pptarena.cli.render import make_renderer
+    from pptarena.run.registry import get_registry
 
     cache = Path(os.environ["PPTARENA_CACHE"])
     code = (
@@ -160,7 +160,7 @@ def test_docs_usage_blocks_name_only_real_options():
     """Every --option in the usage blocks of docs/authoring.md exists on that command."""
     import re
 
-    from pptarena.cli_author import author_group
+    from pptarena.cli.author import author_group
 
     text = (ROOT / "docs" / "authoring.md").read_text(encoding="utf-8")
     blocks = re.findall(r"```\n(arena author ([a-z-]+) .*?)```", text, re.S)

@@ -8,7 +8,7 @@ import tomllib
 from pathlib import Path
 
 from author_fixtures import demo_root, fenced, images_sent, last_user_text, requests, run_cli, scripted_config
-from pptarena.author_propose import slugify, validate_proposal
+from pptarena.authoring.propose import slugify, validate_proposal
 from pptarena.deck import summarize
 
 GOOD = {
@@ -47,8 +47,8 @@ def test_valid_proposals_become_a_loadable_folder_dataset_and_invalid_ones_are_r
     rejected = next(line for line in result.output.splitlines() if line.startswith("rejected: reply 1, task 2:"))
     for problem in ("'difficulty' 'extreme'", "category 'Design'", "'edit_type' 'Fancy'", "slide 9 does not exist"):
         assert problem in rejected
-    from pptarena.author_files import load_dataset_tasks
-    from pptarena.registry import get_registry
+    from pptarena.authoring.files import load_dataset_tasks
+    from pptarena.run.registry import get_registry
 
     tasks = {t.id: t for t in load_dataset_tasks(get_registry(), "folder", {"root": out}, tmp_path / "c")}
     assert set(tasks) == {"fix-agenda-typos", "give-the-revenue-table-on-slide-3-a-header-row"}
@@ -111,9 +111,9 @@ def test_proposal_validation_rules():
 
 def test_task_toml_edits_keep_everything_else_and_refuse_unsafe_files(tmp_path):
     import pytest
-    from pptarena.author_files import set_top_level_keys, write_new_task_toml
-    from pptarena.author_llm import AuthorError
-    from pptarena.author_propose import TODO_COMMENTS
+    from pptarena.authoring.files import set_top_level_keys, write_new_task_toml
+    from pptarena.authoring.llm import AuthorError
+    from pptarena.authoring.propose import TODO_COMMENTS
 
     path = tmp_path / "task.toml"
     write_new_task_toml(path, {"instruction": 'Say "hi"', "original": "a.pptx"}, {"difficulty": "easy"}, TODO_COMMENTS)

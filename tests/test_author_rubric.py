@@ -21,8 +21,8 @@ from author_fixtures import (
     run_cli,
     scripted_config,
 )
-from pptarena.author_lint import CONTEXT_NAMES
-from pptarena.author_rubric import authoring_problems, parse_rubric_reply
+from pptarena.authoring.lint import CONTEXT_NAMES
+from pptarena.authoring.rubric import authoring_problems, parse_rubric_reply
 
 
 def _cache() -> Path:
@@ -47,8 +47,8 @@ def test_good_draft_is_written_referenced_and_checked(tmp_path):
     assert written["root"] == good["root"]
     assert tomllib.loads((folder / "task.toml").read_text(encoding="utf-8"))["rubric"] == "rubric.json"
     # the folder dataset loads the task with its new rubric
-    from pptarena.author_files import load_task_folder
-    from pptarena.registry import get_registry
+    from pptarena.authoring.files import load_task_folder
+    from pptarena.run.registry import get_registry
 
     assert load_task_folder(get_registry(), folder, _cache()).task.rubric == written
     # the prompt taught the context API and showed the reference edits

@@ -11,8 +11,6 @@ import threading
 import time
 
 import pytest
-from pptarena.model_cache import ResponseCache, request_key
-from pptarena.model_retry import RetryPolicy, call_with_retries
 from pptarena.models import (
     BackendOptions,
     CallPolicy,
@@ -28,6 +26,8 @@ from pptarena.models import (
     redact_secrets,
     sum_usage,
 )
+from pptarena.models.cache import ResponseCache, request_key
+from pptarena.models.retry import RetryPolicy, call_with_retries
 from pptarena.types import AgentLog
 
 
@@ -154,7 +154,7 @@ def test_cache_round_trip_and_concurrent_processes(tmp_path):
     writer = textwrap.dedent(
         f"""
         import sys
-        from pptarena.model_cache import ResponseCache
+        from pptarena.models.cache import ResponseCache
         from pptarena.models import Completion, Usage
         c = ResponseCache({str(path)!r})
         for i in range(150):

@@ -8,8 +8,8 @@ import time
 
 import pytest
 from pptarena import ModelRef
-from pptarena.config import ConfigError, load_config, redact
-from pptarena.registry import get_registry
+from pptarena.run.config import ConfigError, load_config, redact
+from pptarena.run.registry import get_registry
 from pptarena.types import Component
 from pptarena.types import Options as BaseOptions
 from pydantic import SecretStr
@@ -137,3 +137,36 @@ def test_wrongly_typed_tables_are_config_errors(tmp_path, fake_plugins):
     assert "agents: expected [[agents]] tables, got int" in text
     assert "judges: expected [[judges]] tables, got str" in text
     assert "backends: expected tables [backends.NAME], got str" in text
+
+
+COMMAND_WITH_SECRET = (
+    '[dataset]\nuse = "fake"\nroot = "d"\n'
+    '[[agents]]\nuse = "command"\ncommand = ["true"]\nenv = { ANTHROPIC_API_KEY = { env = "PPTARENA_TEST_UNSET_KEY" } }\n'
+    '[renderer]\nuse="dummy"\n'
+)
+
+
+def test_missing_secret_is_one_line_without_pydantic_internals(tmp_path, fake_plugins, monkeypatch):
+    monkeypatch.delenv("PPTARENA_TEST_UNSET_KEY", raising=False)
+    cfg = write(tmp_path, COMMAND_WITH_SECRET)
+    with pytest.raises(ConfigError) as exc:
+        load_config(cfg, get_registry())
+    problems = [line for line in str(exc.value).splitlines() if line.startswith("- ")]
+    assert problems == ["- agents[0].env.ANTHROPIC_API_KEY: environment variable PPTARENA_TEST_UNSET_KEY is not set"]
+
+
+def test_union_errors_are_reported_once_per_key(tmp_path, fake_plugins):
+    cfg = write(tmp_path, COMMAND_WITH_SECRET.replace('{ env = "PPTARENA_TEST_UNSET_KEY" }', "[1, 2]"))
+    with pytest.raises(ConfigError) as exc:
+        load_config(cfg, get_registry())
+    problems = [line for line in str(exc.value).splitlines() if line.startswith("- ")]
+    assert len(problems) == 1 and problems[0].startswith("- agents[0].env.ANTHROPIC_API_KEY: ")
+    assert "lax-or-strict" not in problems[0] and "function-after" not in problems[0]
+
+
+def test_commands_without_model_calls_load_without_secrets(tmp_path, fake_plugins, monkeypatch):
+    monkeypatch.delenv("PPTARENA_TEST_UNSET_KEY", raising=False)
+    cfg = write(tmp_path, COMMAND_WITH_SECRET)
+    config = load_config(cfg, get_registry(), require_secrets=False)
+    assert config.missing_secrets == ["agents[0].env.ANTHROPIC_API_KEY: PPTARENA_TEST_UNSET_KEY"]
+    assert config.agents[0].options.env["ANTHROPIC_API_KEY"].get_secret_value() == ""

@@ -12,9 +12,14 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
-from pptarena.cli_dataset import export_dataset, pptarena_id
+from pptarena.cli.dataset import export_dataset, pptarena_id
 from pptarena.plugins.datasets.common import DatasetError, rubric_problems
-from pptarena.plugins.datasets.demo import GENERATOR_VERSION, DemoDataset, build_demo_set, ensure_demo_set
+from pptarena.plugins.datasets.demo.dataset import (
+    GENERATOR_VERSION,
+    DemoDataset,
+    build_demo_set,
+    ensure_demo_set,
+)
 from pptarena.plugins.datasets.pptarena import case_id, load_pptarena_tasks
 from pptarena.plugins.datasets.ppteval import load_ppteval_tasks
 from pptarena.types import ComponentContext
@@ -163,7 +168,7 @@ def test_demo_generation_is_deterministic(tmp_path):
 _BUILD_SNIPPET = """
 import sys
 from pathlib import Path
-from pptarena.plugins.datasets.demo import ensure_demo_set
+from pptarena.plugins.datasets.demo.dataset import ensure_demo_set
 print(ensure_demo_set(Path(sys.argv[1])))
 """
 
@@ -253,7 +258,7 @@ def test_export_id_rule_matches_the_pptarena_loader(name):
 
 
 def test_cli_dataset_export(tmp_path):
-    from pptarena.cli import cli
+    from pptarena.cli.main import cli
 
     config = tmp_path / "demo.toml"
     config.write_text('[dataset]\nuse = "demo"\nids = ["birds-*"]\n\n[[agents]]\nuse = "noop"\n\n'

@@ -341,7 +341,7 @@ def test_ppteval_registry_problems(tmp_path):
 
 
 def test_datasets_are_registered_through_entry_points(tmp_path):
-    from pptarena.registry import load_registry
+    from pptarena.run.registry import load_registry
     from pydantic import ValidationError
 
     registry = load_registry(only=["datasets-folder", "datasets-pptarena", "datasets-ppteval", "datasets-demo"])
@@ -354,7 +354,7 @@ def test_datasets_are_registered_through_entry_points(tmp_path):
 
 def test_rubric_validation_accepts_exactly_what_the_rubric_judge_loads():
     """A rubric the dataset accepts must not be refused (or silently broken) when the judge runs it."""
-    from pptarena.plugins.judges.rubric_tree import RubricError, compile_leaves, load_rubric
+    from pptarena.plugins.judges.rubric.tree import RubricError, compile_leaves, load_rubric
 
     body = 'def compute_score():\n    return "ok", 1.0\n'
 

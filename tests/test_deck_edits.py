@@ -369,8 +369,8 @@ def test_demo_table_header_task(tmp_path):
     """The demo task onboarding-table-header (header row filled #00606B, bold white text) was
     invisible to the diff before cells carried formatting; now each header cell reports its fill,
     bold and colour."""
-    from pptarena.plugins.datasets.demo_decks import build_onboarding
-    from pptarena.plugins.datasets.demo_tasks import edit_table_header
+    from pptarena.plugins.datasets.demo.decks import build_onboarding
+    from pptarena.plugins.datasets.demo.tasks import edit_table_header
 
     a, b = tmp_path / "a.pptx", tmp_path / "b.pptx"
     build_onboarding(a)

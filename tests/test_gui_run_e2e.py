@@ -36,8 +36,8 @@ KEYBOARD_RETITLE = json.dumps({"actions": [
 
 
 def test_gui_agent_run_on_a_demo_deck_is_judged_against_impress_round_trips(tmp_path):
-    from pptarena.components import default_cache_dir
-    from pptarena.plugins.datasets.demo import ensure_demo_set
+    from pptarena.plugins.datasets.demo.dataset import ensure_demo_set
+    from pptarena.run.components import default_cache_dir
 
     demo = ensure_demo_set(default_cache_dir())
     task = tmp_path / "tasks" / "retitle"

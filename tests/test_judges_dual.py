@@ -6,7 +6,7 @@ import json
 
 import pytest
 from pptarena.models import ImagePart, ModelHub
-from pptarena.plugins.judges.dual import DualJudge
+from pptarena.plugins.judges.dual.judge import DualJudge
 from pptarena.types import ComponentContext, JudgeError
 from structural_dual_fixtures import (
     FakeRenderer,

@@ -7,7 +7,7 @@ import json
 import pytest
 from conftest_llm import TEST_API_KEY
 from pptarena.models import ModelHub
-from pptarena.plugins.judges.dual import DualJudge
+from pptarena.plugins.judges.dual.judge import DualJudge
 from pptarena.types import ComponentContext, JudgeError
 from pydantic import SecretStr
 from structural_dual_fixtures import FakeRenderer, build_deck, derive, make_case, recolor, retitle, set_text

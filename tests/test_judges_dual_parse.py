@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
-from pptarena.plugins.judges.dual_prompts import bounded, compact_slides, summary_block
-from pptarena.plugins.judges.verdict_parse import ScoreParseError, parse_score
+from pptarena.plugins.judges.dual.prompts import bounded, compact_slides, summary_block
+from pptarena.plugins.judges.dual.verdict_parse import ScoreParseError, parse_score
 
 
 @pytest.mark.parametrize(

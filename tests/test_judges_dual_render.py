@@ -6,7 +6,7 @@ import shutil
 
 import pytest
 from pptarena.models import ModelHub
-from pptarena.plugins.judges.dual import DualJudge
+from pptarena.plugins.judges.dual.judge import DualJudge
 from pptarena.types import ComponentContext
 from structural_dual_fixtures import build_deck, derive, make_case, recolor, retitle
 

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from pptarena.plugins.judges.structural import StructuralJudge
+from pptarena.plugins.judges.structural.judge import StructuralJudge
 from pptarena.types import ComponentContext, JudgeError
 from structural_dual_fixtures import (
     build_deck,
@@ -261,7 +261,7 @@ def _group_deck(path: Path, child_dx: int) -> Path:
 def test_position_tolerance_is_a_fraction_of_the_slide_for_shapes_in_groups(tmp_path):
     """A child moved 10 in (child units) = 1 in on the slide; 0.9 in child units off is 0.9% of the slide."""
     from pptarena.deck import diff_decks
-    from pptarena.plugins.judges.edit_match import match_edits
+    from pptarena.plugins.judges.structural.edit_match import match_edits
     from pptx.util import Inches
 
     original = _group_deck(tmp_path / "o.pptx", 0)
@@ -275,7 +275,7 @@ def test_position_tolerance_is_a_fraction_of_the_slide_for_shapes_in_groups(tmp_
 
 def test_a_negative_slide_size_does_not_make_every_move_within_tolerance(tmp_path):
     from pptarena.deck import diff_decks
-    from pptarena.plugins.judges.edit_match import match_edits
+    from pptarena.plugins.judges.structural.edit_match import match_edits
     from pptx.util import Inches
 
     original = _group_deck(tmp_path / "o.pptx", 0)
@@ -288,7 +288,7 @@ def test_a_negative_slide_size_does_not_make_every_move_within_tolerance(tmp_pat
 def test_matching_stays_linear_for_hundreds_of_added_shapes(tmp_path):
     """1000 added text boxes in both target and prediction: all matched, via the windowed pairing."""
     from pptarena.deck import diff_decks
-    from pptarena.plugins.judges import edit_match
+    from pptarena.plugins.judges.structural import edit_match
     from pptx import Presentation
     from pptx.util import Emu
 

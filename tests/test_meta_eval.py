@@ -10,12 +10,12 @@ import shutil
 import numpy as np
 import pytest
 from click.testing import CliRunner
-from pptarena.cli import cli
-from pptarena.config import load_config
-from pptarena.meta_eval import LabelError, label_agreement, meta_eval, read_labels, to_class
-from pptarena.meta_stats import bootstrap_ci, kendall_tau_b, pearson, rankdata, spearman, stability
-from pptarena.registry import get_registry, reset_registry
-from pptarena.runner import Runner
+from pptarena.cli.main import cli
+from pptarena.report.meta_eval import LabelError, label_agreement, meta_eval, read_labels, to_class
+from pptarena.report.meta_stats import bootstrap_ci, kendall_tau_b, pearson, rankdata, spearman, stability
+from pptarena.run.config import load_config
+from pptarena.run.registry import get_registry, reset_registry
+from pptarena.run.runner import Runner
 from report_fixtures import demo_run, fake_run, rows_of
 
 # ------------------------------------------------------------------ statistics

@@ -12,11 +12,11 @@ import osworld_fixtures as fx
 import osworld_standin as standin
 import pptc_reference as ref
 import pytest
-from pptarena.config import ConfigError, load_config
+from pptarena.run.config import ConfigError, load_config
 from pptarena.plugins.datasets.osworld.load import OsworldWarning
-from pptarena.registry import get_registry
-from pptarena.report import summary_tables
-from pptarena.runner import Runner
+from pptarena.run.registry import get_registry
+from pptarena.report.tables import summary_tables
+from pptarena.run.runner import Runner
 
 pytestmark = pytest.mark.skipif(
     not (standin.SHARED_OSWORLD.is_dir() and fx.CORPUS.is_dir() and ref.PPTC.is_dir()),

@@ -10,12 +10,12 @@ from pathlib import Path
 import osworld_fixtures as fx
 import osworld_standin as standin
 import pytest
-from pptarena.config import load_config
+from pptarena.run.config import load_config
 from pptarena.plugins.datasets.common import DatasetError
 from pptarena.plugins.datasets.osworld.load import OsworldWarning, load_osworld
 from pptarena.plugins.judges.osworld import OsworldJudge
-from pptarena.registry import get_registry
-from pptarena.runner import Runner
+from pptarena.run.registry import get_registry
+from pptarena.run.runner import Runner
 from pptarena.types import ComponentContext, JudgeError, Prediction, Task
 
 pytestmark = pytest.mark.skipif(

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pptarena
 import pytest
-from pptarena.registry import (
+from pptarena.run.registry import (
     AmbiguousComponentError,
     PluginLoadError,
     Registry,

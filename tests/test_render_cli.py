@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from PIL import Image
-from pptarena.cli_render import render_command
+from pptarena.cli.render import render_command
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 HIDDEN_DECK = CORPUS / "shapecrawler_autoshape-case017_sections_hidden.pptx"

@@ -5,9 +5,10 @@ from __future__ import annotations
 import io
 
 from click.testing import CliRunner
-from pptarena.cli import cli
-from pptarena.report import breakdown_tables, judge_kinds, leaderboard_table, plain_text, print_summary
-from pptarena.results import summarize_results
+from pptarena.cli.main import cli
+from pptarena.report.show import print_summary
+from pptarena.report.tables import breakdown_tables, judge_kinds, leaderboard_table, plain_text
+from pptarena.run.results import summarize_results
 from report_fixtures import fake_run, rows_of
 
 

@@ -10,7 +10,7 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
-from pptarena.report_html import write_report
+from pptarena.report.html import write_report
 from report_fixtures import copy_run, demo_run, fake_run
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"

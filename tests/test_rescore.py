@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from click.testing import CliRunner
-from pptarena.cli import cli
-from pptarena.registry import get_registry
-from pptarena.rescore import RescoreError, Rescorer, rescore
+from pptarena.cli.main import cli
+from pptarena.report.rescore import RescoreError, Rescorer, rescore
+from pptarena.run.registry import get_registry
 from report_fixtures import fake_run, rows_of
 
 ALT = """

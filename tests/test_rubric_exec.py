@@ -6,7 +6,7 @@ import base64
 import textwrap
 from pathlib import Path
 
-from pptarena.plugins.judges.rubric_exec import LeafRun, ModelBridge, run_function_leaves
+from pptarena.plugins.judges.rubric.execute import LeafRun, ModelBridge, run_function_leaves
 from rubric_fixtures import scripted_hub
 
 BASE_INPUTS = {"original_ppt_path": "/nonexistent/a.pptx", "modified_ppt_path": "/nonexistent/b.pptx", "ppt_diff": None, "screenshots": {}}

@@ -6,7 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
-from pptarena.plugins.judges.rubric_llm import deterministic_reason, format_prompt, parse_llm_score
+from pptarena.plugins.judges.rubric.llm import deterministic_reason, format_prompt, parse_llm_score
 from pptarena.types import InfraError, JudgeError, Task
 from rubric_fixtures import (  # noqa: F401 - fixtures
     edit_title,
@@ -208,7 +208,7 @@ def test_llm_reply_parsing_follows_ai_rubric():
 
 
 def test_registered_with_validated_options(tmp_path):
-    from pptarena.registry import get_registry
+    from pptarena.run.registry import get_registry
     from pptarena.types import ComponentContext
     from pydantic import ValidationError
 
@@ -223,7 +223,7 @@ def test_registered_with_validated_options(tmp_path):
 
 def test_llm_scorer_prompts_cannot_reach_private_attributes_or_blow_up():
     """llm-leaf prompts are str.format-ed in the judge process: the context's fields work, nothing else."""
-    from pptarena.plugins.judges.rubric_child import SlideScreenshot, llm_call
+    from pptarena.plugins.judges.rubric.child import SlideScreenshot, llm_call
 
     ctx = {"llm_call": llm_call, "modified_ppt_path": "/d/pred.pptx",
            "modified_ppt_screenshots": [SlideScreenshot(1, "/d/s1.png", "256")]}

@@ -12,8 +12,8 @@ import re
 from collections import Counter
 
 import pytest
-from pptarena.plugins.judges.rubric_exec import LeafRun, ModelBridge, run_function_leaves
-from pptarena.plugins.judges.rubric_tree import load_rubric
+from pptarena.plugins.judges.rubric.execute import LeafRun, ModelBridge, run_function_leaves
+from pptarena.plugins.judges.rubric.tree import load_rubric
 from rubric_fixtures import CONTEXT_NAMES, published_rubrics, renderer, scripted_hub, stand_in_pair  # noqa: F401
 
 CONTEXT_CLASSES = ("PowerPointDiff", "Slide", "AnimationEffect", "SlideTransition", "SlideScreenshot")

@@ -6,9 +6,9 @@ import json
 import shutil
 
 import pytest
-from pptarena.config import load_config
-from pptarena.registry import get_registry
-from pptarena.runner import Runner
+from pptarena.run.config import load_config
+from pptarena.run.registry import get_registry
+from pptarena.run.runner import Runner
 from rubric_fixtures import STAND_IN, edit_title, leaf, rubric
 
 TITLE = (

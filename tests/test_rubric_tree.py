@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from pptarena.plugins.judges.rubric_tree import (
+from pptarena.plugins.judges.rubric.tree import (
     FunctionScorer,
     LLMScorer,
     RubricError,

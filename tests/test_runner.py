@@ -11,9 +11,9 @@ import time
 from pathlib import Path
 
 import pytest
-from pptarena.config import load_config
-from pptarena.registry import get_registry
-from pptarena.runner import Runner
+from pptarena.run.config import load_config
+from pptarena.run.registry import get_registry
+from pptarena.run.runner import Runner
 
 BASE = '[dataset]\nuse = "fake"\nroot = "data"\ncount = {count}\n[renderer]\nuse = "dummy"\n[[judges]]\nuse = "title"\n'
 
@@ -127,7 +127,7 @@ def test_sigkill_then_resume_records_every_pair_once(tmp_path, fake_plugins):
 
 
 def test_partial_last_line_is_repaired(tmp_path):
-    from pptarena.results import ResultsStore
+    from pptarena.run.results import ResultsStore
 
     (tmp_path / "results.jsonl").write_text('{"agent": "a", "task_id": "1", "status": "scored"}\n{"agent": "a", "task_')
     store = ResultsStore(tmp_path)
@@ -191,7 +191,7 @@ def test_agents_tool_resaves_the_reference_decks_for_judges(tmp_path, fake_plugi
     assert len(list((cache / "references").rglob("*.pptx"))) == 4  # 2 tasks x (original, target), cached
     plain = json.loads((tmp_path / "out/tasks/slowcopy/task-00/judges/title/subjects.json").read_text())
     assert plain == {"original": "", "target": ""}  # agents without a tool see the dataset's decks
-    from pptarena.rescore import rescore
+    from pptarena.report.rescore import rescore
 
     out_dir, _ = rescore(tmp_path / "out", get_registry(), name="again")
     again = json.loads((out_dir / "tasks/resaving/task-00/judges/title/subjects.json").read_text())
@@ -209,7 +209,7 @@ def test_reference_resave_failure_is_an_infra_error(tmp_path, fake_plugins, monk
 
 def test_worker_setup_failure_is_an_infra_error(tmp_path):
     """A worker that cannot even load the config (the harness's fault) never charges the agent."""
-    from pptarena.worker import main as worker_main
+    from pptarena.run.worker import main as worker_main
 
     spec = tmp_path / "spec.json"
     result = tmp_path / "result.json"
@@ -224,7 +224,7 @@ def test_worker_setup_failure_is_an_infra_error(tmp_path):
 def test_unreadable_input_deck_is_an_infra_error_and_the_run_goes_on(tmp_path, fake_plugins, monkeypatch):
     import dataclasses
 
-    import pptarena.runner as runner_mod
+    import pptarena.run.runner as runner_mod
 
     real_load = runner_mod.load_tasks
 
@@ -243,7 +243,7 @@ def test_unreadable_input_deck_is_an_infra_error_and_the_run_goes_on(tmp_path, f
 
 
 def test_safe_names_of_long_ids_do_not_collide():
-    from pptarena.runner import safe_name
+    from pptarena.run.rundir import safe_name
 
     a, b = "x" * 130 + "a", "x" * 130 + "b"
     assert safe_name(a) != safe_name(b) and len(safe_name(a)) <= 120

@@ -1,14 +1,15 @@
 """The third-party path: a real plugin distribution (tests/fixtures/pptarena-dummy) installed with pip.
 
 If ``pptarena_dummy`` is already installed (the tox ``plugins`` env), the current
-interpreter is used; otherwise the test makes a throw-away virtualenv that sees
-this environment's packages and pip-installs the fixture into it.
+interpreter is used as it is; otherwise the project's interpreter pip-installs the
+fixture into a private folder that the ``arena`` subprocesses get on ``PYTHONPATH``.
 """
 
 from __future__ import annotations
 
 import importlib.util
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -20,24 +21,35 @@ FIXTURE = Path(__file__).parent / "fixtures" / "pptarena-dummy"
 
 
 @pytest.fixture(scope="module")
-def python_with_plugin(tmp_path_factory) -> Path:
-    if importlib.util.find_spec("pptarena_dummy") is not None:
-        return Path(sys.executable)
-    venv = tmp_path_factory.mktemp("venv")
-    subprocess.run([sys.executable, "-m", "venv", "--system-site-packages", str(venv)], check=True)
-    py = venv / "bin" / "python"
+def python_with_plugin(tmp_path_factory) -> tuple[Path, dict[str, str]]:
+    """An interpreter that sees the installed fixture plugin, and the environment to run it with.
+
+    The fixture is built and installed by this project's own interpreter (its venv has
+    setuptools and wheel from the ``test`` extra), into a private target folder put on
+    ``PYTHONPATH``: nothing comes from the base interpreter and no index is contacted.
+    """
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    if importlib.util.find_spec("pptarena_dummy") is not None:  # the tox ``plugins`` env
+        return Path(sys.executable), env
+    target = tmp_path_factory.mktemp("site")
     src = tmp_path_factory.mktemp("src") / "pptarena-dummy"
     shutil.copytree(FIXTURE, src)  # builds write egg-info beside the sources: keep the fixture clean
-    subprocess.run(  # no build isolation: no index is contacted (setuptools and wheel come from the test extra)
-        [str(py), "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index", str(src)],
-        check=True,
+    done = subprocess.run(
+        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
+         "--target", str(target), str(src)],
         capture_output=True,
+        text=True,
     )
-    return py
+    assert done.returncode == 0, done.stdout + done.stderr
+    env["PYTHONPATH"] = str(target)
+    return Path(sys.executable), env
 
 
-def arena(py: Path, *args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([str(py), "-m", "pptarena.cli", *args], capture_output=True, text=True, cwd=cwd)
+def arena(
+    py: tuple[Path, dict[str, str]], *args: str, cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
+    python, env = py
+    return subprocess.run([str(python), "-m", "pptarena.cli", *args], capture_output=True, text=True, cwd=cwd, env=env)
 
 
 def test_plugins_lists_the_third_party_plugin(python_with_plugin):

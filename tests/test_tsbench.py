@@ -8,11 +8,11 @@ import shutil
 from pathlib import Path
 
 import pytest
-from pptarena.config import load_config
+from pptarena.run.config import load_config
 from pptarena.plugins.datasets.common import DatasetError
 from pptarena.plugins.datasets.tsbench import NO_TARGET, load_tsbench
-from pptarena.registry import get_registry
-from pptarena.runner import Runner
+from pptarena.run.registry import get_registry
+from pptarena.run.runner import Runner
 
 CORPUS = Path(__file__).resolve().parents[2] / "shared" / "corpus"
 pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"the shared deck corpus {CORPUS} is absent")

@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING
 
 from lxml import etree
 
-from ..types import PptArenaError
+from ..errors import PptArenaError
 
 if TYPE_CHECKING:  # pragma: no cover
     import pptx.presentation

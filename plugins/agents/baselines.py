@@ -8,7 +8,8 @@ import shutil
 from pathlib import Path
 
 import pptarena
-from pptarena.types import AgentError, Component, Options, Prediction, Task, Workspace
+from pptarena.types import AgentError, Component, Prediction, Task, Workspace
+from pptarena.types import Options as OptionsBase
 from pydantic import Field
 
 
@@ -17,7 +18,7 @@ class NoopAgent(Component):
 
     in_process = True
 
-    class Options(Options):
+    class Options(OptionsBase):
         """No options."""
 
     def edit(self, task: Task, workspace: Workspace) -> Prediction:
@@ -31,7 +32,7 @@ class OracleAgent(Component):
 
     in_process = True
 
-    class Options(Options):
+    class Options(OptionsBase):
         """No options."""
 
     def edit(self, task: Task, workspace: Workspace) -> Prediction:
@@ -44,7 +45,7 @@ class OracleAgent(Component):
         return Prediction(path=workspace.output_deck, notes="reference target deck")
 
 
-class PrecomputedOptions(Options):
+class PrecomputedOptions(OptionsBase):
     """Options of the ``precomputed`` agent."""
 
     dir: Path = Field(description="folder holding one prediction deck per task")

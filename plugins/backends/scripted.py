@@ -137,7 +137,7 @@ class ScriptedRequest:
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready form (images as media type, size and SHA-256)."""
-        from pptarena.model_cache import message_fingerprint
+        from pptarena.models.cache import message_fingerprint
 
         messages = []
         for m in self.messages:

@@ -13,7 +13,7 @@ Two modes, as PPTC evaluates:
   deck; ``metadata["turn_history"]`` lists the earlier turns' instructions with their reference API
   sequences (PPTC's teacher forcing). Turn accuracy = mean ``pptx_match`` score.
 * ``session``: one task per session with ``metadata["turns"]``; the runner gives the turns to the
-  agent in order, each on the agent's own previous output (see :mod:`pptarena.sessions`). The
+  agent in order, each on the agent's own previous output (see :mod:`pptarena.run.sessions`). The
   session succeeds only if every turn does, each judged against its label with its own
   restrictions. ``session_check = "pptc"`` adds PPTC's own session check: the last turn is judged
   with the restrictions of *all* turns, on the final deck (PPTC's gold decks fail it where a later

@@ -75,7 +75,7 @@ class GuiAgent(Component):
     """Edits a deck by operating LibreOffice Impress through screenshots, mouse and keyboard."""
 
     Options = GuiOptions
-    #: What the agent hands back besides the deck (see pptarena.requirements): its Impress
+    #: What the agent hands back besides the deck (see pptarena.run.requirements): its Impress
     #: profile's settings file, in ``Prediction.metadata["files"]``.
     provides = ("libreoffice_settings",)
 
@@ -91,7 +91,7 @@ class GuiAgent(Component):
         """Save ``src`` unchanged through Impress, as an episode that edits nothing would.
 
         The runner uses this for the task's original and target decks (see
-        :mod:`pptarena.references`), so judges do not charge the agent for the
+        :mod:`pptarena.run.references`), so judges do not charge the agent for the
         rewrites Impress makes to any deck it saves.
         """
         from .env import impress_round_trip

@@ -1,0 +1,249 @@
+"""The ``arena`` command line. Click commands only: the work happens in the runner and the components.
+
+Subcommands living in other modules are imported only when invoked, so
+``arena --help`` stays fast and works even when a plugin is broken.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+LAZY_COMMANDS = {
+    "summarize": ("pptarena.cli.deck", "summarize_command", "Summarize a deck as JSON or text."),
+    "diff": ("pptarena.cli.deck", "diff_command", "Show the structural edits from deck A to deck B."),
+    "render": ("pptarena.cli.render", "render_command", "Render decks to one PNG per slide."),
+    "dataset": ("pptarena.cli.dataset", "dataset_group", "Dataset tools (export to the published layouts)."),
+    "report": ("pptarena.cli.report", "report_command", "Show a run's leaderboard and write report.html."),
+    "rescore": ("pptarena.cli.report", "rescore_command", "Re-judge a run's predictions with other judges."),
+    "meta-eval": ("pptarena.cli.report", "meta_eval_command", "Agreement of judges with human labels."),
+    "author": ("pptarena.cli.author", "author_group", "Draft and check tasks, rubrics and style targets."),
+}
+
+
+class LazyGroup(click.Group):
+    """A click group whose extra commands are imported on first use."""
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *LAZY_COMMANDS})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        cmd = super().get_command(ctx, cmd_name)
+        if cmd is not None or cmd_name not in LAZY_COMMANDS:
+            return cmd
+        module_name, attr, help_text = LAZY_COMMANDS[cmd_name]
+        try:
+            module = importlib.import_module(module_name)
+            return getattr(module, attr)
+        except (ImportError, AttributeError) as exc:
+            reason = str(exc)
+
+            @click.command(cmd_name, help=f"{help_text} (unavailable: {reason})", context_settings={"ignore_unknown_options": True})
+            @click.argument("args", nargs=-1, type=click.UNPROCESSED)
+            def unavailable(args: Any) -> None:
+                raise click.ClickException(f"`arena {cmd_name}` is not available in this installation: {reason}")
+
+            return unavailable
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        rows = []
+        for name in self.list_commands(ctx):
+            if name in LAZY_COMMANDS and name not in self.commands:
+                rows.append((name, LAZY_COMMANDS[name][2]))
+            else:
+                cmd = self.commands.get(name)
+                if cmd is not None and not cmd.hidden:
+                    rows.append((name, cmd.get_short_help_str(limit=80)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
+
+
+def registry_from(ctx: click.Context, warn: bool = True) -> Any:
+    """The process registry, honouring ``--strict``; plugin failures become click errors in strict mode."""
+    from pptarena.run.registry import PluginLoadError, get_registry
+
+    strict = bool(ctx.find_root().params.get("strict")) or None
+    try:
+        registry = get_registry(strict=strict)
+    except PluginLoadError as exc:
+        raise click.ClickException(str(exc)) from exc
+    for info in registry.broken if warn else ():
+        click.echo(f"warning: plugin {info.name!r} is broken and was skipped: {info.error}", err=True)
+    return registry
+
+
+def load_run_config(ctx: click.Context, path: str, *, require_secrets: bool = True) -> tuple[Any, Any]:
+    """Load and validate a config (errors become click errors).
+
+    Commands that never call a model pass ``require_secrets=False``: they work without the
+    config's ``{ env = VAR }`` secrets set.
+    """
+    from pptarena.run.config import ConfigError, load_config
+
+    registry = registry_from(ctx)
+    try:
+        return load_config(path, registry, require_secrets=require_secrets), registry
+    except ConfigError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(package_name="pptarena", prog_name="pptarena")
+@click.option("--strict", is_flag=True, help="Make any plugin load failure fatal (also PPTARENA_STRICT_PLUGINS=1).")
+def cli(strict: bool) -> None:
+    """pptarena: evaluate agents that edit PowerPoint decks in place."""
+
+
+@cli.command("plugins")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def plugins_command(ctx: click.Context, as_json: bool) -> None:
+    """List installed plugins and the components each provides."""
+    registry = registry_from(ctx, warn=False)
+    infos = sorted(registry.plugins.values(), key=lambda p: (not p.builtin, p.name))
+    if as_json:
+        click.echo(json.dumps([p.to_json() for p in infos], indent=2))
+        return
+    from rich.console import Console
+    from rich.table import Table
+
+    table = Table(title="pptarena plugins")
+    for col in ("plugin", "distribution", "version", "builtin", "components"):
+        table.add_column(col)
+    for p in infos:
+        comps = "; ".join(f"{k}: {', '.join(sorted(v))}" for k, v in sorted(p.components.items()) if v)
+        table.add_row(
+            p.name, p.distribution or "-", p.version or "-", "yes" if p.builtin else "no", f"[red]broken: {p.error}[/red]" if p.error else comps
+        )
+    Console().print(table)
+
+
+@cli.command("options")
+@click.argument("kind", type=click.Choice(["dataset", "agent", "renderer", "judge", "backend"]))
+@click.argument("name")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.pass_context
+def options_command(ctx: click.Context, kind: str, name: str, as_json: bool) -> None:
+    """Show the options a component accepts in its config table (e.g. `arena options judge dual`)."""
+    from pptarena.run.registry import AmbiguousComponentError, UnknownComponentError
+
+    registry = registry_from(ctx, warn=False)
+    try:
+        spec = registry.get(kind + "s", name)
+    except (UnknownComponentError, AmbiguousComponentError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    rows = spec.describe_options()
+    if as_json:
+        click.echo(json.dumps({"component": spec.provenance(), "options": rows}, indent=2, default=str))
+        return
+    doc = (spec.factory.__doc__ or "").strip().splitlines()
+    click.echo(f"{kind} {spec.name!r} from plugin {spec.plugin} ({spec.distribution or '?'} {spec.version or ''})".rstrip())
+    if doc:
+        click.echo(f"  {doc[0]}")
+    extra = ", plus `label`" if kind in ("agent", "judge") else ""
+    click.echo(f"Config table: `use = \"{spec.name}\"`{extra}, and:" if rows else "It takes no options.")
+    for row in rows:
+        need = "required" if row["required"] else f"default {json.dumps(row['default'], default=str)}"
+        desc = f" — {row['description']}" if row["description"] else ""
+        click.echo(f"  {row['name']}: {row['type']} ({need}){desc}")
+
+
+@cli.command("tasks")
+@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False), help="Run config (TOML).")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--limit", type=int, default=None, help="Only the first N tasks.")
+@click.option("--task", "task_globs", multiple=True, help="Task-id glob (repeatable).")
+@click.pass_context
+def tasks_command(ctx: click.Context, config_path: str, as_json: bool, limit: int | None, task_globs: tuple[str, ...]) -> None:
+    """List the tasks a config's dataset provides."""
+    from pptarena.run.components import Components
+    from pptarena.run.tasks import load_tasks, select_tasks
+    from pptarena.types import PptArenaError
+
+    config, registry = load_run_config(ctx, config_path, require_secrets=False)
+    try:
+        tasks = select_tasks(load_tasks(Components(config, registry)), list(task_globs) or config.run.tasks, limit or config.run.limit)
+    except (PptArenaError, ValueError, OSError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    if as_json:
+        click.echo(json.dumps([{k: v for k, v in t.to_json().items() if k != "rubric"} | {"has_rubric": t.rubric is not None} for t in tasks], indent=2))
+        return
+    for t in tasks:
+        meta = ", ".join(f"{k}={v}" for k, v in t.metadata.items() if k in ("category", "edit_type", "difficulty"))
+        click.echo(f"{t.id}\t{t.instruction[:80]!r}\t{meta}")
+    click.echo(f"{len(tasks)} tasks", err=True)
+
+
+@cli.command("run")
+@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False), help="Run config (TOML).")
+@click.option("--out", type=click.Path(file_okay=False), default=None, help="Run directory (default from [run] out, else runs/<config>-<time>).")
+@click.option("--jobs", type=click.IntRange(1, 256), default=None, help="(agent, task) pairs in flight.")
+@click.option("--limit", type=click.IntRange(1), default=None, help="Only the first N tasks.")
+@click.option("--task", "task_globs", multiple=True, help="Task-id glob (repeatable).")
+@click.option("--retry-errors", is_flag=True, help="On resume, re-run pairs that ended in infra_error or timeout.")
+@click.option("--new", is_flag=True, help="Start a new run directory instead of resuming an unfinished one.")
+@click.option("--quiet", is_flag=True, help="No progress output.")
+@click.option("--no-report", is_flag=True, help="Skip writing report.html (write it later with `arena report`).")
+@click.pass_context
+def run_command(
+    ctx: click.Context,
+    config_path: str,
+    out: str | None,
+    jobs: int | None,
+    limit: int | None,
+    task_globs: tuple[str, ...],
+    retry_errors: bool,
+    new: bool,
+    quiet: bool,
+    no_report: bool,
+) -> None:
+    """Run every agent of a config on every task and judge the predictions."""
+    from pptarena.run.runner import RunInterrupted, Runner, choose_run_dir
+    from pptarena.types import PptArenaError
+
+    config, registry = load_run_config(ctx, config_path)
+    run_dir, resuming = choose_run_dir(config, out, new=new)
+    if not quiet:
+        click.echo(f"{'Resuming' if resuming else 'Starting'} run in {run_dir}", err=True)
+    runner = Runner(
+        config,
+        registry,
+        run_dir,
+        jobs=jobs,
+        limit=limit,
+        task_globs=list(task_globs),
+        retry_errors=retry_errors,
+        strict=bool(ctx.find_root().params.get("strict")),
+        quiet=quiet,
+    )
+    try:
+        summary = runner.run()
+    except RunInterrupted as exc:
+        click.echo(f"\n{exc}", err=True)
+        sys.stderr.flush()
+        os._exit(130)  # results are fsynced line by line; do not wait for in-flight judges
+    except (PptArenaError, ValueError, OSError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    _print_leaderboard(Path(runner.run_dir), summary, quiet, no_report)
+
+
+def _print_leaderboard(run_dir: Path, summary: dict[str, Any], quiet: bool, no_report: bool = False) -> None:
+    from pptarena.report.show import print_summary
+
+    print_summary(run_dir, summary, html=not no_report)
+
+
+def main() -> None:
+    """Console-script entry point."""
+    cli(prog_name="arena")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

@@ -1,0 +1,152 @@
+"""Click commands ``arena report``, ``arena rescore`` and ``arena meta-eval`` (wired lazily by :mod:`pptarena.cli.main`)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import click
+
+RUN_DIR = click.Path(exists=True, file_okay=False, path_type=Path)
+
+
+def warn_skipped_lines(data: Any) -> None:
+    """Print one warning per result line a run's reader skipped (file and line; see pptarena.run.records)."""
+    for problem in getattr(data, "problems", ()):
+        click.echo(f"warning: skipped a result line: {problem}", err=True)
+
+
+def _registry(ctx: click.Context) -> Any:
+    from pptarena.cli.main import registry_from
+
+    return registry_from(ctx)
+
+
+@click.command("report")
+@click.argument("run_dir", type=RUN_DIR)
+@click.option("--no-render", is_flag=True, help="Do not render missing slide images (the page says where they are missing).")
+@click.option("--max-renders", type=click.IntRange(0), default=None, help="Most decks rendered for the page (default 120).")
+@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="HTML file (default RUN_DIR/report.html).")
+@click.option("--no-html", is_flag=True, help="Only print the leaderboard.")
+@click.pass_context
+def report_command(ctx: click.Context, run_dir: Path, no_render: bool, max_renders: int | None, out: Path | None, no_html: bool) -> None:
+    """Print a run's leaderboard and breakdowns and write report.html."""
+    from pptarena.report.data import RunDirError, load_run
+    from pptarena.report.html import DEFAULT_MAX_RENDERS, write_report
+    from pptarena.report.tables import print_tables, summary_tables
+
+    try:
+        data = load_run(run_dir)
+    except RunDirError as exc:
+        raise click.ClickException(str(exc)) from exc
+    warn_skipped_lines(data)
+    print_tables(summary_tables(data.summary, data.rows, {k: v.summary for k, v in data.rescores.items()}))
+    if no_html:
+        return
+    path = write_report(
+        run_dir, out=out, render=not no_render, max_renders=DEFAULT_MAX_RENDERS if max_renders is None else max_renders,
+        registry=_registry(ctx),
+    )
+    click.echo(f"Report: {path}")
+
+
+@click.command("rescore")
+@click.argument("run_dir", type=RUN_DIR)
+@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="Take the judges (and backends, renderer) from this config instead of the run's own.")
+@click.option("--out", "name", default=None, help="Name of the re-score (RUN_DIR/rescore/NAME; default: the config's stem, or 'self').")
+@click.option("--jobs", type=click.IntRange(1, 64), default=1, help="Predictions judged at once.")
+@click.option("--quiet", is_flag=True, help="No progress output.")
+@click.pass_context
+def rescore_command(ctx: click.Context, run_dir: Path, config_path: Path | None, name: str | None, jobs: int, quiet: bool) -> None:
+    """Re-judge a run's predictions with other judges, without re-running agents."""
+    from pptarena.report.data import load_run
+    from pptarena.report.rescore import Rescorer
+    from pptarena.report.tables import leaderboard_table, print_tables, rescore_table
+    from pptarena.run.config import ConfigError
+    from pptarena.run.progress import Progress
+    from pptarena.types import PptArenaError
+
+    registry = _registry(ctx)
+    try:
+        rescorer = Rescorer(run_dir, registry, config_path=config_path, name=name, jobs=jobs)
+        warn_skipped_lines(rescorer.data)
+        total = len(rescorer.data.rows)
+        summary = rescorer.run(progress=Progress(total, quiet=quiet))
+    except (ConfigError, PptArenaError, OSError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    base = load_run(run_dir, with_rescores=False).summary
+    tables = [leaderboard_table(summary, title=f"Re-score {rescorer.name}")]
+    comparison = rescore_table(base, {rescorer.name: summary})
+    if comparison is not None:
+        tables.append(comparison)
+    print_tables(tables)
+    click.echo(f"Re-score: {rescorer.out_dir}  (arena report {run_dir} shows it beside the run)")
+
+
+def _meta_tables(report: dict[str, Any]) -> list[Any]:
+    from pptarena.report.tables import TableData, fmt
+
+    tables = []
+
+    def with_ci(block: dict[str, Any] | None) -> str:
+        if not block or block.get("value") is None:
+            return "–"
+        ci = block.get("ci95")
+        return f"{fmt(block['value'])} [{fmt(ci[0])}, {fmt(ci[1])}]" if ci else fmt(block["value"])
+
+    if "agreement" in report:
+        lab = report["labels"]
+        t = TableData(f"Agreement with {lab['n']} human labels (scale {lab['scale']}; 95% bootstrap CI)",
+                      ["judge", "n", "Kendall τ_b", "Spearman ρ", "Pearson r", "accuracy", "per class"])
+        for name, a in report["agreement"].items():
+            per = ", ".join(f"{c}: {v['accuracy']:.2f} (n={v['n']})" for c, v in a["per_class"].items())
+            t.rows.append([name, str(a["n"]), with_ci(a["kendall_tau_b"]), with_ci(a["spearman"]), with_ci(a["pearson"]),
+                           with_ci(a["accuracy"]), per])
+        tables.append(t)
+    if "repeat" in report:
+        t = TableData(f"Stability over K={report['repeat']['k']} repeats",
+                      ["series", "items", "mean variance", "max variance", "majority rate", "majority share", "unanimous"])
+        for name, s in report["repeat"]["series"].items():
+            t.rows.append([name, str(s["items"]), fmt(s["mean_variance"], 6), fmt(s["max_variance"], 6), fmt(s["majority_rate"]),
+                           fmt(s["majority_share"]), fmt(s["unanimous_rate"])])
+        t.note = "variance of the 0-1 score (population, per item, averaged); majority rate: items where > K/2 repeats agree"
+        tables.append(t)
+    return tables
+
+
+@click.command("meta-eval")
+@click.option("--run", "run_dir", type=RUN_DIR, required=True, help="The run whose judges are evaluated.")
+@click.option("--labels", "labels_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="CSV with columns task_id, agent, label (0-1, 0-5 or a progress class).")
+@click.option("--scale", type=click.Choice(["auto", "unit", "five", "classes"]), default="auto", show_default=True, help="Label scale.")
+@click.option("--repeat", type=click.IntRange(0, 100), default=0, help="Judge every prediction K more times and report stability.")
+@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
+              help="With --repeat: the judges to repeat (default: the run's).")
+@click.option("--bootstrap", "n_boot", type=click.IntRange(0, 100_000), default=1000, show_default=True, help="Bootstrap resamples.")
+@click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
+@click.option("--json", "as_json", is_flag=True, help="Print the full JSON report.")
+@click.pass_context
+def meta_eval_command(ctx: click.Context, run_dir: Path, labels_path: Path | None, scale: str, repeat: int, config_path: Path | None,
+                      n_boot: int, seed: int, as_json: bool) -> None:
+    """Agreement of each judge with human labels; with --repeat K, the judges' stability."""
+    from pptarena.report.meta_eval import meta_eval
+    from pptarena.report.tables import print_tables
+    from pptarena.run.config import ConfigError
+    from pptarena.types import PptArenaError
+
+    if labels_path is None and not repeat:
+        raise click.UsageError("give --labels FILE.csv, --repeat K, or both")
+    try:
+        report = meta_eval(run_dir, labels_path=labels_path, scale=scale, repeat=repeat, config_path=config_path,
+                           n_boot=n_boot, seed=seed, registry=_registry(ctx) if repeat else None)
+    except (ConfigError, PptArenaError, OSError, ValueError) as exc:
+        raise click.ClickException(str(exc)) from exc
+    for w in report.get("warnings", []):
+        click.echo(f"warning: {w}", err=True)
+    if as_json:
+        click.echo(json.dumps(report, indent=2))
+        return
+    print_tables(_meta_tables(report))
+    click.echo(f"Meta-evaluation: {report['path']}")

@@ -1,0 +1,338 @@
+"""The model-backend protocol shared by agents and judges.
+
+A backend plugin implements ``complete(messages, *, model, **params) -> Completion``.
+Components never call a backend directly: they get a :class:`ModelClient` from
+``context.model("<backend>/<model>")``. The client adds what every backend
+shares, built-in or third-party: bounded retries with backoff and jitter on
+:class:`TransientModelError`, a per-call deadline, the on-disk response cache,
+a concurrency limit per backend instance, and usage accounting.
+
+Backends that subclass :class:`BackendBase` (options: :class:`BackendOptions`)
+get their retry/timeout/cache/concurrency settings from their config table;
+any other backend object gets the defaults of :class:`BackendOptions`.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import weakref
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Protocol
+
+from pptarena.models.messages import (
+    Completion,
+    Message,
+    TransientModelError,
+    Usage,
+    UsageBook,
+    split_model_ref,
+)
+from pptarena.types import AgentLog, Component, ComponentContext, Options
+from pydantic import Field
+
+if TYPE_CHECKING:  # pragma: no cover
+    from pptarena.models.cache import ResponseCache
+    from pptarena.models.retry import RetryPolicy
+
+log = logging.getLogger("pptarena.models")
+
+class Backend(Protocol):
+    """What a backend plugin implements."""
+
+    def complete(self, messages: list[Message], *, model: str, **params: Any) -> Completion: ...
+
+
+# --------------------------------------------------------------------------- backend options and base
+
+
+class BackendOptions(Options):
+    """Options every backend shares (its ``[backends.NAME]`` table).
+
+    Backends subclass this for their own options; :class:`ModelClient` applies
+    these to every call.
+    """
+
+    timeout: float = Field(120.0, gt=0, description="seconds per call (one attempt)")
+    max_retries: int = Field(4, ge=0, le=20, description="retries after a transient failure")
+    retry_base_delay: float = Field(
+        1.0, ge=0, description="first backoff ceiling in seconds; doubles per retry"
+    )
+    retry_max_delay: float = Field(30.0, ge=0, description="backoff ceiling in seconds")
+    concurrency: int = Field(
+        8, ge=1, le=1024, description="calls in flight per backend instance (per process)"
+    )
+    cache: bool | Path = Field(
+        False, description="true: <cache_dir>/model-cache.sqlite; a path: that sqlite file; false: off"
+    )
+    temperature: float | None = Field(None, description="default temperature when a call gives none")
+    max_tokens: int | None = Field(
+        None, gt=0, description="default output-token limit when a call gives none"
+    )
+
+
+class CallPolicy:
+    """What :class:`ModelClient` applies around a backend's calls.
+
+    One per backend instance (the semaphore must be shared by every client of
+    that instance). Build it with :meth:`from_options`.
+    """
+
+    def __init__(
+        self,
+        retry: RetryPolicy | None = None,
+        timeout: float | None = 120.0,
+        concurrency: int = 8,
+        cache: ResponseCache | None = None,
+        defaults: Mapping[str, Any] | None = None,
+    ):
+        from pptarena.models.retry import RetryPolicy
+
+        self.retry = retry or RetryPolicy()
+        self.timeout = timeout
+        self.concurrency = concurrency
+        self.semaphore = threading.BoundedSemaphore(concurrency)
+        self.cache = cache
+        self.defaults = dict(defaults or {})
+
+    @property
+    def deadline(self) -> float | None:
+        """The hard limit per attempt: ``timeout * 1.25 + 1`` s (the backend's own timeout fires first)."""
+        return None if self.timeout is None else self.timeout * 1.25 + 1.0
+
+    @classmethod
+    def from_options(cls, options: BackendOptions, cache_dir: Path | None = None) -> CallPolicy:
+        """The policy a backend's options ask for (``cache=true`` needs ``cache_dir``)."""
+        from pptarena.models.cache import CACHE_FILE_NAME, shared_cache
+        from pptarena.models.retry import RetryPolicy
+
+        cache = None
+        if isinstance(options.cache, Path):
+            cache = shared_cache(options.cache)
+        elif options.cache:
+            if cache_dir is None:
+                raise ValueError("cache = true needs a cache directory; give cache a file path instead")
+            cache = shared_cache(Path(cache_dir) / CACHE_FILE_NAME)
+        defaults = {
+            k: v
+            for k, v in (("temperature", options.temperature), ("max_tokens", options.max_tokens))
+            if v is not None
+        }
+        return cls(
+            retry=RetryPolicy(options.max_retries, options.retry_base_delay, options.retry_max_delay),
+            timeout=options.timeout,
+            concurrency=options.concurrency,
+            cache=cache,
+            defaults=defaults,
+        )
+
+
+class BackendBase(Component):
+    """Convenience base class for backends: builds :attr:`call_policy` from :class:`BackendOptions`.
+
+    Subclasses set ``Options`` (a :class:`BackendOptions` subclass) and
+    implement :meth:`complete`; they may override :meth:`cache_identity` to add
+    facts that change answers (e.g. the server URL, never a secret).
+    """
+
+    Options = BackendOptions
+
+    def __init__(self, options: BackendOptions, context: ComponentContext):
+        super().__init__(options, context)
+        self.call_policy = CallPolicy.from_options(options, context.cache_dir)
+
+    def cache_identity(self) -> dict[str, Any]:
+        """Facts besides model, messages and params that change the answer (part of the cache key)."""
+        return {}
+
+    def complete(self, messages: list[Message], *, model: str, **params: Any) -> Completion:
+        """Send ``messages`` to ``model``; raise :class:`TransientModelError` for retryable failures."""
+        raise NotImplementedError
+
+    def close(self) -> None:
+        """Release connections (subclasses override)."""
+
+
+_default_policies: weakref.WeakKeyDictionary[Any, CallPolicy] = weakref.WeakKeyDictionary()
+_default_policies_lock = threading.Lock()
+
+
+def policy_for(backend: Any) -> CallPolicy:
+    """The backend's ``call_policy``, or one default policy per backend object."""
+    policy = getattr(backend, "call_policy", None)
+    if isinstance(policy, CallPolicy):
+        return policy
+    with _default_policies_lock:
+        try:
+            policy = _default_policies.get(backend)
+            if policy is None:
+                policy = _default_policies[backend] = CallPolicy.from_options(
+                    BackendOptions.model_validate({})
+                )
+            return policy
+        except TypeError:  # not weak-referenceable: a fresh policy each time
+            return CallPolicy.from_options(BackendOptions.model_validate({}))
+
+
+# --------------------------------------------------------------------------- the client
+
+
+class ModelClient:
+    """A backend bound to one model, with retries, deadline, cache, concurrency limit and usage.
+
+    ``complete(messages, temperature=..., max_tokens=...)`` returns a
+    :class:`Completion`; :attr:`usage` sums every call made through this client.
+    Optional ``book`` (a :class:`UsageBook`) also receives each call's usage,
+    and ``log`` (an :class:`AgentLog`) gets one ``model_call`` event per call.
+    """
+
+    def __init__(
+        self,
+        backend: Backend,
+        backend_name: str,
+        model: str,
+        *,
+        policy: CallPolicy | None = None,
+        book: UsageBook | None = None,
+        log: AgentLog | None = None,
+    ):
+        self.backend = backend
+        self.backend_name = backend_name
+        self.model = model
+        self.policy = policy or policy_for(backend)
+        self.book = book
+        self.log = log
+        self.usage = Usage()
+        self._lock = threading.Lock()
+
+    @property
+    def ref(self) -> str:
+        """The ``"<backend>/<model>"`` reference."""
+        return f"{self.backend_name}/{self.model}"
+
+    def bound(self, *, book: UsageBook | None = None, log: AgentLog | None = None) -> ModelClient:
+        """A new client for the same backend and model with its own usage, reporting to ``book``/``log``."""
+        return ModelClient(
+            self.backend, self.backend_name, self.model, policy=self.policy, book=book, log=log
+        )
+
+    def cache_key(self, messages: list[Message], params: Mapping[str, Any]) -> str:
+        """The response-cache key of a request through this client."""
+        from pptarena.models.cache import request_key
+
+        identity_fn = getattr(self.backend, "cache_identity", None)
+        identity = identity_fn() if callable(identity_fn) else {}
+        return request_key(self.backend_name, self.model, messages, params, identity)
+
+    def complete(self, messages: list[Message], **params: Any) -> Completion:
+        """Send messages and return the completion.
+
+        Raises :class:`TransientModelError` when retries are exhausted and
+        :class:`ModelError` for non-retryable failures (bad key, bad request).
+        """
+        from pptarena.models.retry import call_with_deadline, call_with_retries
+
+        messages = list(messages)
+        params = {**self.policy.defaults, **params}
+        cache = self.policy.cache
+        key = self.cache_key(messages, params) if cache is not None else None
+        started = time.monotonic()
+        if cache is not None and key is not None:
+            hit = cache.get(key)
+            if hit is not None:
+                hit.usage.calls, hit.usage.cached_calls = 1, 1
+                hit.usage.retries = hit.usage.errors = 0
+                self._account(hit.usage, messages, hit, started)
+                return hit
+
+        retries_seen = 0
+
+        def attempt() -> Completion:
+            with self.policy.semaphore:
+                return call_with_deadline(
+                    lambda: self.backend.complete(messages, model=self.model, **params),
+                    self.policy.deadline,
+                    describe=f"{self.ref} call",
+                )
+
+        def on_retry(n: int, exc: TransientModelError, wait: float) -> None:
+            nonlocal retries_seen
+            retries_seen = n
+
+        try:
+            completion, retries = call_with_retries(
+                attempt, self.policy.retry, describe=f"{self.ref} call", on_retry=on_retry
+            )
+        except Exception as exc:
+            self._account(Usage(retries=retries_seen, errors=1), messages, None, started, error=exc)
+            raise
+        completion.usage = Usage.from_dict(completion.usage.as_dict())
+        completion.usage.calls = 1
+        completion.usage.retries = retries
+        if cache is not None and key is not None:
+            cache.put(key, self.backend_name, completion)
+        self._account(completion.usage, messages, completion, started)
+        return completion
+
+    def _account(
+        self,
+        usage: Usage,
+        messages: list[Message],
+        completion: Completion | None,
+        started: float,
+        error: BaseException | None = None,
+    ) -> None:
+        with self._lock:
+            self.usage.add(usage)
+        if self.book is not None:
+            self.book.record(self.ref, usage)
+        if self.log is not None:
+            from pptarena.models.cache import message_fingerprint
+
+            event: dict[str, Any] = {
+                "model": self.ref,
+                "duration_s": round(time.monotonic() - started, 3),
+                "usage": usage.as_dict(),
+                "cached": bool(completion and completion.cached),
+                "messages": [message_fingerprint(m) for m in messages],
+            }
+            if completion is not None:
+                event["reply"] = completion.text
+            if error is not None:
+                event["error"] = f"{type(error).__name__}: {error}"
+            self.log.write("model_call", **event)
+
+
+class ModelHub:
+    """The backend instances of a run in one process, handing out :class:`ModelClient` objects.
+
+    ``hub.factory(book=..., log=...)`` is what a component's ``context.model``
+    or a workspace's ``model`` should be: every client it makes reports usage
+    to ``book`` and calls to ``log``.
+    """
+
+    def __init__(self, backends: Mapping[str, Backend] | Callable[[str], Backend]):
+        self._backends = backends
+
+    def backend(self, name: str) -> Backend:
+        """The backend instance called ``name``."""
+        if callable(self._backends) and not isinstance(self._backends, Mapping):
+            return self._backends(name)
+        try:
+            return self._backends[name]
+        except KeyError:
+            known = ", ".join(sorted(self._backends)) or "none"
+            raise ValueError(f"no model backend named {name!r} (configured: {known})") from None
+
+    def client(self, ref: str, *, book: UsageBook | None = None, log: AgentLog | None = None) -> ModelClient:
+        """A new client for ``"<backend>/<model>"``."""
+        name, model = split_model_ref(ref)
+        return ModelClient(self.backend(name), name, model, book=book, log=log)
+
+    def factory(
+        self, *, book: UsageBook | None = None, log: AgentLog | None = None
+    ) -> Callable[[str], ModelClient]:
+        """``ref -> ModelClient`` bound to ``book`` and ``log``."""
+        return lambda ref: self.client(ref, book=book, log=log)

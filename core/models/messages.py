@@ -1,0 +1,310 @@
+"""Model messages and their accounting: what agents and judges send to a backend and get back.
+
+Plain data shared by every backend: model references (``"<backend>/<model>"``), message
+parts (text, images, tool calls and results), :class:`Completion`, :class:`Usage` and its
+sum, and the model error types. No backend machinery lives here, so the response cache and
+the retry policy can import these types without importing the client.
+"""
+
+
+from __future__ import annotations
+
+import base64
+import logging
+import mimetypes
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field, fields
+from pathlib import Path
+from typing import TYPE_CHECKING, Annotated, Any, Literal
+
+from pptarena.types import InfraError
+from pydantic import AfterValidator
+
+if TYPE_CHECKING:  # pragma: no cover
+    pass
+
+log = logging.getLogger("pptarena.models")
+
+Role = Literal["system", "user", "assistant"]
+
+
+def check_model_ref(value: str) -> str:
+    backend, sep, model = value.partition("/")
+    if not sep or not backend or not model:
+        raise ValueError(
+            f"model reference {value!r} must look like '<backend>/<model>', e.g. 'openai/gpt-4o'"
+        )
+    return value
+
+
+ModelRef = Annotated[str, AfterValidator(check_model_ref)]
+"""An option type for ``"<backend>/<model>"`` references; the core checks the backend exists."""
+
+
+def split_model_ref(ref: str) -> tuple[str, str]:
+    """``"openai/gpt-4o"`` → ``("openai", "gpt-4o")`` (the model part may contain '/')."""
+    check_model_ref(ref)
+    backend, _, model = ref.partition("/")
+    return backend, model
+
+
+@dataclass(frozen=True)
+class ImagePart:
+    """An image in a message (PNG or JPEG bytes)."""
+
+    data: bytes
+    media_type: str = "image/png"
+
+    @classmethod
+    def from_path(cls, path: str | Path) -> ImagePart:
+        """Read an image file."""
+        p = Path(path)
+        media = mimetypes.guess_type(p.name)[0] or "image/png"
+        return cls(p.read_bytes(), media)
+
+    def b64(self) -> str:
+        """Base64 text of the bytes."""
+        return base64.b64encode(self.data).decode("ascii")
+
+    def data_url(self) -> str:
+        """A ``data:`` URL (the OpenAI image_url form)."""
+        return f"data:{self.media_type};base64,{self.b64()}"
+
+
+@dataclass(frozen=True, eq=False)
+class ToolCall:
+    """A tool call the model made, sent back in an ``assistant`` message when the conversation goes on.
+
+    ``id`` is what the tool result answers (Anthropic's ``tool_use`` id,
+    OpenAI's ``call_id``), ``name`` the tool, ``input`` its arguments.
+    ``native`` is the provider's own output item, kept so a backend can replay
+    it verbatim (the OpenAI Responses path does); backends that know the
+    documented form (Anthropic ``tool_use``) rebuild it from the fields.
+    """
+
+    id: str
+    name: str
+    input: Mapping[str, Any] = field(default_factory=dict)
+    native: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True, eq=False)
+class ToolResult:
+    """The result of a :class:`ToolCall`, in a ``user`` message: text and images (e.g. a screenshot).
+
+    ``native`` holds provider-specific fields merged into the wire item, e.g.
+    ``{"acknowledged_safety_checks": [...]}`` for an OpenAI ``computer_call_output``.
+    """
+
+    call_id: str
+    content: tuple[str | ImagePart, ...] = ()
+    is_error: bool = False
+    native: Mapping[str, Any] | None = None
+
+    def images(self) -> list[ImagePart]:
+        """The images of the result, in order."""
+        return [p for p in self.content if isinstance(p, ImagePart)]
+
+
+Part = str | ImagePart | ToolCall | ToolResult
+"""One part of a message's content."""
+
+
+@dataclass(frozen=True)
+class Message:
+    """A chat message: ``content`` is text or a tuple of parts.
+
+    Parts are text, images and, for tool-using conversations, :class:`ToolCall`
+    (assistant messages) and :class:`ToolResult` (user messages). Backends that
+    do not support tools reject messages holding them with ``TypeError``.
+    """
+
+    role: Role
+    content: str | tuple[Part, ...]
+
+    def parts(self) -> tuple[Part, ...]:
+        """Content as a tuple of parts."""
+        return (self.content,) if isinstance(self.content, str) else tuple(self.content)
+
+    @classmethod
+    def user(cls, *parts: Part) -> Message:
+        """Shorthand for a user message."""
+        return cls("user", parts[0] if len(parts) == 1 and isinstance(parts[0], str) else tuple(parts))
+
+    @classmethod
+    def system(cls, text: str) -> Message:
+        """Shorthand for a system message."""
+        return cls("system", text)
+
+    @classmethod
+    def assistant(cls, text: str, *calls: ToolCall) -> Message:
+        """Shorthand for an assistant message (text, then any tool calls it made)."""
+        if not calls:
+            return cls("assistant", text)
+        return cls("assistant", ((text,) if text else ()) + tuple(calls))
+
+
+# --------------------------------------------------------------------------- usage
+
+
+@dataclass
+class Usage:
+    """Token counts of one or more calls.
+
+    ``calls`` counts completions returned (cache hits included), ``cached_calls``
+    those served from the response cache, ``retries`` the extra attempts after
+    transient failures and ``errors`` the calls that finally failed. Token counts
+    are those the answers cost when they were made, also for cache hits, so a
+    re-run from the cache reports the same usage as the original run.
+    """
+
+    input_tokens: int = 0
+    output_tokens: int = 0
+    calls: int = 0
+    cached_calls: int = 0
+    retries: int = 0
+    errors: int = 0
+
+    def add(self, other: Usage) -> None:
+        """Accumulate another usage into this one."""
+        for f in fields(self):
+            setattr(self, f.name, getattr(self, f.name) + getattr(other, f.name))
+
+    def __add__(self, other: Usage) -> Usage:
+        total = Usage()
+        total.add(self)
+        total.add(other)
+        return total
+
+    @property
+    def total_tokens(self) -> int:
+        """Input plus output tokens."""
+        return self.input_tokens + self.output_tokens
+
+    def as_dict(self) -> dict[str, int]:
+        """JSON-ready form (every field, integers)."""
+        return {f.name: int(getattr(self, f.name)) for f in fields(self)}
+
+    @classmethod
+    def from_dict(cls, data: Mapping[str, Any]) -> Usage:
+        """Inverse of :meth:`as_dict`; unknown keys are ignored, missing ones are 0."""
+        names = {f.name for f in fields(cls)}
+        return cls(**{k: int(v) for k, v in data.items() if k in names})
+
+
+def sum_usage(items: Iterable[Usage | Mapping[str, Any]]) -> Usage:
+    """Sum usages given as :class:`Usage` objects or their ``as_dict()`` forms."""
+    total = Usage()
+    for item in items:
+        total.add(item if isinstance(item, Usage) else Usage.from_dict(item))
+    return total
+
+
+def add_counts(into: dict[str, int], counts: Mapping[str, Any], prefix: str = "") -> dict[str, int]:
+    """Add integer ``counts`` (usage fields) into ``into`` under ``prefix + key``; returns ``into``.
+
+    The one place where usage dictionaries of results (agent, prediction and judge usage)
+    are summed; non-integer values are ignored.
+    """
+    for key, value in counts.items():
+        if isinstance(value, int) and not isinstance(value, bool):
+            into[prefix + key] = into.get(prefix + key, 0) + value
+    return into
+
+
+class UsageBook:
+    """Thread-safe usage totals per ``"<backend>/<model>"`` reference.
+
+    Hand one to every :class:`ModelClient` of a task (``ModelClient(..., book=b)``)
+    and read ``b.total()`` or ``b.as_dict()`` afterwards; books add up with
+    :meth:`merge` for run totals.
+    """
+
+    def __init__(self) -> None:
+        self._by_ref: dict[str, Usage] = {}
+        self._lock = threading.Lock()
+
+    def record(self, ref: str, usage: Usage) -> None:
+        """Add one call's usage under ``ref``."""
+        with self._lock:
+            self._by_ref.setdefault(ref, Usage()).add(usage)
+
+    def merge(self, other: UsageBook | Mapping[str, Mapping[str, Any]]) -> None:
+        """Add another book (or its ``by_model`` dict) into this one."""
+        items = other.by_model() if isinstance(other, UsageBook) else other
+        for ref, usage in items.items():
+            self.record(ref, usage if isinstance(usage, Usage) else Usage.from_dict(usage))
+
+    def by_model(self) -> dict[str, Usage]:
+        """A copy of the per-reference totals."""
+        with self._lock:
+            return {ref: Usage.from_dict(u.as_dict()) for ref, u in self._by_ref.items()}
+
+    def total(self) -> Usage:
+        """The sum over every reference."""
+        return sum_usage(self.by_model().values())
+
+    def as_dict(self) -> dict[str, Any]:
+        """``{"total": {...}, "by_model": {ref: {...}}}``."""
+        by_model = self.by_model()
+        return {
+            "total": sum_usage(by_model.values()).as_dict(),
+            "by_model": {r: u.as_dict() for r, u in by_model.items()},
+        }
+
+
+# --------------------------------------------------------------------------- completions and errors
+
+
+@dataclass
+class Completion:
+    """A backend's answer.
+
+    ``text`` is the reply text; ``raw`` is the provider's whole response as
+    JSON (where tool calls live: Anthropic ``content`` blocks of type
+    ``tool_use``, OpenAI Responses ``output`` items of type ``computer_call``).
+    """
+
+    text: str
+    model: str
+    usage: Usage = field(default_factory=lambda: Usage(calls=1))
+    cached: bool = False
+    raw: dict[str, Any] | None = None
+    finish_reason: str | None = None
+
+
+class ModelError(InfraError):
+    """A model call failed for a reason that is not the caller's fault (unreachable, 5xx, bad key...).
+
+    ``status`` is the HTTP status when there was one. Messages never contain
+    credentials (backends pass them through :func:`redact_secrets`).
+    """
+
+    def __init__(self, message: str, *, status: int | None = None):
+        super().__init__(message)
+        self.status = status
+
+
+class TransientModelError(ModelError):
+    """A retryable failure: rate limit, 5xx, timeout, connection error.
+
+    ``retry_after`` is the server's ``Retry-After`` in seconds when it sent one.
+    """
+
+    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None):
+        super().__init__(message, status=status)
+        self.retry_after = retry_after
+
+
+def redact_secrets(text: str, secrets: Iterable[str | None]) -> str:
+    """``text`` with every secret (and its 8+ character head or tail) replaced by ``***``."""
+    for secret in secrets:
+        if not secret:
+            continue
+        text = text.replace(secret, "***")
+        if len(secret) >= 16:  # providers echo masked keys such as "sk-abc...wxyz"
+            text = text.replace(secret[:8], "***").replace(secret[-8:], "***")
+    return text
+
+

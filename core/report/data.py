@@ -1,0 +1,171 @@
+"""Reading a finished (or running) run directory for reports, re-scoring and meta-evaluation.
+
+Nothing here writes to the run directory. The run's config is rebuilt from
+``manifest.json`` (the redacted copy the runner stored; ``{ env = ... }``
+secrets are resolved from the environment again), so a report or a re-score
+works without the original TOML file, as long as the dataset's files are
+still where they were.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pptarena.run.records import ResultLineProblem
+from pptarena.run.results import read_results  # noqa: F401 - re-exported for report modules
+from pptarena.run.rundir import VERDICTS, RunDir
+from pptarena.types import PptArenaError, Task
+
+MAX_JSON_BYTES = 64 * 1024 * 1024
+
+
+class RunDirError(PptArenaError):
+    """The folder is not a readable run directory; the message names the file and the problem."""
+
+
+def read_json(path: Path, limit: int = MAX_JSON_BYTES) -> Any:
+    """A JSON file, bounded in size; :class:`RunDirError` naming the file when unreadable."""
+    try:
+        size = path.stat().st_size
+    except OSError as exc:
+        raise RunDirError(f"{path}: cannot read ({exc})") from exc
+    if size > limit:
+        raise RunDirError(f"{path}: {size} bytes is larger than the {limit}-byte limit")
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise RunDirError(f"{path}: not valid JSON ({exc})") from exc
+
+
+def pair_dir(run_dir: Path, agent: str, task_id: str) -> Path:
+    """``tasks/<agent>/<task>`` of a run (the same safe names the runner uses)."""
+    return RunDir(run_dir).pair(agent, task_id)
+
+
+@dataclass
+class RunData:
+    """What a run directory holds: manifest, result lines and summary (read lazily where costly)."""
+
+    run_dir: Path
+    manifest: dict[str, Any]
+    rows: list[dict[str, Any]]
+    summary: dict[str, Any]
+    rescores: dict[str, RunData] = field(default_factory=dict)
+    problems: list[ResultLineProblem] = field(default_factory=list)
+    """Result lines that were skipped because they are not valid rows (file and line of each)."""
+
+    @property
+    def agents(self) -> list[str]:
+        """Agent labels in manifest order (then any others found in results)."""
+        seen = list(self.manifest.get("agents") or [])
+        for r in self.rows:
+            if r["agent"] not in seen:
+                seen.append(r["agent"])
+        return seen
+
+    @property
+    def judges(self) -> list[str]:
+        """Judge labels in manifest order (then any others found in results)."""
+        seen = list(self.manifest.get("judges") or [])
+        for r in self.rows:
+            for j in r.get("scores") or {}:
+                if j not in seen:
+                    seen.append(j)
+        return seen
+
+    def task_ids(self) -> list[str]:
+        """Task ids in first-seen order of the results."""
+        out: list[str] = []
+        for r in self.rows:
+            if r["task_id"] not in out:
+                out.append(r["task_id"])
+        return out
+
+    def row(self, agent: str, task_id: str) -> dict[str, Any] | None:
+        """The result line of one pair (None when absent)."""
+        for r in self.rows:
+            if r["agent"] == agent and r["task_id"] == task_id:
+                return r
+        return None
+
+    def pair_dir(self, agent: str, task_id: str) -> Path:
+        """The pair's folder in the run directory."""
+        return pair_dir(self.run_dir, agent, task_id)
+
+    def verdicts(self, agent: str, task_id: str) -> dict[str, Any]:
+        """The pair's ``verdicts.json`` (empty when missing or unreadable)."""
+        p = self.pair_dir(agent, task_id) / VERDICTS
+        try:
+            data = read_json(p)
+        except RunDirError:
+            return {}
+        return data if isinstance(data, dict) else {}
+
+
+def load_run(run_dir: Path, *, with_rescores: bool = True) -> RunData:
+    """Read a run directory (``results.jsonl`` required; manifest and summary optional).
+
+    :raises RunDirError: when the folder has no results file or a file is unreadable.
+    """
+    from pptarena.run.results import summarize_results
+
+    run_dir = Path(run_dir)
+    layout = RunDir(run_dir)
+    results = layout.results
+    if not results.is_file():
+        raise RunDirError(f"{run_dir} is not a run directory (no results.jsonl)")
+    manifest: dict[str, Any] = {}
+    if layout.manifest.is_file():
+        data = read_json(layout.manifest)
+        manifest = data if isinstance(data, dict) else {}
+    problems: list[ResultLineProblem] = []
+    rows = read_results(results, problems)
+    # the summary is recomputed from the lines so a running or resumed run is reported as it is now
+    summary = summarize_results(rows)
+    data = RunData(run_dir, manifest, rows, summary, problems=problems)
+    if with_rescores and layout.rescores.is_dir():
+        for sub in sorted(layout.rescores.iterdir()):
+            if RunDir(sub).is_run():
+                try:
+                    data.rescores[sub.name] = load_run(sub, with_rescores=False)
+                except RunDirError:
+                    continue
+    return data
+
+
+def run_config(manifest: dict[str, Any], registry: Any, config_path: Path | None = None) -> Any:
+    """The run's :class:`pptarena.run.config.RunConfig`, rebuilt from the manifest.
+
+    Relative paths resolve against the original config's folder (``manifest["config_path"]``).
+    With ``config_path`` the given TOML file is loaded instead.
+
+    :raises pptarena.run.config.ConfigError: when the stored config no longer validates.
+    """
+    from pptarena.run.config import ConfigError, load_config, parse_config
+
+    if config_path is not None:
+        return load_config(config_path, registry)
+    raw = manifest.get("config")
+    if not isinstance(raw, dict):
+        raise ConfigError("the run's manifest.json holds no config; pass --config")
+    origin = Path(manifest.get("config_path") or "run.toml")
+    return parse_config(raw, registry, origin)
+
+
+def load_run_tasks(config: Any, registry: Any) -> dict[str, Task]:
+    """The run dataset's tasks by id (built through :class:`pptarena.run.components.Components`)."""
+    from pptarena.run.components import Components
+    from pptarena.run.tasks import load_tasks
+
+    return {t.id: t for t in load_tasks(Components(config, registry))}
+
+
+def tasks_or_problem(manifest: dict[str, Any], registry: Any) -> tuple[dict[str, Task], str | None]:
+    """Like :func:`load_run_tasks` from the manifest, but returns ``({}, reason)`` instead of raising."""
+    try:
+        return load_run_tasks(run_config(manifest, registry), registry), None
+    except Exception as exc:  # noqa: BLE001 - the report still works without the dataset
+        return {}, f"the run's dataset could not be loaded ({type(exc).__name__}: {exc})"

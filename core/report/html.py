@@ -1,0 +1,266 @@
+"""``report.html``: one offline page per run — leaderboard, plots, and a section per task.
+
+The page is a single HTML file with inline CSS and inline SVG plots; slide
+images stay beside it in the run folder (``tasks/<agent>/<task>/renders/...``)
+and are linked relatively, so the folder can be copied or zipped as a whole and
+opened without a network. Per task it shows the instruction, the original /
+prediction / target renders of the changed slides side by side, the edits as
+text (:meth:`pptarena.deck.DeckDiff.to_text`), each judge's verdict (rubric
+trees drawn as trees), re-scores, the agent's log and any GUI trajectory.
+"""
+
+from __future__ import annotations
+
+import os
+from datetime import UTC, datetime
+from html import escape
+from pathlib import Path
+from typing import Any
+
+from pptarena.report.data import RunData, load_run, run_config, tasks_or_problem
+from pptarena.report.plots import histogram_rows_svg
+from pptarena.report.renders import PairView, RenderBudget, pair_decks, pair_view
+from pptarena.report.tables import TableData, judge_kinds, summary_tables
+from pptarena.report.verdicts import agent_log_html, esc, rel_url, score_cell, trajectory_html, verdict_html
+
+REPORT_NAME = "report.html"
+DEFAULT_MAX_RENDERS = 120
+
+CSS = """
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;color:#1d1d1f;background:#fafafa;font-size:14px}
+header{background:#1f2d3d;color:#fff;padding:16px 28px}header h1{margin:0 0 4px;font-size:22px}
+header .meta{color:#c9d3dd;font-size:12px}main{padding:8px 28px 40px}
+h2{border-bottom:2px solid #1f2d3d;padding-bottom:4px;margin-top:32px}h3{margin:18px 0 6px}
+table{border-collapse:collapse;margin:8px 0;background:#fff}th,td{border:1px solid #d5d9de;padding:4px 8px;text-align:right;vertical-align:top}
+th{background:#eef1f4}td:first-child,th:first-child{text-align:left}table.small td,table.small th{font-size:12px;text-align:left}
+.note,.muted{color:#666;font-size:12px}.plots{display:flex;flex-wrap:wrap;gap:16px}.plots svg{background:#fff;border:1px solid #d5d9de}
+section.task{background:#fff;border:1px solid #d5d9de;border-radius:6px;padding:12px 18px;margin:22px 0}
+.instruction{white-space:pre-wrap;background:#f3f6f9;border-left:4px solid #4e79a7;padding:8px 12px;font-size:15px}
+.chips span{display:inline-block;background:#e8edf2;border-radius:10px;padding:1px 8px;margin:2px;font-size:12px}
+.pair{border-top:1px solid #e3e6ea;margin-top:14px;padding-top:8px}.pair h4{margin:4px 0;font-size:16px}
+.badge{border-radius:4px;padding:1px 6px;font-size:12px;color:#fff;background:#888}.badge.scored{background:#59a14f}
+.badge.agent_error,.badge.judge_error{background:#e15759}.badge.timeout{background:#f28e2b}.badge.infra_error{background:#9c755f}
+.slides{display:grid;grid-template-columns:60px repeat(3,minmax(0,1fr));gap:6px;align-items:start;margin:8px 0;max-width:1100px}
+.slides .h{font-weight:bold;text-align:center;background:#eef1f4;padding:3px}.slides img{width:100%;border:1px solid #ccc;background:#fff}
+.slides .none{color:#999;text-align:center;padding:20px 0;border:1px dashed #ccc}.slides .num{font-size:12px;color:#555;padding-top:6px}
+.edits{display:grid;grid-template-columns:1fr 1fr;gap:10px}pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;
+border:1px solid #e1e4e8;padding:8px;font-size:12px;max-height:320px;overflow:auto;margin:4px 0}
+.verdict{border-left:3px solid #4e79a7;padding:2px 10px;margin:8px 0}.verdict h5{margin:2px 0;font-size:14px}
+.metrics{font-size:12px;color:#555}.explanation{white-space:pre-wrap;margin:4px 0}.err{color:#b00020;white-space:pre-wrap;font-size:12px}
+ul.tree{list-style:none;margin:2px 0 2px 10px;padding-left:14px;border-left:1px dashed #bbb}ul.tree.root{border-left:none;margin-left:0;padding-left:0}
+ul.tree li{margin:3px 0}.node-score{display:inline-block;min-width:34px;text-align:center;border-radius:3px;color:#fff;font-size:12px}
+.node-score.ok{background:#59a14f}.node-score.part{background:#edc948;color:#222}.node-score.bad{background:#e15759}
+.crit{font-size:11px;color:#b00020;border:1px solid #b00020;border-radius:3px;padding:0 3px}.desc{color:#444;font-size:12px}
+.reason{font-size:12px;color:#333;font-style:italic}.score{font-weight:bold}svg.bar{vertical-align:middle}
+nav.toc{columns:3;font-size:12px}nav.toc a{text-decoration:none}.problem{background:#fff4e5;border:1px solid #f0c36d;padding:6px 10px;margin:6px 0}
+img.thumb{max-width:360px;display:block;margin:4px 0;border:1px solid #ccc}details summary{cursor:pointer;font-weight:bold;margin:6px 0}
+"""
+
+
+def table_html(t: TableData) -> str:
+    """A :class:`TableData` as an HTML table with its title and note."""
+    head = "".join(f"<th>{escape(h)}</th>" for h in t.headers)
+    body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in t.rows)
+    note = f'<div class="note">{escape(t.note)}</div>' if t.note else ""
+    return f"<h3>{escape(t.title)}</h3><table><tr>{head}</tr>{body}</table>{note}"
+
+
+def plots_html(data: RunData) -> str:
+    """Score histograms: one SVG per judge (a row per agent), then one per re-score judge."""
+    svgs = []
+    sources: list[tuple[str, RunData]] = [("", data)] + [(f"rescore/{k} · ", v) for k, v in data.rescores.items()]
+    for prefix, run in sources:
+        for judge in run.judges:
+            series = {
+                a: [
+                    float(r["scores"][judge]["score"])
+                    for r in run.rows
+                    if r["agent"] == a and isinstance(((r.get("scores") or {}).get(judge) or {}).get("score"), int | float)
+                ]
+                for a in run.agents
+            }
+            if any(series.values()):
+                svgs.append(histogram_rows_svg(f"{prefix}{judge}: score distribution", series))
+    if not svgs:
+        return '<p class="muted">No scores to plot yet.</p>'
+    return '<div class="plots">' + "".join(svgs) + "</div>"
+
+
+def slides_html(view: PairView, base: Path) -> str:
+    """Changed slides side by side: original | prediction | target."""
+    if not view.rows:
+        return '<p class="muted">No slide was edited in the prediction or the target.</p>'
+    cells = ['<div class="slides"><div></div><div class="h">original</div><div class="h">prediction</div><div class="h">target</div>']
+    for row in view.rows:
+        cells.append(f'<div class="num">slide {row.original if row.original is not None else "new"}</div>')
+        for role in ("original", "prediction", "target"):
+            n = getattr(row, role)
+            img = view.images.get(role, {}).get(n) if n is not None else None
+            if img is not None and img.is_file():
+                cells.append(f'<div><img loading="lazy" src="{rel_url(img, base)}" alt="{role} slide {n}"><div class="muted">{role} slide {n}</div></div>')
+            elif n is None:
+                cells.append(f'<div class="none">absent in {role}</div>')
+            else:
+                cells.append(f'<div class="none">{role} slide {n}: no image</div>')
+    cells.append("</div>")
+    if view.more_rows:
+        cells.append(f'<p class="muted">{view.more_rows} more changed slide(s) not shown.</p>')
+    return "".join(cells)
+
+
+def _rescore_html(data: RunData, agent: str, task_id: str) -> str:
+    parts = []
+    for name, run in data.rescores.items():
+        row = run.row(agent, task_id)
+        if row is None:
+            continue
+        verdicts = run.verdicts(agent, task_id).get("verdicts") or {}
+        inner = "".join(verdict_html(label, v) for label, v in verdicts.items())
+        if not inner:
+            inner = "".join(f"<p>{esc(j, 100)}: {score_cell(b.get('score'))}</p>" for j, b in (row.get("scores") or {}).items())
+        parts.append(f'<details><summary>Re-score {esc(name, 100)} ({esc(row.get("status"), 30)})</summary>{inner}</details>')
+    return "".join(parts)
+
+
+def pair_html(data: RunData, task: Any, agent: str, task_id: str, budget: RenderBudget | None, base: Path) -> str:
+    """One agent's attempt at one task."""
+    row = data.row(agent, task_id)
+    if row is None:
+        return f'<div class="pair"><h4>{esc(agent, 100)}</h4><p class="muted">no result yet</p></div>'
+    folder = data.pair_dir(agent, task_id)
+    status = str(row.get("status"))
+    scores = " ".join(f'{esc(j, 100)} {score_cell(b.get("score"))}' for j, b in (row.get("scores") or {}).items())
+    parts = [
+        f'<div class="pair" id="{escape(_anchor(task_id + "--" + agent))}"><h4>{esc(agent, 100)} '
+        f'<span class="badge {escape(status)}">{escape(status)}</span> {scores}'
+        f' <span class="muted">{esc(row.get("duration_s"), 20)} s</span></h4>'
+    ]
+    if row.get("error"):
+        parts.append(f'<div class="err">{esc(row["error"])}</div>')
+    decks = pair_decks(data.run_dir, folder, row, task)
+    view = pair_view(decks, budget)
+    for note in view.notes:
+        parts.append(f'<div class="problem">{esc(note, 600)}</div>')
+    parts.append(slides_html(view, base))
+    if view.prediction_edits or view.target_edits:
+        parts.append(
+            '<div class="edits"><div><b>Edits original → prediction</b>'
+            f"<pre>{esc(view.prediction_edits or '(none)', 30_000)}</pre></div>"
+            f"<div><b>Edits original → target</b><pre>{esc(view.target_edits or '(no target)', 30_000)}</pre></div></div>"
+        )
+    verdicts = data.verdicts(agent, task_id).get("verdicts") or {}
+    for label, verdict in verdicts.items():
+        parts.append(verdict_html(label, verdict))
+    parts.append(_rescore_html(data, agent, task_id))
+    parts.append(agent_log_html(folder))
+    parts.append(trajectory_html(folder, base))
+    parts.append("</div>")
+    return "".join(parts)
+
+
+def _anchor(text: str) -> str:
+    import re
+
+    return "t-" + re.sub(r"[^A-Za-z0-9_-]+", "-", text)[:120]
+
+
+def task_html(data: RunData, task_id: str, task: Any, budget: RenderBudget | None, base: Path) -> str:
+    """A task's section: instruction, metadata, then each agent's attempt."""
+    first: dict[str, Any] = next((r for r in data.rows if r["task_id"] == task_id), {})
+    meta = (task.metadata if task is not None else first.get("metadata")) or {}
+    chips = "".join(
+        f"<span>{esc(k, 40)}: {esc(', '.join(map(str, v)) if isinstance(v, list) else v, 120)}</span>"
+        for k, v in meta.items()
+        if k in ("category", "edit_type", "difficulty", "source", "deck")
+    )
+    parts = [f'<section class="task" id="{escape(_anchor(task_id))}"><h2>{esc(task_id, 200)}</h2><div class="chips">{chips}</div>']
+    if task is not None:
+        parts.append(f'<div class="instruction">{esc(task.instruction, 8000)}</div>')
+        if task.style_target:
+            parts.append(f'<p><b>Style target:</b> {esc(task.style_target, 4000)}</p>')
+    else:
+        parts.append('<div class="problem">The instruction is unavailable: the run\'s dataset could not be loaded.</div>')
+    for agent in data.agents:
+        parts.append(pair_html(data, task, agent, task_id, budget, base))
+    parts.append("</section>")
+    return "".join(parts)
+
+
+def render_page(data: RunData, tasks: dict[str, Any], budget: RenderBudget | None, problems: list[str], base: Path) -> str:
+    """The whole page as a string."""
+    m = data.manifest
+    rescores = {k: v.summary for k, v in data.rescores.items()}
+    tables = summary_tables(data.summary, data.rows, rescores)
+    task_ids = data.task_ids()
+    meta = " · ".join(
+        escape(str(x))
+        for x in (
+            f"config {m.get('config_path', '?')}",
+            f"started {m.get('started_at', '?')}",
+            f"finished {m.get('finished_at') or 'not finished'}",
+            f"{len(data.rows)} results",
+            f"judges: {', '.join(data.judges) or '-'}",
+            f"report written {datetime.now(UTC).isoformat(timespec='seconds')}",
+        )
+    )
+    kinds = judge_kinds(data.rows)
+    legend = ", ".join(f"{escape(j)} ({'/'.join(sorted(k))})" for j, k in kinds.items() if k)
+    toc = "".join(f'<a href="#{escape(_anchor(t))}">{esc(t, 100)}</a><br>' for t in task_ids)
+    body = [
+        f"<header><h1>pptarena run: {esc(data.run_dir.resolve().name, 200)}</h1><div class='meta'>{meta}</div></header><main>",
+        *(f'<div class="problem">{esc(p, 1000)}</div>' for p in problems),
+        "<h2>Leaderboard</h2>",
+        *(table_html(t) for t in tables),
+        f'<p class="note">Benchmark figures: {legend}</p>' if legend else "",
+        "<h2>Score distributions</h2>",
+        plots_html(data),
+        f"<h2>Tasks ({len(task_ids)})</h2><nav class='toc'>{toc}</nav>",
+        *(task_html(data, t, tasks.get(t), budget, base) for t in task_ids),
+        "</main>",
+    ]
+    return (
+        "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
+        f"<meta name='viewport' content='width=device-width'><title>pptarena report — {esc(data.run_dir.name, 200)}</title>"
+        f"<style>{CSS}</style></head><body>{''.join(body)}</body></html>"
+    )
+
+
+def write_report(run_dir: Path, *, out: Path | None = None, render: bool = True, max_renders: int = DEFAULT_MAX_RENDERS,
+                 registry: Any = None) -> Path:
+    """Write ``report.html`` for a run (default ``RUN_DIR/report.html``) and return its path.
+
+    :param render: make missing slide renders with the run's renderer (at most ``max_renders`` decks);
+        when False, or when rendering is impossible, the page says so where images would be.
+    :raises pptarena.report.data.RunDirError: when ``run_dir`` is not a run directory.
+    """
+    run_dir = Path(run_dir)
+    data = load_run(run_dir)
+    problems: list[str] = []
+    components = None
+    if registry is None:
+        from pptarena.run.registry import get_registry
+
+        registry = get_registry()
+    tasks, problem = tasks_or_problem(data.manifest, registry)
+    if problem:
+        problems.append(problem + "; instructions and target decks are not shown")
+    budget = None
+    if render:
+        def make_renderer() -> Any:
+            nonlocal components
+            from pptarena.run.components import Components
+
+            components = Components(run_config(data.manifest, registry), registry)
+            return components.renderer()
+
+        budget = RenderBudget(make_renderer, max_renders)
+    out = Path(out) if out else run_dir / REPORT_NAME
+    try:
+        page = render_page(data, tasks, budget, problems, out.parent)
+    finally:
+        if components is not None:
+            components.close()
+    tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
+    tmp.write_text(page, encoding="utf-8")
+    os.replace(tmp, out)
+    return out

@@ -1,0 +1,171 @@
+"""Re-judging a run's predictions with other judges (or another judge backend) without re-running agents.
+
+``arena rescore RUN_DIR [--config X] [--out NAME]`` takes every recorded
+prediction of a run and judges it with the judges of config ``X`` (default:
+the run's own config, from ``manifest.json``). Results are kept apart in
+``RUN_DIR/rescore/<NAME>/``, laid out like a run directory so every reader of
+runs works on them too::
+
+    rescore/<NAME>/manifest.json      kind "rescore", source run, judges, config (secrets elided)
+    rescore/<NAME>/results.jsonl      same line schema as the run's (status, scores, ...)
+    rescore/<NAME>/summary.json       summarize_results() of those lines
+    rescore/<NAME>/tasks/<agent>/<task>/verdicts.json, judges/<label>/..., renders/...
+
+Pairs whose agent failed (``agent_error``, ``timeout``, an agent ``infra_error``)
+are copied with their status and no scores, so means over all tasks compare
+like for like. ``prediction`` in a line stays relative to the *run* directory.
+Re-running the same command resumes.
+"""
+
+from __future__ import annotations
+
+import re
+import time
+from concurrent.futures import ThreadPoolExecutor
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from pptarena.report.data import RunData, load_run, load_run_tasks, pair_dir, run_config
+from pptarena.run.judging import judge_prediction
+from pptarena.run.results import SCHEMA_VERSION, ResultsStore, summarize_results, write_json_atomic
+from pptarena.run.rundir import VERDICTS, RunDir
+from pptarena.types import PptArenaError, Prediction, Status, Task
+
+_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
+COPIED_STATUSES = (Status.AGENT_ERROR, Status.TIMEOUT)
+
+
+class RescoreError(PptArenaError):
+    """A re-score cannot start (bad name, no judges, unreadable run)."""
+
+
+def rescore_name(name: str | None, config_path: Path | None) -> str:
+    """The folder name under ``rescore/``: ``name``, else the config's stem, else ``"self"``."""
+    chosen = name or (Path(config_path).stem if config_path else "self")
+    if not _NAME_RE.match(chosen):
+        raise RescoreError(f"re-score name {chosen!r} must be letters, digits, '.', '_' or '-' (at most 100)")
+    return chosen
+
+
+def prediction_path(run_dir: Path, row: dict[str, Any]) -> Path | None:
+    """The recorded prediction deck of a result line, when the file still exists."""
+    pred = row.get("prediction")
+    if not pred:
+        return None
+    p = Path(pred)
+    p = p if p.is_absolute() else Path(run_dir) / p
+    return p if p.is_file() else None
+
+
+def _copied(row: dict[str, Any], status: str, error: str | None) -> dict[str, Any]:
+    return {
+        "agent": row["agent"],
+        "task_id": row["task_id"],
+        "status": status,
+        "scores": {},
+        "error": error,
+        "duration_s": 0.0,
+        "usage": {},
+        "metadata": row.get("metadata") or {},
+        "prediction": row.get("prediction"),
+        "source_status": row.get("status"),
+    }
+
+
+class Rescorer:
+    """Re-judges the predictions of one run into ``RUN_DIR/rescore/<name>/``."""
+
+    def __init__(self, run_dir: Path, registry: Any, *, config_path: Path | None = None, name: str | None = None,
+                 jobs: int = 1, agents: list[str] | None = None):
+        self.run_dir = Path(run_dir)
+        self.registry = registry
+        self.config_path = Path(config_path) if config_path else None
+        self.name = rescore_name(name, self.config_path)
+        self.out_dir = RunDir(self.run_dir).rescore(self.name).root
+        self.jobs = max(1, int(jobs))
+        self.agents = agents
+        self.data: RunData = load_run(self.run_dir, with_rescores=False)
+        self.run_config = run_config(self.data.manifest, registry)
+        self.judge_config = run_config(self.data.manifest, registry, self.config_path) if self.config_path else self.run_config
+        if not self.judge_config.judges:
+            raise RescoreError(f"{self.config_path or 'the run config'} has no [[judges]] to re-score with")
+
+    def _manifest(self, finished: bool, started: str) -> None:
+        write_json_atomic(RunDir(self.out_dir).manifest, {
+            "schema_version": SCHEMA_VERSION,
+            "kind": "rescore",
+            "source_run": str(self.run_dir.resolve()),
+            "config_path": str(self.judge_config.path),
+            "config": self.judge_config.redacted(),
+            "agents": self.data.agents,
+            "judges": [j.label for j in self.judge_config.judges],
+            "started_at": started,
+            "finished_at": datetime.now(UTC).isoformat(timespec="seconds") if finished else None,
+        })
+
+    def _one(self, row: dict[str, Any], task: Task | None, judges: list[tuple[Any, Any]], components: Any) -> dict[str, Any]:
+        if row.get("status") in COPIED_STATUSES:
+            return _copied(row, row["status"], row.get("error"))
+        pred = prediction_path(self.run_dir, row)
+        if pred is None:
+            status = Status.INFRA_ERROR if row.get("status") == Status.INFRA_ERROR else Status.AGENT_ERROR
+            return _copied(row, status, row.get("error") or "no prediction deck was recorded")
+        if task is None:
+            return _copied(row, Status.INFRA_ERROR, f"task {row['task_id']} is no longer in the run's dataset")
+        t0 = time.monotonic()
+        task_dir = pair_dir(self.out_dir, row["agent"], row["task_id"])
+        task_dir.mkdir(parents=True, exist_ok=True)
+        judged = judge_prediction(
+            task, Prediction(path=pred), judges, task_dir, components,
+            pair_dir=pair_dir(self.run_dir, row["agent"], row["task_id"]),
+        )
+        out = _copied(row, judged.status, judged.error)
+        out.update(scores=judged.scores, usage=judged.usage, duration_s=round(time.monotonic() - t0, 3))
+        write_json_atomic(task_dir / VERDICTS, {
+            "status": judged.status, "error": out["error"], "verdicts": judged.verdicts, "judge_usage": judged.usage,
+        })
+        return out
+
+    def run(self, progress: Any = None) -> dict[str, Any]:
+        """Judge every pending pair; returns the re-score summary (also in ``summary.json``)."""
+        from pptarena.run.components import Components
+        from pptarena.run.progress import Progress
+
+        self.out_dir.mkdir(parents=True, exist_ok=True)
+        store = ResultsStore(self.out_dir)
+        started = datetime.now(UTC).isoformat(timespec="seconds")
+        self._manifest(False, started)
+        tasks = load_run_tasks(self.run_config, self.registry)
+        rows = [r for r in self.data.rows if self.agents is None or r["agent"] in self.agents]
+        done = store.done()
+        pending = [r for r in rows if (r["agent"], r["task_id"]) not in done]
+        components = Components(self.judge_config, self.registry)
+        progress = progress or Progress(len(rows), quiet=True)
+        progress.done = len(rows) - len(pending)
+        try:
+            judges = [(j, components.build(j)) for j in self.judge_config.judges]
+            with progress, ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="rescore") as pool:
+                futures = [pool.submit(self._one, r, tasks.get(r["task_id"]), judges, components) for r in pending]
+                for fut in futures:
+                    line = fut.result()
+                    store.append(line)
+                    progress.result(line)
+        finally:
+            components.close()
+        summary = summarize_results(store.read())
+        summary["source_run"] = str(self.run_dir.resolve())
+        write_json_atomic(RunDir(self.out_dir).summary, summary)
+        self._manifest(True, started)
+        return summary
+
+
+def rescore(run_dir: Path, registry: Any = None, *, config_path: Path | None = None, name: str | None = None,
+            jobs: int = 1) -> tuple[Path, dict[str, Any]]:
+    """Re-score a run; returns ``(RUN_DIR/rescore/<name>, summary)``."""
+    if registry is None:
+        from pptarena.run.registry import get_registry
+
+        registry = get_registry()
+    r = Rescorer(run_dir, registry, config_path=config_path, name=name, jobs=jobs)
+    return r.out_dir, r.run()

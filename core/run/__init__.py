@@ -1,0 +1,9 @@
+"""Running an evaluation: plugins and config in, the run folder out.
+
+In the order ``arena run`` uses them: :mod:`.registry` (plugins and their components),
+:mod:`.config` (the TOML run config), :mod:`.components` (building configured components),
+:mod:`.references` (reference renders of originals and targets), :mod:`.runner` (pairs,
+concurrency, resume), :mod:`.worker` (one agent attempt in its own process), :mod:`.judging`
+(judges on a prediction), :mod:`.results` (the results file and its summary),
+:mod:`.progress` (the progress display) and :mod:`.rundir` (where every file of a run lives).
+"""

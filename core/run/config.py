@@ -1,0 +1,420 @@
+"""The run config: a TOML file validated by pydantic, components resolved through the registry.
+
+Tables: ``[run]``, ``[dataset]``, ``[[agents]]`` (or one ``[agent]``),
+``[renderer]``, ``[[judges]]``, ``[backends.NAME]``. ``use`` picks a
+component; ``label`` names an agent or judge in results; every other key is
+validated by the component's own ``Options`` model. Secrets are written
+``{ env = "VAR" }`` and resolved from the environment when the config is
+loaded; they are never written anywhere.
+
+Every problem raises one :class:`ConfigError` naming the file, each key path,
+the bad value, the valid choices and a did-you-mean — before any work starts.
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import tomllib
+import types
+import typing
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pptarena.models.messages import check_model_ref
+from pptarena.run.registry import Registry, UnknownComponentError
+from pptarena.types import PptArenaError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+SECRET_KEY_HINTS = ("key", "token", "secret", "password", "passwd", "authorization", "cookie", "credential")
+TOP_LEVEL = ("run", "dataset", "datasets", "agents", "agent", "renderer", "judges", "backends")
+
+
+class ConfigError(PptArenaError):
+    """An invalid run config; the message lists every problem with its key path."""
+
+
+class RunOptions(BaseModel):
+    """The ``[run]`` table."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    out: str | None = Field(None, description="run directory (default runs/<config stem>-<timestamp>)")
+    jobs: int = Field(1, ge=1, le=256, description="(agent, task) pairs in flight")
+    task_timeout: float = Field(900.0, gt=0, description="seconds per agent attempt")
+    limit: int | None = Field(None, ge=1, description="run only the first N tasks")
+    tasks: list[str] = Field(default_factory=list, description="task-id globs to run")
+    cache_dir: str | None = Field(None, description="cache folder (default ~/.cache/pptarena or $PPTARENA_CACHE)")
+
+
+@dataclass
+class ComponentConfig:
+    """One resolved component table."""
+
+    kind: str
+    use: str
+    label: str
+    options: BaseModel
+    raw: dict[str, Any]
+    key_path: str
+    spec: Any = None
+
+
+@dataclass
+class RunConfig:
+    """A fully validated config."""
+
+    path: Path
+    raw: dict[str, Any]
+    run: RunOptions
+    dataset: ComponentConfig
+    agents: list[ComponentConfig]
+    renderer: ComponentConfig
+    judges: list[ComponentConfig]
+    backends: dict[str, ComponentConfig] = field(default_factory=dict)
+    missing_secrets: list[str] = field(default_factory=list)
+    """``{ env = VAR }`` references whose variable was unset (only when loaded with ``require_secrets=False``)."""
+    #: the ``[[datasets]]`` tables when a run mixes benchmarks (``dataset`` is then the first);
+    #: task ids get ``<label>/`` in front and ``metadata["dataset"] = label``
+    datasets: list[ComponentConfig] = field(default_factory=list)
+    #: ``[[datasets]]`` label → the judge labels its tasks get (``judges = [...]`` in the table); all when absent
+    dataset_judges: dict[str, list[str]] = field(default_factory=dict)
+
+    @property
+    def stem(self) -> str:
+        """The config file name without suffix."""
+        return self.path.stem
+
+    def redacted(self) -> dict[str, Any]:
+        """The raw config with secret-looking literal values elided (env references kept by name)."""
+        return redact(self.raw)
+
+    def components(self) -> list[ComponentConfig]:
+        """Every component table, in config order."""
+        return [*(self.datasets or [self.dataset]), *self.agents, self.renderer, *self.judges, *self.backends.values()]
+
+
+def redact(value: Any, key: str = "") -> Any:
+    """Replace literal secrets (keys named like key/token/secret/password/authorization/cookie/credential) by ``"***"``."""
+    if isinstance(value, dict):
+        if set(value) == {"env"}:
+            return {"env": value["env"]}
+        return {k: redact(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [redact(v, key) for v in value]
+    if isinstance(value, str) and any(h in key.lower() for h in SECRET_KEY_HINTS) and value:
+        return "***"
+    return value
+
+
+def _resolve_secrets(value: Any, path: str, errors: list[str], missing: list[str] | None) -> Any:
+    """``value`` with every ``{ env = VAR }`` replaced by the variable's value as a :class:`SecretStr`.
+
+    An unset variable is an error, or, when ``missing`` is a list (commands that never call a
+    model), recorded there and replaced by an empty secret so the rest still validates.
+    """
+    if isinstance(value, dict):
+        if set(value) == {"env"}:
+            var = value["env"]
+            if not isinstance(var, str) or not var:
+                errors.append(f"{path}: {{ env = ... }} needs a variable name")
+                return SecretStr("")
+            if var not in os.environ:
+                if missing is None:
+                    errors.append(f"{path}: environment variable {var} is not set")
+                else:
+                    missing.append(f"{path}: {var}")
+                return SecretStr("")
+            return SecretStr(os.environ[var])
+        return {k: _resolve_secrets(v, f"{path}.{k}", errors, missing) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_resolve_secrets(v, f"{path}[{i}]", errors, missing) for i, v in enumerate(value)]
+    return value
+
+
+_BRANCH_TAG = re.compile(
+    r"[\[\](),]|^(str|int|float|bool|list|dict|tuple|set|none|bytes|union|nullable|default)$"
+    r"|^(function-\w+|lax-or-strict|json-or-python|is-instance|tagged-union)"
+)
+
+
+def _readable_loc(loc: tuple[Any, ...]) -> str:
+    """A pydantic error location as a config key path, without pydantic's union/validator branch tags.
+
+    Union members and validator wrappers appear in ``loc`` as tags such as ``str`` or
+    ``function-after[SecretStr(), str]``; a config key never looks like that.
+    """
+    parts: list[str] = []
+    for item in loc:
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+            continue
+        text = str(item)
+        if _BRANCH_TAG.search(text):
+            break
+        parts.append(("." if parts else "") + text)
+    return "".join(parts)
+
+
+def _annotation_has_model_ref(annotation: Any) -> bool:
+    for meta in getattr(annotation, "__metadata__", ()):
+        if getattr(meta, "func", None) is check_model_ref:
+            return True
+    return any(_annotation_has_model_ref(a) for a in typing.get_args(annotation))
+
+
+def _is_path_annotation(annotation: Any) -> bool:
+    if annotation is Path:
+        return True
+    origin = typing.get_origin(annotation)
+    if origin in (typing.Union, types.UnionType):
+        return any(a is Path for a in typing.get_args(annotation))
+    return False
+
+
+def model_refs(options: BaseModel) -> dict[str, str]:
+    """The ``"<backend>/<model>"`` values of an options object, by field name."""
+    found: dict[str, str] = {}
+    for name, info in type(options).model_fields.items():
+        value = getattr(options, name)
+        if value is None:
+            continue
+        if any(getattr(m, "func", None) is check_model_ref for m in info.metadata) or _annotation_has_model_ref(
+            info.annotation
+        ):
+            if isinstance(value, str):
+                found[name] = value
+            elif isinstance(value, list | tuple):
+                for i, v in enumerate(value):
+                    found[f"{name}[{i}]"] = v
+    return found
+
+
+def _absolutize_paths(options: BaseModel, base: Path) -> BaseModel:
+    updates: dict[str, Any] = {}
+    for name, info in type(options).model_fields.items():
+        value = getattr(options, name)
+        if isinstance(value, Path) and _is_path_annotation(info.annotation) and not value.is_absolute():
+            updates[name] = (base / value.expanduser()).resolve() if not str(value).startswith("~") else value.expanduser()
+        elif isinstance(value, Path) and str(value).startswith("~"):
+            updates[name] = value.expanduser()
+    return options.model_copy(update=updates) if updates else options
+
+
+def _format_validation(exc: ValidationError, prefix: str, options_model: type[BaseModel], raw: dict[str, Any]) -> list[str]:
+    out = []
+    seen: set[str] = set()
+    known = list(options_model.model_fields)
+    for err in exc.errors():
+        loc = _readable_loc(tuple(err["loc"]))
+        path = f"{prefix}.{loc}" if loc and not loc.startswith("[") else f"{prefix}{loc}"
+        if path in seen:  # one line per problem: a union reports each member's failure
+            continue
+        seen.add(path)
+        if err["type"] == "extra_forbidden":
+            key = str(err["loc"][-1])
+            hint = difflib.get_close_matches(key, known, n=1)
+            msg = f"{path}: unknown option {key!r}"
+            if hint:
+                msg += f" (did you mean {hint[0]!r}?)"
+            msg += f"; valid options: {', '.join(known) or '(none)'}"
+        else:
+            value = err.get("input")
+            shown = "" if isinstance(value, dict) else f" (got {value!r})"
+            msg = f"{path}: {err['msg']}{shown}"
+        out.append(msg)
+    return out
+
+
+def _component(
+    registry: Registry,
+    kind: str,
+    table: Any,
+    key_path: str,
+    base: Path,
+    errors: list[str],
+    label_allowed: bool,
+    missing: list[str] | None = None,
+) -> ComponentConfig | None:
+    if not isinstance(table, dict):
+        errors.append(f"{key_path}: expected a table, got {type(table).__name__}")
+        return None
+    if "use" not in table:
+        errors.append(f"{key_path}.use: missing; choose one of: {', '.join(registry.names(kind)) or '(none)'}")
+        return None
+    use = table["use"]
+    if not isinstance(use, str):
+        errors.append(f"{key_path}.use: expected a component name, got {use!r}")
+        return None
+    try:
+        spec = registry.get(kind, use)
+    except (UnknownComponentError, LookupError) as exc:
+        errors.append(f"{key_path}.use = {use!r}: " + str(exc).replace("\n", "\n  "))
+        return None
+    label = table.get("label", use.rpartition(":")[2]) if label_allowed else use.rpartition(":")[2]
+    if label_allowed and (not isinstance(label, str) or not label or "/" in label or label.startswith(".")):
+        errors.append(f"{key_path}.label: must be a non-empty name without '/', got {label!r}")
+        return None
+    raw_opts = {k: v for k, v in table.items() if k not in ("use", "label" if label_allowed else "use")}
+    opts_with_secrets = _resolve_secrets(raw_opts, key_path, errors, missing)
+    model = spec.options_model
+    try:
+        options = model.model_validate(opts_with_secrets)
+    except ValidationError as exc:
+        errors.extend(_format_validation(exc, key_path, model, raw_opts))
+        return None
+    options = _absolutize_paths(options, base)
+    return ComponentConfig(kind, use, label, options, table, key_path, spec)
+
+
+def _table_list(data: dict[str, Any], key: str, default: list[Any], errors: list[str]) -> list[Any]:
+    """``data[key]`` as a list of tables (one table is accepted); a wrong type is reported in ``errors``."""
+    value = data.get(key, default)
+    if isinstance(value, dict):
+        return [value]
+    if not isinstance(value, list):
+        errors.append(f"{key}: expected [[{key}]] tables, got {type(value).__name__}")
+        return []
+    return value
+
+
+def parse_config(data: dict[str, Any], registry: Registry, path: Path, *, require_secrets: bool = True) -> RunConfig:
+    """Validate an already-parsed TOML document (see :func:`load_config`)."""
+    errors: list[str] = []
+    missing: list[str] | None = None if require_secrets else []
+    base = path.parent.resolve()
+    for key in data:
+        if key not in TOP_LEVEL:
+            hint = difflib.get_close_matches(key, TOP_LEVEL, n=1)
+            errors.append(
+                f"{key}: unknown table" + (f" (did you mean {hint[0]!r}?)" if hint else "") + f"; valid: {', '.join(TOP_LEVEL)}"
+            )
+    try:
+        run = RunOptions.model_validate(data.get("run", {}))
+    except ValidationError as exc:
+        errors.extend(_format_validation(exc, "run", RunOptions, data.get("run", {})))
+        run = RunOptions()
+
+    dataset = None
+    datasets: list[ComponentConfig | None] = []
+    dataset_judges: dict[str, list[str]] = {}
+    if "datasets" in data:  # several benchmarks in one run
+        if "dataset" in data:
+            errors.append("dataset / datasets: use either one [dataset] table or [[datasets]] tables, not both")
+        tables = _table_list(data, "datasets", [], errors)
+        datasets = [_component(registry, "datasets", {k: v for k, v in t.items() if k != "judges"}, f"datasets[{i}]",
+                               base, errors, True, missing) if isinstance(t, dict) else None for i, t in enumerate(tables)]
+        for i, (t, d) in enumerate(zip(tables, datasets, strict=True)):
+            only = t.get("judges") if isinstance(t, dict) else None
+            if d is not None and only is not None:
+                if not isinstance(only, list) or not all(isinstance(j, str) for j in only):
+                    errors.append(f"datasets[{i}].judges: expected a list of judge labels, got {only!r}")
+                else:
+                    dataset_judges[d.label] = only
+        names = [d.label for d in datasets if d is not None]
+        for dup in sorted({n for n in names if names.count(n) > 1}):
+            errors.append(f"datasets: label {dup!r} is used twice; give each [[datasets]] table its own `label`")
+        dataset = next((d for d in datasets if d is not None), None)
+        if not tables:
+            errors.append("datasets: no [[datasets]] table")
+    elif "dataset" not in data:
+        errors.append(f"dataset: missing table; choose one of: {', '.join(registry.names('datasets'))}")
+    else:
+        dataset = _component(registry, "datasets", data["dataset"], "dataset", base, errors, False, missing)
+
+    if "agent" in data and "agents" in data:
+        errors.append("agent / agents: use either one [agent] table or [[agents]] tables, not both")
+    agent_tables = _table_list(data, "agents", [data["agent"]] if "agent" in data else [], errors)
+    if not agent_tables:
+        errors.append(f"agents: no [[agents]] table; installed agents: {', '.join(registry.names('agents'))}")
+    key = "agents" if "agents" in data else "agent"
+    agents = [
+        _component(registry, "agents", t, f"{key}[{i}]" if key == "agents" else "agent", base, errors, True, missing)
+        for i, t in enumerate(agent_tables)
+    ]
+    renderer = _component(
+        registry, "renderers", data.get("renderer", {"use": "libreoffice"}), "renderer", base, errors, False, missing
+    )
+    judge_tables = _table_list(data, "judges", [], errors)
+    judges = [
+        _component(registry, "judges", t, f"judges[{i}]", base, errors, True, missing) for i, t in enumerate(judge_tables)
+    ]
+
+    backends: dict[str, ComponentConfig] = {}
+    backend_tables = data.get("backends") or {}
+    if not isinstance(backend_tables, dict):
+        errors.append(f"backends: expected tables [backends.NAME], got {type(backend_tables).__name__}")
+        backend_tables = {}
+    for name, table in backend_tables.items():
+        if not isinstance(table, dict):
+            errors.append(f"backends.{name}: expected a table")
+            continue
+        table = {"use": name, **table}
+        comp = _component(registry, "backends", table, f"backends.{name}", base, errors, False, missing)
+        if comp is not None:
+            comp.label = name
+            backends[name] = comp
+
+    for group in (agents, judges):
+        labels = [c.label for c in group if c is not None]
+        for dup in sorted({lbl for lbl in labels if labels.count(lbl) > 1}):
+            errors.append(f"label {dup!r} is used twice; give each [[agents]] / [[judges]] table its own `label`")
+
+    for comp in [*(datasets or [dataset]), *agents, renderer, *judges]:
+        if comp is None:
+            continue
+        for field_name, ref in model_refs(comp.options).items():
+            backend = ref.partition("/")[0]
+            if backend in backends:
+                continue
+            try:
+                registry.get("backends", backend)
+            except LookupError as exc:
+                errors.append(f"{comp.key_path}.{field_name} = {ref!r}: " + str(exc).replace("\n", "\n  "))
+
+    judge_labels = [j.label for j in judges if j is not None]
+    for name, only in dataset_judges.items():
+        for label in only:
+            if label not in judge_labels:
+                errors.append(f"datasets ({name}).judges: no [[judges]] table is labelled {label!r} "
+                              f"(labels: {', '.join(judge_labels)})")
+    if errors:
+        raise ConfigError(f"invalid config {path}:\n- " + "\n- ".join(errors))
+    assert dataset is not None and renderer is not None
+    return RunConfig(
+        path=path,
+        raw=data,
+        run=run,
+        dataset=dataset,
+        agents=[a for a in agents if a is not None],
+        renderer=renderer,
+        judges=[j for j in judges if j is not None],
+        backends=backends,
+        missing_secrets=missing or [],
+        datasets=[d for d in datasets if d is not None],
+        dataset_judges=dataset_judges,
+    )
+
+
+MAX_CONFIG_BYTES = 1_000_000
+
+
+def load_config(path: str | Path, registry: Registry, *, require_secrets: bool = True) -> RunConfig:
+    """Read, parse and validate a TOML run config; raise :class:`ConfigError` on any problem.
+
+    ``require_secrets=False`` is for commands that never call a model (``arena tasks``,
+    ``arena dataset export``): unset ``{ env = VAR }`` variables are then listed in
+    :attr:`RunConfig.missing_secrets` instead of failing the load.
+    """
+    p = Path(path).expanduser()
+    if not p.is_file():
+        raise ConfigError(f"config file {p} does not exist")
+    if p.stat().st_size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config file {p} is larger than {MAX_CONFIG_BYTES} bytes")
+    try:
+        data = tomllib.loads(p.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"invalid config {p}: not valid TOML: {exc}") from exc
+    return parse_config(data, registry, p.resolve(), require_secrets=require_secrets)

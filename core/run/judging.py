@@ -1,0 +1,66 @@
+"""Judging one prediction with every judge of a run, classifying judge failures.
+
+Shared by the runner and ``arena rescore`` so both record judge outcomes the same way:
+an :class:`~pptarena.types.InfraError` makes the result ``infra_error`` (a tool failed),
+any other exception ``judge_error``; the scores of the judges that succeeded are kept.
+"""
+
+from __future__ import annotations
+
+import time
+import traceback
+from pathlib import Path
+from typing import Any
+
+from pptarena.models.messages import add_counts, sum_usage
+from pptarena.run.records import JudgeOutcome
+from pptarena.types import InfraError, JudgeError, Prediction, Status, Task, Verdict
+
+
+def judge_prediction(task: Task, prediction: Prediction, judges: list[tuple[Any, Any]], task_dir: Path,
+                     components: Any,
+                     pair_dir: Path | None = None) -> JudgeOutcome:
+    """Run ``judges`` (pairs of component config and judge instance) on one prediction.
+
+    Judges write their evidence under ``task_dir``; ``pair_dir`` is the pair's folder in the
+    original run (default ``task_dir``), where re-saved reference decks may be kept.
+
+    :returns: the judges' :class:`~pptarena.run.records.JudgeOutcome` (usage keys prefixed ``judge_``).
+    """
+    from pptarena.evidence import Evidence
+    from pptarena.run.references import stored_references
+
+    evidence = Evidence(
+        task,
+        prediction,
+        task_dir,
+        renderer=components.renderer,
+        model=components.model_client,
+        references=stored_references(pair_dir or task_dir),
+    )
+    status, scores, errors, verdicts = Status.SCORED, {}, [], {}
+    only = (task.metadata or {}).get("judges")  # [[datasets]] tables may name the judges of their tasks
+    for comp, judge in judges:
+        if isinstance(only, list) and comp.label not in only:
+            continue
+        t0 = time.monotonic()
+        try:
+            verdict = judge.judge(task, prediction, evidence)
+            if not isinstance(verdict, Verdict):
+                raise JudgeError(f"judge returned {type(verdict).__name__}, expected pptarena.Verdict")
+            scores[comp.label] = {"score": verdict.score, "metrics": verdict.metrics}
+            verdicts[comp.label] = {
+                "score": verdict.score,
+                "metrics": verdict.metrics,
+                "explanation": verdict.explanation,
+                "details": verdict.details,
+                "duration_s": round(time.monotonic() - t0, 3),
+            }
+        except Exception as exc:  # noqa: BLE001 - classified like the runner does
+            kind = Status.INFRA_ERROR if isinstance(exc, InfraError) else Status.JUDGE_ERROR
+            if kind == Status.INFRA_ERROR or status == Status.SCORED:
+                status = kind
+            errors.append(f"judge {comp.label}: {type(exc).__name__}: {exc}")
+            verdicts[comp.label] = {"error": f"{type(exc).__name__}: {exc}", "status": kind, "traceback": traceback.format_exc(limit=20)}
+    usage = add_counts({}, sum_usage(c.usage for c in evidence.clients).as_dict(), prefix="judge_")
+    return JudgeOutcome(status, scores, errors, verdicts, usage)

@@ -1,0 +1,112 @@
+"""Where every file of a run lives: the one description of the run folder's layout.
+
+::
+
+    <run>/manifest.json        config (secrets elided), plugins, start and end
+    <run>/results.jsonl        one line per finished (agent, task), appended as each finishes
+    <run>/summary.json         aggregates, rewritten at the end
+    <run>/report.html          the HTML report
+    <run>/tasks/<agent>/<task>/  input/, prediction.pptx, agent.log.jsonl, verdicts.json, renders ...
+    <run>/rescore/<name>/      a re-scoring: the same layout (without predictions)
+    <run>/meta-eval/           meta_eval.json and the verdicts of repeated judgings (repeat-<k>/)
+
+The runner, the results store, the report and re-scoring all take their paths from
+:class:`RunDir`; nothing else spells these names.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+RESULTS = "results.jsonl"
+MANIFEST = "manifest.json"
+SUMMARY = "summary.json"
+REPORT = "report.html"
+TASKS = "tasks"
+RESCORE = "rescore"
+META_EVAL = "meta-eval"
+VERDICTS = "verdicts.json"
+AGENT_LOG = "agent.log.jsonl"
+AGENT_STDERR = "agent.stderr.txt"
+AGENT_ERROR = "agent.error.txt"
+INPUT = "input"
+
+
+def safe_name(text: str) -> str:
+    """A file-system-safe folder name (at most 120 characters) for a task id or label.
+
+    Names that had to be changed or shortened end in a hash of the original, so
+    two different ids never share a folder.
+    """
+    cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", text).strip("._") or "task"
+    if cleaned != text or len(cleaned) > 120:
+        cleaned = cleaned[:113] + "-" + hashlib.sha1(text.encode()).hexdigest()[:6]
+    return cleaned
+
+
+@dataclass(frozen=True)
+class RunDir:
+    """The paths of one run folder (or of one re-scoring inside it)."""
+
+    root: Path
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "root", Path(self.root))
+
+    @property
+    def results(self) -> Path:
+        """The append-only results file."""
+        return self.root / RESULTS
+
+    @property
+    def manifest(self) -> Path:
+        """The run's manifest."""
+        return self.root / MANIFEST
+
+    @property
+    def summary(self) -> Path:
+        """The aggregate summary written at the end of a run."""
+        return self.root / SUMMARY
+
+    @property
+    def report(self) -> Path:
+        """The HTML report."""
+        return self.root / REPORT
+
+    @property
+    def tasks(self) -> Path:
+        """The folder holding one sub-folder per agent."""
+        return self.root / TASKS
+
+    def pair(self, agent: str, task_id: str) -> Path:
+        """``tasks/<agent>/<task>``: the folder of one (agent, task) pair."""
+        return self.tasks / safe_name(agent) / safe_name(task_id)
+
+    def verdicts(self, agent: str, task_id: str) -> Path:
+        """The judges' verdicts of one pair."""
+        return self.pair(agent, task_id) / VERDICTS
+
+    @property
+    def rescores(self) -> Path:
+        """The folder holding one sub-folder per re-scoring."""
+        return self.root / RESCORE
+
+    def rescore(self, name: str) -> RunDir:
+        """The run folder of the re-scoring called ``name``."""
+        return RunDir(self.rescores / name)
+
+    @property
+    def meta_eval(self) -> Path:
+        """Where ``arena meta-eval`` writes ``meta_eval.json`` and its repeated judgings."""
+        return self.root / META_EVAL
+
+    def meta_eval_repeat(self, repeat: int) -> RunDir:
+        """The folder where ``arena meta-eval --repeat`` keeps the verdicts of its ``repeat``-th judging."""
+        return RunDir(self.meta_eval / f"repeat-{repeat}")
+
+    def is_run(self) -> bool:
+        """Whether the folder holds a run (it has a results file)."""
+        return self.results.is_file()

@@ -1,0 +1,30 @@
+"""The tasks of a run: the configured dataset's tasks, checked and selected by id globs and a limit."""
+
+from __future__ import annotations
+
+import fnmatch
+
+from pptarena.run.components import Components
+from pptarena.run.mixed import label_tasks
+from pptarena.types import PptArenaError, Task
+
+
+def select_tasks(tasks: list[Task], globs: list[str], limit: int | None) -> list[Task]:
+    """Filter tasks by id globs, then keep the first ``limit``."""
+    if globs:
+        tasks = [t for t in tasks if any(fnmatch.fnmatchcase(t.id, g) for g in globs)]
+    return tasks[:limit] if limit else tasks
+
+
+def load_tasks(components: Components) -> list[Task]:
+    """Build the dataset(s) and list the tasks (ids must be unique); see :func:`pptarena.run.mixed.label_tasks`."""
+    config = components.config
+    if config.datasets:  # [[datasets]]: several benchmarks, ids prefixed by the dataset label
+        tasks = label_tasks(((d.label, components.build(d).tasks()) for d in config.datasets), config.dataset_judges)
+    else:
+        tasks = list(components.build(config.dataset).tasks())
+    seen: set[str] = set()
+    dups = sorted({t.id for t in tasks if t.id in seen or seen.add(t.id)})  # type: ignore[func-returns-value]
+    if dups:
+        raise PptArenaError(f"dataset {components.config.dataset.use!r} has duplicate task ids: {', '.join(dups[:10])}")
+    return tasks

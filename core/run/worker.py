@@ -1,0 +1,110 @@
+"""The worker process that runs one agent on one task (``python -m pptarena.run.worker SPEC``).
+
+The runner starts one worker per (agent, task) pair in a new session, so a
+timeout can kill the worker and everything it started (a hung soffice, a
+model-written script) as one process group. The worker writes its outcome to
+``spec["result_path"]`` as JSON; a missing file means it crashed.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import sys
+import traceback
+from pathlib import Path
+from typing import Any
+
+from pptarena.models import UsageBook
+from pptarena.types import AgentLog, ComponentUnavailable, InfraError, Prediction, Status, Task, Workspace
+
+
+def classify_exception(exc: BaseException) -> str:
+    """``infra_error`` for tool and model failures, ``agent_error`` for everything else."""
+    return Status.INFRA_ERROR if isinstance(exc, InfraError | ComponentUnavailable) else Status.AGENT_ERROR
+
+
+def prediction_to_json(pred: Prediction) -> dict[str, Any]:
+    """JSON form of a Prediction."""
+    return {"path": str(pred.path) if pred.path else None, "notes": pred.notes, "usage": pred.usage, "metadata": pred.metadata}
+
+
+def prediction_from_json(data: dict[str, Any]) -> Prediction:
+    """Inverse of :func:`prediction_to_json`."""
+    return Prediction(
+        path=Path(data["path"]) if data.get("path") else None,
+        notes=data.get("notes", ""),
+        usage=dict(data.get("usage") or {}),
+        metadata=dict(data.get("metadata") or {}),
+    )
+
+
+def run_agent(agent: Any, task: Task, workspace: Workspace) -> Prediction:
+    """Call ``agent.edit`` and normalise what it returns."""
+    result = agent.edit(task, workspace)
+    if result is None:
+        result = Prediction(path=workspace.output_deck if workspace.output_deck.exists() else None)
+    if not isinstance(result, Prediction):
+        raise TypeError(f"agent returned {type(result).__name__}, expected pptarena.Prediction")
+    return result
+
+
+def main(spec_path: str) -> int:
+    """Entry point of the worker process."""
+    spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
+    result_path = Path(spec["result_path"])
+    outcome: dict[str, Any]
+    components = None
+    book = UsageBook()
+    setting_up = True  # a failure before the agent is built is the harness's, never the agent's
+    try:
+        from pptarena.run.components import Components
+        from pptarena.run.config import load_config
+        from pptarena.run.registry import load_registry
+
+        registry = load_registry(strict=spec.get("strict", False))
+        for name, module_name in (spec.get("manual_plugins") or {}).items():
+            if name in registry.plugins:
+                continue
+            registry.register_plugin(importlib.import_module(module_name), name, strict=True)
+        config = load_config(spec["config_path"], registry)
+        components = Components(config, registry)
+        agent_cfg = config.agents[spec["agent_index"]]
+        ws = spec["workspace"]
+        log = AgentLog(Path(ws["log"]))
+
+        model = components.hub.factory(book=book, log=log)
+
+        setting_up = False
+        agent = components.build(agent_cfg, model=model)
+        task = Task.from_json(spec["task"])
+        workspace = Workspace(
+            dir=Path(ws["dir"]),
+            input_deck=Path(ws["input_deck"]),
+            output_deck=Path(ws["output_deck"]),
+            renderer=components.lazy_renderer(),
+            model=model,
+            log=log,
+            timeout=spec.get("timeout"),
+        )
+        pred = run_agent(agent, task, workspace)
+        outcome = {"ok": True, "prediction": prediction_to_json(pred)}
+    except BaseException as exc:  # noqa: BLE001 - every failure is reported to the runner
+        outcome = {
+            "ok": False,
+            "status": Status.INFRA_ERROR if setting_up else classify_exception(exc),
+            "error": f"{type(exc).__name__}: {exc}",
+            "traceback": traceback.format_exc(limit=20),
+        }
+    finally:
+        if components is not None:
+            components.close()
+    outcome["model_usage"] = book.total().as_dict()
+    tmp = result_path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(outcome, default=str), encoding="utf-8")
+    tmp.replace(result_path)
+    return 0
+
+
+if __name__ == "__main__":  # pragma: no cover - exercised through the runner
+    sys.exit(main(sys.argv[1]))

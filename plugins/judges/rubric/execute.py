@@ -1,0 +1,322 @@
+"""Running a rubric's function leaves in the sandbox, with model calls proxied to the judge.
+
+:func:`run_function_leaves` runs all function leaves of one rubric in one sandboxed Python
+process (:mod:`pptarena.sandbox`: time, CPU, memory and file-size limits, own temp dir, no
+network where the OS allows). Inside, :mod:`rubric_child` runs the leaves one by one with a
+per-leaf time budget and per-leaf exception isolation. If the process itself dies (memory
+limit, a C-level crash, the overall timeout), the leaf that was running is recorded as failed
+and the leaves after it run in a fresh process.
+
+The sandbox gets importable shims written into its working directory:
+``ppteval.verify.ppt.verifier`` (``ScreenshotsUnavailableError``, ``vlm_call``, ``llm_call``,
+``SlideScreenshot``), ``rubric.utils.llm_tools`` (``llm_call``, ``vlm_call``) and a no-op
+``dotenv`` (so a leaf's ``load_dotenv()`` cannot pull secrets from a stray ``.env``).
+
+``llm_call`` / ``vlm_call`` reach the judge through :class:`ModelBridge`, a Unix-socket server
+(socket files work across the sandbox's network namespace) that calls the configured
+:class:`pptarena.models.ModelClient` and records every call.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import shutil
+import socketserver
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pptarena.sandbox import SandboxLimits, SandboxResult, run_python
+from pptarena.types import InfraError
+
+MAX_REQUEST_BYTES = 64 * 1024 * 1024
+STARTUP_SECONDS = 20.0  # interpreter start, imports and context building, per process
+
+_VERIFIER_SHIM = '''"""pptarena shim of PPT-Eval's ppteval.verify.ppt.verifier (only what rubric code imports)."""
+from pptarena.plugins.judges.rubric.child import (  # noqa: F401
+    ScreenshotsUnavailableError, SlideScreenshot, llm_call, vlm_call,
+)
+
+
+class PPTVerifier:
+    """Not available inside a rubric leaf (PPT-Eval's leaves only name it in inert __main__ blocks)."""
+
+    def __init__(self, *args, **kwargs):
+        raise RuntimeError("PPTVerifier is not available inside a pptarena rubric leaf")
+'''
+
+_LLM_TOOLS_SHIM = '''"""pptarena shim of ai-rubric's rubric.utils.llm_tools."""
+from pptarena.plugins.judges.rubric.child import llm_call, vlm_call  # noqa: F401
+'''
+
+_DOTENV_SHIM = '''"""pptarena's no-op python-dotenv: rubric leaves never read .env files."""
+
+
+def load_dotenv(*args, **kwargs):
+    return False
+
+
+def find_dotenv(*args, **kwargs):
+    return ""
+
+
+def dotenv_values(*args, **kwargs):
+    return {}
+'''
+
+SHIM_FILES: dict[str, str] = {
+    "ppteval/__init__.py": "",
+    "ppteval/verify/__init__.py": "",
+    "ppteval/verify/ppt/__init__.py": "",
+    "ppteval/verify/ppt/verifier.py": _VERIFIER_SHIM,
+    "rubric/__init__.py": "",
+    "rubric/utils/__init__.py": "",
+    "rubric/utils/llm_tools.py": _LLM_TOOLS_SHIM,
+    "dotenv.py": _DOTENV_SHIM,
+}
+
+_DRIVER = "from pptarena.plugins.judges.rubric.child import main\nmain(SANDBOX_INPUT)\n"
+
+
+# --------------------------------------------------------------------------- model bridge
+
+
+@dataclass
+class ModelCallRecord:
+    """One ``llm_call`` / ``vlm_call`` made by a leaf."""
+
+    leaf: str
+    kind: str
+    prompt: str
+    images: list[dict[str, Any]]
+    params: dict[str, Any]
+    reply: str | None = None
+    error: str | None = None
+    infra: bool = False  # the failure was the backend's (unreachable, 5xx...), not the leaf's
+    duration_s: float = 0.0
+
+    def to_json(self) -> dict[str, Any]:
+        """JSON-ready form (images as source, media type, size and SHA-256)."""
+        return {
+            "leaf": self.leaf,
+            "kind": self.kind,
+            "prompt": self.prompt,
+            "images": self.images,
+            "params": self.params,
+            "reply": self.reply,
+            "error": self.error,
+            "infra": self.infra,
+            "duration_s": self.duration_s,
+        }
+
+
+class ModelBridge:
+    """Answers the sandbox's model requests with a :class:`~pptarena.models.ModelClient`.
+
+    With ``client=None`` every request is refused with a clear error (the leaf then fails or
+    uses its own fallback). :attr:`calls` records every request in arrival order.
+    """
+
+    def __init__(self, client: Any | None, ref: str | None = None):
+        self.client = client
+        self.ref = ref
+        self.calls: list[ModelCallRecord] = []
+        self._lock = threading.Lock()
+
+    def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+        """Handle one decoded request; returns ``{"ok": True, "text": ...}`` or ``{"ok": False, "error": ...}``."""
+        from pptarena.models import ImagePart, Message
+
+        kind = str(request.get("kind", "llm"))
+        params = {k: request.get(k) for k in ("temperature", "max_tokens") if request.get(k) is not None}
+        images: list[ImagePart] = []
+        meta: list[dict[str, Any]] = []
+        record = ModelCallRecord(str(request.get("leaf", "")), kind, str(request.get("prompt", "")), meta, params)
+        t0 = time.monotonic()
+        try:
+            for item in request.get("images") or []:
+                data = base64.b64decode(item.get("b64", ""), validate=False)
+                media = str(item.get("media_type") or "image/jpeg")
+                images.append(ImagePart(data, media))
+                meta.append(
+                    {"source": item.get("source"), "media_type": media, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+                )
+            if self.client is None:
+                raise RuntimeError(f"{kind}_call: no model is configured for the rubric judge (set its 'model' option)")
+            message = Message.user(record.prompt, *images) if images else Message.user(record.prompt)
+            completion = self.client.complete([message], **params)
+            record.reply = completion.text
+            return {"ok": True, "text": completion.text}
+        except Exception as exc:  # noqa: BLE001 - reported back to the leaf as its call's failure
+            record.error = f"{type(exc).__name__}: {exc}"
+            record.infra = isinstance(exc, InfraError)
+            prefix = "Vision completion failed" if kind == "vlm" else "LLM API call failed"
+            return {"ok": False, "error": f"{prefix}: {exc}"}
+        finally:
+            record.duration_s = round(time.monotonic() - t0, 3)
+            with self._lock:
+                self.calls.append(record)
+
+
+class _Handler(socketserver.StreamRequestHandler):
+    def handle(self) -> None:
+        bridge: ModelBridge = self.server.bridge  # type: ignore[attr-defined]
+        while True:
+            line = self.rfile.readline(MAX_REQUEST_BYTES + 1)
+            if not line:
+                return
+            if len(line) > MAX_REQUEST_BYTES:
+                answer = {"ok": False, "error": f"request over {MAX_REQUEST_BYTES} bytes"}
+                self.wfile.write(json.dumps(answer).encode() + b"\n")
+                return
+            try:
+                request = json.loads(line)
+                if not isinstance(request, dict):
+                    raise ValueError("request must be a JSON object")
+            except ValueError as exc:
+                answer = {"ok": False, "error": f"bad request: {exc}"}
+            else:
+                answer = bridge.answer(request)
+            self.wfile.write(json.dumps(answer).encode("utf-8") + b"\n")
+            self.wfile.flush()
+
+
+class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    daemon_threads = True
+
+
+class _BridgeServer:
+    """Serves a :class:`ModelBridge` on a Unix socket for the lifetime of a ``with`` block."""
+
+    def __init__(self, bridge: ModelBridge, path: Path):
+        self.path = path
+        self.server = _Server(str(path), _Handler)
+        self.server.bridge = bridge  # type: ignore[attr-defined]
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, name="rubric-model-bridge", daemon=True
+        )
+
+    def __enter__(self) -> _BridgeServer:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+        self.thread.join(timeout=5)
+
+
+# --------------------------------------------------------------------------- running leaves
+
+
+@dataclass
+class LeafRun:
+    """Settings of one batch of leaf runs."""
+
+    leaf_timeout: float = 60.0  # per leaf, not counting time spent waiting for model replies
+    model_wait: float = 0.0  # extra seconds the process may run per leaf that names llm_call / vlm_call
+    memory_mb: int = 2048
+    python: str | None = None
+    processes: list[dict[str, Any]] = field(default_factory=list)  # what each sandbox process did
+
+
+def _read_records(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        return []
+    out = []
+    for line in path.read_text(encoding="utf-8", errors="replace").splitlines():
+        try:
+            out.append(json.loads(line))
+        except ValueError:
+            continue  # a torn last line from a killed process
+    return out
+
+
+def run_function_leaves(
+    leaves: Sequence[dict[str, str]],
+    inputs: dict[str, Any],
+    bridge: ModelBridge,
+    run: LeafRun,
+    *,
+    on_process: Callable[[SandboxResult], None] | None = None,
+) -> dict[str, dict[str, Any]]:
+    """Run ``leaves`` (``{"id", "code"}`` dicts) in the sandbox; returns a record per leaf id.
+
+    ``inputs`` holds the context: ``original_ppt_path``, ``modified_ppt_path``, ``ppt_diff``
+    (``{"module", "factory", "data"}`` rebuilt in the sandbox, or None) and ``screenshots``
+    (``{"original": [...], "modified": [...]}`` of ``{slide_number, image_path, slide_id}``).
+    A record has ``score``, ``reason``, ``duration_s``, ``stdout`` and, for a failed leaf,
+    ``error``, ``error_type`` and ``traceback``.
+    """
+    records: dict[str, dict[str, Any]] = {}
+    remaining = list(leaves)
+    while remaining:
+        work = Path(tempfile.mkdtemp(prefix="pptarena-rubric-"))
+        try:
+            results_path = work / ".leaf-results.jsonl"
+            socket_path = work / ".model.sock"
+            payload = {
+                **inputs,
+                "leaves": remaining,
+                "results_path": str(results_path),
+                "socket_path": str(socket_path),
+                "leaf_timeout": run.leaf_timeout,
+            }
+            asks_model = sum(1 for leaf in remaining if "llm_call" in leaf["code"] or "vlm_call" in leaf["code"])
+            limits = SandboxLimits(
+                timeout=STARTUP_SECONDS + (run.leaf_timeout + 2.0) * len(remaining) + run.model_wait * asks_model,
+                cpu_seconds=int(STARTUP_SECONDS + (run.leaf_timeout + 2.0) * len(remaining)) + 1,
+                memory_mb=run.memory_mb,
+            )
+            with _BridgeServer(bridge, socket_path):
+                result = run_python(
+                    _DRIVER, inputs=payload, limits=limits, extra_files=SHIM_FILES, workdir=work, python=run.python
+                )
+            events = _read_records(results_path)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        if on_process is not None:
+            on_process(result)
+        run.processes.append(
+            {"leaves": len(remaining), "duration_s": result.duration_s, "ok": result.ok, "network_isolated": result.network_isolated, "notes": result.notes}
+        )
+        started = [e["leaf"] for e in events if e.get("event") == "start"]
+        for e in events:
+            if e.get("event") == "done":
+                records[e["leaf"]] = e
+        crashed = [lid for lid in started if lid not in records]
+        if not started:
+            # the process failed before running any leaf: nothing will improve by retrying
+            problem = "the sandboxed process failed before running any leaf: " + result.error_text()
+            for leaf in remaining:
+                records[leaf["id"]] = _failed(leaf["id"], problem, "sandbox")
+            break
+        for lid in crashed:
+            problem = "the sandboxed process ended while this leaf ran: " + result.error_text()
+            records[lid] = _failed(lid, problem, "timeout" if result.timed_out else "sandbox")
+        remaining = [leaf for leaf in remaining if leaf["id"] not in records]
+        if result.ok and remaining:
+            for leaf in remaining:
+                records[leaf["id"]] = _failed(leaf["id"], "the sandboxed process exited without running this leaf", "sandbox")
+            remaining = []
+    return records
+
+
+def _failed(leaf_id: str, problem: str, kind: str) -> dict[str, Any]:
+    return {
+        "event": "done",
+        "leaf": leaf_id,
+        "score": 0.0,
+        "reason": f"Function scoring failed: {problem}",
+        "error": problem,
+        "error_type": kind,
+        "traceback": "",
+        "duration_s": 0.0,
+        "stdout": "",
+    }

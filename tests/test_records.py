@@ -1,0 +1,74 @@
+"""Typed result rows: every reader validates lines, and a wrong-shaped line is one clear message."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from click.testing import CliRunner
+from pptarena.cli.main import cli
+from pptarena.report.data import load_run
+from pptarena.run.records import RESULTS_SCHEMA, ResultRow, Status, parse_row
+from pptarena.run.results import ResultsStore, read_results
+
+GOOD = {"agent": "a", "task_id": "t1", "status": "scored", "scores": {"j": {"score": 0.5, "metrics": {}}},
+        "error": None, "duration_s": 1.0, "usage": {}, "metadata": {}}
+HOSTILE = [
+    '{"agent": "a", "task_id": "t2", "status": "scored", "scores": "garbage"}',
+    '{"agent": "a", "task_id": "t3", "status": "scored", "scores": {"j": {"score": NaN}}}',
+    '{"agent": "a", "task_id": "t4", "status": "scored", "duration_s": "x"}',
+    '{"agent": "a", "task_id": "t5", "status": "won"}',
+    '["not", "an", "object"]',
+    '{"agent": "a", "task_id": "t6", "status": "scored", "schema_version": 99}',
+    "{not json",
+]
+
+
+def write_results(run_dir, lines):
+    run_dir.mkdir(parents=True, exist_ok=True)
+    (run_dir / "results.jsonl").write_text("\n".join(lines) + "\n")
+
+
+def test_status_is_an_enum_of_the_five_statuses():
+    assert [s.value for s in Status] == ["scored", "agent_error", "timeout", "judge_error", "infra_error"]
+    assert parse_row(GOOD).status is Status.SCORED
+
+
+def test_every_wrong_shaped_line_is_skipped_with_file_and_line(tmp_path):
+    write_results(tmp_path, [json.dumps(GOOD), *HOSTILE])
+    problems = []
+    rows = read_results(tmp_path / "results.jsonl", problems)
+    assert [r["task_id"] for r in rows] == ["t1"]
+    assert [p.line for p in problems] == [2, 3, 4, 5, 6, 7, 8]
+    text = [str(p) for p in problems]
+    assert all(t.startswith(f"{tmp_path / 'results.jsonl'}:") for t in text)
+    assert "scores" in text[0] and "finite" in text[1] and "duration_s" in text[2] and "status" in text[3]
+    assert "newer pptarena" in text[5]
+
+
+def test_rows_written_carry_the_schema_version_and_bad_rows_are_refused(tmp_path):
+    store = ResultsStore(tmp_path)
+    store.append(dict(GOOD))
+    assert json.loads((tmp_path / "results.jsonl").read_text())["schema_version"] == RESULTS_SCHEMA
+    with pytest.raises(ValueError, match="status"):
+        store.append({**GOOD, "status": "won"})
+    assert ResultRow.model_validate(store.read()[0]).agent == "a"
+
+
+def test_report_warns_about_a_garbage_line_instead_of_a_traceback(tmp_path):
+    run = tmp_path / "run"
+    write_results(run, [json.dumps(GOOD), HOSTILE[0]])
+    assert len(load_run(run).problems) == 1
+    out = CliRunner().invoke(cli, ["report", str(run), "--no-html"])
+    assert out.exit_code == 0, out.output
+    assert "skipped a result line" in out.output and "results.jsonl:2" in out.output
+    assert "Traceback" not in out.output
+
+
+def test_meta_eval_says_which_lines_it_skipped(tmp_path):
+    from pptarena.report.meta_eval import meta_eval
+
+    run = tmp_path / "run"
+    write_results(run, [json.dumps(GOOD), HOSTILE[2]])
+    report = meta_eval(run)
+    assert report["warnings"] == [f"skipped a result line: {run / 'results.jsonl'}:2: duration_s: Input should be a valid number, unable to parse string as a number"]
