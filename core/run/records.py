@@ -55,6 +55,9 @@ class ResultRow(BaseModel):
     duration_s: FiniteFloat = Field(None, ge=0)
     usage: dict[str, Any] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
+    #: multi-turn sessions only (see pptarena.run.sessions): one entry per turn run, in order,
+    #: with ``turn``, ``status``, ``scores``, ``error`` and ``prediction``
+    turns: list[dict[str, Any]] | None = None
 
     @field_validator("schema_version")
     @classmethod
@@ -66,7 +69,10 @@ class ResultRow(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         """The row as the JSON object written to ``results.jsonl``."""
-        return self.model_dump(mode="json")
+        data = self.model_dump(mode="json")
+        if data.get("turns") is None:  # single-turn rows stay as they were
+            data.pop("turns", None)
+        return data
 
 
 class ResultLineProblem(BaseModel):
