@@ -12,10 +12,10 @@ import osworld_fixtures as fx
 import osworld_standin as standin
 import pptc_reference as ref
 import pytest
-from pptarena.run.config import ConfigError, load_config
 from pptarena.plugins.datasets.osworld.load import OsworldWarning
-from pptarena.run.registry import get_registry
 from pptarena.report.tables import summary_tables
+from pptarena.run.config import ConfigError, load_config
+from pptarena.run.registry import get_registry
 from pptarena.run.runner import Runner
 
 pytestmark = pytest.mark.skipif(

@@ -10,10 +10,10 @@ from pathlib import Path
 import osworld_fixtures as fx
 import osworld_standin as standin
 import pytest
-from pptarena.run.config import load_config
 from pptarena.plugins.datasets.common import DatasetError
 from pptarena.plugins.datasets.osworld.load import OsworldWarning, load_osworld
 from pptarena.plugins.judges.osworld import OsworldJudge
+from pptarena.run.config import load_config
 from pptarena.run.registry import get_registry
 from pptarena.run.runner import Runner
 from pptarena.types import ComponentContext, JudgeError, Prediction, Task

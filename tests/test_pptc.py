@@ -11,10 +11,10 @@ from pathlib import Path
 
 import pptc_reference as ref
 import pytest
-from pptarena.run.config import load_config
 from pptarena.plugins.datasets.common import DatasetError
 from pptarena.plugins.datasets.pptc import load_pptc, split_instruction
 from pptarena.plugins.judges.pptx_match import PptxMatchJudge
+from pptarena.run.config import load_config
 from pptarena.run.registry import get_registry
 from pptarena.run.runner import Runner
 from pptarena.types import ComponentContext, Prediction, Task

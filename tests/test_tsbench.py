@@ -8,9 +8,9 @@ import shutil
 from pathlib import Path
 
 import pytest
-from pptarena.run.config import load_config
 from pptarena.plugins.datasets.common import DatasetError
 from pptarena.plugins.datasets.tsbench import NO_TARGET, load_tsbench
+from pptarena.run.config import load_config
 from pptarena.run.registry import get_registry
 from pptarena.run.runner import Runner
 
