@@ -55,4 +55,10 @@ fi
 .venv/bin/python -m pip install -q -e ".[test,openai,anthropic]"
 # PPT-Eval's reference code for the differential tests (tests/test_ppteval_semantics.py); optional
 .venv/bin/python -m pip install -q -e ".[ppteval-ref]" || echo "warning: the ppteval-ref extra did not install; its tests will skip"
+# OSWorld's own checkers, for the differential test of the osworld judge only (never imported by
+# pptarena): the wheel's files in a folder of their own, without its (heavy) dependencies.
+if [ ! -f .venv/ref-osworld/desktop_env/evaluators/metrics/slides.py ]; then
+  .venv/bin/python -m pip install -q --no-deps --target .venv/ref-osworld desktop-env==1.0.2 \
+    || echo "warning: could not fetch desktop-env==1.0.2; the OSWorld differential test will be skipped" >&2
+fi
 echo "pptarena is set up in .venv ($(.venv/bin/arena --version))"

@@ -19,6 +19,8 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from pptarena.run.mixed import rows_by_dataset
+from pptarena.run.results import summarize_results
 from pptarena.types import STATUSES, Status
 
 ERROR_STATUSES = tuple(s for s in STATUSES if s != Status.SCORED)
@@ -185,6 +187,10 @@ def summary_tables(summary: dict[str, Any], rows: list[dict[str, Any]], rescores
     costs = cost_table(summary)
     if costs is not None:
         tables.append(costs)
+    by_dataset = rows_by_dataset(rows)
+    if len(by_dataset) > 1:  # a run mixing benchmarks: one leaderboard per dataset
+        for label, subset in sorted(by_dataset.items()):
+            tables.append(leaderboard_table(summarize_results(subset), judge_kinds(subset), title=f"Leaderboard · {label}"))
     tables += breakdown_tables(summary)
     rt = rescore_table(summary, rescores or {})
     if rt is not None:

@@ -31,7 +31,7 @@ from pptarena.types import PptArenaError
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 SECRET_KEY_HINTS = ("key", "token", "secret", "password", "passwd", "authorization", "cookie", "credential")
-TOP_LEVEL = ("run", "dataset", "agents", "agent", "renderer", "judges", "backends", "executor")
+TOP_LEVEL = ("run", "dataset", "datasets", "agents", "agent", "renderer", "judges", "backends", "executor")
 
 
 class ConfigError(PptArenaError):
@@ -84,6 +84,11 @@ class RunConfig:
     missing_secrets: list[str] = field(default_factory=list)
     """``{ env = VAR }`` references whose variable was unset (only when loaded with ``require_secrets=False``)."""
     executor: ComponentConfig | None = None
+    #: the ``[[datasets]]`` tables when a run mixes benchmarks (``dataset`` is then the first);
+    #: task ids get ``<label>/`` in front and ``metadata["dataset"] = label``
+    datasets: list[ComponentConfig] = field(default_factory=list)
+    #: ``[[datasets]]`` label → the judge labels its tasks get (``judges = [...]`` in the table); all when absent
+    dataset_judges: dict[str, list[str]] = field(default_factory=dict)
 
     @property
     def stem(self) -> str:
@@ -97,7 +102,7 @@ class RunConfig:
     def components(self) -> list[ComponentConfig]:
         """Every component table, in config order."""
         extra = [self.executor] if self.executor is not None else []
-        return [self.dataset, *self.agents, self.renderer, *self.judges, *self.backends.values(), *extra]
+        return [*(self.datasets or [self.dataset]), *self.agents, self.renderer, *self.judges, *self.backends.values(), *extra]
 
 
 def redact(value: Any, key: str = "") -> Any:
@@ -303,7 +308,28 @@ def parse_config(data: dict[str, Any], registry: Registry, path: Path, *, requir
         run = RunOptions()
 
     dataset = None
-    if "dataset" not in data:
+    datasets: list[ComponentConfig | None] = []
+    dataset_judges: dict[str, list[str]] = {}
+    if "datasets" in data:  # several benchmarks in one run
+        if "dataset" in data:
+            errors.append("dataset / datasets: use either one [dataset] table or [[datasets]] tables, not both")
+        tables = _table_list(data, "datasets", [], errors)
+        datasets = [_component(registry, "datasets", {k: v for k, v in t.items() if k != "judges"}, f"datasets[{i}]",
+                               base, errors, True, missing) if isinstance(t, dict) else None for i, t in enumerate(tables)]
+        for i, (t, d) in enumerate(zip(tables, datasets, strict=True)):
+            only = t.get("judges") if isinstance(t, dict) else None
+            if d is not None and only is not None:
+                if not isinstance(only, list) or not all(isinstance(j, str) for j in only):
+                    errors.append(f"datasets[{i}].judges: expected a list of judge labels, got {only!r}")
+                else:
+                    dataset_judges[d.label] = only
+        names = [d.label for d in datasets if d is not None]
+        for dup in sorted({n for n in names if names.count(n) > 1}):
+            errors.append(f"datasets: label {dup!r} is used twice; give each [[datasets]] table its own `label`")
+        dataset = next((d for d in datasets if d is not None), None)
+        if not tables:
+            errors.append("datasets: no [[datasets]] table")
+    elif "dataset" not in data:
         errors.append(f"dataset: missing table; choose one of: {', '.join(registry.names('datasets'))}")
     else:
         dataset = _component(registry, "datasets", data["dataset"], "dataset", base, errors, False, missing)
@@ -346,7 +372,7 @@ def parse_config(data: dict[str, Any], registry: Registry, path: Path, *, requir
         for dup in sorted({lbl for lbl in labels if labels.count(lbl) > 1}):
             errors.append(f"label {dup!r} is used twice; give each [[agents]] / [[judges]] table its own `label`")
 
-    for comp in [dataset, *agents, renderer, *judges]:
+    for comp in [*(datasets or [dataset]), *agents, renderer, *judges]:
         if comp is None:
             continue
         for field_name, ref in model_refs(comp.options).items():
@@ -363,6 +389,12 @@ def parse_config(data: dict[str, Any], registry: Registry, path: Path, *, requir
     if executor is not None and callable(check):
         errors.extend(f"executor.{e}" for e in check(executor.options, [a.label for a in agents if a is not None]))
 
+    judge_labels = [j.label for j in judges if j is not None]
+    for name, only in dataset_judges.items():
+        for label in only:
+            if label not in judge_labels:
+                errors.append(f"datasets ({name}).judges: no [[judges]] table is labelled {label!r} "
+                              f"(labels: {', '.join(judge_labels)})")
     if errors:
         raise ConfigError(f"invalid config {path}:\n- " + "\n- ".join(errors))
     assert dataset is not None and renderer is not None
@@ -377,6 +409,8 @@ def parse_config(data: dict[str, Any], registry: Registry, path: Path, *, requir
         backends=backends,
         missing_secrets=missing or [],
         executor=executor,
+        datasets=[d for d in datasets if d is not None],
+        dataset_judges=dataset_judges,
     )
 
 

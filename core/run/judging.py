@@ -42,7 +42,10 @@ def judge_prediction(task: Task, prediction: Prediction, judges: list[tuple[Any,
     )
     status, scores, errors, verdicts = Status.SCORED, {}, [], {}
     backends = getattr(getattr(components, "config", None), "backends", None) or {}
+    only = (task.metadata or {}).get("judges")  # [[datasets]] tables may name the judges of their tasks
     for comp, judge in judges:
+        if isinstance(only, list) and comp.label not in only:
+            continue
         t0 = time.monotonic()
         fid = cached_fingerprint(comp, judge, backends)["id"]
         first_client = len(evidence.clients)

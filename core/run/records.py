@@ -60,6 +60,9 @@ class ResultRow(BaseModel):
     reused_from_epoch: int | None = Field(None, ge=1, description="a deterministic agent's line copied from this epoch")
     cost: dict[str, Any] | None = Field(None, description="USD: agent, judges and total (pptarena.models.pricing.pair_cost)")
     isolation: str | None = None  # what untrusted code ran in: bwrap, unshare, rlimits or none (docs/security.md)
+    #: multi-turn sessions only (see pptarena.run.sessions): one entry per turn run, in order,
+    #: with ``turn``, ``status``, ``scores``, ``error`` and ``prediction``
+    turns: list[dict[str, Any]] | None = None
 
     @field_validator("schema_version")
     @classmethod
@@ -71,7 +74,10 @@ class ResultRow(BaseModel):
 
     def to_json(self) -> dict[str, Any]:
         """The row as the JSON object written to ``results.jsonl``."""
-        return self.model_dump(mode="json")
+        data = self.model_dump(mode="json")
+        if data.get("turns") is None:  # single-turn rows stay as they were
+            data.pop("turns", None)
+        return data
 
 
 class ResultLineProblem(BaseModel):

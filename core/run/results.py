@@ -127,8 +127,11 @@ def _group_keys(row: dict[str, Any], field: str) -> list[str]:
     return [str(value)]
 
 
-def summarize_results(rows: list[dict[str, Any]], group_fields: Iterable[str] = ("category", "edit_type", "difficulty"),
-                      opts: StatsOptions | None = None) -> dict[str, Any]:
+def summarize_results(
+    rows: list[dict[str, Any]],
+    group_fields: Iterable[str] = ("category", "edit_type", "difficulty", "dataset"),
+    opts: StatsOptions | None = None,
+) -> dict[str, Any]:
     """Aggregate result lines per agent and judge, and per metadata group (category, difficulty...).
 
     Means are over tasks of the per-task mean over epochs, with 95% bootstrap intervals; see

@@ -44,9 +44,11 @@ from pptarena.run.progress import Progress
 from pptarena.run.records import ResultLineProblem
 from pptarena.run.references import normalized_references, normalizer_of
 from pptarena.run.registry import Registry
+from pptarena.run.requirements import unmet_requirements
 from pptarena.run.results import SCHEMA_VERSION, ResultsStore, summarize_results, write_json_atomic
 from pptarena.run.rundir import AGENT_ERROR, AGENT_LOG, AGENT_STDERR, INPUT, VERDICTS, RunDir, safe_name
 from pptarena.run.runlock import MAX_CRASHES, AttemptLedger, RunLock
+from pptarena.run.sessions import is_session, run_session
 from pptarena.run.summary_stats import StatsOptions
 from pptarena.run.tasks import load_tasks, select_tasks
 from pptarena.run.worker import classify_exception, prediction_from_json, run_agent
@@ -128,7 +130,7 @@ def resume_conflicts(previous: dict[str, Any], current: dict[str, Any]) -> list[
     both must have the same table. Adding agents (or changing ``[run]``) is fine.
     """
     problems = []
-    for key in ("dataset", "renderer", "judges", "backends"):
+    for key in ("dataset", "datasets", "renderer", "judges", "backends"):
         if _without_pricing(key, previous.get(key)) != _without_pricing(key, current.get(key)):
             problems.append(f"[{key}] differs")
     before, after = _agent_tables(previous), _agent_tables(current)
@@ -182,7 +184,7 @@ class Runner:
 
     # ------------------------------------------------------------------ setup
 
-    def _write_manifest(self, tasks: list[Task]) -> None:
+    def _write_manifest(self, tasks: list[Task], skipped: dict[tuple[str, str], str] | None = None) -> None:
         path = RunDir(self.run_dir).manifest
         now = datetime.now(UTC).isoformat(timespec="seconds")
         previous: dict[str, Any] = {}
@@ -212,6 +214,7 @@ class Runner:
             "judge_fingerprints": getattr(self, "judge_fingerprints", {}),
             "epochs": self.epochs,
             "max_cost": self.max_cost,
+            "skipped": [{"agent": a, "task_id": t, "reason": why} for (a, t), why in (skipped or {}).items()],
             "python": sys.version.split()[0],
             "platform": platform.platform(),
         }
@@ -444,6 +447,8 @@ class Runner:
         return keep
 
     def _compute_pair(self, agent: ComponentConfig, task: Task, epoch: int) -> dict[str, Any] | None:
+        if is_session(task):  # multi-turn: the turns run in order (see pptarena.run.sessions)
+            return run_session(self, agent, task, epoch)
         t0 = time.monotonic()
         from pptarena.run.blame import original_problem
 
@@ -535,10 +540,12 @@ class Runner:
         tasks = select_tasks(load_tasks(self.components), self.task_globs, self.limit)
         self._check_resume()
         self._check_judges()
-        self._write_manifest(tasks)
+        skipped = {(a.label, t.id): why for a in self.config.agents for t in tasks
+                   if (why := unmet_requirements(a.spec.factory, t))}
+        self._write_manifest(tasks, skipped)
         done = self.store.done_attempts(self.retry_statuses)
         plan = [(a, t, e) for e in range(1, self.epochs + 1) for a in self.config.agents for t in tasks
-                if e == 1 or not is_deterministic(a.spec.factory)]
+                if (e == 1 or not is_deterministic(a.spec.factory)) and (a.label, t.id) not in skipped]
         pending = [(a, t, e) for a, t, e in plan if (a.label, t.id, e) not in done]
         if not self.retry_statuses:
             pending = self._crashed_pairs(pending)
@@ -546,6 +553,8 @@ class Runner:
         self.budget = Budget(self.max_cost, self.store.read())
         progress = self._progress or Progress(total, quiet=self.quiet)
         progress.done = total - len(pending)
+        for (label, task_id), why in skipped.items():
+            progress.message(f"Skipped task {task_id} for agent {label}: {why}.")
         if progress.done:
             progress.message(f"Resuming {self.run_dir}: {progress.done} of {total} results already recorded.")
         index = {id(a): i for i, a in enumerate(self.config.agents)}

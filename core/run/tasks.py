@@ -5,6 +5,7 @@ from __future__ import annotations
 import fnmatch
 
 from pptarena.run.components import Components
+from pptarena.run.mixed import label_tasks
 from pptarena.types import PptArenaError, Task
 
 
@@ -16,9 +17,12 @@ def select_tasks(tasks: list[Task], globs: list[str], limit: int | None) -> list
 
 
 def load_tasks(components: Components) -> list[Task]:
-    """Build the dataset and list its tasks (ids must be unique)."""
-    dataset = components.build(components.config.dataset)
-    tasks = list(dataset.tasks())
+    """Build the dataset(s) and list the tasks (ids must be unique); see :func:`pptarena.run.mixed.label_tasks`."""
+    config = components.config
+    if config.datasets:  # [[datasets]]: several benchmarks, ids prefixed by the dataset label
+        tasks = label_tasks(((d.label, components.build(d).tasks()) for d in config.datasets), config.dataset_judges)
+    else:
+        tasks = list(components.build(config.dataset).tasks())
     seen: set[str] = set()
     dups = sorted({t.id for t in tasks if t.id in seen or seen.add(t.id)})  # type: ignore[func-returns-value]
     if dups:

@@ -77,6 +77,9 @@ class GuiAgent(Component):
     Options = GuiOptions
     #: on a Ray cluster each episode needs a node advertising a ``desktop`` (docs/distributed.md)
     resources = {"desktop": 1}
+    #: What the agent hands back besides the deck (see pptarena.run.requirements): its Impress
+    #: profile's settings file, in ``Prediction.metadata["files"]``.
+    provides = ("libreoffice_settings",)
 
     def __init__(self, options: GuiOptions, context: ComponentContext):
         from .env import check_programs
@@ -149,6 +152,7 @@ class GuiAgent(Component):
             if not zipfile.is_zipfile(saved) or "ppt/presentation.xml" not in zipfile.ZipFile(saved).namelist():
                 raise AgentError(f"the file Impress saved ({saved.name}) is not a .pptx package")
             shutil.copyfile(saved, workspace.output_deck)
+            files = _hand_back_settings(scratch / "env" / "profile", workspace.dir)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
         # the runner counts usage through the workspace's model clients: Prediction.usage stays
@@ -164,8 +168,19 @@ class GuiAgent(Component):
                 "action_errors": result.action_errors,
                 "action_space": opts.action_space,
                 "trajectory": "trajectory/trajectory.jsonl",
+                "files": files,
             },
         )
+
+
+def _hand_back_settings(profile: Path, task_dir: Path) -> dict[str, str]:
+    """Copy the episode's LibreOffice settings file into the task folder (for checkers that read it)."""
+    settings = profile / "user" / "registrymodifications.xcu"
+    if not settings.is_file():
+        return {}
+    kept = task_dir / settings.name
+    shutil.copyfile(settings, kept)
+    return {settings.name: str(kept)}
 
 
 @pptarena.hookimpl

@@ -59,9 +59,10 @@ class StructuralJudge(Component):
         """Compare original→prediction with original→target; see the module docstring for the score."""
         opts = self.options
         if task.target is None:
+            why = (task.metadata or {}).get("no_target_reason")
             raise JudgeError(
                 f"task {task.id}: the structural judge needs a target deck (task.target) to compare with, "
-                "and this task has none; use a rubric or model judge for it"
+                f"and this task has none{f' ({why})' if why else ''}; use a rubric or model judge for it"
             )
         if prediction.path is None:
             raise JudgeError(f"task {task.id}: the prediction has no deck to compare")
