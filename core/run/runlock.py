@@ -83,8 +83,10 @@ class RunLock:
 class AttemptLedger:
     """Started and finished attempts of each (agent, task) of a run folder (``.attempts.jsonl``)."""
 
-    def __init__(self, run_dir: Path):
+    def __init__(self, run_dir: Path, *, enabled: bool = True):
         self.path = Path(run_dir) / ATTEMPTS
+        self.enabled = enabled
+        """False for a scratch runner on a cluster node: the driver's run folder is the one that counts."""
         self._lock = threading.Lock()
 
     def crashes(self, recorded: set[tuple[str, str]]) -> dict[tuple[str, str], int]:
@@ -111,6 +113,8 @@ class AttemptLedger:
         return counts
 
     def _write(self, event: str, agent: str, task: str) -> None:
+        if not self.enabled:
+            return
         line = json.dumps({"event": event, "agent": agent, "task": task, "t": round(time.time(), 3)}) + "\n"
         with self._lock, self.path.open("a", encoding="utf-8") as fh:
             fh.write(line)
