@@ -56,11 +56,32 @@ def main() -> None:
             )
             # warm the dataset (generated decks) once
             subprocess.run([*arena, "tasks", "--config", str(cfg)], env=env, capture_output=True)
-            secs, rc = timed([*arena, "run", "--config", str(cfg), "--out", str(tmpd / f"run-{agent}"), "--jobs", "2", "--quiet"], env=env)
+            secs, rc = timed(
+                [
+                    *arena,
+                    "run",
+                    "--config",
+                    str(cfg),
+                    "--out",
+                    str(tmpd / f"run-{agent}"),
+                    "--jobs",
+                    "2",
+                    "--quiet",
+                ],
+                env=env,
+            )
             assert rc == 0, f"run failed for {agent}"
             results[f"20 pairs, {label} agent, --jobs 2 (s)"] = secs
             results[f"per pair, {label} agent (s)"] = secs / 20
-    print(json.dumps({"machine": f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}", **{k: round(v, 3) for k, v in results.items()}}, indent=2))
+    print(
+        json.dumps(
+            {
+                "machine": f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}",
+                **{k: round(v, 3) for k, v in results.items()},
+            },
+            indent=2,
+        )
+    )
 
 
 if __name__ == "__main__":

@@ -22,9 +22,10 @@ import time
 import tracemalloc
 from pathlib import Path
 
-from pptarena.deck import DeckError, diff_decks, summarize
 from pptx import Presentation
 from pptx.util import Emu, Pt
+
+from pptarena.deck import DeckError, diff_decks, summarize
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus"
@@ -104,7 +105,9 @@ def main() -> None:
             mem = peak_mib(lambda a=a, b=b: diff_decks(a, b))
             print(f"| {n} | {a.stat().st_size // 1024} | {t_sum:.3f} | {t_diff:.3f} | {edits} | {mem:.1f} |")
     if CORPUS.is_dir():
-        decks = sorted(p for p in CORPUS.iterdir() if p.suffix.lower() in (".pptx", ".pptm", ".ppsx", ".potx"))
+        decks = sorted(
+            p for p in CORPUS.iterdir() if p.suffix.lower() in (".pptx", ".pptm", ".ppsx", ".potx")
+        )
         total_sum = total_diff = 0.0
         errors = 0
         slides = 0
@@ -124,8 +127,10 @@ def main() -> None:
             total_sum += t_sum
             total_diff += t_diff
             worst = max(worst, (t_sum, path.name))
-        print(f"\ncorpus: {len(decks)} decks, {slides} slides, {errors} DeckError; summary total {total_sum:.2f} s, "
-              f"self-diff total (incl. 2nd summary) {total_diff:.2f} s; slowest summary {worst[0]:.3f} s ({worst[1]})")
+        print(
+            f"\ncorpus: {len(decks)} decks, {slides} slides, {errors} DeckError; summary total {total_sum:.2f} s, "
+            f"self-diff total (incl. 2nd summary) {total_diff:.2f} s; slowest summary {worst[0]:.3f} s ({worst[1]})"
+        )
 
 
 if __name__ == "__main__":

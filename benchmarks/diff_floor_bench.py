@@ -113,7 +113,9 @@ def main() -> None:
     parser.add_argument("--decks", type=Path, default=Path("/tmp/pptarena-golden-decks"))
     parser.add_argument("--profile", action="store_true", help="print a cProfile of diff_decks instead")
     parser.add_argument("--in-process-only", action="store_true")
-    parser.add_argument("--cpu", action="store_true", help="in-process times as CPU time (steadier under load)")
+    parser.add_argument(
+        "--cpu", action="store_true", help="in-process times as CPU time (steadier under load)"
+    )
     args = parser.parse_args()
     global CLOCK
     if args.cpu:
@@ -150,8 +152,10 @@ def main() -> None:
     print(f"arena diff --json                     {t_arena[0]:.3f} / {t_arena[1]:.3f}")
     if (REFERENCE / "ppteval" / "verify" / "ppt" / "diff.py").is_file():
         t_ref = whole([py, "-c", PPTEVAL_CHILD, str(REFERENCE), str(a), str(b)], args.repeat)
-        print(f"PPT-Eval compare_files                {t_ref[0]:.3f} / {t_ref[1]:.3f}  -> arena/PPT-Eval "
-              f"{t_arena[0] / t_ref[0]:.2f} (wall), {t_arena[1] / t_ref[1]:.2f} (CPU)")
+        print(
+            f"PPT-Eval compare_files                {t_ref[0]:.3f} / {t_ref[1]:.3f}  -> arena/PPT-Eval "
+            f"{t_arena[0] / t_ref[0]:.2f} (wall), {t_arena[1] / t_ref[1]:.2f} (CPU)"
+        )
     else:
         print("PPT-Eval reference code not found: skipped")
 

@@ -41,7 +41,9 @@ def timed_run(tmp: Path, name: str, body: str, jobs: int) -> float:
 
     cfg = tmp / f"{name}.toml"
     cfg.write_text(body)
-    runner = Runner(load_config(cfg, get_registry()), get_registry(), tmp / f"run-{name}", jobs=jobs, quiet=True)
+    runner = Runner(
+        load_config(cfg, get_registry()), get_registry(), tmp / f"run-{name}", jobs=jobs, quiet=True
+    )
     t0 = time.perf_counter()
     runner.run()
     secs = time.perf_counter() - t0
@@ -57,16 +59,28 @@ def overheads(tmp: Path, base: str, args: argparse.Namespace, out: dict[str, obj
     walls = {
         "in-process": timed_run(tmp, "inproc", base + '[[agents]]\nuse = "cheap-inproc"\n', args.jobs),
         "local, pool = false": timed_run(
-            tmp, "perpair", base + '[[agents]]\nuse = "cheap"\n[executor]\nuse = "local"\npool = false\n', args.jobs
+            tmp,
+            "perpair",
+            base + '[[agents]]\nuse = "cheap"\n[executor]\nuse = "local"\npool = false\n',
+            args.jobs,
         ),
         "local, pool": timed_run(tmp, "pool", base + '[[agents]]\nuse = "cheap"\n', args.jobs),
     }
     t0 = time.perf_counter()
-    ray.init(address="local", _node_ip_address="127.0.0.1", num_cpus=args.jobs, include_dashboard=False,
-             log_to_driver=False, configure_logging=False, object_store_memory=100 * 1024 * 1024)
+    ray.init(
+        address="local",
+        _node_ip_address="127.0.0.1",
+        num_cpus=args.jobs,
+        include_dashboard=False,
+        log_to_driver=False,
+        configure_logging=False,
+        object_store_memory=100 * 1024 * 1024,
+    )
     out["ray local cluster start (s)"] = round(time.perf_counter() - t0, 2)
     try:
-        walls["ray"] = timed_run(tmp, "ray", base + '[[agents]]\nuse = "cheap"\n[executor]\nuse = "ray"\n', args.jobs)
+        walls["ray"] = timed_run(
+            tmp, "ray", base + '[[agents]]\nuse = "cheap"\n[executor]\nuse = "ray"\n', args.jobs
+        )
         walls["ray (second run, warm workers)"] = timed_run(
             tmp, "ray2", base + '[[agents]]\nuse = "cheap"\n[executor]\nuse = "ray"\n', args.jobs
         )
@@ -75,7 +89,9 @@ def overheads(tmp: Path, base: str, args: argparse.Namespace, out: dict[str, obj
     ref = walls["in-process"]
     out["wall (s)"] = {k: round(v, 2) for k, v in walls.items()}
     out["per pair (s)"] = {k: round(v / args.pairs, 4) for k, v in walls.items()}
-    out["overhead per pair vs in-process (s)"] = {k: round((v - ref) / args.pairs, 4) for k, v in walls.items()}
+    out["overhead per pair vs in-process (s)"] = {
+        k: round((v - ref) / args.pairs, 4) for k, v in walls.items()
+    }
     out["ray added per pair vs pool (s)"] = round((walls["ray"] - walls["local, pool"]) / args.pairs, 4)
 
 
@@ -109,8 +125,15 @@ def main() -> None:
 
             reset_registry()
             demo = (ROOT / "examples" / "demo.toml").read_text()
-            ray.init(address="local", _node_ip_address="127.0.0.1", num_cpus=2, include_dashboard=False,
-                     log_to_driver=False, configure_logging=False, object_store_memory=100 * 1024 * 1024)
+            ray.init(
+                address="local",
+                _node_ip_address="127.0.0.1",
+                num_cpus=2,
+                include_dashboard=False,
+                log_to_driver=False,
+                configure_logging=False,
+                object_store_memory=100 * 1024 * 1024,
+            )
             try:
                 out["demo.toml wall (s)"] = {
                     "local (first run of the process)": round(timed_run(tmp, "demo-cold", demo, 2), 1),

@@ -51,6 +51,7 @@ def main() -> None:
     if ref is None:
         sys.exit(why)
     import pptx
+
     from pptarena.deck.ppteval import PowerPointDiff
     from pptarena.deck.ppteval_published import _Deck, published_diff, read_slides, read_timing
     from pptarena.plugins.judges.rubric.child import run_leaf

@@ -86,12 +86,26 @@ def ppteval_baseline(deck: Path, work: Path, profile: Path) -> int:
     """soffice --convert-to pdf + pdftoppm -png -r 96, as PPT-Eval does it (returns page count)."""
     out = Path(tempfile.mkdtemp(dir=work))
     subprocess.run(
-        ["soffice", f"-env:UserInstallation={profile.as_uri()}", "--headless", "--convert-to", "pdf",
-         "--outdir", str(out), str(deck)],
-        check=True, capture_output=True, timeout=600,
+        [
+            "soffice",
+            f"-env:UserInstallation={profile.as_uri()}",
+            "--headless",
+            "--convert-to",
+            "pdf",
+            "--outdir",
+            str(out),
+            str(deck),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=600,
     )
-    subprocess.run(["pdftoppm", "-png", "-r", "96", str(out / (deck.stem + ".pdf")), str(out / "slide")],
-                   check=True, capture_output=True, timeout=600)
+    subprocess.run(
+        ["pdftoppm", "-png", "-r", "96", str(out / (deck.stem + ".pdf")), str(out / "slide")],
+        check=True,
+        capture_output=True,
+        timeout=600,
+    )
     count = len(list(out.glob("slide-*.png")))
     shutil.rmtree(out)
     return count
@@ -106,8 +120,15 @@ def renderer(work: Path, **options):
 
 def bench_deck(deck: Path, slides: int, work: Path, repeat: int, rows: list[dict]) -> None:
     def row(what: str, seconds: float, n: int) -> None:
-        rows.append({"deck": deck.name, "slides": slides, "what": what, "seconds": round(seconds, 3),
-                     "slides_per_s": round(n / seconds, 1) if seconds else None})
+        rows.append(
+            {
+                "deck": deck.name,
+                "slides": slides,
+                "what": what,
+                "seconds": round(seconds, 3),
+                "slides_per_s": round(n / seconds, 1) if seconds else None,
+            }
+        )
         print(f"  {what:<34} {seconds:8.3f} s  {n / seconds:8.1f} slides/s", flush=True)
 
     def out() -> Path:
@@ -171,8 +192,13 @@ def machine() -> dict:
     except OSError:
         pass
     lo = subprocess.run(["soffice", "--version"], capture_output=True, text=True).stdout.strip()
-    return {"cpu": cpu, "cores": os.cpu_count(), "python": sys.version.split()[0], "libreoffice": lo,
-            "platform": platform.platform()}
+    return {
+        "cpu": cpu,
+        "cores": os.cpu_count(),
+        "python": sys.version.split()[0],
+        "libreoffice": lo,
+        "platform": platform.platform(),
+    }
 
 
 def main() -> None:

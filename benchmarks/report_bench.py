@@ -41,9 +41,22 @@ def _tree(rng: random.Random, task: str) -> dict:
     leaves = []
     for i in range(4):
         s = rng.choice((0.0, 0.5, 1.0, 1.0))
-        leaves.append({"node_id": f"n{i}", "name": f"check {i} of {task}", "score": s, "scorer": "code",
-                       "description": "the title of slide 2 reads the new text", "reason": "found it" if s else "missing"})
-    return {"node_id": "root", "name": "task done", "score": sum(x["score"] for x in leaves) / 4, "children": leaves}
+        leaves.append(
+            {
+                "node_id": f"n{i}",
+                "name": f"check {i} of {task}",
+                "score": s,
+                "scorer": "code",
+                "description": "the title of slide 2 reads the new text",
+                "reason": "found it" if s else "missing",
+            }
+        )
+    return {
+        "node_id": "root",
+        "name": "task done",
+        "score": sum(x["score"] for x in leaves) / 4,
+        "children": leaves,
+    }
 
 
 def make_run(run_dir: Path, pairs: int, seed: int = 7) -> None:
@@ -52,8 +65,13 @@ def make_run(run_dir: Path, pairs: int, seed: int = 7) -> None:
     layout = RunDir(run_dir)
     run_dir.mkdir(parents=True, exist_ok=True)
     agents = ["noop", "oracle"]
-    manifest = {"agents": agents, "judges": ["rubric", "structural"], "started_at": "2026-11-30T20:00:00+00:00",
-                "finished_at": "2026-11-30T21:00:00+00:00", "config_path": "synthetic.toml"}
+    manifest = {
+        "agents": agents,
+        "judges": ["rubric", "structural"],
+        "started_at": "2026-11-30T20:00:00+00:00",
+        "finished_at": "2026-11-30T21:00:00+00:00",
+        "config_path": "synthetic.toml",
+    }
     layout.manifest.write_text(json.dumps(manifest))
     lines = []
     for k in range(pairs):
@@ -63,25 +81,56 @@ def make_run(run_dir: Path, pairs: int, seed: int = 7) -> None:
         scores = {}
         if status == "scored":
             r = round(rng.random(), 3)
-            scores = {"rubric": {"score": r, "metrics": {"success": r == 1.0}},
-                      "structural": {"score": round(min(1.0, max(0.0, r + rng.uniform(-0.5, 0.5))), 3), "metrics": {}}}
-        row = {"schema_version": 1, "agent": agent, "task_id": task, "status": status, "scores": scores,
-               "error": None if status == "scored" else f"{status}: synthetic failure",
-               "duration_s": round(rng.uniform(1, 90), 2), "usage": {},
-               "metadata": {"category": CATEGORIES[k // len(agents) % 5], "difficulty": rng.choice(("easy", "hard"))}}
+            scores = {
+                "rubric": {"score": r, "metrics": {"success": r == 1.0}},
+                "structural": {
+                    "score": round(min(1.0, max(0.0, r + rng.uniform(-0.5, 0.5))), 3),
+                    "metrics": {},
+                },
+            }
+        row = {
+            "schema_version": 1,
+            "agent": agent,
+            "task_id": task,
+            "status": status,
+            "scores": scores,
+            "error": None if status == "scored" else f"{status}: synthetic failure",
+            "duration_s": round(rng.uniform(1, 90), 2),
+            "usage": {},
+            "metadata": {
+                "category": CATEGORIES[k // len(agents) % 5],
+                "difficulty": rng.choice(("easy", "hard")),
+            },
+        }
         lines.append(json.dumps(row))
         folder = layout.pair(agent, task)
         folder.mkdir(parents=True, exist_ok=True)
         if scores:
-            verdicts = {"verdicts": {
-                "rubric": {"score": scores["rubric"]["score"], "explanation": "rubric verdict",
-                           "metrics": scores["rubric"]["metrics"], "details": {"tree": _tree(rng, task)}},
-                "structural": {"score": scores["structural"]["score"], "explanation": "structural verdict",
-                               "details": {"units": [{"unit": "slide 2 title", "role": "target", "recall": 1.0,
-                                                      "precision": 0.5}]}}}}
+            verdicts = {
+                "verdicts": {
+                    "rubric": {
+                        "score": scores["rubric"]["score"],
+                        "explanation": "rubric verdict",
+                        "metrics": scores["rubric"]["metrics"],
+                        "details": {"tree": _tree(rng, task)},
+                    },
+                    "structural": {
+                        "score": scores["structural"]["score"],
+                        "explanation": "structural verdict",
+                        "details": {
+                            "units": [
+                                {"unit": "slide 2 title", "role": "target", "recall": 1.0, "precision": 0.5}
+                            ]
+                        },
+                    },
+                }
+            }
             (folder / "verdicts.json").write_text(json.dumps(verdicts))
-        (folder / "agent.log.jsonl").write_text("\n".join(
-            json.dumps({"t": 1000.0 + i, "event": "model_call", "prompt": f"step {i}"}) for i in range(3)))
+        (folder / "agent.log.jsonl").write_text(
+            "\n".join(
+                json.dumps({"t": 1000.0 + i, "event": "model_call", "prompt": f"step {i}"}) for i in range(3)
+            )
+        )
     layout.results.write_text("\n".join(lines) + "\n")
 
 
@@ -101,9 +150,20 @@ def _run(cmd: list[str]) -> tuple[float, int, float]:
 
 def chromium_dump(url: str, profile: Path) -> tuple[float, str]:
     """Wall seconds of ``chromium --headless --dump-dom url`` and the DOM it printed."""
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
-           "--disable-background-networking", "--disable-component-update", f"--user-data-dir={profile}",
-           "--virtual-time-budget=5000", "--dump-dom", url]
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-sync",
+        "--disable-background-networking",
+        "--disable-component-update",
+        f"--user-data-dir={profile}",
+        "--virtual-time-budget=5000",
+        "--dump-dom",
+        url,
+    ]
     t = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, timeout=300, check=False).stdout.decode(errors="replace")
     return time.perf_counter() - t, out
@@ -142,9 +202,11 @@ def main() -> None:
         base, _ = chromium_dump(empty.as_uri(), tmp / "profile")
         whole, dom = chromium_dump(index.as_uri(), tmp / "profile")
         ready = re.search(r'data-ready-ms="([0-9.]+)"', dom)
-        print(f"chromium --dump-dom: report.html {whole:.2f} s, empty page {base:.2f} s "
-              f"(difference {whole - base:.2f} s); page's own ready time "
-              f"{(ready.group(1) + ' ms') if ready else 'not reported by the page'}")
+        print(
+            f"chromium --dump-dom: report.html {whole:.2f} s, empty page {base:.2f} s "
+            f"(difference {whole - base:.2f} s); page's own ready time "
+            f"{(ready.group(1) + ' ms') if ready else 'not reported by the page'}"
+        )
     if args.run:
         print(f"run folder kept: {run_dir}")
     shutil.rmtree(tmp, ignore_errors=True)  # the generated run (without --run), Chromium's profile

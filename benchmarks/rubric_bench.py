@@ -22,8 +22,9 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-from pptarena.types import ComponentContext, Task  # noqa: E402
 from rubric_fixtures import STAND_IN, edited_copy, make_evidence, make_judge, published_rubrics, scripted_hub  # noqa: E402
+
+from pptarena.types import ComponentContext, Task  # noqa: E402
 
 
 def child_cpu() -> float:
@@ -43,7 +44,9 @@ def main() -> None:
         sys.exit("needs ../shared/ppteval and ../shared/corpus")
     tmp = Path(tempfile.mkdtemp(prefix="rubric-bench-"))
     prediction = edited_copy(STAND_IN, tmp / "prediction.pptx")
-    renderer = LibreOfficeRenderer(LibreOfficeRenderer.Options(size=800), ComponentContext(cache_dir=tmp / "cache", model=None))  # type: ignore[arg-type]
+    renderer = LibreOfficeRenderer(
+        LibreOfficeRenderer.Options(size=800), ComponentContext(cache_dir=tmp / "cache", model=None)
+    )  # type: ignore[arg-type]
     _, factory = scripted_hub(tmp, responses=["YES"], on_exhausted="cycle")
     judge = make_judge(tmp, model="scripted/bench", explain=args.explain)
 
@@ -75,7 +78,9 @@ def main() -> None:
     print(f"first renders of both stand-in decks (cold): {render_s:.1f}s")
     print(f"{len(results)} rubrics judged, jobs={args.jobs}: wall {wall:.1f}s, sandbox CPU {cpu:.1f}s")
     print(f"per rubric: median {times[len(times) // 2]:.2f}s, max {times[-1]:.2f}s")
-    print(f"leaves {errors['leaves']}, leaf errors {errors['leaf_errors']}, model calls {errors['model_calls']}")
+    print(
+        f"leaves {errors['leaves']}, leaf errors {errors['leaf_errors']}, model calls {errors['model_calls']}"
+    )
 
 
 if __name__ == "__main__":

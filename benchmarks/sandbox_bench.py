@@ -58,7 +58,12 @@ def main() -> None:
     print(f"isolation here: {isolation_level()}")
     trivial = lambda: run_python("sandbox_result(1)")  # noqa: E731
     leaves = [{"id": f"l{i}", "code": "def compute_score():\n    return 'ok', 1\n"} for i in range(20)]
-    inputs = {"original_ppt_path": "/x/a.pptx", "modified_ppt_path": "/x/b.pptx", "ppt_diff": None, "screenshots": {}}
+    inputs = {
+        "original_ppt_path": "/x/a.pptx",
+        "modified_ppt_path": "/x/b.pptx",
+        "ppt_diff": None,
+        "screenshots": {},
+    }
     batch = lambda: run_function_leaves(leaves, inputs, ModelBridge(None), LeafRun())  # noqa: E731
     rows = []
     for name, fn in (("sandboxed python, trivial", trivial), ("20 rubric leaves, one batch", batch)):
@@ -70,8 +75,15 @@ def main() -> None:
         print(f"{name:34} {on:8.3f}s {off:8.3f}s {on / off:6.2f}")
 
     os.environ["SOME_SERVICE_TOKEN"] = "tok-" + "x" * 40
-    row = {"agent": "a", "task_id": "t", "status": "scored", "error": None, "scores": {"structural": {"score": 0.5,
-           "metrics": {f"m{i}": i for i in range(50)}}}, "metadata": {"category": ["text"] * 5}, "usage": {"calls": 3}}
+    row = {
+        "agent": "a",
+        "task_id": "t",
+        "status": "scored",
+        "error": None,
+        "scores": {"structural": {"score": 0.5, "metrics": {f"m{i}": i for i in range(50)}}},
+        "metadata": {"category": ["text"] * 5},
+        "usage": {"calls": 3},
+    }
     t0 = time.perf_counter()
     for _ in range(1000):
         redact_obj(row)
@@ -83,7 +95,9 @@ def main() -> None:
     t0 = time.perf_counter()
     for deck in decks:
         check_deck(deck)
-    print(f"render guard: {(time.perf_counter() - t0) * 1000 / len(decks):.1f} ms per deck ({len(decks)} demo decks)")
+    print(
+        f"render guard: {(time.perf_counter() - t0) * 1000 / len(decks):.1f} ms per deck ({len(decks)} demo decks)"
+    )
 
 
 if __name__ == "__main__":

@@ -21,10 +21,21 @@ def rows(tasks: int, epochs: int, agents: int, judges: int, seed: int = 0) -> li
     for a in range(agents):
         for t in range(tasks):
             for e in range(1, epochs + 1):
-                scores = {f"j{j}": {"score": rng.random(), "metrics": {"m1": rng.random(), "m2": rng.random()}} for j in range(judges)}
-                out.append({"agent": f"agent{a}", "task_id": f"t{t:04d}", "epoch": e, "status": "scored", "scores": scores,
-                            "usage": {"input_tokens": 100, "output_tokens": 10},
-                            "metadata": {"category": [f"c{t % 5}"], "difficulty": ["easy", "hard"][t % 2]}})
+                scores = {
+                    f"j{j}": {"score": rng.random(), "metrics": {"m1": rng.random(), "m2": rng.random()}}
+                    for j in range(judges)
+                }
+                out.append(
+                    {
+                        "agent": f"agent{a}",
+                        "task_id": f"t{t:04d}",
+                        "epoch": e,
+                        "status": "scored",
+                        "scores": scores,
+                        "usage": {"input_tokens": 100, "output_tokens": 10},
+                        "metadata": {"category": [f"c{t % 5}"], "difficulty": ["easy", "hard"][t % 2]},
+                    }
+                )
     return out
 
 

@@ -33,8 +33,13 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 CORPUS = ROOT.parent / "shared" / "corpus"
 
-ORDERINGS = (("complete", ">", "wrong_value"), ("complete", ">", "overlay"), ("complete", ">", "over_edit"),
-             ("over_edit", ">", "damage"), ("wrong_object", "<=", "two"))
+ORDERINGS = (
+    ("complete", ">", "wrong_value"),
+    ("complete", ">", "overlay"),
+    ("complete", ">", "over_edit"),
+    ("over_edit", ">", "damage"),
+    ("wrong_object", "<=", "two"),
+)
 
 
 def make_judge(**options: Any) -> Any:
@@ -42,14 +47,16 @@ def make_judge(**options: Any) -> Any:
     from pptarena.plugins.judges.structural.judge import StructuralJudge
     from pptarena.types import ComponentContext
 
-    ctx = ComponentContext(cache_dir=Path(tempfile.gettempdir()), model=lambda ref: None, name="structural",
-                           label="structural")
+    ctx = ComponentContext(
+        cache_dir=Path(tempfile.gettempdir()), model=lambda ref: None, name="structural", label="structural"
+    )
     return StructuralJudge(StructuralJudge.Options(**options), ctx)
 
 
 def score_set(tasks: list[Any], work: Path, **options: Any) -> dict[tuple[str, str], dict[str, Any]]:
     """Judge every attempt; (task_id, kind) -> {"score", "metrics"}."""
     from graded_set import iter_attempts
+
     from pptarena.deck import summarize
     from pptarena.deck.diff import diff_summaries
     from pptarena.evidence import Evidence
@@ -66,8 +73,9 @@ def score_set(tasks: list[Any], work: Path, **options: Any) -> dict[tuple[str, s
         """Evidence whose diffs reuse deck summaries across the attempts of a task."""
 
         def diff(self, a: str = "original", b: str = "prediction") -> Any:
-            return self._memo(("diff", a, b), lambda: diff_summaries(summary(self._require(a)),
-                                                                     summary(self._require(b))))
+            return self._memo(
+                ("diff", a, b), lambda: diff_summaries(summary(self._require(a)), summary(self._require(b)))
+            )
 
     judge = make_judge(**options)
     out = {}
@@ -82,6 +90,7 @@ def score_set(tasks: list[Any], work: Path, **options: Any) -> dict[tuple[str, s
 def report(tasks: list[Any], scores: dict[tuple[str, str], dict[str, Any]]) -> dict[str, Any]:
     """τ_b, per-kind means and ordering checks."""
     from graded_set import ALTERNATIVE_COSTS, KINDS, label_of
+
     from pptarena.report.meta_stats import kendall_tau_b, spearman
 
     labels, judged = [], []
@@ -135,16 +144,32 @@ def write_dataset(tasks: list[Any], folder: Path) -> Path:
         kinds = ", ".join(e.kind for e in t.edits)
         (d / "task.toml").write_text(
             f'instruction = "Graded near-miss task on {t.source.name}: {kinds}."\n'
-            'original = "original.pptx"\ntarget = "target.pptx"\n', encoding="utf-8")
+            'original = "original.pptx"\ntarget = "target.pptx"\n',
+            encoding="utf-8",
+        )
         for kind in KINDS:
             p = folder / "attempts" / kind
             p.mkdir(parents=True, exist_ok=True)
             shutil.copyfile(t.attempts[kind], p / f"{t.task_id}.pptx")
     write_labels(tasks, folder / "labels.csv")
-    lines = ['[run]', f'out = "{folder / "run"}"', "jobs = 1", "", "[dataset]", 'use = "folder"',
-             f'root = "{data}"', ""]
+    lines = [
+        "[run]",
+        f'out = "{folder / "run"}"',
+        "jobs = 1",
+        "",
+        "[dataset]",
+        'use = "folder"',
+        f'root = "{data}"',
+        "",
+    ]
     for kind in KINDS:
-        lines += ["[[agents]]", 'use = "precomputed"', f'label = "{kind}"', f'dir = "{folder / "attempts" / kind}"', ""]
+        lines += [
+            "[[agents]]",
+            'use = "precomputed"',
+            f'label = "{kind}"',
+            f'dir = "{folder / "attempts" / kind}"',
+            "",
+        ]
     lines += ["[[judges]]", 'use = "structural"', ""]
     cfg = folder / "graded.toml"
     cfg.write_text("\n".join(lines), encoding="utf-8")
@@ -155,9 +180,13 @@ def main() -> None:
     """Build, score, print (and optionally write JSON / a dataset)."""
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--tasks", type=int, default=12)
-    ap.add_argument("--out", type=Path, default=None, help="where to write the decks (default: a temp folder)")
+    ap.add_argument(
+        "--out", type=Path, default=None, help="where to write the decks (default: a temp folder)"
+    )
     ap.add_argument("--json", type=Path, default=None, help="write the report here")
-    ap.add_argument("--dataset", type=Path, default=None, help="also write a folder dataset + config + labels here")
+    ap.add_argument(
+        "--dataset", type=Path, default=None, help="also write a folder dataset + config + labels here"
+    )
     args = ap.parse_args()
     from graded_set import build_set
 

@@ -25,9 +25,25 @@ _LAZY = {
     **{
         name: "types"
         for name in (
-            "Agent", "AgentError", "AgentLog", "Component", "ComponentContext", "ComponentUnavailable", "Dataset",
-            "InfraError", "Judge", "JudgeError", "Options", "PptArenaError", "Prediction", "Renderer", "SlideImage",
-            "Status", "Task", "Verdict", "Workspace",
+            "Agent",
+            "AgentError",
+            "AgentLog",
+            "Component",
+            "ComponentContext",
+            "ComponentUnavailable",
+            "Dataset",
+            "InfraError",
+            "Judge",
+            "JudgeError",
+            "Options",
+            "PptArenaError",
+            "Prediction",
+            "Renderer",
+            "SlideImage",
+            "Status",
+            "Task",
+            "Verdict",
+            "Workspace",
         )
     },
 }

@@ -124,8 +124,10 @@ class Evidence:
         """The PPT-Eval-compatible ``ppt_diff`` view from ``a`` to ``b`` (``semantics``: corrected or ppteval)."""
         from .deck import ppteval_diff
 
-        return self._memo(("ppteval_diff", a, b, semantics),
-                          lambda: ppteval_diff(self._require(a), self._require(b), semantics=semantics))
+        return self._memo(
+            ("ppteval_diff", a, b, semantics),
+            lambda: ppteval_diff(self._require(a), self._require(b), semantics=semantics),
+        )
 
     # ------------------------------------------------------------------ renders
 

@@ -27,6 +27,7 @@ PROJECT = "pptarena"
 hookspec = pluggy.HookspecMarker(PROJECT)
 hookimpl = pluggy.HookimplMarker(PROJECT)
 
+
 class RegisterFn(Protocol):
     """The ``register`` callback every ``register_*`` hook receives.
 

@@ -32,13 +32,38 @@ from pathlib import Path
 BWRAP_LEVEL = "bwrap"
 
 # Folders bound read-only in every sandbox when they exist (symlinks like /bin -> usr/bin are kept).
-SYSTEM_DIRS = ("/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/opt/libreoffice", "/var/cache/fontconfig")
+SYSTEM_DIRS = (
+    "/usr",
+    "/bin",
+    "/sbin",
+    "/lib",
+    "/lib32",
+    "/lib64",
+    "/libx32",
+    "/opt/libreoffice",
+    "/var/cache/fontconfig",
+)
 # Single files or folders of /etc a program may need (dynamic loader, fonts, TLS, name resolution).
 ETC_PATHS = (
-    "/etc/ld.so.cache", "/etc/ld.so.conf", "/etc/ld.so.conf.d", "/etc/fonts", "/etc/alternatives",
-    "/etc/localtime", "/etc/mime.types", "/etc/ssl", "/etc/ca-certificates", "/etc/pki", "/etc/libreoffice",
-    "/etc/nsswitch.conf", "/etc/host.conf", "/etc/hosts", "/etc/resolv.conf", "/etc/gai.conf",
-    "/etc/passwd", "/etc/group", "/etc/java-17-openjdk",
+    "/etc/ld.so.cache",
+    "/etc/ld.so.conf",
+    "/etc/ld.so.conf.d",
+    "/etc/fonts",
+    "/etc/alternatives",
+    "/etc/localtime",
+    "/etc/mime.types",
+    "/etc/ssl",
+    "/etc/ca-certificates",
+    "/etc/pki",
+    "/etc/libreoffice",
+    "/etc/nsswitch.conf",
+    "/etc/host.conf",
+    "/etc/hosts",
+    "/etc/resolv.conf",
+    "/etc/gai.conf",
+    "/etc/passwd",
+    "/etc/group",
+    "/etc/java-17-openjdk",
 )
 # bwrap's own flags, in the order tried: the first that runs `true` here is used.
 BASE_FLAGS: tuple[tuple[str, ...], ...] = (
@@ -69,7 +94,11 @@ class Jail:
 
 
 def _bwrap() -> str | None:
-    if not sys.platform.startswith("linux") or os.environ.get("PPTARENA_SANDBOX", "").lower() in ("off", "0", "no"):
+    if not sys.platform.startswith("linux") or os.environ.get("PPTARENA_SANDBOX", "").lower() in (
+        "off",
+        "0",
+        "no",
+    ):
         return None
     return shutil.which("bwrap")
 

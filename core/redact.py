@@ -24,8 +24,12 @@ MASK = "***"
 MIN_SECRET_CHARS = 8  # shorter values are too common to replace safely
 SECRET_NAME = re.compile(r"KEY|TOKEN|SECRET|PASSW|CREDENTIAL|AUTH|COOKIE|SESSION|PRIVATE", re.IGNORECASE)
 URL_PASSWORD = re.compile(r"[a-z][a-z0-9+.-]*://[^/\s:@]*:([^/\s@]+)@", re.IGNORECASE)
-KEY_SHAPE = re.compile(r"^(sk-|sk_|sk-ant-|ghp_|gho_|github_pat_|xox[abpr]-|AKIA|AIza|hf_|glpat-|r8_)[A-Za-z0-9_\-]{8,}")
-PLACEHOLDERS = frozenset({"empty", "none", "local", "dummy", "ollama", "lm-studio", "sk-no-key-required", "not-needed"})
+KEY_SHAPE = re.compile(
+    r"^(sk-|sk_|sk-ant-|ghp_|gho_|github_pat_|xox[abpr]-|AKIA|AIza|hf_|glpat-|r8_)[A-Za-z0-9_\-]{8,}"
+)
+PLACEHOLDERS = frozenset(
+    {"empty", "none", "local", "dummy", "ollama", "lm-studio", "sk-no-key-required", "not-needed"}
+)
 SECRET_KEY_HINTS = ("key", "token", "secret", "password", "passwd", "authorization", "cookie", "credential")
 MAX_FILE_BYTES = 64 * 1024 * 1024
 
@@ -78,7 +82,9 @@ def redact_obj(data: Any, known: list[str] | None = None) -> Any:
     if isinstance(data, str):
         return redact_text(data, known)
     if isinstance(data, Mapping):
-        return {redact_obj(k, known) if isinstance(k, str) else k: redact_obj(v, known) for k, v in data.items()}
+        return {
+            redact_obj(k, known) if isinstance(k, str) else k: redact_obj(v, known) for k, v in data.items()
+        }
     if isinstance(data, list | tuple):
         return [redact_obj(v, known) for v in data]
     return data
@@ -122,7 +128,11 @@ def redact_messages(messages: list[Any]) -> list[Any]:
     out = []
     for m in messages:
         if isinstance(m, Message):
-            content = redact_text(m.content, known) if isinstance(m.content, str) else tuple(part(p) for p in m.content)
+            content = (
+                redact_text(m.content, known)
+                if isinstance(m.content, str)
+                else tuple(part(p) for p in m.content)
+            )
             out.append(Message(m.role, content) if content != m.content else m)
         else:
             out.append(m)
@@ -158,7 +168,20 @@ def _secret_literal(key: str, value: str) -> bool:
     return named and len(value) >= MIN_SECRET_CHARS and value.lower() not in PLACEHOLDERS
 
 
-TEXT_SUFFIXES = (".txt", ".json", ".jsonl", ".log", ".py", ".md", ".xml", ".html", ".csv", ".yaml", ".toml", "")
+TEXT_SUFFIXES = (
+    ".txt",
+    ".json",
+    ".jsonl",
+    ".log",
+    ".py",
+    ".md",
+    ".xml",
+    ".html",
+    ".csv",
+    ".yaml",
+    ".toml",
+    "",
+)
 
 
 def redact_tree(root: Path) -> None:

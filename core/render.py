@@ -132,7 +132,9 @@ def pdf_to_pngs(
         image = rasterise(i)
         path = out_dir / slide_file_name(number)
         image.save(path, "PNG", compress_level=PNG_COMPRESS_LEVEL)
-        return SlideImage(number=number, sld_id=sld_id, path=path, width=image.width, height=image.height, hidden=hidden)
+        return SlideImage(
+            number=number, sld_id=sld_id, path=path, width=image.width, height=image.height, hidden=hidden
+        )
 
     try:
         if threads > 1 and len(slides) > 1:
@@ -179,8 +181,13 @@ class RenderCache:
     def key(deck_path: Path, renderer: str, settings: Mapping[str, Any]) -> str:
         """The cache key: SHA-256 over the deck bytes, the renderer name and its settings."""
         h = hashlib.sha256()
-        h.update(json.dumps({"format": CACHE_FORMAT, "renderer": renderer, "settings": dict(settings)},
-                            sort_keys=True, default=str).encode())
+        h.update(
+            json.dumps(
+                {"format": CACHE_FORMAT, "renderer": renderer, "settings": dict(settings)},
+                sort_keys=True,
+                default=str,
+            ).encode()
+        )
         h.update(b"\0")
         h.update(file_digest(deck_path).encode())
         return h.hexdigest()
@@ -233,9 +240,18 @@ class RenderCache:
             for img in images:
                 name = slide_file_name(img.number)
                 shutil.copyfile(img.path, tmp / name)
-                slides.append({"number": img.number, "sld_id": img.sld_id, "width": img.width,
-                               "height": img.height, "hidden": img.hidden})
-            (tmp / "meta.json").write_text(json.dumps({"slides": slides, "info": dict(info or {})}, default=str))
+                slides.append(
+                    {
+                        "number": img.number,
+                        "sld_id": img.sld_id,
+                        "width": img.width,
+                        "height": img.height,
+                        "hidden": img.hidden,
+                    }
+                )
+            (tmp / "meta.json").write_text(
+                json.dumps({"slides": slides, "info": dict(info or {})}, default=str)
+            )
             os.rename(tmp, entry)
         except OSError:
             shutil.rmtree(tmp, ignore_errors=True)

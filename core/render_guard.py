@@ -52,11 +52,15 @@ def check_deck(path: Path) -> list[str]:
             if _SHAPE_PARTS.match(name):
                 depth = group_depth(pkg.xml(name))
                 if depth > MAX_GROUP_DEPTH:
-                    raise DeckError(f"{Path(path).name}: /{name} nests groups {depth}+ deep, over the {MAX_GROUP_DEPTH} limit")
+                    raise DeckError(
+                        f"{Path(path).name}: /{name} nests groups {depth}+ deep, over the {MAX_GROUP_DEPTH} limit"
+                    )
             elif name.endswith(".rels"):
                 root = parse_xml(pkg.read(name), f"{Path(path).name}: /{name}")
                 for rel in root.iterfind(f"{{{_PR}}}Relationship"):
-                    if rel.get("TargetMode") == "External" and not (rel.get("Type") or "").endswith("/hyperlink"):
+                    if rel.get("TargetMode") == "External" and not (rel.get("Type") or "").endswith(
+                        "/hyperlink"
+                    ):
                         links.append(f"/{name}: {rel.get('Target')}")
     return links
 
@@ -72,7 +76,9 @@ def _strip_external(src: Path, dst: Path) -> None:
             if info.filename.endswith(".rels"):
                 root = parse_xml(data, info.filename)
                 for rel in list(root.iterfind(f"{{{_PR}}}Relationship")):
-                    if rel.get("TargetMode") == "External" and not (rel.get("Type") or "").endswith("/hyperlink"):
+                    if rel.get("TargetMode") == "External" and not (rel.get("Type") or "").endswith(
+                        "/hyperlink"
+                    ):
                         root.remove(rel)
                 data = etree.tostring(root, xml_declaration=True, encoding="UTF-8", standalone=True)
             zout.writestr(info, data)

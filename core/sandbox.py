@@ -50,7 +50,16 @@ from typing import Any
 from . import isolation
 from .procs import run_in_session
 
-SAFE_ENV_KEYS = ("PATH", "LANG", "LC_ALL", "LC_CTYPE", "PYTHONPATH", "SYSTEMROOT", "FONTCONFIG_PATH", "FONTCONFIG_FILE")
+SAFE_ENV_KEYS = (
+    "PATH",
+    "LANG",
+    "LC_ALL",
+    "LC_CTYPE",
+    "PYTHONPATH",
+    "SYSTEMROOT",
+    "FONTCONFIG_PATH",
+    "FONTCONFIG_FILE",
+)
 
 
 @dataclass(frozen=True)
@@ -97,7 +106,11 @@ class SandboxResult:
         if self.timed_out:
             return f"timed out after {self.duration_s:.1f}s"
         if self.returncode is not None and self.returncode < 0:
-            sig = signal.Signals(-self.returncode).name if -self.returncode in signal.Signals._value2member_map_ else self.returncode
+            sig = (
+                signal.Signals(-self.returncode).name
+                if -self.returncode in signal.Signals._value2member_map_
+                else self.returncode
+            )
             reason = f"killed by {sig}"
             if sig in ("SIGKILL", "SIGXCPU"):
                 reason += " (CPU or memory limit?)"
@@ -239,7 +252,9 @@ def _read_back(fh: Any, cap: int) -> str:
     return text + ("\n[... output truncated ...]" if len(data) > cap else "")
 
 
-def _fallback_argv(argv: list[str], work: Path, limits: SandboxLimits, writable: Sequence[Path], notes: list[str]) -> tuple[list[str], bool, bool]:
+def _fallback_argv(
+    argv: list[str], work: Path, limits: SandboxLimits, writable: Sequence[Path], notes: list[str]
+) -> tuple[list[str], bool, bool]:
     """Today's weaker mechanism: ``unshare -rn`` and a read-only remount where available."""
     net = fs = False
     flags = ""
@@ -257,7 +272,9 @@ def _fallback_argv(argv: list[str], work: Path, limits: SandboxLimits, writable:
             paths = [str(Path(p).resolve()) for p in writable]
             cmd = ["sh", "-c", _CONFINE, "sandbox", str(work.resolve()), *paths, "--", *cmd]
         else:
-            notes.append("file-system confinement unavailable on this system; code could write outside its folder")
+            notes.append(
+                "file-system confinement unavailable on this system; code could write outside its folder"
+            )
     if flags:
         cmd = ["unshare", "-r" + flags, *cmd]
     return cmd, net, fs
@@ -295,8 +312,12 @@ def run_command(
     notes: list[str] = []
     use_bwrap = isolation.base_flags() is not None and not limits.write_anywhere
     inside = Path("/sandbox") if use_bwrap else stage
-    child_env = {k: os.environ[k] for k in SAFE_ENV_KEYS if k in os.environ and not (use_bwrap and k == "PYTHONPATH")}
-    child_env.update({"HOME": str(inside), "TMPDIR": str(inside), "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg"})
+    child_env = {
+        k: os.environ[k] for k in SAFE_ENV_KEYS if k in os.environ and not (use_bwrap and k == "PYTHONPATH")
+    }
+    child_env.update(
+        {"HOME": str(inside), "TMPDIR": str(inside), "PYTHONDONTWRITEBYTECODE": "1", "MPLBACKEND": "Agg"}
+    )
     child_env.update({"PPTARENA_SANDBOX_RESULT_FD": "3", "PPTARENA_SANDBOX_EXPORT_FD": "4"})
     child_env.update(env or {})
     cmd = [a.replace("{workdir}", str(inside)) for a in argv]
@@ -309,8 +330,12 @@ def run_command(
         if cmd and Path(cmd[0]).is_absolute():
             extra_ro.append(Path(cmd[0]).resolve().parent.parent)
         jail = isolation.Jail(
-            workdir=inside, tmpfs_mb=limits.disk_mb, read_only=extra_ro, writable=list(writable),
-            files=placed, network=limits.network,
+            workdir=inside,
+            tmpfs_mb=limits.disk_mb,
+            read_only=extra_ro,
+            writable=list(writable),
+            files=placed,
+            network=limits.network,
         )
         cmd = isolation.command(jail, cmd)
         net_iso, fs_iso, level = not limits.network, True, isolation.BWRAP_LEVEL
@@ -448,10 +473,22 @@ def run_python(
         # -s: no user site; -E unless the caller passes PYTHONPATH. The working directory
         # (the script's folder) stays importable, so extra_files can be helper modules.
         flags = ["-s"] if env and "PYTHONPATH" in env else ["-E", "-s"]
-        argv = [python or sys.executable, *flags, "{workdir}/.sandbox_main.py", "{workdir}/.sandbox_input.json"]
+        argv = [
+            python or sys.executable,
+            *flags,
+            "{workdir}/.sandbox_main.py",
+            "{workdir}/.sandbox_input.json",
+        ]
         return run_command(
-            argv, limits=limits, env=env, workdir=stage, writable=writable, read_only=read_only,
-            files=files, export=export, export_to=export_to,
+            argv,
+            limits=limits,
+            env=env,
+            workdir=stage,
+            writable=writable,
+            read_only=read_only,
+            files=files,
+            export=export,
+            export_to=export_to,
         )
     finally:
         shutil.rmtree(stage, ignore_errors=True)

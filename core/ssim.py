@@ -28,7 +28,9 @@ from typing import Any
 from .types import SlideImage
 
 DEFAULT_MAX_SIDE = 512
-DEFAULT_THRESHOLD = 0.9995  # measured: a one-character title edit scores 0.9979-0.9988 at 512 px; unchanged = 1.0
+DEFAULT_THRESHOLD = (
+    0.9995  # measured: a one-character title edit scores 0.9979-0.9988 at 512 px; unchanged = 1.0
+)
 _MIN_SIDE = 7  # SSIM's default window needs at least 7x7 pixels
 
 Match = tuple["int | None", "int | None"]
@@ -59,8 +61,8 @@ def default_matches(images_a: Sequence[SlideImage], images_b: Sequence[SlideImag
         pairs += [(img.number, None) for img in images_a if img.number not in taken]
         return pairs
     pairs = [(a.number, b.number) for a, b in zip(images_a, images_b, strict=False)]
-    pairs += [(a.number, None) for a in images_a[len(images_b):]]
-    pairs += [(None, b.number) for b in images_b[len(images_a):]]
+    pairs += [(a.number, None) for a in images_a[len(images_b) :]]
+    pairs += [(None, b.number) for b in images_b[len(images_a) :]]
     return pairs
 
 
@@ -113,7 +115,9 @@ def _same_file(a: Path, b: Path) -> bool:
         return False
 
 
-def image_ssim(path_a: Path, path_b: Path, *, max_side: int = DEFAULT_MAX_SIDE, _cache: _GrayCache | None = None) -> tuple[float, bool]:
+def image_ssim(
+    path_a: Path, path_b: Path, *, max_side: int = DEFAULT_MAX_SIDE, _cache: _GrayCache | None = None
+) -> tuple[float, bool]:
     """``(ssim, size_changed)`` of two slide images (grayscale, scaled to at most ``max_side``)."""
     from skimage.metrics import structural_similarity
 
@@ -207,8 +211,12 @@ def changed_slides(
         raise ValueError(f"cap must be >= 0, got {cap}")
     rows = slide_ssim(images_a, images_b, matches, max_side=max_side)
     salient = [
-        r for r in rows
-        if r["status"] != "matched" or r["ssim"] < threshold or r["size_changed"] or (include_moved and r["moved"])
+        r
+        for r in rows
+        if r["status"] != "matched"
+        or r["ssim"] < threshold
+        or r["size_changed"]
+        or (include_moved and r["moved"])
     ]
     if cap is not None and len(salient) > cap:
         keep = sorted(range(len(salient)), key=lambda i: (salient[i]["ssim"], i))[:cap]

@@ -62,6 +62,7 @@ class FakeRenderer:
 
     def render(self, deck_path: Path, out_dir: Path) -> list[SlideImage]:
         from PIL import Image
+
         from pptarena.deck import slide_ids
 
         self.calls.append(Path(deck_path))
@@ -80,7 +81,9 @@ def scripted_workspace(tmp: Path, responses: list[Any], *, renderer: Any = None,
     """(workspace, backend): the input deck copied in, models from a scripted backend named ``scripted``."""
     from pptarena.plugins.backends.scripted import ScriptedBackend, ScriptedOptions
 
-    backend = ScriptedBackend(ScriptedOptions(responses=responses), ComponentContext(cache_dir=tmp, model=None))  # type: ignore[arg-type]
+    backend = ScriptedBackend(
+        ScriptedOptions(responses=responses), ComponentContext(cache_dir=tmp, model=None)
+    )  # type: ignore[arg-type]
     hub = ModelHub({"scripted": backend})
     task_dir = tmp / "task"
     (task_dir / "input").mkdir(parents=True)

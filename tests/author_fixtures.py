@@ -19,7 +19,9 @@ def demo_root(cache: Path) -> Path:
     return ensure_demo_set(cache)
 
 
-def copy_demo_tasks(cache: Path, dest: Path, *task_ids: str, keep: tuple[str, ...] = ("target.pptx",)) -> Path:
+def copy_demo_tasks(
+    cache: Path, dest: Path, *task_ids: str, keep: tuple[str, ...] = ("target.pptx",)
+) -> Path:
     """A writable folder dataset at ``dest`` with ``task_ids`` of the demo set.
 
     Only task.toml and the files in ``keep`` are copied (rubric / style target are stripped
@@ -86,22 +88,37 @@ def fenced(data: Any, prose: str = "Here is the result.") -> str:
 
 def leaf(name: str, code: str, critical: bool = True) -> dict[str, Any]:
     """A rubric leaf."""
-    return {"name": name, "description": name, "is_critical": critical, "metadata": {},
-            "scorer": {"type": "function", "function_code": code}}
+    return {
+        "name": name,
+        "description": name,
+        "is_critical": critical,
+        "metadata": {},
+        "scorer": {"type": "function", "function_code": code},
+    }
 
 
 def rubric_of(*leaves: dict[str, Any], name: str = "draft") -> dict[str, Any]:
     """A rubric with ``leaves`` under the root."""
-    return {"root": {"name": name, "description": name, "is_critical": True, "metadata": {}, "children": list(leaves)},
-            "metadata": {"task": name}}
+    return {
+        "root": {
+            "name": name,
+            "description": name,
+            "is_critical": True,
+            "metadata": {},
+            "children": list(leaves),
+        },
+        "metadata": {"task": name},
+    }
 
 
 BROKEN_PYTHON = rubric_of(leaf("typos fixed", "def compute_score(:\n    return ('x', 1.0)\n"))
-UNDEFINED_NAMES = rubric_of(leaf(
-    "typos fixed",
-    "def compute_score():\n    from pptx import Presentation\n    prs = Presentation(target_ppt_path)\n"
-    "    text = agenda_text(prs)\n    return ('ok', 1.0 if 'Quarterly' in text else 0.0)\n",
-))
+UNDEFINED_NAMES = rubric_of(
+    leaf(
+        "typos fixed",
+        "def compute_score():\n    from pptx import Presentation\n    prs = Presentation(target_ppt_path)\n"
+        "    text = agenda_text(prs)\n    return ('ok', 1.0 if 'Quarterly' in text else 0.0)\n",
+    )
+)
 
 
 def run_cli(*args: str) -> Any:

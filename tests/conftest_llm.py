@@ -26,10 +26,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pptarena.models import ModelHub
-from pptarena.types import ComponentContext
 from pydantic import SecretStr
 from stub_llm_server import TEST_API_KEY, StubLLMServer
+
+from pptarena.models import ModelHub
+from pptarena.types import ComponentContext
 
 __all__ = [
     "TEST_API_KEY",

@@ -12,10 +12,11 @@ import subprocess
 import time
 from pathlib import Path
 
+from pptx import Presentation
+
 import pptarena
 from pptarena import Message, ModelRef
 from pptarena.types import Component, InfraError, Options, Prediction, Task, Verdict
-from pptx import Presentation
 
 
 def make_deck(path: Path, title: str) -> Path:
@@ -189,7 +190,8 @@ class TitleJudge(Component):
 
     def judge(self, task, prediction, evidence):
         subjects = {
-            role: Presentation(str(evidence.path(role))).core_properties.subject for role in ("original", "target")
+            role: Presentation(str(evidence.path(role))).core_properties.subject
+            for role in ("original", "target")
         }
         evidence.write_json(self.context.label, "subjects.json", subjects)
         if self.options.fail == "judge":

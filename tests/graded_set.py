@@ -40,8 +40,14 @@ from typing import Any
 EMU_IN = 914400
 KINDS = ("none", "one", "two", "complete", "damage", "wrong_value", "wrong_object", "overlay", "over_edit")
 # per task, the three sub-edit types, rotated over the tasks
-TRIPLES = (("text", "size", "move"), ("text", "color", "note"), ("color", "move", "size"),
-           ("text", "move", "color"), ("note", "size", "text"), ("move", "color", "note"))
+TRIPLES = (
+    ("text", "size", "move"),
+    ("text", "color", "note"),
+    ("color", "move", "size"),
+    ("text", "move", "color"),
+    ("note", "size", "text"),
+    ("move", "color", "note"),
+)
 TARGET_WORDS = "quarterly revenue targets"
 WRONG_WORDS = "sunny weekend weather"
 TARGET_NOTE = "Remind the audience that the budget review closes on Friday"
@@ -91,9 +97,17 @@ def label_of(kind: str, task: GradedTask, costs: dict[str, float] | None = None)
     n = len(task.edits)
     over = sum(1 for e in task.edits if e.kind != "note")
     miss = c["missing"]
-    cost = {"none": 3 * miss, "one": 2 * miss, "two": miss, "complete": 0.0, "damage": c["damage"],
-            "wrong_value": c["wrong_value"], "wrong_object": miss + c["damage"], "overlay": miss + c["added"],
-            "over_edit": c["over_edit"] * over}[kind]
+    cost = {
+        "none": 3 * miss,
+        "one": 2 * miss,
+        "two": miss,
+        "complete": 0.0,
+        "damage": c["damage"],
+        "wrong_value": c["wrong_value"],
+        "wrong_object": miss + c["damage"],
+        "overlay": miss + c["added"],
+        "over_edit": c["over_edit"] * over,
+    }[kind]
     return round(max(0.0, 1.0 - cost / n), 4)
 
 
@@ -174,8 +188,12 @@ def plan_task(task_id: str, source: Path, triple: tuple[str, str, str]) -> Grade
         chosen = None
         for s in range(min(n_slides, 25)):
             if kind == "note":
-                if s in note_slides or prs.slides[s].has_notes_slide and prs.slides[s].notes_slide.notes_text_frame \
-                        and prs.slides[s].notes_slide.notes_text_frame.text.strip():
+                if (
+                    s in note_slides
+                    or prs.slides[s].has_notes_slide
+                    and prs.slides[s].notes_slide.notes_text_frame
+                    and prs.slides[s].notes_slide.notes_text_frame.text.strip()
+                ):
                     continue
                 other = next((o for o in range(n_slides) if o != s and o not in note_slides), None)
                 if other is None:
@@ -220,7 +238,7 @@ def _replace_words(sh: Any, words: str) -> None:
     run = sh.text_frame.paragraphs[where[0]].runs[where[1]]
     parts = run.text.split(" ")
     k = max(1, len(parts) // 3)
-    parts[k:k + 3] = words.split()
+    parts[k : k + 3] = words.split()
     run.text = " ".join(parts)
 
 
@@ -258,7 +276,9 @@ def _note(prs: Any, slide: int, text: str) -> None:
     prs.slides[slide].notes_slide.notes_text_frame.text = text
 
 
-def apply_edit(prs: Any, e: SubEdit, variant: str = "right", where: tuple[int, int | None] | None = None) -> None:
+def apply_edit(
+    prs: Any, e: SubEdit, variant: str = "right", where: tuple[int, int | None] | None = None
+) -> None:
     """Apply sub-edit ``e`` (``variant`` right or wrong) to its object, or to ``where`` instead."""
     target = where or (e.slide, e.shape)
     if e.kind == "note":
@@ -310,7 +330,10 @@ def _over_edit(prs: Any, e: SubEdit) -> None:
     if e.kind == "note":
         return
     sh = _shape(prs, (e.slide, e.shape))
-    if e.kind in ("text", "size"):  # toggle bold (text) or italic (size) on every run, so it changes either way
+    if e.kind in (
+        "text",
+        "size",
+    ):  # toggle bold (text) or italic (size) on every run, so it changes either way
         runs = [r for p in sh.text_frame.paragraphs for r in p.runs]
         attr = "bold" if e.kind == "text" else "italic"
         value = not all(getattr(r.font, attr) for r in runs)
@@ -344,8 +367,10 @@ def attempt_edits(task: GradedTask, kind: str) -> list[Callable[[Any], None]]:
         "damage": [*right, lambda prs: _damage(prs, task.damage)],
         "wrong_value": [*two, lambda prs: apply_edit(prs, c, "wrong")],
         "wrong_object": [*two, lambda prs: apply_edit(prs, c, "right", c.neighbour)],
-        "overlay": [*[lambda prs, e=e: apply_edit(prs, e) for e in task.edits if e is not _overlay_edit(task)],
-                    lambda prs: _overlay(prs, _overlay_edit(task))],
+        "overlay": [
+            *[lambda prs, e=e: apply_edit(prs, e) for e in task.edits if e is not _overlay_edit(task)],
+            lambda prs: _overlay(prs, _overlay_edit(task)),
+        ],
         "over_edit": [*right, *[lambda prs, e=e: _over_edit(prs, e) for e in task.edits]],
     }[kind]
 

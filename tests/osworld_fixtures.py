@@ -75,32 +75,39 @@ def first_shape(prs: Any, kind: int | None = None, slide: int | None = None) -> 
 
 def move(dx: float, kind: int | None = None, slide: int | None = None) -> Edit:
     """Move a shape right by ``dx`` of its width (a fraction)."""
+
     def edit(prs: Any) -> None:
         shape = first_shape(prs, kind, slide)
         box = (shape.left, shape.top, shape.width, shape.height)  # placeholders inherit: write all four
         shape.left, shape.top, shape.width, shape.height = int(box[0] + max(1, box[2]) * dx), *box[1:]
+
     return edit
 
 
 def resize(fw: float = 1.0, fh: float = 1.0, kind: int | None = None, slide: int | None = None) -> Edit:
     """Scale a shape's width/height."""
+
     def edit(prs: Any) -> None:
         shape = first_shape(prs, kind, slide)
         left, top, width, height = shape.left, shape.top, shape.width, shape.height
         shape.left, shape.top, shape.width, shape.height = left, top, int(width * fw), int(height * fh)
+
     return edit
 
 
 def set_run(attr: str, value: Any, nth: int = 0) -> Edit:
     """Set a font attribute of a run (``name``, ``size``, ``bold``, ``italic``, ``underline``)."""
+
     def edit(prs: Any) -> None:
         setattr(text_run(prs, nth).font, attr, value)
+
     return edit
 
 
 def run_text(value: str) -> Edit:
     def edit(prs: Any) -> None:
         text_run(prs).text = value
+
     return edit
 
 
@@ -109,35 +116,41 @@ def run_color(rgb: str) -> Edit:
         from pptx.dml.color import RGBColor
 
         text_run(prs).font.color.rgb = RGBColor.from_string(rgb)
+
     return edit
 
 
 def strike(value: str = "sngStrike") -> Edit:
     def edit(prs: Any) -> None:
         text_run(prs).font._element.set("strike", value)
+
     return edit
 
 
 def align(value: Any) -> Edit:
     def edit(prs: Any) -> None:
         text_para(prs).alignment = value
+
     return edit
 
 
 def level(value: int) -> Edit:
     def edit(prs: Any) -> None:
         text_para(prs).level = value
+
     return edit
 
 
 def bullet(char: str = "•") -> Edit:
     """Give the first paragraph a bullet character."""
+
     def edit(prs: Any) -> None:
         ppr = text_para(prs)._p.get_or_add_pPr()
         for old in ppr.findall(f"{{{A_NS}}}buChar"):
             ppr.remove(old)
         bu = etree.SubElement(ppr, f"{{{A_NS}}}buChar")
         bu.set("char", char)
+
     return edit
 
 
@@ -145,15 +158,17 @@ def background(rgb: str, every: bool = False) -> Edit:
     def edit(prs: Any) -> None:
         from pptx.dml.color import RGBColor
 
-        for slide in (prs.slides if every else [prs.slides[0]]):
+        for slide in prs.slides if every else [prs.slides[0]]:
             slide.background.fill.solid()
             slide.background.fill.fore_color.rgb = RGBColor.from_string(rgb)
+
     return edit
 
 
 def notes(text: str) -> Edit:
     def edit(prs: Any) -> None:
         prs.slides[0].notes_slide.notes_text_frame.text = text
+
     return edit
 
 
@@ -186,7 +201,9 @@ def group_align(prs: Any) -> None:
                 for inner in shape.shapes:
                     if inner.has_text_frame and inner.text_frame.text.strip():
                         para = inner.text_frame.paragraphs[0]
-                        para.alignment = PP_ALIGN.RIGHT if para.alignment != PP_ALIGN.RIGHT else PP_ALIGN.CENTER
+                        para.alignment = (
+                            PP_ALIGN.RIGHT if para.alignment != PP_ALIGN.RIGHT else PP_ALIGN.CENTER
+                        )
                         return True
                 if visit(shape.shapes):
                     return True
@@ -212,17 +229,20 @@ def group_drop_text(prs: Any) -> None:
 
 def retitle(text: str, slide: int = 0) -> Edit:
     """Set the text of the first text shape of a slide."""
+
     def edit(prs: Any) -> None:
         for shape in prs.slides[slide].shapes:
             if shape.has_text_frame:
                 shape.text_frame.text = text
                 return
         raise LookupError("no text shape")
+
     return edit
 
 
 def shift_down(emu: int, kind: int | None = None, slide: int | None = None, text: str | None = None) -> Edit:
     """Move a shape down by ``emu`` (the first text shape with ``text`` when given)."""
+
     def edit(prs: Any) -> None:
         if text is not None:
             shape = next(s for sl in prs.slides for s in sl.shapes if getattr(s, "text", None) == text)
@@ -230,6 +250,7 @@ def shift_down(emu: int, kind: int | None = None, slide: int | None = None, text
             shape = first_shape(prs, kind, slide)
         left, top, width, height = shape.left, shape.top, shape.width, shape.height
         shape.left, shape.top, shape.width, shape.height = left, int(top + emu), width, height
+
     return edit
 
 
@@ -238,6 +259,7 @@ def shift_right(emu: int, kind: int | None = None, slide: int | None = None) -> 
         shape = first_shape(prs, kind, slide)
         left, top, width, height = shape.left, shape.top, shape.width, shape.height
         shape.left, shape.top, shape.width, shape.height = int(left + emu), top, width, height
+
     return edit
 
 
@@ -245,6 +267,7 @@ def both(*edits: Edit) -> Edit:
     def edit(prs: Any) -> None:
         for e in edits:
             e(prs)
+
     return edit
 
 
@@ -285,6 +308,7 @@ def add_transition(kind: str) -> Callable[[Any], None]:
         etree.SubElement(transition, f"{{{P_NS}}}{kind}")
         clr = root.find(f"{{{P_NS}}}clrMapOvr")
         (clr if clr is not None else root.find(f"{{{P_NS}}}cSld")).addnext(transition)
+
     return change
 
 
@@ -292,6 +316,7 @@ def recolor_second_last_srgb(value: str) -> Callable[[Any], None]:
     def change(root: Any) -> None:
         found = [c for f in root.iter(f"{{{A_NS}}}solidFill") for c in f.iter(f"{{{A_NS}}}srgbClr")]
         found[-2].set("val", value)
+
     return change
 
 
@@ -299,10 +324,13 @@ def xcu(items: dict[str, dict[str, str]]) -> str:
     """A LibreOffice ``registrymodifications.xcu`` with the given ``{path: {prop: value}}`` items."""
     body = "".join(
         f'<item oor:path="{path}"><prop oor:name="{name}" oor:op="fuse"><value>{value}</value></prop></item>'
-        for path, props in items.items() for name, value in props.items()
+        for path, props in items.items()
+        for name, value in props.items()
     )
-    return ('<?xml version="1.0" encoding="UTF-8"?><oor:items xmlns:oor="http://openoffice.org/2001/registry" '
-            f'xmlns:xs="http://www.w3.org/2001/XMLSchema">{body}</oor:items>')
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?><oor:items xmlns:oor="http://openoffice.org/2001/registry" '
+        f'xmlns:xs="http://www.w3.org/2001/XMLSchema">{body}</oor:items>'
+    )
 
 
 def deepcopy(value: Any) -> Any:
@@ -311,6 +339,7 @@ def deepcopy(value: Any) -> Any:
 
 def add_table(slide: int, top: int = 1000000) -> Edit:
     """Add a 2x2 table with text to a slide (adding slides until it exists)."""
+
     def edit(prs: Any) -> None:
         from pptx.util import Emu
 
@@ -319,11 +348,13 @@ def add_table(slide: int, top: int = 1000000) -> Edit:
         frame = prs.slides[slide].shapes.add_table(2, 2, Emu(500000), Emu(top), Emu(4000000), Emu(1200000))
         for i, cell in enumerate(frame.table.iter_cells()):
             cell.text = f"cell {i}"
+
     return edit
 
 
 def add_picture(slide: int, left: int = 500000, top: int = 2500000, seed: int = 1) -> Edit:
     """Add a small generated PNG to a slide (adding slides until it exists)."""
+
     def edit(prs: Any) -> None:
         import io
 
@@ -336,4 +367,5 @@ def add_picture(slide: int, left: int = 500000, top: int = 2500000, seed: int = 
         Image.new("RGB", (40, 30), (seed * 40 % 256, 90, 200)).save(buf, format="PNG")
         buf.seek(0)
         prs.slides[slide].shapes.add_picture(buf, Emu(left), Emu(top), Emu(2000000), Emu(1500000))
+
     return edit

@@ -31,8 +31,10 @@ DECKS = [
 PICTURE_DECK = "markitdown_ocr_complex_layout.pptx"  # slide 1 holds a picture
 #: Decks for checkers that need a particular structure: the master's second-to-last sRGB colour
 #: (not red, so the unedited deck fails the page-number check).
-DECK_FOR = {"check_page_number_colors": "poi_bug64693_sections_cjk.pptx",
-            "check_image_stretch_and_center": PICTURE_DECK}
+DECK_FOR = {
+    "check_page_number_colors": "poi_bug64693_sections_cjk.pptx",
+    "check_image_stretch_and_center": PICTURE_DECK,
+}
 #: What the position-probe tasks look at, added to their input and reference decks alike: without
 #: it the probe has nothing to check and the unedited deck would pass.
 TASK_EDITS: dict[str, Any] = {
@@ -75,7 +77,9 @@ def build(dest: Path) -> tuple[Path, Path]:
         func = data["evaluator"]["func"]
         deck = CORPUS / DECK_FOR.get(func, DECKS[n % len(DECKS)])
         edit = TASK_EDITS.get(task_id)
-        downloads = [f for step in data["config"] if step["type"] == "download" for f in step["parameters"]["files"]]
+        downloads = [
+            f for step in data["config"] if step["type"] == "download" for f in step["parameters"]["files"]
+        ]
         input_name = None
         for i, entry in enumerate(downloads):
             name = PurePosixPath(entry["path"]).name
@@ -85,9 +89,15 @@ def build(dest: Path) -> tuple[Path, Path]:
             elif name.endswith(".png"):
                 _png(files / name, 40 * i)
             else:
-                (files / name).write_bytes(b"ID3" + bytes(64))  # an audio/video stand-in: only its name matters
+                (files / name).write_bytes(
+                    b"ID3" + bytes(64)
+                )  # an audio/video stand-in: only its name matters
         expected = data["evaluator"].get("expected")
-        if isinstance(expected, dict) and expected.get("type") == "cloud_file" and not (files / expected["dest"]).exists():
+        if (
+            isinstance(expected, dict)
+            and expected.get("type") == "cloud_file"
+            and not (files / expected["dest"]).exists()
+        ):
             name = expected["dest"]
             if name.endswith(".png"):
                 _png(files / name, 7)

@@ -16,8 +16,15 @@ from typing import Any
 
 PPTC = Path(__file__).resolve().parents[2] / "shared" / "pptc"
 SETS = {"short": "Create_new_slides", "long": "Edit_PPT_template"}
-_STUBS = ("src.content_selection", "src.openai_api", "src.prompt_factor", "mosestokenizer", "sacremoses",
-          "tiktoken", "tqdm")
+_STUBS = (
+    "src.content_selection",
+    "src.openai_api",
+    "src.prompt_factor",
+    "mosestokenizer",
+    "sacremoses",
+    "tiktoken",
+    "tqdm",
+)
 
 
 def load() -> tuple[Any, Any]:

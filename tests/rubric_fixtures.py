@@ -9,11 +9,11 @@ from typing import Any
 
 import pytest
 from conftest import CORPUS, PPTEVAL
+
 from pptarena.rubric_code import CONTEXT_NAMES  # noqa: F401 - re-exported for the rubric tests
 
 RUBRICS = PPTEVAL / "task_registry" / "rubrics"
 STAND_IN = CORPUS / "poi_stress013.pptx"  # 23 slides with animations, transitions, tables and notes
-
 
 
 def published_rubrics() -> dict[str, dict[str, Any]]:
@@ -65,12 +65,24 @@ def edit_title(src: Path, dst: Path, text: str, index: int = 0) -> Path:
 
 def leaf(name: str, code: str, critical: bool = True) -> dict[str, Any]:
     """A rubric leaf in PPT-Eval's JSON form."""
-    return {"name": name, "description": name, "is_critical": critical, "metadata": {}, "scorer": {"type": "function", "function_code": code}}
+    return {
+        "name": name,
+        "description": name,
+        "is_critical": critical,
+        "metadata": {},
+        "scorer": {"type": "function", "function_code": code},
+    }
 
 
 def parent(name: str, children: list[dict[str, Any]], critical: bool = True) -> dict[str, Any]:
     """A rubric parent in PPT-Eval's JSON form."""
-    return {"name": name, "description": name, "is_critical": critical, "metadata": {}, "children": copy.deepcopy(children)}
+    return {
+        "name": name,
+        "description": name,
+        "is_critical": critical,
+        "metadata": {},
+        "children": copy.deepcopy(children),
+    }
 
 
 def rubric(*children: dict[str, Any]) -> dict[str, Any]:
@@ -114,7 +126,9 @@ def renderer(tmp_path_factory):
 
     cache = tmp_path_factory.mktemp("rubric-renderer")
     try:
-        r = LibreOfficeRenderer(LibreOfficeRenderer.Options(size=400), ComponentContext(cache_dir=cache, model=None))  # type: ignore[arg-type]
+        r = LibreOfficeRenderer(
+            LibreOfficeRenderer.Options(size=400), ComponentContext(cache_dir=cache, model=None)
+        )  # type: ignore[arg-type]
     except ComponentUnavailable as exc:
         pytest.skip(f"LibreOffice is not available: {exc}")
     yield r

@@ -124,6 +124,7 @@ class FakeRenderer:
     def render(self, deck_path: Path, out_dir: Path) -> list[SlideImage]:
         """One PNG per slide, ``slide-NNN.png``."""
         from PIL import Image, ImageDraw
+
         from pptarena.deck import summarize
 
         self.calls.append(Path(deck_path))
@@ -153,10 +154,14 @@ class FakeRenderer:
                         if x0 + step > box[2]:
                             break
                         height = (box[3] - box[1]) * (byte / 255.0)
-                        draw.rectangle([x0, box[3] - height, x0 + step - 1, box[3]], fill=(byte % 97, 40, 120))
+                        draw.rectangle(
+                            [x0, box[3] - height, x0 + step - 1, box[3]], fill=(byte % 97, 40, 120)
+                        )
             path = out_dir / f"slide-{slide['number']:03d}.png"
             im.save(path)
-            images.append(SlideImage(slide["number"], slide.get("sld_id"), path, w, h, bool(slide.get("hidden"))))
+            images.append(
+                SlideImage(slide["number"], slide.get("sld_id"), path, w, h, bool(slide.get("hidden")))
+            )
         return images
 
 
@@ -181,7 +186,6 @@ def make_case(
     task_dir = tmp_path / name
     task_dir.mkdir(parents=True, exist_ok=True)
     return task, pred, Evidence(task, pred, task_dir, renderer=renderer, model=model)
-
 
 
 def set_margins(slide: int, name: str, inches: float) -> Callable[[Any], None]:

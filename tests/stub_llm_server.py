@@ -154,8 +154,15 @@ class RecordedRequest:
             for item in items if isinstance(items, list) else []:
                 if isinstance(item, dict) and item.get("type") == "computer_call_output":
                     shot = item.get("output") or {}
-                    out.append({"call_id": item.get("call_id"), "is_error": False, "texts": [],
-                                "images": [_decode_data_url(shot.get("image_url", ""))], "item": item})
+                    out.append(
+                        {
+                            "call_id": item.get("call_id"),
+                            "is_error": False,
+                            "texts": [],
+                            "images": [_decode_data_url(shot.get("image_url", ""))],
+                            "item": item,
+                        }
+                    )
             return out
         for m in self.messages():
             content = m.get("content")
@@ -163,13 +170,15 @@ class RecordedRequest:
                 if part.get("type") == "tool_result":
                     inner = part.get("content")
                     blocks = inner if isinstance(inner, list) else [{"type": "text", "text": inner or ""}]
-                    out.append({
-                        "call_id": part.get("tool_use_id"),
-                        "is_error": bool(part.get("is_error")),
-                        "texts": [b.get("text", "") for b in blocks if b.get("type") == "text"],
-                        "images": [_decode_image_block(b) for b in blocks if b.get("type") == "image"],
-                        "item": part,
-                    })
+                    out.append(
+                        {
+                            "call_id": part.get("tool_use_id"),
+                            "is_error": bool(part.get("is_error")),
+                            "texts": [b.get("text", "") for b in blocks if b.get("type") == "text"],
+                            "images": [_decode_image_block(b) for b in blocks if b.get("type") == "image"],
+                            "item": part,
+                        }
+                    )
         return out
 
     def system(self) -> str | None:
@@ -430,10 +439,21 @@ class StubLLMServer:
         if request.responses_api:
             payload = _native_body(
                 request,
-                {"output": [{"type": "message", "id": f"msg_stub{n}", "status": "completed", "role": "assistant",
-                             "content": [{"type": "output_text", "text": action.text, "annotations": []}]}],
-                 "usage": _responses_usage(usage_in, usage_out, action.cached_input_tokens)},
-                n, model, prompt_words,
+                {
+                    "output": [
+                        {
+                            "type": "message",
+                            "id": f"msg_stub{n}",
+                            "status": "completed",
+                            "role": "assistant",
+                            "content": [{"type": "output_text", "text": action.text, "annotations": []}],
+                        }
+                    ],
+                    "usage": _responses_usage(usage_in, usage_out, action.cached_input_tokens),
+                },
+                n,
+                model,
+                prompt_words,
             )
         elif request.wire == "openai":
             payload = {
@@ -465,18 +485,29 @@ class StubLLMServer:
                 "stop_reason": "end_turn" if action.finish_reason == "stop" else action.finish_reason,
                 "stop_sequence": None,
                 # Anthropic reports prompt-cache reads apart from input_tokens
-                "usage": {"input_tokens": usage_in - action.cached_input_tokens, "output_tokens": usage_out,
-                          "cache_read_input_tokens": action.cached_input_tokens, "cache_creation_input_tokens": 0},
+                "usage": {
+                    "input_tokens": usage_in - action.cached_input_tokens,
+                    "output_tokens": usage_out,
+                    "cache_read_input_tokens": action.cached_input_tokens,
+                    "cache_creation_input_tokens": 0,
+                },
             }
         h._send_json(200, payload, headers)
 
 
 def _responses_usage(usage_in: int, usage_out: int, cached: int = 0) -> dict[str, Any]:
-    return {"input_tokens": usage_in, "output_tokens": usage_out, "total_tokens": usage_in + usage_out,
-            "input_tokens_details": {"cached_tokens": cached}, "output_tokens_details": {"reasoning_tokens": 0}}
+    return {
+        "input_tokens": usage_in,
+        "output_tokens": usage_out,
+        "total_tokens": usage_in + usage_out,
+        "input_tokens_details": {"cached_tokens": cached},
+        "output_tokens_details": {"reasoning_tokens": 0},
+    }
 
 
-def _native_body(request: RecordedRequest, body: dict[str, Any], n: int, model: str, words: int) -> dict[str, Any]:
+def _native_body(
+    request: RecordedRequest, body: dict[str, Any], n: int, model: str, words: int
+) -> dict[str, Any]:
     """A recorded body with the fields a real server always sends filled in."""
     out = dict(body)
     if request.responses_api:

@@ -7,8 +7,9 @@ import textwrap
 
 import pytest
 from agents_fixtures import deck_texts, events, make_task, scripted_workspace
-from pptarena.types import AgentError, ComponentUnavailable
 from pydantic import SecretStr
+
+from pptarena.types import AgentError, ComponentUnavailable
 
 EDIT_SCRIPT = textwrap.dedent(
     """\
@@ -40,8 +41,11 @@ def test_cli_agent_edits_the_deck(tmp_path):
     script = tmp_path / "agent.py"
     script.write_text(EDIT_SCRIPT)
     ws, _ = scripted_workspace(tmp_path, [])
-    agent = make_agent(tmp_path, command=[sys.executable, str(script), "{task_md}"],
-                       env={"MY_TOKEN": SecretStr("s3cr3t-value-123")})
+    agent = make_agent(
+        tmp_path,
+        command=[sys.executable, str(script), "{task_md}"],
+        env={"MY_TOKEN": SecretStr("s3cr3t-value-123")},
+    )
     task = make_task(tmp_path)
     pred = agent.edit(task, ws)
     assert "Revenue growth" in deck_texts(pred.path) and pred.metadata["returncode"] == 0
@@ -65,8 +69,11 @@ def test_string_command_placeholders_and_customization(tmp_path):
     (custom / "TASK.md").write_text("must not overwrite the task")
     ws, _ = scripted_workspace(tmp_path, [])
     code = "import shutil,sys; shutil.copy(sys.argv[1], sys.argv[2] + '/demo-001.pptx')"
-    agent = make_agent(tmp_path, command=f'{sys.executable} -c "{code}" {{input}} {{output_dir}}',
-                       customization_dir=str(custom))
+    agent = make_agent(
+        tmp_path,
+        command=f'{sys.executable} -c "{code}" {{input}} {{output_dir}}',
+        customization_dir=str(custom),
+    )
     pred = agent.edit(make_task(tmp_path), ws)
     assert pred.path.read_bytes() == ws.input_deck.read_bytes()
     assert (ws.dir / "cli" / "CLAUDE.md").read_text() == "be careful"
@@ -75,7 +82,9 @@ def test_string_command_placeholders_and_customization(tmp_path):
 
 def test_missing_output_names_the_expected_path(tmp_path):
     ws, _ = scripted_workspace(tmp_path, [])
-    agent = make_agent(tmp_path, command=[sys.executable, "-c", "open('output/wrong.pptx','w').write('x'); exit(3)"])
+    agent = make_agent(
+        tmp_path, command=[sys.executable, "-c", "open('output/wrong.pptx','w').write('x'); exit(3)"]
+    )
     with pytest.raises(AgentError) as info:
         agent.edit(make_task(tmp_path), ws)
     message = str(info.value)
@@ -84,7 +93,9 @@ def test_missing_output_names_the_expected_path(tmp_path):
 
 def test_broken_output_and_timeout(tmp_path):
     ws, _ = scripted_workspace(tmp_path, [])
-    agent = make_agent(tmp_path, command=[sys.executable, "-c", "open('output/demo-001.pptx','w').write('not a deck')"])
+    agent = make_agent(
+        tmp_path, command=[sys.executable, "-c", "open('output/demo-001.pptx','w').write('not a deck')"]
+    )
     with pytest.raises(AgentError, match="does not open"):
         agent.edit(make_task(tmp_path), ws)
     slow = make_agent(tmp_path, command=[sys.executable, "-c", "import time; time.sleep(60)"], timeout=1)

@@ -15,6 +15,7 @@ from agents_fixtures import (
     deck_texts,
     scripted_workspace,
 )
+
 from pptarena.types import ComponentContext, Task
 
 
@@ -62,8 +63,9 @@ def test_no_demo_prompt_contains_the_target_or_style_target(tmp_path, demo_tasks
     for task in demo_tasks:
         work = tmp_path / task.id
         work.mkdir()
-        ws, backend = scripted_workspace(work, ["no idea", "No changes needed."], renderer=FakeRenderer(),
-                                         deck=task.original)
+        ws, backend = scripted_workspace(
+            work, ["no idea", "No changes needed."], renderer=FakeRenderer(), deck=task.original
+        )
         agent = build_agent("hybrid", work, selection="heuristic", max_xml_chars=400_000)
         pred = agent.edit(task, ws)
         assert pred.metadata["unchanged"] is True

@@ -4,11 +4,20 @@ from __future__ import annotations
 
 import pytest
 from conftest import ROOT
+
 from pptarena.run.config import load_config
 from pptarena.run.registry import get_registry
 
-EXAMPLES = ["pptpilot-openai", "ppteval-rubric", "local-openai-compatible", "cli-agent", "gui-computer-use",
-            "osworld-impress", "tsbench", "pptc"]
+EXAMPLES = [
+    "pptpilot-openai",
+    "ppteval-rubric",
+    "local-openai-compatible",
+    "cli-agent",
+    "gui-computer-use",
+    "osworld-impress",
+    "tsbench",
+    "pptc",
+]
 
 
 @pytest.mark.parametrize("name", EXAMPLES)

@@ -6,6 +6,7 @@ import zipfile
 
 import pytest
 from agents_fixtures import make_deck
+
 from pptarena.plugins.agents.pptpilot.agent import parse_route
 from pptarena.plugins.agents.pptpilot.branch import CandidateError, Unchanged
 from pptarena.plugins.agents.pptpilot.code import extract_program
@@ -18,8 +19,12 @@ from pptarena.plugins.agents.pptpilot.xml import parse_xml_reply
 def test_parse_xml_reply_forms():
     reply = "MODIFIED_XML_FILE: ppt/slides/slide1.xml\n```xml\n<a/>\n```\nMODIFIED_XML_FILE: `/ppt/theme/theme1.xml`\n```\n<b/>\n```"
     assert parse_xml_reply(reply) == {"ppt/slides/slide1.xml": "<a/>", "ppt/theme/theme1.xml": "<b/>"}
-    assert parse_xml_reply("MODIFIED_XML_FILE: ppt/slides/slide3.xml\n<c>raw</c>\n") == {"ppt/slides/slide3.xml": "<c>raw</c>"}
-    assert parse_xml_reply('{"modified_files": {"/ppt/slides/slide1.xml": "<d/>"}}') == {"ppt/slides/slide1.xml": "<d/>"}
+    assert parse_xml_reply("MODIFIED_XML_FILE: ppt/slides/slide3.xml\n<c>raw</c>\n") == {
+        "ppt/slides/slide3.xml": "<c>raw</c>"
+    }
+    assert parse_xml_reply('{"modified_files": {"/ppt/slides/slide1.xml": "<d/>"}}') == {
+        "ppt/slides/slide1.xml": "<d/>"
+    }
     with pytest.raises(Unchanged):
         parse_xml_reply("No changes needed.")
     with pytest.raises(CandidateError, match="holds no parts"):
@@ -36,19 +41,28 @@ def test_check_part_rules(tmp_path):
         assert "ppt/theme/theme1.xml" in parts.editable() and "ppt/presentation.xml" not in parts.editable()
         out = check_part(parts, "ppt/slides/slide1.xml", original.replace("Quarterly", "Annual").encode())
         assert out.startswith(b"<?xml") and b"Annual Review" in out
-        bomb = ('<?xml version="1.0"?><!DOCTYPE p:sld [<!ENTITY a "aaaa">]>' + original.split("?>", 1)[1]).encode()
+        bomb = (
+            '<?xml version="1.0"?><!DOCTYPE p:sld [<!ENTITY a "aaaa">]>' + original.split("?>", 1)[1]
+        ).encode()
         with pytest.raises(PartError, match="DOCTYPE"):
             check_part(parts, "ppt/slides/slide1.xml", bomb)
         with pytest.raises(PartError, match="root element is 'sldLayout'"):
-            check_part(parts, "ppt/slides/slide1.xml", original.replace("p:sld ", "p:sldLayout ").replace(
-                "</p:sld>", "</p:sldLayout>").encode())
+            check_part(
+                parts,
+                "ppt/slides/slide1.xml",
+                original.replace("p:sld ", "p:sldLayout ").replace("</p:sld>", "</p:sldLayout>").encode(),
+            )
         with pytest.raises(PartError, match="no such part"):
             check_part(parts, "ppt/slides/slide9.xml", original.encode())
         with pytest.raises(PartError, match="not an editable part"):
             check_part(parts, "[Content_Types].xml", b"<x/>")
         with pytest.raises(PartError, match="not well-formed"):
             check_part(parts, "ppt/slides/slide1.xml", b"<p:sld>")
-        ignorable = original.replace("<p:sld ", '<p:sld xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" mc:Ignorable="p14" ', 1)
+        ignorable = original.replace(
+            "<p:sld ",
+            '<p:sld xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" mc:Ignorable="p14" ',
+            1,
+        )
         with pytest.raises(PartError, match="undeclared prefixes: p14"):
             check_part(parts, "ppt/slides/slide1.xml", ignorable.encode())
 
@@ -68,7 +82,7 @@ def test_write_package_replaces_only_the_given_parts(tmp_path):
 
 def test_extract_program():
     assert extract_program("text\n```python\nimport pptx\nx = 1\n```\nmore") == "import pptx\nx = 1\n"
-    assert extract_program("from pptx import Presentation\nPresentation(INPUT_PATH)") .startswith("from pptx")
+    assert extract_program("from pptx import Presentation\nPresentation(INPUT_PATH)").startswith("from pptx")
     with pytest.raises(CandidateError, match="does not compile"):
         extract_program("```python\ndef broken(:\n```")
     with pytest.raises(CandidateError, match="no ```python block"):
@@ -77,7 +91,7 @@ def test_extract_program():
 
 def test_router_verifier_and_json_parsing():
     assert parse_route('{"route": "code", "reason": "many slides"}') == ("code", "many slides")
-    assert parse_route("```json\n{\"route\": \"XML\", \"reason\": \"chart\"}\n```") == ("xml", "chart")
+    assert parse_route('```json\n{"route": "XML", "reason": "chart"}\n```') == ("xml", "chart")
     assert parse_route("PYTHON_PPTX_EDIT")[0] == "code" and parse_route("XML_EDIT")[0] == "xml"
     assert parse_route("either would work") == (None, "")
     assert parse_verdict('{"done": true}').done is True
@@ -86,12 +100,15 @@ def test_router_verifier_and_json_parsing():
     assert parse_verdict('{"done": false}').parsed is False
     assert parse_verdict("REVISE: move the logo").feedback == "move the logo"
     assert parse_verdict("DONE.").done is True
-    assert find_json_object("x {bad} y {\"a\": 1}") == {"a": 1}
+    assert find_json_object('x {bad} y {"a": 1}') == {"a": 1}
 
 
 def test_context_helpers():
     assert mentioned_slides("Fix slides 2-4 and slide 7, not slide 99", 10) == [2, 3, 4, 7]
     assert mentioned_slides("On slides 1, 3 and 5 make titles bold", 5) == [1, 3, 5]
-    summary = {"file": "x", "slides": [{"number": i, "title": f"T{i}", "shapes": ["y" * 500]} for i in range(1, 30)]}
+    summary = {
+        "file": "x",
+        "slides": [{"number": i, "title": f"T{i}", "shapes": ["y" * 500]} for i in range(1, 30)],
+    }
     text = summary_text(summary, 3000)
     assert len(text) <= 3000 and '"omitted_slides"' in text and '"title":"T29"' in text

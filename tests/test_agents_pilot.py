@@ -20,6 +20,7 @@ from agents_fixtures import (
     make_task,
     scripted_workspace,
 )
+
 from pptarena.models import ImagePart
 from pptarena.types import AgentError, InfraError
 
@@ -54,7 +55,11 @@ def test_code_agent_retries_after_a_traceback(tmp_path):
     assert "IndexError" in second[-1].content and "slide index out of range" in second[-1].content
     runs = events(ws, "code_run")
     assert [r["returncode"] for r in runs] == [1, 0]
-    assert (tmp_path / "task" / "pilot" / "code" / "edit-code-a2" / "program.py").read_text().startswith("from pptx")
+    assert (
+        (tmp_path / "task" / "pilot" / "code" / "edit-code-a2" / "program.py")
+        .read_text()
+        .startswith("from pptx")
+    )
     assert not (tmp_path / "task" / "pilot" / "code" / "edit-code-a2" / "input.pptx").exists()
     assert [e["ok"] for e in events(ws, "attempt")] == [False, True]
     # every line of the log file is JSON and the model calls are in it
@@ -87,7 +92,9 @@ def test_code_agent_can_hand_in_the_input_on_failure(tmp_path):
 
 def test_code_timeout_and_missing_output_go_back_to_the_model(tmp_path):
     hang = "```python\nwhile True:\n    pass\n```"
-    no_save = "```python\nfrom pptx import Presentation\nPresentation(INPUT_PATH)\nprint('forgot to save')\n```"
+    no_save = (
+        "```python\nfrom pptx import Presentation\nPresentation(INPUT_PATH)\nprint('forgot to save')\n```"
+    )
     ws, backend = scripted_workspace(tmp_path, [hang, no_save, FIX_TYPO_PROGRAM])
     pred = build_agent("code", tmp_path, code_timeout=1.5).edit(make_task(tmp_path), ws)
     assert "Revenue growth" in deck_texts(pred.path)
@@ -121,8 +128,10 @@ def test_xml_agent_recovers_from_garbage_and_broken_xml(tmp_path):
     fixed = xml.replace("Revnue", "Revenue")
     broken = fixed[: len(fixed) // 2]
     ws, backend = scripted_workspace(
-        tmp_path, [SELECT_SLIDE2, "Sure! Here you go.", xml_reply(broken), xml_reply(fixed)],
-        renderer=FakeRenderer(), deck=deck,
+        tmp_path,
+        [SELECT_SLIDE2, "Sure! Here you go.", xml_reply(broken), xml_reply(fixed)],
+        renderer=FakeRenderer(),
+        deck=deck,
     )
     pred = build_agent("xml", tmp_path).edit(make_task(tmp_path), ws)
     assert "Revenue growth" in deck_texts(pred.path)
@@ -135,7 +144,11 @@ def test_xml_agent_recovers_from_garbage_and_broken_xml(tmp_path):
     assert len(patch) == 1 and list(patch[0]["parts"]) == ["ppt/slides/slide2.xml"]
     # the edit prompt shows the part's XML and its relationships
     edit_prompt = backend.requests[1].messages[1].parts()
-    assert any("=== ppt/slides/slide2.xml ===" in p and "rId1 → slideLayout" in p for p in edit_prompt if isinstance(p, str))
+    assert any(
+        "=== ppt/slides/slide2.xml ===" in p and "rId1 → slideLayout" in p
+        for p in edit_prompt
+        if isinstance(p, str)
+    )
     # every other member of the package is byte-identical, in the same order
     with zipfile.ZipFile(ws.input_deck) as a, zipfile.ZipFile(pred.path) as b:
         assert a.namelist() == b.namelist()
@@ -148,12 +161,20 @@ def test_xml_agent_rejects_unknown_rids_and_lost_namespaces(tmp_path):
     deck = make_deck(tmp_path / "deck.pptx")
     xml = slide2_xml(deck)
     fixed = xml.replace("Revnue", "Revenue")
-    bad_rid = fixed.replace("<p:cSld>", '<p:cSld><p:bg><p:bgPr><a:blipFill><a:blip r:embed="rId99"/></a:blipFill>'
-                            '<a:effectLst/></p:bgPr></p:bg>', 1)
-    no_ns = fixed.replace(' xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"', "", 1)
+    bad_rid = fixed.replace(
+        "<p:cSld>",
+        '<p:cSld><p:bg><p:bgPr><a:blipFill><a:blip r:embed="rId99"/></a:blipFill>'
+        "<a:effectLst/></p:bgPr></p:bg>",
+        1,
+    )
+    no_ns = fixed.replace(
+        ' xmlns:r="http://schemas.openxmlformats.org/officeDocument/2006/relationships"', "", 1
+    )
     wrong_part = xml_reply(fixed, "ppt/presentation.xml")
     ws, backend = scripted_workspace(
-        tmp_path, [SELECT_SLIDE2, xml_reply(bad_rid), xml_reply(no_ns), wrong_part, xml_reply(fixed)], deck=deck
+        tmp_path,
+        [SELECT_SLIDE2, xml_reply(bad_rid), xml_reply(no_ns), wrong_part, xml_reply(fixed)],
+        deck=deck,
     )
     pred = build_agent("xml", tmp_path, retries=3).edit(make_task(tmp_path), ws)
     assert "Revenue growth" in deck_texts(pred.path)
@@ -169,8 +190,11 @@ def test_xml_agent_no_change_and_heuristic_selection(tmp_path):
     assert pred.metadata["unchanged"] is True and pred.notes == "the model made no change"
     assert ws.output_deck.read_bytes() == ws.input_deck.read_bytes()
     assert len(backend.requests) == 1  # no planning call
-    assert events(ws, "xml_parts")[0] == {**events(ws, "xml_parts")[0], "source": "heuristic",
-                                          "parts": ["ppt/slides/slide2.xml"]}
+    assert events(ws, "xml_parts")[0] == {
+        **events(ws, "xml_parts")[0],
+        "source": "heuristic",
+        "parts": ["ppt/slides/slide2.xml"],
+    }
 
 
 def test_xml_planner_garbage_falls_back_to_heuristic(tmp_path):
@@ -180,7 +204,10 @@ def test_xml_planner_garbage_falls_back_to_heuristic(tmp_path):
     pred = build_agent("xml", tmp_path).edit(make_task(tmp_path, "Fix every typo in the deck."), ws)
     assert "Revenue growth" in deck_texts(pred.path)
     chosen = events(ws, "xml_parts")[0]
-    assert chosen["source"] == "heuristic" and chosen["parts"] == ["ppt/slides/slide1.xml", "ppt/slides/slide2.xml"]
+    assert chosen["source"] == "heuristic" and chosen["parts"] == [
+        "ppt/slides/slide1.xml",
+        "ppt/slides/slide2.xml",
+    ]
 
 
 # ----------------------------------------------------------------------------- hybrid
@@ -197,7 +224,9 @@ def test_hybrid_routes_verifies_and_repairs(tmp_path):
         '{"done": true}',
     ]
     ws, backend = scripted_workspace(tmp_path, responses, renderer=FakeRenderer())
-    agent = build_agent("hybrid", tmp_path, loops=3, router_model="scripted/cheap", verifier_model="scripted/judge")
+    agent = build_agent(
+        "hybrid", tmp_path, loops=3, router_model="scripted/cheap", verifier_model="scripted/judge"
+    )
     pred = agent.edit(make_task(tmp_path), ws)
     assert "Revenue growth" in deck_texts(pred.path)
     assert pred.metadata["route"] == "code" and pred.metadata["router_reason"] == "a text replacement"
@@ -228,8 +257,12 @@ def test_hybrid_default_route_and_fallback(tmp_path):
 
 
 def test_failed_repair_keeps_the_last_good_deck(tmp_path):
-    responses = ['{"route": "code", "reason": "text"}', FIX_TYPO_PROGRAM,
-                 "REVISE: make the title bold", BROKEN_PROGRAM]
+    responses = [
+        '{"route": "code", "reason": "text"}',
+        FIX_TYPO_PROGRAM,
+        "REVISE: make the title bold",
+        BROKEN_PROGRAM,
+    ]
     ws, _ = scripted_workspace(tmp_path, responses)
     pred = build_agent("hybrid", tmp_path, loops=2, retries=0).edit(make_task(tmp_path), ws)
     assert "Revenue growth" in deck_texts(pred.path)
@@ -247,8 +280,15 @@ def test_unreadable_verifier_reply_stops_the_loop(tmp_path):
 def test_agents_never_see_the_target_or_style_target(tmp_path):
     deck = make_deck(tmp_path / "deck.pptx")
     fixed = slide2_xml(deck).replace("Revnue", "Revenue")
-    responses = ['{"route": "xml", "reason": "one slide"}', SELECT_SLIDE2, xml_reply(fixed),
-                 '{"done": false, "feedback": "bold it"}', SELECT_SLIDE2, "No changes needed.", '{"done": true}']
+    responses = [
+        '{"route": "xml", "reason": "one slide"}',
+        SELECT_SLIDE2,
+        xml_reply(fixed),
+        '{"done": false, "feedback": "bold it"}',
+        SELECT_SLIDE2,
+        "No changes needed.",
+        '{"done": true}',
+    ]
     ws, backend = scripted_workspace(tmp_path, responses, renderer=FakeRenderer(), deck=deck)
     task = make_task(tmp_path)
     pred = build_agent("hybrid", tmp_path, loops=3).edit(task, ws)

@@ -8,6 +8,7 @@ import zipfile
 
 import pytest
 from agents_fixtures import FIX_TYPO_PROGRAM, build_agent, deck_texts, events, make_task, scripted_workspace
+
 from pptarena.models import ImagePart
 from pptarena.types import ComponentContext, Task
 
@@ -21,7 +22,9 @@ def renderer(tmp_path_factory):
     from pptarena.plugins.renderers.libreoffice import LibreOfficeRenderer
 
     cache = tmp_path_factory.mktemp("render-cache")
-    r = LibreOfficeRenderer(LibreOfficeRenderer.Options(size=480), ComponentContext(cache_dir=cache, model=None))  # type: ignore[arg-type]
+    r = LibreOfficeRenderer(
+        LibreOfficeRenderer.Options(size=480), ComponentContext(cache_dir=cache, model=None)
+    )  # type: ignore[arg-type]
     yield r
     r.close()
 
@@ -32,10 +35,17 @@ def test_xml_agent_on_a_real_deck_renders_and_verifies(tmp_path, corpus_dir, ren
         pytest.skip(f"{DECK} is not in the corpus")
     xml = zipfile.ZipFile(source).read("ppt/slides/slide2.xml").decode("utf-8")
     assert "Green Texting" in xml
-    reply = "MODIFIED_XML_FILE: ppt/slides/slide2.xml\n```xml\n" + xml.replace("Green Texting", "Blue Texting") + "\n```"
+    reply = (
+        "MODIFIED_XML_FILE: ppt/slides/slide2.xml\n```xml\n"
+        + xml.replace("Green Texting", "Blue Texting")
+        + "\n```"
+    )
     ws, backend = scripted_workspace(tmp_path, [reply, '{"done": true}'], renderer=renderer, deck=source)
-    task = Task(id="real-1", instruction="On slide 2, change the words 'Green Texting' to 'Blue Texting'.",
-                original=source)
+    task = Task(
+        id="real-1",
+        instruction="On slide 2, change the words 'Green Texting' to 'Blue Texting'.",
+        original=source,
+    )
     pred = build_agent("xml", tmp_path, selection="heuristic", loops=1, max_images=3).edit(task, ws)
     from pptarena.deck import summarize
 
@@ -58,7 +68,9 @@ def test_xml_agent_on_a_real_deck_renders_and_verifies(tmp_path, corpus_dir, ren
 
 def test_hybrid_code_branch_with_real_renders(tmp_path, renderer):
     ws, backend = scripted_workspace(
-        tmp_path, ['{"route": "code", "reason": "typo"}', FIX_TYPO_PROGRAM, '{"done": true}'], renderer=renderer
+        tmp_path,
+        ['{"route": "code", "reason": "typo"}', FIX_TYPO_PROGRAM, '{"done": true}'],
+        renderer=renderer,
     )
     pred = build_agent("hybrid", tmp_path, loops=1).edit(make_task(tmp_path), ws)
     assert "Revenue growth" in deck_texts(pred.path)

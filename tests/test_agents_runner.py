@@ -32,7 +32,8 @@ def test_code_xml_and_command_agents_in_a_run(tmp_path: Path, fake_plugins):
     script = tmp_path / "cli_agent.py"
     script.write_text(CLI_SCRIPT)
     rules = "".join(
-        f"[[backends.scripted.rules]]\nmatch = \"New {i}'\"\nreply = '''{PROGRAM.format(i=i)}'''\n" for i in range(2)
+        f"[[backends.scripted.rules]]\nmatch = \"New {i}'\"\nreply = '''{PROGRAM.format(i=i)}'''\n"
+        for i in range(2)
     )
     cfg = tmp_path / "run.toml"
     cfg.write_text(
@@ -48,11 +49,24 @@ def test_code_xml_and_command_agents_in_a_run(tmp_path: Path, fake_plugins):
     summary = Runner(config, get_registry(), tmp_path / "out", jobs=2, quiet=True).run()
     rows = [json.loads(x) for x in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
     assert len(rows) == 6
-    assert {(r["agent"], r["status"]) for r in rows} == {("code", "scored"), ("pilot", "scored"), ("command", "scored")}
+    assert {(r["agent"], r["status"]) for r in rows} == {
+        ("code", "scored"),
+        ("pilot", "scored"),
+        ("command", "scored"),
+    }
     assert all(r["scores"]["title"]["score"] == 1.0 for r in rows), rows
     assert summary["agents"]["pilot"]["judges"]["title"]["mean"] == 1.0
-    log = [json.loads(x) for x in (tmp_path / "out" / "tasks" / "pilot" / "task-01" / "agent.log.jsonl").read_text().splitlines()]
-    assert [e["event"] for e in log if e["event"] in ("route", "code_run", "done")] == ["route", "code_run", "done"]
+    log = [
+        json.loads(x)
+        for x in (tmp_path / "out" / "tasks" / "pilot" / "task-01" / "agent.log.jsonl")
+        .read_text()
+        .splitlines()
+    ]
+    assert [e["event"] for e in log if e["event"] in ("route", "code_run", "done")] == [
+        "route",
+        "code_run",
+        "done",
+    ]
     # the runner's clients log each call once (with the reply); the agent adds which step it was
     assert [e["model"] for e in log if e["event"] == "model_call"] == ["scripted/router", "scripted/m"]
     assert [e["step"] for e in log if e["event"] == "model_step"] == ["route", "code_edit"]

@@ -67,7 +67,7 @@ def find_cycle(edges: dict[str, set[str]]) -> list[str] | None:
             if state.get(nxt) == 1:
                 if node.startswith(nxt + "."):
                     continue  # importing the package one lives in runs its __init__ first
-                return stack[stack.index(nxt):] + [nxt]
+                return stack[stack.index(nxt) :] + [nxt]
             if nxt not in state and (found := visit(nxt)):
                 return found
         stack.pop()
@@ -90,19 +90,39 @@ def test_the_cycle_finder_finds_a_cycle():
 
 
 def test_the_core_never_imports_a_plugin():
-    offenders = {m: sorted(i for i in deps if i.startswith("pptarena.plugins"))
-                 for m, deps in graph().items() if not m.startswith("pptarena.plugins")}
+    offenders = {
+        m: sorted(i for i in deps if i.startswith("pptarena.plugins"))
+        for m, deps in graph().items()
+        if not m.startswith("pptarena.plugins")
+    }
     assert {m: d for m, d in offenders.items() if d} == {}
 
 
 def test_reports_never_import_the_runner():
     edges = graph()
-    assert {m for m in edges if m.startswith("pptarena.report") and "pptarena.run.runner" in edges[m]} == set()
+    assert {
+        m for m in edges if m.startswith("pptarena.report") and "pptarena.run.runner" in edges[m]
+    } == set()
 
 
 def test_the_plugin_contract_is_exported():
-    for name in ["Evidence", "Dataset", "Agent", "Renderer", "Judge", "PptArenaError", "AgentError", "JudgeError",
-                 "InfraError", "ComponentUnavailable", "RegisterFn", "hookimpl", "Task", "Prediction", "Verdict"]:
+    for name in [
+        "Evidence",
+        "Dataset",
+        "Agent",
+        "Renderer",
+        "Judge",
+        "PptArenaError",
+        "AgentError",
+        "JudgeError",
+        "InfraError",
+        "ComponentUnavailable",
+        "RegisterFn",
+        "hookimpl",
+        "Task",
+        "Prediction",
+        "Verdict",
+    ]:
         assert name in pptarena.__all__ and hasattr(pptarena, name), name
 
 

@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from author_fixtures import DEMO_TASK, copy_demo_tasks, demo_root, demo_rubric, leaf, rubric_of, run_cli
 from conftest import CORPUS, PPTEVAL
+
 from pptarena.authoring.check import RubricChecker, format_table
 from pptarena.run.registry import get_registry
 from pptarena.types import Task
@@ -53,12 +54,48 @@ def test_the_demo_set_passes(tmp_path):
 def test_bad_rubrics_are_flagged_and_partials_are_run(tmp_path):
     root = copy_demo_tasks(_cache(), tmp_path / "tasks", DEMO_TASK, keep=("target.pptx", "rubric.json"))
     good = root / DEMO_TASK
-    _with_rubric(root, DEMO_TASK, rubric_of(leaf("always", "def compute_score():\n    return ('fine', 1.0)\n")), "always-one")
-    _with_rubric(root, DEMO_TASK, rubric_of(leaf("spelling check that crashes", "def compute_score():\n" + READS + "    return ('x', 1 / 0)\n")), "crashes")
-    _with_rubric(root, DEMO_TASK, rubric_of(leaf(
-        "spelling checked against a wrong value", "def compute_score():\n" + READS + "    return ('looked', 1.0 if 'Quarterly!' in text else 0.0)\n")), "wrong-value")
-    _with_rubric(root, DEMO_TASK, rubric_of(leaf(
-        "unrelated", "def compute_score():\n" + READS + "    return ('count', 1.0 if len(text) > 10**6 else 0.0)\n")), "off-topic")
+    _with_rubric(
+        root,
+        DEMO_TASK,
+        rubric_of(leaf("always", "def compute_score():\n    return ('fine', 1.0)\n")),
+        "always-one",
+    )
+    _with_rubric(
+        root,
+        DEMO_TASK,
+        rubric_of(
+            leaf(
+                "spelling check that crashes", "def compute_score():\n" + READS + "    return ('x', 1 / 0)\n"
+            )
+        ),
+        "crashes",
+    )
+    _with_rubric(
+        root,
+        DEMO_TASK,
+        rubric_of(
+            leaf(
+                "spelling checked against a wrong value",
+                "def compute_score():\n"
+                + READS
+                + "    return ('looked', 1.0 if 'Quarterly!' in text else 0.0)\n",
+            )
+        ),
+        "wrong-value",
+    )
+    _with_rubric(
+        root,
+        DEMO_TASK,
+        rubric_of(
+            leaf(
+                "unrelated",
+                "def compute_score():\n"
+                + READS
+                + "    return ('count', 1.0 if len(text) > 10**6 else 0.0)\n",
+            )
+        ),
+        "off-topic",
+    )
     full = _with_rubric(root, DEMO_TASK, demo_rubric(_cache()), "accepts-partial")
     (full / "partials").mkdir()
     shutil.copy2(full / "target.pptx", full / "partials" / "complete.pptx")
@@ -91,8 +128,13 @@ def test_bad_rubrics_are_flagged_and_partials_are_run(tmp_path):
 
 def test_no_renders_reports_rubrics_that_need_screenshots(tmp_path):
     root = copy_demo_tasks(_cache(), tmp_path / "tasks", DEMO_TASK, keep=("target.pptx",))
-    visual = rubric_of(leaf("looks right", "def compute_score():\n    shots = modified_ppt_screenshots\n"
-                            "    return ('Quarterly', 1.0 if shots else 0.0)\n"))
+    visual = rubric_of(
+        leaf(
+            "looks right",
+            "def compute_score():\n    shots = modified_ppt_screenshots\n"
+            "    return ('Quarterly', 1.0 if shots else 0.0)\n",
+        )
+    )
     (root / DEMO_TASK / "rubric.json").write_text(json.dumps(visual), encoding="utf-8")
     with (root / DEMO_TASK / "task.toml").open("r+", encoding="utf-8") as fh:
         text = fh.read().replace('target = "target.pptx"', 'target = "target.pptx"\nrubric = "rubric.json"')
@@ -103,8 +145,10 @@ def test_no_renders_reports_rubrics_that_need_screenshots(tmp_path):
     assert "error" in result.output and "renders are switched off" in result.output
 
 
-@pytest.mark.skipif(not (PPTEVAL / "task_registry").is_dir() or not (CORPUS / "poi_stress013.pptx").is_file(),
-                    reason="../shared/ppteval or the stand-in corpus deck is not available")
+@pytest.mark.skipif(
+    not (PPTEVAL / "task_registry").is_dir() or not (CORPUS / "poi_stress013.pptx").is_file(),
+    reason="../shared/ppteval or the stand-in corpus deck is not available",
+)
 def test_the_120_published_rubrics_on_a_stand_in_deck(tmp_path):
     """PPT-Eval ships no targets and no decks: check what can be checked on a stand-in original."""
     from pptarena.cli.render import make_renderer
@@ -112,8 +156,15 @@ def test_the_120_published_rubrics_on_a_stand_in_deck(tmp_path):
     registry = json.loads((PPTEVAL / "task_registry" / "tasks.json").read_text(encoding="utf-8"))
     stand_in = CORPUS / "poi_stress013.pptx"
     tasks = [
-        (Task(tid, entry["goal"], stand_in,
-              rubric=json.loads((PPTEVAL / entry["rubric_path"]).read_text(encoding="utf-8"))), None)
+        (
+            Task(
+                tid,
+                entry["goal"],
+                stand_in,
+                rubric=json.loads((PPTEVAL / entry["rubric_path"]).read_text(encoding="utf-8")),
+            ),
+            None,
+        )
         for tid, entry in registry.items()
     ]
     renderer = make_renderer("libreoffice", {}, _cache())
@@ -128,8 +179,12 @@ def test_the_120_published_rubrics_on_a_stand_in_deck(tmp_path):
     assert not [c.task_id for c in checks if "error" in c.flags]
     # the latent NameErrors: the three the format notes list, plus two comprehension variables in Durand-025
     lint = {c.task_id for c in checks if "lint" in c.flags}
-    assert lint == {"HSC Careers and Expo FINAL COM MOD-072", "Aircraft_surface-009", "Accounting Equation-012",
-                    "Jean-Nicolas-Louis Durand-025"}
+    assert lint == {
+        "HSC Careers and Expo FINAL COM MOD-072",
+        "Aircraft_surface-009",
+        "Accounting Equation-012",
+        "Jean-Nicolas-Louis Durand-025",
+    }
     assert not [c.task_id for c in checks if "blind" in c.flags]
     # visual leaves without a model are noted, not counted as rubric crashes
     assert any("need a model" in n for c in checks for n in c.notes)

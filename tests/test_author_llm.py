@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from pptarena.authoring.llm import (
     AuthorError,
     ReplyParseError,
@@ -13,23 +14,29 @@ from pptarena.authoring.llm import (
 from pptarena.models import Message
 
 
-@pytest.mark.parametrize("reply, expected", [
-    ('{"a": 1}', {"a": 1}),
-    ('Sure.\n```json\n{"a": "x } y"}\n```\nBye', {"a": "x } y"}),
-    ('```\n[1, 2]\n```', [1, 2]),
-    ('The answer is {"a": {"b": "}"}} as requested.', {"a": {"b": "}"}}),
-    ('```python\nx = 1\n```\n```json\n{"ok": true}\n```', {"ok": True}),
-])
+@pytest.mark.parametrize(
+    "reply, expected",
+    [
+        ('{"a": 1}', {"a": 1}),
+        ('Sure.\n```json\n{"a": "x } y"}\n```\nBye', {"a": "x } y"}),
+        ("```\n[1, 2]\n```", [1, 2]),
+        ('The answer is {"a": {"b": "}"}} as requested.', {"a": {"b": "}"}}),
+        ('```python\nx = 1\n```\n```json\n{"ok": true}\n```', {"ok": True}),
+    ],
+)
 def test_extract_json(reply, expected):
     assert extract_json(reply) == expected
 
 
-@pytest.mark.parametrize("reply, message", [
-    ("", "the reply is empty"),
-    ("no json here", "no valid JSON found"),
-    ('```json\n{"a": 1,}\n```', "no valid JSON found"),
-    ("x" * 400_001, "limit 400000"),
-])
+@pytest.mark.parametrize(
+    "reply, message",
+    [
+        ("", "the reply is empty"),
+        ("no json here", "no valid JSON found"),
+        ('```json\n{"a": 1,}\n```', "no valid JSON found"),
+        ("x" * 400_001, "limit 400000"),
+    ],
+)
 def test_extract_json_errors(reply, message):
     with pytest.raises(ReplyParseError, match=message):
         extract_json(reply)
@@ -53,8 +60,14 @@ class _Client:
 
 def test_draft_loop_feeds_problems_back_and_stops_at_the_bound():
     client = _Client(["bad", "worse", "never asked"])
-    result = draft_with_retries(client, [Message.user("go")], lambda r: (r, [f"{r} is wrong"]), what="thing",
-                                attempts=2, params={"max_tokens": 5})
+    result = draft_with_retries(
+        client,
+        [Message.user("go")],
+        lambda r: (r, [f"{r} is wrong"]),
+        what="thing",
+        attempts=2,
+        params={"max_tokens": 5},
+    )
     assert not result.ok and len(result.attempts) == 2 and result.problems == ["worse is wrong"]
     history, params = client.seen[1]
     assert [m.role for m in history] == ["user", "assistant", "user"] and params == {"max_tokens": 5}

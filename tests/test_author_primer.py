@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 from author_fixtures import DEMO_TASK, copy_demo_tasks, leaf, rubric_of
 from conftest import ROOT
+
 from pptarena.authoring.lint import (
     CONTEXT_NAMES,
     PPT_DIFF_ATTRIBUTES,
@@ -28,7 +29,9 @@ def _context_keys_of_rubric_child() -> set[str]:
 
     tree = ast.parse(inspect.getsource(child))
     for node in ast.walk(tree):
-        if isinstance(node, ast.Assign) and any(isinstance(t, ast.Name) and t.id == "context" for t in node.targets):
+        if isinstance(node, ast.Assign) and any(
+            isinstance(t, ast.Name) and t.id == "context" for t in node.targets
+        ):
             if isinstance(node.value, ast.Dict):
                 return {k.value for k in node.value.keys if isinstance(k, ast.Constant)}
     raise AssertionError("rubric_child builds no context dict")
@@ -44,8 +47,10 @@ def test_screenshot_fields_and_model_helpers_match_the_rubric_judge():
     assert tuple(f.name for f in fields(SlideScreenshot)) == SCREENSHOT_FIELDS
     primer = context_api_primer()
     for fn in (llm_call, vlm_call):
-        params = [p.name if p.default is inspect.Parameter.empty else f"{p.name}={p.default!r}"
-                  for p in inspect.signature(fn).parameters.values()]
+        params = [
+            p.name if p.default is inspect.Parameter.empty else f"{p.name}={p.default!r}"
+            for p in inspect.signature(fn).parameters.values()
+        ]
         assert f"{fn.__name__}({', '.join(params)})" in primer
 
 
@@ -53,8 +58,9 @@ def test_diff_fields_come_from_the_deck_engine():
     from pptarena.deck.ppteval import AnimationEffect, PowerPointDiff, Slide, SlideTransition
 
     primer = context_api_primer()
-    assert [f.name for f in fields(PowerPointDiff)] == sorted(PPT_DIFF_ATTRIBUTES[:9], key=[
-        f.name for f in fields(PowerPointDiff)].index)
+    assert [f.name for f in fields(PowerPointDiff)] == sorted(
+        PPT_DIFF_ATTRIBUTES[:9], key=[f.name for f in fields(PowerPointDiff)].index
+    )
     assert set(PPT_DIFF_ATTRIBUTES[:9]) == {f.name for f in fields(PowerPointDiff)}
     for cls in (Slide, AnimationEffect, SlideTransition):
         assert ", ".join(f.name for f in fields(cls)) in primer
@@ -110,7 +116,9 @@ def test_the_format_example_leaf_is_clean():
     assert problems == [] and names == {"modified_ppt_path"}
 
 
-@pytest.mark.skipif(not (ROOT / "docs" / "judges-rubric.md").is_file(), reason="docs/judges-rubric.md not written yet")
+@pytest.mark.skipif(
+    not (ROOT / "docs" / "judges-rubric.md").is_file(), reason="docs/judges-rubric.md not written yet"
+)
 def test_the_rubric_judge_docs_name_the_same_context():
     text = (ROOT / "docs" / "judges-rubric.md").read_text(encoding="utf-8")
     assert [n for n in CONTEXT_NAMES if n not in text] == []
@@ -119,17 +127,31 @@ def test_the_rubric_judge_docs_name_the_same_context():
 # --------------------------------------------------------------------------- lint
 
 
-@pytest.mark.parametrize("code, expected", [
-    ("def compute_score():\n    return ('x', len(ppt_diff.added_slides))\n", []),
-    ("import re\ndef compute_score():\n    return (re.sub('a', 'b', 'a'), 1.0)\n",
-     ["name 're' is defined at the top level of the leaf code, which compute_score() cannot see"]),
-    ("def compute_score():\n    return ('x', [el for x in [1]][0])\n", ["undefined name 'el'"]),
-    ("def compute_score():\n    def helper():\n        return missing\n    return ('x', helper())\n", ["undefined name 'missing'"]),
-    ("def compute_score():\n    return ('x', len(ppt_diff.changed_slides))\n", ["ppt_diff has no attribute 'changed_slides'"]),
-    ("def compute_score(path):\n    return ('x', 1.0)\n", ["compute_score() must take no arguments"]),
-    ("def score():\n    return ('x', 1.0)\n", ["defines no top-level compute_score()"]),
-    ("```python\ndef compute_score():\n    global cache\n    cache = 1\n    return ('x', cache)\n```", []),
-])
+@pytest.mark.parametrize(
+    "code, expected",
+    [
+        ("def compute_score():\n    return ('x', len(ppt_diff.added_slides))\n", []),
+        (
+            "import re\ndef compute_score():\n    return (re.sub('a', 'b', 'a'), 1.0)\n",
+            ["name 're' is defined at the top level of the leaf code, which compute_score() cannot see"],
+        ),
+        ("def compute_score():\n    return ('x', [el for x in [1]][0])\n", ["undefined name 'el'"]),
+        (
+            "def compute_score():\n    def helper():\n        return missing\n    return ('x', helper())\n",
+            ["undefined name 'missing'"],
+        ),
+        (
+            "def compute_score():\n    return ('x', len(ppt_diff.changed_slides))\n",
+            ["ppt_diff has no attribute 'changed_slides'"],
+        ),
+        ("def compute_score(path):\n    return ('x', 1.0)\n", ["compute_score() must take no arguments"]),
+        ("def score():\n    return ('x', 1.0)\n", ["defines no top-level compute_score()"]),
+        (
+            "```python\ndef compute_score():\n    global cache\n    cache = 1\n    return ('x', cache)\n```",
+            [],
+        ),
+    ],
+)
 def test_leaf_lint(code, expected):
     problems, _ = lint_function_code(code)
     assert len(problems) == len(expected)
@@ -140,14 +162,24 @@ def test_leaf_lint(code, expected):
 def test_free_names_follow_python_scoping():
     undefined, context = free_names(
         "def compute_score():\n    import os\n    x = [len(s) for s in modified_ppt_screenshots]\n"
-        "    f = lambda: vlm_call('q', [])\n    return (os.sep + str(x) + str(f), 1.0)\n")
+        "    f = lambda: vlm_call('q', [])\n    return (os.sep + str(x) + str(f), 1.0)\n"
+    )
     assert undefined == set() and context == {"modified_ppt_screenshots", "vlm_call"}
 
 
 def test_tree_schema_problems():
     assert lint_rubric([]).problems == ["the rubric must be a JSON object with 'root', got list"]
-    bad = {"root": {"name": "r", "is_critical": "yes", "children": [
-        {"name": "a", "scorer": {"type": "regex"}}, {"name": "a", "children": []}, {"name": "b"}]}}
+    bad = {
+        "root": {
+            "name": "r",
+            "is_critical": "yes",
+            "children": [
+                {"name": "a", "scorer": {"type": "regex"}},
+                {"name": "a", "children": []},
+                {"name": "b"},
+            ],
+        }
+    }
     problems = lint_rubric(bad).all_problems()
     assert "root ('r'): 'is_critical' must be true or false" in problems
     assert "root.children[1] ('a'): 'children' must be a non-empty list" in problems
@@ -174,10 +206,18 @@ def test_docs_usage_blocks_name_only_real_options():
 
 def test_only_a_python_fence_is_stripped_as_the_judge_does():
     def rubric(code):
-        return {"root": {"name": "r", "description": "d", "is_critical": True,
-                         "scorer": {"type": "function", "function_code": code}}}
+        return {
+            "root": {
+                "name": "r",
+                "description": "d",
+                "is_critical": True,
+                "scorer": {"type": "function", "function_code": code},
+            }
+        }
 
     body = "def compute_score(**_):\n    return (1.0, 'ok')\n"
     assert lint_rubric(rubric(f"```python\n{body}```")).all_problems() == []
     problems = lint_rubric(rubric(f"```py\n{body}```")).all_problems()
-    assert problems and any("invalid syntax" in p or "SyntaxError" in p or "compile" in p for p in problems), problems
+    assert problems and any(
+        "invalid syntax" in p or "SyntaxError" in p or "compile" in p for p in problems
+    ), problems

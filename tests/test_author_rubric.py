@@ -21,6 +21,7 @@ from author_fixtures import (
     run_cli,
     scripted_config,
 )
+
 from pptarena.authoring.lint import CONTEXT_NAMES
 from pptarena.authoring.rubric import authoring_problems, parse_rubric_reply
 
@@ -80,8 +81,17 @@ def test_broken_python_is_fed_back_and_the_retry_succeeds(tmp_path):
 
 def test_undefined_names_fail_after_bounded_attempts_with_a_clear_report(tmp_path):
     folder, config, record = _setup(tmp_path, [fenced(UNDEFINED_NAMES)] * 2)
-    result = run_cli("rubric", "--task", str(folder), "--model", "scripted/drafter", "--config", str(config),
-                     "--attempts", "2")
+    result = run_cli(
+        "rubric",
+        "--task",
+        str(folder),
+        "--model",
+        "scripted/drafter",
+        "--config",
+        str(config),
+        "--attempts",
+        "2",
+    )
     assert result.exit_code == 1
     assert "undefined name 'target_ppt_path'" in result.output
     assert "undefined name 'agenda_text'" in result.output
@@ -92,12 +102,14 @@ def test_undefined_names_fail_after_bounded_attempts_with_a_clear_report(tmp_pat
 
 
 def test_a_draft_that_misjudges_the_target_is_caught_by_running_it(tmp_path):
-    wrong = rubric_of(leaf(
-        "typos fixed",
-        "def compute_score():\n    from pptx import Presentation\n"
-        "    text = Presentation(modified_ppt_path).slides[1].placeholders[1].text_frame.text\n"
-        "    return ('checked Quartely', 1.0 if 'Quarterly results at a glance!' in text else 0.0)\n",
-    ))
+    wrong = rubric_of(
+        leaf(
+            "typos fixed",
+            "def compute_score():\n    from pptx import Presentation\n"
+            "    text = Presentation(modified_ppt_path).slides[1].placeholders[1].text_frame.text\n"
+            "    return ('checked Quartely', 1.0 if 'Quarterly results at a glance!' in text else 0.0)\n",
+        )
+    )
     folder, config, record = _setup(tmp_path, [fenced(wrong), fenced(demo_rubric(_cache()))])
     result = run_cli("rubric", "--task", str(folder), "--model", "scripted/drafter", "--config", str(config))
     assert result.exit_code == 0, result.output
@@ -107,8 +119,17 @@ def test_a_draft_that_misjudges_the_target_is_caught_by_running_it(tmp_path):
 
 def test_unparseable_replies_write_nothing(tmp_path):
     folder, config, _ = _setup(tmp_path, ["I cannot help with that."])
-    result = run_cli("rubric", "--task", str(folder), "--model", "scripted/drafter", "--config", str(config),
-                     "--attempts", "1")
+    result = run_cli(
+        "rubric",
+        "--task",
+        str(folder),
+        "--model",
+        "scripted/drafter",
+        "--config",
+        str(config),
+        "--attempts",
+        "1",
+    )
     assert result.exit_code == 1
     assert "no valid JSON" in result.output and "nothing written" in result.output
     assert not list(folder.glob("rubric*.json"))
@@ -116,13 +137,26 @@ def test_unparseable_replies_write_nothing(tmp_path):
 
 def test_out_file_leaves_task_toml_alone_and_config_task_id_works(tmp_path):
     folder, config, _ = _setup(tmp_path, [fenced(demo_rubric(_cache()))])
-    cfg = config.read_text(encoding="utf-8") + f'\n[dataset]\nuse = "folder"\nroot = {json.dumps(str(folder.parent))}\n'
+    cfg = (
+        config.read_text(encoding="utf-8")
+        + f'\n[dataset]\nuse = "folder"\nroot = {json.dumps(str(folder.parent))}\n'
+    )
     config.write_text(cfg, encoding="utf-8")
     before = (folder / "task.toml").read_text(encoding="utf-8")
     out = tmp_path / "drafts" / "r.json"
     out.parent.mkdir()
-    result = run_cli("rubric", "--config", str(config), "--task-id", DEMO_TASK, "--model", "scripted/x",
-                     "--out", str(out), "--no-run")
+    result = run_cli(
+        "rubric",
+        "--config",
+        str(config),
+        "--task-id",
+        DEMO_TASK,
+        "--model",
+        "scripted/x",
+        "--out",
+        str(out),
+        "--no-run",
+    )
     assert result.exit_code == 0, result.output
     assert json.loads(out.read_text(encoding="utf-8"))["root"]["name"] == DEMO_TASK
     assert (folder / "task.toml").read_text(encoding="utf-8") == before
@@ -130,11 +164,23 @@ def test_out_file_leaves_task_toml_alone_and_config_task_id_works(tmp_path):
 
 def test_reply_parsing_and_drafting_rules():
     code = "def compute_score():\n    return ('x', 1.0)\n"
-    bare_node = {"name": "n", "description": "", "is_critical": True, "metadata": {}, "children": [leaf("a", code)]}
+    bare_node = {
+        "name": "n",
+        "description": "",
+        "is_critical": True,
+        "metadata": {},
+        "children": [leaf("a", code)],
+    }
     rubric, problems = parse_rubric_reply("Sure!\n" + json.dumps(bare_node) + "\nDone.", "Do it")
     assert rubric["metadata"] == {"task": "Do it"} and rubric["root"]["name"] == "n"
-    assert "no leaf reads the edited deck (modified_ppt_path, ppt_diff or modified_ppt_screenshots)" in problems
-    visual = rubric_of(leaf("v", "def compute_score():\n    a = vlm_call('ok?', [modified_ppt_path])\n    return (a, 1.0)\n"))
+    assert (
+        "no leaf reads the edited deck (modified_ppt_path, ppt_diff or modified_ppt_screenshots)" in problems
+    )
+    visual = rubric_of(
+        leaf("v", "def compute_score():\n    a = vlm_call('ok?', [modified_ppt_path])\n    return (a, 1.0)\n")
+    )
     assert any("never reads original_ppt_screenshots" in p for p in authoring_problems(visual))
-    soft = rubric_of(leaf("s", "def compute_score():\n    return (str(len(ppt_diff.added_slides)), 1.0)\n", critical=False))
+    soft = rubric_of(
+        leaf("s", "def compute_score():\n    return (str(len(ppt_diff.added_slides)), 1.0)\n", critical=False)
+    )
     assert any("no leaf is critical" in p for p in authoring_problems(soft))

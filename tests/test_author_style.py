@@ -16,15 +16,20 @@ from author_fixtures import (
     run_cli,
     scripted_config,
 )
+
 from pptarena.authoring.style import edit_terms, parse_style_reply, restated_share, style_target_problems
 from pptarena.deck import diff_decks
 
-GOOD = ("On slide 2 (Agenda) correct exactly two misspellings in the bullet list: 'Quartely' becomes "
-        "'Quarterly' and 'performence' becomes 'performance'. Every other word, the bullet order and levels, "
-        "fonts and the other five slides stay unchanged.")
-RESTATED = ("The agenda lists: Revenue, margin and cash. Product highlights. Trailhead backpack launch. Risks and "
-            "next steps. The title reads Agenda and the deck is the Q3 2024 Business Review of Northwind "
-            "Outfitters for the leadership team briefing.")
+GOOD = (
+    "On slide 2 (Agenda) correct exactly two misspellings in the bullet list: 'Quartely' becomes "
+    "'Quarterly' and 'performence' becomes 'performance'. Every other word, the bullet order and levels, "
+    "fonts and the other five slides stay unchanged."
+)
+RESTATED = (
+    "The agenda lists: Revenue, margin and cash. Product highlights. Trailhead backpack launch. Risks and "
+    "next steps. The title reads Agenda and the deck is the Q3 2024 Business Review of Northwind "
+    "Outfitters for the leadership team briefing."
+)
 
 
 def _cache() -> Path:
@@ -39,7 +44,9 @@ def _setup(tmp_path: Path, responses: list[str]):
 
 def test_good_style_target_is_written_inline_with_renders_of_the_changed_slide(tmp_path):
     folder, config, record = _setup(tmp_path, [json.dumps({"style_target": GOOD})])
-    result = run_cli("style-target", "--task", str(folder), "--model", "scripted/writer", "--config", str(config))
+    result = run_cli(
+        "style-target", "--task", str(folder), "--model", "scripted/writer", "--config", str(config)
+    )
     assert result.exit_code == 0, result.output
     assert tomllib.loads((folder / "task.toml").read_text(encoding="utf-8"))["style_target"] == GOOD
     from pptarena.authoring.files import load_task_folder
@@ -55,8 +62,18 @@ def test_good_style_target_is_written_inline_with_renders_of_the_changed_slide(t
 
 def test_restatement_is_fed_back_then_file_mode_writes_style_md(tmp_path):
     folder, config, record = _setup(tmp_path, [json.dumps({"style_target": RESTATED}), f"```\n{GOOD}\n```"])
-    result = run_cli("style-target", "--task", str(folder), "--model", "scripted/writer", "--config", str(config),
-                     "--no-renders", "--file", "style.md")
+    result = run_cli(
+        "style-target",
+        "--task",
+        str(folder),
+        "--model",
+        "scripted/writer",
+        "--config",
+        str(config),
+        "--no-renders",
+        "--file",
+        "style.md",
+    )
     assert result.exit_code == 0, result.output
     feedback = last_user_text(requests(record)[1])
     assert "repeats slide text word for word" in feedback
@@ -69,13 +86,25 @@ def test_restatement_is_fed_back_then_file_mode_writes_style_md(tmp_path):
 def test_failing_drafts_write_nothing_and_tasks_without_target_are_refused(tmp_path):
     folder, config, _ = _setup(tmp_path, ["Too short."])
     before = (folder / "task.toml").read_text(encoding="utf-8")
-    result = run_cli("style-target", "--task", str(folder), "--model", "scripted/w", "--config", str(config),
-                     "--no-renders", "--attempts", "1")
+    result = run_cli(
+        "style-target",
+        "--task",
+        str(folder),
+        "--model",
+        "scripted/w",
+        "--config",
+        str(config),
+        "--no-renders",
+        "--attempts",
+        "1",
+    )
     assert result.exit_code == 1 and "FAILED validation" in result.output
     assert "write at least 40" in result.output
     assert (folder / "task.toml").read_text(encoding="utf-8") == before
     no_target = copy_demo_tasks(_cache(), tmp_path / "bare", DEMO_TASK, keep=()) / DEMO_TASK
-    result = run_cli("style-target", "--task", str(no_target), "--model", "scripted/w", "--config", str(config))
+    result = run_cli(
+        "style-target", "--task", str(no_target), "--model", "scripted/w", "--config", str(config)
+    )
     assert result.exit_code != 0 and "has no target deck" in result.output
 
 
@@ -94,4 +123,4 @@ def test_grounding_and_restatement_measures(tmp_path):
     assert parse_style_reply('Sure: {"style_target": "  x  "}') == ("x", [])
     assert parse_style_reply("plain words") == ("plain words", [])
     text, problems = parse_style_reply('{"tasks": [{"instruction": "Quarterly performance"}]}')
-    assert text == "" and "without a \"style_target\" string" in problems[0]
+    assert text == "" and 'without a "style_target" string' in problems[0]

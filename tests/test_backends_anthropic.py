@@ -8,9 +8,10 @@ import time
 import traceback
 
 import pytest
+from stub_llm_server import TEST_API_KEY, Fail, Hang, Reply
+
 from pptarena.models import ImagePart, Message, ModelClient, ModelError, TransientModelError
 from pptarena.types import ComponentContext, ComponentUnavailable
-from stub_llm_server import TEST_API_KEY, Fail, Hang, Reply
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(48))
 

@@ -11,6 +11,7 @@ import threading
 import time
 
 import pytest
+
 from pptarena.models import (
     BackendOptions,
     CallPolicy,

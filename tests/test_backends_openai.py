@@ -8,9 +8,10 @@ import time
 import traceback
 
 import pytest
+from stub_llm_server import TEST_API_KEY, Fail, Hang, Reply
+
 from pptarena.models import ImagePart, Message, ModelClient, ModelError, TransientModelError
 from pptarena.types import ComponentContext, ComponentUnavailable
-from stub_llm_server import TEST_API_KEY, Fail, Hang, Reply
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
 JPEG = b"\xff\xd8\xff\xe0" + bytes(range(32))
@@ -282,8 +283,9 @@ def test_azure_model_name_as_deployment(openai_backend, llm_server):
 
 
 def test_azure_options_are_checked():
-    from pptarena.plugins.backends.openai import OpenAIOptions
     from pydantic import ValidationError
+
+    from pptarena.plugins.backends.openai import OpenAIOptions
 
     with pytest.raises(ValidationError, match="needs api_version"):
         OpenAIOptions(azure_endpoint="https://x.openai.azure.com")

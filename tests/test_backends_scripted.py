@@ -8,9 +8,10 @@ import sys
 import textwrap
 
 import pytest
+from pydantic import ValidationError
+
 from pptarena.models import ImagePart, Message, ModelClient, ModelError, TransientModelError
 from pptarena.plugins.backends.scripted import ScriptedOptions, read_record
-from pydantic import ValidationError
 
 PNG = b"\x89PNG\r\n\x1a\n" + b"\x00" * 16
 

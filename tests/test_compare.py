@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+
 from pptarena.cli.main import cli
 from pptarena.run.config import load_config
 from pptarena.run.registry import get_registry
@@ -16,12 +17,16 @@ scipy_stats = pytest.importorskip("scipy.stats", reason="scipy (test extra) is t
 
 
 def run_with(tmp_path: Path, name: str, right: list[bool]) -> Path:
-    rules = "".join(f'[[backends.scripted.rules]]\nmatch = "New {i}"\nreply = "{f"New {i}" if ok else "Wrong"}"\n'
-                    for i, ok in enumerate(right))
+    rules = "".join(
+        f'[[backends.scripted.rules]]\nmatch = "New {i}"\nreply = "{f"New {i}" if ok else "Wrong"}"\n'
+        for i, ok in enumerate(right)
+    )
     cfg = tmp_path / f"{name}.toml"
-    cfg.write_text(f'[run]\nbootstrap = 200\n[dataset]\nuse = "fake"\nroot = "data"\ncount = {len(right)}\n'
-                   '[renderer]\nuse = "dummy"\n[[judges]]\nuse = "title"\n'
-                   '[[agents]]\nuse = "asker-inproc"\nmodel = "scripted/echo-1"\n[[agents]]\nuse = "noop"\n' + rules)
+    cfg.write_text(
+        f'[run]\nbootstrap = 200\n[dataset]\nuse = "fake"\nroot = "data"\ncount = {len(right)}\n'
+        '[renderer]\nuse = "dummy"\n[[judges]]\nuse = "title"\n'
+        '[[agents]]\nuse = "asker-inproc"\nmodel = "scripted/echo-1"\n[[agents]]\nuse = "noop"\n' + rules
+    )
     out = tmp_path / name
     Runner(load_config(cfg, get_registry()), get_registry(), out, quiet=True).run()
     return out
@@ -37,7 +42,9 @@ def test_compare_two_runs(tmp_path, fake_plugins):
     asker = pairs["asker-inproc"]
     assert asker["n"] == 4 and asker["diff"] == -0.25 and asker["mean_a"] == 0.75 and asker["mean_b"] == 0.5
     assert [m["task_id"] for m in asker["moved"]] == ["task-00"]
-    assert asker["tau_b"] == pytest.approx(scipy_stats.kendalltau([1, 1, 0, 1], [0, 1, 0, 1]).statistic, abs=1e-4)
+    assert asker["tau_b"] == pytest.approx(
+        scipy_stats.kendalltau([1, 1, 0, 1], [0, 1, 0, 1]).statistic, abs=1e-4
+    )
     assert pairs["noop"]["diff"] == 0.0 and pairs["noop"]["tau_b"] is None  # constant scores: τ_b undefined
     overall = report["comparisons"][0]["overall"]["title|title"]
     ref = scipy_stats.kendalltau([1, 1, 0, 1, 0, 0, 0, 0], [0, 1, 0, 1, 0, 0, 0, 0]).statistic

@@ -7,12 +7,13 @@ import sys
 import time
 
 import pytest
+from pydantic import SecretStr
+
 from pptarena import ModelRef
 from pptarena.run.config import ConfigError, load_config, redact
 from pptarena.run.registry import get_registry
 from pptarena.types import Component
 from pptarena.types import Options as BaseOptions
-from pydantic import SecretStr
 
 
 def write(tmp_path, text: str):
@@ -22,9 +23,13 @@ def write(tmp_path, text: str):
 
 
 def test_misspelled_agent_fails_fast_with_did_you_mean(tmp_path, fake_plugins):
-    cfg = write(tmp_path, '[dataset]\nuse = "fake"\nroot = "d"\n[[agents]]\nuse = "oracel"\n[renderer]\nuse="dummy"\n')
+    cfg = write(
+        tmp_path, '[dataset]\nuse = "fake"\nroot = "d"\n[[agents]]\nuse = "oracel"\n[renderer]\nuse="dummy"\n'
+    )
     t0 = time.monotonic()
-    out = subprocess.run([sys.executable, "-m", "pptarena.cli", "run", "--config", str(cfg)], capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "pptarena.cli", "run", "--config", str(cfg)], capture_output=True, text=True
+    )
     elapsed = time.monotonic() - t0
     assert out.returncode != 0
     assert "agents[0].use = 'oracel'" in out.stderr and "Did you mean: oracle?" in out.stderr
@@ -34,7 +39,10 @@ def test_misspelled_agent_fails_fast_with_did_you_mean(tmp_path, fake_plugins):
 
 
 def test_unknown_option_key_rejected_with_key_path(tmp_path, fake_plugins):
-    cfg = write(tmp_path, '[dataset]\nuse = "fake"\nroot = "d"\ncont = 3\n[[agents]]\nuse = "noop"\n[renderer]\nuse="dummy"\n')
+    cfg = write(
+        tmp_path,
+        '[dataset]\nuse = "fake"\nroot = "d"\ncont = 3\n[[agents]]\nuse = "noop"\n[renderer]\nuse="dummy"\n',
+    )
     with pytest.raises(ConfigError) as exc:
         load_config(cfg, get_registry())
     msg = str(exc.value)
@@ -50,7 +58,13 @@ def test_all_errors_reported_together(tmp_path, fake_plugins):
     with pytest.raises(ConfigError) as exc:
         load_config(cfg, get_registry())
     msg = str(exc.value)
-    for needle in ("run.jobs", "agents[0].sleep", "judges[0].use = 'titel'", "Did you mean: title?", "bogus: unknown table"):
+    for needle in (
+        "run.jobs",
+        "agents[0].sleep",
+        "judges[0].use = 'titel'",
+        "Did you mean: title?",
+        "bogus: unknown table",
+    ):
         assert needle in msg, needle
 
 
@@ -67,7 +81,10 @@ def test_single_agent_table_labels_and_relative_paths(tmp_path, fake_plugins):
 
 
 def test_duplicate_labels_rejected(tmp_path, fake_plugins):
-    cfg = write(tmp_path, '[dataset]\nuse = "fake"\nroot = "d"\n[[agents]]\nuse = "noop"\n[[agents]]\nuse = "noop"\n[renderer]\nuse="dummy"\n')
+    cfg = write(
+        tmp_path,
+        '[dataset]\nuse = "fake"\nroot = "d"\n[[agents]]\nuse = "noop"\n[[agents]]\nuse = "noop"\n[renderer]\nuse="dummy"\n',
+    )
     with pytest.raises(ConfigError, match="label 'noop' is used twice"):
         load_config(cfg, get_registry())
 
@@ -82,12 +99,21 @@ def test_model_reference_to_unknown_backend(tmp_path, fake_plugins):
             model: ModelRef
 
     reg = get_registry()
-    reg.register_plugin(types.SimpleNamespace(register_judges=pptarena.hookimpl(lambda register: register("mj", ModelJudge))), "mjp")
+    reg.register_plugin(
+        types.SimpleNamespace(register_judges=pptarena.hookimpl(lambda register: register("mj", ModelJudge))),
+        "mjp",
+    )
     try:
-        cfg = write(tmp_path, '[dataset]\nuse = "fake"\nroot = "d"\n[[agents]]\nuse = "noop"\n[[judges]]\nuse = "mj"\nmodel = "opnai/gpt-4o"\n[renderer]\nuse="dummy"\n')
+        cfg = write(
+            tmp_path,
+            '[dataset]\nuse = "fake"\nroot = "d"\n[[agents]]\nuse = "noop"\n[[judges]]\nuse = "mj"\nmodel = "opnai/gpt-4o"\n[renderer]\nuse="dummy"\n',
+        )
         with pytest.raises(ConfigError, match=r"judges\[0\].model = 'opnai/gpt-4o': unknown backend 'opnai'"):
             load_config(cfg, reg)
-        cfg = write(tmp_path, '[dataset]\nuse = "fake"\nroot = "d"\n[[agents]]\nuse = "noop"\n[[judges]]\nuse = "mj"\nmodel = "gpt-4o"\n[renderer]\nuse="dummy"\n')
+        cfg = write(
+            tmp_path,
+            '[dataset]\nuse = "fake"\nroot = "d"\n[[agents]]\nuse = "noop"\n[[judges]]\nuse = "mj"\nmodel = "gpt-4o"\n[renderer]\nuse="dummy"\n',
+        )
         with pytest.raises(ConfigError, match="must look like '<backend>/<model>'"):
             load_config(cfg, reg)
     finally:
@@ -105,15 +131,25 @@ def test_secrets_resolved_from_env_and_never_written(tmp_path, fake_plugins, mon
             api_key: SecretStr | None = None
 
     reg = get_registry()
-    reg.register_plugin(types.SimpleNamespace(register_datasets=pptarena.hookimpl(lambda register: register("sec", SecretDataset))), "secp")
+    reg.register_plugin(
+        types.SimpleNamespace(
+            register_datasets=pptarena.hookimpl(lambda register: register("sec", SecretDataset))
+        ),
+        "secp",
+    )
     try:
-        cfg = write(tmp_path, '[dataset]\nuse = "sec"\nroot = "d"\napi_key = { env = "MY_TEST_KEY" }\n[[agents]]\nuse = "noop"\n[renderer]\nuse="dummy"\n')
+        cfg = write(
+            tmp_path,
+            '[dataset]\nuse = "sec"\nroot = "d"\napi_key = { env = "MY_TEST_KEY" }\n[[agents]]\nuse = "noop"\n[renderer]\nuse="dummy"\n',
+        )
         with pytest.raises(ConfigError, match="MY_TEST_KEY is not set"):
             load_config(cfg, reg)
         monkeypatch.setenv("MY_TEST_KEY", "sk-very-secret")
         config = load_config(cfg, reg)
         assert config.dataset.options.api_key.get_secret_value() == "sk-very-secret"
-        assert "sk-very-secret" not in repr(config.redacted()) and "sk-very-secret" not in repr(config.dataset.options)
+        assert "sk-very-secret" not in repr(config.redacted()) and "sk-very-secret" not in repr(
+            config.dataset.options
+        )
     finally:
         reg.unregister_plugin("secp")
 
@@ -125,12 +161,20 @@ def test_redact_literal_secrets():
 
 
 def test_redact_literal_auth_headers():
-    raw = {"backends": {"openai": {"default_headers": {"Authorization": "Bearer sk-1", "Cookie": "s=1", "X-Title": "t"}}}}
-    assert redact(raw) == {"backends": {"openai": {"default_headers": {"Authorization": "***", "Cookie": "***", "X-Title": "t"}}}}
+    raw = {
+        "backends": {
+            "openai": {"default_headers": {"Authorization": "Bearer sk-1", "Cookie": "s=1", "X-Title": "t"}}
+        }
+    }
+    assert redact(raw) == {
+        "backends": {"openai": {"default_headers": {"Authorization": "***", "Cookie": "***", "X-Title": "t"}}}
+    }
 
 
 def test_wrongly_typed_tables_are_config_errors(tmp_path, fake_plugins):
-    cfg = write(tmp_path, 'backends = "x"\njudges = "structural"\nagents = 3\n[dataset]\nuse = "fake"\nroot = "d"\n')
+    cfg = write(
+        tmp_path, 'backends = "x"\njudges = "structural"\nagents = 3\n[dataset]\nuse = "fake"\nroot = "d"\n'
+    )
     with pytest.raises(ConfigError) as err:
         load_config(cfg, get_registry())
     text = str(err.value)
@@ -152,7 +196,9 @@ def test_missing_secret_is_one_line_without_pydantic_internals(tmp_path, fake_pl
     with pytest.raises(ConfigError) as exc:
         load_config(cfg, get_registry())
     problems = [line for line in str(exc.value).splitlines() if line.startswith("- ")]
-    assert problems == ["- agents[0].env.ANTHROPIC_API_KEY: environment variable PPTARENA_TEST_UNSET_KEY is not set"]
+    assert problems == [
+        "- agents[0].env.ANTHROPIC_API_KEY: environment variable PPTARENA_TEST_UNSET_KEY is not set"
+    ]
 
 
 def test_union_errors_are_reported_once_per_key(tmp_path, fake_plugins):

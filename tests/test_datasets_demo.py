@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from click.testing import CliRunner
+
 from pptarena.cli.dataset import export_dataset, pptarena_id
 from pptarena.plugins.datasets.common import DatasetError, rubric_problems
 from pptarena.plugins.datasets.demo.dataset import (
@@ -24,7 +25,13 @@ from pptarena.plugins.datasets.pptarena import case_id, load_pptarena_tasks
 from pptarena.plugins.datasets.ppteval import load_ppteval_tasks
 from pptarena.types import ComponentContext
 
-PPT_EVAL_CONTEXT = ("ppt_diff", "original_ppt_screenshots", "modified_ppt_screenshots", "llm_call", "vlm_call")
+PPT_EVAL_CONTEXT = (
+    "ppt_diff",
+    "original_ppt_screenshots",
+    "modified_ppt_screenshots",
+    "llm_call",
+    "vlm_call",
+)
 CATEGORIES = {"Content", "Layout", "Styling", "Interactivity", "Structure"}
 
 
@@ -65,7 +72,10 @@ def score_tree(node: dict, original: Path, modified: Path, leaf_scores: dict) ->
         score = run_leaf(node["scorer"]["function_code"], original, modified)[1]
         leaf_scores[node["name"]] = (score, node["is_critical"])
         return score
-    scored = [(score_tree(c, original, modified, leaf_scores), c.get("is_critical", False)) for c in node["children"]]
+    scored = [
+        (score_tree(c, original, modified, leaf_scores), c.get("is_critical", False))
+        for c in node["children"]
+    ]
     critical = [s for s, c in scored if c]
     other = [s for s, c in scored if not c]
     if critical and other:
@@ -125,9 +135,15 @@ def test_demo_decks_have_the_promised_features(demo_tasks):
             for shape in slide.shapes:
                 if shape.has_text_frame and any(p.level == 1 for p in shape.text_frame.paragraphs):
                     features.add("two-level bullets")
-                features.update(name for name, flag in (
-                    ("table", getattr(shape, "has_table", False)), ("chart", getattr(shape, "has_chart", False)),
-                    ("picture", shape.shape_type == 13)) if flag)
+                features.update(
+                    name
+                    for name, flag in (
+                        ("table", getattr(shape, "has_table", False)),
+                        ("chart", getattr(shape, "has_chart", False)),
+                        ("picture", shape.shape_type == 13),
+                    )
+                    if flag
+                )
         with zipfile.ZipFile(deck) as package:
             slides_xml = [package.read(n) for n in package.namelist() if n.startswith("ppt/slides/slide")]
         if any(b"<p:transition" in xml for xml in slides_xml):
@@ -147,8 +163,21 @@ def test_demo_decks_render_in_libreoffice(demo_tasks, tmp_path):
 
     deck = next(t.target for t in demo_tasks if t.id == "qbr-chart-target")
     profile = (tmp_path / "profile").as_uri()
-    subprocess.run([soffice, f"-env:UserInstallation={profile}", "--headless", "--convert-to", "pdf",
-                    "--outdir", str(tmp_path), str(deck)], check=True, capture_output=True, timeout=180)
+    subprocess.run(
+        [
+            soffice,
+            f"-env:UserInstallation={profile}",
+            "--headless",
+            "--convert-to",
+            "pdf",
+            "--outdir",
+            str(tmp_path),
+            str(deck),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=180,
+    )
     pdf = pypdfium2.PdfDocument(str(tmp_path / f"{deck.stem}.pdf"))
     assert len(pdf) == len(Presentation(str(deck)).slides) == 6
     pdf.close()
@@ -175,16 +204,24 @@ print(ensure_demo_set(Path(sys.argv[1])))
 
 def test_demo_first_use_is_safe_across_processes(tmp_path):
     cache = tmp_path / "cache"
-    procs = [subprocess.Popen([sys.executable, "-c", _BUILD_SNIPPET, str(cache)], stdout=subprocess.PIPE,
-                              stderr=subprocess.PIPE, text=True) for _ in range(2)]
+    procs = [
+        subprocess.Popen(
+            [sys.executable, "-c", _BUILD_SNIPPET, str(cache)],
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            text=True,
+        )
+        for _ in range(2)
+    ]
     outputs = [p.communicate(timeout=120) for p in procs]
     assert [p.returncode for p in procs] == [0, 0], outputs
     expected = str(cache / "demo" / f"v{GENERATOR_VERSION}")
     assert [out.strip() for out, _ in outputs] == [expected, expected]
     assert sorted(p.name for p in (cache / "demo").iterdir()) == [f"v{GENERATOR_VERSION}"]  # no staging left
     again = DemoDataset(DemoDataset.Options(ids="qbr-*"), _context(cache)).tasks()
-    assert sorted(t.id for t in again) == sorted(["qbr-fix-typos", "qbr-add-region-row", "qbr-chart-target",
-                                                   "qbr-move-next-steps", "qbr-link-report"])
+    assert sorted(t.id for t in again) == sorted(
+        ["qbr-fix-typos", "qbr-add-region-row", "qbr-chart-target", "qbr-move-next-steps", "qbr-link-report"]
+    )
 
 
 def test_demo_damaged_cache_is_reported(tmp_path):
@@ -261,16 +298,24 @@ def test_cli_dataset_export(tmp_path):
     from pptarena.cli.main import cli
 
     config = tmp_path / "demo.toml"
-    config.write_text('[dataset]\nuse = "demo"\nids = ["birds-*"]\n\n[[agents]]\nuse = "noop"\n\n'
-                      '[renderer]\nuse = "libreoffice"\n', encoding="utf-8")
-    result = CliRunner().invoke(cli, ["dataset", "export", "--config", str(config), "--format", "pptarena",
-                                      str(tmp_path / "out")])
+    config.write_text(
+        '[dataset]\nuse = "demo"\nids = ["birds-*"]\n\n[[agents]]\nuse = "noop"\n\n'
+        '[renderer]\nuse = "libreoffice"\n',
+        encoding="utf-8",
+    )
+    result = CliRunner().invoke(
+        cli, ["dataset", "export", "--config", str(config), "--format", "pptarena", str(tmp_path / "out")]
+    )
     assert result.exit_code == 0, result.output
     assert "wrote 3 task(s)" in result.output
     assert [t.id for t in load_pptarena_tasks(tmp_path / "out")] == [
-        "birds-align-pictures", "birds-fade-transitions", "birds-title-colour"]
-    again = CliRunner().invoke(cli, ["dataset", "export", "--config", str(config), "--format", "ppteval",
-                                     str(tmp_path / "out")])
+        "birds-align-pictures",
+        "birds-fade-transitions",
+        "birds-title-colour",
+    ]
+    again = CliRunner().invoke(
+        cli, ["dataset", "export", "--config", str(config), "--format", "ppteval", str(tmp_path / "out")]
+    )
     assert again.exit_code != 0 and "not empty" in again.output
 
 

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from pptarena.plugins.datasets.common import DatasetError, rubric_problems, slugify
 from pptarena.plugins.datasets.folder import FolderDataset, load_folder_tasks
 from pptarena.plugins.datasets.pptarena import PptArenaDataset, case_id, load_pptarena_tasks
@@ -38,10 +39,21 @@ def _deck(path: Path, title: str = "Stand-in") -> Path:
 def _rubric(code_ok: bool = True) -> dict:
     code = "def compute_score():\n    return 'ok', 1.0\n" if code_ok else "def compute_score(:\n"
     return {
-        "root": {"name": "root", "description": "d", "is_critical": True, "metadata": {}, "children": [
-            {"name": "leaf", "description": "d", "is_critical": True, "metadata": {},
-             "scorer": {"type": "function", "function_code": code}},
-        ]},
+        "root": {
+            "name": "root",
+            "description": "d",
+            "is_critical": True,
+            "metadata": {},
+            "children": [
+                {
+                    "name": "leaf",
+                    "description": "d",
+                    "is_critical": True,
+                    "metadata": {},
+                    "scorer": {"type": "function", "function_code": code},
+                },
+            ],
+        },
         "metadata": {"task": "t"},
     }
 
@@ -51,12 +63,17 @@ def _rubric(code_ok: bool = True) -> dict:
 
 def test_rubric_schema_accepts_valid_and_names_every_problem():
     assert rubric_problems(_rubric()) == []
-    bad = {"root": {"name": "r", "children": [
-        {"name": "a", "scorer": {"type": "shell", "cmd": "rm"}},
-        {"name": "a", "is_critical": "yes", "scorer": {"type": "function", "function_code": "x = 1"}},
-        {"name": "c", "children": []},
-        {"description": "no name or kind"},
-    ]}}
+    bad = {
+        "root": {
+            "name": "r",
+            "children": [
+                {"name": "a", "scorer": {"type": "shell", "cmd": "rm"}},
+                {"name": "a", "is_critical": "yes", "scorer": {"type": "function", "function_code": "x = 1"}},
+                {"name": "c", "children": []},
+                {"description": "no name or kind"},
+            ],
+        }
+    }
     problems = "\n".join(rubric_problems(bad))
     assert "unsupported scorer type 'shell'" in problems
     assert "'is_critical' must be true or false" in problems
@@ -88,7 +105,10 @@ def _write_task(root: Path, task_id: str, toml: str, decks: tuple[str, ...] = ("
 
 def test_folder_dataset_reads_every_field(tmp_path):
     root = tmp_path / "tasks"
-    folder = _write_task(root, "recolour-title", """
+    folder = _write_task(
+        root,
+        "recolour-title",
+        """
 instruction = "Make the title red."
 original = "original.pptx"
 target = "target.pptx"
@@ -100,7 +120,9 @@ category = ["Styling"]
 edit_type = "Text & Typography"
 difficulty = "Easy"
 author = "me"
-""", decks=("original.pptx", "target.pptx"))
+""",
+        decks=("original.pptx", "target.pptx"),
+    )
     (folder / "style.md").write_text("The title is #FF0000.", encoding="utf-8")
     (folder / "rubric.json").write_text(json.dumps(_rubric()), encoding="utf-8")
     _write_task(root, "plain", 'instruction = "Add a slide."\noriginal = "../_shared/deck.pptx"\n', decks=())
@@ -114,8 +136,13 @@ author = "me"
     assert task.original == folder / "original.pptx" and task.target == folder / "target.pptx"
     assert task.style_target == "The title is #FF0000."
     assert task.rubric == _rubric()
-    assert task.metadata == {"category": ["Styling"], "edit_type": "Text & Typography", "difficulty": "easy",
-                             "author": "me", "source": "folder"}
+    assert task.metadata == {
+        "category": ["Styling"],
+        "edit_type": "Text & Typography",
+        "difficulty": "easy",
+        "author": "me",
+        "source": "folder",
+    }
     assert tasks["plain"].target is None and tasks["plain"].original.is_file()
 
 
@@ -136,8 +163,14 @@ def test_folder_reports_every_broken_task_file(tmp_path):
     _write_task(root, "typo-key", 'instruction = "x"\noriginal = "original.pptx"\ninstructions = "y"\n')
     _write_task(root, "escape", 'instruction = "x"\noriginal = "../../outside.pptx"\n')
     _write_task(root, "bad-toml", 'instruction = "x\n')
-    _write_task(root, "bad-level", 'instruction = "x"\noriginal = "original.pptx"\n[metadata]\ndifficulty = "extreme"\n')
-    broken = _write_task(root, "bad-rubric", 'instruction = "x"\noriginal = "original.pptx"\nrubric = "r.json"\n')
+    _write_task(
+        root,
+        "bad-level",
+        'instruction = "x"\noriginal = "original.pptx"\n[metadata]\ndifficulty = "extreme"\n',
+    )
+    broken = _write_task(
+        root, "bad-rubric", 'instruction = "x"\noriginal = "original.pptx"\nrubric = "r.json"\n'
+    )
     (broken / "r.json").write_text(json.dumps(_rubric(code_ok=False)), encoding="utf-8")
     with pytest.raises(DatasetError) as err:
         load_folder_tasks(root)
@@ -165,16 +198,41 @@ def test_folder_empty_root_and_id_filter(tmp_path):
 # Names mimic the real index: a leading space, '&', the "GroundTurth" typo, a " copy" suffix and a
 # case whose name does not start with "Case N:".
 CASES = [
-    ("Case 1: Translate to English But Keep French", "Original/TranslateTestA.pptx",
-     "GroundTruth/TranslateGroundTruthA.pptx", ["Content"], "Text & Typography"),
-    ("Case 12: Highlight Important Words", "Original/ HighlightImportantWords_GroundTestA.pptx",
-     "GroundTruth/HighlightImportantWords_GroundTurthA.pptx", ["Styling", "Content"], "Text & Typography"),
-    ("Case 31: Fix Image & Text Overflow", "Original/FixImage&TextOverFlow_TestB.pptx",
-     "GroundTruth/FixImage&TextOverFlow_GroundTruthB.pptx", ["Layout"], "Images & Pictures"),
-    ("Case 77: Structural fix", "Original/1ea18StructuralFix_TestA copy.pptx",
-     "GroundTruth/ObjectDistance_GTA.pptx", ["Structure"], "Slide/Section Management & Footers"),
-    ("Climate deck recolour", "Original/climate_original.pptx", "GroundTruth/climate_ground_truth.pptx",
-     ["Styling"], "Theme & Background"),
+    (
+        "Case 1: Translate to English But Keep French",
+        "Original/TranslateTestA.pptx",
+        "GroundTruth/TranslateGroundTruthA.pptx",
+        ["Content"],
+        "Text & Typography",
+    ),
+    (
+        "Case 12: Highlight Important Words",
+        "Original/ HighlightImportantWords_GroundTestA.pptx",
+        "GroundTruth/HighlightImportantWords_GroundTurthA.pptx",
+        ["Styling", "Content"],
+        "Text & Typography",
+    ),
+    (
+        "Case 31: Fix Image & Text Overflow",
+        "Original/FixImage&TextOverFlow_TestB.pptx",
+        "GroundTruth/FixImage&TextOverFlow_GroundTruthB.pptx",
+        ["Layout"],
+        "Images & Pictures",
+    ),
+    (
+        "Case 77: Structural fix",
+        "Original/1ea18StructuralFix_TestA copy.pptx",
+        "GroundTruth/ObjectDistance_GTA.pptx",
+        ["Structure"],
+        "Slide/Section Management & Footers",
+    ),
+    (
+        "Climate deck recolour",
+        "Original/climate_original.pptx",
+        "GroundTruth/climate_ground_truth.pptx",
+        ["Styling"],
+        "Theme & Background",
+    ),
 ]
 
 
@@ -182,8 +240,15 @@ def _pptarena_root(tmp_path: Path, with_decks: bool = True) -> Path:
     root = tmp_path / "PPTArena"
     root.mkdir()
     index = [
-        {"name": n, "prompt": f"Do {n}", "style_target": f"Target for {n}", "original": o, "ground_truth": g,
-         "category": c, "edit_type": e}
+        {
+            "name": n,
+            "prompt": f"Do {n}",
+            "style_target": f"Target for {n}",
+            "original": o,
+            "ground_truth": g,
+            "category": c,
+            "edit_type": e,
+        }
         for n, o, g, c, e in CASES
     ]
     (root / "evaluation_pairs_refined.json").write_text(json.dumps(index), encoding="utf-8")
@@ -205,8 +270,12 @@ def test_pptarena_reads_names_exactly_as_written(tmp_path):
     assert by_id["case-31"].original.name == "FixImage&TextOverFlow_TestB.pptx"
     assert by_id["case-77"].original.name == "1ea18StructuralFix_TestA copy.pptx"
     assert by_id["case-12"].style_target == "Target for Case 12: Highlight Important Words"
-    assert by_id["case-12"].metadata == {"source": "pptarena", "name": "Case 12: Highlight Important Words",
-                                         "category": ["Styling", "Content"], "edit_type": "Text & Typography"}
+    assert by_id["case-12"].metadata == {
+        "source": "pptarena",
+        "name": "Case 12: Highlight Important Words",
+        "category": ["Styling", "Content"],
+        "edit_type": "Text & Typography",
+    }
     assert all(t.rubric is None for t in tasks)
 
 
@@ -224,13 +293,17 @@ def test_pptarena_missing_decks_one_error_naming_each(tmp_path):
 
 def test_pptarena_filters_and_subset(tmp_path):
     root = _pptarena_root(tmp_path)
-    assert [t.id for t in load_pptarena_tasks(root, categories=["styling"])] == ["case-12", "climate-deck-recolour"]
+    assert [t.id for t in load_pptarena_tasks(root, categories=["styling"])] == [
+        "case-12",
+        "climate-deck-recolour",
+    ]
     assert [t.id for t in load_pptarena_tasks(root, edit_types=["Images & Pictures"])] == ["case-31"]
     with pytest.raises(DatasetError, match="no case has category"):
         load_pptarena_tasks(root, categories=["Colour"])
     (root / "agent_bench").mkdir()
     (root / "agent_bench" / "subset25.json").write_text(
-        json.dumps(["Case 31: Fix Image & Text Overflow", "case-1"]), encoding="utf-8")
+        json.dumps(["Case 31: Fix Image & Text Overflow", "case-1"]), encoding="utf-8"
+    )
     options = PptArenaDataset.Options(root=root, subset="agent_bench/subset25.json")
     tasks = list(PptArenaDataset(options, _context(tmp_path)).tasks())
     assert [t.id for t in tasks] == ["case-1", "case-31"]
@@ -243,19 +316,29 @@ def test_pptarena_filters_and_subset(tmp_path):
 def test_pptarena_index_problems(tmp_path):
     root = tmp_path / "bad"
     root.mkdir()
-    (root / "evaluation_pairs_refined.json").write_text(json.dumps([
-        {"name": "Case 1: a", "prompt": "p", "original": "/etc/passwd", "ground_truth": "g.pptx"},
-        {"name": "Case 1: b", "prompt": "p", "original": "o.pptx", "ground_truth": "../g.pptx"},
-        {"prompt": 3, "original": "o.pptx"},
-    ]), encoding="utf-8")
+    (root / "evaluation_pairs_refined.json").write_text(
+        json.dumps(
+            [
+                {"name": "Case 1: a", "prompt": "p", "original": "/etc/passwd", "ground_truth": "g.pptx"},
+                {"name": "Case 1: b", "prompt": "p", "original": "o.pptx", "ground_truth": "../g.pptx"},
+                {"prompt": 3, "original": "o.pptx"},
+            ]
+        ),
+        encoding="utf-8",
+    )
     with pytest.raises(DatasetError) as err:
         load_pptarena_tasks(root)
     assert "entry 2: 'name' must be a non-empty string" in str(err.value)
     assert "entry 2: 'prompt' must be a non-empty string" in str(err.value)
-    (root / "evaluation_pairs_refined.json").write_text(json.dumps([
-        {"name": "Case 1: a", "prompt": "p", "original": "/etc/passwd", "ground_truth": "g.pptx"},
-        {"name": "Case 1: b", "prompt": "p", "original": "o.pptx", "ground_truth": "../g.pptx"},
-    ]), encoding="utf-8")
+    (root / "evaluation_pairs_refined.json").write_text(
+        json.dumps(
+            [
+                {"name": "Case 1: a", "prompt": "p", "original": "/etc/passwd", "ground_truth": "g.pptx"},
+                {"name": "Case 1: b", "prompt": "p", "original": "o.pptx", "ground_truth": "../g.pptx"},
+            ]
+        ),
+        encoding="utf-8",
+    )
     with pytest.raises(DatasetError) as err:
         load_pptarena_tasks(root)
     assert "must be relative" in str(err.value) and "points outside" in str(err.value)
@@ -286,8 +369,10 @@ def test_ppteval_all_120_tasks_and_rubrics_parse_and_validate(ppteval_root):
         assert rubric_problems(task.rubric) == []
         assert task.original == ppteval_root / entry["file_path"]
         assert task.metadata["difficulty"] == entry["misc"]["difficulty"].lower()
-    counts = {level: len(load_ppteval_tasks(ppteval_root, difficulty=[level], check_decks=False))
-              for level in ("Easy", "medium", "HARD")}
+    counts = {
+        level: len(load_ppteval_tasks(ppteval_root, difficulty=[level], check_decks=False))
+        for level in ("Easy", "medium", "HARD")
+    }
     assert counts == {"Easy": 51, "medium": 39, "HARD": 30}
 
 
@@ -321,16 +406,38 @@ def test_ppteval_registry_problems(tmp_path):
     (registry / "rubrics").mkdir(parents=True)
     (registry / "rubrics" / "ok.json").write_text(json.dumps(_rubric()), encoding="utf-8")
     (registry / "rubrics" / "broken.json").write_text("{not json", encoding="utf-8")
-    (registry / "tasks.json").write_text(json.dumps({
-        "deck-001": {"goal": "g", "rubric_path": "task_registry/rubrics/ok.json", "tags": ["powerpoint"],
-                     "misc": {"difficulty": "Easy"}, "file_path": "data/files/PowerPoint/deck.pptx"},
-        "deck-002": {"goal": "g", "rubric_path": "task_registry/rubrics/broken.json", "tags": ["powerpoint"],
-                     "misc": {"difficulty": "Easy"}, "file_path": "data/files/PowerPoint/deck.pptx"},
-        "deck-003": {"goal": "", "rubric_path": "task_registry/rubrics/missing.json",
-                     "file_path": "data/files/PowerPoint/deck.pptx"},
-        "deck-004": {"goal": "g", "rubric_path": "task_registry/rubrics/missing.json", "misc": {"difficulty": "?"},
-                     "file_path": "data/files/PowerPoint/deck.pptx"},
-    }), encoding="utf-8")
+    (registry / "tasks.json").write_text(
+        json.dumps(
+            {
+                "deck-001": {
+                    "goal": "g",
+                    "rubric_path": "task_registry/rubrics/ok.json",
+                    "tags": ["powerpoint"],
+                    "misc": {"difficulty": "Easy"},
+                    "file_path": "data/files/PowerPoint/deck.pptx",
+                },
+                "deck-002": {
+                    "goal": "g",
+                    "rubric_path": "task_registry/rubrics/broken.json",
+                    "tags": ["powerpoint"],
+                    "misc": {"difficulty": "Easy"},
+                    "file_path": "data/files/PowerPoint/deck.pptx",
+                },
+                "deck-003": {
+                    "goal": "",
+                    "rubric_path": "task_registry/rubrics/missing.json",
+                    "file_path": "data/files/PowerPoint/deck.pptx",
+                },
+                "deck-004": {
+                    "goal": "g",
+                    "rubric_path": "task_registry/rubrics/missing.json",
+                    "misc": {"difficulty": "?"},
+                    "file_path": "data/files/PowerPoint/deck.pptx",
+                },
+            }
+        ),
+        encoding="utf-8",
+    )
     with pytest.raises(DatasetError) as err:
         load_ppteval_tasks(tmp_path)
     message = str(err.value)
@@ -341,15 +448,20 @@ def test_ppteval_registry_problems(tmp_path):
 
 
 def test_datasets_are_registered_through_entry_points(tmp_path):
-    from pptarena.run.registry import load_registry
     from pydantic import ValidationError
 
-    registry = load_registry(only=["datasets-folder", "datasets-pptarena", "datasets-ppteval", "datasets-demo"])
+    from pptarena.run.registry import load_registry
+
+    registry = load_registry(
+        only=["datasets-folder", "datasets-pptarena", "datasets-ppteval", "datasets-demo"]
+    )
     assert registry.names("datasets") == ["demo", "folder", "pptarena", "ppteval"]
     demo = registry.create("datasets", "demo", {"ids": "birds-*"}, _context(tmp_path))
     assert len(list(demo.tasks())) == 3
     with pytest.raises(ValidationError, match="decks_directory"):
-        registry.get("datasets", "ppteval").options_model.model_validate({"root": ".", "decks_directory": "x"})
+        registry.get("datasets", "ppteval").options_model.model_validate(
+            {"root": ".", "decks_directory": "x"}
+        )
 
 
 def test_rubric_validation_accepts_exactly_what_the_rubric_judge_loads():
@@ -359,15 +471,26 @@ def test_rubric_validation_accepts_exactly_what_the_rubric_judge_loads():
     body = 'def compute_score():\n    return "ok", 1.0\n'
 
     def one_leaf(code):
-        return {"root": {"name": "r", "children": [{"name": "l", "scorer": {"type": "function", "function_code": code}}]}}
+        return {
+            "root": {
+                "name": "r",
+                "children": [{"name": "l", "scorer": {"type": "function", "function_code": code}}],
+            }
+        }
 
     fenced = one_leaf("```python\n" + body + "```")
     assert rubric_problems(fenced) == [] and compile_leaves(load_rubric(fenced)) == []
     other_fence = one_leaf("```py\n" + body + "```")  # ai-rubric strips only a ```python fence
     assert compile_leaves(load_rubric(other_fence))  # the judge cannot compile it ...
     assert "not valid Python" in "\n".join(rubric_problems(other_fence))  # ... so the dataset refuses it
-    wide = {"root": {"name": "r", "children": [
-        {"name": f"l{i}", "scorer": {"type": "function", "function_code": body}} for i in range(600)]}}
+    wide = {
+        "root": {
+            "name": "r",
+            "children": [
+                {"name": f"l{i}", "scorer": {"type": "function", "function_code": body}} for i in range(600)
+            ],
+        }
+    }
     with pytest.raises(RubricError, match="more than 500 nodes"):
         load_rubric(wide)
     assert "more than 500 nodes" in "\n".join(rubric_problems(wide))
@@ -380,10 +503,20 @@ def test_ppteval_pptarena_extension_is_validated(tmp_path):
     (registry / "rubrics" / "ok.json").write_text(json.dumps(_rubric()), encoding="utf-8")
 
     def write(ext):
-        (registry / "tasks.json").write_text(json.dumps({"deck-001": {
-            "goal": "g", "rubric_path": "task_registry/rubrics/ok.json", "tags": ["powerpoint"],
-            "misc": {"difficulty": "Easy", "pptarena": ext}, "file_path": "data/files/PowerPoint/deck.pptx"}}),
-            encoding="utf-8")
+        (registry / "tasks.json").write_text(
+            json.dumps(
+                {
+                    "deck-001": {
+                        "goal": "g",
+                        "rubric_path": "task_registry/rubrics/ok.json",
+                        "tags": ["powerpoint"],
+                        "misc": {"difficulty": "Easy", "pptarena": ext},
+                        "file_path": "data/files/PowerPoint/deck.pptx",
+                    }
+                }
+            ),
+            encoding="utf-8",
+        )
 
     write({"category": "Content"})
     [task] = load_ppteval_tasks(tmp_path, check_decks=False)

@@ -55,7 +55,7 @@ def test_repetitive_long_text_is_cheap_and_still_similar():
     changed = words[:9_000] + "ZZ" + words[9_002:]
     assert ratio(words, changed) > 0.95
     for i, j, n in matching_blocks(words, changed):
-        assert words[i:i + n] == changed[j:j + n]
+        assert words[i : i + n] == changed[j : j + n]
 
 
 def test_diff_of_long_repetitive_paragraphs_finishes(tmp_path):

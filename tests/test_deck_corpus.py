@@ -7,13 +7,16 @@ import json
 from pathlib import Path
 
 import pytest
+
 from pptarena.deck import DeckError, diff_decks, open_presentation, ppteval_diff, slide_ids, summarize
 from pptarena.deck.ppteval import PowerPointDiff
 
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus"
 DECK_SUFFIXES = (".pptx", ".pptm", ".ppsx", ".potx")
-DECKS = sorted(p.name for p in CORPUS.iterdir() if p.suffix.lower() in DECK_SUFFIXES) if CORPUS.is_dir() else []
+DECKS = (
+    sorted(p.name for p in CORPUS.iterdir() if p.suffix.lower() in DECK_SUFFIXES) if CORPUS.is_dir() else []
+)
 SCHEMA = ROOT / "core" / "schemas" / "deck-summary.schema.json"
 
 

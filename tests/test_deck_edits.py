@@ -8,11 +8,12 @@ from pathlib import Path
 
 import pytest
 from lxml import etree
-from pptarena.deck import diff_decks, open_presentation, ppteval_diff
 from pptx.dml.color import RGBColor
 from pptx.enum.shapes import MSO_SHAPE_TYPE
 from pptx.oxml.ns import qn
 from pptx.util import Emu, Pt
+
+from pptarena.deck import diff_decks, open_presentation, ppteval_diff
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 PERF = "poi_2411-Performance_Up.pptx"  # 48 slides, animations, notes, hidden slides
@@ -49,11 +50,20 @@ def test_text_edit(tmp_path):
         shape(prs, 4, "Rectangle 3").text_frame.paragraphs[0].runs[0].text = "Make it fast"
 
     d = diff_decks(*pair(tmp_path, PERF, mutate))
-    assert d.edits == [{
-        "kind": "text", "slide": 4, "shape": "Rectangle 3", "path": "text/p0",
-        "old": "\u201cMake my web server go fast, please\u201d", "new": "Make it fast",
-        "detail": {"runs_old": ["\u201cMake my web server go fast, please\u201d"], "runs_new": ["Make it fast"]},
-    }]
+    assert d.edits == [
+        {
+            "kind": "text",
+            "slide": 4,
+            "shape": "Rectangle 3",
+            "path": "text/p0",
+            "old": "\u201cMake my web server go fast, please\u201d",
+            "new": "Make it fast",
+            "detail": {
+                "runs_old": ["\u201cMake my web server go fast, please\u201d"],
+                "runs_new": ["Make it fast"],
+            },
+        }
+    ]
 
 
 def test_move_and_resize(tmp_path):
@@ -97,7 +107,8 @@ def test_font_size_of_one_word(tmp_path):
 
     d = diff_decks(*pair(tmp_path, PERF, mutate))
     assert [(e["kind"], e["path"], e["new"], e["detail"]) for e in d.edits] == [
-        ("font", "text/p0[9:25]/size", 44.0, "No Silver Bullet")]
+        ("font", "text/p0[9:25]/size", 44.0, "No Silver Bullet")
+    ]
     assert d.edits[0]["old"] is not None  # the inherited size, resolved through the master
 
 
@@ -115,7 +126,10 @@ def test_delete_insert_reorder_slides(tmp_path):
     a, b = pair(tmp_path, PERF, mutate)
     d = diff_decks(a, b)
     assert [(e["kind"], e["slide"]) for e in d.edits] == [
-        ("slide_moved", 2), ("slide_removed", 10), ("slide_added", 48)]
+        ("slide_moved", 2),
+        ("slide_removed", 10),
+        ("slide_added", 48),
+    ]
     assert d.edits[0]["old"] == 5 and d.edits[0]["new"] == 2
     assert d.slide_matches[:3] == [(1, 1), (5, 2), (2, 3)]
     assert (10, None) in d.slide_matches and (None, 48) in d.slide_matches
@@ -148,11 +162,20 @@ def test_transition(tmp_path):
             timing.addprevious(trans)
 
     d = diff_decks(*pair(tmp_path, PERF, mutate))
-    assert d.edits == [{"kind": "transition", "slide": 1, "shape": None, "path": "transition", "old": None,
-                        "new": {"type": "push", "speed": "slow", "duration_ms": 1000, "direction": "u"}}]
+    assert d.edits == [
+        {
+            "kind": "transition",
+            "slide": 1,
+            "shape": None,
+            "path": "transition",
+            "old": None,
+            "new": {"type": "push", "speed": "slow", "duration_ms": 1000, "direction": "u"},
+        }
+    ]
     view = ppteval_diff(d)
     assert [(t.slide_id, t.transition_type, t.duration, t.direction) for t in view.added_transitions] == [
-        (str(d.summary_b["slides"][0]["sld_id"]), "push", 1.0, "u")]
+        (str(d.summary_b["slides"][0]["sld_id"]), "push", 1.0, "u")
+    ]
 
 
 def _first_animated(prs):
@@ -174,7 +197,8 @@ def test_animation_delay_and_removal(tmp_path):
 
     d = diff_decks(*pair(tmp_path, PERF, mutate))
     assert [(e["kind"], e["slide"], e["path"], e["new"]) for e in d.edits] == [
-        ("animation", state["slide"], "animations[0]/delay_ms", 1500)]
+        ("animation", state["slide"], "animations[0]/delay_ms", 1500)
+    ]
     view = ppteval_diff(d)
     assert len(view.modified_animations) == 1 and view.modified_animations[0][1].delay == 1.5
     assert view.added_animations == [] and view.removed_animations == []
@@ -194,7 +218,8 @@ def test_table_cell(tmp_path):
 
     d = diff_decks(*pair(tmp_path, STRESS, mutate))
     assert [(e["kind"], e["slide"], e["shape"], e["path"]) for e in d.edits] == [
-        ("table", state["where"][0], state["where"][1], "table/r1c0")]
+        ("table", state["where"][0], state["where"][1], "table/r1c0")
+    ]
     assert d.edits[0]["new"].startswith("CHANGED")
 
 
@@ -211,7 +236,9 @@ def test_chart_value(tmp_path):
         raise AssertionError("no chart")
 
     d = diff_decks(*pair(tmp_path, "pythonpptx_shp-shapes.pptx", mutate))
-    assert [(e["kind"], e["path"], e["new"]) for e in d.edits] == [("chart", "chart/series0/values[0]", 12345.0)]
+    assert [(e["kind"], e["path"], e["new"]) for e in d.edits] == [
+        ("chart", "chart/series0/values[0]", 12345.0)
+    ]
 
 
 def test_layout_change(tmp_path):
@@ -234,7 +261,8 @@ def test_layout_change(tmp_path):
     prs.save(b)
     d = diff_decks(a, b)
     assert [(e["kind"], e["slide"], e["old"], e["new"]) for e in d.edits] == [
-        ("layout", 49, "Blank", "Title Only")]
+        ("layout", 49, "Blank", "Title Only")
+    ]
 
 
 def test_theme_colour(tmp_path):
@@ -305,8 +333,16 @@ def test_table_cell_fill(tmp_path):
 
     d = diff_decks(*pair(tmp_path, STRESS, mutate))
     number, name = state["where"]
-    assert d.edits == [{"kind": "fill", "slide": number, "shape": name, "path": "table/r0c1/fill",
-                        "old": None, "new": {"type": "solid", "color": {"rgb": "00606B"}}}]
+    assert d.edits == [
+        {
+            "kind": "fill",
+            "slide": number,
+            "shape": name,
+            "path": "table/r0c1/fill",
+            "old": None,
+            "new": {"type": "solid", "color": {"rgb": "00606B"}},
+        }
+    ]
     # PPT-Eval hashes the slide XML, which changed: the slide is modified in its view as well
     view = ppteval_diff(d)
     assert [n.slide_number for _, n in view.modified_slides] == [number]
@@ -325,10 +361,19 @@ def test_table_cell_run_bold_and_colour(tmp_path):
 
     d = diff_decks(*pair(tmp_path, STRESS, mutate))
     number, name = state["where"]
-    assert [(e["kind"], e["slide"], e["shape"], e["path"], e["old"], e["new"], e["detail"]) for e in d.edits] == [
+    assert [
+        (e["kind"], e["slide"], e["shape"], e["path"], e["old"], e["new"], e["detail"]) for e in d.edits
+    ] == [
         ("font", number, name, "table/r1c0/p0[0:6]/bold", False, True, "Herbie"),
-        ("font", number, name, "table/r1c0/p0[0:6]/color", {"theme": "tx1", "rgb": "000000"}, {"rgb": "FFFFFF"},
-         "Herbie"),
+        (
+            "font",
+            number,
+            name,
+            "table/r1c0/p0[0:6]/color",
+            {"theme": "tx1", "rgb": "000000"},
+            {"rgb": "FFFFFF"},
+            "Herbie",
+        ),
     ]
 
 
@@ -357,9 +402,18 @@ def test_table_cell_text_and_layout_props(tmp_path):
     number, name = state["where"]
     assert [(e["kind"], e["path"], e["old"], e["new"]) for e in d.edits] == [
         ("table", "table/r2c1", state["old_text"], "42"),
-        ("line", "table/r2c1/border/bottom", None, {"width": 25400, "fill": {"type": "solid", "color": {"rgb": "FF0000"}}}),
-        ("table", "table/r2c1/margins", {"left": 68580, "right": 68580, "top": 34290, "bottom": 34290},
-         {"left": 0, "right": 68580, "top": 34290, "bottom": 34290}),
+        (
+            "line",
+            "table/r2c1/border/bottom",
+            None,
+            {"width": 25400, "fill": {"type": "solid", "color": {"rgb": "FF0000"}}},
+        ),
+        (
+            "table",
+            "table/r2c1/margins",
+            {"left": 68580, "right": 68580, "top": 34290, "bottom": 34290},
+            {"left": 0, "right": 68580, "top": 34290, "bottom": 34290},
+        ),
         ("table", "table/r2c1/anchor", None, "bottom"),
     ]
     assert all(e["slide"] == number and e["shape"] == name for e in d.edits)
@@ -378,14 +432,20 @@ def test_demo_table_header_task(tmp_path):
     edit_table_header(prs)
     prs.save(b)
     d = diff_decks(a, b)
-    header = [c["text"] for c in next(s for s in d.summary_b["slides"][4]["shapes"] if s["kind"] == "table")
-              ["table"]["cells"][0]]
+    header = [
+        c["text"]
+        for c in next(s for s in d.summary_b["slides"][4]["shapes"] if s["kind"] == "table")["table"][
+            "cells"
+        ][0]
+    ]
     expected = []
     for c, text in enumerate(header):
         span = f"[0:{len(text)}]"
-        expected += [("fill", f"table/r0c{c}/fill", {"type": "solid", "color": {"rgb": "00606B"}}),
-                     ("font", f"table/r0c{c}/p0{span}/bold", True),
-                     ("font", f"table/r0c{c}/p0{span}/color", {"rgb": "FFFFFF"})]
+        expected += [
+            ("fill", f"table/r0c{c}/fill", {"type": "solid", "color": {"rgb": "00606B"}}),
+            ("font", f"table/r0c{c}/p0{span}/bold", True),
+            ("font", f"table/r0c{c}/p0{span}/color", {"rgb": "FFFFFF"}),
+        ]
     assert [(e["kind"], e["path"], e["new"]) for e in d.edits] == expected
     assert {(e["slide"], e["shape"]) for e in d.edits} == {(5, "Table")}
 
@@ -437,13 +497,22 @@ def test_group_resize_scales_children_in_slide_space(tmp_path):
     group_b = _summary_shape(d.summary_b, "Group 14")
     ch_off = (2326701, 701605)  # a:chOff of Group 14 (child space is offset from slide space)
     for child_a, child_b in zip(group_a["children"], group_b["children"], strict=True):
-        assert {k: child_a[k] for k in ("x", "y", "cx", "cy")} == {k: child_b[k] for k in ("x", "y", "cx", "cy")}
+        assert {k: child_a[k] for k in ("x", "y", "cx", "cy")} == {
+            k: child_b[k] for k in ("x", "y", "cx", "cy")
+        }
         ox, oy = state["off"]
-        assert child_a["abs_position"] == {"x": ox + child_a["x"] - ch_off[0], "y": oy + child_a["y"] - ch_off[1],
-                                           "cx": child_a["cx"], "cy": child_a["cy"]}
-        assert child_b["abs_position"] == {"x": ox + 2 * (child_a["x"] - ch_off[0]),
-                                           "y": oy + 2 * (child_a["y"] - ch_off[1]),
-                                           "cx": 2 * child_a["cx"], "cy": 2 * child_a["cy"]}
+        assert child_a["abs_position"] == {
+            "x": ox + child_a["x"] - ch_off[0],
+            "y": oy + child_a["y"] - ch_off[1],
+            "cx": child_a["cx"],
+            "cy": child_a["cy"],
+        }
+        assert child_b["abs_position"] == {
+            "x": ox + 2 * (child_a["x"] - ch_off[0]),
+            "y": oy + 2 * (child_a["y"] - ch_off[1]),
+            "cx": 2 * child_a["cx"],
+            "cy": 2 * child_a["cy"],
+        }
     assert "abs_position" not in group_a  # top-level shapes are in slide space already
 
 

@@ -12,6 +12,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
 from pptarena.deck import DeckError, diff_decks, open_presentation, ppteval_diff, slide_ids, summarize
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
@@ -53,13 +54,29 @@ def mutations(members: dict[str, bytes], rng: random.Random):
     """Yield (label, members-or-raw-bytes) mutations of one deck."""
     names = list(members)
     slide = next(n for n in names if re.match(r"ppt/slides/slide\d+\.xml$", n))
-    yield "entity-bomb", {**members, slide: b'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaaaaaaaa">'
-                          b'<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]><x>&b;</x>'}
-    yield "external-entity", {**members, slide: b'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY e SYSTEM '
-                              b'"file:///etc/passwd">]><x>&e;</x>'}
+    yield (
+        "entity-bomb",
+        {
+            **members,
+            slide: b'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY a "aaaaaaaaaa">'
+            b'<!ENTITY b "&a;&a;&a;&a;&a;&a;&a;&a;&a;&a;">]><x>&b;</x>',
+        },
+    )
+    yield (
+        "external-entity",
+        {
+            **members,
+            slide: b'<?xml version="1.0"?><!DOCTYPE x [<!ENTITY e SYSTEM "file:///etc/passwd">]><x>&e;</x>',
+        },
+    )
     yield "malformed-xml", {**members, slide: members[slide][: len(members[slide]) // 2]}
-    yield "wrong-root", {**members, slide: b'<p:notes xmlns:p="http://schemas.openxmlformats.org/'
-                         b'presentationml/2006/main"/>'}
+    yield (
+        "wrong-root",
+        {
+            **members,
+            slide: b'<p:notes xmlns:p="http://schemas.openxmlformats.org/presentationml/2006/main"/>',
+        },
+    )
     deep = b"<a>" * 5000 + b"</a>" * 5000
     yield "too-deep", {**members, slide: deep}
     for label, pattern, repl in [
@@ -72,8 +89,10 @@ def mutations(members: dict[str, bytes], rng: random.Random):
         yield label, mutated
     rels = [n for n in names if n.endswith(".rels")]
     for rel in rels[:12]:
-        yield f"dangling:{rel}", {**members, rel: re.sub(rb'Target="[^"]+"', b'Target="nowhere/missing.xml"',
-                                                         members[rel])}
+        yield (
+            f"dangling:{rel}",
+            {**members, rel: re.sub(rb'Target="[^"]+"', b'Target="nowhere/missing.xml"', members[rel])},
+        )
     for name in rng.sample(names, min(len(names), 15)):
         yield f"deleted:{name}", {n: d for n, d in members.items() if n != name}
 
@@ -88,8 +107,11 @@ def test_mutated_parts(name, tmp_path):
         outcomes[label] = exercise(path, with_pptx=name != "poi_stress013.pptx")
     for label in ("entity-bomb", "external-entity", "malformed-xml", "too-deep", "wrong-root"):
         assert outcomes[label] == "DeckError", label
-    assert outcomes["deleted:[Content_Types].xml"] == "DeckError" if "deleted:[Content_Types].xml" in outcomes \
+    assert (
+        outcomes["deleted:[Content_Types].xml"] == "DeckError"
+        if "deleted:[Content_Types].xml" in outcomes
         else True
+    )
 
 
 @pytest.mark.parametrize("name", SMALL[:2])
@@ -137,13 +159,16 @@ def test_too_many_entries(tmp_path, monkeypatch):
         slide_ids(path)
 
 
-@pytest.mark.parametrize("colour", [
-    b'<a:srgbClr val="112233"><a:alpha val="inf"/></a:srgbClr>',
-    b'<a:srgbClr val="112233"><a:tint val="nan"/></a:srgbClr>',
-    b'<a:srgbClr val="112233"><a:lumMod val="1e999"/></a:srgbClr>',
-    b'<a:srgbClr val="GGGGGG"><a:lumMod val="50000"/></a:srgbClr>',
-    b'<a:hslClr hue="-5" sat="900000000" lum="50000"/>',
-])
+@pytest.mark.parametrize(
+    "colour",
+    [
+        b'<a:srgbClr val="112233"><a:alpha val="inf"/></a:srgbClr>',
+        b'<a:srgbClr val="112233"><a:tint val="nan"/></a:srgbClr>',
+        b'<a:srgbClr val="112233"><a:lumMod val="1e999"/></a:srgbClr>',
+        b'<a:srgbClr val="GGGGGG"><a:lumMod val="50000"/></a:srgbClr>',
+        b'<a:hslClr hue="-5" sat="900000000" lum="50000"/>',
+    ],
+)
 def test_colour_values_out_of_range_never_crash(tmp_path, colour):
     """Non-finite percentages, non-hex RGB and out-of-range HSL: the deck reads, colours stay 6-hex or absent."""
     import io
@@ -153,7 +178,9 @@ def test_colour_values_out_of_range_never_crash(tmp_path, colour):
     from pptx.util import Inches
 
     prs = Presentation()
-    box = prs.slides.add_slide(prs.slide_layouts[6]).shapes.add_textbox(Inches(1), Inches(1), Inches(2), Inches(1))
+    box = prs.slides.add_slide(prs.slide_layouts[6]).shapes.add_textbox(
+        Inches(1), Inches(1), Inches(2), Inches(1)
+    )
     box.fill.solid()
     box.fill.fore_color.rgb = RGBColor(0x11, 0x22, 0x33)
     buf = io.BytesIO()

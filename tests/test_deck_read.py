@@ -7,6 +7,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
 from pptarena.deck import DeckError, open_presentation, slide_ids
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"

@@ -7,6 +7,7 @@ import zipfile
 from pathlib import Path
 
 import pytest
+
 from pptarena.deck import DeckError, summarize
 from pptarena.deck.read import open_package
 from pptarena.deck.zipread import RawZip
@@ -40,8 +41,10 @@ def test_every_member_reads_like_zipfile(name):
 
 def _deck_with(tmp_path: Path, compress: int) -> Path:
     out = tmp_path / "deck.pptx"
-    with zipfile.ZipFile(corpus("pythonpptx_missing_rels_item.pptx")) as zin, \
-            zipfile.ZipFile(out, "w", compress) as zout:
+    with (
+        zipfile.ZipFile(corpus("pythonpptx_missing_rels_item.pptx")) as zin,
+        zipfile.ZipFile(out, "w", compress) as zout,
+    ):
         for info in zin.infolist():
             zout.writestr(info.filename, zin.read(info))
     return out

@@ -18,8 +18,9 @@ import pytest
 from agents_fixtures import FIX_QBR_TYPOS
 from stub_llm_server import TEST_API_KEY, RecordedRequest, Reply, StubLLMServer
 
-pytestmark = pytest.mark.skipif(shutil.which("soffice") is None, reason="LibreOffice (soffice) is not installed")
-
+pytestmark = pytest.mark.skipif(
+    shutil.which("soffice") is None, reason="LibreOffice (soffice) is not installed"
+)
 
 
 def answer(request: RecordedRequest) -> Reply:
@@ -79,18 +80,36 @@ api_key = {{ env = "STUB_KEY" }}
         )
         env = {**os.environ, "STUB_KEY": TEST_API_KEY}
         out = subprocess.run(
-            [sys.executable, "-m", "pptarena.cli", "run", "--config", str(cfg), "--out", str(tmp_path / "run")],
-            capture_output=True, text=True, env=env, cwd=tmp_path, timeout=600,
+            [
+                sys.executable,
+                "-m",
+                "pptarena.cli",
+                "run",
+                "--config",
+                str(cfg),
+                "--out",
+                str(tmp_path / "run"),
+            ],
+            capture_output=True,
+            text=True,
+            env=env,
+            cwd=tmp_path,
+            timeout=600,
         )
         assert out.returncode == 0, out.stderr[-3000:]
         requests = list(server.requests)
 
-    rows = {r["agent"]: r for r in map(json.loads, (tmp_path / "run" / "results.jsonl").read_text().splitlines())}
+    rows = {
+        r["agent"]: r for r in map(json.loads, (tmp_path / "run" / "results.jsonl").read_text().splitlines())
+    }
     pilot, noop = rows["pilot"], rows["noop"]
     assert pilot["status"] == "scored", pilot["error"]
     assert pilot["scores"]["structural"]["score"] == 1.0
     assert pilot["scores"]["rubric"]["score"] == 1.0
-    assert pilot["scores"]["dual"]["metrics"]["if_score"] == 5 and pilot["scores"]["dual"]["metrics"]["vq_score"] == 4
+    assert (
+        pilot["scores"]["dual"]["metrics"]["if_score"] == 5
+        and pilot["scores"]["dual"]["metrics"]["vq_score"] == 4
+    )
     # router + code + verifier; the judge's VQ call (IF needs no call: the prediction matches the target)
     assert pilot["usage"]["calls"] >= 3 and pilot["usage"]["judge_calls"] >= 1
     assert noop["scores"]["structural"]["score"] == 0.0 and noop["scores"]["rubric"]["score"] == 0.0

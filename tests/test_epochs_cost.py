@@ -8,6 +8,7 @@ import random
 from pathlib import Path
 
 import pytest
+
 from pptarena.report.rescore import Rescorer
 from pptarena.run.config import load_config
 from pptarena.run.fingerprint import JudgeChangedError
@@ -39,9 +40,11 @@ def test_epochs_give_pass_at_k_and_reuse_deterministic_agents(tmp_path, fake_plu
         f'[[backends.scripted.rules]]\nmatch = "New {i}"\nreply = {json.dumps([f"New {i}" if ok else "Wrong" for ok in oks])}\n'
         for i, oks in outcomes.items()
     )
-    body = (f'[run]\nepochs = 2\nbootstrap = 200\n{DATASET.format(count=2)}'
-            '[[agents]]\nuse = "asker"\nmodel = "scripted/echo-1"\n[[agents]]\nuse = "noop"\n'
-            f'[backends.scripted]\nstate_file = "{tmp_path / "state.json"}"\n{rules}')
+    body = (
+        f"[run]\nepochs = 2\nbootstrap = 200\n{DATASET.format(count=2)}"
+        '[[agents]]\nuse = "asker"\nmodel = "scripted/echo-1"\n[[agents]]\nuse = "noop"\n'
+        f'[backends.scripted]\nstate_file = "{tmp_path / "state.json"}"\n{rules}'
+    )
     cfg = write(tmp_path, body)
     out = tmp_path / "out"
     Runner(load_config(cfg, get_registry()), get_registry(), out, quiet=True).run()
@@ -51,7 +54,9 @@ def test_epochs_give_pass_at_k_and_reuse_deterministic_agents(tmp_path, fake_plu
     rows = rows_of(out)
     assert len(rows) == 12
     asker = {(r["task_id"], r["epoch"]): r["scores"]["title"]["score"] for r in rows if r["agent"] == "asker"}
-    assert asker == {(f"task-0{i}", e + 1): (1.0 if ok else 0.0) for i, oks in outcomes.items() for e, ok in enumerate(oks)}
+    assert asker == {
+        (f"task-0{i}", e + 1): (1.0 if ok else 0.0) for i, oks in outcomes.items() for e, ok in enumerate(oks)
+    }
     # folders: epoch 1 where it always was, later epochs suffixed; noop ran once and was reused
     assert (out / "tasks/asker/task-00/prediction.pptx").is_file()
     assert (out / "tasks/asker/task-00@e3/prediction.pptx").is_file()
@@ -74,21 +79,33 @@ def test_epochs_give_pass_at_k_and_reuse_deterministic_agents(tmp_path, fake_plu
     Rescorer(out, get_registry(), name="again").run()
     rescored = rows_of(out / "rescore/again")
     assert len(rescored) == 12 and not (out / "rescore/again/tasks/noop/task-00@e2").exists()
-    assert sorted(r.get("reused_from_epoch") or 0 for r in rescored if r["agent"] == "noop") == [0, 0, 1, 1, 1, 1]
+    assert sorted(r.get("reused_from_epoch") or 0 for r in rescored if r["agent"] == "noop") == [
+        0,
+        0,
+        1,
+        1,
+        1,
+        1,
+    ]
     assert (out / "rescore/again/tasks/asker/task-00@e3/verdicts.json").is_file()
     # the scripted backend is free by default: known cost 0, never unknown; worker agents report their calls' cost
     assert summary["cost"]["usd"] == 0.0
     assert all(r["cost"]["agent"]["usd"] == 0.0 for r in rows if r["agent"] == "asker")
 
 
-PRICED = ('[backends.scripted]\nresponses = [{{ reply = "x", input_tokens = 1000, output_tokens = 10 }}]\n'
-          'on_exhausted = "repeat_last"\n'
-          '[backends.scripted.pricing]\n"echo-1" = {{ input = 1000.0, output = 0.0 }}\n')
+PRICED = (
+    '[backends.scripted]\nresponses = [{{ reply = "x", input_tokens = 1000, output_tokens = 10 }}]\n'
+    'on_exhausted = "repeat_last"\n'
+    '[backends.scripted.pricing]\n"echo-1" = {{ input = 1000.0, output = 0.0 }}\n'
+)
 
 
 def priced_config(tmp_path: Path, max_cost: float, jobs: int, count: int = 6) -> Path:
-    return write(tmp_path, f'[run]\njobs = {jobs}\nmax_cost = {max_cost}\nbootstrap = 50\n{DATASET.format(count=count)}'
-                           '[[agents]]\nuse = "asker-inproc"\nmodel = "scripted/echo-1"\n' + PRICED.format())
+    return write(
+        tmp_path,
+        f"[run]\njobs = {jobs}\nmax_cost = {max_cost}\nbootstrap = 50\n{DATASET.format(count=count)}"
+        '[[agents]]\nuse = "asker-inproc"\nmodel = "scripted/echo-1"\n' + PRICED.format(),
+    )
 
 
 def test_cost_per_call_pair_agent_and_run(tmp_path, fake_plugins):
@@ -96,24 +113,40 @@ def test_cost_per_call_pair_agent_and_run(tmp_path, fake_plugins):
     summary = Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
     row = rows_of(tmp_path / "out")[0]
     # 1000 input tokens at $1000 per million = $1 per call; output tokens are free in this table
-    assert row["cost"]["usd"] == 1.0 and row["cost"]["agent"]["usd"] == 1.0 and row["cost"]["judges"]["title"]["usd"] == 0.0
-    log = [json.loads(line) for line in (tmp_path / "out/tasks/asker-inproc/task-00/agent.log.jsonl").read_text().splitlines()]
+    assert (
+        row["cost"]["usd"] == 1.0
+        and row["cost"]["agent"]["usd"] == 1.0
+        and row["cost"]["judges"]["title"]["usd"] == 0.0
+    )
+    log = [
+        json.loads(line)
+        for line in (tmp_path / "out/tasks/asker-inproc/task-00/agent.log.jsonl").read_text().splitlines()
+    ]
     assert [e["cost_usd"] for e in log if e.get("event") == "model_call"] == [1.0]
     assert summary["agents"]["asker-inproc"]["cost"]["usd"] == 2.0 and summary["cost"]["usd"] == 2.0
 
 
 def test_unknown_price_is_unknown_not_zero(tmp_path, fake_plugins):
-    cfg = write(tmp_path, f'{DATASET.format(count=1)}[[agents]]\nuse = "asker-inproc"\nmodel = "openai/no-such-model"\n'
-                          f'[backends.openai]\nbase_url = "http://127.0.0.1:9/v1"\napi_key = "x"\nmax_retries = 0\ntimeout = 2\n')
+    cfg = write(
+        tmp_path,
+        f'{DATASET.format(count=1)}[[agents]]\nuse = "asker-inproc"\nmodel = "openai/no-such-model"\n'
+        f'[backends.openai]\nbase_url = "http://127.0.0.1:9/v1"\napi_key = "x"\nmax_retries = 0\ntimeout = 2\n',
+    )
     # price calls as the openai backend configured above would (no call is made)
     from pptarena.models import Usage
     from pptarena.models.pricing import call_cost, cost_of_rows, fmt_usd
 
     backend = type("B", (), {"options": load_config(cfg, get_registry()).backends["openai"].options})()
     assert call_cost(backend, "no-such-model", Usage(input_tokens=10, output_tokens=5)) is None
-    assert call_cost(backend, "gpt-4o-mini-2024-07-18", Usage(input_tokens=1_000_000, output_tokens=0)) == pytest.approx(0.15)
-    total = cost_of_rows([{"cost": {"usd": None, "known_usd": 0.5, "unpriced_models": ["openai/no-such-model"]}},
-                          {"cost": {"usd": 0.25, "known_usd": 0.25, "unpriced_models": []}}])
+    assert call_cost(
+        backend, "gpt-4o-mini-2024-07-18", Usage(input_tokens=1_000_000, output_tokens=0)
+    ) == pytest.approx(0.15)
+    total = cost_of_rows(
+        [
+            {"cost": {"usd": None, "known_usd": 0.5, "unpriced_models": ["openai/no-such-model"]}},
+            {"cost": {"usd": 0.25, "known_usd": 0.25, "unpriced_models": []}},
+        ]
+    )
     assert total["usd"] is None and total["known_usd"] == 0.75
     # a line from before cost accounting that used tokens: unknown, for the run and for its agent
     old = cost_of_rows([{"cost": None, "usage": {"input_tokens": 10}}, {"cost": None, "usage": {}}])
@@ -123,22 +156,34 @@ def test_unknown_price_is_unknown_not_zero(tmp_path, fake_plugins):
 
 def test_max_cost_stops_starting_pairs_and_resume_keeps_the_budget(tmp_path, fake_plugins):
     out = tmp_path / "one"
-    runner = Runner(load_config(priced_config(tmp_path, 2.5, 1), get_registry()), get_registry(), out, quiet=True)
+    runner = Runner(
+        load_config(priced_config(tmp_path, 2.5, 1), get_registry()), get_registry(), out, quiet=True
+    )
     summary = runner.run()
     # $1 per pair, one at a time: after pairs 1, 2 ($2 < $2.5) a third starts; after it ($3) none
     assert len(rows_of(out)) == 3 and summary["budget"]["stopped"] and summary["budget"]["not_started"] == 3
     assert "Budget reached" in runner.budget.message()
     assert json.loads((out / "manifest.json").read_text())["finished_at"] is None
     # resuming under the same budget starts nothing; a larger one continues from what was spent
-    Runner(load_config(priced_config(tmp_path, 2.5, 1), get_registry()), get_registry(), out, quiet=True).run()
+    Runner(
+        load_config(priced_config(tmp_path, 2.5, 1), get_registry()), get_registry(), out, quiet=True
+    ).run()
     assert len(rows_of(out)) == 3
-    Runner(load_config(priced_config(tmp_path, 2.5, 1), get_registry()), get_registry(), out, quiet=True, max_cost=5).run()
+    Runner(
+        load_config(priced_config(tmp_path, 2.5, 1), get_registry()),
+        get_registry(),
+        out,
+        quiet=True,
+        max_cost=5,
+    ).run()
     assert len(rows_of(out)) == 5
 
 
 def test_max_cost_finishes_pairs_in_flight(tmp_path, fake_plugins):
     out = tmp_path / "two"
-    Runner(load_config(priced_config(tmp_path, 2.5, 2), get_registry()), get_registry(), out, quiet=True).run()
+    Runner(
+        load_config(priced_config(tmp_path, 2.5, 2), get_registry()), get_registry(), out, quiet=True
+    ).run()
     rows = rows_of(out)
     # two in flight: finishes 1 and 2 start 3 and 4; after 3 ($3) no fifth starts, but 4 completes
     assert len(rows) == 4 and all(r["status"] == "scored" and r["cost"]["usd"] == 1.0 for r in rows)
@@ -152,7 +197,11 @@ def test_changed_judge_prompt_is_refused_on_resume_and_rescore(tmp_path, fake_pl
     Runner(load_config(cfg, get_registry()), get_registry(), out, quiet=True).run()
     manifest = json.loads((out / "manifest.json").read_text())
     fp = manifest["judge_fingerprints"]["title"]
-    assert fp["component"].endswith(":title") and fp["prompts_sha"] and rows_of(out)[0]["scores"]["title"]["fingerprint"] == fp["id"]
+    assert (
+        fp["component"].endswith(":title")
+        and fp["prompts_sha"]
+        and rows_of(out)[0]["scores"]["title"]["fingerprint"] == fp["id"]
+    )
     verdicts = json.loads((out / "tasks/noop/task-00/verdicts.json").read_text())
     assert verdicts["verdicts"]["title"]["fingerprint"] == fp["id"]
     Rescorer(out, get_registry(), name="again").run()
@@ -170,14 +219,33 @@ def test_changed_judge_prompt_is_refused_on_resume_and_rescore(tmp_path, fake_pl
 
 def test_cli_epochs_and_max_cost_then_report(tmp_path, fake_plugins):
     from click.testing import CliRunner
+
     from pptarena.cli.main import cli
     from pptarena.report.html import write_report
 
-    cfg = write(tmp_path, f'[run]\nbootstrap = 100\n{DATASET.format(count=3)}'
-                          '[[agents]]\nuse = "asker-inproc"\nmodel = "scripted/echo-1"\n[[agents]]\nuse = "noop"\n' + PRICED.format())
+    cfg = write(
+        tmp_path,
+        f"[run]\nbootstrap = 100\n{DATASET.format(count=3)}"
+        '[[agents]]\nuse = "asker-inproc"\nmodel = "scripted/echo-1"\n[[agents]]\nuse = "noop"\n'
+        + PRICED.format(),
+    )
     out = tmp_path / "cli"
-    res = CliRunner().invoke(cli, ["run", "--config", str(cfg), "--out", str(out), "--epochs", "2", "--max-cost", "4.5",
-                                   "--quiet", "--no-report"])
+    res = CliRunner().invoke(
+        cli,
+        [
+            "run",
+            "--config",
+            str(cfg),
+            "--out",
+            str(out),
+            "--epochs",
+            "2",
+            "--max-cost",
+            "4.5",
+            "--quiet",
+            "--no-report",
+        ],
+    )
     assert res.exit_code == 0, res.output
     text = res.output + (getattr(res, "stderr", "") or "")
     assert "Budget reached: $5.0000 spent of max_cost $4.5000" in text
@@ -212,8 +280,11 @@ def test_fingerprint_follows_options_backend_sampling_and_prompts(tmp_path, fake
     from pptarena.run.fingerprint import judge_fingerprint
 
     def fingerprint(judge_table: str, temperature: float = 0.0) -> dict:
-        cfg = write(tmp_path, DATASET.format(count=1).replace('[[judges]]\nuse = "title"\n', judge_table)
-                    + f'[[agents]]\nuse = "noop"\n[backends.scripted]\ntemperature = {temperature}\n')
+        cfg = write(
+            tmp_path,
+            DATASET.format(count=1).replace('[[judges]]\nuse = "title"\n', judge_table)
+            + f'[[agents]]\nuse = "noop"\n[backends.scripted]\ntemperature = {temperature}\n',
+        )
         config = load_config(cfg, get_registry())
         judge = Components(config, get_registry()).build(config.judges[0])
         assert prompts in type(judge).fingerprint_modules  # the dual judge's prompts are hashed
@@ -222,7 +293,10 @@ def test_fingerprint_follows_options_backend_sampling_and_prompts(tmp_path, fake
     dual = '[[judges]]\nuse = "dual"\nmodel = "scripted/judge-1"\n'
     base = fingerprint(dual)
     assert base["component"].endswith(":dual") and base["models"] == ["scripted/judge-1"] and base["version"]
-    assert base["backend_sampling"] == {"scripted": {"temperature": 0.0}} and base["options"]["temperature"] == 0.0
+    assert (
+        base["backend_sampling"] == {"scripted": {"temperature": 0.0}}
+        and base["options"]["temperature"] == 0.0
+    )
     assert fingerprint(dual)["id"] == base["id"]  # stable
     assert fingerprint(dual, temperature=0.7)["id"] != base["id"]  # the backend's sampling default
     assert fingerprint(dual + "max_tokens = 64\n")["id"] != base["id"]  # the judge's own options

@@ -8,6 +8,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from pptarena.run.config import ConfigError, load_config
 from pptarena.run.registry import get_registry
 from pptarena.run.runner import Runner
@@ -15,7 +16,9 @@ from pptarena.run.runner import Runner
 BASE = '[dataset]\nuse = "fake"\nroot = "data"\ncount = {count}\n[renderer]\nuse = "dummy"\n[[judges]]\nuse = "title"\n'
 
 
-def run(tmp_path: Path, agents: str, count: int = 3, extra: str = "", jobs: int = 1, out: str = "out") -> list[dict]:
+def run(
+    tmp_path: Path, agents: str, count: int = 3, extra: str = "", jobs: int = 1, out: str = "out"
+) -> list[dict]:
     cfg = tmp_path / "run.toml"
     cfg.write_text(extra + BASE.format(count=count) + agents)
     Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / out, jobs=jobs, quiet=True).run()
@@ -57,15 +60,22 @@ def test_pool_reuses_one_warm_worker_and_recycles_after_n(tmp_path, fake_plugins
     assert len(set(pids)) == 1 and pids[0] != os.getpid()  # one worker served all five pairs
     assert _wait_dead(pids[0]), "the pool worker outlived the run"
 
-    rows = run(tmp_path, '[[agents]]\nuse = "retitle"\n', count=5, out="b",
-               extra='[executor]\nuse = "local"\nrecycle_after = 2\n')
+    rows = run(
+        tmp_path,
+        '[[agents]]\nuse = "retitle"\n',
+        count=5,
+        out="b",
+        extra='[executor]\nuse = "local"\nrecycle_after = 2\n',
+    )
     assert len(rows) == 5
     pids = worker_pids(tmp_path / "b", "retitle")
     assert pids[0] == pids[1] != pids[2] == pids[3] != pids[4]
 
 
 def test_per_pair_interpreter_when_pool_is_off(tmp_path, fake_plugins):
-    rows = run(tmp_path, '[[agents]]\nuse = "retitle"\n', count=3, extra='[executor]\nuse = "local"\npool = false\n')
+    rows = run(
+        tmp_path, '[[agents]]\nuse = "retitle"\n', count=3, extra='[executor]\nuse = "local"\npool = false\n'
+    )
     assert all(r["status"] == "scored" for r in rows)
     assert len(set(worker_pids(tmp_path / "out", "retitle"))) == 3
 
@@ -79,7 +89,9 @@ def test_crashed_worker_is_replaced_and_charged_to_the_agent(tmp_path, fake_plug
         assert "exited with code 3" in by[("exit", t)]["error"] and "about to die" in by[("exit", t)]["error"]
         assert by[("retitle", t)]["status"] == "scored"
     # what the agent printed stays with its task folder
-    assert "about to die" in (tmp_path / "out" / "tasks" / "exit" / "task-00" / "agent.stderr.txt").read_text()
+    assert (
+        "about to die" in (tmp_path / "out" / "tasks" / "exit" / "task-00" / "agent.stderr.txt").read_text()
+    )
 
 
 def test_timeout_kills_the_pairs_process_group_and_the_next_pair_gets_a_fresh_worker(tmp_path, fake_plugins):
@@ -100,16 +112,24 @@ def test_a_pair_never_leaks_processes_into_the_next(tmp_path, fake_plugins):
     pidfile = tmp_path / "stray.pid"
     rows = run(tmp_path, f'[[agents]]\nuse = "stray"\npidfile = "{pidfile}"\n', count=1)
     assert rows[0]["status"] == "scored"
-    assert _wait_dead(int(pidfile.read_text())), "the background process the agent left behind is still running"
+    assert _wait_dead(int(pidfile.read_text())), (
+        "the background process the agent left behind is still running"
+    )
 
 
 def test_executor_options_are_validated_with_key_paths(tmp_path, fake_plugins):
     cfg = tmp_path / "run.toml"
-    cfg.write_text(BASE.format(count=1) + '[[agents]]\nuse = "noop"\n[executor]\nuse = "local"\nrecycle_afterr = 3\n')
-    with pytest.raises(ConfigError, match=r"executor\.recycle_afterr: unknown option .*did you mean 'recycle_after'"):
+    cfg.write_text(
+        BASE.format(count=1) + '[[agents]]\nuse = "noop"\n[executor]\nuse = "local"\nrecycle_afterr = 3\n'
+    )
+    with pytest.raises(
+        ConfigError, match=r"executor\.recycle_afterr: unknown option .*did you mean 'recycle_after'"
+    ):
         load_config(cfg, get_registry())
     cfg.write_text(BASE.format(count=1) + '[[agents]]\nuse = "noop"\n[executor]\nuse = "locall"\n')
-    with pytest.raises(ConfigError, match=r"(?s)executor\.use = 'locall': unknown executor.*Did you mean: local"):
+    with pytest.raises(
+        ConfigError, match=r"(?s)executor\.use = 'locall': unknown executor.*Did you mean: local"
+    ):
         load_config(cfg, get_registry())
 
 
@@ -138,7 +158,9 @@ def test_hook_register_executors(tmp_path, fake_plugins):
         def close(self):
             pass
 
-    plugin = types.SimpleNamespace(register_executors=pptarena.hookimpl(lambda register: register("serial", SerialExecutor)))
+    plugin = types.SimpleNamespace(
+        register_executors=pptarena.hookimpl(lambda register: register("serial", SerialExecutor))
+    )
     reg = get_registry()
     reg.register_plugin(plugin, "serial-plugin")
     try:

@@ -75,7 +75,9 @@ def run_config(tmp_path: Path, text: str, out: str, **kw) -> dict:
 
 
 def files_of(task_dir: Path) -> set[str]:
-    return {p.relative_to(task_dir).as_posix() for p in task_dir.rglob("*") if p.is_file()} - {"executor.json"}
+    return {p.relative_to(task_dir).as_posix() for p in task_dir.rglob("*") if p.is_file()} - {
+        "executor.json"
+    }
 
 
 DEMO = """
@@ -164,8 +166,11 @@ def test_unknown_agent_label_in_executor_options_fails_before_work(tmp_path, clu
     from pptarena.run.config import ConfigError
 
     cfg = tmp_path / "bad.toml"
-    cfg.write_text(FAKE.format(count=1) + '[[agents]]\nuse = "noop"\n'
-                   + executor_table(cluster, "[executor.agents.gui]\nresources = { desktop = 1 }\n"))
+    cfg.write_text(
+        FAKE.format(count=1)
+        + '[[agents]]\nuse = "noop"\n'
+        + executor_table(cluster, "[executor.agents.gui]\nresources = { desktop = 1 }\n")
+    )
     with pytest.raises(ConfigError, match=r"executor\.agents\.gui: no agent is labelled 'gui'"):
         load_config(cfg, get_registry())
 
@@ -217,7 +222,9 @@ def _wait(predicate, seconds: float) -> bool:
     return predicate()
 
 
-def test_worker_node_killed_mid_run_gives_retries_never_lost_or_duplicated_results(tmp_path, cluster, fake_plugins):
+def test_worker_node_killed_mid_run_gives_retries_never_lost_or_duplicated_results(
+    tmp_path, cluster, fake_plugins
+):
     victim = cluster.add_node(num_cpus=1, object_store_memory=STORE, node_ip_address="127.0.0.1")
     cluster.wait_for_nodes()
     text = FAKE.format(count=6) + '[[agents]]\nuse = "retitle"\nsleep = 1.5\n' + executor_table(cluster)
@@ -239,29 +246,54 @@ def test_worker_node_killed_mid_run_gives_retries_never_lost_or_duplicated_resul
     cluster.remove_node(victim, allow_graceful=False)  # SIGKILL of the node's raylet, workers and agents
     thread.join(240)
     assert not thread.is_alive() and not errors, errors
-    assert _wait(lambda: not any(Path(f"/proc/{p}").exists() and "pool_worker" in _cmdline(p) for p in doomed), 10)
+    assert _wait(
+        lambda: not any(Path(f"/proc/{p}").exists() and "pool_worker" in _cmdline(p) for p in doomed), 10
+    )
     rows = rows_of(tmp_path / "out")
     keys = [(r["agent"], r["task_id"]) for r in rows]
     assert len(keys) == len(set(keys)) == 6, keys  # none lost, none twice
     assert {r["status"] for r in rows} <= {"scored", "infra_error"}
     # resume (retrying infrastructure failures) completes the run with every pair scored once more at most
-    Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True, retry_errors=True).run()
+    Runner(
+        load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True, retry_errors=True
+    ).run()
     final = {(r["agent"], r["task_id"]): r for r in rows_of(tmp_path / "out")}
     assert len(final) == 6 and all(r["status"] == "scored" for r in final.values())
 
 
 @pytest.mark.parametrize("sig", [signal.SIGKILL, signal.SIGINT], ids=["kill-9", "ctrl-c"])
-def test_killing_the_driver_leaves_nothing_running_and_rerunning_resumes(tmp_path, cluster, fake_plugins, sig):
+def test_killing_the_driver_leaves_nothing_running_and_rerunning_resumes(
+    tmp_path, cluster, fake_plugins, sig
+):
     cfg = tmp_path / "run.toml"
-    cfg.write_text(FAKE.format(count=6) + '[[agents]]\nuse = "retitle"\nsleep = 1.5\n' + executor_table(cluster))
+    cfg.write_text(
+        FAKE.format(count=6) + '[[agents]]\nuse = "retitle"\nsleep = 1.5\n' + executor_table(cluster)
+    )
     out = tmp_path / "out"
     env = {**os.environ, "PPTARENA_PLUGINS": "fakeplugins"}
-    cmd = [sys.executable, "-m", "pptarena.cli", "run", "--config", str(cfg), "--out", str(out), "--no-report"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pptarena.cli",
+        "run",
+        "--config",
+        str(cfg),
+        "--out",
+        str(out),
+        "--no-report",
+    ]
     raylets = [_raylet_pid(n) for n in [cluster.head_node, *cluster.worker_nodes]]
     assert not _agent_workers(raylets)
-    proc = subprocess.Popen(cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path)
+    proc = subprocess.Popen(
+        cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path
+    )
     try:
-        assert _wait(lambda: (out / "results.jsonl").exists() and len(rows_of(out)) >= 1 and bool(_agent_workers(raylets)), 120)
+        assert _wait(
+            lambda: (
+                (out / "results.jsonl").exists() and len(rows_of(out)) >= 1 and bool(_agent_workers(raylets))
+            ),
+            120,
+        )
     finally:
         proc.send_signal(sig)
         _, stderr = proc.communicate(timeout=60)
@@ -271,7 +303,9 @@ def test_killing_the_driver_leaves_nothing_running_and_rerunning_resumes(tmp_pat
     assert 1 <= len(first) < 6
     # nothing of the run keeps running on the cluster: no agent worker, no task of ours
     assert _wait(lambda: not _agent_workers(raylets), 30), [_cmdline(p) for p in _agent_workers(raylets)]
-    assert _wait(lambda: not [p for r in raylets for p in _descendants(r) if "ray::pptarena" in _cmdline(p)], 30)
+    assert _wait(
+        lambda: not [p for r in raylets for p in _descendants(r) if "ray::pptarena" in _cmdline(p)], 30
+    )
     done = subprocess.run(cmd, env=env, capture_output=True, text=True, cwd=tmp_path, timeout=240)
     assert done.returncode == 0, done.stderr[-3000:]
     rows = rows_of(out)
@@ -283,8 +317,10 @@ def test_killing_the_driver_leaves_nothing_running_and_rerunning_resumes(tmp_pat
 def test_an_agent_needing_a_resource_no_node_has_fails_before_submitting(tmp_path, cluster, fake_plugins):
     from pptarena.run.executors import ExecutorError
 
-    text = FAKE.format(count=1) + '[[agents]]\nuse = "retitle"\n' + executor_table(
-        cluster, "[executor.agents.retitle]\nresources = { gpu_desktop = 1 }\n"
+    text = (
+        FAKE.format(count=1)
+        + '[[agents]]\nuse = "retitle"\n'
+        + executor_table(cluster, "[executor.agents.retitle]\nresources = { gpu_desktop = 1 }\n")
     )
     with pytest.raises(ExecutorError, match=r"agent 'retitle' needs 1 'gpu_desktop' per pair.*advertises 0"):
         run_config(tmp_path, text, "out")

@@ -11,6 +11,7 @@ import json
 from pathlib import Path
 
 import pytest
+
 from pptarena.models import Completion
 from pptarena.plugins.agents.gui import actions as A
 from pptarena.plugins.agents.gui.actions import ActionError, Scaler, Screen
@@ -126,14 +127,18 @@ def test_openai_tool_definition_carries_the_image_size() -> None:
 
 
 def test_anthropic_tool_use_click_is_scaled() -> None:
-    decision = AnthropicComputerAdapter().parse(raw_completion(fixture("anthropic_message_click.json")), SCALER)
+    decision = AnthropicComputerAdapter().parse(
+        raw_completion(fixture("anthropic_message_click.json")), SCALER
+    )
     assert kinds(decision) == [{"kind": "click", "x": 545, "y": 300, "button": "left", "count": 2}]
     assert decision.call_ids == ["toolu_01A09q90qw90lq917835lq9"]
     assert "double-click the title" in decision.note
 
 
 def test_anthropic_every_action_kind_maps() -> None:
-    decision = AnthropicComputerAdapter().parse(raw_completion(fixture("anthropic_message_multi.json")), SCALER)
+    decision = AnthropicComputerAdapter().parse(
+        raw_completion(fixture("anthropic_message_multi.json")), SCALER
+    )
     assert not decision.errors
     assert kinds(decision) == [
         {"kind": "key", "keys": "ctrl+a"},
@@ -150,7 +155,9 @@ def test_anthropic_every_action_kind_maps() -> None:
 
 
 def test_anthropic_toolset_blocks_map_with_the_name_as_action() -> None:
-    decision = AnthropicComputerAdapter().parse(raw_completion(fixture("anthropic_message_toolset.json")), SCALER)
+    decision = AnthropicComputerAdapter().parse(
+        raw_completion(fixture("anthropic_message_toolset.json")), SCALER
+    )
     assert not decision.errors
     assert kinds(decision) == [
         {"kind": "click", "x": 640, "y": 625, "button": "right", "count": 1},
@@ -164,10 +171,17 @@ def test_anthropic_end_turn_without_tool_use_means_done() -> None:
 
 
 def test_anthropic_rejects_other_tools_and_hold_key() -> None:
-    raw = {"content": [
-        {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "rm -rf /"}},
-        {"type": "tool_use", "id": "toolu_2", "name": "computer", "input": {"action": "hold_key", "text": "shift", "duration": 2}},
-    ]}
+    raw = {
+        "content": [
+            {"type": "tool_use", "id": "toolu_1", "name": "bash", "input": {"command": "rm -rf /"}},
+            {
+                "type": "tool_use",
+                "id": "toolu_2",
+                "name": "computer",
+                "input": {"action": "hold_key", "text": "shift", "duration": 2},
+            },
+        ]
+    }
     decision = AnthropicComputerAdapter().parse(raw_completion(raw), SCALER)
     assert decision.actions == []
     assert any("'bash' is not available" in e for e in decision.errors)
@@ -190,7 +204,9 @@ def test_json_fenced_action_after_reasoning() -> None:
 def test_json_list_and_actions_key() -> None:
     decision = parse_json('[{"action": "key", "keys": ["ctrl", "a"]}, {"action": "type", "text": "Hi"}]')
     assert kinds(decision) == [{"kind": "key", "keys": "ctrl+a"}, {"kind": "type", "text": "Hi"}]
-    decision = parse_json('{"actions": [{"action": "drag", "from": [0, 0], "to": [1024, 640]}, {"action": "done"}]}')
+    decision = parse_json(
+        '{"actions": [{"action": "drag", "from": [0, 0], "to": [1024, 640]}, {"action": "done"}]}'
+    )
     assert kinds(decision)[0] == {"kind": "drag", "path": [[0, 0], [1279, 799]]}
     assert decision.done
 
@@ -212,7 +228,10 @@ def test_json_qwen_tool_call_and_normalized_coordinates() -> None:
 
 
 def test_json_scroll_forms() -> None:
-    assert kinds(parse_json('{"action": "scroll", "x": 0, "y": 0, "direction": "left", "amount": 2}'))[0]["dx"] == -2
+    assert (
+        kinds(parse_json('{"action": "scroll", "x": 0, "y": 0, "direction": "left", "amount": 2}'))[0]["dx"]
+        == -2
+    )
     assert kinds(parse_json('{"action": "scroll", "x": 0, "y": 0, "dy": -4}'))[0]["dy"] == -4
 
 
@@ -237,7 +256,9 @@ def test_json_invalid_actions_become_errors_for_the_model(text: str, message: st
 
 
 def test_json_stops_at_the_first_invalid_action_and_caps_the_batch() -> None:
-    decision = parse_json('[{"action": "type", "text": "a"}, {"action": "nope"}, {"action": "type", "text": "b"}]')
+    decision = parse_json(
+        '[{"action": "type", "text": "a"}, {"action": "nope"}, {"action": "type", "text": "b"}]'
+    )
     assert kinds(decision) == [{"kind": "type", "text": "a"}] and len(decision.errors) == 1
     many = json.dumps([{"action": "wait", "seconds": 0}] * 8)
     decision = parse_json(many)

@@ -14,20 +14,23 @@ import shutil
 from pathlib import Path
 
 import pytest
-from pptarena.models import ModelClient
-from pptarena.types import AgentLog, ComponentContext, Task, Workspace
 from pptx import Presentation
 from pptx.enum.shapes import MSO_SHAPE_TYPE
 from pptx.enum.text import MSO_AUTO_SIZE
 from pptx.util import Inches, Pt
+
+from pptarena.models import ModelClient
+from pptarena.types import AgentLog, ComponentContext, Task, Workspace
 
 pytestmark = pytest.mark.gui
 pytest_plugins = ["conftest_llm"]
 
 NEEDED = ("Xvfb", "xdotool", "soffice")
 if any(shutil.which(p) is None for p in NEEDED):  # pragma: no cover - CI installs them
-    pytest.skip("needs Xvfb, xdotool and soffice (apt-get install xvfb xdotool libreoffice-impress)",
-                allow_module_level=True)
+    pytest.skip(
+        "needs Xvfb, xdotool and soffice (apt-get install xvfb xdotool libreoffice-impress)",
+        allow_module_level=True,
+    )
 
 NEW_TITLE = "Quarterly Results — 2025 ü"
 # The generated title box covers the top half of the 4:3 slide; at 1280x800 Impress shows the slide
@@ -120,8 +123,9 @@ def assert_diff_is_exactly_the_title_edit(baseline: Path, prediction: Path) -> N
     ], edits
 
 
-def run_agent(tmp_path: Path, src_deck: Path, responses: list[str], client: ModelClient | None = None,
-              **options) -> tuple:
+def run_agent(
+    tmp_path: Path, src_deck: Path, responses: list[str], client: ModelClient | None = None, **options
+) -> tuple:
     from pptarena.plugins.agents.gui import GuiAgent
 
     src = tmp_path / "input.pptx"
@@ -140,8 +144,13 @@ def run_agent(tmp_path: Path, src_deck: Path, responses: list[str], client: Mode
     client.complete = complete_and_look  # type: ignore[method-assign]
     client.seen_running = seen_running  # type: ignore[attr-defined]
     workspace = Workspace(
-        dir=task_dir, input_deck=src, output_deck=task_dir / "prediction.pptx", renderer=None,
-        model=lambda ref: client, log=AgentLog(task_dir / "agent.log.jsonl"), timeout=240,
+        dir=task_dir,
+        input_deck=src,
+        output_deck=task_dir / "prediction.pptx",
+        renderer=None,
+        model=lambda ref: client,
+        log=AgentLog(task_dir / "agent.log.jsonl"),
+        timeout=240,
     )
     context = ComponentContext(cache_dir=tmp_path / "cache", model=lambda ref: client)
     agent = GuiAgent(GuiAgent.Options(model="scripted/gui-test", step_delay=0.3, **options), context)
@@ -171,8 +180,10 @@ def test_json_actions_edit_the_title_through_impress(tmp_path: Path, deck_and_ba
     x, y = TITLE_POINT
     responses = [
         f'I will open the title for editing.\n```json\n{{"action": "double_click", "x": {x}, "y": {y}}}\n```',
-        json.dumps({"actions": [{"action": "key", "keys": "ctrl+a"}, {"action": "type", "text": NEW_TITLE}]},
-                   ensure_ascii=False),
+        json.dumps(
+            {"actions": [{"action": "key", "keys": "ctrl+a"}, {"action": "type", "text": NEW_TITLE}]},
+            ensure_ascii=False,
+        ),
         '{"action": "done", "note": "title replaced"}',
     ]
     src, task_dir, prediction, client = run_agent(tmp_path, deck_and_baseline[0], responses)
@@ -206,16 +217,43 @@ def test_anthropic_tool_use_replayed_with_scaled_screenshots(tmp_path: Path, dec
     sx, sy = TITLE_POINT[0] * 1024 // 1280, TITLE_POINT[1] * 640 // 800
 
     def message(*blocks: dict, stop: str = "tool_use") -> str:
-        return json.dumps({"id": "msg_01", "type": "message", "role": "assistant", "model": "claude-test",
-                           "content": list(blocks), "stop_reason": stop,
-                           "usage": {"input_tokens": 1, "output_tokens": 1}}, ensure_ascii=False)
+        return json.dumps(
+            {
+                "id": "msg_01",
+                "type": "message",
+                "role": "assistant",
+                "model": "claude-test",
+                "content": list(blocks),
+                "stop_reason": stop,
+                "usage": {"input_tokens": 1, "output_tokens": 1},
+            },
+            ensure_ascii=False,
+        )
 
     responses = [
-        message({"type": "text", "text": "Double-click the title."},
-                {"type": "tool_use", "id": "toolu_1", "name": "computer",
-                 "input": {"action": "double_click", "coordinate": [sx, sy]}}),
-        message({"type": "tool_use", "id": "toolu_2", "name": "computer", "input": {"action": "key", "text": "ctrl+a"}},
-                {"type": "tool_use", "id": "toolu_3", "name": "computer", "input": {"action": "type", "text": NEW_TITLE}}),
+        message(
+            {"type": "text", "text": "Double-click the title."},
+            {
+                "type": "tool_use",
+                "id": "toolu_1",
+                "name": "computer",
+                "input": {"action": "double_click", "coordinate": [sx, sy]},
+            },
+        ),
+        message(
+            {
+                "type": "tool_use",
+                "id": "toolu_2",
+                "name": "computer",
+                "input": {"action": "key", "text": "ctrl+a"},
+            },
+            {
+                "type": "tool_use",
+                "id": "toolu_3",
+                "name": "computer",
+                "input": {"action": "type", "text": NEW_TITLE},
+            },
+        ),
         message({"type": "text", "text": "The title is changed."}, stop="end_turn"),
     ]
     src, task_dir, prediction, client = run_agent(
@@ -237,7 +275,8 @@ def test_anthropic_tool_use_replayed_with_scaled_screenshots(tmp_path: Path, dec
     assert second.params["tools"][0]["type"] == "computer_20250124"
     (assistant,) = [m for m in second.messages if m.role == "assistant"]
     assert [(p.id, dict(p.input)) for p in assistant.parts() if isinstance(p, ToolCall)] == [
-        ("toolu_1", {"action": "double_click", "coordinate": [sx, sy]})]
+        ("toolu_1", {"action": "double_click", "coordinate": [sx, sy]})
+    ]
     (result,) = second.messages[-1].parts()
     assert isinstance(result, ToolResult) and result.call_id == "toolu_1" and not result.is_error
     assert result.images()[0].data == (task_dir / "trajectory" / "step_001.png").read_bytes()
@@ -248,23 +287,36 @@ def _stub_client(backend_factory, ref_backend: str, model: str) -> ModelClient:
     return ModelClient(backend_factory(), ref_backend, model)
 
 
-def test_anthropic_computer_use_over_the_sdk_edits_the_title(tmp_path: Path, deck_and_baseline, llm_server,
-                                                             anthropic_backend) -> None:
+def test_anthropic_computer_use_over_the_sdk_edits_the_title(
+    tmp_path: Path, deck_and_baseline, llm_server, anthropic_backend
+) -> None:
     """The real anthropic SDK talks to the stub server, which replays a recorded computer-use session."""
     from stub_llm_server import Native
 
     sx, sy = TITLE_POINT[0] * 1024 // 1280, TITLE_POINT[1] * 640 // 800
     use = lambda i, **a: {"type": "tool_use", "id": f"toolu_{i}", "name": "computer", "input": a}  # noqa: E731
     llm_server.enqueue(
-        Native({"content": [{"type": "text", "text": "Double-click the title."},
-                            use(1, action="double_click", coordinate=[sx, sy])], "stop_reason": "tool_use"}),
-        Native({"content": [use(2, action="key", text="ctrl+a"), use(3, action="type", text=NEW_TITLE)],
-                "stop_reason": "tool_use"}),
+        Native(
+            {
+                "content": [
+                    {"type": "text", "text": "Double-click the title."},
+                    use(1, action="double_click", coordinate=[sx, sy]),
+                ],
+                "stop_reason": "tool_use",
+            }
+        ),
+        Native(
+            {
+                "content": [use(2, action="key", text="ctrl+a"), use(3, action="type", text=NEW_TITLE)],
+                "stop_reason": "tool_use",
+            }
+        ),
         Native({"content": [{"type": "text", "text": "The title is changed."}], "stop_reason": "end_turn"}),
     )
     client = _stub_client(anthropic_backend, "anthropic", "claude-test")
-    src, task_dir, prediction, _ = run_agent(tmp_path, deck_and_baseline[0], [], client=client,
-                                             action_space="anthropic", image_size="1024x640")
+    src, task_dir, prediction, _ = run_agent(
+        tmp_path, deck_and_baseline[0], [], client=client, action_space="anthropic", image_size="1024x640"
+    )
     assert prediction.metadata["stop_reason"] == "done" and prediction.metadata["action_errors"] == 0
     assert_diff_is_exactly_the_title_edit(deck_and_baseline[1], prediction.path)
     requests = llm_server.requests
@@ -272,39 +324,70 @@ def test_anthropic_computer_use_over_the_sdk_edits_the_title(tmp_path: Path, dec
     assert all(r.headers["anthropic-beta"] == "computer-use-2025-01-24" for r in requests)
     assert requests[0].tools()[0]["display_width_px"] == 1024
     assert [(r["call_id"], len(r["images"])) for r in requests[2].tool_results()[-2:]] == [
-        ("toolu_2", 0), ("toolu_3", 1)]
-    assert requests[2].tool_results()[-1]["images"][0][1] == (
-        task_dir / "trajectory" / "step_002.png").read_bytes()
+        ("toolu_2", 0),
+        ("toolu_3", 1),
+    ]
+    assert (
+        requests[2].tool_results()[-1]["images"][0][1]
+        == (task_dir / "trajectory" / "step_002.png").read_bytes()
+    )
     assert our_children() == []
 
 
-def test_openai_computer_use_over_the_sdk_edits_the_title(tmp_path: Path, deck_and_baseline, llm_server,
-                                                          openai_backend) -> None:
+def test_openai_computer_use_over_the_sdk_edits_the_title(
+    tmp_path: Path, deck_and_baseline, llm_server, openai_backend
+) -> None:
     """The real openai SDK calls the Responses API on the stub server, which replays computer_call items."""
     from stub_llm_server import Native
 
     def call(i: int, action: dict) -> dict:
-        return {"type": "computer_call", "id": f"cu_{i}", "call_id": f"call_{i}", "action": action,
-                "pending_safety_checks": [], "status": "completed"}
+        return {
+            "type": "computer_call",
+            "id": f"cu_{i}",
+            "call_id": f"call_{i}",
+            "action": action,
+            "pending_safety_checks": [],
+            "status": "completed",
+        }
 
     x, y = TITLE_POINT
     llm_server.enqueue(
         Native({"id": "resp_1", "output": [call(1, {"type": "double_click", "x": x, "y": y})]}),
-        Native({"id": "resp_2", "output": [call(2, {"type": "keypress", "keys": ["CTRL", "A"]}),
-                                           call(3, {"type": "type", "text": NEW_TITLE})]}),
-        Native({"id": "resp_3", "output": [{"type": "message", "id": "msg_3", "role": "assistant",
-                                            "status": "completed", "content": [
-                                                {"type": "output_text", "text": "Done.", "annotations": []}]}]}),
+        Native(
+            {
+                "id": "resp_2",
+                "output": [
+                    call(2, {"type": "keypress", "keys": ["CTRL", "A"]}),
+                    call(3, {"type": "type", "text": NEW_TITLE}),
+                ],
+            }
+        ),
+        Native(
+            {
+                "id": "resp_3",
+                "output": [
+                    {
+                        "type": "message",
+                        "id": "msg_3",
+                        "role": "assistant",
+                        "status": "completed",
+                        "content": [{"type": "output_text", "text": "Done.", "annotations": []}],
+                    }
+                ],
+            }
+        ),
     )
     client = _stub_client(openai_backend, "openai", "computer-use-preview")
-    src, task_dir, prediction, _ = run_agent(tmp_path, deck_and_baseline[0], [], client=client,
-                                             action_space="openai")
+    src, task_dir, prediction, _ = run_agent(
+        tmp_path, deck_and_baseline[0], [], client=client, action_space="openai"
+    )
     assert prediction.metadata["stop_reason"] == "done" and prediction.notes == "Done."
     assert_diff_is_exactly_the_title_edit(deck_and_baseline[1], prediction.path)
     requests = llm_server.requests
     assert [r.path for r in requests] == ["/v1/responses"] * 3
-    assert requests[0].body["tools"] == [{"type": "computer_use_preview", "display_width": 1280,
-                                          "display_height": 800, "environment": "linux"}]
+    assert requests[0].body["tools"] == [
+        {"type": "computer_use_preview", "display_width": 1280, "display_height": 800, "environment": "linux"}
+    ]
     assert [r.body.get("previous_response_id") for r in requests] == [None, "resp_1", "resp_2"]
     outputs = requests[2].tool_results()
     assert [o["call_id"] for o in outputs] == ["call_2", "call_3"]

@@ -16,8 +16,9 @@ import time
 from pathlib import Path
 
 import pytest
-from pptarena.types import AgentLog, ComponentContext, ComponentUnavailable
 from pptx import Presentation
+
+from pptarena.types import AgentLog, ComponentContext, ComponentUnavailable
 
 HAVE_PROGRAMS = all(shutil.which(p) for p in ("Xvfb", "xdotool", "soffice"))
 needs_screen = pytest.mark.skipif(not HAVE_PROGRAMS, reason="needs xvfb, xdotool and libreoffice-impress")
@@ -73,8 +74,9 @@ def test_only_the_missing_program_is_named(tmp_path: Path, monkeypatch: pytest.M
 
 
 def test_options_validate_sizes() -> None:
-    from pptarena.plugins.agents.gui import GuiOptions
     from pydantic import ValidationError
+
+    from pptarena.plugins.agents.gui import GuiOptions
 
     with pytest.raises(ValidationError, match="1280x800"):
         GuiOptions(model="scripted/x", screen="big")
@@ -106,7 +108,10 @@ CHILD = textwrap.dedent(
 def start_child(deck: Path, mode: str) -> tuple[subprocess.Popen, list[int], Path]:
     proc = subprocess.Popen(
         [sys.executable, "-c", CHILD, str(deck), mode],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        start_new_session=True,
     )
     line = proc.stdout.readline()
     if not line:
@@ -197,20 +202,45 @@ def test_dialog_focus_loop_limits_and_saving_from_odd_states(tmp_path: Path) -> 
 
         log = AgentLog(tmp_path / "log.jsonl")
         client = Replies('{"action": "wait", "seconds": 0}')
-        result = run_episode(env, client, JsonAdapter(), "Do nothing.", trajectory=Trajectory(tmp_path / "t1"),
-                             log=log, max_steps=2, step_delay=0)
+        result = run_episode(
+            env,
+            client,
+            JsonAdapter(),
+            "Do nothing.",
+            trajectory=Trajectory(tmp_path / "t1"),
+            log=log,
+            max_steps=2,
+            step_delay=0,
+        )
         assert (result.stop_reason, result.steps, client.calls) == ("max_steps", 2, 2)
 
-        result = run_episode(env, client, JsonAdapter(), "Do nothing.", trajectory=Trajectory(tmp_path / "t2"),
-                             log=log, max_steps=5, deadline=time.monotonic(), step_delay=0)
+        result = run_episode(
+            env,
+            client,
+            JsonAdapter(),
+            "Do nothing.",
+            trajectory=Trajectory(tmp_path / "t2"),
+            log=log,
+            max_steps=5,
+            deadline=time.monotonic(),
+            step_delay=0,
+        )
         assert (result.stop_reason, result.steps, client.calls) == ("deadline", 0, 2)
         lines = (tmp_path / "t2" / "trajectory.jsonl").read_text().splitlines()
         assert json.loads(lines[-1])["stop_reason"] == "deadline"
         assert (tmp_path / "t2" / "final.png").stat().st_size > 1000
 
         bad = Replies("I would like to click somewhere.")
-        result = run_episode(env, bad, JsonAdapter(), "x", trajectory=Trajectory(tmp_path / "t3"), log=log,
-                             max_steps=1, step_delay=0)
+        result = run_episode(
+            env,
+            bad,
+            JsonAdapter(),
+            "x",
+            trajectory=Trajectory(tmp_path / "t3"),
+            log=log,
+            max_steps=1,
+            step_delay=0,
+        )
         step = json.loads((tmp_path / "t3" / "trajectory.jsonl").read_text().splitlines()[0])
         assert step["actions"] == [] and "no JSON action" in step["errors"][0]
         assert result.action_errors == 1

@@ -16,13 +16,14 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from stub_llm_server import Native
+
 from pptarena.models import ImagePart, Message, ModelClient, ToolCall, ToolResult
 from pptarena.plugins.agents.gui.actions import Action, Screen
 from pptarena.plugins.agents.gui.adapters import make_adapter
 from pptarena.plugins.agents.gui.env import ActionFailed
 from pptarena.plugins.agents.gui.loop import Trajectory, run_episode
 from pptarena.types import AgentLog
-from stub_llm_server import Native
 
 pytest_plugins = ["conftest_llm"]
 
@@ -60,12 +61,21 @@ def png_size(data: bytes) -> tuple[int, int]:
     return Image.open(io.BytesIO(data)).size
 
 
-def episode(tmp_path: Path, client: ModelClient, space: str, env: FakeScreen | None = None, **kw: Any) -> tuple:
+def episode(
+    tmp_path: Path, client: ModelClient, space: str, env: FakeScreen | None = None, **kw: Any
+) -> tuple:
     env = env or FakeScreen()
     trajectory = Trajectory(tmp_path / "trajectory")
     result = run_episode(
-        env, client, make_adapter(space), "Change the title to 'New'.", trajectory=trajectory,  # type: ignore[arg-type]
-        log=AgentLog(tmp_path / "agent.log.jsonl"), image_size=IMAGE, step_delay=0, **kw,
+        env,
+        client,
+        make_adapter(space),
+        "Change the title to 'New'.",
+        trajectory=trajectory,  # type: ignore[arg-type]
+        log=AgentLog(tmp_path / "agent.log.jsonl"),
+        image_size=IMAGE,
+        step_delay=0,
+        **kw,
     )
     return result, env, trajectory
 
@@ -83,10 +93,13 @@ def tool_use(call_id: str, **action: Any) -> dict:
 
 def test_anthropic_conversation_on_the_wire(tmp_path: Path, anthropic_backend, llm_server) -> None:
     llm_server.enqueue(
-        anthropic_message({"type": "text", "text": "Double-click the title."},
-                          tool_use("toolu_1", action="double_click", coordinate=[436, 240])),
-        anthropic_message(tool_use("toolu_2", action="key", text="ctrl+a"),
-                          tool_use("toolu_3", action="type", text="New")),
+        anthropic_message(
+            {"type": "text", "text": "Double-click the title."},
+            tool_use("toolu_1", action="double_click", coordinate=[436, 240]),
+        ),
+        anthropic_message(
+            tool_use("toolu_2", action="key", text="ctrl+a"), tool_use("toolu_3", action="type", text="New")
+        ),
         anthropic_message({"type": "text", "text": "Done: the title is New."}, stop="end_turn"),
     )
     client = ModelClient(anthropic_backend(), "anthropic", "claude-test")
@@ -103,8 +116,14 @@ def test_anthropic_conversation_on_the_wire(tmp_path: Path, anthropic_backend, l
     for req in requests:
         assert req.path == "/v1/messages"
         assert req.headers["anthropic-beta"] == "computer-use-2025-01-24"
-        assert req.tools() == [{"type": "computer_20250124", "name": "computer", "display_width_px": 1024,
-                                "display_height_px": 640}]
+        assert req.tools() == [
+            {
+                "type": "computer_20250124",
+                "name": "computer",
+                "display_width_px": 1024,
+                "display_height_px": 640,
+            }
+        ]
         assert "LibreOffice Impress" in (req.system() or "")
     first = requests[0].messages()
     assert len(first) == 1 and "Change the title" in first[0]["content"][0]["text"]
@@ -112,10 +131,18 @@ def test_anthropic_conversation_on_the_wire(tmp_path: Path, anthropic_backend, l
 
     # step 2: the model's turn comes back verbatim, then a tool_result holding the new screenshot
     second = requests[1].messages()
-    assert second[1] == {"role": "assistant", "content": [
-        {"type": "text", "text": "Double-click the title."},
-        {"type": "tool_use", "id": "toolu_1", "name": "computer",
-         "input": {"action": "double_click", "coordinate": [436, 240]}}]}
+    assert second[1] == {
+        "role": "assistant",
+        "content": [
+            {"type": "text", "text": "Double-click the title."},
+            {
+                "type": "tool_use",
+                "id": "toolu_1",
+                "name": "computer",
+                "input": {"action": "double_click", "coordinate": [436, 240]},
+            },
+        ],
+    }
     results = requests[1].tool_results()
     assert [(r["call_id"], r["is_error"]) for r in results] == [("toolu_1", False)]
     step1_png = (trajectory.folder / "step_001.png").read_bytes()
@@ -124,17 +151,25 @@ def test_anthropic_conversation_on_the_wire(tmp_path: Path, anthropic_backend, l
     # step 3: one result per call, the screenshot in the last; older screenshots pruned (history_images=1)
     results = requests[2].tool_results()
     assert [(r["call_id"], r["is_error"], len(r["images"])) for r in results] == [
-        ("toolu_1", False, 0), ("toolu_2", False, 0), ("toolu_3", False, 1)]
+        ("toolu_1", False, 0),
+        ("toolu_2", False, 0),
+        ("toolu_3", False, 1),
+    ]
     assert results[2]["images"][0][1] == (trajectory.folder / "step_002.png").read_bytes()
     assert requests[2].images() == []  # the first screenshot (a top-level image block) was pruned too
     assert "(screenshot omitted)" in str(requests[2].messages()[0])
     assert client.usage.calls == 3
 
 
-def test_anthropic_failed_action_is_an_error_tool_result(tmp_path: Path, anthropic_backend, llm_server) -> None:
+def test_anthropic_failed_action_is_an_error_tool_result(
+    tmp_path: Path, anthropic_backend, llm_server
+) -> None:
     llm_server.enqueue(
-        anthropic_message(tool_use("toolu_a", action="key", text="ctrl+a"), tool_use("toolu_b", action="type", text="x"),
-                          tool_use("toolu_c", action="key", text="Return")),
+        anthropic_message(
+            tool_use("toolu_a", action="key", text="ctrl+a"),
+            tool_use("toolu_b", action="type", text="x"),
+            tool_use("toolu_c", action="key", text="Return"),
+        ),
         anthropic_message({"type": "text", "text": "Giving up."}, stop="end_turn"),
     )
     client = ModelClient(anthropic_backend(), "anthropic", "claude-test")
@@ -143,7 +178,10 @@ def test_anthropic_failed_action_is_an_error_tool_result(tmp_path: Path, anthrop
     assert result.action_errors == 1
     results = llm_server.requests[1].tool_results()
     assert [(r["call_id"], r["is_error"]) for r in results] == [
-        ("toolu_a", False), ("toolu_b", True), ("toolu_c", True)]
+        ("toolu_a", False),
+        ("toolu_b", True),
+        ("toolu_c", True),
+    ]
     assert "xdotool said no" in results[1]["texts"][0]
     assert "not run" in results[2]["texts"][0] and len(results[2]["images"]) == 1
 
@@ -151,9 +189,15 @@ def test_anthropic_failed_action_is_an_error_tool_result(tmp_path: Path, anthrop
 def test_anthropic_plain_calls_stay_on_the_messages_endpoint(anthropic_backend, llm_server) -> None:
     client = ModelClient(anthropic_backend(), "anthropic", "claude-test")
     assert client.complete([Message.user("hi")]).text == "ok"
-    assert "anthropic-beta" not in llm_server.requests[-1].headers and "tools" not in llm_server.requests[-1].body
-    client.complete([Message.user("hi")], tools=[{"name": "f", "input_schema": {"type": "object"}}],
-                    betas=["token-efficient-tools-2025-02-19"])
+    assert (
+        "anthropic-beta" not in llm_server.requests[-1].headers
+        and "tools" not in llm_server.requests[-1].body
+    )
+    client.complete(
+        [Message.user("hi")],
+        tools=[{"name": "f", "input_schema": {"type": "object"}}],
+        betas=["token-efficient-tools-2025-02-19"],
+    )
     assert llm_server.requests[-1].headers["anthropic-beta"] == "token-efficient-tools-2025-02-19"
 
 
@@ -161,8 +205,14 @@ def test_anthropic_plain_calls_stay_on_the_messages_endpoint(anthropic_backend, 
 
 
 def computer_call(call_id: str, action: dict, checks: list[dict] | None = None) -> dict:
-    return {"type": "computer_call", "id": f"cu_{call_id}", "call_id": call_id, "action": action,
-            "pending_safety_checks": checks or [], "status": "completed"}
+    return {
+        "type": "computer_call",
+        "id": f"cu_{call_id}",
+        "call_id": call_id,
+        "action": action,
+        "pending_safety_checks": checks or [],
+        "status": "completed",
+    }
 
 
 def response(rid: str, *items: dict) -> Native:
@@ -171,15 +221,23 @@ def response(rid: str, *items: dict) -> Native:
 
 
 def message_item(text: str) -> dict:
-    return {"type": "message", "id": "msg_x", "status": "completed", "role": "assistant",
-            "content": [{"type": "output_text", "text": text, "annotations": []}]}
+    return {
+        "type": "message",
+        "id": "msg_x",
+        "status": "completed",
+        "role": "assistant",
+        "content": [{"type": "output_text", "text": text, "annotations": []}],
+    }
 
 
 def test_openai_responses_conversation_on_the_wire(tmp_path: Path, openai_backend, llm_server) -> None:
     llm_server.enqueue(
         response("resp_1", computer_call("call_1", {"type": "double_click", "x": 436, "y": 240})),
-        response("resp_2", computer_call("call_2", {"type": "keypress", "keys": ["CTRL", "A"]}),
-                 computer_call("call_3", {"type": "type", "text": "New"})),
+        response(
+            "resp_2",
+            computer_call("call_2", {"type": "keypress", "keys": ["CTRL", "A"]}),
+            computer_call("call_3", {"type": "type", "text": "New"}),
+        ),
         response("resp_3", message_item("The title now reads New.")),
     )
     client = ModelClient(openai_backend(), "openai", "computer-use-preview")
@@ -194,8 +252,14 @@ def test_openai_responses_conversation_on_the_wire(tmp_path: Path, openai_backen
     requests = llm_server.requests
     assert [r.path for r in requests] == ["/v1/responses"] * 3
     for req in requests:
-        assert req.body["tools"] == [{"type": "computer_use_preview", "display_width": 1024, "display_height": 640,
-                                      "environment": "linux"}]
+        assert req.body["tools"] == [
+            {
+                "type": "computer_use_preview",
+                "display_width": 1024,
+                "display_height": 640,
+                "environment": "linux",
+            }
+        ]
         assert req.body["truncation"] == "auto"
         assert "LibreOffice Impress" in req.body["instructions"]
     assert "previous_response_id" not in requests[0].body
@@ -204,14 +268,22 @@ def test_openai_responses_conversation_on_the_wire(tmp_path: Path, openai_backen
     assert [png_size(img) for _, img in requests[0].images()] == [(1024, 640)]
 
     assert requests[1].body["previous_response_id"] == "resp_1"
-    assert requests[1].body["input"] == [{
-        "type": "computer_call_output", "call_id": "call_1",
-        "output": {"type": "computer_screenshot", "image_url": ImagePart(
-            (trajectory.folder / "step_001.png").read_bytes()).data_url()}}]
+    assert requests[1].body["input"] == [
+        {
+            "type": "computer_call_output",
+            "call_id": "call_1",
+            "output": {
+                "type": "computer_screenshot",
+                "image_url": ImagePart((trajectory.folder / "step_001.png").read_bytes()).data_url(),
+            },
+        }
+    ]
     assert requests[2].body["previous_response_id"] == "resp_2"
     assert [r["call_id"] for r in requests[2].tool_results()] == ["call_2", "call_3"]
-    assert all(r["images"][0][1] == (trajectory.folder / "step_002.png").read_bytes()
-               for r in requests[2].tool_results())
+    assert all(
+        r["images"][0][1] == (trajectory.folder / "step_002.png").read_bytes()
+        for r in requests[2].tool_results()
+    )
 
 
 SAFETY = {"id": "cu_sc_1", "code": "malicious_instructions", "message": "Please acknowledge."}
@@ -252,7 +324,12 @@ def test_openai_chat_stays_default_and_rejects_tool_parts(openai_backend, llm_se
 
 def test_cache_key_includes_tools_and_tool_parts(openai_backend, llm_server) -> None:
     client = ModelClient(openai_backend(cache=True), "openai", "computer-use-preview")
-    tool = {"type": "computer_use_preview", "display_width": 1024, "display_height": 640, "environment": "linux"}
+    tool = {
+        "type": "computer_use_preview",
+        "display_width": 1024,
+        "display_height": 640,
+        "environment": "linux",
+    }
     messages = [Message.user("go", ImagePart(b"\x89PNG a"))]
     client.complete(messages, tools=[tool])
     client.complete(messages, tools=[tool])
@@ -266,7 +343,11 @@ def test_cache_key_includes_tools_and_tool_parts(openai_backend, llm_server) -> 
 
 
 def test_scripted_backend_replays_a_recorded_raw_response(tmp_path: Path, scripted_backend) -> None:
-    raw = {"id": "msg_1", "content": [tool_use("toolu_1", action="key", text="ctrl+a")], "stop_reason": "tool_use"}
+    raw = {
+        "id": "msg_1",
+        "content": [tool_use("toolu_1", action="key", text="ctrl+a")],
+        "stop_reason": "tool_use",
+    }
     backend = scripted_backend(responses=[{"raw": raw}, "all done"])
     client = ModelClient(backend, "scripted", "replay")
     result, env, _ = episode(tmp_path, client, "anthropic")

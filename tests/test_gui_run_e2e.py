@@ -19,20 +19,32 @@ import pytest
 from pptx import Presentation
 
 pytestmark = pytest.mark.gui
-if any(shutil.which(p) is None for p in ("Xvfb", "xdotool", "soffice")):  # pragma: no cover - CI installs them
-    pytest.skip("needs Xvfb, xdotool and soffice (apt-get install xvfb xdotool libreoffice-impress)",
-                allow_module_level=True)
+if any(
+    shutil.which(p) is None for p in ("Xvfb", "xdotool", "soffice")
+):  # pragma: no cover - CI installs them
+    pytest.skip(
+        "needs Xvfb, xdotool and soffice (apt-get install xvfb xdotool libreoffice-impress)",
+        allow_module_level=True,
+    )
 
 NEW_TITLE = "Renamed by keyboard"
-KEYBOARD_RETITLE = json.dumps({"actions": [
-    {"action": "click", "x": 900, "y": 680},  # empty corner of the 4:3 slide at 1280x800: focus, nothing selected
-    {"action": "key", "keys": "Tab"},          # select the first object: the title
-    {"action": "key", "keys": "Return"},       # edit its text
-    {"action": "key", "keys": "ctrl+a"},
-    {"action": "type", "text": NEW_TITLE},
-    {"action": "key", "keys": "Escape"},
-    {"action": "key", "keys": "Escape"},
-]})
+KEYBOARD_RETITLE = json.dumps(
+    {
+        "actions": [
+            {
+                "action": "click",
+                "x": 900,
+                "y": 680,
+            },  # empty corner of the 4:3 slide at 1280x800: focus, nothing selected
+            {"action": "key", "keys": "Tab"},  # select the first object: the title
+            {"action": "key", "keys": "Return"},  # edit its text
+            {"action": "key", "keys": "ctrl+a"},
+            {"action": "type", "text": NEW_TITLE},
+            {"action": "key", "keys": "Escape"},
+            {"action": "key", "keys": "Escape"},
+        ]
+    }
+)
 
 
 def test_gui_agent_run_on_a_demo_deck_is_judged_against_impress_round_trips(tmp_path):
@@ -77,11 +89,27 @@ responses = [{json.dumps(KEYBOARD_RETITLE)}, '{{"action": "done"}}']
 """
     )
     out = subprocess.run(
-        [sys.executable, "-m", "pptarena.cli", "run", "--config", str(cfg), "--out", str(tmp_path / "run"), "--no-report"],
-        capture_output=True, text=True, cwd=tmp_path, timeout=600, env=dict(os.environ),
+        [
+            sys.executable,
+            "-m",
+            "pptarena.cli",
+            "run",
+            "--config",
+            str(cfg),
+            "--out",
+            str(tmp_path / "run"),
+            "--no-report",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+        env=dict(os.environ),
     )
     assert out.returncode == 0, out.stderr[-3000:]
-    rows = {r["agent"]: r for r in map(json.loads, (tmp_path / "run" / "results.jsonl").read_text().splitlines())}
+    rows = {
+        r["agent"]: r for r in map(json.loads, (tmp_path / "run" / "results.jsonl").read_text().splitlines())
+    }
     gui, noop = rows["gui"], rows["noop"]
     assert gui["status"] == "scored", gui["error"]
     assert gui["scores"]["structural"]["score"] == 1.0, gui["scores"]

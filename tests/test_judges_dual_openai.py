@@ -6,12 +6,13 @@ import json
 
 import pytest
 from conftest_llm import TEST_API_KEY
-from pptarena.models import ModelHub
-from pptarena.plugins.judges.dual.judge import DualJudge
-from pptarena.types import ComponentContext, JudgeError
 from pydantic import SecretStr
 from structural_dual_fixtures import FakeRenderer, build_deck, derive, make_case, recolor, retitle, set_text
 from stub_llm_server import Fail, Reply, StubLLMServer
+
+from pptarena.models import ModelHub
+from pptarena.plugins.judges.dual.judge import DualJudge
+from pptarena.types import ComponentContext, JudgeError
 
 pytest.importorskip("openai")
 
@@ -33,8 +34,15 @@ def judge_for(server, tmp_path):
     from pptarena.plugins.backends.openai import OpenAIBackend, OpenAIOptions
 
     ctx0 = ComponentContext(cache_dir=tmp_path / "cache", model=lambda ref: None, name="openai")
-    backend = OpenAIBackend(OpenAIOptions(api_key=SecretStr(TEST_API_KEY), base_url=server.openai_base_url,
-                                          retry_base_delay=0.01, retry_max_delay=0.05), ctx0)
+    backend = OpenAIBackend(
+        OpenAIOptions(
+            api_key=SecretStr(TEST_API_KEY),
+            base_url=server.openai_base_url,
+            retry_base_delay=0.01,
+            retry_max_delay=0.05,
+        ),
+        ctx0,
+    )
     hub = ModelHub({"openai": backend})
     ctx = ComponentContext(cache_dir=tmp_path / "cache", model=hub.factory(), name="dual", label="dual-gpt")
 
@@ -65,8 +73,15 @@ def test_requests_on_the_wire_carry_evidence_and_images(tmp_path, server, judge_
     orig, target, pred = decks
     server.responder = answer
     judge, ctx = judge_for(chunk_size=2, temperature=0.1, max_tokens=300)
-    task, prediction, ev = make_case(tmp_path, orig, target, pred, renderer=FakeRenderer(), model=ctx.model,
-                                     instruction="Fill the box on slide 1 red and retitle slide 2.")
+    task, prediction, ev = make_case(
+        tmp_path,
+        orig,
+        target,
+        pred,
+        renderer=FakeRenderer(),
+        model=ctx.model,
+        instruction="Fill the box on slide 1 red and retitle slide 2.",
+    )
     verdict = judge.judge(task, prediction, ev)
     assert len(server.requests) == 3  # one IF call and two VQ chunks
     if_req, vq1, vq2 = server.requests
@@ -83,7 +98,9 @@ def test_requests_on_the_wire_carry_evidence_and_images(tmp_path, server, judge_
     assert "PREDICTION slide 3:" in vq2.texts()
     assert verdict.metrics["if_score"] == 3 and verdict.metrics["vq_score"] == 4
     assert verdict.score == pytest.approx(0.7)
-    assert verdict.metrics["judge_backend"] == "openai" and verdict.metrics["judge_model"] == "openai/judge-gpt"
+    assert (
+        verdict.metrics["judge_backend"] == "openai" and verdict.metrics["judge_model"] == "openai/judge-gpt"
+    )
     # usage of the judge's calls is counted on the evidence's clients
     assert sum(c.usage.calls for c in ev.clients) == 3
     assert (tmp_path / "case" / "judges" / "dual-gpt" / "vq-02.json").exists()
@@ -103,8 +120,9 @@ def test_retry_over_the_wire_then_judge_error(tmp_path, server, judge_for, decks
 
     server.reset()
     server.default = Reply("no score here")
-    task, prediction, ev = make_case(tmp_path, orig, target, pred, renderer=FakeRenderer(), model=ctx.model,
-                                     name="bad")
+    task, prediction, ev = make_case(
+        tmp_path, orig, target, pred, renderer=FakeRenderer(), model=ctx.model, name="bad"
+    )
     with pytest.raises(JudgeError, match="after one retry"):
         judge.judge(task, prediction, ev)
     assert len(server.requests) == 2
@@ -128,8 +146,9 @@ def test_unchanged_deck_gets_no_if_call_over_the_wire(tmp_path, server, judge_fo
     orig, target, _ = decks
     server.responder = answer
     judge, ctx = judge_for()
-    task, prediction, ev = make_case(tmp_path, orig, target, derive(orig, tmp_path / "noop.pptx"),
-                                     renderer=FakeRenderer(), model=ctx.model)
+    task, prediction, ev = make_case(
+        tmp_path, orig, target, derive(orig, tmp_path / "noop.pptx"), renderer=FakeRenderer(), model=ctx.model
+    )
     verdict = judge.judge(task, prediction, ev)
     assert len(server.requests) == 1 and server.requests[0].images()  # only the VQ call
     assert verdict.metrics["if_score"] == 0 and verdict.score == pytest.approx(0.4)

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 
 import pytest
+
 from pptarena.plugins.judges.dual.prompts import bounded, compact_slides, summary_block
 from pptarena.plugins.judges.dual.verdict_parse import ScoreParseError, parse_score
 
@@ -14,13 +15,23 @@ from pptarena.plugins.judges.dual.verdict_parse import ScoreParseError, parse_sc
     [
         ('{"score": 4, "reason": "good"}', 4, "good", "json"),
         ('  {"Score": 0, "Reason": "ignored"}\n', 0, "ignored", "json"),
-        ('{"instruction_following_score": 5, "instruction_following_reason": "all done"}', 5, "all done", "json"),
+        (
+            '{"instruction_following_score": 5, "instruction_following_reason": "all done"}',
+            5,
+            "all done",
+            "json",
+        ),
         ('{"visual_quality_score": "3", "visual_quality_reason": "crowded"}', 3, "crowded", "json"),
         ('{"score": 4.6, "rationale": "close"}', 5, "close", "json"),
         ('{"score": 2.5}', 3, "", "json"),
-        ("Here you go:\n```json\n{\"score\": 2, \"reason\": \"overflow\"}\n```\nThanks", 2, "overflow", "fenced"),
-        ("```\n{\"rating\": 1}\n```", 1, "", "fenced"),
-        ('My verdict is {"score": 3, "reason": "a {brace} in text"} overall.', 3, "a {brace} in text", "embedded"),
+        ('Here you go:\n```json\n{"score": 2, "reason": "overflow"}\n```\nThanks', 2, "overflow", "fenced"),
+        ('```\n{"rating": 1}\n```', 1, "", "fenced"),
+        (
+            'My verdict is {"score": 3, "reason": "a {brace} in text"} overall.',
+            3,
+            "a {brace} in text",
+            "embedded",
+        ),
         ("4", 4, "", "bare"),
         ("Score: 5/5", 5, "", "bare"),
         ("**Score: 2**\nText overflows on slide 3.", 2, "Text overflows on slide 3.", "bare"),
@@ -44,7 +55,10 @@ def test_accepted_forms(text, score, reason, form):
         ('{"score": "high"}', "not a number"),
         ('{"reason": "no score key"}', "no score key"),
         ("```json\n{not json}\n```", "not JSON"),
-        ("I give it 4 out of 5 because the layout is clean", "no JSON object"),  # a number inside prose is not taken
+        (
+            "I give it 4 out of 5 because the layout is clean",
+            "no JSON object",
+        ),  # a number inside prose is not taken
     ],
 )
 def test_rejected_answers_say_why(text, problem):
@@ -73,11 +87,31 @@ def test_compact_slides_keep_text_formatting_and_boxes_in_points():
         "slide_size": {"cx": 9144000, "cy": 6858000},
         "slides": [
             {"number": 1, "title": "A", "layout": "Title Only", "shapes": []},
-            {"number": 2, "title": "B", "layout": "Title Only", "background": {"type": "solid", "color": {"rgb": "FF0000"}},
-             "shapes": [{"name": "Box", "kind": "autoshape", "x": 914400, "y": 0, "cx": 1270000, "cy": 12700,
-                         "fill": {"type": "solid", "color": {"rgb": "00FF00", "theme": "accent1"}},
-                         "paragraphs": [{"text": "Hello", "runs": [{"text": "Hello", "bold": True, "size": 18.0,
-                                                                    "color": {"rgb": "000000"}}]}]}]},
+            {
+                "number": 2,
+                "title": "B",
+                "layout": "Title Only",
+                "background": {"type": "solid", "color": {"rgb": "FF0000"}},
+                "shapes": [
+                    {
+                        "name": "Box",
+                        "kind": "autoshape",
+                        "x": 914400,
+                        "y": 0,
+                        "cx": 1270000,
+                        "cy": 12700,
+                        "fill": {"type": "solid", "color": {"rgb": "00FF00", "theme": "accent1"}},
+                        "paragraphs": [
+                            {
+                                "text": "Hello",
+                                "runs": [
+                                    {"text": "Hello", "bold": True, "size": 18.0, "color": {"rgb": "000000"}}
+                                ],
+                            }
+                        ],
+                    }
+                ],
+            },
         ],
     }
     [slide] = compact_slides(summary, [2, 9])
@@ -85,7 +119,9 @@ def test_compact_slides_keep_text_formatting_and_boxes_in_points():
     [shape] = slide["shapes"]
     assert (shape["x_pt"], shape["cx_pt"], shape["cy_pt"]) == (72.0, 100.0, 1.0)
     assert shape["fill"] == {"type": "solid", "color": "00FF00"}
-    assert shape["paragraphs"][0]["runs"] == [{"text": "Hello", "size": 18.0, "bold": True, "color": "000000"}]
+    assert shape["paragraphs"][0]["runs"] == [
+        {"text": "Hello", "size": 18.0, "bold": True, "color": "000000"}
+    ]
     block = summary_block("TARGET", summary, [2], 10_000)
     assert block.startswith("### TARGET deck: 2 slides, 720.0x540.0 pt; showing slides [2]")
 

@@ -5,10 +5,11 @@ from __future__ import annotations
 import shutil
 
 import pytest
+from structural_dual_fixtures import build_deck, derive, make_case, recolor, retitle
+
 from pptarena.models import ModelHub
 from pptarena.plugins.judges.dual.judge import DualJudge
 from pptarena.types import ComponentContext
-from structural_dual_fixtures import build_deck, derive, make_case, recolor, retitle
 
 pytestmark = pytest.mark.slow
 
@@ -21,15 +22,30 @@ def test_real_renders_select_changed_slides_and_reach_the_model(tmp_path):
 
     base = ComponentContext(cache_dir=tmp_path / "cache", model=lambda ref: None, name="x")
     renderer = LibreOfficeRenderer(LibreOfficeRenderer.Options(size=640, warm=False), base)
-    backend = ScriptedBackend(ScriptedOptions(rules=[{"match": "instruction following", "reply": "4"},
-                                                     {"match": "visual quality", "reply": '{"score": 5}'}]), base)
-    ctx = ComponentContext(cache_dir=tmp_path / "cache", model=ModelHub({"scripted": backend}).factory(),
-                           name="dual", label="dual")
+    backend = ScriptedBackend(
+        ScriptedOptions(
+            rules=[
+                {"match": "instruction following", "reply": "4"},
+                {"match": "visual quality", "reply": '{"score": 5}'},
+            ]
+        ),
+        base,
+    )
+    ctx = ComponentContext(
+        cache_dir=tmp_path / "cache",
+        model=ModelHub({"scripted": backend}).factory(),
+        name="dual",
+        label="dual",
+    )
     try:
         orig = build_deck(tmp_path / "orig.pptx", slides=5)
         target = derive(orig, tmp_path / "target.pptx", recolor(2, "Box1", (0xE0, 0x10, 0x10)))
-        pred = derive(orig, tmp_path / "pred.pptx", recolor(2, "Box1", (0xD0, 0x20, 0x10)),
-                      retitle(4, "A different title"))
+        pred = derive(
+            orig,
+            tmp_path / "pred.pptx",
+            recolor(2, "Box1", (0xD0, 0x20, 0x10)),
+            retitle(4, "A different title"),
+        )
         task, prediction, ev = make_case(tmp_path, orig, target, pred, renderer=renderer, model=ctx.model)
         verdict = DualJudge(DualJudge.Options(model="scripted/j"), ctx).judge(task, prediction, ev)
     finally:

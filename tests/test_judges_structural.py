@@ -6,8 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-from pptarena.plugins.judges.structural.judge import StructuralJudge
-from pptarena.types import ComponentContext, JudgeError
 from structural_dual_fixtures import (
     build_deck,
     derive,
@@ -19,12 +17,16 @@ from structural_dual_fixtures import (
     set_text,
 )
 
+from pptarena.plugins.judges.structural.judge import StructuralJudge
+from pptarena.types import ComponentContext, JudgeError
+
 RED = (0xE0, 0x10, 0x10)
 
 
 def judge(**options):
-    ctx = ComponentContext(cache_dir=Path("/nonexistent"), model=lambda ref: None, name="structural",
-                           label="structural")
+    ctx = ComponentContext(
+        cache_dir=Path("/nonexistent"), model=lambda ref: None, name="structural", label="structural"
+    )
     return StructuralJudge(StructuralJudge.Options(**options), ctx)
 
 
@@ -63,7 +65,9 @@ def test_partial_work_earns_credit_in_proportion(tmp_path, decks):
     orig, target = decks
     one = score(tmp_path, orig, target, derive(orig, tmp_path / "one.pptx", EDIT_A), name="one")
     two = score(tmp_path, orig, target, derive(orig, tmp_path / "two.pptx", EDIT_A, EDIT_C), name="two")
-    three = score(tmp_path, orig, target, derive(orig, tmp_path / "three.pptx", EDIT_A, EDIT_B, EDIT_C), name="3")
+    three = score(
+        tmp_path, orig, target, derive(orig, tmp_path / "three.pptx", EDIT_A, EDIT_B, EDIT_C), name="3"
+    )
     assert one.score == pytest.approx(1 / 3, abs=1e-6)
     assert two.score == pytest.approx(2 / 3, abs=1e-6)
     assert three.score == 1.0
@@ -74,10 +78,16 @@ def test_partial_work_earns_credit_in_proportion(tmp_path, decks):
 
 def test_complete_edit_plus_unrelated_damage_costs_one_missed_edit(tmp_path, decks):
     orig, target = decks
-    clean = score(tmp_path, orig, target, derive(orig, tmp_path / "clean.pptx", EDIT_A, EDIT_B, EDIT_C), name="clean")
-    damaged = score(tmp_path, orig, target,
-                    derive(orig, tmp_path / "damaged.pptx", EDIT_A, EDIT_B, EDIT_C, set_text(3, "Body2", "lorem ipsum")),
-                    name="damaged")
+    clean = score(
+        tmp_path, orig, target, derive(orig, tmp_path / "clean.pptx", EDIT_A, EDIT_B, EDIT_C), name="clean"
+    )
+    damaged = score(
+        tmp_path,
+        orig,
+        target,
+        derive(orig, tmp_path / "damaged.pptx", EDIT_A, EDIT_B, EDIT_C, set_text(3, "Body2", "lorem ipsum")),
+        name="damaged",
+    )
     two = score(tmp_path, orig, target, derive(orig, tmp_path / "two.pptx", EDIT_A, EDIT_B), name="two")
     assert clean.score == 1.0
     assert damaged.metrics["collateral_units"] == 1 and damaged.metrics["damaged_units"] == 1
@@ -86,21 +96,39 @@ def test_complete_edit_plus_unrelated_damage_costs_one_missed_edit(tmp_path, dec
     assert damaged.score == pytest.approx(2 / 3) == two.score
     assert 'slide 3 / shape "Body2"' in damaged.explanation and "Damage on 1 object" in damaged.explanation
     # more damage costs more
-    worse = score(tmp_path, orig, target,
-                  derive(orig, tmp_path / "worse.pptx", EDIT_A, EDIT_B, EDIT_C, set_text(3, "Body2", "lorem"),
-                         move(2, "Box1", 1, 1)), name="worse")
+    worse = score(
+        tmp_path,
+        orig,
+        target,
+        derive(
+            orig,
+            tmp_path / "worse.pptx",
+            EDIT_A,
+            EDIT_B,
+            EDIT_C,
+            set_text(3, "Body2", "lorem"),
+            move(2, "Box1", 1, 1),
+        ),
+        name="worse",
+    )
     assert worse.score == pytest.approx(1 / 3) and worse.metrics["damaged_units"] == 2
     # damage_weight 0 ignores damage; 0.5 makes a damaged object cost half a missed edit
     assert score(tmp_path, orig, target, tmp_path / "damaged.pptx", name="w0", damage_weight=0).score == 1.0
-    assert score(tmp_path, orig, target, tmp_path / "damaged.pptx", name="w5",
-                 damage_weight=0.5).score == pytest.approx(5 / 6)
+    assert score(
+        tmp_path, orig, target, tmp_path / "damaged.pptx", name="w5", damage_weight=0.5
+    ).score == pytest.approx(5 / 6)
 
 
 def test_one_requested_edit_plus_damage_scores_like_the_miss(tmp_path):
     orig = build_deck(tmp_path / "orig.pptx")
     target = derive(orig, tmp_path / "target.pptx", EDIT_A)
-    damaged = score(tmp_path, orig, target,
-                    derive(orig, tmp_path / "damaged.pptx", EDIT_A, set_text(3, "Body2", "lorem ipsum")), name="d")
+    damaged = score(
+        tmp_path,
+        orig,
+        target,
+        derive(orig, tmp_path / "damaged.pptx", EDIT_A, set_text(3, "Body2", "lorem ipsum")),
+        name="d",
+    )
     assert damaged.score == 0.0 and damaged.metrics["recall"] == 1.0  # one fix left to do, as for a noop
     assert score(tmp_path, orig, target, tmp_path / "damaged.pptx", name="d5", damage_weight=0.5).score == 0.5
 
@@ -117,10 +145,20 @@ def test_over_editing_the_requested_objects_costs_less_than_damage_elsewhere(tmp
         next(x for x in prs.slides[0].shapes if x.name == "Box0").line.width = Pt(4)
 
     orig, target = decks
-    over = score(tmp_path, orig, target,
-                 derive(orig, tmp_path / "over.pptx", EDIT_A, EDIT_B, EDIT_C, bold_title, outline_box0), name="over")
-    damaged = score(tmp_path, orig, target,
-                    derive(orig, tmp_path / "dmg.pptx", EDIT_A, EDIT_B, EDIT_C, move(2, "Box1", 1, 1)), name="dmg")
+    over = score(
+        tmp_path,
+        orig,
+        target,
+        derive(orig, tmp_path / "over.pptx", EDIT_A, EDIT_B, EDIT_C, bold_title, outline_box0),
+        name="over",
+    )
+    damaged = score(
+        tmp_path,
+        orig,
+        target,
+        derive(orig, tmp_path / "dmg.pptx", EDIT_A, EDIT_B, EDIT_C, move(2, "Box1", 1, 1)),
+        name="dmg",
+    )
     assert over.metrics["over_edited_units"] == 2 and over.metrics["damaged_units"] == 0
     assert over.score == pytest.approx(1 - 2 * 0.25 / 3)  # a quarter of a missed edit per over-edited object
     assert 1.0 > over.score > damaged.score
@@ -133,15 +171,29 @@ def test_over_editing_the_requested_objects_costs_less_than_damage_elsewhere(tmp
 
 def test_tolerances_positions_colours_and_text(tmp_path):
     orig = build_deck(tmp_path / "orig.pptx")
-    target = derive(orig, tmp_path / "target.pptx", move(1, "Box0", dx_in=-3.0), recolor(2, "Box1", RED),
-                    set_text(3, "Body2", "Revenue fell in region 3", "Costs rose sharply"))
-    close = derive(orig, tmp_path / "close.pptx", move(1, "Box0", dx_in=-3.1),  # 0.1in of 10in: within 2%
-                   recolor(2, "Box1", (0xE4, 0x14, 0x12)),  # ΔE ≈ 1
-                   set_text(3, "Body2", "revenue  FELL in region 3", "costs rose sharply"))  # case/space only
+    target = derive(
+        orig,
+        tmp_path / "target.pptx",
+        move(1, "Box0", dx_in=-3.0),
+        recolor(2, "Box1", RED),
+        set_text(3, "Body2", "Revenue fell in region 3", "Costs rose sharply"),
+    )
+    close = derive(
+        orig,
+        tmp_path / "close.pptx",
+        move(1, "Box0", dx_in=-3.1),  # 0.1in of 10in: within 2%
+        recolor(2, "Box1", (0xE4, 0x14, 0x12)),  # ΔE ≈ 1
+        set_text(3, "Body2", "revenue  FELL in region 3", "costs rose sharply"),
+    )  # case/space only
     near = score(tmp_path, orig, target, close, name="close")
     assert near.score == 1.0, near.details
-    halfway = derive(orig, tmp_path / "half.pptx", move(1, "Box0", dx_in=-1.5), recolor(2, "Box1", (0x20, 0x40, 0xFF)),
-                     set_text(3, "Body2", "Revenue fell in region 3", "Costs were flat in region 3"))
+    halfway = derive(
+        orig,
+        tmp_path / "half.pptx",
+        move(1, "Box0", dx_in=-1.5),
+        recolor(2, "Box1", (0x20, 0x40, 0xFF)),
+        set_text(3, "Body2", "Revenue fell in region 3", "Costs were flat in region 3"),
+    )
     half = score(tmp_path, orig, target, halfway, name="half")
     rows = {r["unit"]: r["recall"] for r in half.details["units"] if r["role"] == "target"}
     assert rows['slide 1 / shape "Box0"'] == pytest.approx(0.5, abs=0.01)  # half of the distance
@@ -159,7 +211,9 @@ def test_target_without_changes_rewards_leaving_the_deck_alone(tmp_path):
     untouched = score(tmp_path, orig, same, derive(orig, tmp_path / "noop.pptx"), name="noop")
     assert untouched.score == 1.0 and untouched.metrics["target_edits"] == 0
     touched = score(tmp_path, orig, same, derive(orig, tmp_path / "touch.pptx", EDIT_A), name="touch")
-    assert touched.score == 0.0 and touched.metrics["collateral_units"] == 1  # one damaged object, nothing asked
+    assert (
+        touched.score == 0.0 and touched.metrics["collateral_units"] == 1
+    )  # one damaged object, nothing asked
     assert score(tmp_path, orig, same, tmp_path / "touch.pptx", name="t5", damage_weight=0.5).score == 0.5
 
 
@@ -174,6 +228,7 @@ def test_font_range_and_added_slides_are_matched(tmp_path):
         def fn(prs):
             s = prs.slides.add_slide(prs.slide_layouts[5])
             s.shapes.title.text = title
+
         return fn
 
     orig = build_deck(tmp_path / "orig.pptx")
@@ -228,9 +283,13 @@ def test_corpus_deck_endpoints_and_ordering(tmp_path, corpus_dir):
     orig = derive(src, tmp_path / "orig.pptx")
     target = derive(src, tmp_path / "target.pptx", table_cell, move_picture, title)
     results = {}
-    for name, edits in {"noop": (), "one": (title,), "two": (title, table_cell),
-                        "damaged": (title, table_cell, move_picture, recolor_first_rect),
-                        "oracle": (table_cell, move_picture, title)}.items():
+    for name, edits in {
+        "noop": (),
+        "one": (title,),
+        "two": (title, table_cell),
+        "damaged": (title, table_cell, move_picture, recolor_first_rect),
+        "oracle": (table_cell, move_picture, title),
+    }.items():
         pred = derive(src, tmp_path / f"{name}.pptx", *edits)
         results[name] = score(tmp_path, orig, target, pred, name=name).score
     assert results["noop"] == 0.0
@@ -253,9 +312,12 @@ def test_changes_the_diff_cannot_see_fall_back_to_xml_parts(tmp_path):
     orig = build_deck(tmp_path / "orig.pptx")
     target = derive(orig, tmp_path / "target.pptx", set_margins(2, "Body1", 0.5))
     results = {}
-    for name, edits in {"noop": (), "oracle": (set_margins(2, "Body1", 0.5),),
-                        "other_margin": (set_margins(2, "Body1", 0.2),),
-                        "damaged": (set_margins(2, "Body1", 0.5), retitle(3, "zzz"))}.items():
+    for name, edits in {
+        "noop": (),
+        "oracle": (set_margins(2, "Body1", 0.5),),
+        "other_margin": (set_margins(2, "Body1", 0.2),),
+        "damaged": (set_margins(2, "Body1", 0.5), retitle(3, "zzz")),
+    }.items():
         v = score(tmp_path, orig, target, derive(orig, tmp_path / f"{name}.pptx", *edits), name=name)
         assert v.metrics.get("part_fallback") == 1, name
         results[name] = v
@@ -269,10 +331,20 @@ def test_changes_the_diff_cannot_see_fall_back_to_xml_parts(tmp_path):
 def test_fill_where_the_original_had_none_is_judged_by_colour_distance(tmp_path):
     orig = build_deck(tmp_path / "orig.pptx")
     target = derive(orig, tmp_path / "target.pptx", recolor(1, "Body0", (0x00, 0x60, 0x6B)))
-    near = score(tmp_path, orig, target, derive(orig, tmp_path / "near.pptx", recolor(1, "Body0", (0x00, 0x65, 0x6B))),
-                 name="near")
-    far = score(tmp_path, orig, target, derive(orig, tmp_path / "far.pptx", recolor(1, "Body0", (0xFF, 0x00, 0x00))),
-                name="far")
+    near = score(
+        tmp_path,
+        orig,
+        target,
+        derive(orig, tmp_path / "near.pptx", recolor(1, "Body0", (0x00, 0x65, 0x6B))),
+        name="near",
+    )
+    far = score(
+        tmp_path,
+        orig,
+        target,
+        derive(orig, tmp_path / "far.pptx", recolor(1, "Body0", (0xFF, 0x00, 0x00))),
+        name="far",
+    )
     assert near.score == 1.0
     assert far.score == 0.0
 
@@ -298,9 +370,10 @@ def _group_deck(path: Path, child_dx: int) -> Path:
 
 def test_position_tolerance_is_a_fraction_of_the_slide_for_shapes_in_groups(tmp_path):
     """A child moved 10 in (child units) = 1 in on the slide; 0.9 in child units off is 0.9% of the slide."""
+    from pptx.util import Inches
+
     from pptarena.deck import diff_decks
     from pptarena.plugins.judges.structural.edit_match import match_edits
-    from pptx.util import Inches
 
     original = _group_deck(tmp_path / "o.pptx", 0)
     target = diff_decks(original, _group_deck(tmp_path / "t.pptx", Inches(10)))
@@ -312,9 +385,10 @@ def test_position_tolerance_is_a_fraction_of_the_slide_for_shapes_in_groups(tmp_
 
 
 def test_a_negative_slide_size_does_not_make_every_move_within_tolerance(tmp_path):
+    from pptx.util import Inches
+
     from pptarena.deck import diff_decks
     from pptarena.plugins.judges.structural.edit_match import match_edits
-    from pptx.util import Inches
 
     original = _group_deck(tmp_path / "o.pptx", 0)
     target = diff_decks(original, _group_deck(tmp_path / "t.pptx", Inches(10)))
@@ -325,10 +399,11 @@ def test_a_negative_slide_size_does_not_make_every_move_within_tolerance(tmp_pat
 
 def test_matching_stays_linear_for_hundreds_of_added_shapes(tmp_path):
     """1000 added text boxes in both target and prediction: all matched, via the windowed pairing."""
-    from pptarena.deck import diff_decks
-    from pptarena.plugins.judges.structural import edit_match
     from pptx import Presentation
     from pptx.util import Emu
+
+    from pptarena.deck import diff_decks
+    from pptarena.plugins.judges.structural import edit_match
 
     prs = Presentation()
     prs.slides.add_slide(prs.slide_layouts[6])
@@ -339,7 +414,10 @@ def test_matching_stays_linear_for_hundreds_of_added_shapes(tmp_path):
             box = prs.slides[0].shapes.add_textbox(Emu(1000 * i), Emu(2000 * i), Emu(100000), Emu(100000))
             box.text_frame.text = f"box {i}"
         prs.save(str(tmp_path / f"{name}.pptx"))
-    target, pred = diff_decks(tmp_path / "o.pptx", tmp_path / "t.pptx"), diff_decks(tmp_path / "o.pptx", tmp_path / "p.pptx")
+    target, pred = (
+        diff_decks(tmp_path / "o.pptx", tmp_path / "t.pptx"),
+        diff_decks(tmp_path / "o.pptx", tmp_path / "p.pptx"),
+    )
     assert len(target.edits) >= 1000
     assert len(target.edits) ** 2 > edit_match.MAX_PAIRS_PER_KEY  # the windowed path is the one under test
     result = edit_match.match_edits(target, pred)

@@ -58,7 +58,9 @@ def test_misses_are_named_by_kind(graded):
         assert m["wrong_object"]["miss_wrong_object"] == 1, t.task_id
         assert m["overlay"]["miss_overlay"] == 1, t.task_id
         assert m["two"]["miss_missed"] == 1 and m["none"]["miss_missed"] == 3, t.task_id
-        assert sum(m["complete"][f"miss_{c}"] for c in ("wrong_value", "wrong_object", "overlay", "missed")) == 0
+        assert (
+            sum(m["complete"][f"miss_{c}"] for c in ("wrong_value", "wrong_object", "overlay", "missed")) == 0
+        )
         assert m["damage"]["damaged_units"] == 1 and m["over_edit"]["damaged_units"] == 0, t.task_id
         assert m["over_edit"]["over_edited_units"] == sum(1 for e in t.edits if e.kind != "note"), t.task_id
 

@@ -10,13 +10,14 @@ import shutil
 import numpy as np
 import pytest
 from click.testing import CliRunner
+from report_fixtures import demo_run, fake_run, rows_of
+
 from pptarena.cli.main import cli
 from pptarena.report.meta_eval import LabelError, label_agreement, meta_eval, read_labels, to_class
 from pptarena.report.meta_stats import bootstrap_ci, kendall_tau_b, pearson, rankdata, spearman, stability
 from pptarena.run.config import load_config
 from pptarena.run.registry import get_registry, reset_registry
 from pptarena.run.runner import Runner
-from report_fixtures import demo_run, fake_run, rows_of
 
 # ------------------------------------------------------------------ statistics
 
@@ -85,13 +86,22 @@ def test_label_scales_and_errors(tmp_path):
     assert scale == "unit" and [lab.cls for lab in labels] == ["partial", "complete"]
     labels, scale = read_labels(_csv(tmp_path, "task_id,agent,label\nt1,a,3\nt2,a,5\n"))
     assert scale == "five" and [lab.value for lab in labels] == [0.6, 1.0] and labels[0].cls == "3"
-    labels, scale = read_labels(_csv(tmp_path, "task_id,agent,label\nt1,a,No progress\nt2,a,substantial\nt3,a,SUCCESS\n"))
+    labels, scale = read_labels(
+        _csv(tmp_path, "task_id,agent,label\nt1,a,No progress\nt2,a,substantial\nt3,a,SUCCESS\n")
+    )
     assert scale == "classes" and [lab.cls for lab in labels] == ["no_progress", "substantial", "complete"]
     assert [round(lab.value, 4) for lab in labels] == [0.0, 0.6667, 1.0]
-    assert to_class(0.7, "five") == "4" and to_class(0.5, "classes") == "substantial" and to_class(0.0, "unit") == "no_progress"
+    assert (
+        to_class(0.7, "five") == "4"
+        and to_class(0.5, "classes") == "substantial"
+        and to_class(0.0, "unit") == "no_progress"
+    )
     for text, message in [
         ("task,agent,label\nt1,a,1\n", "missing column(s) task_id"),
-        ("task_id,agent,label\nt1,a,1\nt1,a,0\n", "labels.csv:3: a second label for (t1, a) (first on line 2)"),
+        (
+            "task_id,agent,label\nt1,a,1\nt1,a,0\n",
+            "labels.csv:3: a second label for (t1, a) (first on line 2)",
+        ),
         ("task_id,agent,label\nt1,a,7\n", "labels.csv:2: label 7 is outside 0-5"),
         ("task_id,agent,label\nt1,a,maybe\n", "labels.csv:2: label 'maybe' is not a progress class"),
         ("task_id,agent,label\nt1,,1\n", "labels.csv:2: task_id, agent and label must all be set"),
@@ -126,12 +136,16 @@ def test_agreement_with_labels_on_a_fake_run(tmp_path, fake_plugins):
     expected = round(12 / math.sqrt(240), 4)
     assert result["kendall_tau_b"]["value"] == pytest.approx(expected)
     # binary data: Pearson = Spearman = the phi coefficient (4·3 − 1·0) / sqrt(5·3·4·4), the same value
-    assert result["pearson"]["value"] == pytest.approx(expected) and result["spearman"]["value"] == pytest.approx(expected)
+    assert result["pearson"]["value"] == pytest.approx(expected) and result["spearman"][
+        "value"
+    ] == pytest.approx(expected)
     assert result["accuracy"]["value"] == pytest.approx(7 / 8)
     assert result["per_class"] == {"0": {"n": 3, "accuracy": 1.0}, "1": {"n": 5, "accuracy": 0.8}}
     lo, hi = result["kendall_tau_b"]["ci95"]
     assert -1 <= lo <= expected <= hi <= 1
-    res = CliRunner().invoke(cli, ["meta-eval", "--run", str(run_dir), "--labels", str(labels_path), "--bootstrap", "300"])
+    res = CliRunner().invoke(
+        cli, ["meta-eval", "--run", str(run_dir), "--labels", str(labels_path), "--bootstrap", "300"]
+    )
     assert res.exit_code == 0, res.output
     assert "Kendall τ_b" in res.output and "0.775 [" in res.output and "1: 0.80 (n=5)" in res.output
     saved = json.loads((run_dir / "meta-eval" / "meta_eval.json").read_text())
@@ -153,8 +167,10 @@ def test_repeat_of_the_deterministic_structural_judge_has_no_variance(tmp_path_f
     run_dir = tmp_path / "run"
     shutil.copytree(demo_run(tmp_path_factory), run_dir)
     cfg = tmp_path / "structural-only.toml"
-    cfg.write_text('[dataset]\nuse = "demo"\n[[agents]]\nuse = "noop"\n[renderer]\nuse = "libreoffice"\n'
-                   '[[judges]]\nuse = "structural"\n')
+    cfg.write_text(
+        '[dataset]\nuse = "demo"\n[[agents]]\nuse = "noop"\n[renderer]\nuse = "libreoffice"\n'
+        '[[judges]]\nuse = "structural"\n'
+    )
     report = meta_eval(run_dir, repeat=3, config_path=cfg, registry=get_registry())
     s = report["repeat"]["series"]["structural"]
     assert s["items"] == 6 and s["k"] == 3
@@ -203,7 +219,9 @@ def test_repeat_of_a_model_judge_on_the_scripted_backend(tmp_path):
     assert series["dual.vq_score"]["mean_variance"] == pytest.approx(round(float(np.var(vq)), 6))
     assert series["dual"]["mean_variance"] == pytest.approx(round(float(np.var(vq / 2)), 6))  # (IF + VQ) / 10
     assert series["dual.if_score"]["mean_variance"] == 0.0
-    assert series["dual.vq_score"]["majority_rate"] == 1.0 and series["dual.vq_score"]["majority_share"] == pytest.approx(0.6667)
+    assert series["dual.vq_score"]["majority_rate"] == 1.0 and series["dual.vq_score"][
+        "majority_share"
+    ] == pytest.approx(0.6667)
     assert series["dual.vq_score"]["unanimous_rate"] == 0.0
     assert len(list((run_dir / "meta-eval").glob("repeat-*/tasks/noop/*/judges/dual"))) == 3
 
@@ -219,17 +237,30 @@ def test_repeat_warns_when_the_response_cache_hides_variance(tmp_path):
 def test_graded_set_kinds_and_order_within_tasks(tmp_path):
     from pptarena.report.meta_kinds import kind_means, within_task_order
 
-    labels, _ = read_labels(_csv(tmp_path, "task_id,agent,label,kind\n"
-                                 "t1,a,1,complete\nt1,b,0.5,damage\nt1,c,0,none\n"
-                                 "t2,a,1,complete\nt2,b,0.5,damage\nt2,c,0,none\n"))
+    labels, _ = read_labels(
+        _csv(
+            tmp_path,
+            "task_id,agent,label,kind\n"
+            "t1,a,1,complete\nt1,b,0.5,damage\nt1,c,0,none\n"
+            "t2,a,1,complete\nt2,b,0.5,damage\nt2,c,0,none\n",
+        )
+    )
     assert [lab.kind for lab in labels] == ["complete", "damage", "none"] * 2
     # the judge reverses complete/damage in t2 and ties damage/none in t1
-    values = {("t1", "a"): 1.0, ("t1", "b"): 0.0, ("t1", "c"): 0.0,
-              ("t2", "a"): 0.4, ("t2", "b"): 0.6, ("t2", "c"): 0.0}
+    values = {
+        ("t1", "a"): 1.0,
+        ("t1", "b"): 0.0,
+        ("t1", "c"): 0.0,
+        ("t2", "a"): 0.4,
+        ("t2", "b"): 0.6,
+        ("t2", "c"): 0.0,
+    }
     order = within_task_order(labels, values)
     assert (order["pairs"], order["concordant"], order["tied"], order["discordant"]) == (6, 4, 1, 1)
-    assert order["not_concordant"] == {"complete > damage": {"pairs": 2, "concordant": 1, "tied": 0, "discordant": 1},
-                                       "damage > none": {"pairs": 2, "concordant": 1, "tied": 1, "discordant": 0}}
+    assert order["not_concordant"] == {
+        "complete > damage": {"pairs": 2, "concordant": 1, "tied": 0, "discordant": 1},
+        "damage > none": {"pairs": 2, "concordant": 1, "tied": 1, "discordant": 0},
+    }
     means = kind_means(labels, {"j": values})
     assert means["complete"] == {"n": 2, "label_mean": 1.0, "series": {"j": 0.7}}
     assert means["damage"]["series"]["j"] == 0.3
@@ -243,8 +274,18 @@ def test_meta_eval_command_reports_kinds_on_a_run(tmp_path, fake_plugins):
     lines = ["task_id,agent,label,kind"]
     for r in rows_of(run_dir):
         lines.append(f"{r['task_id']},{r['agent']},{1 if r['agent'] == 'retitle' else 0},{r['agent']}-kind")
-    result = CliRunner().invoke(cli, ["meta-eval", "--run", str(run_dir), "--labels", str(_csv(tmp_path, "\n".join(lines) + "\n")),
-                                      "--bootstrap", "50"])
+    result = CliRunner().invoke(
+        cli,
+        [
+            "meta-eval",
+            "--run",
+            str(run_dir),
+            "--labels",
+            str(_csv(tmp_path, "\n".join(lines) + "\n")),
+            "--bootstrap",
+            "50",
+        ],
+    )
     assert result.exit_code == 0, result.output
     assert "Mean per attempt kind" in result.output and "retitle-kind" in result.output
     assert "Order within each task" in result.output

@@ -12,6 +12,7 @@ import osworld_fixtures as fx
 import osworld_standin as standin
 import pptc_reference as ref
 import pytest
+
 from pptarena.plugins.datasets.osworld.load import OsworldWarning
 from pptarena.report.tables import summary_tables
 from pptarena.run.config import ConfigError, load_config
@@ -38,14 +39,16 @@ def _config(tmp_path, data, body_extra: str = "", pptc_judges: str = '["match"]'
     root, files, decks = data
     cfg = tmp_path / "mixed.toml"
     cfg.write_text(
-        f'[run]\njobs = 2\n\n'
+        f"[run]\njobs = 2\n\n"
         f'[[datasets]]\nuse = "osworld"\nlabel = "osworld"\nroot = "{root}"\nfiles_dir = "{files}"\n'
         f'ids = {json.dumps(OSWORLD_IDS)}\njudges = ["checkers"]\n\n'
         f'[[datasets]]\nuse = "pptc"\nlabel = "pptc"\nroot = "{ref.PPTC}"\ndecks_dir = "{decks}"\n'
         f'ids = ["short-3-*"]\njudges = {pptc_judges}\n\n'
         '[[agents]]\nuse = "oracle"\n\n[[agents]]\nuse = "noop"\n\n'
         '[[judges]]\nuse = "osworld"\nlabel = "checkers"\n\n[[judges]]\nuse = "pptx_match"\nlabel = "match"\n'
-        + body_extra, encoding="utf-8")
+        + body_extra,
+        encoding="utf-8",
+    )
     return cfg
 
 
@@ -65,7 +68,9 @@ def test_mixed_run_has_labelled_ids_and_a_leaderboard_per_dataset(tmp_path, data
             assert set(r["scores"]) == {expected}, r
     by = {(r["agent"], r["task_id"]): r for r in rows}
     assert by[("oracle", "pptc/short-3-2")]["scores"]["match"]["score"] == 1.0
-    assert by[("oracle", "osworld/04578141-1d42-4146-b9cf-6fab4ce5fd74")]["scores"]["checkers"]["score"] == 1.0
+    assert (
+        by[("oracle", "osworld/04578141-1d42-4146-b9cf-6fab4ce5fd74")]["scores"]["checkers"]["score"] == 1.0
+    )
     groups = summary["agents"]["oracle"]["groups"]["dataset"]
     assert set(groups) == {"osworld", "pptc"}
     assert groups["pptc"]["judges"]["match"]["mean_all"] == 1.0

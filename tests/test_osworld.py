@@ -10,6 +10,7 @@ from pathlib import Path
 import osworld_fixtures as fx
 import osworld_standin as standin
 import pytest
+
 from pptarena.plugins.datasets.common import DatasetError
 from pptarena.plugins.datasets.osworld.load import OsworldWarning, load_osworld
 from pptarena.plugins.judges.osworld import OsworldJudge
@@ -85,9 +86,12 @@ def test_unknown_checker_option_is_a_judge_error(tmp_path):
     deck = tmp_path / "d.pptx"
     fx.save_pair(fx.Case("x", "docling_powerpoint_comments.pptx"), tmp_path)
     deck = tmp_path / "result.pptx"
-    spec = {"func": "compare_pptx_files", "result": {"type": "vm_file", "path": "/x/d.pptx"},
-            "expected": {"type": "cloud_file", "path": "https://x/e.pptx", "dest": "e.pptx"},
-            "options": {"examine_colour": False}}
+    spec = {
+        "func": "compare_pptx_files",
+        "result": {"type": "vm_file", "path": "/x/d.pptx"},
+        "expected": {"type": "cloud_file", "path": "https://x/e.pptx", "dest": "e.pptx"},
+        "options": {"examine_colour": False},
+    }
     task = Task("t", "i", deck, metadata={"osworld": {"evaluator": spec, "files": {"e.pptx": str(deck)}}})
     judge = OsworldJudge(OsworldJudge.Options(), ComponentContext(cache_dir=tmp_path, model=lambda r: None))
     with pytest.raises(JudgeError, match="examine_colour"):
@@ -113,14 +117,24 @@ def test_rule_checkers_and_combination(tmp_path):
     assert score(single, good).score == 1.0
     verdict = score(single, result)
     assert verdict.score == 0.0 and "has no transition" in verdict.explanation
-    both = {"func": ["check_transition", portrait], "conj": "and", "result": [deck, deck], "expected": [rule, None]}
+    both = {
+        "func": ["check_transition", portrait],
+        "conj": "and",
+        "result": [deck, deck],
+        "expected": [rule, None],
+    }
     assert score(both, good).score == 0.0  # landscape deck
     either = {**both, "conj": "or"}
     assert score(either, good).score == 1.0
-    fill = {"func": "evaluate_presentation_fill_to_rgb_distance", "result": deck,
-            "expected": {"type": "rule", "rules": {"rgb": [0, 0, 255]}}}
-    bluish, _ = fx.save_pair(fx.Case("b", "docling_powerpoint_comments.pptx", fx.background("3030C0", every=True)),
-                             tmp_path / "bluish")
+    fill = {
+        "func": "evaluate_presentation_fill_to_rgb_distance",
+        "result": deck,
+        "expected": {"type": "rule", "rules": {"rgb": [0, 0, 255]}},
+    }
+    bluish, _ = fx.save_pair(
+        fx.Case("b", "docling_powerpoint_comments.pptx", fx.background("3030C0", every=True)),
+        tmp_path / "bluish",
+    )
     frac = score(fill, bluish).score
     assert frac == pytest.approx(1 - (48**2 + 48**2 + 63**2) ** 0.5 / (3 * 255**2) ** 0.5)  # fractional
     assert score(fill, result).score == 0.0  # no solid background at all
@@ -132,7 +146,9 @@ def _run(data, tmp_path, agents: list[str]) -> tuple[dict, list[dict], dict]:
     cfg = tmp_path / "osworld.toml"
     cfg.write_text(
         f'[run]\njobs = 2\n\n[dataset]\nuse = "osworld"\nroot = "{root}"\nfiles_dir = "{files}"\n\n'
-        f'{body}[[judges]]\nuse = "osworld"\n', encoding="utf-8")
+        f'{body}[[judges]]\nuse = "osworld"\n',
+        encoding="utf-8",
+    )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", OsworldWarning)
         Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "run", jobs=2, quiet=True).run()
@@ -144,8 +160,12 @@ def _run(data, tmp_path, agents: list[str]) -> tuple[dict, list[dict], dict]:
 def test_oracle_scores_one_and_noop_zero_through_the_runner(data, tmp_path):
     by_pair, rows, manifest = _run(data, tmp_path, ["oracle", "noop"])
     skipped = {(s["agent"], s["task_id"]) for s in manifest["skipped"]}
-    live = {"0f84bef9-9790-432e-92b7-eece357603fb", "2cd43775-7085-45d8-89fa-9e35c0a915cf",
-            "ef9d12bd-bcee-4ba0-a40e-918400f43ddf", "455d3c66-7dc6-4537-a39a-36d3e9119df7"}
+    live = {
+        "0f84bef9-9790-432e-92b7-eece357603fb",
+        "2cd43775-7085-45d8-89fa-9e35c0a915cf",
+        "ef9d12bd-bcee-4ba0-a40e-918400f43ddf",
+        "455d3c66-7dc6-4537-a39a-36d3e9119df7",
+    }
     assert {t for _, t in skipped} == live and len(skipped) == 8
     assert all("does not provide" in s["reason"] for s in manifest["skipped"])
     assert manifest["finished_at"] is not None

@@ -17,14 +17,25 @@ from typing import Any
 import osworld_fixtures as fx
 import pytest
 from osworld_fixtures import Case
-from pptarena.plugins.judges.osworld import checks
-from pptarena.plugins.judges.osworld.pptx_compare import compare_pptx_files
 from pptx.enum.text import PP_ALIGN
 
-REF = Path(__file__).resolve().parents[1] / ".venv" / "ref-osworld" / "desktop_env" / "evaluators" / "metrics" / "slides.py"
+from pptarena.plugins.judges.osworld import checks
+from pptarena.plugins.judges.osworld.pptx_compare import compare_pptx_files
+
+REF = (
+    Path(__file__).resolve().parents[1]
+    / ".venv"
+    / "ref-osworld"
+    / "desktop_env"
+    / "evaluators"
+    / "metrics"
+    / "slides.py"
+)
 
 pytestmark = [
-    pytest.mark.skipif(not REF.is_file(), reason=f"OSWorld's checkers are not installed at {REF} (run scripts/setup.sh)"),
+    pytest.mark.skipif(
+        not REF.is_file(), reason=f"OSWorld's checkers are not installed at {REF} (run scripts/setup.sh)"
+    ),
     pytest.mark.skipif(not fx.CORPUS.is_dir(), reason=f"the shared deck corpus {fx.CORPUS} is absent"),
 ]
 
@@ -41,14 +52,14 @@ def ref() -> Any:
     return module
 
 
-T = "openxmlsdk_AllSlidesConverterSC_chinese.pptx"   # text on 5 slides
-D = "docling_powerpoint_comments.pptx"               # text, 3 slides
-S = "pythonpptx_shp-shapes.pptx"                     # table, pictures, a group
-G = "unstructured_group-shapes-nested.pptx"          # nested groups
-K = "poi_stress013.pptx"                             # tables, pictures, groups, 23 slides
-P = "poi_alterman_security2_libreoffice44.pptx"      # pictures and text, 23 slides
-X = "poi_themes.pptx"                                # theme-colour backgrounds: python-pptx raises
-E = "openxmlsdk_Presentation_empty-app.pptx"         # picture + text, 2 slides
+T = "openxmlsdk_AllSlidesConverterSC_chinese.pptx"  # text on 5 slides
+D = "docling_powerpoint_comments.pptx"  # text, 3 slides
+S = "pythonpptx_shp-shapes.pptx"  # table, pictures, a group
+G = "unstructured_group-shapes-nested.pptx"  # nested groups
+K = "poi_stress013.pptx"  # tables, pictures, groups, 23 slides
+P = "poi_alterman_security2_libreoffice44.pptx"  # pictures and text, 23 slides
+X = "poi_themes.pptx"  # theme-colour backgrounds: python-pptx raises
+E = "openxmlsdk_Presentation_empty-app.pptx"  # picture + text, 2 slides
 
 NO_SHAPE = {"examine_shape": False}
 PRODUCT = "Product Comparison"
@@ -103,30 +114,88 @@ CASES = [
     Case("group-alignment", G, fx.group_align),
     Case("group-alignment-off", G, fx.group_align, {"examine_alignment": False}),
     Case("group-text-removed", S, fx.group_drop_text, {"examine_alignment": False}),
-    Case("title-bottom-moved", D, fx.both(fx.retitle(PRODUCT), fx.shift_down(4_000_000, text=PRODUCT)),
-         {**NO_SHAPE, "examine_title_bottom_position": True}, fx.retitle(PRODUCT)),
-    Case("title-bottom-not-moved", D, fx.retitle(PRODUCT),
-         {**NO_SHAPE, "examine_title_bottom_position": True}, fx.retitle(PRODUCT)),
-    Case("title-bottom-other-moved", D, fx.both(fx.retitle(PRODUCT), fx.move(0.3, slide=1)),
-         {**NO_SHAPE, "examine_title_bottom_position": True}, fx.retitle(PRODUCT)),
-    Case("table-bottom-moved", D, fx.both(fx.add_table(2), fx.shift_down(3_000_000, kind=19, slide=2)),
-         {**NO_SHAPE, "examine_table_bottom_position": True}, fx.add_table(2)),
-    Case("table-bottom-not-moved", D, fx.add_table(2),
-         {**NO_SHAPE, "examine_table_bottom_position": True}, fx.add_table(2)),
-    Case("right-moved", D, fx.both(fx.add_picture(1), fx.shift_right(4_000_000, kind=13, slide=1)),
-         {**NO_SHAPE, "examine_right_position": True}, fx.add_picture(1)),
-    Case("right-not-moved", D, fx.add_picture(1), {**NO_SHAPE, "examine_right_position": True}, fx.add_picture(1)),
-    Case("top-moved", D, fx.both(fx.add_picture(1), fx.shift_down(-1_500_000, kind=13, slide=1)),
-         {**NO_SHAPE, "examine_top_position": True}, fx.add_picture(1)),
-    Case("top-not-moved", D, fx.add_picture(1), {**NO_SHAPE, "examine_top_position": True}, fx.add_picture(1)),
-    Case("shift-size-elaborate", D, fx.both(fx.retitle(ELABORATE), fx.resize(1.3, 1.3)),
-         {**NO_SHAPE, "examine_shape_for_shift_size": True}, fx.retitle(ELABORATE)),
+    Case(
+        "title-bottom-moved",
+        D,
+        fx.both(fx.retitle(PRODUCT), fx.shift_down(4_000_000, text=PRODUCT)),
+        {**NO_SHAPE, "examine_title_bottom_position": True},
+        fx.retitle(PRODUCT),
+    ),
+    Case(
+        "title-bottom-not-moved",
+        D,
+        fx.retitle(PRODUCT),
+        {**NO_SHAPE, "examine_title_bottom_position": True},
+        fx.retitle(PRODUCT),
+    ),
+    Case(
+        "title-bottom-other-moved",
+        D,
+        fx.both(fx.retitle(PRODUCT), fx.move(0.3, slide=1)),
+        {**NO_SHAPE, "examine_title_bottom_position": True},
+        fx.retitle(PRODUCT),
+    ),
+    Case(
+        "table-bottom-moved",
+        D,
+        fx.both(fx.add_table(2), fx.shift_down(3_000_000, kind=19, slide=2)),
+        {**NO_SHAPE, "examine_table_bottom_position": True},
+        fx.add_table(2),
+    ),
+    Case(
+        "table-bottom-not-moved",
+        D,
+        fx.add_table(2),
+        {**NO_SHAPE, "examine_table_bottom_position": True},
+        fx.add_table(2),
+    ),
+    Case(
+        "right-moved",
+        D,
+        fx.both(fx.add_picture(1), fx.shift_right(4_000_000, kind=13, slide=1)),
+        {**NO_SHAPE, "examine_right_position": True},
+        fx.add_picture(1),
+    ),
+    Case(
+        "right-not-moved",
+        D,
+        fx.add_picture(1),
+        {**NO_SHAPE, "examine_right_position": True},
+        fx.add_picture(1),
+    ),
+    Case(
+        "top-moved",
+        D,
+        fx.both(fx.add_picture(1), fx.shift_down(-1_500_000, kind=13, slide=1)),
+        {**NO_SHAPE, "examine_top_position": True},
+        fx.add_picture(1),
+    ),
+    Case(
+        "top-not-moved", D, fx.add_picture(1), {**NO_SHAPE, "examine_top_position": True}, fx.add_picture(1)
+    ),
+    Case(
+        "shift-size-elaborate",
+        D,
+        fx.both(fx.retitle(ELABORATE), fx.resize(1.3, 1.3)),
+        {**NO_SHAPE, "examine_shape_for_shift_size": True},
+        fx.retitle(ELABORATE),
+    ),
     Case("shift-size-other", D, fx.resize(1.3, 1.3), {**NO_SHAPE, "examine_shape_for_shift_size": True}),
     Case("image-size-resized", E, fx.resize(1.2, 1.2, kind=13), {**NO_SHAPE, "examine_image_size": True}),
     Case("image-size-moved", E, fx.move(0.3, kind=13), {**NO_SHAPE, "examine_image_size": True}),
     Case("image-size-text-moved", T, fx.move(0.3), {**NO_SHAPE, "examine_image_size": True}),
-    Case("modify-height-picture-wider", E, fx.resize(1.4, 1.0, kind=13), {**NO_SHAPE, "examine_modify_height": True}),
-    Case("modify-height-picture-taller", E, fx.resize(1.0, 1.4, kind=13), {**NO_SHAPE, "examine_modify_height": True}),
+    Case(
+        "modify-height-picture-wider",
+        E,
+        fx.resize(1.4, 1.0, kind=13),
+        {**NO_SHAPE, "examine_modify_height": True},
+    ),
+    Case(
+        "modify-height-picture-taller",
+        E,
+        fx.resize(1.0, 1.4, kind=13),
+        {**NO_SHAPE, "examine_modify_height": True},
+    ),
     Case("modify-height-text-wider", T, fx.resize(1.4, 1.0), {**NO_SHAPE, "examine_modify_height": True}),
     Case("debug-off", T, fx.set_run("name", "Arial"), {"enable_debug": False}),
 ]
@@ -177,12 +246,15 @@ def _saved(deck: str, edit: Any, folder: Path) -> Path:
     return result
 
 
-@pytest.mark.parametrize("kind, slide, rules", [
-    ("dissolve", 0, {"slide_idx": 0, "transition_type": "dissolve"}),
-    ("fade", 0, {"slide_idx": 0, "transition_type": "dissolve"}),
-    (None, 0, {"slide_idx": 0, "transition_type": "dissolve"}),
-    ("dissolve", 0, {"slide_idx": 9, "transition_type": "dissolve"}),
-])
+@pytest.mark.parametrize(
+    "kind, slide, rules",
+    [
+        ("dissolve", 0, {"slide_idx": 0, "transition_type": "dissolve"}),
+        ("fade", 0, {"slide_idx": 0, "transition_type": "dissolve"}),
+        (None, 0, {"slide_idx": 0, "transition_type": "dissolve"}),
+        ("dissolve", 0, {"slide_idx": 9, "transition_type": "dissolve"}),
+    ],
+)
 def test_check_transition_matches(ref: Any, tmp_path: Path, kind: Any, slide: int, rules: dict) -> None:
     deck = _saved(D, None, tmp_path)
     if kind:
@@ -190,29 +262,41 @@ def test_check_transition_matches(ref: Any, tmp_path: Path, kind: Any, slide: in
     assert _score(checks.check_transition, deck, rules) == _score(ref.check_transition, str(deck), rules)
 
 
-@pytest.mark.parametrize("edit, rules", [
-    (fx.background("0000FF", every=True), {"rgb": [0, 0, 255]}),
-    (fx.background("2020C0", every=True), {"rgb": [0, 0, 255]}),
-    (fx.background("FFFFFF", every=True), {"rgb": [0, 0, 255], "original_rgb": [255, 255, 255]}),
-    (fx.background("0000FF"), {"rgb": [0, 0, 255]}),
-    (None, {"rgb": [0, 0, 255]}),
-])
+@pytest.mark.parametrize(
+    "edit, rules",
+    [
+        (fx.background("0000FF", every=True), {"rgb": [0, 0, 255]}),
+        (fx.background("2020C0", every=True), {"rgb": [0, 0, 255]}),
+        (fx.background("FFFFFF", every=True), {"rgb": [0, 0, 255], "original_rgb": [255, 255, 255]}),
+        (fx.background("0000FF"), {"rgb": [0, 0, 255]}),
+        (None, {"rgb": [0, 0, 255]}),
+    ],
+)
 def test_fill_distance_matches(ref: Any, tmp_path: Path, edit: Any, rules: dict) -> None:
     deck = _saved(T, edit, tmp_path)
     ours = _score(checks.evaluate_presentation_fill_to_rgb_distance, deck, rules)
     assert ours == _score(ref.evaluate_presentation_fill_to_rgb_distance, str(deck), rules)
 
 
-@pytest.mark.parametrize("deck_name, value, color", [
-    (P, "FF0000", "red"), (P, "00FF00", "red"), (P, "00FF00", "green"), (P, "101010", "black"),
-    (P, None, "red"), (K, None, "blue"),
-])
+@pytest.mark.parametrize(
+    "deck_name, value, color",
+    [
+        (P, "FF0000", "red"),
+        (P, "00FF00", "red"),
+        (P, "00FF00", "green"),
+        (P, "101010", "black"),
+        (P, None, "red"),
+        (K, None, "blue"),
+    ],
+)
 def test_page_number_colors_matches(ref: Any, tmp_path: Path, deck_name: str, value: Any, color: str) -> None:
     deck = _saved(deck_name, None, tmp_path)
     if value:
         fx.set_slide_xml(deck, "ppt/slideMasters/slideMaster1.xml", fx.recolor_second_last_srgb(value))
     rules = {"color": color}
-    assert _score(checks.check_page_number_colors, deck, rules) == _score(ref.check_page_number_colors, str(deck), rules)
+    assert _score(checks.check_page_number_colors, deck, rules) == _score(
+        ref.check_page_number_colors, str(deck), rules
+    )
 
 
 @pytest.mark.parametrize("portrait", [True, False])
@@ -220,44 +304,60 @@ def test_orientation_matches(ref: Any, tmp_path: Path, portrait: bool) -> None:
     def edit(prs: Any) -> None:
         if portrait:
             prs.slide_width, prs.slide_height = prs.slide_height, prs.slide_width
+
     deck = _saved(T, edit, tmp_path)
-    assert _score(checks.check_slide_orientation_portrait, deck) == _score(ref.check_slide_orientation_Portrait, str(deck))
+    assert _score(checks.check_slide_orientation_portrait, deck) == _score(
+        ref.check_slide_orientation_Portrait, str(deck)
+    )
 
 
-@pytest.mark.parametrize("struck, rules", [
-    (True, {"slide_index_s": [0], "shape_index_s": [0], "paragraph_index_s": [0]}),
-    (False, {"slide_index_s": [0], "shape_index_s": [0], "paragraph_index_s": [0]}),
-    (True, {"slide_index_s": [0], "shape_index_s": [40], "paragraph_index_s": [0]}),
-])
+@pytest.mark.parametrize(
+    "struck, rules",
+    [
+        (True, {"slide_index_s": [0], "shape_index_s": [0], "paragraph_index_s": [0]}),
+        (False, {"slide_index_s": [0], "shape_index_s": [0], "paragraph_index_s": [0]}),
+        (True, {"slide_index_s": [0], "shape_index_s": [40], "paragraph_index_s": [0]}),
+    ],
+)
 def test_strikethrough_matches(ref: Any, tmp_path: Path, struck: bool, rules: dict) -> None:
     deck = _saved(D, fx.strike() if struck else None, tmp_path)
-    assert _score(checks.check_strikethrough, deck, rules) == _score(ref.check_strikethrough, str(deck), rules)
+    assert _score(checks.check_strikethrough, deck, rules) == _score(
+        ref.check_strikethrough, str(deck), rules
+    )
 
 
 START = "/org.openoffice.Office.Impress/Misc/Start"
 SAVE = "/org.openoffice.Office.Common/Save/Document"
 
 
-@pytest.mark.parametrize("text", [
-    fx.xcu({START: {"EnablePresenterScreen": "false"}}),
-    fx.xcu({START: {"EnablePresenterScreen": "true"}}),
-    fx.xcu({SAVE: {"AutoSaveTimeIntervall": "3"}}),
-    "not xml at all",
-])
+@pytest.mark.parametrize(
+    "text",
+    [
+        fx.xcu({START: {"EnablePresenterScreen": "false"}}),
+        fx.xcu({START: {"EnablePresenterScreen": "true"}}),
+        fx.xcu({SAVE: {"AutoSaveTimeIntervall": "3"}}),
+        "not xml at all",
+    ],
+)
 def test_settings_checkers_match(ref: Any, tmp_path: Path, text: str) -> None:
     path = tmp_path / "registrymodifications.xcu"
     path.write_text(text, encoding="utf-8")
-    assert _score(checks.check_presenter_console_disable, path) == _score(ref.check_presenter_console_disable, str(path))
+    assert _score(checks.check_presenter_console_disable, path) == _score(
+        ref.check_presenter_console_disable, str(path)
+    )
     for minutes in (3, 10):
         rules = {"minutes": minutes}
         ours = _score(checks.check_auto_saving_time, path, rules)
         assert ours == _score(ref.check_auto_saving_time, str(path), rules)
 
 
-@pytest.mark.parametrize("tree", [
-    '<desktop-frame><document-frame name="Slides View"/></desktop-frame>',
-    '<desktop-frame><panel><document-frame name="Outline"/></panel></desktop-frame>',
-])
+@pytest.mark.parametrize(
+    "tree",
+    [
+        '<desktop-frame><document-frame name="Slides View"/></desktop-frame>',
+        '<desktop-frame><panel><document-frame name="Outline"/></panel></desktop-frame>',
+    ],
+)
 def test_left_panel_matches(ref: Any, tree: str) -> None:
     assert _score(checks.check_left_panel, tree) == _score(ref.check_left_panel, tree)
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pptc_reference as ref
 import pytest
+
 from pptarena.plugins.datasets.common import DatasetError
 from pptarena.plugins.datasets.pptc import load_pptc, split_instruction
 from pptarena.plugins.judges.pptx_match import PptxMatchJudge
@@ -19,10 +20,11 @@ from pptarena.run.registry import get_registry
 from pptarena.run.runner import Runner
 from pptarena.types import ComponentContext, Prediction, Task
 
-pytestmark = pytest.mark.skipif(not (ref.PPTC / "src" / "pptx_check.py").is_file(),
-                                reason=f"PPTC's snapshot {ref.PPTC} is absent")
-SHORT = (0, 1, 3, 6)   # Create_new_slides sessions: pictures, shapes, tables, object relations
-LONG = (43,)           # Edit_PPT_template: the smallest template present in the snapshot
+pytestmark = pytest.mark.skipif(
+    not (ref.PPTC / "src" / "pptx_check.py").is_file(), reason=f"PPTC's snapshot {ref.PPTC} is absent"
+)
+SHORT = (0, 1, 3, 6)  # Create_new_slides sessions: pictures, shapes, tables, object relations
+LONG = (43,)  # Edit_PPT_template: the smallest template present in the snapshot
 IDS = [f"short-{k}-*" for k in SHORT] + [f"long-{k}-*" for k in LONG]
 
 
@@ -66,7 +68,10 @@ def test_session_tasks_carry_ordered_turns(decks):
     assert turns[-1]["metadata"]["pptc"]["restrictions"] == []
     assert len(s3.metadata["pptc"]["restrictions"]) == 3  # every turn's, for PPTC's own session check
     pptc_check = load_pptc(ref.PPTC, decks_dir=decks, mode="session", ids=["short-3"], session_check="pptc")
-    assert pptc_check[0].metadata["turns"][-1]["metadata"]["pptc"]["restrictions"] == s3.metadata["pptc"]["restrictions"]
+    assert (
+        pptc_check[0].metadata["turns"][-1]["metadata"]["pptc"]["restrictions"]
+        == s3.metadata["pptc"]["restrictions"]
+    )
 
 
 def test_missing_decks_are_named_at_once(tmp_path):
@@ -78,7 +83,9 @@ def test_missing_decks_are_named_at_once(tmp_path):
 
 
 def _judge(tmp_path: Path) -> PptxMatchJudge:
-    return PptxMatchJudge(PptxMatchJudge.Options(), ComponentContext(cache_dir=tmp_path, model=lambda r: None))
+    return PptxMatchJudge(
+        PptxMatchJudge.Options(), ComponentContext(cache_dir=tmp_path, model=lambda r: None)
+    )
 
 
 def _ours(judge: PptxMatchJudge, label: Path, pred: Path, instruction: str) -> tuple[int, int, int]:
@@ -128,8 +135,12 @@ def _variants(decks: Path, tmp_path: Path) -> list[tuple[str, Path, Path, str]]:
     variant("text", lambda p: setattr(text_shape(p).text_frame.paragraphs[0].runs[0], "text", "other"))
     variant("bold", lambda p: setattr(text_shape(p).text_frame.paragraphs[0].runs[0].font, "bold", True))
     variant("size", lambda p: setattr(text_shape(p).text_frame.paragraphs[0].runs[0].font, "size", Pt(41)))
-    variant("colour", lambda p: setattr(text_shape(p).text_frame.paragraphs[0].runs[0].font.color, "rgb",
-                                        RGBColor(1, 2, 3)))
+    variant(
+        "colour",
+        lambda p: setattr(
+            text_shape(p).text_frame.paragraphs[0].runs[0].font.color, "rgb", RGBColor(1, 2, 3)
+        ),
+    )
     variant("font", lambda p: setattr(text_shape(p).text_frame.paragraphs[0].runs[0].font, "name", "Arial"))
     variant("rotation", lambda p: setattr(first(p, "PICTURE"), "rotation", 33.0))
     variant("notes", lambda p: setattr(p.slides[0].notes_slide.notes_text_frame, "text", "note"))
@@ -137,11 +148,13 @@ def _variants(decks: Path, tmp_path: Path) -> list[tuple[str, Path, Path, str]]:
     def background(p):
         p.slides[0].background.fill.solid()
         p.slides[0].background.fill.fore_color.rgb = RGBColor(0, 0, 255)
+
     variant("background", background)
 
     def moved_only(p):  # positions are not attributes: still equal
         pic = first(p, "PICTURE")
         pic.left = pic.left + 10
+
     variant("moved-only", moved_only)
     # position rules on the label deck itself, each relation word, object and slide forms
     for rel in ("left", "right", "top", "bottom", "center", "right top", "left corner", "below"):
@@ -169,8 +182,14 @@ def test_pptx_match_agrees_with_pptc(decks, tmp_path):
 RUN_IDS = ["short-3-*", "short-6-*", "long-43-*"]  # the runs use a part of the sample (time)
 
 
-def _run(decks: Path, tmp_path: Path, mode: str, extra: str = "", ids_list: list[str] | None = None,
-         agents: tuple[str, ...] = ("oracle", "noop")) -> dict[tuple[str, str], dict]:
+def _run(
+    decks: Path,
+    tmp_path: Path,
+    mode: str,
+    extra: str = "",
+    ids_list: list[str] | None = None,
+    agents: tuple[str, ...] = ("oracle", "noop"),
+) -> dict[tuple[str, str], dict]:
     chosen = ids_list or (RUN_IDS if mode == "turn" else [i[:-2] for i in RUN_IDS])
     ids = json.dumps(chosen)
     agent_tables = "".join(f'[[agents]]\nuse = "{a}"\n\n' for a in agents)
@@ -178,7 +197,9 @@ def _run(decks: Path, tmp_path: Path, mode: str, extra: str = "", ids_list: list
     cfg.write_text(
         f'[run]\njobs = 2\n\n[dataset]\nuse = "pptc"\nroot = "{ref.PPTC}"\ndecks_dir = "{decks}"\n'
         f'sets = ["short", "long"]\nmode = "{mode}"\nids = {ids}\n{extra}\n'
-        f'{agent_tables}[[judges]]\nuse = "pptx_match"\n', encoding="utf-8")
+        f'{agent_tables}[[judges]]\nuse = "pptx_match"\n',
+        encoding="utf-8",
+    )
     out = tmp_path / (mode + ("-pptc" if extra else ""))
     Runner(load_config(cfg, get_registry()), get_registry(), out, quiet=True).run()
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
@@ -204,8 +225,11 @@ def test_turn_mode_oracle_and_noop(decks, tmp_path):
     assert noop_acc < 0.2
     # the turns noop passes are the ones PPTX-Match cannot see (sizes are not compared)
     passed = [r["task_id"] for r in noop if r["scores"]["pptx_match"]["score"] == 1.0]
-    assert passed == ["short-3-4"] or all("width" in ref.session_turns("short", int(t.split("-")[1]))
-                                          [int(t.split("-")[2])]["Feasible API sequence"] for t in passed)
+    assert passed == ["short-3-4"] or all(
+        "width"
+        in ref.session_turns("short", int(t.split("-")[1]))[int(t.split("-")[2])]["Feasible API sequence"]
+        for t in passed
+    )
 
 
 def test_session_mode_chains_turns(decks, tmp_path):
@@ -239,7 +263,8 @@ def test_pptc_session_check_fails_gold_decks_where_pptc_does(decks, tmp_path):
     final = ref.session_turns("short", 0)
     label = decks / "PPT_Label_File" / "Create_new_slides" / f"0_{len(final) - 1}.pptx"
     everything = final[-1]["User instruction"].split("##")[0] + "".join(
-        "##" + r for t in final for r in t["User instruction"].split("##")[1:])
+        "##" + r for t in final for r in t["User instruction"].split("##")[1:]
+    )
     assert ref.calc_acc(label, label, everything)[0] == 0  # PPTC fails its own final label
     assert row["scores"]["pptx_match"]["metrics"]["final_turn_score"] == 0.0
     assert rows[("oracle", "short-3")]["scores"]["pptx_match"]["score"] == 1.0

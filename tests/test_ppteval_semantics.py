@@ -25,10 +25,11 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from pptarena.deck.ppteval import PowerPointDiff
-from pptarena.deck.ppteval_published import _Deck, published_diff, read_slides, read_timing
 from ppteval_pairs import CORPUS, build_pairs
 from ppteval_reference import RUBRICS, reference
+
+from pptarena.deck.ppteval import PowerPointDiff
+from pptarena.deck.ppteval_published import _Deck, published_diff, read_slides, read_timing
 
 REF, WHY = reference()
 pytestmark = pytest.mark.skipif(
@@ -256,8 +257,9 @@ def test_judge_task_scores_equal_the_reference(pairs, rubrics, tmp_path, memo_pr
     the reference scores of all 57 pure-Python rubrics on four pairs are computed first, and the judge
     runs on up to 14 (pair, rubric) the reference scores above 0 and 14 it scores 0 (one sandbox each).
     """
-    from pptarena.types import Task
     from rubric_fixtures import make_evidence, make_judge
+
+    from pptarena.types import Task
 
     pure = [tid for tid, r in rubrics.items() if all(_pure(code) for _, code in _leaves(r["root"]))]
     assert len(pure) == 57

@@ -4,9 +4,10 @@ overrides, prompt-cache reads at the cached rate, response-cache hits free, unkn
 from __future__ import annotations
 
 import pytest
+from stub_llm_server import Reply
+
 from pptarena.models import Message, ModelClient
 from pptarena.models.pricing import ModelPrice, bundled_as_of, bundled_prices
-from stub_llm_server import Reply
 
 pytest_plugins = ["conftest_llm"]
 
@@ -20,8 +21,10 @@ def test_bundled_table_is_complete_and_dated():
 
 def test_openai_cost_with_cached_prompt_tokens_and_override(openai_backend, llm_server):
     backend = openai_backend(pricing={"my-model": ModelPrice(input=2.0, output=8.0, cached_input=0.5)})
-    llm_server.enqueue(Reply("a", input_tokens=1000, output_tokens=100, cached_input_tokens=400),
-                       Reply("b", input_tokens=1000, output_tokens=100))
+    llm_server.enqueue(
+        Reply("a", input_tokens=1000, output_tokens=100, cached_input_tokens=400),
+        Reply("b", input_tokens=1000, output_tokens=100),
+    )
     client = ModelClient(backend, "openai", "my-model")
     client.complete([Message.user("x")])
     assert client.usage.cached_input_tokens == 400

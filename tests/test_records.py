@@ -6,13 +6,22 @@ import json
 
 import pytest
 from click.testing import CliRunner
+
 from pptarena.cli.main import cli
 from pptarena.report.data import load_run
 from pptarena.run.records import RESULTS_SCHEMA, ResultRow, Status, parse_row
 from pptarena.run.results import ResultsStore, read_results
 
-GOOD = {"agent": "a", "task_id": "t1", "status": "scored", "scores": {"j": {"score": 0.5, "metrics": {}}},
-        "error": None, "duration_s": 1.0, "usage": {}, "metadata": {}}
+GOOD = {
+    "agent": "a",
+    "task_id": "t1",
+    "status": "scored",
+    "scores": {"j": {"score": 0.5, "metrics": {}}},
+    "error": None,
+    "duration_s": 1.0,
+    "usage": {},
+    "metadata": {},
+}
 HOSTILE = [
     '{"agent": "a", "task_id": "t2", "status": "scored", "scores": "garbage"}',
     '{"agent": "a", "task_id": "t3", "status": "scored", "scores": {"j": {"score": NaN}}}',
@@ -71,4 +80,6 @@ def test_meta_eval_says_which_lines_it_skipped(tmp_path):
     run = tmp_path / "run"
     write_results(run, [json.dumps(GOOD), HOSTILE[2]])
     report = meta_eval(run)
-    assert report["warnings"] == [f"skipped a result line: {run / 'results.jsonl'}:2: duration_s: Input should be a valid number, unable to parse string as a number"]
+    assert report["warnings"] == [
+        f"skipped a result line: {run / 'results.jsonl'}:2: duration_s: Input should be a valid number, unable to parse string as a number"
+    ]

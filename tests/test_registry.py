@@ -8,8 +8,9 @@ import sys
 import types
 from pathlib import Path
 
-import pptarena
 import pytest
+
+import pptarena
 from pptarena.run.registry import (
     AmbiguousComponentError,
     PluginLoadError,
@@ -105,13 +106,21 @@ def test_no_entry_points_means_not_installed():
 
 def test_broken_plugin_does_not_break_help_or_plugins(tmp_path):
     (tmp_path / "explodes_on_import.py").write_text("raise RuntimeError('kaboom at import')\n")
-    env = {"PPTARENA_PLUGINS": "explodes_on_import", "PYTHONPATH": str(tmp_path), "PPTARENA_LOAD_PLUGINS": "agents-baselines,executors-local"}
+    env = {
+        "PPTARENA_PLUGINS": "explodes_on_import",
+        "PYTHONPATH": str(tmp_path),
+        "PPTARENA_LOAD_PLUGINS": "agents-baselines,executors-local",
+    }
     import os
 
     env = {**os.environ, **env}
-    out = subprocess.run([sys.executable, "-m", "pptarena.cli", "--help"], env=env, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "pptarena.cli", "--help"], env=env, capture_output=True, text=True
+    )
     assert out.returncode == 0 and "run" in out.stdout
-    out = subprocess.run([sys.executable, "-m", "pptarena.cli", "plugins", "--json"], env=env, capture_output=True, text=True)
+    out = subprocess.run(
+        [sys.executable, "-m", "pptarena.cli", "plugins", "--json"], env=env, capture_output=True, text=True
+    )
     assert out.returncode == 0, out.stderr
     assert "kaboom at import" in out.stdout and '"noop"' in out.stdout
     out = subprocess.run(
@@ -123,11 +132,26 @@ def test_broken_plugin_does_not_break_help_or_plugins(tmp_path):
     env["PPTARENA_PLUGINS"] = "explodes_on_import,fakeplugins"
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(tests_dir)])
     cfg = tmp_path / "run.toml"
-    cfg.write_text('[dataset]\nuse = "fake"\nroot = "d"\ncount = 1\n[renderer]\nuse = "dummy"\n'
-                   '[[agents]]\nuse = "noop"\n[[judges]]\nuse = "title"\n')
+    cfg.write_text(
+        '[dataset]\nuse = "fake"\nroot = "d"\ncount = 1\n[renderer]\nuse = "dummy"\n'
+        '[[agents]]\nuse = "noop"\n[[judges]]\nuse = "title"\n'
+    )
     out = subprocess.run(
-        [sys.executable, "-m", "pptarena.cli", "run", "--config", str(cfg), "--out", str(tmp_path / "r"), "--no-report"],
-        env=env, capture_output=True, text=True, cwd=tmp_path,
+        [
+            sys.executable,
+            "-m",
+            "pptarena.cli",
+            "run",
+            "--config",
+            str(cfg),
+            "--out",
+            str(tmp_path / "r"),
+            "--no-report",
+        ],
+        env=env,
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
     )
     assert out.returncode == 0, out.stderr
     assert "explodes_on_import" in out.stderr and "kaboom" in out.stderr  # the warning

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from PIL import Image, ImageDraw
+
 from pptarena.render import (
     RenderCache,
     cached_render,
@@ -39,7 +40,9 @@ def test_pdf_pages_become_pngs_with_exact_long_edge(tmp_path):
     slides = [(1, 256, False), (2, 257, True), (3, 300, False)]
     images = pdf_to_pngs(pdf, tmp_path / "out", size=1000, slides=slides)
     assert [(i.number, i.sld_id, i.hidden, i.width, i.height) for i in images] == [
-        (1, 256, False, 1000, 563), (2, 257, True, 1000, 563), (3, 300, False, 1000, 563)
+        (1, 256, False, 1000, 563),
+        (2, 257, True, 1000, 563),
+        (3, 300, False, 1000, 563),
     ]
     names = sorted(p.name for p in (tmp_path / "out").iterdir())
     assert names == ["notes.txt", "slide-001.png", "slide-002.png", "slide-003.png"]
@@ -68,7 +71,9 @@ def test_helpers():
     assert target_size(720, 540, 1280) == (1280, 960)
     with pytest.raises(InfraError):
         target_size(0, 540, 1280)
-    dirs = deck_output_dirs([Path("a/x.pptx"), Path("b/x.pptx"), Path("c/X.pptm"), Path("y.pptx")], Path("out"))
+    dirs = deck_output_dirs(
+        [Path("a/x.pptx"), Path("b/x.pptx"), Path("c/X.pptm"), Path("y.pptx")], Path("out")
+    )
     assert [d.name for d in dirs.values()] == ["x", "x-2", "X-3", "y"]
 
 
@@ -102,16 +107,26 @@ def test_cache_hit_copies_files_and_skips_the_renderer(tmp_path):
     deck.write_bytes(b"deck bytes v1")
     cache = RenderCache(tmp_path / "renders")
     produce = CountingProducer()
-    first = cached_render(deck, tmp_path / "o1", renderer="fake", settings={"size": 64}, cache=cache, produce=produce)
+    first = cached_render(
+        deck, tmp_path / "o1", renderer="fake", settings={"size": 64}, cache=cache, produce=produce
+    )
     started = time.perf_counter()
-    second = cached_render(deck, tmp_path / "o2", renderer="fake", settings={"size": 64}, cache=cache, produce=produce)
-    assert time.perf_counter() - started < 5  # sanity only; the speed target is measured by benchmarks/render_bench.py
+    second = cached_render(
+        deck, tmp_path / "o2", renderer="fake", settings={"size": 64}, cache=cache, produce=produce
+    )
+    assert (
+        time.perf_counter() - started < 5
+    )  # sanity only; the speed target is measured by benchmarks/render_bench.py
     assert produce.calls == 1
-    assert [(i.number, i.sld_id, i.hidden, i.width) for i in second] == [(i.number, i.sld_id, i.hidden, i.width) for i in first]
+    assert [(i.number, i.sld_id, i.hidden, i.width) for i in second] == [
+        (i.number, i.sld_id, i.hidden, i.width) for i in first
+    ]
     assert all(i.path.parent == tmp_path / "o2" for i in second)
     assert [i.path.read_bytes() for i in second] == [i.path.read_bytes() for i in first]
     second[0].path.write_bytes(b"scribbled")  # editing an output never corrupts the cache
-    third = cached_render(deck, tmp_path / "o3", renderer="fake", settings={"size": 64}, cache=cache, produce=produce)
+    third = cached_render(
+        deck, tmp_path / "o3", renderer="fake", settings={"size": 64}, cache=cache, produce=produce
+    )
     assert third[0].path.read_bytes() == first[0].path.read_bytes()
 
 
@@ -146,4 +161,11 @@ def test_damaged_entry_is_a_miss_and_no_cache_always_renders(tmp_path):
     cached_render(deck, tmp_path / "o3", renderer="fake", settings={}, cache=None, produce=produce)
     assert produce.calls == 3
     with pytest.raises(FileNotFoundError, match="deck not found"):
-        cached_render(tmp_path / "missing.pptx", tmp_path / "o4", renderer="fake", settings={}, cache=cache, produce=produce)
+        cached_render(
+            tmp_path / "missing.pptx",
+            tmp_path / "o4",
+            renderer="fake",
+            settings={},
+            cache=cache,
+            produce=produce,
+        )

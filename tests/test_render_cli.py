@@ -9,13 +9,16 @@ from pathlib import Path
 import pytest
 from click.testing import CliRunner
 from PIL import Image
+
 from pptarena.cli.render import render_command
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
 HIDDEN_DECK = CORPUS / "shapecrawler_autoshape-case017_sections_hidden.pptx"
 SMALL_DECK = CORPUS / "docling_powerpoint_comments.pptx"
 
-pytestmark = pytest.mark.skipif(shutil.which("soffice") is None, reason="LibreOffice (soffice) is not installed")
+pytestmark = pytest.mark.skipif(
+    shutil.which("soffice") is None, reason="LibreOffice (soffice) is not installed"
+)
 
 
 @pytest.fixture
@@ -37,16 +40,28 @@ def test_several_decks_go_to_one_folder_each(decks, tmp_path):
 
 
 def test_one_deck_goes_straight_into_out_as_json(decks, tmp_path):
-    result = CliRunner().invoke(render_command, [str(decks[0]), "--out", str(tmp_path), "--no-cache", "--json"])
+    result = CliRunner().invoke(
+        render_command, [str(decks[0]), "--out", str(tmp_path), "--no-cache", "--json"]
+    )
     assert result.exit_code == 0, result.output
     data = json.loads(result.output)
     [(deck, images)] = data.items()
     assert Path(deck) == decks[0]
-    assert images == [{"number": 1, "sld_id": 264, "path": str(tmp_path / "slide-001.png"),
-                       "width": 1280, "height": 960, "hidden": True}]
+    assert images == [
+        {
+            "number": 1,
+            "sld_id": 264,
+            "path": str(tmp_path / "slide-001.png"),
+            "width": 1280,
+            "height": 960,
+            "hidden": True,
+        }
+    ]
 
 
 def test_unknown_renderer_suggests_a_name(decks, tmp_path):
-    result = CliRunner().invoke(render_command, [str(decks[0]), "--out", str(tmp_path), "--renderer", "libreofice"])
+    result = CliRunner().invoke(
+        render_command, [str(decks[0]), "--out", str(tmp_path), "--renderer", "libreofice"]
+    )
     assert result.exit_code != 0
     assert "libreoffice" in result.output

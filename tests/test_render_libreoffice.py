@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 from PIL import Image, ImageStat
+
 from pptarena.deck import slide_ids
 from pptarena.types import ComponentContext, ComponentUnavailable, InfraError
 
@@ -20,7 +21,9 @@ HIDDEN_DECK = "shapecrawler_autoshape-case017_sections_hidden.pptx"  # 1 slide, 
 WIDE_DECK = "unstructured_sample-presentation_google.pptx"  # 4 slides, 16:9
 SMALL_DECK = "docling_powerpoint_comments.pptx"  # 3 slides, 4:3
 
-pytestmark = pytest.mark.skipif(shutil.which("soffice") is None, reason="LibreOffice (soffice) is not installed")
+pytestmark = pytest.mark.skipif(
+    shutil.which("soffice") is None, reason="LibreOffice (soffice) is not installed"
+)
 
 
 def corpus(name: str) -> Path:
@@ -88,14 +91,17 @@ def test_multi_slide_deck_in_order_and_cached(warm, tmp_path):
     uses = warm._slots[0].office.uses
     again = warm.render(deck, tmp_path / "b")  # cache hit: the office is not asked again
     assert warm._slots[0].office.uses == uses
-    assert [(i.number, i.sld_id, i.width, i.height) for i in again] == [(i.number, i.sld_id, i.width, i.height) for i in images]
+    assert [(i.number, i.sld_id, i.width, i.height) for i in again] == [
+        (i.number, i.sld_id, i.width, i.height) for i in images
+    ]
     for x, y in zip(images, again, strict=True):
         assert x.path.read_bytes() == y.path.read_bytes()
 
 
 def test_one_slide_edit_yields_exactly_that_slide(warm, tmp_path):
-    from pptarena.ssim import changed_slides, renders_unchanged
     from pptx import Presentation
+
+    from pptarena.ssim import changed_slides, renders_unchanged
 
     deck = corpus(WIDE_DECK)
     prs = Presentation(str(deck))
@@ -237,4 +243,3 @@ def test_unreadable_deck_is_not_an_infra_error(warm, tmp_path):
     bad.write_bytes(b"this is not a zip")
     with pytest.raises(DeckError):
         warm.render(bad, tmp_path / "out")
-

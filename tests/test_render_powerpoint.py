@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from PIL import Image
+
 from pptarena.plugins.renderers.powerpoint import PowerPointRenderer
 from pptarena.types import ComponentContext, ComponentUnavailable, InfraError
 
@@ -134,7 +135,9 @@ class FakeCom:
 
 def renderer(tmp: Path, com: FakeCom, **options) -> PowerPointRenderer:
     opts = PowerPointRenderer.Options(**{"cache": False, **options})
-    return PowerPointRenderer(opts, ComponentContext(cache_dir=tmp / "cache", model=lambda ref: None), com=com)
+    return PowerPointRenderer(
+        opts, ComponentContext(cache_dir=tmp / "cache", model=lambda ref: None), com=com
+    )
 
 
 def test_exports_every_slide_including_hidden_with_exact_calls(tmp_path):
@@ -143,7 +146,9 @@ def test_exports_every_slide_including_hidden_with_exact_calls(tmp_path):
     out = tmp_path / "out"
     images = renderer(tmp_path, com).render(deck, out)
     assert [(i.number, i.hidden, i.width, i.height) for i in images] == [
-        (1, False, 1280, 960), (2, True, 1280, 960), (3, False, 1280, 960)
+        (1, False, 1280, 960),
+        (2, True, 1280, 960),
+        (3, False, 1280, 960),
     ]
     assert [i.sld_id for i in images] == [256, 257, 258]
     assert com.calls == [
@@ -169,8 +174,11 @@ def test_error_mid_export_still_closes_and_quits(tmp_path):
     with pytest.raises(InfraError, match="PowerPoint failed rendering deck.pptx: COM error"):
         renderer(tmp_path, com).render(deck, tmp_path / "out")
     assert com.calls[-5:] == [
-        ("Presentation.Saved=", -1), ("Presentation.Close",), ("Presentations.Count",),
-        ("Application.Quit",), ("CoUninitialize",),
+        ("Presentation.Saved=", -1),
+        ("Presentation.Close",),
+        ("Presentations.Count",),
+        ("Application.Quit",),
+        ("CoUninitialize",),
     ]
 
 

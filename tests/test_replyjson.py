@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import pytest
+
 from pptarena.replyjson import ReplyParseError, embedded_json, extract_json, first_json_object
 
 
@@ -10,7 +11,7 @@ def test_whole_fenced_and_embedded():
     assert extract_json('{"a": 1}') == {"a": 1}
     assert extract_json('Sure:\n```json\n{"a": 2}\n```\nbye') == {"a": 2}
     assert extract_json('The answer is {"a": 3, "s": "}{"} as requested') == {"a": 3, "s": "}{"}
-    assert extract_json("list: [1, 2] then {\"x\": 0}") == [1, 2]
+    assert extract_json('list: [1, 2] then {"x": 0}') == [1, 2]
 
 
 def test_errors_name_the_problem():

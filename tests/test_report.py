@@ -5,11 +5,12 @@ from __future__ import annotations
 import io
 
 from click.testing import CliRunner
+from report_fixtures import fake_run, rows_of
+
 from pptarena.cli.main import cli
 from pptarena.report.show import print_summary
 from pptarena.report.tables import breakdown_tables, judge_kinds, leaderboard_table, plain_text
 from pptarena.run.results import summarize_results
-from report_fixtures import fake_run, rows_of
 
 
 def _table_rows(text: str, title: str) -> dict[str, list[str]]:
@@ -56,8 +57,16 @@ def test_rich_output_on_a_terminal(tmp_path, fake_plugins):
 
 
 def _line(agent, task, status, scores, meta):
-    return {"agent": agent, "task_id": task, "status": status, "scores": scores, "error": None, "duration_s": 1.0,
-            "usage": {"input_tokens": 10, "output_tokens": 5}, "metadata": meta}
+    return {
+        "agent": agent,
+        "task_id": task,
+        "status": status,
+        "scores": scores,
+        "error": None,
+        "duration_s": 1.0,
+        "usage": {"input_tokens": 10, "output_tokens": 5},
+        "metadata": meta,
+    }
 
 
 def test_ppteval_and_pptarena_figures():
@@ -85,7 +94,10 @@ def test_ppteval_and_pptarena_figures():
     cells = {r[0]: r for r in by_type.rows}
     # Tables: rubric over 3 tasks = (0.5 + 1 + 0) / 3; its interval: resamples of all 0s (or 1s) have
     # probability 1/27 > 2.5%, so the 95% percentile interval is exactly [0, 1]
-    assert cells["Tables"][1] == "3" and cells["Tables"][by_type.headers.index("a · rubric")] == "0.500 [0.000, 1.000]"
+    assert (
+        cells["Tables"][1] == "3"
+        and cells["Tables"][by_type.headers.index("a · rubric")] == "0.500 [0.000, 1.000]"
+    )
     assert "rubric success" in plain_text(table)
 
 

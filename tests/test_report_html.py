@@ -10,8 +10,9 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
-from pptarena.report.html import write_report
 from report_fixtures import copy_run, demo_run, fake_run
+
+from pptarena.report.html import write_report
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
@@ -56,10 +57,14 @@ def test_report_escapes_untrusted_text(demo):
     verdicts["verdicts"]["structural"]["explanation"] = "<script>alert('x')</script> & <b>bold</b>"
     vpath.write_text(json.dumps(verdicts))
     (demo / "tasks" / "noop" / "birds-title-colour" / "agent.log.jsonl").write_text(
-        json.dumps({"t": 1.0, "event": "model_call", "prompt": "<img src=x onerror=alert(1)>"}) + "\nnot json\n"
+        json.dumps({"t": 1.0, "event": "model_call", "prompt": "<img src=x onerror=alert(1)>"})
+        + "\nnot json\n"
     )
     html = write_report(demo, render=False).read_text()
-    assert "<script>alert" not in html and "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; &lt;b&gt;" in html
+    assert (
+        "<script>alert" not in html
+        and "&lt;script&gt;alert(&#x27;x&#x27;)&lt;/script&gt; &amp; &lt;b&gt;" in html
+    )
     assert "<img src=x" not in html and "Agent log (2 events)" in html and "(unreadable line)" in html
 
 
@@ -85,9 +90,19 @@ def test_report_without_the_dataset_still_works(tmp_path, fake_plugins):
 
 def _screenshot(html_path: Path, png: Path, profile: Path) -> None:
     cmd = [
-        CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-        "--disable-background-networking", "--disable-component-update", "--disable-sync",
-        f"--user-data-dir={profile}", f"--screenshot={png}", "--window-size=1400,3000", html_path.resolve().as_uri(),
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+        f"--user-data-dir={profile}",
+        f"--screenshot={png}",
+        "--window-size=1400,3000",
+        html_path.resolve().as_uri(),
     ]
     subprocess.run(cmd, capture_output=True, timeout=120, check=False)
 
@@ -106,7 +121,9 @@ def test_report_screenshot_in_headless_chromium(demo, tmp_path):
     assert img.size == (1400, 3000)
     small = img.resize((350, 750))
     colours = small.getcolors(maxcolors=1_000_000)
-    assert colours is not None and len(colours) > 200  # text, tables, plots and slide images, not a blank page
+    assert (
+        colours is not None and len(colours) > 200
+    )  # text, tables, plots and slide images, not a blank page
     background = np.array(max(colours)[1])
     share_drawn = float((np.asarray(small) != background).any(axis=2).mean())
     assert share_drawn > 0.2, share_drawn

@@ -11,11 +11,12 @@ from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
+from report_fixtures import copy_run, demo_run
+
 from pptarena.report.html import write_report
 from pptarena.report.index import SINGLE_PAGE_MAX_PAIRS
 from pptarena.report.pages import TASKS_PER_PAGE
 from pptarena.run.rundir import RunDir
-from report_fixtures import copy_run, demo_run
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 EVIL = "evil</script><img src=x onerror=alert(1)>"
@@ -34,25 +35,56 @@ def synthetic_run(run_dir: Path, tasks: int) -> list[dict]:
             status = ("scored", "scored", "scored", "agent_error", "timeout")[rng.randrange(5)]
             scores = {}
             if status == "scored":
-                scores = {"rubric": {"score": rng.choice((0.0, 0.25, 0.5, 1.0)), "metrics": {}},
-                          "structural": {"score": round(rng.random(), 3), "metrics": {}}}
-            rows.append({"agent": agent, "task_id": task, "status": status, "scores": scores,
-                         "error": None if scores else "boom", "duration_s": round(rng.uniform(1, 9), 2)})
+                scores = {
+                    "rubric": {"score": rng.choice((0.0, 0.25, 0.5, 1.0)), "metrics": {}},
+                    "structural": {"score": round(rng.random(), 3), "metrics": {}},
+                }
+            rows.append(
+                {
+                    "agent": agent,
+                    "task_id": task,
+                    "status": status,
+                    "scores": scores,
+                    "error": None if scores else "boom",
+                    "duration_s": round(rng.uniform(1, 9), 2),
+                }
+            )
             folder = layout.pair(agent, task)
             folder.mkdir(parents=True)
             if scores:
-                tree = {"name": "root", "score": scores["rubric"]["score"],
-                        "children": [{"name": f"leaf of {task}", "score": scores["rubric"]["score"]}]}
-                (folder / "verdicts.json").write_text(json.dumps({"verdicts": {
-                    "rubric": {"score": scores["rubric"]["score"], "details": {"tree": tree}}}}))
+                tree = {
+                    "name": "root",
+                    "score": scores["rubric"]["score"],
+                    "children": [{"name": f"leaf of {task}", "score": scores["rubric"]["score"]}],
+                }
+                (folder / "verdicts.json").write_text(
+                    json.dumps(
+                        {
+                            "verdicts": {
+                                "rubric": {"score": scores["rubric"]["score"], "details": {"tree": tree}}
+                            }
+                        }
+                    )
+                )
     layout.results.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return rows
 
 
 def dump_dom(url: str, profile: Path) -> str:
-    cmd = [CHROMIUM, "--headless", "--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-sync",
-           "--disable-background-networking", "--disable-component-update", f"--user-data-dir={profile}",
-           "--virtual-time-budget=5000", "--dump-dom", url]
+    cmd = [
+        CHROMIUM,
+        "--headless",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--no-first-run",
+        "--disable-sync",
+        "--disable-background-networking",
+        "--disable-component-update",
+        f"--user-data-dir={profile}",
+        "--virtual-time-budget=5000",
+        "--dump-dom",
+        url,
+    ]
     return subprocess.run(cmd, capture_output=True, timeout=120, check=False).stdout.decode(errors="replace")
 
 
@@ -65,8 +97,10 @@ def shown(dom: str) -> int:
 def table_rows(dom: str) -> list[list[str]]:
     body = re.search(r'<tbody id="task-body">(.*?)</tbody>', dom, re.S)
     assert body
-    return [[re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)]
-            for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", body.group(1), re.S)]
+    return [
+        [re.sub(r"<[^>]+>", "", c) for c in re.findall(r"<td[^>]*>(.*?)</td>", tr, re.S)]
+        for tr in re.findall(r"<tr[^>]*>(.*?)</tr>", body.group(1), re.S)
+    ]
 
 
 @pytest.fixture
@@ -81,9 +115,11 @@ def test_auto_layout_writes_an_index_and_task_pages(big):
     run_dir, rows = big
     index = write_report(run_dir, render=False)
     html = index.read_text()
-    data = json.loads(re.search(r'<script type="application/json" id="task-data">(.*?)</script>', html, re.S).group(1))
+    data = json.loads(
+        re.search(r'<script type="application/json" id="task-data">(.*?)</script>', html, re.S).group(1)
+    )
     assert len(data["rows"]) == len(rows) and len(data["tasks"]) == len(rows) // 2
-    assert "<section class=\"task\"" not in html  # no task sections on the index
+    assert '<section class="task"' not in html  # no task sections on the index
     assert EVIL not in html and "<img src=x" not in html  # the hostile task id is JSON-escaped
     pages = sorted((run_dir / "report").glob("tasks-*.html"))
     assert len(pages) == -(-len(rows) // 2 // TASKS_PER_PAGE)
@@ -135,7 +171,9 @@ def test_index_filters_and_sorts_in_headless_chromium(big, tmp_path):
 
     dom = dump_dom(url + "#sort=s0&status=scored", profile)
     scores = [float(r[3]) for r in table_rows(dom)]
-    assert scores == sorted(scores) and scores[0] == min(r["scores"]["rubric"]["score"] for r in rows if r["scores"])
+    assert scores == sorted(scores) and scores[0] == min(
+        r["scores"]["rubric"]["score"] for r in rows if r["scores"]
+    )
 
 
 def test_task_page_opens_from_the_index_on_a_real_run(tmp_path_factory, tmp_path):

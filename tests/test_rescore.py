@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 from click.testing import CliRunner
+from report_fixtures import fake_run, rows_of
+
 from pptarena.cli.main import cli
 from pptarena.report.rescore import RescoreError, Rescorer, rescore
 from pptarena.run.registry import get_registry
-from report_fixtures import fake_run, rows_of
 
 ALT = """
 [dataset]
@@ -38,7 +39,17 @@ def test_rescore_with_other_judges_keeps_results_apart(tmp_path, fake_plugins):
     again = {(r["agent"], r["task_id"]): r for r in rows_of(out)}
     assert set(again) == set(original)
     for key, row in again.items():
-        assert set(row) >= {"agent", "task_id", "status", "scores", "error", "duration_s", "usage", "metadata", "prediction"}
+        assert set(row) >= {
+            "agent",
+            "task_id",
+            "status",
+            "scores",
+            "error",
+            "duration_s",
+            "usage",
+            "metadata",
+            "prediction",
+        }
         assert row["prediction"] == original[key].get("prediction")
         if original[key]["status"] == "agent_error":  # crash: copied, not judged
             assert row["status"] == "agent_error" and row["scores"] == {} and "agent bug" in row["error"]
@@ -62,7 +73,9 @@ def test_rescore_with_the_runs_own_judges_and_cli(tmp_path, fake_plugins):
     assert res.exit_code == 0, res.output
     assert "Re-score self" in res.output and "rescore/self · title" in res.output
     rows = {r["agent"]: r for r in rows_of(run_dir / "rescore" / "self")}
-    assert rows["retitle"]["scores"]["title"]["score"] == 1.0 and rows["noop"]["scores"]["title"]["score"] == 0.0
+    assert (
+        rows["retitle"]["scores"]["title"]["score"] == 1.0 and rows["noop"]["scores"]["title"]["score"] == 0.0
+    )
     # the report shows the re-score beside the run
     rep = CliRunner().invoke(cli, ["report", str(run_dir), "--no-render"])
     assert rep.exit_code == 0 and "Re-scores" in rep.output

@@ -6,10 +6,16 @@ import base64
 import textwrap
 from pathlib import Path
 
-from pptarena.plugins.judges.rubric.execute import LeafRun, ModelBridge, run_function_leaves
 from rubric_fixtures import scripted_hub
 
-BASE_INPUTS = {"original_ppt_path": "/nonexistent/a.pptx", "modified_ppt_path": "/nonexistent/b.pptx", "ppt_diff": None, "screenshots": {}}
+from pptarena.plugins.judges.rubric.execute import LeafRun, ModelBridge, run_function_leaves
+
+BASE_INPUTS = {
+    "original_ppt_path": "/nonexistent/a.pptx",
+    "modified_ppt_path": "/nonexistent/b.pptx",
+    "ppt_diff": None,
+    "screenshots": {},
+}
 
 
 def code(body: str) -> str:
@@ -25,7 +31,8 @@ def test_exec_semantics_match_ai_rubric():
     records = run(
         {
             "name": code("return __name__, 1"),  # __name__ is not set: the builtins module's value shows
-            "main_inert": code("return 'ok', 1") + "\nif __name__ == '__main__':\n    raise SystemExit('ran')\n",
+            "main_inert": code("return 'ok', 1")
+            + "\nif __name__ == '__main__':\n    raise SystemExit('ran')\n",
             "helper_invisible": "def helper():\n    return 1\n" + code("return 'x', helper()"),
             "bool_score": code("return 'true counts as 1', True"),
             "paths": code("return original_ppt_path + '|' + modified_ppt_path, 0.25"),
@@ -34,11 +41,25 @@ def test_exec_semantics_match_ai_rubric():
     )
     assert records["name"]["reason"] == "builtins" and records["name"]["score"] == 1.0
     assert records["main_inert"]["score"] == 1.0
-    assert "NameError" in records["helper_invisible"]["error"] and "helper" in records["helper_invisible"]["error"]
+    assert (
+        "NameError" in records["helper_invisible"]["error"]
+        and "helper" in records["helper_invisible"]["error"]
+    )
     assert records["bool_score"]["score"] == 1.0
-    assert records["paths"]["reason"] == "/nonexistent/a.pptx|/nonexistent/b.pptx" and records["paths"]["score"] == 0.25
+    assert (
+        records["paths"]["reason"] == "/nonexistent/a.pptx|/nonexistent/b.pptx"
+        and records["paths"]["score"] == 0.25
+    )
     assert records["names"]["reason"].split(",") == sorted(
-        ["llm_call", "modified_ppt_path", "modified_ppt_screenshots", "original_ppt_path", "original_ppt_screenshots", "ppt_diff", "vlm_call"]
+        [
+            "llm_call",
+            "modified_ppt_path",
+            "modified_ppt_screenshots",
+            "original_ppt_path",
+            "original_ppt_screenshots",
+            "ppt_diff",
+            "vlm_call",
+        ]
     )
 
 
@@ -53,7 +74,10 @@ def test_bad_results_fail_only_their_leaf_with_a_traceback():
             "good": code("return 'fine', 0.5"),
         }
     )
-    assert records["good"] == {**records["good"], "score": 0.5, "reason": "fine"} and "error" not in records["good"]
+    assert (
+        records["good"] == {**records["good"], "score": 0.5, "reason": "fine"}
+        and "error" not in records["good"]
+    )
     raises = records["raises"]
     assert raises["score"] == 0.0 and raises["error_type"] == "KeyError"
     assert "x['missing']" in raises["traceback"]  # the leaf's own source line is shown
@@ -68,7 +92,9 @@ def test_time_budget_crashes_and_exit_are_per_leaf():
     records = run(
         {
             "spins": code("while True:\n    pass"),
-            "swallows": code("try:\n    while True:\n        pass\nexcept Exception:\n    return 'caught', 1.0"),
+            "swallows": code(
+                "try:\n    while True:\n        pass\nexcept Exception:\n    return 'caught', 1.0"
+            ),
             "exits": code("import sys\nsys.exit(3)"),
             "dies": code("import os\nos._exit(9)"),
             "after": code("print('still running')\nreturn 'after', 1.0"),
@@ -83,7 +109,10 @@ def test_time_budget_crashes_and_exit_are_per_leaf():
 
 
 def test_memory_limit_kills_one_leaf_and_the_rest_run():
-    records = run({"hog": code("x = bytearray(3 * 1024**3)\nreturn 'no', 1"), "next": code("return 'yes', 1")}, memory_mb=512)
+    records = run(
+        {"hog": code("x = bytearray(3 * 1024**3)\nreturn 'no', 1"), "next": code("return 'yes', 1")},
+        memory_mb=512,
+    )
     assert records["hog"]["score"] == 0.0 and records["hog"]["error_type"] in ("MemoryError", "sandbox")
     assert records["next"]["score"] == 1.0
 
@@ -104,7 +133,9 @@ def test_shims_are_importable_and_leaves_cannot_share_state():
             "raises_unavailable": code(
                 "from ppteval.verify.ppt.verifier import ScreenshotsUnavailableError\nraise ScreenshotsUnavailableError('slide 3')"
             ),
-            "mutates": code("original_ppt_screenshots.append(1)\nglobal ppt_diff\nppt_diff = 'changed'\nreturn 'm', 1"),
+            "mutates": code(
+                "original_ppt_screenshots.append(1)\nglobal ppt_diff\nppt_diff = 'changed'\nreturn 'm', 1"
+            ),
             "sees_fresh": code("return repr((original_ppt_screenshots, ppt_diff)), 1"),
             "no_network": code(
                 "import socket\ntry:\n    socket.create_connection(('1.1.1.1', 80), timeout=2)\nexcept OSError as e:\n    return 'blocked', 1\nreturn 'open', 0"
@@ -128,7 +159,9 @@ def test_model_calls_reach_the_scripted_backend_with_prompt_params_and_images(tm
             "vlm": code(
                 f"return vlm_call(prompt='Is the title red?', images=[{str(image)!r}, {data_url!r}], temperature=0.1, max_tokens=5), 1"
             ),
-            "llm": code("from rubric.utils.llm_tools import llm_call as call\nreturn call('Summarise', temperature=0.0, max_tokens=20), 1"),
+            "llm": code(
+                "from rubric.utils.llm_tools import llm_call as call\nreturn call('Summarise', temperature=0.0, max_tokens=20), 1"
+            ),
         },
         bridge=bridge,
         # a leaf sees the screenshots it is given (and nothing else of the host under bubblewrap)
@@ -142,7 +175,9 @@ def test_model_calls_reach_the_scripted_backend_with_prompt_params_and_images(tm
     assert first.params == {"temperature": 0.1, "max_tokens": 5}
     assert second.last_user_text == "Summarise" and second.images == [] and second.params["max_tokens"] == 20
     assert [(c.leaf, c.kind) for c in bridge.calls] == [("vlm", "vlm"), ("llm", "llm")]
-    assert bridge.calls[0].images[0]["source"] == str(image) and bridge.calls[0].images[0]["bytes"] == len(image.read_bytes())
+    assert bridge.calls[0].images[0]["source"] == str(image) and bridge.calls[0].images[0]["bytes"] == len(
+        image.read_bytes()
+    )
 
 
 def test_without_a_model_calls_fail_clearly_and_backend_failures_are_marked_infra(tmp_path: Path):
@@ -150,13 +185,22 @@ def test_without_a_model_calls_fail_clearly_and_backend_failures_are_marked_infr
     assert "no model is configured" in records["asks"]["error"]
     backend, factory = scripted_hub(tmp_path, responses=[{"error": "fatal", "message": "backend down"}])
     bridge = ModelBridge(factory("scripted/m"))
-    records = run({"fallback": code("try:\n    return llm_call('q'), 1\nexcept Exception as e:\n    return str(e), 0.5")}, bridge=bridge)
+    records = run(
+        {
+            "fallback": code(
+                "try:\n    return llm_call('q'), 1\nexcept Exception as e:\n    return str(e), 0.5"
+            )
+        },
+        bridge=bridge,
+    )
     assert records["fallback"]["score"] == 0.5 and "LLM API call failed" in records["fallback"]["reason"]
     assert bridge.calls[0].infra is True and "backend down" in bridge.calls[0].error
 
 
 def test_leaf_budget_pauses_while_the_model_answers_and_calls_are_capped(tmp_path: Path):
-    backend, factory = scripted_hub(tmp_path, responses=[{"reply": "slow YES", "delay": 1.5}, "quick"], on_exhausted="repeat_last")
+    backend, factory = scripted_hub(
+        tmp_path, responses=[{"reply": "slow YES", "delay": 1.5}, "quick"], on_exhausted="repeat_last"
+    )
     bridge = ModelBridge(factory("scripted/m"))
     records = run(
         {

@@ -12,9 +12,10 @@ import re
 from collections import Counter
 
 import pytest
+from rubric_fixtures import CONTEXT_NAMES, published_rubrics, renderer, scripted_hub, stand_in_pair  # noqa: F401
+
 from pptarena.plugins.judges.rubric.execute import LeafRun, ModelBridge, run_function_leaves
 from pptarena.plugins.judges.rubric.tree import load_rubric
-from rubric_fixtures import CONTEXT_NAMES, published_rubrics, renderer, scripted_hub, stand_in_pair  # noqa: F401
 
 CONTEXT_CLASSES = ("PowerPointDiff", "Slide", "AnimationEffect", "SlideTransition", "SlideScreenshot")
 # The published leaves whose code names something no context provides (ppteval-format.md §3.2).
@@ -59,7 +60,9 @@ def test_published_leaves_find_everything_the_context_provides(stand_in_pair, re
         for key, deck in (("original", original), ("modified", edited))
     }
     diff = ppteval_diff(original, edited)
-    assert diff.added_slides and diff.removed_slides and diff.modified_slides  # the edit reaches the diff code paths
+    assert (
+        diff.added_slides and diff.removed_slides and diff.modified_slides
+    )  # the edit reaches the diff code paths
     inputs = {
         "original_ppt_path": str(original),
         "modified_ppt_path": str(edited),

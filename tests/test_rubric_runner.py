@@ -6,10 +6,11 @@ import json
 import shutil
 
 import pytest
+from rubric_fixtures import STAND_IN, edit_title, leaf, rubric
+
 from pptarena.run.config import load_config
 from pptarena.run.registry import get_registry
 from pptarena.run.runner import Runner
-from rubric_fixtures import STAND_IN, edit_title, leaf, rubric
 
 TITLE = (
     "def compute_score():\n    from pptx import Presentation\n"
@@ -32,7 +33,9 @@ def test_rubric_judge_in_a_run(tmp_path):
     task.mkdir(parents=True)
     shutil.copyfile(STAND_IN, task / "original.pptx")
     edit_title(STAND_IN, task / "target.pptx", "Quarterly review")
-    (task / "rubric.json").write_text(json.dumps(rubric(leaf("title", TITLE), leaf("looks", LOOKS, critical=False))))
+    (task / "rubric.json").write_text(
+        json.dumps(rubric(leaf("title", TITLE), leaf("looks", LOOKS, critical=False)))
+    )
     (task / "task.toml").write_text(
         'instruction = "Retitle slide 1 to Quarterly review"\noriginal = "original.pptx"\ntarget = "target.pptx"\nrubric = "rubric.json"\n'
     )
@@ -45,11 +48,15 @@ def test_rubric_judge_in_a_run(tmp_path):
         '[backends.scripted]\nrules = [{ match = "retitled", reply = "YES" }]\n'
     )
     Runner(load_config(config, get_registry()), get_registry(), tmp_path / "out", jobs=1, quiet=True).run()
-    rows = {r["agent"]: r for r in map(json.loads, (tmp_path / "out" / "results.jsonl").read_text().splitlines())}
+    rows = {
+        r["agent"]: r for r in map(json.loads, (tmp_path / "out" / "results.jsonl").read_text().splitlines())
+    }
     assert rows["oracle"]["status"] == "scored" and rows["oracle"]["scores"]["ppteval"]["score"] == 1.0
     assert rows["oracle"]["scores"]["ppteval"]["metrics"]["success"] is True
     # noop: the title check fails (critical 0), the scripted VLM still says YES (non-critical 1) → max(0, 0 - 0) = 0
     assert rows["noop"]["status"] == "scored" and rows["noop"]["scores"]["ppteval"]["score"] == 0.0
-    kept = json.loads((tmp_path / "out" / "tasks" / "oracle" / "retitle" / "judges" / "ppteval" / "rubric.json").read_text())
+    kept = json.loads(
+        (tmp_path / "out" / "tasks" / "oracle" / "retitle" / "judges" / "ppteval" / "rubric.json").read_text()
+    )
     assert [c["reason"] for c in kept["tree"]["children"]] == ["checked title", "VLM: YES"]
     assert kept["screenshots"]["rendered"] == ["prediction"]

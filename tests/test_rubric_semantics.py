@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 
 import pytest
-from pptarena.types import Task
 from rubric_fixtures import (  # noqa: F401 - fixtures
     edit_title,
     leaf,
@@ -19,6 +18,8 @@ from rubric_fixtures import (  # noqa: F401 - fixtures
     rubric,
     stand_in_pair,
 )
+
+from pptarena.types import Task
 
 PASS = 'def compute_score():\n    return "fine", 1.0\n'
 BROKEN = 'def compute_score():\n    return "never", {}["boom"]\n'

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from rubric_fixtures import leaf, parent, published_rubrics, rubric
+
 from pptarena.plugins.judges.rubric.tree import (
     FunctionScorer,
     LLMScorer,
@@ -14,7 +16,6 @@ from pptarena.plugins.judges.rubric.tree import (
     strip_code_fence,
 )
 from pptarena.types import JudgeError
-from rubric_fixtures import leaf, parent, published_rubrics, rubric
 
 OK = "def compute_score():\n    return 'ok', 1.0\n"
 
@@ -92,8 +93,20 @@ def test_a_node_with_scorer_and_children_is_a_leaf():
 
 
 def test_defaults_and_ignored_keys():
-    node = {"name": "n", "description": "d", "scorer": {"type": "function", "function_code": OK, "extra": 1}, "score": 0.2, "reason": "stale", "other": True}
-    tree = load_rubric({"root": {"name": "r", "description": "", "children": [node], "score": 0.9}, "metadata": {"compute_strategy": "mind2web2"}})
+    node = {
+        "name": "n",
+        "description": "d",
+        "scorer": {"type": "function", "function_code": OK, "extra": 1},
+        "score": 0.2,
+        "reason": "stale",
+        "other": True,
+    }
+    tree = load_rubric(
+        {
+            "root": {"name": "r", "description": "", "children": [node], "score": 0.9},
+            "metadata": {"compute_strategy": "mind2web2"},
+        }
+    )
     only = tree.leaves()[0]
     assert only.is_critical is False and only.metadata == {}
     assert isinstance(only.scorer, FunctionScorer)
@@ -105,9 +118,15 @@ def test_defaults_and_ignored_keys():
     [
         ({"root": {"name": "r", "description": ""}}, "either children or scorer"),
         ({"root": {"name": "r", "description": "", "children": []}}, "non-empty list"),
-        ({"root": parent("r", [{**leaf("x", OK), "scorer": {"type": "regex"}}])}, "unsupported scorer type 'regex'"),
+        (
+            {"root": parent("r", [{**leaf("x", OK), "scorer": {"type": "regex"}}])},
+            "unsupported scorer type 'regex'",
+        ),
         ({"root": parent("r", [{**leaf("x", OK), "scorer": {"type": "function"}}])}, "no 'function_code'"),
-        ({"root": parent("r", [{**leaf("x", OK), "scorer": {"type": "llm", "user_prompt": "u"}}])}, "system_prompt"),
+        (
+            {"root": parent("r", [{**leaf("x", OK), "scorer": {"type": "llm", "user_prompt": "u"}}])},
+            "system_prompt",
+        ),
         ({"root": parent("r", [{**leaf("x", OK), "is_critical": "yes"}])}, "is_critical"),
         ({"metadata": {}}, "no 'root'"),
         ([1, 2], "expected an object"),
@@ -121,7 +140,10 @@ def test_malformed_rubrics_raise_naming_the_node(data, message):
 
 
 def test_llm_scorer_loads():
-    node = {**leaf("x", OK), "scorer": {"type": "llm", "system_prompt": "s", "user_prompt": "u {modified_ppt_path}"}}
+    node = {
+        **leaf("x", OK),
+        "scorer": {"type": "llm", "system_prompt": "s", "user_prompt": "u {modified_ppt_path}"},
+    }
     scorer = load_rubric(rubric(node)).leaves()[0].scorer
     assert isinstance(scorer, LLMScorer) and scorer.user_prompt.endswith("{modified_ppt_path}")
 

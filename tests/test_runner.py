@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import pytest
+
 from pptarena.run.config import load_config
 from pptarena.run.registry import get_registry
 from pptarena.run.runner import Runner
@@ -42,7 +43,10 @@ def test_statuses_and_run_directory(tmp_path, fake_plugins):
     assert rows[("retitle", "task-00")]["status"] == "scored"
     assert rows[("retitle", "task-00")]["scores"]["title"]["score"] == 1.0
     assert rows[("noop", "task-01")]["scores"]["title"]["score"] == 0.0
-    assert rows[("crash", "task-00")]["status"] == "agent_error" and "agent bug" in rows[("crash", "task-00")]["error"]
+    assert (
+        rows[("crash", "task-00")]["status"] == "agent_error"
+        and "agent bug" in rows[("crash", "task-00")]["error"]
+    )
     assert rows[("broken-tool", "task-00")]["status"] == "infra_error"
     assert summary["agents"]["retitle"]["judges"]["title"]["mean"] == 1.0
     assert summary["agents"]["noop"]["judges"]["title"]["mean"] == 0.0
@@ -52,9 +56,14 @@ def test_statuses_and_run_directory(tmp_path, fake_plugins):
     assert manifest["schema_version"] == 1 and manifest["finished_at"]
     assert any(c["name"] == "noop" and c["distribution"] == "pptarena" for c in manifest["components"])
     task_dir = tmp_path / "out" / "tasks" / "retitle" / "task-00"
-    assert (task_dir / "prediction.pptx").is_file() and (task_dir / "judges" / "title" / "looked.json").is_file()
+    assert (task_dir / "prediction.pptx").is_file() and (
+        task_dir / "judges" / "title" / "looked.json"
+    ).is_file()
     assert json.loads((task_dir / "verdicts.json").read_text())["verdicts"]["title"]["score"] == 1.0
-    assert any(json.loads(line)["event"] == "edit" for line in (task_dir / "agent.log.jsonl").read_text().splitlines())
+    assert any(
+        json.loads(line)["event"] == "edit"
+        for line in (task_dir / "agent.log.jsonl").read_text().splitlines()
+    )
     # the dataset's original deck is never modified
     from fakeplugins import deck_title
 
@@ -69,7 +78,9 @@ def test_judge_errors_are_classified(tmp_path, fake_plugins):
     )
     Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "a", quiet=True).run()
     row = rows_of(tmp_path / "a")[0]
-    assert row["status"] == "judge_error" and "buggy" in row["error"] and row["scores"]["title"]["score"] == 0.0
+    assert (
+        row["status"] == "judge_error" and "buggy" in row["error"] and row["scores"]["title"]["score"] == 0.0
+    )
     cfg.write_text(cfg.read_text().replace('fail = "judge"', 'fail = "infra"'))
     Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "b", quiet=True).run()
     assert rows_of(tmp_path / "b")[0]["status"] == "infra_error"
@@ -86,7 +97,12 @@ def _alive(pid: int) -> bool:
 
 def test_timeout_kills_agent_and_its_children(tmp_path, fake_plugins):
     pidfile = tmp_path / "child.pid"
-    cfg = config_file(tmp_path, f'[[agents]]\nuse = "hang"\npidfile = "{pidfile}"\n', count=1, run="[run]\ntask_timeout = 3\n")
+    cfg = config_file(
+        tmp_path,
+        f'[[agents]]\nuse = "hang"\npidfile = "{pidfile}"\n',
+        count=1,
+        run="[run]\ntask_timeout = 3\n",
+    )
     t0 = time.monotonic()
     Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
     assert time.monotonic() - t0 < 60
@@ -102,10 +118,23 @@ def test_timeout_kills_agent_and_its_children(tmp_path, fake_plugins):
 
 def test_sigkill_then_resume_records_every_pair_once(tmp_path, fake_plugins):
     cfg = config_file(
-        tmp_path, '[[agents]]\nuse = "slowcopy"\nsleep = 0.4\n[[agents]]\nuse = "slowcopy"\nlabel = "second"\nsleep = 0.4\n', count=6
+        tmp_path,
+        '[[agents]]\nuse = "slowcopy"\nsleep = 0.4\n[[agents]]\nuse = "slowcopy"\nlabel = "second"\nsleep = 0.4\n',
+        count=6,
     )
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "pptarena.cli", "run", "--config", str(cfg), "--out", str(out), "--jobs", "2"]
+    cmd = [
+        sys.executable,
+        "-m",
+        "pptarena.cli",
+        "run",
+        "--config",
+        str(cfg),
+        "--out",
+        str(out),
+        "--jobs",
+        "2",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline:
@@ -129,11 +158,15 @@ def test_sigkill_then_resume_records_every_pair_once(tmp_path, fake_plugins):
 def test_partial_last_line_is_repaired(tmp_path):
     from pptarena.run.results import ResultsStore
 
-    (tmp_path / "results.jsonl").write_text('{"agent": "a", "task_id": "1", "status": "scored"}\n{"agent": "a", "task_')
+    (tmp_path / "results.jsonl").write_text(
+        '{"agent": "a", "task_id": "1", "status": "scored"}\n{"agent": "a", "task_'
+    )
     store = ResultsStore(tmp_path)
     assert store.done() == {("a", "1")}
     store.append({"agent": "a", "task_id": "2", "status": "scored"})
-    assert [json.loads(line)["task_id"] for line in (tmp_path / "results.jsonl").read_text().splitlines()] == ["1", "2"]
+    assert [
+        json.loads(line)["task_id"] for line in (tmp_path / "results.jsonl").read_text().splitlines()
+    ] == ["1", "2"]
 
 
 def test_filters_limit_and_globs(tmp_path, fake_plugins):
@@ -170,10 +203,16 @@ def test_model_usage_is_recorded_per_pair_and_calls_logged(tmp_path, fake_plugin
     )
     summary = Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
     rows = {r["task_id"]: r for r in rows_of(tmp_path / "out")}
-    assert rows["task-00"]["scores"]["title"]["score"] == 1.0 and rows["task-01"]["scores"]["title"]["score"] == 0.0
+    assert (
+        rows["task-00"]["scores"]["title"]["score"] == 1.0
+        and rows["task-01"]["scores"]["title"]["score"] == 0.0
+    )
     assert rows["task-00"]["usage"]["calls"] == 1 and rows["task-00"]["usage"]["output_tokens"] > 0
     assert summary["agents"]["asker"]["usage"]["calls"] == 2
-    log = [json.loads(line) for line in (tmp_path / "out/tasks/asker/task-00/agent.log.jsonl").read_text().splitlines()]
+    log = [
+        json.loads(line)
+        for line in (tmp_path / "out/tasks/asker/task-00/agent.log.jsonl").read_text().splitlines()
+    ]
     assert [e["event"] for e in log] == ["model_call"] and log[0]["model"] == "scripted/echo-1"
 
 
@@ -213,8 +252,17 @@ def test_worker_setup_failure_is_an_infra_error(tmp_path):
 
     spec = tmp_path / "spec.json"
     result = tmp_path / "result.json"
-    spec.write_text(json.dumps({"config_path": str(tmp_path / "gone.toml"), "agent_index": 0, "task": {},
-                                "workspace": {}, "result_path": str(result)}))
+    spec.write_text(
+        json.dumps(
+            {
+                "config_path": str(tmp_path / "gone.toml"),
+                "agent_index": 0,
+                "task": {},
+                "workspace": {},
+                "result_path": str(result),
+            }
+        )
+    )
     assert worker_main(str(spec)) == 0
     outcome = json.loads(result.read_text())
     assert outcome["ok"] is False and outcome["status"] == "infra_error"

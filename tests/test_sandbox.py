@@ -5,6 +5,7 @@ from __future__ import annotations
 import os
 
 import pytest
+
 from pptarena.sandbox import (
     SandboxLimits,
     filesystem_isolation_available,
@@ -29,7 +30,9 @@ def test_timeout_kills():
 
 
 def test_memory_limit():
-    res = run_python("x = bytearray(800 * 1024 * 1024)\nsandbox_result('allocated')", limits=SandboxLimits(memory_mb=300))
+    res = run_python(
+        "x = bytearray(800 * 1024 * 1024)\nsandbox_result('allocated')", limits=SandboxLimits(memory_mb=300)
+    )
     assert not res.ok and res.result is None and "MemoryError" in res.stderr
 
 
@@ -53,7 +56,10 @@ def test_no_network():
     )
     res = run_python(code)
     assert res.ok and res.network_isolated and res.result != "connected"
-    assert "Network is unreachable" in run_python("import socket\nsocket.create_connection(('10.0.0.1', 80), timeout=2)").stderr
+    assert (
+        "Network is unreachable"
+        in run_python("import socket\nsocket.create_connection(('10.0.0.1', 80), timeout=2)").stderr
+    )
 
 
 def test_extra_files_are_importable_helper_modules():
@@ -61,7 +67,9 @@ def test_extra_files_are_importable_helper_modules():
     assert res.ok and res.result == 7
 
 
-@pytest.mark.skipif(not filesystem_isolation_available(), reason="user and mount namespaces are not available here")
+@pytest.mark.skipif(
+    not filesystem_isolation_available(), reason="user and mount namespaces are not available here"
+)
 def test_only_the_working_directory_and_named_paths_are_writable(tmp_path):
     outside = tmp_path / "outside.txt"
     allowed = tmp_path / "allowed"
@@ -77,7 +85,12 @@ def test_only_the_working_directory_and_named_paths_are_writable(tmp_path):
         "        results[name] = exc.strerror\n"
         "sandbox_result(results)\n"
     )
-    paths = {"outside": str(outside), "allowed": str(allowed / "f.txt"), "cwd": "here.txt", "home": "/root/.pptarena-escape"}
+    paths = {
+        "outside": str(outside),
+        "allowed": str(allowed / "f.txt"),
+        "cwd": "here.txt",
+        "home": "/root/.pptarena-escape",
+    }
     res = run_python(code, inputs=paths, writable=[allowed])
     assert res.ok and res.filesystem_isolated, res.stderr
     # under bubblewrap the host's tmp folder is a private tmpfs: the write lands there, not on the host
@@ -89,6 +102,6 @@ def test_only_the_working_directory_and_named_paths_are_writable(tmp_path):
         "home": "Read-only file system",
     }
     assert not outside.exists() and (allowed / "f.txt").read_text() == "x"
-    assert run_python(code, inputs={"outside": str(outside)}, limits=SandboxLimits(write_anywhere=True)).result == {
-        "outside": "written"
-    }
+    assert run_python(
+        code, inputs={"outside": str(outside)}, limits=SandboxLimits(write_anywhere=True)
+    ).result == {"outside": "written"}

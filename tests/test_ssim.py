@@ -7,11 +7,14 @@ from pathlib import Path
 
 import pytest
 from PIL import Image, ImageDraw
+
 from pptarena.ssim import changed_slides, default_matches, image_ssim, renders_unchanged, slide_ssim
 from pptarena.types import SlideImage
 
 
-def slide(tmp: Path, name: str, number: int, sld_id: int | None, *, label: str, size=(640, 360), box=0) -> SlideImage:
+def slide(
+    tmp: Path, name: str, number: int, sld_id: int | None, *, label: str, size=(640, 360), box=0
+) -> SlideImage:
     """A slide-like image: white page, a title bar, text-ish stripes depending on ``label``."""
     im = Image.new("RGB", size, "white")
     d = ImageDraw.Draw(im)
@@ -42,7 +45,9 @@ def test_identical_renders_score_one_and_are_unchanged(tmp_path):
         b.append(SlideImage(img.number, img.sld_id, copy, img.width, img.height))
     rows = slide_ssim(a, b)
     assert [(r["a"], r["b"], r["status"], r["ssim"], r["moved"]) for r in rows] == [
-        (1, 1, "matched", 1.0, False), (2, 2, "matched", 1.0, False), (3, 3, "matched", 1.0, False)
+        (1, 1, "matched", 1.0, False),
+        (2, 2, "matched", 1.0, False),
+        (3, 3, "matched", 1.0, False),
     ]
     assert changed_slides(a, b) == []
     assert renders_unchanged(a, b)
@@ -65,11 +70,17 @@ def test_matching_by_sld_id_finds_moves_additions_and_removals(tmp_path):
     assert default_matches(a, b) == [(3, 1), (1, 2), (4, 3), (None, 4), (2, None)]
     rows = slide_ssim(a, b)
     assert [(r["a"], r["b"], r["status"], r["moved"]) for r in rows] == [
-        (3, 1, "matched", True), (1, 2, "matched", False), (4, 3, "matched", False),
-        (None, 4, "added", False), (2, None, "removed", False),
+        (3, 1, "matched", True),
+        (1, 2, "matched", False),
+        (4, 3, "matched", False),
+        (None, 4, "added", False),
+        (2, None, "removed", False),
     ]
     assert all(r["ssim"] == 1.0 for r in rows if r["status"] == "matched")
-    assert [(c["a"], c["b"], c["status"]) for c in changed_slides(a, b)] == [(None, 4, "added"), (2, None, "removed")]
+    assert [(c["a"], c["b"], c["status"]) for c in changed_slides(a, b)] == [
+        (None, 4, "added"),
+        (2, None, "removed"),
+    ]
     moved = changed_slides(a, b, include_moved=True)
     assert [(c["a"], c["b"]) for c in moved] == [(3, 1), (None, 4), (2, None)]
 
@@ -79,7 +90,12 @@ def test_explicit_matches_win_and_position_is_the_fallback(tmp_path):
     b = deck(tmp_path, "b", [(None, "one", {}), (None, "two", {}), (None, "three", {})])
     assert default_matches(a, b) == [(1, 1), (2, 2), (None, 3)]
     rows = slide_ssim(a, b, matches=[(1, 2), (2, None), (None, 1), (None, 3)])
-    assert [(r["a"], r["b"], r["status"]) for r in rows] == [(1, 2, "matched"), (2, None, "removed"), (None, 1, "added"), (None, 3, "added")]
+    assert [(r["a"], r["b"], r["status"]) for r in rows] == [
+        (1, 2, "matched"),
+        (2, None, "removed"),
+        (None, 1, "added"),
+        (None, 3, "added"),
+    ]
     assert rows[0]["ssim"] < 1.0
     # decks that share no sld_id at all (e.g. rebuilt by another tool) are paired by position
     c = deck(tmp_path, "c", [(900, "one", {}), (901, "two", {})])
@@ -102,8 +118,17 @@ def test_size_mismatch_is_handled_and_flagged(tmp_path):
 
 def test_threshold_and_cap(tmp_path):
     a = deck(tmp_path, "a", [(256 + i, f"s{i}", {}) for i in range(5)])
-    b = deck(tmp_path, "b", [(256, "s0", {}), (257, "s1", {"box": 20}), (258, "s2", {"box": 120}),
-                             (259, "s3", {}), (260, "s4", {"box": 60})])
+    b = deck(
+        tmp_path,
+        "b",
+        [
+            (256, "s0", {}),
+            (257, "s1", {"box": 20}),
+            (258, "s2", {"box": 120}),
+            (259, "s3", {}),
+            (260, "s4", {"box": 60}),
+        ],
+    )
     everything = changed_slides(a, b)
     assert [c["b"] for c in everything] == [2, 3, 5]
     by_change = sorted(everything, key=lambda c: c["ssim"])

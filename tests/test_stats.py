@@ -8,6 +8,7 @@ import random
 
 import numpy as np
 import pytest
+
 from pptarena.run.results import summarize_results
 from pptarena.run.stats import (
     bootstrap_mean_ci,
@@ -19,13 +20,22 @@ from pptarena.run.stats import (
 )
 from pptarena.run.summary_stats import StatsOptions
 
-scipy_stats = pytest.importorskip("scipy.stats", reason="scipy (test extra) is the reference for intervals and tests")
+scipy_stats = pytest.importorskip(
+    "scipy.stats", reason="scipy (test extra) is the reference for intervals and tests"
+)
 
 
 def row(agent, task, epoch, score, success=None):
     metrics = {} if success is None else {"success": success}
-    return {"agent": agent, "task_id": task, "epoch": epoch, "status": "scored",
-            "scores": {"j": {"score": score, "metrics": metrics}}, "usage": {}, "metadata": {}}
+    return {
+        "agent": agent,
+        "task_id": task,
+        "epoch": epoch,
+        "status": "scored",
+        "scores": {"j": {"score": score, "metrics": metrics}},
+        "usage": {},
+        "metadata": {},
+    }
 
 
 def test_pass_at_k_and_pass_hat_k_hand_computed():
@@ -43,7 +53,9 @@ def test_pass_at_k_and_pass_hat_k_hand_computed():
 
 def test_epoch_block_matches_subset_enumeration_on_seeded_outcomes():
     rng = random.Random(11)
-    outcomes = {f"t{i}": [rng.random() < p for _ in range(4)] for i, p in enumerate((0.2, 0.5, 0.8, 0.5, 0.0, 1.0))}
+    outcomes = {
+        f"t{i}": [rng.random() < p for _ in range(4)] for i, p in enumerate((0.2, 0.5, 0.8, 0.5, 0.0, 1.0))
+    }
     rows = [row("a", t, e + 1, 1.0 if ok else 0.3) for t, oks in outcomes.items() for e, ok in enumerate(oks)]
     block = epoch_block(rows, "j", threshold=1.0, n_boot=200)
     assert block["k"] == 4
@@ -72,8 +84,14 @@ def test_bootstrap_interval_matches_scipy_percentile_bootstrap():
     rng = np.random.default_rng(3)
     values = rng.beta(2, 3, size=40)
     ours = bootstrap_mean_ci(values, n_boot=20_000, seed=5)
-    ref = scipy_stats.bootstrap((values,), np.mean, n_resamples=20_000, method="percentile", confidence_level=0.95,
-                                random_state=np.random.default_rng(9)).confidence_interval
+    ref = scipy_stats.bootstrap(
+        (values,),
+        np.mean,
+        n_resamples=20_000,
+        method="percentile",
+        confidence_level=0.95,
+        random_state=np.random.default_rng(9),
+    ).confidence_interval
     assert ours[0] == pytest.approx(ref.low, abs=0.006) and ours[1] == pytest.approx(ref.high, abs=0.006)
     assert ours[0] < values.mean() < ours[1]
     assert bootstrap_mean_ci(values, n_boot=500, seed=1) == bootstrap_mean_ci(values, n_boot=500, seed=1)
@@ -85,14 +103,20 @@ def test_paired_permutation_test_matches_scipy_exact():
     a = rng.uniform(0, 1, 12)
     b = np.clip(a - rng.normal(0.08, 0.15, 12), 0, 1)
     ours = paired_permutation_p(a - b)
-    ref = scipy_stats.permutation_test((a, b), lambda x, y: np.mean(x - y), permutation_type="samples",
-                                       n_resamples=np.inf, alternative="two-sided").pvalue
+    ref = scipy_stats.permutation_test(
+        (a, b),
+        lambda x, y: np.mean(x - y),
+        permutation_type="samples",
+        n_resamples=np.inf,
+        alternative="two-sided",
+    ).pvalue
     assert ours == pytest.approx(ref, rel=1e-9)
     # a large sample falls back to seeded Monte Carlo, still close to scipy's own Monte Carlo
     a2, b2 = rng.uniform(0, 1, 60), rng.uniform(0, 1, 60) * 0.9
     mc = paired_permutation_p(a2 - b2, n_perm=20_000, seed=1)
-    ref2 = scipy_stats.permutation_test((a2, b2), lambda x, y: np.mean(x - y), permutation_type="samples",
-                                        n_resamples=20_000, random_state=2).pvalue
+    ref2 = scipy_stats.permutation_test(
+        (a2, b2), lambda x, y: np.mean(x - y), permutation_type="samples", n_resamples=20_000, random_state=2
+    ).pvalue
     assert mc == pytest.approx(ref2, abs=0.02)
     assert paired_permutation_p([0.0, 0.0, 0.0]) == 1.0
 
@@ -105,9 +129,14 @@ def test_paired_comparison_uses_common_tasks_only():
 
 
 def test_summary_averages_per_task_means_over_epochs_with_intervals():
-    rows = [row("a", "t1", 1, 1.0), row("a", "t1", 2, 0.0), row("a", "t1", 3, 1.0),  # task mean 2/3
-            row("a", "t2", 1, 0.0),  # one attempt only: mean 0
-            row("b", "t1", 1, 0.5), row("b", "t2", 1, 0.5)]
+    rows = [
+        row("a", "t1", 1, 1.0),
+        row("a", "t1", 2, 0.0),
+        row("a", "t1", 3, 1.0),  # task mean 2/3
+        row("a", "t2", 1, 0.0),  # one attempt only: mean 0
+        row("b", "t1", 1, 0.5),
+        row("b", "t2", 1, 0.5),
+    ]
     rows.append({**row("a", "t3", 1, 0.0), "status": "agent_error", "scores": {}})  # counts 0
     summary = summarize_results(rows, opts=StatsOptions(n_boot=300, seed=2))
     a = summary["agents"]["a"]

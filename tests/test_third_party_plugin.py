@@ -35,8 +35,19 @@ def python_with_plugin(tmp_path_factory) -> tuple[Path, dict[str, str]]:
     src = tmp_path_factory.mktemp("src") / "pptarena-dummy"
     shutil.copytree(FIXTURE, src)  # builds write egg-info beside the sources: keep the fixture clean
     done = subprocess.run(
-        [sys.executable, "-m", "pip", "install", "-q", "--no-deps", "--no-build-isolation", "--no-index",
-         "--target", str(target), str(src)],
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "install",
+            "-q",
+            "--no-deps",
+            "--no-build-isolation",
+            "--no-index",
+            "--target",
+            str(target),
+            str(src),
+        ],
         capture_output=True,
         text=True,
     )
@@ -49,7 +60,9 @@ def arena(
     py: tuple[Path, dict[str, str]], *args: str, cwd: Path | None = None
 ) -> subprocess.CompletedProcess[str]:
     python, env = py
-    return subprocess.run([str(python), "-m", "pptarena.cli", *args], capture_output=True, text=True, cwd=cwd, env=env)
+    return subprocess.run(
+        [str(python), "-m", "pptarena.cli", *args], capture_output=True, text=True, cwd=cwd, env=env
+    )
 
 
 def test_plugins_lists_the_third_party_plugin(python_with_plugin):
@@ -57,7 +70,11 @@ def test_plugins_lists_the_third_party_plugin(python_with_plugin):
     assert out.returncode == 0, out.stderr
     plugins = {p["name"]: p for p in json.loads(out.stdout)}
     dummy = plugins["dummy"]
-    assert dummy["distribution"] == "pptarena-dummy" and dummy["version"] == "0.3.0" and dummy["builtin"] is False
+    assert (
+        dummy["distribution"] == "pptarena-dummy"
+        and dummy["version"] == "0.3.0"
+        and dummy["builtin"] is False
+    )
     assert dummy["components"] == {"agents": ["append-slide"], "judges": ["slide-count"]}
     assert plugins["agents-baselines"]["builtin"] is True
 
@@ -72,7 +89,9 @@ def test_a_run_uses_the_plugins_agent_and_judge(python_with_plugin, tmp_path):
     prs.save(str(task / "original.pptx"))
     prs.slides.add_slide(prs.slide_layouts[6])
     prs.save(str(task / "target.pptx"))
-    (task / "task.toml").write_text('instruction = "Add a slide"\noriginal = "original.pptx"\ntarget = "target.pptx"\n')
+    (task / "task.toml").write_text(
+        'instruction = "Add a slide"\noriginal = "original.pptx"\ntarget = "target.pptx"\n'
+    )
     cfg = tmp_path / "dummy.toml"
     cfg.write_text(
         '[dataset]\nuse = "folder"\nroot = "tasks"\n'
@@ -81,7 +100,9 @@ def test_a_run_uses_the_plugins_agent_and_judge(python_with_plugin, tmp_path):
     )
     out = arena(python_with_plugin, "run", "--config", str(cfg), "--out", str(tmp_path / "run"), cwd=tmp_path)
     assert out.returncode == 0, out.stderr
-    rows = {r["agent"]: r for r in map(json.loads, (tmp_path / "run" / "results.jsonl").read_text().splitlines())}
+    rows = {
+        r["agent"]: r for r in map(json.loads, (tmp_path / "run" / "results.jsonl").read_text().splitlines())
+    }
     assert rows["append-slide"]["scores"]["slide-count"]["score"] == 1.0
     assert rows["noop"]["scores"]["slide-count"]["score"] == 0.0
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())

@@ -13,7 +13,9 @@ from pathlib import Path
 import pytest
 from PIL import Image
 
-pytestmark = pytest.mark.skipif(shutil.which("soffice") is None, reason="LibreOffice (soffice) is not installed")
+pytestmark = pytest.mark.skipif(
+    shutil.which("soffice") is None, reason="LibreOffice (soffice) is not installed"
+)
 
 RED = (255, 0, 0)
 
@@ -82,7 +84,9 @@ def renderer(tmp_path):
     from pptarena.plugins.renderers.libreoffice import LibreOfficeRenderer
     from pptarena.types import ComponentContext
 
-    r = LibreOfficeRenderer(LibreOfficeRenderer.Options(cache=False), ComponentContext(cache_dir=tmp_path / "cache", model=None))  # type: ignore[arg-type]
+    r = LibreOfficeRenderer(
+        LibreOfficeRenderer.Options(cache=False), ComponentContext(cache_dir=tmp_path / "cache", model=None)
+    )  # type: ignore[arg-type]
     yield r
     r.close()
 
@@ -90,14 +94,20 @@ def renderer(tmp_path):
 def test_row5_linked_file_and_url_are_neither_read_nor_fetched(tmp_path, renderer):
     secret = red_png(tmp_path / "secret.png")
     # control: the same picture embedded renders red, so the measure can see it
-    embedded = renderer.render(deck_with_picture(tmp_path / "embedded.pptx", secret, link=None), tmp_path / "r0")
+    embedded = renderer.render(
+        deck_with_picture(tmp_path / "embedded.pptx", secret, link=None), tmp_path / "r0"
+    )
     assert red_share(embedded[0].path) > 0.5
     blank = red_png(tmp_path / "blank.png")
     Image.new("RGB", (300, 300), (255, 255, 255)).save(blank)
     listener = Listener()
     try:
-        by_file = renderer.render(deck_with_picture(tmp_path / "file.pptx", blank, link=secret.as_uri()), tmp_path / "r1")
-        by_url = renderer.render(deck_with_picture(tmp_path / "url.pptx", blank, link=listener.url), tmp_path / "r2")
+        by_file = renderer.render(
+            deck_with_picture(tmp_path / "file.pptx", blank, link=secret.as_uri()), tmp_path / "r1"
+        )
+        by_url = renderer.render(
+            deck_with_picture(tmp_path / "url.pptx", blank, link=listener.url), tmp_path / "r2"
+        )
     finally:
         listener.close()
     assert red_share(by_file[0].path) < 0.01
@@ -113,9 +123,18 @@ def test_row5_the_office_runs_without_network_and_under_a_memory_cap(tmp_path):
     listener = Listener()
     try:
         probe = "import urllib.request, sys\ntry:\n    urllib.request.urlopen(sys.argv[1], timeout=3)\n    print('FETCHED')\nexcept OSError as e:\n    print('BLOCKED', e)\n"
-        out = subprocess.run([*_office_jail.office_prefix(), sys.executable, "-c", probe, listener.url],
-                             capture_output=True, text=True, timeout=60)
-        limits = subprocess.run([*_office_jail.office_prefix(), "cat", "/proc/self/limits"], capture_output=True, text=True, timeout=60)
+        out = subprocess.run(
+            [*_office_jail.office_prefix(), sys.executable, "-c", probe, listener.url],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        limits = subprocess.run(
+            [*_office_jail.office_prefix(), "cat", "/proc/self/limits"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     finally:
         listener.close()
     assert out.stdout.startswith("BLOCKED") and listener.hits == []

@@ -35,7 +35,9 @@ def demo_deck(tmp_path: Path) -> Path:
     return sorted(root.rglob("*.pptx"))[0]
 
 
-def command_config(script: Path, *, ids: str = '["qbr-fix-typos"]', timeout: int = 120, extra: str = "") -> str:
+def command_config(
+    script: Path, *, ids: str = '["qbr-fix-typos"]', timeout: int = 120, extra: str = ""
+) -> str:
     """A run of a command agent running ``script {input} {output}`` on demo tasks, judged structurally."""
     return (
         f'[run]\ntask_timeout = {timeout}\njobs = 1\n[dataset]\nuse = "demo"\nids = {ids}\n'
@@ -52,8 +54,11 @@ def test_row8_second_run_on_the_same_folder_refuses_naming_the_holder(tmp_path):
     script.write_text("import shutil, sys, time\ntime.sleep(3)\nshutil.copyfile(sys.argv[1], sys.argv[2])\n")
     (tmp_path / "c.toml").write_text(command_config(script, ids=TWO_TASKS))
     first = subprocess.Popen(
-        [sys.executable, "-m", "pptarena.cli", "run", "--config", "c.toml", "--out", "run"], cwd=tmp_path,
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+        [sys.executable, "-m", "pptarena.cli", "run", "--config", "c.toml", "--out", "run"],
+        cwd=tmp_path,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
     )
     lock = tmp_path / "run" / ".lock"
     deadline = time.monotonic() + 60
@@ -63,7 +68,9 @@ def test_row8_second_run_on_the_same_folder_refuses_naming_the_holder(tmp_path):
     out, err = first.communicate(timeout=300)
     assert first.returncode == 0, err[-2000:]
     assert second.returncode != 0
-    assert f"process {first.pid}" in second.stderr + second.stdout and "in use" in second.stderr + second.stdout
+    assert (
+        f"process {first.pid}" in second.stderr + second.stdout and "in use" in second.stderr + second.stdout
+    )
     lines = (tmp_path / "run" / "results.jsonl").read_text().splitlines()
     pairs = [(json.loads(line)["agent"], json.loads(line)["task_id"]) for line in lines]
     assert len(pairs) == len(set(pairs)) >= 2  # every pair once, none lost to the second run
@@ -134,19 +141,49 @@ def test_row11_plugin_calling_sys_exit_at_import_is_named_and_skipped(tmp_path):
 
 @needs_bwrap
 def test_row11_read_only_run_and_cache_folders_give_a_clear_message(tmp_path):
-    (tmp_path / "c.toml").write_text('[dataset]\nuse = "demo"\nids = ["qbr-fix-typos"]\n[[agents]]\nuse = "noop"\n')
+    (tmp_path / "c.toml").write_text(
+        '[dataset]\nuse = "demo"\nids = ["qbr-fix-typos"]\n[[agents]]\nuse = "noop"\n'
+    )
     frozen = tmp_path / "frozen"
     (frozen / "run").mkdir(parents=True)
     (frozen / "cache").mkdir()
-    wrap = ["bwrap", "--bind", "/", "/", "--ro-bind", str(frozen), str(frozen), "--dev", "/dev", "--proc", "/proc"]
+    wrap = [
+        "bwrap",
+        "--bind",
+        "/",
+        "/",
+        "--ro-bind",
+        str(frozen),
+        str(frozen),
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
+    ]
     env = {**os.environ, "PPTARENA_CACHE": str(frozen / "cache")}
     run = subprocess.run(
-        [*wrap, sys.executable, "-m", "pptarena.cli", "run", "--config", "c.toml", "--out", str(frozen / "run")],
-        capture_output=True, text=True, cwd=tmp_path, env=env, timeout=120,
+        [
+            *wrap,
+            sys.executable,
+            "-m",
+            "pptarena.cli",
+            "run",
+            "--config",
+            "c.toml",
+            "--out",
+            str(frozen / "run"),
+        ],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=env,
+        timeout=120,
     )
     assert run.returncode != 0
     assert "Traceback" not in run.stderr, run.stderr[-2000:]
-    assert str(frozen) in run.stderr and ("Read-only" in run.stderr or "read-only" in run.stderr), run.stderr[-2000:]
+    assert str(frozen) in run.stderr and ("Read-only" in run.stderr or "read-only" in run.stderr), run.stderr[
+        -2000:
+    ]
 
 
 def test_row11_broken_original_is_the_datasets_fault_and_rejected_prediction_the_agents(tmp_path):
@@ -204,7 +241,10 @@ def test_row12_literal_secrets_in_a_config_are_refused_with_a_hint(tmp_path, tab
     assert "written literally" in out.stderr and "{ env = " in out.stderr, out.stderr[-2000:]
     for literal in ("sk-live-0123456789abcdef", "hunter2-very-secret", "sk-ant-0123456789abcdef"):
         assert literal not in out.stderr + out.stdout
-    assert not (tmp_path / "run").exists() or files_holding(tmp_path / "run", ["0123456789abcdef", "hunter2"]) == []
+    assert (
+        not (tmp_path / "run").exists()
+        or files_holding(tmp_path / "run", ["0123456789abcdef", "hunter2"]) == []
+    )
 
 
 def test_row12_a_model_reply_echoing_the_key_is_never_written_or_sent_back(tmp_path):

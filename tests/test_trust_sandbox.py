@@ -12,8 +12,6 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from pptarena.plugins.judges.rubric.execute import LeafRun, ModelBridge, run_function_leaves
-from pptarena.sandbox import SandboxLimits, run_python
 from stub_llm_server import Reply, StubLLMServer
 from trust_fixtures import (
     OTHER_SECRET,
@@ -28,7 +26,15 @@ from trust_fixtures import (
     wait_gone,
 )
 
-NO_DECKS = {"original_ppt_path": "/nonexistent/a.pptx", "modified_ppt_path": "/nonexistent/b.pptx", "ppt_diff": None, "screenshots": {}}
+from pptarena.plugins.judges.rubric.execute import LeafRun, ModelBridge, run_function_leaves
+from pptarena.sandbox import SandboxLimits, run_python
+
+NO_DECKS = {
+    "original_ppt_path": "/nonexistent/a.pptx",
+    "modified_ppt_path": "/nonexistent/b.pptx",
+    "ppt_diff": None,
+    "screenshots": {},
+}
 
 
 def leaf(body: str) -> str:
@@ -175,7 +181,9 @@ def test_row2_program_and_leaf_cannot_leak_keys_to_files_or_prompts(tmp_path, mo
     result = rows(run_dir)
     assert result["hostile"]["status"] == "agent_error" and "STOLEN" in result["hostile"]["error"]
     assert result["noop"]["status"] == "scored"
-    assert len(requests) == 2 and "STOLEN" in json.dumps(requests[1].body)  # the failure went back to the model
+    assert len(requests) == 2 and "STOLEN" in json.dumps(
+        requests[1].body
+    )  # the failure went back to the model
     assert files_holding(run_dir, [SECRET, OTHER_SECRET]) == []
     assert requests_holding(requests, [SECRET, OTHER_SECRET]) == []
     assert SECRET not in out.stdout + out.stderr + report.stdout + report.stderr
@@ -189,8 +197,15 @@ def test_row2_program_and_leaf_cannot_leak_keys_to_files_or_prompts(tmp_path, mo
     isolation.base_flags.cache_clear()
     try:
         records = run_function_leaves(
-            [{"id": "leak", "code": leaf(LEAK.replace("raise SystemExit(3)", "return ' | '.join(stolen), 0"))}],
-            NO_DECKS, ModelBridge(None), LeafRun(),
+            [
+                {
+                    "id": "leak",
+                    "code": leaf(LEAK.replace("raise SystemExit(3)", "return ' | '.join(stolen), 0")),
+                }
+            ],
+            NO_DECKS,
+            ModelBridge(None),
+            LeafRun(),
         )
     finally:
         monkeypatch.delenv("PPTARENA_SANDBOX")
@@ -224,7 +239,9 @@ except OSError:
 def test_row3_program_killing_every_process_it_sees_fails_alone(tmp_path):
     run_dir = tmp_path / "run"
     with StubLLMServer() as server:
-        server.default = Reply(program_reply(KILLER + "\nimport shutil\nshutil.copyfile(INPUT_PATH, OUTPUT_PATH)\n"))
+        server.default = Reply(
+            program_reply(KILLER + "\nimport shutil\nshutil.copyfile(INPUT_PATH, OUTPUT_PATH)\n")
+        )
         (tmp_path / "c.toml").write_text(code_agent_config(server.openai_base_url, retries=0))
         out = arena(["run", "--config", "c.toml", "--out", str(run_dir)], tmp_path)
     assert out.returncode == 0, out.stderr[-3000:]
@@ -236,7 +253,10 @@ def test_row3_program_killing_every_process_it_sees_fails_alone(tmp_path):
 @needs_bwrap
 def test_row3_leaf_killing_its_parent_fails_alone_and_later_leaves_run(tmp_path):
     script = tmp_path / "judge.py"
-    leaves = [{"id": "killer", "code": leaf(KILLER + "return 'k', 1")}, {"id": "honest", "code": leaf("return 'fine', 0.5")}]
+    leaves = [
+        {"id": "killer", "code": leaf(KILLER + "return 'k', 1")},
+        {"id": "honest", "code": leaf("return 'fine', 0.5")},
+    ]
     script.write_text(
         "import json, sys\n"
         "from pptarena.plugins.judges.rubric.execute import LeafRun, ModelBridge, run_function_leaves\n"
@@ -312,8 +332,11 @@ def test_row4_kill_9_of_the_run_ends_the_command_agents_tree(tmp_path):
     import time
 
     proc = subprocess.Popen(
-        [sys.executable, "-m", "pptarena.cli", "run", "--config", "c.toml", "--out", "run"], cwd=tmp_path,
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ},
+        [sys.executable, "-m", "pptarena.cli", "run", "--config", "c.toml", "--out", "run"],
+        cwd=tmp_path,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        env={**os.environ},
     )
     from trust_fixtures import processes_with
 
@@ -362,8 +385,14 @@ def test_row7_lying_float_and_forged_records_do_not_score():
     )
     critical = leaf("return 'the title is still wrong', 0")
     records = run_function_leaves(
-        [{"id": "liar", "code": lying}, {"id": "forger", "code": forger}, {"id": "critical", "code": critical}],
-        NO_DECKS, ModelBridge(None), LeafRun(),
+        [
+            {"id": "liar", "code": lying},
+            {"id": "forger", "code": forger},
+            {"id": "critical", "code": critical},
+        ],
+        NO_DECKS,
+        ModelBridge(None),
+        LeafRun(),
     )
     assert records["liar"]["score"] == 0.0 and "float" in records["liar"]["error"]
     assert records["critical"]["score"] == 0.0 and records["critical"]["reason"] == "the title is still wrong"

@@ -8,6 +8,7 @@ import shutil
 from pathlib import Path
 
 import pytest
+
 from pptarena.plugins.datasets.common import DatasetError
 from pptarena.plugins.datasets.tsbench import NO_TARGET, load_tsbench
 from pptarena.run.config import load_config
@@ -26,11 +27,16 @@ RECORDS = {
 }
 HARD = {
     "3-2": {"ideal_description": "All visible text of the slide is in Korean; layout unchanged."},
-    "7-9": {"instruction": "Edit the content of the embedded video.",
-            "ideal_description": "The agent refuses: video content cannot be edited."},
+    "7-9": {
+        "instruction": "Edit the content of the embedded video.",
+        "ideal_description": "The agent refuses: video content cannot be edited.",
+    },
 }
-DECKS = {"3": "docling_powerpoint_comments.pptx", "7": "poi_hello-world-signed.pptx",
-         "12": "openxmlsdk_Presentation_empty-app.pptx"}
+DECKS = {
+    "3": "docling_powerpoint_comments.pptx",
+    "7": "poi_hello-world-signed.pptx",
+    "12": "openxmlsdk_Presentation_empty-app.pptx",
+}
 
 
 @pytest.fixture
@@ -83,13 +89,16 @@ def test_missing_decks_are_named_at_once(root):
     assert "Kyudan/TSBench" in message
 
 
-@pytest.mark.parametrize("content, problem", [
-    ("[1, 2]", "without instruction text"),
-    ('[{"id": "a b", "instruction": "x"}]', "bad prompt id"),
-    ('{"3-1": ""}', "non-empty string"),
-    ('{"../x": "text"}', "bad prompt id"),
-    ('"text"', "expected a JSON object or list"),
-])
+@pytest.mark.parametrize(
+    "content, problem",
+    [
+        ("[1, 2]", "without instruction text"),
+        ('[{"id": "a b", "instruction": "x"}]', "bad prompt id"),
+        ('{"3-1": ""}', "non-empty string"),
+        ('{"../x": "text"}', "bad prompt id"),
+        ('"text"', "expected a JSON object or list"),
+    ],
+)
 def test_malformed_records_are_refused(root, content, problem):
     (root / "expanded_instruction_379.json").write_text(content)
     with pytest.raises(DatasetError, match=problem):
@@ -100,7 +109,9 @@ def _run(root: Path, tmp_path: Path, judges: str, extra: str = "") -> list[dict]
     cfg = tmp_path / "tsbench.toml"
     cfg.write_text(
         f'[run]\njobs = 1\n\n[dataset]\nuse = "tsbench"\nroot = "{root}"\nids = ["3-*"]\n\n'
-        f'[[agents]]\nuse = "noop"\n\n{judges}{extra}', encoding="utf-8")
+        f'[[agents]]\nuse = "noop"\n\n{judges}{extra}',
+        encoding="utf-8",
+    )
     Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "run", quiet=True).run()
     return [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
 
@@ -111,14 +122,22 @@ def test_structural_judge_says_there_is_no_target(root, tmp_path):
     assert all("TSBench ships no target decks" in r["error"] for r in rows)
 
 
-@pytest.mark.skipif(not (shutil.which("soffice") or shutil.which("libreoffice")), reason="LibreOffice is not installed")
+@pytest.mark.skipif(
+    not (shutil.which("soffice") or shutil.which("libreoffice")), reason="LibreOffice is not installed"
+)
 def test_dual_judge_scores_without_a_target(root, tmp_path):
     """noop through the dual judge (scripted model): IF is 0 for an unchanged deck, as PPTArena rules."""
-    rules = ('[backends.scripted]\nrules = [\n'
-             '  { match = "Score instruction following", reply = \'{"score": 5, "reason": "done"}\' },\n'
-             '  { match = "Score the visual quality", reply = \'{"score": 4, "reason": "fine"}\' },\n]\n')
-    rows = _run(root, tmp_path, '[renderer]\nuse = "libreoffice"\n\n[[judges]]\nuse = "dual"\nmodel = "scripted/j"\n\n',
-                rules)
+    rules = (
+        "[backends.scripted]\nrules = [\n"
+        '  { match = "Score instruction following", reply = \'{"score": 5, "reason": "done"}\' },\n'
+        '  { match = "Score the visual quality", reply = \'{"score": 4, "reason": "fine"}\' },\n]\n'
+    )
+    rows = _run(
+        root,
+        tmp_path,
+        '[renderer]\nuse = "libreoffice"\n\n[[judges]]\nuse = "dual"\nmodel = "scripted/j"\n\n',
+        rules,
+    )
     assert [r["status"] for r in rows] == ["scored", "scored"], rows
     for row in rows:
         metrics = row["scores"]["dual"]["metrics"]

@@ -16,17 +16,21 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+
 from pptarena import isolation
 
 SECRET = "sk-test-DO-NOT-LEAK-0123456789abcdef"  # the stub's TEST_API_KEY
 OTHER_SECRET = "tok-unrelated-service-9f8e7d6c5b4a"  # a secret of the environment no config names
 
 needs_bwrap = pytest.mark.skipif(
-    isolation.base_flags() is None, reason="bubblewrap is missing or user namespaces do not work here (fallback isolation)"
+    isolation.base_flags() is None,
+    reason="bubblewrap is missing or user namespaces do not work here (fallback isolation)",
 )
 
 
-def code_agent_config(base_url: str, *, agents_extra: str = "", retries: int = 1, ids: str = '["qbr-fix-typos"]') -> str:
+def code_agent_config(
+    base_url: str, *, agents_extra: str = "", retries: int = 1, ids: str = '["qbr-fix-typos"]'
+) -> str:
     """A run of the code agent (programs from the stub) and noop on one demo task, judged structurally."""
     return f"""
 [run]
@@ -58,11 +62,18 @@ api_key = {{ env = "STUB_KEY" }}
 """
 
 
-def arena(args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 300) -> subprocess.CompletedProcess[str]:
+def arena(
+    args: list[str], cwd: Path, env: dict[str, str] | None = None, timeout: float = 300
+) -> subprocess.CompletedProcess[str]:
     """Run the `arena` CLI in a subprocess (the stub key and an unrelated secret in its environment)."""
     full = {**os.environ, "STUB_KEY": SECRET, "UNRELATED_SERVICE_TOKEN": OTHER_SECRET, **(env or {})}
     return subprocess.run(
-        [sys.executable, "-m", "pptarena.cli", *args], capture_output=True, text=True, env=full, cwd=cwd, timeout=timeout
+        [sys.executable, "-m", "pptarena.cli", *args],
+        capture_output=True,
+        text=True,
+        env=full,
+        cwd=cwd,
+        timeout=timeout,
     )
 
 

@@ -59,7 +59,9 @@ class CaseResult:
     deck: Path
     expect: str  # "0", "1", "<1"
     score: float | None = None
-    leaves: list[dict[str, Any]] = field(default_factory=list)  # node_id, name, critical, score, reason, error
+    leaves: list[dict[str, Any]] = field(
+        default_factory=list
+    )  # node_id, name, critical, score, reason, error
     error: str | None = None
 
     @property
@@ -69,8 +71,14 @@ class CaseResult:
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return {"case": self.case, "deck": str(self.deck), "expect": self.expect, "score": self.score,
-                "error": self.error, "leaves": self.leaves}
+        return {
+            "case": self.case,
+            "deck": str(self.deck),
+            "expect": self.expect,
+            "score": self.score,
+            "error": self.error,
+            "leaves": self.leaves,
+        }
 
 
 @dataclass
@@ -101,8 +109,13 @@ class RubricCheck:
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready form."""
-        return {"task_id": self.task_id, "flags": self.flags, "problems": self.problems, "notes": self.notes,
-                "cases": [c.to_json() for c in self.cases]}
+        return {
+            "task_id": self.task_id,
+            "flags": self.flags,
+            "problems": self.problems,
+            "notes": self.notes,
+            "cases": [c.to_json() for c in self.cases],
+        }
 
 
 def partial_decks(task: Task, folder: Path | None) -> list[Path]:
@@ -143,7 +156,9 @@ def static_findings(check: RubricCheck, rubric: dict[str, Any], instruction: str
         for p in leaf.problems:
             check.flag("lint", f"{leaf.label()}: {p}")
     if not any(set(leaf.context_names) & set(PREDICTION_NAMES) for leaf in lint.leaves):
-        check.flag("blind", "no leaf reads the edited deck (modified_ppt_path, ppt_diff or modified_ppt_screenshots)")
+        check.flag(
+            "blind", "no leaf reads the edited deck (modified_ppt_path, ppt_diff or modified_ppt_screenshots)"
+        )
     terms = key_terms(instruction)
     text = "\n".join(f"{leaf.name}\n{leaf.code}" for leaf in lint.leaves) + "\n" + _descriptions(rubric)
     if terms and not mentions_any(text, terms):
@@ -189,16 +204,26 @@ class RubricChecker:
     :param leaf_timeout: seconds per leaf.
     """
 
-    def __init__(self, registry: Any, *, cache_dir: Path, model: str | None = None,
-                 model_factory: Callable[[str], Any] | None = None, renderer: Any = None,
-                 work_dir: Path | None = None, leaf_timeout: float = 60.0):
+    def __init__(
+        self,
+        registry: Any,
+        *,
+        cache_dir: Path,
+        model: str | None = None,
+        model_factory: Callable[[str], Any] | None = None,
+        renderer: Any = None,
+        work_dir: Path | None = None,
+        leaf_timeout: float = 60.0,
+    ):
         self.registry = registry
         self.cache_dir = Path(cache_dir)
         self.model = model
         self.model_factory = model_factory
         self.renderer = renderer
         self._own_work = work_dir is None
-        self.work_dir = Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix="pptarena-author-check-"))
+        self.work_dir = (
+            Path(work_dir) if work_dir else Path(tempfile.mkdtemp(prefix="pptarena-author-check-"))
+        )
         self.leaf_timeout = leaf_timeout
         self._judge: Any = None
         self._batches = 0
@@ -211,11 +236,18 @@ class RubricChecker:
     def judge(self) -> Any:
         """The ``rubric`` judge (built once through the registry)."""
         if self._judge is None:
-            def no_model(ref: str) -> Any:
-                raise PptArenaError(f"no model backend is available to author check (asked for {ref!r}); pass --model")
 
-            context = ComponentContext(cache_dir=self.cache_dir, model=self.model_factory or no_model,
-                                       name="rubric", label="author-check")
+            def no_model(ref: str) -> Any:
+                raise PptArenaError(
+                    f"no model backend is available to author check (asked for {ref!r}); pass --model"
+                )
+
+            context = ComponentContext(
+                cache_dir=self.cache_dir,
+                model=self.model_factory or no_model,
+                name="rubric",
+                label="author-check",
+            )
             options: dict[str, Any] = {"explain": "deterministic", "leaf_timeout": self.leaf_timeout}
             if self.model:
                 options["model"] = self.model
@@ -278,12 +310,21 @@ class RubricChecker:
         self._batches += 1
         first = group[0]
         merged = {
-            "root": {"name": "author-check", "description": "", "is_critical": True, "metadata": {},
-                     "children": [job.task.rubric["root"] for job in group]},  # type: ignore[index]
+            "root": {
+                "name": "author-check",
+                "description": "",
+                "is_critical": True,
+                "metadata": {},
+                "children": [job.task.rubric["root"] for job in group],
+            },  # type: ignore[index]
             "metadata": {"task": "author check batch"},
         }
-        task = Task(id=f"check-{self._batches}", instruction="author check", original=first.task.original,
-                    rubric=merged)
+        task = Task(
+            id=f"check-{self._batches}",
+            instruction="author check",
+            original=first.task.original,
+            rubric=merged,
+        )
         prediction = Prediction(first.case.deck)
         task_dir = self.work_dir / f"batch-{self._batches:04d}"
         evidence = Evidence(task, prediction, task_dir, renderer=self.renderer, model=self.model_factory)
@@ -291,7 +332,9 @@ class RubricChecker:
         tree = verdict.details.get("tree") or {}
         children = tree.get("children") or []
         if len(children) != len(group):
-            raise PptArenaError(f"the rubric judge returned {len(children)} subtrees for {len(group)} rubrics")
+            raise PptArenaError(
+                f"the rubric judge returned {len(children)} subtrees for {len(group)} rubrics"
+            )
         for index, (job, scored) in enumerate(zip(group, children, strict=True)):
             job.case.score = float(scored["score"])
             job.case.leaves = _leaf_rows(scored, prefix=f"root.{index}")
@@ -343,11 +386,16 @@ def _leaf_rows(node: dict[str, Any], prefix: str) -> list[dict[str, Any]]:
     def walk(n: dict[str, Any]) -> None:
         if n.get("kind") == "leaf":
             node_id = str(n.get("node_id", ""))
-            rows.append({
-                "node_id": "root" + node_id[len(prefix):] if node_id.startswith(prefix) else node_id,
-                "name": n.get("name"), "critical": n.get("is_critical"), "score": n.get("score"),
-                "reason": str(n.get("reason", ""))[:500], "error": n.get("error"),
-            })
+            rows.append(
+                {
+                    "node_id": "root" + node_id[len(prefix) :] if node_id.startswith(prefix) else node_id,
+                    "name": n.get("name"),
+                    "critical": n.get("is_critical"),
+                    "score": n.get("score"),
+                    "reason": str(n.get("reason", ""))[:500],
+                    "error": n.get("error"),
+                }
+            )
         for child in n.get("children") or []:
             walk(child)
 
@@ -368,12 +416,17 @@ def judge_cases(check: RubricCheck) -> None:
             continue
         unscored = [leaf for leaf in case.crashed_leaves if NO_MODEL_MARK in str(leaf["error"])]
         if unscored:
-            check.notes.append(f"{case.case}: {len(unscored)} leaf(s) need a model (pass --model) and scored 0: "
-                               + ", ".join(str(leaf["node_id"]) for leaf in unscored))
+            check.notes.append(
+                f"{case.case}: {len(unscored)} leaf(s) need a model (pass --model) and scored 0: "
+                + ", ".join(str(leaf["node_id"]) for leaf in unscored)
+            )
         for leaf in case.crashed_leaves:
             if leaf in unscored:
                 continue
-            check.flag("crash", f"{case.case}: leaf {leaf['node_id']} ({leaf['name']!r}) raised: {str(leaf['error'])[:300]}")
+            check.flag(
+                "crash",
+                f"{case.case}: leaf {leaf['node_id']} ({leaf['name']!r}) raised: {str(leaf['error'])[:300]}",
+            )
         score = case.score if case.score is not None else 0.0
         if case.expect == "0" and score > EPS:
             check.flag("original>0", f"the unchanged original scores {score:.3f} (expected 0)")
@@ -381,9 +434,13 @@ def judge_cases(check: RubricCheck) -> None:
             failing = [leaf for leaf in case.leaves if (leaf.get("score") or 0.0) < 1.0 - EPS]
             names = ", ".join(f"{leaf['node_id']} ({leaf['name']!r}: {leaf['score']})" for leaf in failing)
             if failing and all(leaf in unscored for leaf in failing):
-                check.notes.append(f"target check inconclusive: only leaves that need a model score below 1 ({names})")
+                check.notes.append(
+                    f"target check inconclusive: only leaves that need a model score below 1 ({names})"
+                )
             else:
-                check.flag("target<1", f"the target scores {score:.3f} (expected 1.0); leaves below 1: {names}")
+                check.flag(
+                    "target<1", f"the target scores {score:.3f} (expected 1.0); leaves below 1: {names}"
+                )
         elif case.expect == "<1" and score >= 1.0 - EPS:
             check.flag("partial=1", f"{case.case} (a partial edit) scores 1.0")
 
@@ -413,6 +470,8 @@ def format_table(checks: Sequence[RubricCheck]) -> str:
             lines.append(f"{c.task_id}: note: {n}")
     flagged = sum(1 for c in checks if c.flagged)
     bare = sum(1 for c in checks if not c.cases and not c.flags)
-    lines.append(f"{len(checks)} task(s): {len(checks) - bare} rubric(s) checked, {flagged} flagged"
-                 + (f", {bare} without a rubric" if bare else ""))
+    lines.append(
+        f"{len(checks)} task(s): {len(checks) - bare} rubric(s) checked, {flagged} flagged"
+        + (f", {bare} without a rubric" if bare else "")
+    )
     return "\n".join(lines)

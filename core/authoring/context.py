@@ -46,8 +46,10 @@ def _shape_lines(shape: dict[str, Any], indent: str) -> list[str]:
     kind = shape.get("kind", "shape")
     head = f"{indent}- {kind} {shape.get('name')!r} (id {shape.get('id')})"
     if shape.get("x") is not None:
-        head += (f" at x={_inches(shape.get('x'))} y={_inches(shape.get('y'))} "
-                 f"w={_inches(shape.get('cx'))} h={_inches(shape.get('cy'))} in")
+        head += (
+            f" at x={_inches(shape.get('x'))} y={_inches(shape.get('y'))} "
+            f"w={_inches(shape.get('cx'))} h={_inches(shape.get('cy'))} in"
+        )
     fill = (shape.get("fill") or {}).get("color") if isinstance(shape.get("fill"), dict) else None
     if isinstance(fill, dict) and fill.get("rgb"):
         head += f" fill #{fill['rgb']}"
@@ -65,10 +67,14 @@ def _shape_lines(shape: dict[str, Any], indent: str) -> list[str]:
             lines.append(f"{indent}    ({len(rows) - MAX_TABLE_ROWS} more rows)")
     chart = shape.get("chart")
     if isinstance(chart, dict):
-        series = [f"{s.get('name')}={s.get('values')}" for s in chart.get("series") or [] if isinstance(s, dict)]
+        series = [
+            f"{s.get('name')}={s.get('values')}" for s in chart.get("series") or [] if isinstance(s, dict)
+        ]
         cats = next((s.get("categories") for s in chart.get("series") or [] if isinstance(s, dict)), None)
-        lines.append(f"{indent}    chart {chart.get('types')} title={chart.get('title')!r} categories={cats} "
-                     f"series: {_clip('; '.join(series), MAX_TEXT_PER_SHAPE)}")
+        lines.append(
+            f"{indent}    chart {chart.get('types')} title={chart.get('title')!r} categories={cats} "
+            f"series: {_clip('; '.join(series), MAX_TEXT_PER_SHAPE)}"
+        )
     for child in shape.get("shapes") or []:
         lines += _shape_lines(child, indent + "  ")
     return lines
@@ -83,14 +89,18 @@ def deck_brief(summary: dict[str, Any], *, max_chars: int = DEFAULT_BRIEF_CHARS)
     """
     size = summary.get("slide_size") or {}
     slides = summary.get("slides") or []
-    header = (f"Deck {summary.get('file')}: {len(slides)} slides, "
-              f"{_inches(size.get('cx'))} x {_inches(size.get('cy'))} in")
+    header = (
+        f"Deck {summary.get('file')}: {len(slides)} slides, "
+        f"{_inches(size.get('cx'))} x {_inches(size.get('cy'))} in"
+    )
     out = [header]
     used = len(header)
     for index, slide in enumerate(slides):
         flags = slide_flags(slide)
-        block = [f"Slide {slide.get('number')} (sld_id {slide.get('sld_id')}, layout {slide.get('layout')!r})"
-                 f" title={slide.get('title')!r}" + (f" [{', '.join(flags)}]" if flags else "")]
+        block = [
+            f"Slide {slide.get('number')} (sld_id {slide.get('sld_id')}, layout {slide.get('layout')!r})"
+            f" title={slide.get('title')!r}" + (f" [{', '.join(flags)}]" if flags else "")
+        ]
         for shape in slide.get("shapes") or []:
             block += _shape_lines(shape, "  ")
         if slide.get("notes"):
@@ -98,7 +108,9 @@ def deck_brief(summary: dict[str, Any], *, max_chars: int = DEFAULT_BRIEF_CHARS)
         text = "\n".join(block)
         if used + len(text) + 1 > max_chars:
             rest = ", ".join(f"{s.get('number')}: {s.get('title')!r}" for s in slides[index:])
-            out.append(_clip(f"[budget reached; remaining slides by title: {rest}]", max(200, max_chars - used)))
+            out.append(
+                _clip(f"[budget reached; remaining slides by title: {rest}]", max(200, max_chars - used))
+            )
             break
         out.append(text)
         used += len(text) + 1
@@ -123,8 +135,9 @@ def changed_slide_numbers(diff: Any) -> list[int]:
     return sorted(numbers)
 
 
-def slide_images(renderer: Any, deck: Path, out_dir: Path, *, numbers: list[int] | None = None,
-                 limit: int = 8) -> list[tuple[int, ImagePart]]:
+def slide_images(
+    renderer: Any, deck: Path, out_dir: Path, *, numbers: list[int] | None = None, limit: int = 8
+) -> list[tuple[int, ImagePart]]:
     """``(slide number, image)`` for the chosen slides of ``deck`` (all when ``numbers`` is None), at most ``limit``."""
     if renderer is None or limit <= 0:
         return []

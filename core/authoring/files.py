@@ -82,7 +82,9 @@ def load_config_tasks(env: Any, ids: list[str] | None = None) -> list[TaskRef]:
         missing = [p for p in ids if not any(fnmatch.fnmatchcase(t.id, p) for t in tasks)]
         if missing:
             sample = ", ".join(t.id for t in tasks[:8])
-            raise AuthorError(f"task id(s) {missing} match no task of the config's dataset (ids look like: {sample})")
+            raise AuthorError(
+                f"task id(s) {missing} match no task of the config's dataset (ids look like: {sample})"
+            )
         tasks = [t for t in tasks if any(fnmatch.fnmatchcase(t.id, p) for p in ids)]
     root = dataset_root(env.components.config, env.cache_dir)
     return [TaskRef(t, task_folder_of(t, root)) for t in tasks]
@@ -159,7 +161,9 @@ def set_top_level_keys(path: Path, values: dict[str, str | None], *, done_todo: 
     path.write_text(result, encoding="utf-8")
 
 
-def write_new_task_toml(path: Path, top: dict[str, Any], metadata: dict[str, Any], comments: list[str]) -> None:
+def write_new_task_toml(
+    path: Path, top: dict[str, Any], metadata: dict[str, Any], comments: list[str]
+) -> None:
     """Write a fresh task.toml: top-level keys, ``comments`` (TODO lines), then ``[metadata]``."""
     lines = [f"{key} = {toml_value(value)}" for key, value in top.items() if value is not None]
     lines += [""] + [f"# {c}" if c else "#" for c in comments]

@@ -116,7 +116,9 @@ def free_names(code: str) -> tuple[set[str], set[str]]:
     when there is no top-level ``compute_score`` function.
     """
     top = symtable.symtable(code, "<leaf>", "exec")
-    functions = [c for c in top.get_children() if c.get_name() == "compute_score" and c.get_type() == "function"]
+    functions = [
+        c for c in top.get_children() if c.get_name() == "compute_score" and c.get_type() == "function"
+    ]
     if not functions:
         raise LookupError("no top-level compute_score()")
     reads: set[str] = set()
@@ -145,17 +147,17 @@ def _top_level_names(module: ast.Module) -> set[str]:
 
 
 def _diff_attribute_problems(module: ast.Module) -> list[str]:
-    bad = sorted({
-        node.attr
-        for node in ast.walk(module)
-        if isinstance(node, ast.Attribute)
-        and isinstance(node.value, ast.Name)
-        and node.value.id == "ppt_diff"
-        and node.attr not in PPT_DIFF_ATTRIBUTES
-    })
-    return [
-        f"ppt_diff has no attribute {a!r} (it has: {', '.join(PPT_DIFF_ATTRIBUTES[:9])})" for a in bad
-    ]
+    bad = sorted(
+        {
+            node.attr
+            for node in ast.walk(module)
+            if isinstance(node, ast.Attribute)
+            and isinstance(node.value, ast.Name)
+            and node.value.id == "ppt_diff"
+            and node.attr not in PPT_DIFF_ATTRIBUTES
+        }
+    )
+    return [f"ppt_diff has no attribute {a!r} (it has: {', '.join(PPT_DIFF_ATTRIBUTES[:9])})" for a in bad]
 
 
 def lint_function_code(code: str) -> tuple[list[str], set[str]]:
@@ -166,14 +168,21 @@ def lint_function_code(code: str) -> tuple[list[str], set[str]]:
         compile(module, "<leaf>", "exec")
     except SyntaxError as exc:
         return [f"not valid Python: line {exc.lineno}: {exc.msg}"], set()
-    defs = [s for s in module.body if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == "compute_score"]
+    defs = [
+        s
+        for s in module.body
+        if isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == "compute_score"
+    ]
     if not defs:
         return ["defines no top-level compute_score()"], set()
     problems: list[str] = []
     fn = defs[-1]
     args = fn.args
-    required = len(args.posonlyargs) + len(args.args) - len(args.defaults) + sum(
-        1 for d in args.kw_defaults if d is None
+    required = (
+        len(args.posonlyargs)
+        + len(args.args)
+        - len(args.defaults)
+        + sum(1 for d in args.kw_defaults if d is None)
     )
     if required:
         problems.append("compute_score() must take no arguments (it is called as compute_score())")

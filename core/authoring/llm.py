@@ -68,7 +68,9 @@ class AuthorEnv:
 _PLACEHOLDER_TABLES = {"dataset": {"use": "demo"}, "agents": [{"use": "noop"}]}
 
 
-def open_author_env(config_path: str | Path | None = None, *, renders: bool = True, renderer: str | None = None) -> AuthorEnv:
+def open_author_env(
+    config_path: str | Path | None = None, *, renders: bool = True, renderer: str | None = None
+) -> AuthorEnv:
     """An :class:`AuthorEnv` from a run config (or from defaults when ``config_path`` is None).
 
     A config used only for authoring may omit ``[dataset]`` and ``[[agents]]``.

@@ -32,17 +32,29 @@ from pptarena.models import ImagePart, Message, ModelClient
 CATEGORIES = ("Content", "Layout", "Styling", "Structure", "Interactivity")
 DIFFICULTIES = ("easy", "medium", "hard")
 EDIT_TYPES = (
-    "Text & Typography", "Charts", "Images & Pictures", "Theme & Background",
-    "Alignment, Distribution & Z-order", "Slide/Section Management & Footers", "Tables",
-    "Shapes & Drawing", "SmartArt & Diagrams", "Slide Layout & Placeholders",
-    "Accessibility & Semantics", "Slide Transitions", "Hyperlinks & Action Settings",
-    "Template & Master-Level Edits", "Audio & Video", "Object Animations",
+    "Text & Typography",
+    "Charts",
+    "Images & Pictures",
+    "Theme & Background",
+    "Alignment, Distribution & Z-order",
+    "Slide/Section Management & Footers",
+    "Tables",
+    "Shapes & Drawing",
+    "SmartArt & Diagrams",
+    "Slide Layout & Placeholders",
+    "Accessibility & Semantics",
+    "Slide Transitions",
+    "Hyperlinks & Action Settings",
+    "Template & Master-Level Edits",
+    "Audio & Video",
+    "Object Animations",
 )
 MAX_TASKS = 50
 MAX_INSTRUCTION_CHARS = 2000
 _ID_OK = re.compile(r"[^a-z0-9]+")
 
-SYSTEM_PROMPT = """\
+SYSTEM_PROMPT = (
+    """\
 You design evaluation tasks for agents that edit PowerPoint decks in place. Given one deck,
 propose realistic edit requests a user of THIS deck would make. Every task must be:
 - grounded: it names slides, shapes, text or values that exist in the deck as described;
@@ -59,7 +71,10 @@ Reply with JSON only, in this shape:
   "shapes": ["exact shape names the edit touches, from the deck description"],
   "rationale": "why this is a realistic, checkable edit"}]}
 
-Edit types: """ + "; ".join(EDIT_TYPES) + "."
+Edit types: """
+    + "; ".join(EDIT_TYPES)
+    + "."
+)
 
 
 @dataclass
@@ -170,7 +185,11 @@ def validate_proposal(raw: Any, summary: dict[str, Any]) -> tuple[Proposal | Non
     if not isinstance(shapes, list):
         problems.append("'shapes' must be a list of shape names")
         shapes = []
-    pool = set().union(*(shapes_by_slide[n] for n in numbers)) if numbers else set().union(*shapes_by_slide.values())
+    pool = (
+        set().union(*(shapes_by_slide[n] for n in numbers))
+        if numbers
+        else set().union(*shapes_by_slide.values())
+    )
     where = f"slide(s) {numbers}" if numbers else "the deck"
     for name in shapes:
         if str(name) not in pool:
@@ -180,13 +199,20 @@ def validate_proposal(raw: Any, summary: dict[str, Any]) -> tuple[Proposal | Non
     given = raw.get("id")
     ident = given if isinstance(given, str) and given.strip() else instruction
     return Proposal(
-        id=slugify(str(ident)), instruction=instruction.strip(), difficulty=difficulty or "",
-        category=category, edit_type=edit_type or "", slides=numbers, shapes=[str(s) for s in shapes],
+        id=slugify(str(ident)),
+        instruction=instruction.strip(),
+        difficulty=difficulty or "",
+        category=category,
+        edit_type=edit_type or "",
+        slides=numbers,
+        shapes=[str(s) for s in shapes],
         rationale=str(raw.get("rationale") or "")[:2000],
     ), []
 
 
-def parse_proposals(reply: str, summary: dict[str, Any]) -> tuple[list[Proposal], list[dict[str, Any]], list[str]]:
+def parse_proposals(
+    reply: str, summary: dict[str, Any]
+) -> tuple[list[Proposal], list[dict[str, Any]], list[str]]:
     """``(valid, rejected, reply_problems)`` from one model reply."""
     try:
         data = extract_json(reply)
@@ -194,7 +220,7 @@ def parse_proposals(reply: str, summary: dict[str, Any]) -> tuple[list[Proposal]
         return [], [], [str(exc)]
     items = data.get("tasks") if isinstance(data, dict) else data
     if not isinstance(items, list):
-        return [], [], ["the reply must be {\"tasks\": [...]} (a list of task objects)"]
+        return [], [], ['the reply must be {"tasks": [...]} (a list of task objects)']
     valid: list[Proposal] = []
     rejected: list[dict[str, Any]] = []
     for i, raw in enumerate(items[:MAX_TASKS]):
@@ -206,7 +232,9 @@ def parse_proposals(reply: str, summary: dict[str, Any]) -> tuple[list[Proposal]
     return valid, rejected, []
 
 
-def build_messages(summary: dict[str, Any], n: int, images: list[tuple[int, ImagePart]], brief_chars: int) -> list[Message]:
+def build_messages(
+    summary: dict[str, Any], n: int, images: list[tuple[int, ImagePart]], brief_chars: int
+) -> list[Message]:
     """The system and user messages of a proposal request."""
     parts: list[str | ImagePart] = [
         f"Propose {n} edit task(s) for this deck.\n\n{deck_brief(summary, max_chars=brief_chars)}"
@@ -243,13 +271,14 @@ def propose_tasks(
         result.rejected += [{**r, "reply": len(result.replies) - 1} for r in rejected]
         if result.complete:
             break
-        problems = reply_problems + [
-            f"task {r['index'] + 1}: {'; '.join(r['problems'])}" for r in rejected
-        ]
+        problems = reply_problems + [f"task {r['index'] + 1}: {'; '.join(r['problems'])}" for r in rejected]
         missing = n - len(result.proposals)
         if not problems:
             problems = [f"only {len(result.proposals)} distinct valid task(s); {missing} more needed"]
-        ask = feedback_message(problems, "task list") + f"\nPropose {missing} NEW task(s) (not repeating accepted ones)."
+        ask = (
+            feedback_message(problems, "task list")
+            + f"\nPropose {missing} NEW task(s) (not repeating accepted ones)."
+        )
         history += [Message.assistant(reply), Message.user(ask)]
     return result
 
@@ -259,11 +288,11 @@ def propose_tasks(
 
 TODO_COMMENTS = [
     "TODO target: make the reference deck (do the edit by hand), save it as target.pptx here,",
-    "     then add near the top:  target = \"target.pptx\"",
+    '     then add near the top:  target = "target.pptx"',
     "TODO style target:  arena author style-target --task <this folder> --model <backend/model>",
     "     (needs the target; writes style_target here)",
     "TODO rubric:        arena author rubric --task <this folder> --model <backend/model>",
-    "     (writes rubric.json and sets rubric = \"rubric.json\")",
+    '     (writes rubric.json and sets rubric = "rubric.json")',
     "TODO check:         arena author check <this folder>",
 ]
 
@@ -277,7 +306,9 @@ def _unique_id(base: str, out: Path, taken: set[str]) -> str:
     return ident
 
 
-def write_proposals(result: ProposeResult, deck: Path, out: Path, *, model: str, record: dict[str, Any] | None = None) -> list[Path]:
+def write_proposals(
+    result: ProposeResult, deck: Path, out: Path, *, model: str, record: dict[str, Any] | None = None
+) -> list[Path]:
     """Write the proposals as a ``folder`` dataset under ``out``; returns the task folders.
 
     The deck goes to ``out/_decks/<name>`` (reused when identical, renamed when a different
@@ -302,19 +333,34 @@ def write_proposals(result: ProposeResult, deck: Path, out: Path, *, model: str,
         write_new_task_toml(
             folder / TASK_FILE,
             {"instruction": p.instruction, "original": f"../_decks/{dest.name}"},
-            {"category": p.category, "edit_type": p.edit_type, "difficulty": p.difficulty,
-             "source": "author-propose", "model": model, "slides": p.slides, "shapes": p.shapes,
-             "rationale": p.rationale or None},
+            {
+                "category": p.category,
+                "edit_type": p.edit_type,
+                "difficulty": p.difficulty,
+                "source": "author-propose",
+                "model": model,
+                "slides": p.slides,
+                "shapes": p.shapes,
+                "rationale": p.rationale or None,
+            },
             TODO_COMMENTS,
         )
         folders.append(folder)
     log_dir = out / "_author"
     log_dir.mkdir(exist_ok=True)
-    write_json_file(log_dir / f"propose-{dest.stem}.json", {
-        "deck": str(deck), "placed": how, "model": model, "requested": result.requested,
-        "tasks": [f.name for f in folders], "rejected": result.rejected, "replies": result.replies,
-        **(record or {}),
-    })
+    write_json_file(
+        log_dir / f"propose-{dest.stem}.json",
+        {
+            "deck": str(deck),
+            "placed": how,
+            "model": model,
+            "requested": result.requested,
+            "tasks": [f.name for f in folders],
+            "rejected": result.rejected,
+            "replies": result.replies,
+            **(record or {}),
+        },
+    )
     return folders
 
 

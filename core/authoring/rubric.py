@@ -47,16 +47,19 @@ def system_prompt() -> str:
     return f"{SYSTEM_INTRO}\n{context_api_primer()}\n{RUBRIC_FORMAT}"
 
 
-def build_messages(task: Task, original_summary: dict[str, Any], diff_text: str | None, *,
-                   brief_chars: int = 20_000) -> list[Message]:
+def build_messages(
+    task: Task, original_summary: dict[str, Any], diff_text: str | None, *, brief_chars: int = 20_000
+) -> list[Message]:
     """System and user messages asking for a rubric of ``task``."""
     parts = [f"Instruction given to the agent:\n{task.instruction}"]
     if task.style_target:
         parts.append(f"Detailed description of the intended result (style target):\n{task.style_target}")
     parts.append(f"The original deck:\n{deck_brief(original_summary, max_chars=brief_chars)}")
     if diff_text is not None:
-        parts.append("The reference solution (target deck) differs from the original by exactly these edits; "
-                     f"your rubric must score it 1.0:\n{diff_text}")
+        parts.append(
+            "The reference solution (target deck) differs from the original by exactly these edits; "
+            f"your rubric must score it 1.0:\n{diff_text}"
+        )
     else:
         parts.append("There is no reference deck: derive the checks from the instruction.")
     return [Message.system(system_prompt()), Message.user("\n\n".join(parts))]
@@ -79,15 +82,23 @@ def authoring_problems(rubric: dict[str, Any]) -> list[str]:
     if lint.problems:
         return problems
     if not any(leaf.is_critical for leaf in lint.leaves):
-        problems.append("no leaf is critical: mark the checks of what the instruction asks for is_critical=true")
+        problems.append(
+            "no leaf is critical: mark the checks of what the instruction asks for is_critical=true"
+        )
     for leaf in lint.leaves:
         if leaf.scorer != "function":
             problems.append(f"{leaf.label()}: use a function scorer (type 'function' with function_code)")
-        elif "vlm_call" in leaf.code and not any(n in leaf.code for n in ("original_ppt_screenshots", "modified_ppt_screenshots")):
-            problems.append(f"{leaf.label()}: calls vlm_call but never reads original_ppt_screenshots / modified_ppt_screenshots")
+        elif "vlm_call" in leaf.code and not any(
+            n in leaf.code for n in ("original_ppt_screenshots", "modified_ppt_screenshots")
+        ):
+            problems.append(
+                f"{leaf.label()}: calls vlm_call but never reads original_ppt_screenshots / modified_ppt_screenshots"
+            )
     unreadable = any(leaf.problems for leaf in lint.leaves)  # their names are unknown: judge the rest later
     if not unreadable and not any(set(leaf.context_names) & set(PREDICTION_NAMES) for leaf in lint.leaves):
-        problems.append("no leaf reads the edited deck (modified_ppt_path, ppt_diff or modified_ppt_screenshots)")
+        problems.append(
+            "no leaf reads the edited deck (modified_ppt_path, ppt_diff or modified_ppt_screenshots)"
+        )
     return problems
 
 
@@ -135,7 +146,9 @@ def draft_rubric(
 
     original = summarize(task.original)
     diff = diff_decks(original, task.target) if task.target is not None else None
-    messages = build_messages(task, original, diff_brief(diff) if diff is not None else None, brief_chars=brief_chars)
+    messages = build_messages(
+        task, original, diff_brief(diff) if diff is not None else None, brief_chars=brief_chars
+    )
     draft = RubricDraft(DraftResult(None, []))
 
     def validate(reply: str) -> tuple[Any, list[str]]:
@@ -149,5 +162,7 @@ def draft_rubric(
             return rubric, []  # the check could not run (renderer/model): not the draft's fault; reported
         return rubric, list(check.problems)
 
-    draft.result = draft_with_retries(client, messages, validate, what="rubric", attempts=attempts, params=params)
+    draft.result = draft_with_retries(
+        client, messages, validate, what="rubric", attempts=attempts, params=params
+    )
     return draft

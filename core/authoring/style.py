@@ -48,14 +48,18 @@ Use 2-8 sentences or short bullet points. Reply with JSON only: {"style_target":
 """
 
 
-def build_messages(task: Task, diff: Any, images: list[tuple[str, ImagePart]], *, brief_chars: int = 8000) -> list[Message]:
+def build_messages(
+    task: Task, diff: Any, images: list[tuple[str, ImagePart]], *, brief_chars: int = 8000
+) -> list[Message]:
     """System and user messages asking for the style target of ``task`` (``diff``: original → target)."""
     changed = set(changed_slide_numbers(diff))
     target_summary = dict(diff.summary_b)
     target_summary["slides"] = [s for s in diff.summary_b.get("slides") or [] if s.get("number") in changed]
-    text = (f"Instruction given to the agent:\n{task.instruction}\n\n"
-            f"The reference solution differs from the original by exactly these edits:\n{diff_brief(diff)}\n\n"
-            f"The changed slides in the reference solution:\n{deck_brief(target_summary, max_chars=brief_chars)}")
+    text = (
+        f"Instruction given to the agent:\n{task.instruction}\n\n"
+        f"The reference solution differs from the original by exactly these edits:\n{diff_brief(diff)}\n\n"
+        f"The changed slides in the reference solution:\n{deck_brief(target_summary, max_chars=brief_chars)}"
+    )
     parts: list[str | ImagePart] = [text]
     for caption, image in images:
         parts += [caption, image]
@@ -161,12 +165,16 @@ def style_target_problems(text: str, task: Task, diff: Any) -> list[str]:
         problems.append(f"the style target has {len(text)} characters; keep it under {MAX_CHARS}")
     terms = edit_terms(diff) + key_terms(task.instruction)
     if terms and not mentions_any(text, terms):
-        problems.append("it mentions nothing the edit changed: name the new values "
-                        f"(e.g. {', '.join(edit_terms(diff)[:6]) or ', '.join(terms[:6])})")
+        problems.append(
+            "it mentions nothing the edit changed: name the new values "
+            f"(e.g. {', '.join(edit_terms(diff)[:6]) or ', '.join(terms[:6])})"
+        )
     share = restated_share(text, diff)
     if share > MAX_RESTATED:
-        problems.append(f"{share:.0%} of it repeats slide text word for word: describe the requested change and "
-                        "its constraints, not the slide")
+        problems.append(
+            f"{share:.0%} of it repeats slide text word for word: describe the requested change and "
+            "its constraints, not the slide"
+        )
     return problems
 
 
@@ -202,7 +210,9 @@ class StyleDraft:
         return self.result.ok
 
 
-def changed_slide_images(renderer: Any, task: Task, diff: Any, work: Path, limit: int) -> list[tuple[str, ImagePart]]:
+def changed_slide_images(
+    renderer: Any, task: Task, diff: Any, work: Path, limit: int
+) -> list[tuple[str, ImagePart]]:
     """Captioned before/after renders of the changed slides (at most ``limit`` images)."""
     if renderer is None or limit <= 0 or task.target is None:
         return []
@@ -220,14 +230,24 @@ def changed_slide_images(renderer: Any, task: Task, diff: Any, work: Path, limit
     return out
 
 
-def draft_style_target(client: ModelClient, task: Task, *, renderer: Any = None, work: Path | None = None,
-                       max_images: int = 6, attempts: int = 3, params: dict[str, Any] | None = None) -> StyleDraft:
+def draft_style_target(
+    client: ModelClient,
+    task: Task,
+    *,
+    renderer: Any = None,
+    work: Path | None = None,
+    max_images: int = 6,
+    attempts: int = 3,
+    params: dict[str, Any] | None = None,
+) -> StyleDraft:
     """Draft and validate the style target of ``task`` (which needs a target deck)."""
     from pptarena.authoring.llm import AuthorError
     from pptarena.deck import diff_decks
 
     if task.target is None:
-        raise AuthorError(f"task {task.id} has no target deck: a style target is drafted from the original and the target")
+        raise AuthorError(
+            f"task {task.id} has no target deck: a style target is drafted from the original and the target"
+        )
     diff = diff_decks(task.original, task.target)
     if not diff.edits:
         raise AuthorError(f"task {task.id}: the target deck does not differ from the original")
@@ -238,4 +258,6 @@ def draft_style_target(client: ModelClient, task: Task, *, renderer: Any = None,
         text, problems = parse_style_reply(reply)
         return text, problems or style_target_problems(text, task, diff)
 
-    return StyleDraft(draft_with_retries(client, messages, validate, what="style target", attempts=attempts, params=params))
+    return StyleDraft(
+        draft_with_retries(client, messages, validate, what="style target", attempts=attempts, params=params)
+    )

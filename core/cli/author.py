@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+
 from pptarena.authoring.llm import AuthorError
 
 EXIT_FLAGGED = 1
@@ -58,7 +59,9 @@ def _writable_folder(env: Any, ref: Any, out: Path | None, what: str) -> Path | 
         raise click.UsageError(f"task {ref.task.id} has no task folder to write {what} into; give --out FILE")
     cache = Path(env.cache_dir).resolve()
     if cache in Path(folder).resolve().parents:
-        raise click.UsageError(f"task {ref.task.id} lives in the cache ({folder}); give --out FILE for the {what}")
+        raise click.UsageError(
+            f"task {ref.task.id} lives in the cache ({folder}); give --out FILE for the {what}"
+        )
     return Path(folder)
 
 
@@ -72,13 +75,30 @@ def _log(folder: Path, name: str, data: Any) -> Path:
     return path
 
 
-model_option = click.option("--model", "model", required=True, help="Model as <backend>/<model>, e.g. openai/gpt-4o.")
-config_option = click.option("--config", "config", type=click.Path(dir_okay=False), default=None,
-                             help="Run config: [backends.*] options, [renderer]; its dataset for --task-id.")
-attempts_option = click.option("--attempts", type=click.IntRange(1, 10), default=3, show_default=True,
-                               help="Model calls at most (problems are fed back after each).")
-tokens_option = click.option("--max-tokens", type=click.IntRange(1, 200_000), default=8000, show_default=True,
-                             help="max_tokens per model call.")
+model_option = click.option(
+    "--model", "model", required=True, help="Model as <backend>/<model>, e.g. openai/gpt-4o."
+)
+config_option = click.option(
+    "--config",
+    "config",
+    type=click.Path(dir_okay=False),
+    default=None,
+    help="Run config: [backends.*] options, [renderer]; its dataset for --task-id.",
+)
+attempts_option = click.option(
+    "--attempts",
+    type=click.IntRange(1, 10),
+    default=3,
+    show_default=True,
+    help="Model calls at most (problems are fed back after each).",
+)
+tokens_option = click.option(
+    "--max-tokens",
+    type=click.IntRange(1, 200_000),
+    default=8000,
+    show_default=True,
+    help="max_tokens per model call.",
+)
 
 
 @click.group("author")
@@ -90,19 +110,44 @@ def author_group() -> None:
 
 
 @author_group.command("propose")
-@click.option("--deck", "deck", required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path),
-              help="The deck to propose edit tasks for.")
+@click.option(
+    "--deck",
+    "deck",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    help="The deck to propose edit tasks for.",
+)
 @click.option("--n", "n", type=click.IntRange(1, 50), default=5, show_default=True, help="How many tasks.")
-@click.option("--out", "out", default=None, type=click.Path(file_okay=False, path_type=Path),
-              help="Folder dataset to write (created; existing tasks are kept). Default: ./<deck name>-tasks")
+@click.option(
+    "--out",
+    "out",
+    default=None,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Folder dataset to write (created; existing tasks are kept). Default: ./<deck name>-tasks",
+)
 @model_option
 @config_option
 @click.option("--no-renders", is_flag=True, help="Do not render the deck for the model.")
-@click.option("--max-images", type=click.IntRange(0, 64), default=8, show_default=True, help="Slide images sent at most.")
+@click.option(
+    "--max-images",
+    type=click.IntRange(0, 64),
+    default=8,
+    show_default=True,
+    help="Slide images sent at most.",
+)
 @attempts_option
 @tokens_option
-def propose_command(deck: Path, n: int, out: Path | None, model: str, config: str | None, no_renders: bool,
-                    max_images: int, attempts: int, max_tokens: int) -> None:
+def propose_command(
+    deck: Path,
+    n: int,
+    out: Path | None,
+    model: str,
+    config: str | None,
+    no_renders: bool,
+    max_images: int,
+    attempts: int,
+    max_tokens: int,
+) -> None:
     """Ask MODEL for N grounded edit tasks on DECK and write them as a folder dataset in OUT."""
     out = out or Path(f"{deck.stem}-tasks")
     from pptarena.authoring.files import load_dataset_tasks
@@ -115,21 +160,32 @@ def propose_command(deck: Path, n: int, out: Path | None, model: str, config: st
         summary = summarize(deck)
         with tempfile.TemporaryDirectory(prefix="pptarena-propose-") as work:
             images = render_for_prompt(env.renderer(), deck, Path(work), max_images)
-            result = propose_tasks(env.model(model), summary, n, images=images, attempts=attempts,
-                                   params=_params(max_tokens))
-        folders = write_proposals(result, deck, out, model=model, record={"images": len(images)}) if result.proposals else []
+            result = propose_tasks(
+                env.model(model), summary, n, images=images, attempts=attempts, params=_params(max_tokens)
+            )
+        folders = (
+            write_proposals(result, deck, out, model=model, record={"images": len(images)})
+            if result.proposals
+            else []
+        )
         if folders:
-            load_dataset_tasks(env.registry, "folder", {"root": out, "ids": [f.name for f in folders]}, env.cache_dir)
+            load_dataset_tasks(
+                env.registry, "folder", {"root": out, "ids": [f.name for f in folders]}, env.cache_dir
+            )
     except (AuthorError, DeckError, PptArenaError, OSError, LookupError, ValueError) as exc:
         raise _fail(exc) from exc
     finally:
         env.close()
     for i, r in enumerate(result.rejected):
-        click.echo(f"rejected: reply {_reply_of(result, i)}, task {r['index'] + 1}: {'; '.join(r['problems'])}")
+        click.echo(
+            f"rejected: reply {_reply_of(result, i)}, task {r['index'] + 1}: {'; '.join(r['problems'])}"
+        )
     for folder in folders:
         click.echo(f"wrote {folder / 'task.toml'}")
-    click.echo(f"{len(folders)} of {n} task(s) proposed after {len(result.replies)} model call(s)"
-               + (f" ({len(images)} slide images sent)" if images else " (no slide images)"))
+    click.echo(
+        f"{len(folders)} of {n} task(s) proposed after {len(result.replies)} model call(s)"
+        + (f" ({len(images)} slide images sent)" if images else " (no slide images)")
+    )
     if not result.complete:
         raise SystemExit(EXIT_FLAGGED)
 
@@ -149,19 +205,38 @@ def _reply_of(result: Any, rejected_index: int) -> int:
 
 
 @author_group.command("rubric")
-@click.option("--task", "task_path", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
-              help="Task folder (holding task.toml).")
+@click.option(
+    "--task",
+    "task_path",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Task folder (holding task.toml).",
+)
 @click.option("--task-id", "task_id", default=None, help="Task id in the --config dataset.")
 @model_option
 @config_option
-@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the rubric here instead of <task folder>/rubric.json (task.toml is then not changed).")
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the rubric here instead of <task folder>/rubric.json (task.toml is then not changed).",
+)
 @click.option("--no-run", is_flag=True, help="Only the static checks; do not run drafts on the task's decks.")
 @click.option("--no-renders", is_flag=True, help="No renderer for drafts whose leaves read screenshots.")
 @attempts_option
 @tokens_option
-def rubric_command(task_path: Path | None, task_id: str | None, model: str, config: str | None, out: Path | None,
-                   no_run: bool, no_renders: bool, attempts: int, max_tokens: int) -> None:
+def rubric_command(
+    task_path: Path | None,
+    task_id: str | None,
+    model: str,
+    config: str | None,
+    out: Path | None,
+    no_run: bool,
+    no_renders: bool,
+    attempts: int,
+    max_tokens: int,
+) -> None:
     """Draft a PPT-Eval rubric for a task with MODEL, validate it, and write rubric.json."""
     from pptarena.authoring.check import RubricChecker
     from pptarena.authoring.files import set_top_level_keys, write_json_file
@@ -175,18 +250,36 @@ def rubric_command(task_path: Path | None, task_id: str | None, model: str, conf
         ref = _resolve_task(env, task_path, task_id, config)
         folder = _writable_folder(env, ref, out, "rubric")
         if not no_run:
-            checker = RubricChecker(env.registry, cache_dir=env.cache_dir, renderer=None if no_renders else env.renderer,
-                                    model=model, model_factory=env.model)
-        draft = draft_rubric(env.model(model), ref.task, checker=checker, folder=ref.folder, attempts=attempts,
-                             params=_params(max_tokens))
+            checker = RubricChecker(
+                env.registry,
+                cache_dir=env.cache_dir,
+                renderer=None if no_renders else env.renderer,
+                model=model,
+                model_factory=env.model,
+            )
+        draft = draft_rubric(
+            env.model(model),
+            ref.task,
+            checker=checker,
+            folder=ref.folder,
+            attempts=attempts,
+            params=_params(max_tokens),
+        )
         rubric = draft.rubric
         target = _rubric_path(out, folder, draft.ok)
         if rubric is not None:
             write_json_file(target, rubric)
         if folder is not None:
-            _log(folder, "rubric.json", {"model": model, "ok": draft.ok,
-                                         "attempts": [a.to_json() for a in draft.result.attempts],
-                                         "check": draft.check.to_json() if draft.check else None})
+            _log(
+                folder,
+                "rubric.json",
+                {
+                    "model": model,
+                    "ok": draft.ok,
+                    "attempts": [a.to_json() for a in draft.result.attempts],
+                    "check": draft.check.to_json() if draft.check else None,
+                },
+            )
         if draft.ok and out is None and folder is not None:
             set_top_level_keys(folder / "task.toml", {"rubric": "rubric.json"}, done_todo="rubric")
     except (AuthorError, DeckError, PptArenaError, OSError, LookupError, ValueError) as exc:
@@ -214,22 +307,51 @@ def rubric_command(task_path: Path | None, task_id: str | None, model: str, conf
 
 
 @author_group.command("style-target")
-@click.option("--task", "task_path", type=click.Path(exists=True, file_okay=False, path_type=Path), default=None,
-              help="Task folder (holding task.toml).")
+@click.option(
+    "--task",
+    "task_path",
+    type=click.Path(exists=True, file_okay=False, path_type=Path),
+    default=None,
+    help="Task folder (holding task.toml).",
+)
 @click.option("--task-id", "task_id", default=None, help="Task id in the --config dataset.")
 @model_option
 @config_option
-@click.option("--file", "file_name", default=None,
-              help="Write the style target to this file in the task folder (style_target_file) instead of inline.")
-@click.option("--out", "out", type=click.Path(dir_okay=False, path_type=Path), default=None,
-              help="Write the style target to this file only (task.toml is not changed).")
+@click.option(
+    "--file",
+    "file_name",
+    default=None,
+    help="Write the style target to this file in the task folder (style_target_file) instead of inline.",
+)
+@click.option(
+    "--out",
+    "out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Write the style target to this file only (task.toml is not changed).",
+)
 @click.option("--no-renders", is_flag=True, help="Do not send slide renders.")
-@click.option("--max-images", type=click.IntRange(0, 64), default=6, show_default=True, help="Slide images sent at most.")
+@click.option(
+    "--max-images",
+    type=click.IntRange(0, 64),
+    default=6,
+    show_default=True,
+    help="Slide images sent at most.",
+)
 @attempts_option
 @tokens_option
-def style_target_command(task_path: Path | None, task_id: str | None, model: str, config: str | None,
-                         file_name: str | None, out: Path | None, no_renders: bool, max_images: int, attempts: int,
-                         max_tokens: int) -> None:
+def style_target_command(
+    task_path: Path | None,
+    task_id: str | None,
+    model: str,
+    config: str | None,
+    file_name: str | None,
+    out: Path | None,
+    no_renders: bool,
+    max_images: int,
+    attempts: int,
+    max_tokens: int,
+) -> None:
     """Draft a PPTArena style target from a task's original and target decks with MODEL."""
     from pptarena.authoring.style import draft_style_target
     from pptarena.deck import DeckError
@@ -240,12 +362,22 @@ def style_target_command(task_path: Path | None, task_id: str | None, model: str
         ref = _resolve_task(env, task_path, task_id, config)
         folder = _writable_folder(env, ref, out, "style target")
         with tempfile.TemporaryDirectory(prefix="pptarena-style-") as work:
-            draft = draft_style_target(env.model(model), ref.task, renderer=env.renderer(), work=Path(work),
-                                       max_images=max_images, attempts=attempts, params=_params(max_tokens))
+            draft = draft_style_target(
+                env.model(model),
+                ref.task,
+                renderer=env.renderer(),
+                work=Path(work),
+                max_images=max_images,
+                attempts=attempts,
+                params=_params(max_tokens),
+            )
         written = _write_style_target(draft.text, folder, out, file_name) if draft.ok and draft.text else None
         if folder is not None:
-            _log(folder, "style-target.json", {"model": model, "ok": draft.ok,
-                                               "attempts": [a.to_json() for a in draft.result.attempts]})
+            _log(
+                folder,
+                "style-target.json",
+                {"model": model, "ok": draft.ok, "attempts": [a.to_json() for a in draft.result.attempts]},
+            )
     except (AuthorError, DeckError, PptArenaError, OSError, LookupError, ValueError) as exc:
         raise _fail(exc) from exc
     finally:
@@ -272,10 +404,15 @@ def _write_style_target(text: str, folder: Path | None, out: Path | None, file_n
         if Path(file_name).name != file_name or file_name in ("task.toml", "rubric.json"):
             raise AuthorError(f"--file must be a plain file name in the task folder, got {file_name!r}")
         (folder / file_name).write_text(text + "\n", encoding="utf-8")
-        set_top_level_keys(folder / "task.toml", {"style_target": None, "style_target_file": file_name},
-                           done_todo="style target")
+        set_top_level_keys(
+            folder / "task.toml",
+            {"style_target": None, "style_target_file": file_name},
+            done_todo="style target",
+        )
         return f"{folder / file_name} (style_target_file in task.toml)"
-    set_top_level_keys(folder / "task.toml", {"style_target_file": None, "style_target": text}, done_todo="style target")
+    set_top_level_keys(
+        folder / "task.toml", {"style_target_file": None, "style_target": text}, done_todo="style target"
+    )
     return f"{folder / 'task.toml'} (style_target)"
 
 
@@ -286,12 +423,29 @@ def _write_style_target(text: str, folder: Path | None, out: Path | None, file_n
 @click.argument("path", required=False, type=click.Path(exists=True, file_okay=False, path_type=Path))
 @config_option
 @click.option("--task-id", "task_ids", multiple=True, help="Task-id glob (repeatable).")
-@click.option("--model", "model", default=None, help="Model for leaves calling llm_call / vlm_call (optional).")
-@click.option("--no-renders", is_flag=True, help="No renderer: rubrics reading screenshots are reported, not run.")
-@click.option("--leaf-timeout", type=click.FloatRange(1, 3600), default=60.0, show_default=True, help="Seconds per leaf.")
+@click.option(
+    "--model", "model", default=None, help="Model for leaves calling llm_call / vlm_call (optional)."
+)
+@click.option(
+    "--no-renders", is_flag=True, help="No renderer: rubrics reading screenshots are reported, not run."
+)
+@click.option(
+    "--leaf-timeout",
+    type=click.FloatRange(1, 3600),
+    default=60.0,
+    show_default=True,
+    help="Seconds per leaf.",
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the results as JSON.")
-def check_command(path: Path | None, config: str | None, task_ids: tuple[str, ...], model: str | None,
-                  no_renders: bool, leaf_timeout: float, as_json: bool) -> None:
+def check_command(
+    path: Path | None,
+    config: str | None,
+    task_ids: tuple[str, ...],
+    model: str | None,
+    no_renders: bool,
+    leaf_timeout: float,
+    as_json: bool,
+) -> None:
     """Run every rubric on the original (expect 0), target (expect 1.0) and partial decks; flag bad rubrics.
 
     PATH is a task folder or a folder dataset root; without PATH the --config dataset is used.
@@ -321,9 +475,14 @@ def check_command(path: Path | None, config: str | None, task_ids: tuple[str, ..
             refs = [TaskRef(t, task_folder_of(t, root)) for t in tasks]
         else:
             refs = load_config_tasks(env, list(task_ids) or None)
-        checker = RubricChecker(env.registry, cache_dir=env.cache_dir, model=model,
-                                model_factory=env.model if model else None,
-                                renderer=None if no_renders else env.renderer, leaf_timeout=leaf_timeout)
+        checker = RubricChecker(
+            env.registry,
+            cache_dir=env.cache_dir,
+            model=model,
+            model_factory=env.model if model else None,
+            renderer=None if no_renders else env.renderer,
+            leaf_timeout=leaf_timeout,
+        )
         checks = checker.check([(r.task, r.folder) for r in refs])
     except (AuthorError, PptArenaError, OSError, LookupError, ValueError) as exc:
         raise _fail(exc) from exc

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+
 from pptarena.types import PptArenaError, Task
 
 FORMATS = ("pptarena", "ppteval")
@@ -104,22 +105,29 @@ def _export_pptarena(tasks: list[Task], out: Path, notes: list[str]) -> None:
         if not same_id:
             renamed.append(f"{task.id} -> {pptarena_id(name)}")
         category = task.metadata.get("category") or []
-        cases.append({
-            "name": name,
-            "prompt": task.instruction,
-            "style_target": task.style_target if task.style_target is not None else "",
-            "original": originals.add(task.original, _safe_file_name(task.original.name)),
-            "ground_truth": targets.add(task.target, _safe_file_name(task.id) + ".pptx") if task.target else None,
-            "category": [category] if isinstance(category, str) else list(category),
-            "edit_type": task.metadata.get("edit_type") or "",
-        })
-    (out / "evaluation_pairs_refined.json").write_text(json.dumps(cases, indent=2, ensure_ascii=False) + "\n",
-                                                       encoding="utf-8")
+        cases.append(
+            {
+                "name": name,
+                "prompt": task.instruction,
+                "style_target": task.style_target if task.style_target is not None else "",
+                "original": originals.add(task.original, _safe_file_name(task.original.name)),
+                "ground_truth": targets.add(task.target, _safe_file_name(task.id) + ".pptx")
+                if task.target
+                else None,
+                "category": [category] if isinstance(category, str) else list(category),
+                "edit_type": task.metadata.get("edit_type") or "",
+            }
+        )
+    (out / "evaluation_pairs_refined.json").write_text(
+        json.dumps(cases, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     if renamed:
         notes.append(f"{len(renamed)} task id(s) will read back under the PPTArena id rule: {renamed[:10]}")
     missing_gt = [t.id for t in tasks if t.target is None]
     if missing_gt:
-        notes.append(f"{len(missing_gt)} task(s) have no target deck (ground_truth is null): {missing_gt[:10]}")
+        notes.append(
+            f"{len(missing_gt)} task(s) have no target deck (ground_truth is null): {missing_gt[:10]}"
+        )
 
 
 def _export_ppteval(tasks: list[Task], out: Path, notes: list[str]) -> None:
@@ -151,7 +159,8 @@ def _export_ppteval(tasks: list[Task], out: Path, notes: list[str]) -> None:
                 rubric_name = f"{stem}-{n}.json"
             rubric_names.add(rubric_name.lower())
             (registry_dir / "rubrics" / rubric_name).write_text(
-                json.dumps(task.rubric, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+                json.dumps(task.rubric, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+            )
             entry["rubric_path"] = f"task_registry/rubrics/{rubric_name}"
         else:
             no_rubric.append(task.id)
@@ -160,11 +169,14 @@ def _export_ppteval(tasks: list[Task], out: Path, notes: list[str]) -> None:
         entry["misc"] = misc
         entry["file_path"] = decks.add(task.original, _safe_file_name(task.original.name))
         registry[task.id] = entry
-    (registry_dir / "tasks.json").write_text(json.dumps(registry, indent=2, ensure_ascii=False) + "\n",
-                                             encoding="utf-8")
+    (registry_dir / "tasks.json").write_text(
+        json.dumps(registry, indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+    )
     if no_rubric:
-        notes.append(f"{len(no_rubric)} task(s) have no rubric, so no rubric_path (PPT-Eval's own loader skips "
-                     f"them; the ppteval dataset loads them without a rubric): {no_rubric[:10]}")
+        notes.append(
+            f"{len(no_rubric)} task(s) have no rubric, so no rubric_path (PPT-Eval's own loader skips "
+            f"them; the ppteval dataset loads them without a rubric): {no_rubric[:10]}"
+        )
 
 
 def export_dataset(tasks: Iterable[Task], fmt: str, out_dir: Path) -> dict[str, Any]:
@@ -184,7 +196,9 @@ def export_dataset(tasks: Iterable[Task], fmt: str, out_dir: Path) -> dict[str, 
     duplicates = sorted({i for i in ids if ids.count(i) > 1})
     if duplicates:
         raise ExportError(f"duplicate task ids: {duplicates}")
-    missing = sorted({str(p) for t in tasks for p in (t.original, t.target) if p is not None and not p.is_file()})
+    missing = sorted(
+        {str(p) for t in tasks for p in (t.original, t.target) if p is not None and not p.is_file()}
+    )
     if missing:
         raise ExportError(f"{len(missing)} deck(s) missing:\n  " + "\n  ".join(missing))
     out.mkdir(parents=True, exist_ok=True)
@@ -203,8 +217,13 @@ def dataset_group() -> None:
 
 
 @dataset_group.command("export")
-@click.option("--config", "config_path", required=True, type=click.Path(exists=True, dir_okay=False),
-              help="Run config whose [dataset] (and [run] tasks/limit) selects the tasks.")
+@click.option(
+    "--config",
+    "config_path",
+    required=True,
+    type=click.Path(exists=True, dir_okay=False),
+    help="Run config whose [dataset] (and [run] tasks/limit) selects the tasks.",
+)
 @click.option("--format", "fmt", required=True, type=click.Choice(FORMATS), help="Layout to write.")
 @click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.pass_context
@@ -221,6 +240,8 @@ def export_command(ctx: click.Context, config_path: str, fmt: str, out_dir: Path
         summary = export_dataset(tasks, fmt, out_dir)
     except (PptArenaError, ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
-    click.echo(f"wrote {summary['tasks']} task(s) and {summary['decks']} deck(s) in the {fmt} layout to {out_dir}")
+    click.echo(
+        f"wrote {summary['tasks']} task(s) and {summary['decks']} deck(s) in the {fmt} layout to {out_dir}"
+    )
     for note in summary["notes"]:
         click.echo(f"note: {note}", err=True)

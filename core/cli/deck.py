@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 import click
+
 from pptarena.deck import DeckError, diff_decks, slide_flags, summarize
 
 
@@ -23,11 +24,15 @@ def _summary_text(summary: dict) -> str:
     for slide in summary["slides"]:
         flags = slide_flags(slide, notes=True)
         title = slide.get("title") or "(no title)"
-        lines.append(f"{slide['number']:>3}. [{slide['sld_id']}] {title[:60]!s}  layout={slide.get('layout')!s}"
-                     + (f"  ({', '.join(flags)})" if flags else ""))
+        lines.append(
+            f"{slide['number']:>3}. [{slide['sld_id']}] {title[:60]!s}  layout={slide.get('layout')!s}"
+            + (f"  ({', '.join(flags)})" if flags else "")
+        )
         for shape in slide.get("shapes", []):
             text = (shape.get("text") or "").replace("\n", " / ")
-            lines.append(f"       - {shape.get('kind')}: {shape.get('name')}" + (f": {text[:60]}" if text else ""))
+            lines.append(
+                f"       - {shape.get('kind')}: {shape.get('name')}" + (f": {text[:60]}" if text else "")
+            )
     return "\n".join(lines)
 
 

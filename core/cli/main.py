@@ -23,7 +23,11 @@ LAZY_COMMANDS = {
     "report": ("pptarena.cli.report", "report_command", "Show a run's leaderboard and write report.html."),
     "rescore": ("pptarena.cli.report", "rescore_command", "Re-judge a run's predictions with other judges."),
     "meta-eval": ("pptarena.cli.report", "meta_eval_command", "Agreement of judges with human labels."),
-    "compare": ("pptarena.cli.report", "compare_command", "Compare runs: score differences with intervals, moved tasks, τ_b."),
+    "compare": (
+        "pptarena.cli.report",
+        "compare_command",
+        "Compare runs: score differences with intervals, moved tasks, τ_b.",
+    ),
     "author": ("pptarena.cli.author", "author_group", "Draft and check tasks, rubrics and style targets."),
 }
 
@@ -45,10 +49,16 @@ class LazyGroup(click.Group):
         except (ImportError, AttributeError) as exc:
             reason = str(exc)
 
-            @click.command(cmd_name, help=f"{help_text} (unavailable: {reason})", context_settings={"ignore_unknown_options": True})
+            @click.command(
+                cmd_name,
+                help=f"{help_text} (unavailable: {reason})",
+                context_settings={"ignore_unknown_options": True},
+            )
             @click.argument("args", nargs=-1, type=click.UNPROCESSED)
             def unavailable(args: Any) -> None:
-                raise click.ClickException(f"`arena {cmd_name}` is not available in this installation: {reason}")
+                raise click.ClickException(
+                    f"`arena {cmd_name}` is not available in this installation: {reason}"
+                )
 
             return unavailable
 
@@ -97,7 +107,9 @@ def load_run_config(ctx: click.Context, path: str, *, require_secrets: bool = Tr
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
 @click.version_option(package_name="pptarena", prog_name="pptarena")
-@click.option("--strict", is_flag=True, help="Make any plugin load failure fatal (also PPTARENA_STRICT_PLUGINS=1).")
+@click.option(
+    "--strict", is_flag=True, help="Make any plugin load failure fatal (also PPTARENA_STRICT_PLUGINS=1)."
+)
 def cli(strict: bool) -> None:
     """pptarena: evaluate agents that edit PowerPoint decks in place."""
 
@@ -121,7 +133,11 @@ def plugins_command(ctx: click.Context, as_json: bool) -> None:
     for p in infos:
         comps = "; ".join(f"{k}: {', '.join(sorted(v))}" for k, v in sorted(p.components.items()) if v)
         table.add_row(
-            p.name, p.distribution or "-", p.version or "-", "yes" if p.builtin else "no", f"[red]broken: {p.error}[/red]" if p.error else comps
+            p.name,
+            p.distribution or "-",
+            p.version or "-",
+            "yes" if p.builtin else "no",
+            f"[red]broken: {p.error}[/red]" if p.error else comps,
         )
     Console().print(table)
 
@@ -145,11 +161,13 @@ def options_command(ctx: click.Context, kind: str, name: str, as_json: bool) -> 
         click.echo(json.dumps({"component": spec.provenance(), "options": rows}, indent=2, default=str))
         return
     doc = (spec.factory.__doc__ or "").strip().splitlines()
-    click.echo(f"{kind} {spec.name!r} from plugin {spec.plugin} ({spec.distribution or '?'} {spec.version or ''})".rstrip())
+    click.echo(
+        f"{kind} {spec.name!r} from plugin {spec.plugin} ({spec.distribution or '?'} {spec.version or ''})".rstrip()
+    )
     if doc:
         click.echo(f"  {doc[0]}")
     extra = ", plus `label`" if kind in ("agent", "judge") else ""
-    click.echo(f"Config table: `use = \"{spec.name}\"`{extra}, and:" if rows else "It takes no options.")
+    click.echo(f'Config table: `use = "{spec.name}"`{extra}, and:' if rows else "It takes no options.")
     for row in rows:
         need = "required" if row["required"] else f"default {json.dumps(row['default'], default=str)}"
         desc = f" — {row['description']}" if row["description"] else ""
@@ -157,12 +175,16 @@ def options_command(ctx: click.Context, kind: str, name: str, as_json: bool) -> 
 
 
 @cli.command("tasks")
-@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False), help="Run config (TOML).")
+@click.option(
+    "--config", "config_path", required=True, type=click.Path(dir_okay=False), help="Run config (TOML)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--limit", type=int, default=None, help="Only the first N tasks.")
 @click.option("--task", "task_globs", multiple=True, help="Task-id glob (repeatable).")
 @click.pass_context
-def tasks_command(ctx: click.Context, config_path: str, as_json: bool, limit: int | None, task_globs: tuple[str, ...]) -> None:
+def tasks_command(
+    ctx: click.Context, config_path: str, as_json: bool, limit: int | None, task_globs: tuple[str, ...]
+) -> None:
     """List the tasks a config's dataset provides."""
     from pptarena.run.components import Components
     from pptarena.run.tasks import load_tasks, select_tasks
@@ -170,30 +192,66 @@ def tasks_command(ctx: click.Context, config_path: str, as_json: bool, limit: in
 
     config, registry = load_run_config(ctx, config_path, require_secrets=False)
     try:
-        tasks = select_tasks(load_tasks(Components(config, registry)), list(task_globs) or config.run.tasks, limit or config.run.limit)
+        tasks = select_tasks(
+            load_tasks(Components(config, registry)),
+            list(task_globs) or config.run.tasks,
+            limit or config.run.limit,
+        )
     except (PptArenaError, ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:
-        click.echo(json.dumps([{k: v for k, v in t.to_json().items() if k != "rubric"} | {"has_rubric": t.rubric is not None} for t in tasks], indent=2))
+        click.echo(
+            json.dumps(
+                [
+                    {k: v for k, v in t.to_json().items() if k != "rubric"}
+                    | {"has_rubric": t.rubric is not None}
+                    for t in tasks
+                ],
+                indent=2,
+            )
+        )
         return
     for t in tasks:
-        meta = ", ".join(f"{k}={v}" for k, v in t.metadata.items() if k in ("category", "edit_type", "difficulty"))
+        meta = ", ".join(
+            f"{k}={v}" for k, v in t.metadata.items() if k in ("category", "edit_type", "difficulty")
+        )
         click.echo(f"{t.id}\t{t.instruction[:80]!r}\t{meta}")
     click.echo(f"{len(tasks)} tasks", err=True)
 
 
 @cli.command("run")
-@click.option("--config", "config_path", required=True, type=click.Path(dir_okay=False), help="Run config (TOML).")
-@click.option("--out", type=click.Path(file_okay=False), default=None, help="Run directory (default from [run] out, else runs/<config>-<time>).")
+@click.option(
+    "--config", "config_path", required=True, type=click.Path(dir_okay=False), help="Run config (TOML)."
+)
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Run directory (default from [run] out, else runs/<config>-<time>).",
+)
 @click.option("--jobs", type=click.IntRange(1, 256), default=None, help="(agent, task) pairs in flight.")
 @click.option("--limit", type=click.IntRange(1), default=None, help="Only the first N tasks.")
 @click.option("--task", "task_globs", multiple=True, help="Task-id glob (repeatable).")
-@click.option("--retry-errors", is_flag=True, help="On resume, re-run pairs that ended in infra_error or timeout.")
+@click.option(
+    "--retry-errors", is_flag=True, help="On resume, re-run pairs that ended in infra_error or timeout."
+)
 @click.option("--new", is_flag=True, help="Start a new run directory instead of resuming an unfinished one.")
 @click.option("--quiet", is_flag=True, help="No progress output.")
-@click.option("--no-report", is_flag=True, help="Skip writing report.html (write it later with `arena report`).")
-@click.option("--epochs", type=click.IntRange(1, 100), default=None, help="Attempts per (agent, task) (default [run] epochs, 1).")
-@click.option("--max-cost", type=click.FloatRange(0), default=None, help="USD: start no new attempt once the run spent this much.")
+@click.option(
+    "--no-report", is_flag=True, help="Skip writing report.html (write it later with `arena report`)."
+)
+@click.option(
+    "--epochs",
+    type=click.IntRange(1, 100),
+    default=None,
+    help="Attempts per (agent, task) (default [run] epochs, 1).",
+)
+@click.option(
+    "--max-cost",
+    type=click.FloatRange(0),
+    default=None,
+    help="USD: start no new attempt once the run spent this much.",
+)
 @click.pass_context
 def run_command(
     ctx: click.Context,

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 import click
+
 from pptarena.types import ComponentContext, ComponentUnavailable, PptArenaError, SlideImage
 
 
@@ -25,7 +26,10 @@ def make_renderer(name: str, options: dict[str, Any], cache_dir: Path | None = N
     from pptarena.run.registry import get_registry
 
     context = ComponentContext(
-        cache_dir=Path(cache_dir) if cache_dir else default_cache_dir(), model=_no_models, name=name, label=name
+        cache_dir=Path(cache_dir) if cache_dir else default_cache_dir(),
+        model=_no_models,
+        name=name,
+        label=name,
     )
     return get_registry().create("renderers", name, options, context)
 
@@ -43,13 +47,29 @@ def render_decks(renderer: Any, decks: list[Path], out: Path) -> dict[Path, list
 
 
 @click.command("render")
-@click.argument("decks", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--out", "out", required=True, type=click.Path(file_okay=False, path_type=Path),
-              help="Output folder (one sub-folder per deck when several decks are given).")
-@click.option("--renderer", "renderer_name", default="libreoffice", show_default=True, help="Registered renderer name.")
-@click.option("--size", type=click.IntRange(16, 8192), default=None, help="Long edge of each PNG in pixels [default: 1280].")
+@click.argument(
+    "decks", nargs=-1, required=True, type=click.Path(exists=True, dir_okay=False, path_type=Path)
+)
+@click.option(
+    "--out",
+    "out",
+    required=True,
+    type=click.Path(file_okay=False, path_type=Path),
+    help="Output folder (one sub-folder per deck when several decks are given).",
+)
+@click.option(
+    "--renderer", "renderer_name", default="libreoffice", show_default=True, help="Registered renderer name."
+)
+@click.option(
+    "--size",
+    type=click.IntRange(16, 8192),
+    default=None,
+    help="Long edge of each PNG in pixels [default: 1280].",
+)
 @click.option("--no-cache", is_flag=True, help="Render again even if an identical deck was rendered before.")
-@click.option("--workers", type=click.IntRange(1, 32), default=None, help="Parallel office instances (libreoffice).")
+@click.option(
+    "--workers", type=click.IntRange(1, 32), default=None, help="Parallel office instances (libreoffice)."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the slide images as JSON.")
 def render_command(
     decks: tuple[Path, ...],
@@ -85,8 +105,14 @@ def render_command(
     if as_json:
         data = {
             str(deck): [
-                {"number": i.number, "sld_id": i.sld_id, "path": str(i.path), "width": i.width,
-                 "height": i.height, "hidden": i.hidden}
+                {
+                    "number": i.number,
+                    "sld_id": i.sld_id,
+                    "path": str(i.path),
+                    "width": i.width,
+                    "height": i.height,
+                    "hidden": i.hidden,
+                }
                 for i in images
             ]
             for deck, images in results.items()

@@ -25,16 +25,42 @@ def _registry(ctx: click.Context) -> Any:
 
 @click.command("report")
 @click.argument("run_dir", type=RUN_DIR)
-@click.option("--no-render", is_flag=True, help="Do not render missing slide images (the page says where they are missing).")
-@click.option("--max-renders", type=click.IntRange(0), default=None, help="Most decks rendered for the page (default 120).")
-@click.option("--out", type=click.Path(dir_okay=False, path_type=Path), default=None, help="HTML file (default RUN_DIR/report.html).")
+@click.option(
+    "--no-render",
+    is_flag=True,
+    help="Do not render missing slide images (the page says where they are missing).",
+)
+@click.option(
+    "--max-renders",
+    type=click.IntRange(0),
+    default=None,
+    help="Most decks rendered for the page (default 120).",
+)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="HTML file (default RUN_DIR/report.html).",
+)
 @click.option("--no-html", is_flag=True, help="Only print the leaderboard.")
-@click.option("--layout", type=click.Choice(["auto", "single", "pages"]), default="auto", show_default=True,
-              help="single: one page with every task; pages: an index with a filterable task table plus task pages "
-                   "(report/); auto: pages above 200 pairs.")
+@click.option(
+    "--layout",
+    type=click.Choice(["auto", "single", "pages"]),
+    default="auto",
+    show_default=True,
+    help="single: one page with every task; pages: an index with a filterable task table plus task pages "
+    "(report/); auto: pages above 200 pairs.",
+)
 @click.pass_context
-def report_command(ctx: click.Context, run_dir: Path, no_render: bool, max_renders: int | None, out: Path | None, no_html: bool,
-                   layout: str) -> None:
+def report_command(
+    ctx: click.Context,
+    run_dir: Path,
+    no_render: bool,
+    max_renders: int | None,
+    out: Path | None,
+    no_html: bool,
+    layout: str,
+) -> None:
     """Print a run's leaderboard and breakdowns and write report.html."""
     from pptarena.report.data import RunDirError, load_run
     from pptarena.report.html import DEFAULT_MAX_RENDERS, write_report
@@ -49,21 +75,38 @@ def report_command(ctx: click.Context, run_dir: Path, no_render: bool, max_rende
     if no_html:
         return
     path = write_report(
-        run_dir, out=out, render=not no_render, max_renders=DEFAULT_MAX_RENDERS if max_renders is None else max_renders,
-        registry=_registry(ctx), layout=layout, data=data,
+        run_dir,
+        out=out,
+        render=not no_render,
+        max_renders=DEFAULT_MAX_RENDERS if max_renders is None else max_renders,
+        registry=_registry(ctx),
+        layout=layout,
+        data=data,
     )
     click.echo(f"Report: {path}")
 
 
 @click.command("rescore")
 @click.argument("run_dir", type=RUN_DIR)
-@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="Take the judges (and backends, renderer) from this config instead of the run's own.")
-@click.option("--out", "name", default=None, help="Name of the re-score (RUN_DIR/rescore/NAME; default: the config's stem, or 'self').")
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="Take the judges (and backends, renderer) from this config instead of the run's own.",
+)
+@click.option(
+    "--out",
+    "name",
+    default=None,
+    help="Name of the re-score (RUN_DIR/rescore/NAME; default: the config's stem, or 'self').",
+)
 @click.option("--jobs", type=click.IntRange(1, 64), default=1, help="Predictions judged at once.")
 @click.option("--quiet", is_flag=True, help="No progress output.")
 @click.pass_context
-def rescore_command(ctx: click.Context, run_dir: Path, config_path: Path | None, name: str | None, jobs: int, quiet: bool) -> None:
+def rescore_command(
+    ctx: click.Context, run_dir: Path, config_path: Path | None, name: str | None, jobs: int, quiet: bool
+) -> None:
     """Re-judge a run's predictions with other judges, without re-running agents."""
     from pptarena.report.data import load_run
     from pptarena.report.rescore import Rescorer
@@ -102,32 +145,77 @@ def _meta_tables(report: dict[str, Any]) -> list[Any]:
 
     if "agreement" in report:
         lab = report["labels"]
-        t = TableData(f"Agreement with {lab['n']} human labels (scale {lab['scale']}; 95% bootstrap CI)",
-                      ["judge", "n", "Kendall τ_b", "Spearman ρ", "Pearson r", "accuracy", "per class"])
+        t = TableData(
+            f"Agreement with {lab['n']} human labels (scale {lab['scale']}; 95% bootstrap CI)",
+            ["judge", "n", "Kendall τ_b", "Spearman ρ", "Pearson r", "accuracy", "per class"],
+        )
         for name, a in report["agreement"].items():
             per = ", ".join(f"{c}: {v['accuracy']:.2f} (n={v['n']})" for c, v in a["per_class"].items())
-            t.rows.append([name, str(a["n"]), with_ci(a["kendall_tau_b"]), with_ci(a["spearman"]), with_ci(a["pearson"]),
-                           with_ci(a["accuracy"]), per])
+            t.rows.append(
+                [
+                    name,
+                    str(a["n"]),
+                    with_ci(a["kendall_tau_b"]),
+                    with_ci(a["spearman"]),
+                    with_ci(a["pearson"]),
+                    with_ci(a["accuracy"]),
+                    per,
+                ]
+            )
         tables.append(t)
     if "within_task" in report:
-        t = TableData("Order within each task (pairs of attempts of one task with different labels)",
-                      ["judge", "pairs", "concordant", "tied", "discordant", "not concordant (label order)"])
+        t = TableData(
+            "Order within each task (pairs of attempts of one task with different labels)",
+            ["judge", "pairs", "concordant", "tied", "discordant", "not concordant (label order)"],
+        )
         for name, w in report["within_task"].items():
-            bad = ", ".join(f"{k}: {v['concordant']}/{v['pairs']}" for k, v in list(w["not_concordant"].items())[:6])
-            t.rows.append([name, str(w["pairs"]), str(w["concordant"]), str(w["tied"]), str(w["discordant"]), bad or "–"])
+            bad = ", ".join(
+                f"{k}: {v['concordant']}/{v['pairs']}" for k, v in list(w["not_concordant"].items())[:6]
+            )
+            t.rows.append(
+                [
+                    name,
+                    str(w["pairs"]),
+                    str(w["concordant"]),
+                    str(w["tied"]),
+                    str(w["discordant"]),
+                    bad or "–",
+                ]
+            )
         tables.append(t)
     if "kinds" in report:
         names = sorted({n for k in report["kinds"].values() for n in k["series"]})
         t = TableData("Mean per attempt kind (labels CSV column kind)", ["kind", "n", "label", *names])
         for kind, k in report["kinds"].items():
-            t.rows.append([kind, str(k["n"]), fmt(k["label_mean"]), *[fmt(k["series"].get(n)) for n in names]])
+            t.rows.append(
+                [kind, str(k["n"]), fmt(k["label_mean"]), *[fmt(k["series"].get(n)) for n in names]]
+            )
         tables.append(t)
     if "repeat" in report:
-        t = TableData(f"Stability over K={report['repeat']['k']} repeats",
-                      ["series", "items", "mean variance", "max variance", "majority rate", "majority share", "unanimous"])
+        t = TableData(
+            f"Stability over K={report['repeat']['k']} repeats",
+            [
+                "series",
+                "items",
+                "mean variance",
+                "max variance",
+                "majority rate",
+                "majority share",
+                "unanimous",
+            ],
+        )
         for name, s in report["repeat"]["series"].items():
-            t.rows.append([name, str(s["items"]), fmt(s["mean_variance"], 6), fmt(s["max_variance"], 6), fmt(s["majority_rate"]),
-                           fmt(s["majority_share"]), fmt(s["unanimous_rate"])])
+            t.rows.append(
+                [
+                    name,
+                    str(s["items"]),
+                    fmt(s["mean_variance"], 6),
+                    fmt(s["max_variance"], 6),
+                    fmt(s["majority_rate"]),
+                    fmt(s["majority_share"]),
+                    fmt(s["unanimous_rate"]),
+                ]
+            )
         t.note = "variance of the 0-1 score (population, per item, averaged); majority rate: items where > K/2 repeats agree"
         tables.append(t)
     return tables
@@ -135,18 +223,55 @@ def _meta_tables(report: dict[str, Any]) -> list[Any]:
 
 @click.command("meta-eval")
 @click.option("--run", "run_dir", type=RUN_DIR, required=True, help="The run whose judges are evaluated.")
-@click.option("--labels", "labels_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="CSV with columns task_id, agent, label (0-1, 0-5 or a progress class) and optionally kind.")
-@click.option("--scale", type=click.Choice(["auto", "unit", "five", "classes"]), default="auto", show_default=True, help="Label scale.")
-@click.option("--repeat", type=click.IntRange(0, 100), default=0, help="Judge every prediction K more times and report stability.")
-@click.option("--config", "config_path", type=click.Path(exists=True, dir_okay=False, path_type=Path), default=None,
-              help="With --repeat: the judges to repeat (default: the run's).")
-@click.option("--bootstrap", "n_boot", type=click.IntRange(0, 100_000), default=1000, show_default=True, help="Bootstrap resamples.")
+@click.option(
+    "--labels",
+    "labels_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="CSV with columns task_id, agent, label (0-1, 0-5 or a progress class) and optionally kind.",
+)
+@click.option(
+    "--scale",
+    type=click.Choice(["auto", "unit", "five", "classes"]),
+    default="auto",
+    show_default=True,
+    help="Label scale.",
+)
+@click.option(
+    "--repeat",
+    type=click.IntRange(0, 100),
+    default=0,
+    help="Judge every prediction K more times and report stability.",
+)
+@click.option(
+    "--config",
+    "config_path",
+    type=click.Path(exists=True, dir_okay=False, path_type=Path),
+    default=None,
+    help="With --repeat: the judges to repeat (default: the run's).",
+)
+@click.option(
+    "--bootstrap",
+    "n_boot",
+    type=click.IntRange(0, 100_000),
+    default=1000,
+    show_default=True,
+    help="Bootstrap resamples.",
+)
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full JSON report.")
 @click.pass_context
-def meta_eval_command(ctx: click.Context, run_dir: Path, labels_path: Path | None, scale: str, repeat: int, config_path: Path | None,
-                      n_boot: int, seed: int, as_json: bool) -> None:
+def meta_eval_command(
+    ctx: click.Context,
+    run_dir: Path,
+    labels_path: Path | None,
+    scale: str,
+    repeat: int,
+    config_path: Path | None,
+    n_boot: int,
+    seed: int,
+    as_json: bool,
+) -> None:
     """Agreement of each judge with human labels; with --repeat K, the judges' stability."""
     from pptarena.report.meta_eval import meta_eval
     from pptarena.report.tables import print_tables
@@ -156,8 +281,16 @@ def meta_eval_command(ctx: click.Context, run_dir: Path, labels_path: Path | Non
     if labels_path is None and not repeat:
         raise click.UsageError("give --labels FILE.csv, --repeat K, or both")
     try:
-        report = meta_eval(run_dir, labels_path=labels_path, scale=scale, repeat=repeat, config_path=config_path,
-                           n_boot=n_boot, seed=seed, registry=_registry(ctx) if repeat else None)
+        report = meta_eval(
+            run_dir,
+            labels_path=labels_path,
+            scale=scale,
+            repeat=repeat,
+            config_path=config_path,
+            n_boot=n_boot,
+            seed=seed,
+            registry=_registry(ctx) if repeat else None,
+        )
     except (ConfigError, PptArenaError, OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     for w in report.get("warnings", []):
@@ -171,8 +304,17 @@ def meta_eval_command(ctx: click.Context, run_dir: Path, labels_path: Path | Non
 
 @click.command("compare")
 @click.argument("run_dirs", nargs=-1, required=True, type=RUN_DIR)
-@click.option("--bootstrap", "n_boot", type=click.IntRange(0, 100_000), default=2000, show_default=True, help="Bootstrap resamples.")
-@click.option("--seed", type=int, default=0, show_default=True, help="Seed of the intervals and permutation tests.")
+@click.option(
+    "--bootstrap",
+    "n_boot",
+    type=click.IntRange(0, 100_000),
+    default=2000,
+    show_default=True,
+    help="Bootstrap resamples.",
+)
+@click.option(
+    "--seed", type=int, default=0, show_default=True, help="Seed of the intervals and permutation tests."
+)
 @click.option("--json", "as_json", is_flag=True, help="Print the full JSON report.")
 def compare_command(run_dirs: tuple[Path, ...], n_boot: int, seed: int, as_json: bool) -> None:
     """Compare runs of the same agents and tasks (RUN_B... against RUN_A): score differences, moved tasks, τ_b."""

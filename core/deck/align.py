@@ -42,15 +42,16 @@ def _common_ends(a: Sequence[Hashable], b: Sequence[Hashable]) -> tuple[int, int
     return p, s
 
 
-def matching_blocks(a: Sequence[Hashable], b: Sequence[Hashable],
-                    budget: int = DEFAULT_BUDGET) -> list[tuple[int, int, int]]:
+def matching_blocks(
+    a: Sequence[Hashable], b: Sequence[Hashable], budget: int = DEFAULT_BUDGET
+) -> list[tuple[int, int, int]]:
     """(i, j, size) blocks of equal elements, increasing in i and j (no terminating dummy)."""
     if pair_cost(a, b) <= budget:
         blocks = difflib.SequenceMatcher(None, a, b, autojunk=False).get_matching_blocks()
         return [(m.a, m.b, m.size) for m in blocks if m.size]
     p, s = _common_ends(a, b)
     out = [(0, 0, p)] if p else []
-    mid_a, mid_b = a[p:len(a) - s], b[p:len(b) - s]
+    mid_a, mid_b = a[p : len(a) - s], b[p : len(b) - s]
     if mid_a and mid_b and pair_cost(mid_a, mid_b) <= budget:
         blocks = difflib.SequenceMatcher(None, mid_a, mid_b, autojunk=False).get_matching_blocks()
         out += [(m.a + p, m.b + p, m.size) for m in blocks if m.size]
@@ -72,14 +73,18 @@ def _word_blocks(a: str, b: str, budget: int) -> list[tuple[int, int, int]]:
     for tok in tb:
         offsets_b.append(offsets_b[-1] + len(tok))
     blocks = difflib.SequenceMatcher(None, ta, tb, autojunk=False).get_matching_blocks()
-    return [(offsets_a[m.a], offsets_b[m.b], offsets_a[m.a + m.size] - offsets_a[m.a]) for m in blocks if m.size]
+    return [
+        (offsets_a[m.a], offsets_b[m.b], offsets_a[m.a + m.size] - offsets_a[m.a]) for m in blocks if m.size
+    ]
 
 
 def opcodes(a: Sequence[Hashable], b: Sequence[Hashable], budget: int = DEFAULT_BUDGET) -> list[Opcode]:
     """SequenceMatcher-style opcodes (equal/replace/insert/delete) turning ``a`` into ``b``."""
     if pair_cost(a, b) <= budget:
-        return [(str(op), i1, i2, j1, j2)
-                for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()]
+        return [
+            (str(op), i1, i2, j1, j2)
+            for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes()
+        ]
     out: list[Opcode] = []
     i = j = 0
     for bi, bj, size in [*matching_blocks(a, b, budget), (len(a), len(b), 0)]:

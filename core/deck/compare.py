@@ -17,8 +17,9 @@ PARA_PROPS = ("level", "align", "bullet", "spacing")
 MAX_CHARS = 20_000  # per paragraph, for character-level formatting comparison
 
 
-def edit(kind: str, slide: int | None, shape: str | None, path: str, old: Any, new: Any,
-         **extra: Any) -> dict[str, Any]:
+def edit(
+    kind: str, slide: int | None, shape: str | None, path: str, old: Any, new: Any, **extra: Any
+) -> dict[str, Any]:
     """One edit record."""
     out = {"kind": kind, "slide": slide, "shape": shape, "path": path, "old": old, "new": new}
     out.update(extra)
@@ -68,8 +69,9 @@ def _display(run_value: Any, prop: str, runs: list[dict[str, Any]], pos: int) ->
     return None
 
 
-def _format_edits(pa: dict[str, Any], pb: dict[str, Any], ctx: tuple[int | None, str | None],
-                  base: str) -> list[dict[str, Any]]:
+def _format_edits(
+    pa: dict[str, Any], pb: dict[str, Any], ctx: tuple[int | None, str | None], base: str
+) -> list[dict[str, Any]]:
     """font/hyperlink edits between two paragraphs with the same text (run splits do not matter)."""
     slide, shape = ctx
     out = []
@@ -93,10 +95,17 @@ def _format_edits(pa: dict[str, Any], pb: dict[str, Any], ctx: tuple[int | None,
             pair = (ca[i][k], cb[j][k]) if i >= 0 else None
             differs = pair is not None and pair[0] != pair[1]
             if start is not None and (not differs or pair != cur or j != prev_j + 1):
-                out.append(edit("font", slide, shape, f"{base}[{start}:{prev_j + 1}]/{prop}",
-                                _display(cur[0], prop, pa["runs"], start_a),  # type: ignore[index]
-                                _display(cur[1], prop, pb["runs"], start),  # type: ignore[index]
-                                detail=text[start:prev_j + 1]))
+                out.append(
+                    edit(
+                        "font",
+                        slide,
+                        shape,
+                        f"{base}[{start}:{prev_j + 1}]/{prop}",
+                        _display(cur[0], prop, pa["runs"], start_a),  # type: ignore[index]
+                        _display(cur[1], prop, pb["runs"], start),  # type: ignore[index]
+                        detail=text[start : prev_j + 1],
+                    )
+                )
                 start = None
             if differs and start is None:
                 start, start_a, cur = j, i, pair
@@ -104,14 +113,23 @@ def _format_edits(pa: dict[str, Any], pb: dict[str, Any], ctx: tuple[int | None,
     links_a = [(r.get("text"), r.get("hyperlink")) for r in pa.get("runs", []) if r.get("hyperlink")]
     links_b = [(r.get("text"), r.get("hyperlink")) for r in pb.get("runs", []) if r.get("hyperlink")]
     if links_a != links_b:
-        out.append(edit("hyperlink", slide, shape, f"{base}/hyperlink", [lk for _, lk in links_a] or None,
-                        [lk for _, lk in links_b] or None,
-                        detail=[t for t, _ in links_b] or [t for t, _ in links_a]))
+        out.append(
+            edit(
+                "hyperlink",
+                slide,
+                shape,
+                f"{base}/hyperlink",
+                [lk for _, lk in links_a] or None,
+                [lk for _, lk in links_b] or None,
+                detail=[t for t, _ in links_b] or [t for t, _ in links_a],
+            )
+        )
     return out
 
 
-def _para_edits(pa: dict[str, Any], pb: dict[str, Any], ctx: tuple[int | None, str | None],
-                base: str) -> list[dict[str, Any]]:
+def _para_edits(
+    pa: dict[str, Any], pb: dict[str, Any], ctx: tuple[int | None, str | None], base: str
+) -> list[dict[str, Any]]:
     slide, shape = ctx
     out = []
     for prop in PARA_PROPS:
@@ -123,8 +141,12 @@ def _para_edits(pa: dict[str, Any], pb: dict[str, Any], ctx: tuple[int | None, s
     return out
 
 
-def text_edits(paras_a: list[dict[str, Any]], paras_b: list[dict[str, Any]],
-               ctx: tuple[int | None, str | None], base: str = "text") -> list[dict[str, Any]]:
+def text_edits(
+    paras_a: list[dict[str, Any]],
+    paras_b: list[dict[str, Any]],
+    ctx: tuple[int | None, str | None],
+    base: str = "text",
+) -> list[dict[str, Any]]:
     """Edits between two paragraph lists: text changes per paragraph, then format and paragraph props."""
     out: list[dict[str, Any]] = []
     ta = [p.get("text", "") for p in paras_a]
@@ -156,7 +178,11 @@ def text_edits(paras_a: list[dict[str, Any]], paras_b: list[dict[str, Any]],
             runs_old = [r.get("text", "") for r in paras_a[ia]["runs"]] if ia is not None else []
             runs_new = [r.get("text", "") for r in paras_b[jb]["runs"]] if jb is not None else []
             path = f"{base}/p{jb if jb is not None else ia}"
-            out.append(edit("text", slide, shape, path, old, new, detail={"runs_old": runs_old, "runs_new": runs_new}))
+            out.append(
+                edit(
+                    "text", slide, shape, path, old, new, detail={"runs_old": runs_old, "runs_new": runs_new}
+                )
+            )
             if ia is not None and jb is not None:
                 out += _para_edits(paras_a[ia], paras_b[jb], ctx, path)
                 out += _format_edits(paras_a[ia], paras_b[jb], ctx, path)
@@ -173,8 +199,9 @@ def _line_key(line: Any) -> Any:
     return {k: (_fill_key(v) if k == "fill" else v) for k, v in line.items()}
 
 
-def _cell_edits(ca: dict[str, Any], cb: dict[str, Any], ctx: tuple[int | None, str | None],
-                base: str) -> list[dict[str, Any]]:
+def _cell_edits(
+    ca: dict[str, Any], cb: dict[str, Any], ctx: tuple[int | None, str | None], base: str
+) -> list[dict[str, Any]]:
     """Edits between two cells at the same grid position: text, spans, fill, borders, margins,
     anchor, then paragraph and run formatting (``{base}/p{i}...``, as for text frames)."""
     slide, shape = ctx
@@ -190,23 +217,38 @@ def _cell_edits(ca: dict[str, Any], cb: dict[str, Any], ctx: tuple[int | None, s
     borders_a, borders_b = ca.get("borders") or {}, cb.get("borders") or {}
     for side in _BORDER_KEYS:
         if _line_key(borders_a.get(side)) != _line_key(borders_b.get(side)):
-            out.append(edit("line", slide, shape, f"{base}/border/{side}", borders_a.get(side), borders_b.get(side)))
+            out.append(
+                edit("line", slide, shape, f"{base}/border/{side}", borders_a.get(side), borders_b.get(side))
+            )
     for key in ("margins", "anchor"):
         if ca.get(key) != cb.get(key):
             out.append(edit("table", slide, shape, f"{base}/{key}", ca.get(key), cb.get(key)))
     if ca.get("paragraphs") != cb.get("paragraphs"):
         # text changes are the one cell-level edit above; keep the formatting edits only
-        out += [e for e in text_edits(ca.get("paragraphs") or [], cb.get("paragraphs") or [], ctx, base)
-                if e["kind"] != "text"]
+        out += [
+            e
+            for e in text_edits(ca.get("paragraphs") or [], cb.get("paragraphs") or [], ctx, base)
+            if e["kind"] != "text"
+        ]
     return out
 
 
-def _table_edits(ta: dict[str, Any], tb: dict[str, Any], ctx: tuple[int | None, str | None]) -> list[dict[str, Any]]:
+def _table_edits(
+    ta: dict[str, Any], tb: dict[str, Any], ctx: tuple[int | None, str | None]
+) -> list[dict[str, Any]]:
     slide, shape = ctx
     out = []
     if (ta.get("rows"), ta.get("cols")) != (tb.get("rows"), tb.get("cols")):
-        out.append(edit("table", slide, shape, "table/size", f"{ta.get('rows')}x{ta.get('cols')}",
-                        f"{tb.get('rows')}x{tb.get('cols')}"))
+        out.append(
+            edit(
+                "table",
+                slide,
+                shape,
+                "table/size",
+                f"{ta.get('rows')}x{ta.get('cols')}",
+                f"{tb.get('rows')}x{tb.get('cols')}",
+            )
+        )
     cells_a, cells_b = ta.get("cells", []), tb.get("cells", [])
     for r in range(max(len(cells_a), len(cells_b))):
         row_a = cells_a[r] if r < len(cells_a) else []
@@ -217,14 +259,24 @@ def _table_edits(ta: dict[str, Any], tb: dict[str, Any], ctx: tuple[int | None, 
             if ca == cb:
                 continue
             if ca is None or cb is None:
-                out.append(edit("table", slide, shape, f"table/r{r}c{c}", ca.get("text") if ca else None,
-                                cb.get("text") if cb else None))
+                out.append(
+                    edit(
+                        "table",
+                        slide,
+                        shape,
+                        f"table/r{r}c{c}",
+                        ca.get("text") if ca else None,
+                        cb.get("text") if cb else None,
+                    )
+                )
             else:
                 out += _cell_edits(ca, cb, ctx, f"table/r{r}c{c}")
     return out
 
 
-def _chart_edits(ca: dict[str, Any], cb: dict[str, Any], ctx: tuple[int | None, str | None]) -> list[dict[str, Any]]:
+def _chart_edits(
+    ca: dict[str, Any], cb: dict[str, Any], ctx: tuple[int | None, str | None]
+) -> list[dict[str, Any]]:
     slide, shape = ctx
     out = []
     if ca.get("types") != cb.get("types"):
@@ -271,12 +323,17 @@ def _abs_detail(a: dict[str, Any], b: dict[str, Any], keys: tuple[str, str]) -> 
     pa, pb = a.get("abs_position"), b.get("abs_position")
     if pa is None and pb is None:
         return {}
-    return {"detail": {"abs_old": {k: pa.get(k) for k in keys} if pa else None,
-                       "abs_new": {k: pb.get(k) for k in keys} if pb else None}}
+    return {
+        "detail": {
+            "abs_old": {k: pa.get(k) for k in keys} if pa else None,
+            "abs_new": {k: pb.get(k) for k in keys} if pb else None,
+        }
+    }
 
 
-def shape_edits(a: dict[str, Any], b: dict[str, Any], slide: int | None,
-                id_map: dict[Any, Any] | None = None) -> list[dict[str, Any]]:
+def shape_edits(
+    a: dict[str, Any], b: dict[str, Any], slide: int | None, id_map: dict[Any, Any] | None = None
+) -> list[dict[str, Any]]:
     """All edits between two matched shapes (children of groups included, recursively)."""
     if a == b:
         if id_map is not None and a.get("children"):
@@ -292,11 +349,29 @@ def shape_edits(a: dict[str, Any], b: dict[str, Any], slide: int | None,
     if a.get("geometry") != b.get("geometry"):
         out.append(edit("geometry", slide, name, "geometry", a.get("geometry"), b.get("geometry")))
     if (a.get("x"), a.get("y")) != (b.get("x"), b.get("y")):
-        out.append(edit("move", slide, name, "position", {"x": a.get("x"), "y": a.get("y")},
-                        {"x": b.get("x"), "y": b.get("y")}, **_abs_detail(a, b, ("x", "y"))))
+        out.append(
+            edit(
+                "move",
+                slide,
+                name,
+                "position",
+                {"x": a.get("x"), "y": a.get("y")},
+                {"x": b.get("x"), "y": b.get("y")},
+                **_abs_detail(a, b, ("x", "y")),
+            )
+        )
     if (a.get("cx"), a.get("cy")) != (b.get("cx"), b.get("cy")):
-        out.append(edit("resize", slide, name, "size", {"cx": a.get("cx"), "cy": a.get("cy")},
-                        {"cx": b.get("cx"), "cy": b.get("cy")}, **_abs_detail(a, b, ("cx", "cy"))))
+        out.append(
+            edit(
+                "resize",
+                slide,
+                name,
+                "size",
+                {"cx": a.get("cx"), "cy": a.get("cy")},
+                {"cx": b.get("cx"), "cy": b.get("cy")},
+                **_abs_detail(a, b, ("cx", "cy")),
+            )
+        )
     for key in ("rot", "flip_h", "flip_v"):
         va = a.get(key) or (0 if key == "rot" else False)
         vb = b.get(key) or (0 if key == "rot" else False)
@@ -312,7 +387,9 @@ def shape_edits(a: dict[str, Any], b: dict[str, Any], slide: int | None,
     if bool(a.get("hidden")) != bool(b.get("hidden")):
         out.append(edit("visibility", slide, name, "hidden", bool(a.get("hidden")), bool(b.get("hidden"))))
     if a.get("placeholder") != b.get("placeholder"):
-        out.append(edit("placeholder", slide, name, "placeholder", a.get("placeholder"), b.get("placeholder")))
+        out.append(
+            edit("placeholder", slide, name, "placeholder", a.get("placeholder"), b.get("placeholder"))
+        )
     if a.get("paragraphs") != b.get("paragraphs"):
         out += text_edits(a.get("paragraphs") or [], b.get("paragraphs") or [], ctx)
     if a.get("picture") != b.get("picture"):
@@ -325,8 +402,16 @@ def shape_edits(a: dict[str, Any], b: dict[str, Any], slide: int | None,
     if a.get("chart") != b.get("chart"):
         out += _chart_edits(a.get("chart") or {}, b.get("chart") or {}, ctx)
     if a.get("smartart") != b.get("smartart"):
-        out.append(edit("smartart", slide, name, "smartart/texts", (a.get("smartart") or {}).get("texts"),
-                        (b.get("smartart") or {}).get("texts")))
+        out.append(
+            edit(
+                "smartart",
+                slide,
+                name,
+                "smartart/texts",
+                (a.get("smartart") or {}).get("texts"),
+                (b.get("smartart") or {}).get("texts"),
+            )
+        )
     if a.get("ole") != b.get("ole"):
         out.append(edit("ole", slide, name, "ole", a.get("ole"), b.get("ole")))
     if a.get("children") != b.get("children"):
@@ -336,8 +421,9 @@ def shape_edits(a: dict[str, Any], b: dict[str, Any], slide: int | None,
     return out
 
 
-def tree_edits(a: list[dict[str, Any]], b: list[dict[str, Any]], slide: int | None,
-               id_map: dict[Any, Any] | None = None) -> list[dict[str, Any]]:
+def tree_edits(
+    a: list[dict[str, Any]], b: list[dict[str, Any]], slide: int | None, id_map: dict[Any, Any] | None = None
+) -> list[dict[str, Any]]:
     """Edits between two shape lists (one tree level): added/removed, z-order, then per-shape edits.
 
     ``id_map`` (optional) is filled with matched shape ids A -> B, for animation comparison.

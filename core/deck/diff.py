@@ -89,8 +89,9 @@ def _anim_key(effect: dict[str, Any], id_map: dict[Any, Any] | None) -> tuple[An
     return tuple(key)
 
 
-def align_animations(a: list[dict[str, Any]], b: list[dict[str, Any]],
-                     id_map: dict[Any, Any]) -> list[tuple[int | None, int | None, bool]]:
+def align_animations(
+    a: list[dict[str, Any]], b: list[dict[str, Any]], id_map: dict[Any, Any]
+) -> list[tuple[int | None, int | None, bool]]:
     """Align two timelines: (index in A or None, index in B or None, same effect?) in order.
 
     Effects are the same when class, preset, subtype, (mapped) target and text flag agree.
@@ -107,8 +108,9 @@ def align_animations(a: list[dict[str, Any]], b: list[dict[str, Any]],
     return out
 
 
-def animation_edits(a: list[dict[str, Any]], b: list[dict[str, Any]], slide: int,
-                    id_map: dict[Any, Any]) -> list[dict[str, Any]]:
+def animation_edits(
+    a: list[dict[str, Any]], b: list[dict[str, Any]], slide: int, id_map: dict[Any, Any]
+) -> list[dict[str, Any]]:
     """Edits between two animation timelines (targets of A mapped through the shape match)."""
     if not a and not b:
         return []
@@ -117,22 +119,45 @@ def animation_edits(a: list[dict[str, Any]], b: list[dict[str, Any]], slide: int
         if same and i is not None and j is not None:
             for prop in _ANIM_PROPS:
                 if a[i].get(prop) != b[j].get(prop):
-                    out.append(edit("animation", slide, None, f"animations[{j}]/{prop}", a[i].get(prop),
-                                    b[j].get(prop)))
+                    out.append(
+                        edit(
+                            "animation",
+                            slide,
+                            None,
+                            f"animations[{j}]/{prop}",
+                            a[i].get(prop),
+                            b[j].get(prop),
+                        )
+                    )
             continue
-        out.append(edit("animation", slide, None, f"animations[{j if j is not None else i}]",
-                        a[i] if i is not None else None, b[j] if j is not None else None))
+        out.append(
+            edit(
+                "animation",
+                slide,
+                None,
+                f"animations[{j if j is not None else i}]",
+                a[i] if i is not None else None,
+                b[j] if j is not None else None,
+            )
+        )
     return out
 
 
-def slide_edits(sa: dict[str, Any], sb: dict[str, Any], id_map: dict[Any, Any] | None = None) -> list[dict[str, Any]]:
+def slide_edits(
+    sa: dict[str, Any], sb: dict[str, Any], id_map: dict[Any, Any] | None = None
+) -> list[dict[str, Any]]:
     """Edits between two matched slides (numbered as in B); ``id_map`` receives matched shape ids A -> B."""
     n = sb["number"]
     if id_map is None:
         id_map = {}
     out = []
-    for key, kind in (("layout", "layout"), ("master", "master"), ("hidden", "hidden"), ("notes", "notes"),
-                      ("transition", "transition")):
+    for key, kind in (
+        ("layout", "layout"),
+        ("master", "master"),
+        ("hidden", "hidden"),
+        ("notes", "notes"),
+        ("transition", "transition"),
+    ):
         if sa.get(key) != sb.get(key):
             out.append(edit(kind, n, None, key, sa.get(key), sb.get(key)))
     if _fill_key(sa.get("background")) != _fill_key(sb.get("background")):
@@ -161,7 +186,9 @@ def _theme_edits(ta: list[dict[str, Any]], tb: list[dict[str, Any]]) -> list[dic
         b = tb[k] if k < len(tb) else {}
         label = f"theme[{k}]"
         if not a or not b:
-            out.append(edit("theme", None, None, label, a.get("name") if a else None, b.get("name") if b else None))
+            out.append(
+                edit("theme", None, None, label, a.get("name") if a else None, b.get("name") if b else None)
+            )
             continue
         for slot in sorted(set(a.get("colors", {})) | set(b.get("colors", {}))):
             va, vb = a.get("colors", {}).get(slot), b.get("colors", {}).get(slot)
@@ -189,19 +216,31 @@ def deck_edits(a: dict[str, Any], b: dict[str, Any], sld_map: dict[Any, Any]) ->
     out += _theme_edits(a.get("themes") or [], b.get("themes") or [])
     ma, mb = a.get("masters") or [], b.get("masters") or []
     if [m.get("name") for m in ma] != [m.get("name") for m in mb]:
-        out.append(edit("master", None, None, "masters", [m.get("name") for m in ma], [m.get("name") for m in mb]))
+        out.append(
+            edit("master", None, None, "masters", [m.get("name") for m in ma], [m.get("name") for m in mb])
+        )
     for k in range(min(len(ma), len(mb))):
         la = [lay.get("name") for lay in ma[k].get("layouts", [])]
         lb = [lay.get("name") for lay in mb[k].get("layouts", [])]
         if la != lb:
             out.append(edit("master", None, None, f"masters[{k}]/layouts", la, lb))
-    secs_a = [(s.get("name"), [sld_map.get(i, ("removed", i)) for i in s.get("slides", [])])
-              for s in a.get("sections") or []]
+    secs_a = [
+        (s.get("name"), [sld_map.get(i, ("removed", i)) for i in s.get("slides", [])])
+        for s in a.get("sections") or []
+    ]
     secs_b = [(s.get("name"), list(s.get("slides", []))) for s in b.get("sections") or []]
     if secs_a != secs_b:
-        out.append(edit("section", None, None, "sections", [s.get("name") for s in a.get("sections") or []],
-                        [s.get("name") for s in b.get("sections") or []],
-                        detail={"old": a.get("sections"), "new": b.get("sections")}))
+        out.append(
+            edit(
+                "section",
+                None,
+                None,
+                "sections",
+                [s.get("name") for s in a.get("sections") or []],
+                [s.get("name") for s in b.get("sections") or []],
+                detail={"old": a.get("sections"), "new": b.get("sections")},
+            )
+        )
     return out
 
 
@@ -219,13 +258,29 @@ def diff_summaries(a: dict[str, Any], b: dict[str, Any]) -> DeckDiff:
     for i, j in order:
         if j is None:
             s = slides_a[i]  # type: ignore[index]
-            edits.append(edit("slide_removed", s["number"], None, "slides",
-                              {"sld_id": s["sld_id"], "title": s.get("title")}, None))
+            edits.append(
+                edit(
+                    "slide_removed",
+                    s["number"],
+                    None,
+                    "slides",
+                    {"sld_id": s["sld_id"], "title": s.get("title")},
+                    None,
+                )
+            )
             continue
         sb = slides_b[j]
         if i is None:
-            edits.append(edit("slide_added", sb["number"], None, "slides", None,
-                              {"sld_id": sb["sld_id"], "title": sb.get("title")}))
+            edits.append(
+                edit(
+                    "slide_added",
+                    sb["number"],
+                    None,
+                    "slides",
+                    None,
+                    {"sld_id": sb["sld_id"], "title": sb.get("title")},
+                )
+            )
             continue
         sa = slides_a[i]
         if i in moved:
@@ -258,7 +313,9 @@ def _short(value: Any, limit: int = 70) -> str:
         text = value.replace("\n", "⏎")
         return json.dumps(text[:limit] + ("…" if len(text) > limit else ""), ensure_ascii=False)
     if isinstance(value, dict) and set(value) <= {"x", "y", "cx", "cy"}:
-        return " ".join(f"{k}={v / _EMU_PER_IN:.2f}in" if isinstance(v, int) else f"{k}={v}" for k, v in value.items())
+        return " ".join(
+            f"{k}={v / _EMU_PER_IN:.2f}in" if isinstance(v, int) else f"{k}={v}" for k, v in value.items()
+        )
     if isinstance(value, dict) and "rgb" in value:
         return "#" + str(value["rgb"]) + (f" ({value['theme']})" if value.get("theme") else "")
     text = json.dumps(value, ensure_ascii=False, separators=(",", ":"), default=str)

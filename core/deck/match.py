@@ -135,8 +135,9 @@ def match_slides(a: list[dict[str, Any]], b: list[dict[str, Any]]) -> dict[int, 
         else:
             still_left.append(i)
     right = [j for j in right if j not in used_b]
-    for i, j in _greedy_pairs(still_left, right, lambda i, j: jaccard(tokens_a[i], tokens_b[j]),
-                              SIMILARITY_THRESHOLD):
+    for i, j in _greedy_pairs(
+        still_left, right, lambda i, j: jaccard(tokens_a[i], tokens_b[j]), SIMILARITY_THRESHOLD
+    ):
         pairs[i] = j
     return pairs
 

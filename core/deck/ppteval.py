@@ -28,14 +28,34 @@ from typing import Any
 from .diff import DeckDiff, align_animations, diff_decks
 from .ppteval_items import AnimationEffect, PowerPointDiff, Slide, SlideTransition, from_json
 
-__all__ = ["AnimationEffect", "PowerPointDiff", "Slide", "SlideTransition", "from_json", "ppteval_diff", "ppteval_view"]
+__all__ = [
+    "AnimationEffect",
+    "PowerPointDiff",
+    "Slide",
+    "SlideTransition",
+    "from_json",
+    "ppteval_diff",
+    "ppteval_view",
+]
 
 _SP_KINDS = {"text_box", "autoshape", "freeform", "placeholder"}
 _SPACES = re.compile(r"[ \t]+")
-_DIRS = {1: "top", 2: "right", 4: "bottom", 8: "left", 3: "top_right", 6: "bottom_right", 9: "top_left",
-         12: "bottom_left"}
-_TRIGGERS = {"on_click": "click", "with_previous": "with_previous", "after_previous": "after_previous",
-             "on_shape_click": "on_shape_click"}
+_DIRS = {
+    1: "top",
+    2: "right",
+    4: "bottom",
+    8: "left",
+    3: "top_right",
+    6: "bottom_right",
+    9: "top_left",
+    12: "bottom_left",
+}
+_TRIGGERS = {
+    "on_click": "click",
+    "with_previous": "with_previous",
+    "after_previous": "after_previous",
+    "on_shape_click": "on_shape_click",
+}
 
 
 # ----------------------------------------------------------------------------- building
@@ -49,8 +69,12 @@ def _walk(shapes: list[dict[str, Any]]):
 
 
 def _joined_runs(shape: dict[str, Any]) -> str:
-    return "".join(r.get("text", "") for p in shape.get("paragraphs") or [] for r in p.get("runs", [])
-                   if not r.get("break"))
+    return "".join(
+        r.get("text", "")
+        for p in shape.get("paragraphs") or []
+        for r in p.get("runs", [])
+        if not r.get("break")
+    )
 
 
 def ppteval_title(slide: dict[str, Any]) -> str | None:
@@ -89,8 +113,9 @@ def _transition(slide: dict[str, Any]) -> SlideTransition | None:
     t = slide.get("transition")
     if not t:
         return None
-    return SlideTransition(str(slide["sld_id"]), t.get("type") or "none", (t.get("duration_ms") or 0) / 1000,
-                           t.get("direction"))
+    return SlideTransition(
+        str(slide["sld_id"]), t.get("type") or "none", (t.get("duration_ms") or 0) / 1000, t.get("direction")
+    )
 
 
 def effect_type(effect: dict[str, Any]) -> str:
@@ -122,7 +147,9 @@ def effect_type(effect: dict[str, Any]) -> str:
     return f"{cls}_{effect.get('preset')}"
 
 
-def _effect(slide: dict[str, Any], effect: dict[str, Any], shapes_by_id: dict[Any, dict[str, Any]]) -> AnimationEffect:
+def _effect(
+    slide: dict[str, Any], effect: dict[str, Any], shapes_by_id: dict[Any, dict[str, Any]]
+) -> AnimationEffect:
     target = effect.get("target")
     shape = shapes_by_id.get(target)
     text = shape.get("text") if shape else None
@@ -144,8 +171,12 @@ def _index(slide: dict[str, Any]) -> dict[Any, dict[str, Any]]:
 
 
 def _changed(a: AnimationEffect, b: AnimationEffect) -> bool:
-    return (a.effect_type != b.effect_type or a.trigger != b.trigger or abs(a.delay - b.delay) >= 0.01
-            or abs(a.duration - b.duration) >= 0.01)
+    return (
+        a.effect_type != b.effect_type
+        or a.trigger != b.trigger
+        or abs(a.delay - b.delay) >= 0.01
+        or abs(a.duration - b.duration) >= 0.01
+    )
 
 
 def ppteval_view(d: DeckDiff) -> PowerPointDiff:
@@ -179,8 +210,15 @@ def ppteval_view(d: DeckDiff) -> PowerPointDiff:
             out.removed_transitions.append(ta)
         elif tb and not ta:
             out.added_transitions.append(tb)
-        elif ta and tb and (ta.transition_type != tb.transition_type or ta.direction != tb.direction
-                            or abs(ta.duration - tb.duration) >= 0.01):
+        elif (
+            ta
+            and tb
+            and (
+                ta.transition_type != tb.transition_type
+                or ta.direction != tb.direction
+                or abs(ta.duration - tb.duration) >= 0.01
+            )
+        ):
             out.modified_transitions.append((ta, tb))
         anims_a, anims_b = sa.get("animations") or [], sb.get("animations") or []
         if anims_a or anims_b:
@@ -203,8 +241,11 @@ def ppteval_view(d: DeckDiff) -> PowerPointDiff:
 SEMANTICS = ("corrected", "ppteval")
 
 
-def ppteval_diff(a: str | Path | dict[str, Any] | DeckDiff, b: str | Path | dict[str, Any] | None = None,
-                 semantics: str = "corrected") -> PowerPointDiff:
+def ppteval_diff(
+    a: str | Path | dict[str, Any] | DeckDiff,
+    b: str | Path | dict[str, Any] | None = None,
+    semantics: str = "corrected",
+) -> PowerPointDiff:
     """PPT-Eval-compatible diff of decks ``a`` -> ``b`` (paths or summaries), or of a ready :class:`DeckDiff`.
 
     ``semantics="corrected"`` (default) is this module's view of the deck engine's diff;

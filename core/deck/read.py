@@ -74,16 +74,23 @@ RT = {
 
 # ISO/IEC 29500 Strict namespace URI prefixes -> Transitional ones (longest first).
 _STRICT_PREFIXES: tuple[tuple[bytes, bytes], ...] = (
-    (b"http://purl.oclc.org/ooxml/officeDocument/relationships",
-     b"http://schemas.openxmlformats.org/officeDocument/2006/relationships"),
-    (b"http://purl.oclc.org/ooxml/presentationml/main",
-     b"http://schemas.openxmlformats.org/presentationml/2006/main"),
-    (b"http://purl.oclc.org/ooxml/drawingml/",
-     b"http://schemas.openxmlformats.org/drawingml/2006/"),
-    (b"http://purl.oclc.org/ooxml/officeDocument/",
-     b"http://schemas.openxmlformats.org/officeDocument/2006/"),
-    (b"http://purl.oclc.org/ooxml/schemaLibrary/main",
-     b"http://schemas.openxmlformats.org/schemaLibrary/2006/main"),
+    (
+        b"http://purl.oclc.org/ooxml/officeDocument/relationships",
+        b"http://schemas.openxmlformats.org/officeDocument/2006/relationships",
+    ),
+    (
+        b"http://purl.oclc.org/ooxml/presentationml/main",
+        b"http://schemas.openxmlformats.org/presentationml/2006/main",
+    ),
+    (b"http://purl.oclc.org/ooxml/drawingml/", b"http://schemas.openxmlformats.org/drawingml/2006/"),
+    (
+        b"http://purl.oclc.org/ooxml/officeDocument/",
+        b"http://schemas.openxmlformats.org/officeDocument/2006/",
+    ),
+    (
+        b"http://purl.oclc.org/ooxml/schemaLibrary/main",
+        b"http://schemas.openxmlformats.org/schemaLibrary/2006/main",
+    ),
 )
 _STRICT_MARK = b"http://purl.oclc.org/ooxml/"
 
@@ -224,7 +231,9 @@ class Package:
         if info is None:
             raise DeckError(f"{self.name}: missing part /{name}")
         if info.file_size > limit:
-            raise DeckError(f"{self.name}: part /{name} is {info.file_size} bytes uncompressed, over the limit")
+            raise DeckError(
+                f"{self.name}: part /{name} is {info.file_size} bytes uncompressed, over the limit"
+            )
         if info.file_size > RATIO_FLOOR and info.file_size > MAX_RATIO * max(info.compress_size, 1):
             raise DeckError(
                 f"{self.name}: part /{name} inflates {info.file_size // max(info.compress_size, 1)}:1, "
@@ -335,7 +344,9 @@ class Package:
             raise DeckError(f"{self.name}: no main document part (not an Office package)")
         ct = self.content_type(main)
         if ct not in _MAIN_CONTENT_TYPES:
-            raise DeckError(f"{self.name}: not a PowerPoint file (main part content type {ct or 'missing'!r})")
+            raise DeckError(
+                f"{self.name}: not a PowerPoint file (main part content type {ct or 'missing'!r})"
+            )
         root = self.xml(main)
         if root.tag != f"{{{NS['p']}}}presentation":
             raise DeckError(f"{self.name}: main part /{main} is not a p:presentation")
@@ -446,4 +457,6 @@ def open_presentation(path: str | Path) -> pptx.presentation.Presentation:
     except DeckError:
         raise
     except Exception as exc:  # python-pptx raises a zoo of KeyError/ValueError/AttributeError
-        raise DeckError(f"{Path(path).name}: python-pptx cannot load it ({type(exc).__name__}: {exc})") from None
+        raise DeckError(
+            f"{Path(path).name}: python-pptx cannot load it ({type(exc).__name__}: {exc})"
+        ) from None

@@ -46,9 +46,16 @@ _MASTER_TYPE = {"ctrTitle": "title", "title": "title", "dt": "dt", "ftr": "ftr",
 class ShapeContext:
     """Per-slide facts the shape reader needs (package, part, text context, inheritance sources)."""
 
-    def __init__(self, pkg: Package, part: str, text: TextContext, layout_phs: PlaceholderIndex | None,
-                 master_phs: PlaceholderIndex | None, tx_styles: dict[str, etree._Element | None],
-                 default_style: etree._Element | None) -> None:
+    def __init__(
+        self,
+        pkg: Package,
+        part: str,
+        text: TextContext,
+        layout_phs: PlaceholderIndex | None,
+        master_phs: PlaceholderIndex | None,
+        tx_styles: dict[str, etree._Element | None],
+        default_style: etree._Element | None,
+    ) -> None:
         self.pkg = pkg
         self.part = part
         self.text = text
@@ -180,8 +187,11 @@ def _picture(el: etree._Element, ctx: ShapeContext) -> dict[str, Any]:
             out["linked"] = rel.target if rel is not None else None
     src = find_child(blip_fill, A + "srcRect")
     if src is not None:
-        crop = {k: int(v) for k, v in src.attrib.items() if k in ("l", "t", "r", "b") and v.lstrip("-").isdigit()
-                and int(v)}
+        crop = {
+            k: int(v)
+            for k, v in src.attrib.items()
+            if k in ("l", "t", "r", "b") and v.lstrip("-").isdigit() and int(v)
+        }
         if crop:
             out["crop"] = crop
     return out
@@ -242,7 +252,9 @@ def _chart(ctx: ShapeContext, rid: str | None) -> dict[str, Any]:
             val = find_child(ser, C + "val")
             if val is None:
                 val = find_child(ser, C + "yVal")
-            out["series"].append({"name": sname, "categories": _points(cat, False), "values": _points(val, True)})
+            out["series"].append(
+                {"name": sname, "categories": _points(cat, False), "values": _points(val, True)}
+            )
     return out
 
 
@@ -261,8 +273,9 @@ def _smartart(ctx: ShapeContext, rel_ids: etree._Element | None) -> dict[str, An
     return {"texts": texts}
 
 
-def _style_color(el: etree._Element, ctx: ShapeContext, ref: str,
-                 style: etree._Element | None | bool = True) -> dict[str, Any] | None:
+def _style_color(
+    el: etree._Element, ctx: ShapeContext, ref: str, style: etree._Element | None | bool = True
+) -> dict[str, Any] | None:
     """Colour of the shape style's ``ref`` (fillRef/lnRef/fontRef); ``style`` is the p:style when known."""
     if style is True:
         style = find_child(el, _STYLE)
@@ -281,8 +294,12 @@ _CUST_GEOM, _PRST_GEOM = A + "custGeom", A + "prstGeom"
 _NVPR_PH = (P + "nvPr", P + "ph")
 
 
-def _line(sppr: etree._Element | None, el: etree._Element, ctx: ShapeContext,
-          style: etree._Element | None | bool = True) -> tuple[Any, bool]:
+def _line(
+    sppr: etree._Element | None,
+    el: etree._Element,
+    ctx: ShapeContext,
+    style: etree._Element | None | bool = True,
+) -> tuple[Any, bool]:
     ln = find_child(sppr, A + "ln") if sppr is not None else None
     if ln is None:
         color = _style_color(el, ctx, "lnRef", style)
@@ -350,7 +367,12 @@ def _child_transform(el: etree._Element, transform: Transform | None) -> Transfo
     if xfrm is None:
         return ox, oy, sx, sy
     vals: dict[str, int] = {}
-    for tag, keys in (("off", ("x", "y")), ("ext", ("cx", "cy")), ("chOff", ("x", "y")), ("chExt", ("cx", "cy"))):
+    for tag, keys in (
+        ("off", ("x", "y")),
+        ("ext", ("cx", "cy")),
+        ("chOff", ("x", "y")),
+        ("chExt", ("cx", "cy")),
+    ):
         sub = find_child(xfrm, A + tag)
         for k in keys:
             raw = sub.get(k) if sub is not None else None
@@ -361,8 +383,12 @@ def _child_transform(el: etree._Element, transform: Transform | None) -> Transfo
     # a zero child extent (or group extent) gives no usable scale: keep 1
     gx = vals["extcx"] / vals["chExtcx"] if vals["chExtcx"] and vals["extcx"] else 1.0
     gy = vals["extcy"] / vals["chExtcy"] if vals["chExtcy"] and vals["extcy"] else 1.0
-    return (ox + sx * (vals["offx"] - vals["chOffx"] * gx), oy + sy * (vals["offy"] - vals["chOffy"] * gy),
-            sx * gx, sy * gy)
+    return (
+        ox + sx * (vals["offx"] - vals["chOffx"] * gx),
+        oy + sy * (vals["offy"] - vals["chOffy"] * gy),
+        sx * gx,
+        sy * gy,
+    )
 
 
 def _abs_position(geo: dict[str, Any], transform: Transform) -> dict[str, int]:
@@ -377,8 +403,13 @@ def _abs_position(geo: dict[str, Any], transform: Transform) -> dict[str, int]:
     return out
 
 
-def read_shape(el: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int], depth: int = 0,
-               transform: Transform | None = None) -> dict[str, Any]:
+def read_shape(
+    el: etree._Element,
+    ctx: ShapeContext,
+    slide_ids: dict[str, int],
+    depth: int = 0,
+    transform: Transform | None = None,
+) -> dict[str, Any]:
     """One shape element (p:sp, p:pic, p:graphicFrame, p:grpSp, p:cxnSp, p:contentPart) as a dict.
 
     ``transform`` is set for shapes inside a group: it maps the group's child coordinates to
@@ -396,8 +427,10 @@ def read_shape(el: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int],
     ph = find_path(nv, *_NVPR_PH) if nv is not None else None
     inh: _Inherited | None = None
     if ph is not None:
-        out["placeholder"] = {"type": ph.get("type") or "obj", "idx": int(ph.get("idx") or 0)
-                              if (ph.get("idx") or "0").isdigit() else ph.get("idx")}
+        out["placeholder"] = {
+            "type": ph.get("type") or "obj",
+            "idx": int(ph.get("idx") or 0) if (ph.get("idx") or "0").isdigit() else ph.get("idx"),
+        }
         inh = _inherited(ph, ctx)
     kids: dict[Any, etree._Element] = {}
     for sub in el:  # first child of each tag, as find() would return it
@@ -410,8 +443,12 @@ def read_shape(el: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int],
     if tag == "sp":
         if ph is not None:
             out["kind"] = "placeholder"
-        elif cnv is not None and nv is not None and (cnv_sp := find_child(nv, P + "cNvSpPr")) is not None \
-                and cnv_sp.get("txBox") in ("1", "true"):
+        elif (
+            cnv is not None
+            and nv is not None
+            and (cnv_sp := find_child(nv, P + "cNvSpPr")) is not None
+            and cnv_sp.get("txBox") in ("1", "true")
+        ):
             out["kind"] = "text_box"
         elif _CUST_GEOM in sppr_kids:
             out["kind"] = "freeform"
@@ -425,8 +462,9 @@ def read_shape(el: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int],
         out["kind"] = "content_part"
     elif tag == "pic":
         nvpr = find_child(nv, P + "nvPr") if nv is not None else None
-        media = nvpr is not None and any(local(c) in ("videoFile", "audioFile", "quickTimeFile", "wavAudioFile")
-                                         for c in nvpr)
+        media = nvpr is not None and any(
+            local(c) in ("videoFile", "audioFile", "quickTimeFile", "wavAudioFile") for c in nvpr
+        )
         out["kind"] = "media" if media else "picture"
     prst = sppr_kids.get(_PRST_GEOM)
     if prst is not None:
@@ -473,7 +511,9 @@ def read_shape(el: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int],
     if tag == "sp":
         txbody = kids.get(_TX_BODY)
         if txbody is not None:
-            styles = [*inh.lst_styles, _tx_style(inh.ptype, ctx)] if inh is not None else [_tx_style(None, ctx)]
+            styles = (
+                [*inh.lst_styles, _tx_style(inh.ptype, ctx)] if inh is not None else [_tx_style(None, ctx)]
+            )
             style_color = _style_color(el, ctx, "fontRef", style) if ph is None else None
             paras = paragraphs(txbody, styles, ctx.text, style_color)
             out["text"] = frame_text(paras)
@@ -486,8 +526,11 @@ def read_shape(el: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int],
         if uri == URI_TABLE and gdata is not None:
             out["kind"] = "table"
             tbl = find_child(gdata, A + "tbl")
-            out["table"] = read_table(tbl, ctx.text, _tx_style(None, ctx)) if tbl is not None \
+            out["table"] = (
+                read_table(tbl, ctx.text, _tx_style(None, ctx))
+                if tbl is not None
                 else {"rows": 0, "cols": 0, "cells": []}
+            )
         elif uri == URI_CHART and gdata is not None:
             out["kind"] = "chart"
             chart_ref = find_child(gdata, C + "chart")
@@ -509,8 +552,13 @@ def read_shape(el: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int],
     return out
 
 
-def read_tree(tree: etree._Element, ctx: ShapeContext, slide_ids: dict[str, int], depth: int = 0,
-              transform: Transform | None = None) -> list[dict[str, Any]]:
+def read_tree(
+    tree: etree._Element,
+    ctx: ShapeContext,
+    slide_ids: dict[str, int],
+    depth: int = 0,
+    transform: Transform | None = None,
+) -> list[dict[str, Any]]:
     """All shapes directly under ``tree`` (p:spTree or p:grpSp) in z-order (mc:AlternateContent resolved).
 
     ``transform`` (ox, oy, sx, sy) maps child coordinates to slide space (x' = ox + sx * x) when

@@ -20,15 +20,42 @@ from .xfind import find_child
 A = "{" + NS["a"] + "}"
 P = "{" + NS["p"] + "}"
 
-SCHEME_NAMES = ("dk1", "lt1", "dk2", "lt2", "accent1", "accent2", "accent3", "accent4", "accent5",
-                "accent6", "hlink", "folHlink")
+SCHEME_NAMES = (
+    "dk1",
+    "lt1",
+    "dk2",
+    "lt2",
+    "accent1",
+    "accent2",
+    "accent3",
+    "accent4",
+    "accent5",
+    "accent6",
+    "hlink",
+    "folHlink",
+)
 DEFAULT_CLR_MAP = {"bg1": "lt1", "tx1": "dk1", "bg2": "lt2", "tx2": "dk2"}
 
 _PRESET = {
-    "black": "000000", "white": "FFFFFF", "red": "FF0000", "green": "008000", "blue": "0000FF",
-    "yellow": "FFFF00", "gray": "808080", "grey": "808080", "orange": "FFA500", "purple": "800080",
-    "darkGray": "A9A9A9", "ltGray": "D3D3D3", "lightGray": "D3D3D3", "navy": "000080",
-    "silver": "C0C0C0", "cyan": "00FFFF", "magenta": "FF00FF", "maroon": "800000", "teal": "008080",
+    "black": "000000",
+    "white": "FFFFFF",
+    "red": "FF0000",
+    "green": "008000",
+    "blue": "0000FF",
+    "yellow": "FFFF00",
+    "gray": "808080",
+    "grey": "808080",
+    "orange": "FFA500",
+    "purple": "800080",
+    "darkGray": "A9A9A9",
+    "ltGray": "D3D3D3",
+    "lightGray": "D3D3D3",
+    "navy": "000080",
+    "silver": "C0C0C0",
+    "cyan": "00FFFF",
+    "magenta": "FF00FF",
+    "maroon": "800000",
+    "teal": "008080",
 }
 _COLOR_TAGS = {A + t for t in ("srgbClr", "schemeClr", "sysClr", "prstClr", "scrgbClr", "hslClr")}
 _FILL_TAGS = {A + t: t for t in ("noFill", "solidFill", "gradFill", "blipFill", "pattFill", "grpFill")}
@@ -116,7 +143,7 @@ def _pct(el: etree._Element) -> float | None:
 
 
 def _apply_mods(rgb: str, el: etree._Element) -> tuple[str, int | None]:
-    r, g, b = (int(rgb[i:i + 2], 16) / 255 for i in (0, 2, 4))
+    r, g, b = (int(rgb[i : i + 2], 16) / 255 for i in (0, 2, 4))
     alpha = None
     for mod in el:
         name = local(mod)
@@ -137,8 +164,9 @@ def _apply_mods(rgb: str, el: etree._Element) -> tuple[str, int | None]:
     return out, alpha
 
 
-def resolve_color(el: etree._Element | None, theme_colors: dict[str, str],
-                  cmap: dict[str, str]) -> dict[str, Any] | None:
+def resolve_color(
+    el: etree._Element | None, theme_colors: dict[str, str], cmap: dict[str, str]
+) -> dict[str, Any] | None:
     """Resolve a colour choice element (or a parent such as a:solidFill holding one)."""
     if el is None:
         return None
@@ -169,8 +197,9 @@ def find_fill(parent: etree._Element | None) -> etree._Element | None:
     return None
 
 
-def describe_fill(fill: etree._Element | None, theme_colors: dict[str, str],
-                  cmap: dict[str, str]) -> dict[str, Any] | None:
+def describe_fill(
+    fill: etree._Element | None, theme_colors: dict[str, str], cmap: dict[str, str]
+) -> dict[str, Any] | None:
     """A fill element as a dict: {"type": "solid", "color": {...}} etc.; None when absent."""
     if fill is None:
         return None
@@ -202,7 +231,9 @@ def describe_fill(fill: etree._Element | None, theme_colors: dict[str, str],
     return None
 
 
-def describe_line(ln: etree._Element, theme_colors: dict[str, str], cmap: dict[str, str]) -> dict[str, Any] | None:
+def describe_line(
+    ln: etree._Element, theme_colors: dict[str, str], cmap: dict[str, str]
+) -> dict[str, Any] | None:
     """An a:ln-like element (a:ln, a:lnL, a:lnR...) as {width (EMU), fill, dash}; None when it sets nothing."""
     out: dict[str, Any] = {}
     width = ln.get("w")

@@ -26,10 +26,15 @@ RT_CORE = "http://schemas.openxmlformats.org/package/2006/relationships/metadata
 P14 = "{" + NS["p14"] + "}"
 R_ID = "{" + NS["r"] + "}id"
 _CORE_FIELDS = (
-    ("title", NS["dc"], "title"), ("subject", NS["dc"], "subject"), ("creator", NS["dc"], "creator"),
-    ("keywords", NS["cp"], "keywords"), ("description", NS["dc"], "description"),
-    ("category", NS["cp"], "category"), ("last_modified_by", NS["cp"], "lastModifiedBy"),
-    ("revision", NS["cp"], "revision"), ("created", NS["dcterms"], "created"),
+    ("title", NS["dc"], "title"),
+    ("subject", NS["dc"], "subject"),
+    ("creator", NS["dc"], "creator"),
+    ("keywords", NS["cp"], "keywords"),
+    ("description", NS["dc"], "description"),
+    ("category", NS["cp"], "category"),
+    ("last_modified_by", NS["cp"], "lastModifiedBy"),
+    ("revision", NS["cp"], "revision"),
+    ("created", NS["dcterms"], "created"),
     ("modified", NS["dcterms"], "modified"),
 )
 
@@ -42,8 +47,11 @@ class _Master:
         self.part = part
         self.name = _csld_name(root)
         self.theme_part = pkg.first_rel(part, RT["theme"])
-        self.theme: dict[str, Any] = parse_theme(pkg.xml(self.theme_part)) if self.theme_part else {
-            "name": None, "color_scheme": None, "colors": {}, "fonts": {"major": None, "minor": None}}
+        self.theme: dict[str, Any] = (
+            parse_theme(pkg.xml(self.theme_part))
+            if self.theme_part
+            else {"name": None, "color_scheme": None, "colors": {}, "fonts": {"major": None, "minor": None}}
+        )
         self.cmap = clr_map(find_child(root, P + "clrMap"))
         self.phs = PlaceholderIndex(root)
         styles = find_child(root, P + "txStyles")
@@ -147,7 +155,9 @@ def _slide_size(pres: etree._Element) -> dict[str, Any]:
     return out
 
 
-def _background(bg: etree._Element | None, colors: dict[str, str], cmap: dict[str, str]) -> dict[str, Any] | None:
+def _background(
+    bg: etree._Element | None, colors: dict[str, str], cmap: dict[str, str]
+) -> dict[str, Any] | None:
     if bg is None:
         return None
     pr = find_child(bg, P + "bgPr")
@@ -181,7 +191,7 @@ def _masters_summary(deck: _Deck) -> tuple[list[dict[str, Any]], list[dict[str, 
     masters = []
     themes: dict[str, dict[str, Any]] = {}
     lst = find_child(deck.pres, P + "sldMasterIdLst")
-    for mid in (lst.iterchildren(P + "sldMasterId") if lst is not None else []):
+    for mid in lst.iterchildren(P + "sldMasterId") if lst is not None else []:
         part = pkg.rel_target(pkg.main_part, mid.get(R_ID))
         master = deck.master(part)
         if master is None:
@@ -189,12 +199,14 @@ def _masters_summary(deck: _Deck) -> tuple[list[dict[str, Any]], list[dict[str, 
         layouts = []
         mroot = pkg.xml(master.part)
         llst = find_child(mroot, P + "sldLayoutIdLst")
-        for lid in (llst.iterchildren(P + "sldLayoutId") if llst is not None else []):
+        for lid in llst.iterchildren(P + "sldLayoutId") if llst is not None else []:
             lpart = pkg.rel_target(master.part, lid.get(R_ID))
             layout = deck.layout(lpart)
             if layout is not None:
                 layouts.append({"part": layout.part, "name": layout.name})
-        masters.append({"part": master.part, "name": master.name, "theme": master.theme_part, "layouts": layouts})
+        masters.append(
+            {"part": master.part, "name": master.name, "theme": master.theme_part, "layouts": layouts}
+        )
         if master.theme_part and master.theme_part not in themes:
             themes[master.theme_part] = {"part": master.theme_part, **master.theme}
     return masters, list(themes.values())
@@ -213,10 +225,18 @@ def _slide(deck: _Deck, number: int, sld_id: int, part: str, part_ids: dict[str,
     override = find_path(root, P + "clrMapOvr", A + "overrideClrMapping")
     if override is not None:
         cmap.update(override.attrib)
-    ctx = ShapeContext(pkg, part, None, layout.phs if layout else None,  # type: ignore[arg-type]
-                       master.phs if master else None, master.tx_styles if master else {}, deck.default_style)
-    ctx.text = TextContext(colors, cmap, fonts, lambda link: hyperlink_target(link, ctx, part_ids),
-                           deck.text_cache(master, cmap))
+    ctx = ShapeContext(
+        pkg,
+        part,
+        None,
+        layout.phs if layout else None,  # type: ignore[arg-type]
+        master.phs if master else None,
+        master.tx_styles if master else {},
+        deck.default_style,
+    )
+    ctx.text = TextContext(
+        colors, cmap, fonts, lambda link: hyperlink_target(link, ctx, part_ids), deck.text_cache(master, cmap)
+    )
     csld = find_child(root, P + "cSld")
     tree = find_child(csld, P + "spTree") if csld is not None else None
     shapes = read_tree(tree, ctx, part_ids) if tree is not None else []

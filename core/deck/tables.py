@@ -32,11 +32,22 @@ from .xfind import find_child
 MAX_FORMATTED_CELLS = 5_000
 
 ANCHOR = {"t": "top", "ctr": "middle", "b": "bottom", "just": "justify", "dist": "distributed"}
-BORDERS = (("left", "lnL"), ("right", "lnR"), ("top", "lnT"), ("bottom", "lnB"), ("diag_down", "lnTlToBr"),
-           ("diag_up", "lnBlToTr"))
+BORDERS = (
+    ("left", "lnL"),
+    ("right", "lnR"),
+    ("top", "lnT"),
+    ("bottom", "lnB"),
+    ("diag_down", "lnTlToBr"),
+    ("diag_up", "lnBlToTr"),
+)
 _BORDER_TAGS = frozenset(A + tag for _, tag in BORDERS)
 # (key, attribute, default in EMU per ECMA-376 a:tcPr)
-MARGINS = (("left", "marL", 91440), ("right", "marR", 91440), ("top", "marT", 45720), ("bottom", "marB", 45720))
+MARGINS = (
+    ("left", "marL", 91440),
+    ("right", "marR", 91440),
+    ("top", "marT", 45720),
+    ("bottom", "marB", 45720),
+)
 
 
 def _cell_format(tcpr: etree._Element, text: TextContext) -> dict[str, Any]:
@@ -46,8 +57,11 @@ def _cell_format(tcpr: etree._Element, text: TextContext) -> dict[str, Any]:
         out["fill"] = fill
     found = {child.tag: child for child in tcpr if child.tag in _BORDER_TAGS}
     if found:
-        out["borders"] = {key: describe_line(found[A + tag], text.theme_colors, text.cmap) or {}
-                          for key, tag in BORDERS if A + tag in found}
+        out["borders"] = {
+            key: describe_line(found[A + tag], text.theme_colors, text.cmap) or {}
+            for key, tag in BORDERS
+            if A + tag in found
+        }
     margins = {}
     for key, attr, default in MARGINS:
         raw = tcpr.get(attr)
@@ -64,7 +78,9 @@ def _cell_format(tcpr: etree._Element, text: TextContext) -> dict[str, Any]:
     return out
 
 
-def read_table(tbl: etree._Element, text: TextContext, default_style: etree._Element | None) -> dict[str, Any]:
+def read_table(
+    tbl: etree._Element, text: TextContext, default_style: etree._Element | None
+) -> dict[str, Any]:
     """An ``a:tbl`` element as {rows, cols, cells}; ``default_style`` ends the run-property chain."""
     rows = []
     budget = MAX_FORMATTED_CELLS
@@ -96,7 +112,11 @@ def read_table(tbl: etree._Element, text: TextContext, default_style: etree._Ele
                     cell.update(_cell_format(tcpr, text))
             cells.append(cell)
         rows.append(cells)
-    out: dict[str, Any] = {"rows": len(rows), "cols": len(tbl.findall(f"{A}tblGrid/{A}gridCol")), "cells": rows}
+    out: dict[str, Any] = {
+        "rows": len(rows),
+        "cols": len(tbl.findall(f"{A}tblGrid/{A}gridCol")),
+        "cells": rows,
+    }
     if truncated:
         out["formatting_truncated"] = True
     return out

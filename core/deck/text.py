@@ -17,8 +17,15 @@ from lxml import etree
 from .styles import A, resolve_color
 from .xfind import find_child
 
-ALIGN = {"l": "left", "ctr": "center", "r": "right", "just": "justify", "dist": "distributed",
-         "justLow": "justify_low", "thaiDist": "thai_distributed"}
+ALIGN = {
+    "l": "left",
+    "ctr": "center",
+    "r": "right",
+    "just": "justify",
+    "dist": "distributed",
+    "justLow": "justify_low",
+    "thaiDist": "thai_distributed",
+}
 _LVL_TAGS = tuple(f"{A}lvl{i}pPr" for i in range(1, 10))
 _TRUE = ("1", "true", "on")
 
@@ -26,9 +33,14 @@ _TRUE = ("1", "true", "on")
 class TextContext:
     """What text resolution needs from the slide: theme colours, colour map, fonts, link resolver."""
 
-    def __init__(self, theme_colors: dict[str, str], cmap: dict[str, str], fonts: dict[str, Any],
-                 hyperlink: Callable[[etree._Element], Any], cache: dict[tuple[Any, ...], Any] | None = None
-                 ) -> None:
+    def __init__(
+        self,
+        theme_colors: dict[str, str],
+        cmap: dict[str, str],
+        fonts: dict[str, Any],
+        hyperlink: Callable[[etree._Element], Any],
+        cache: dict[tuple[Any, ...], Any] | None = None,
+    ) -> None:
         self.theme_colors = theme_colors
         self.cmap = cmap
         self.fonts = fonts
@@ -105,8 +117,9 @@ def _chain_defaults(chain: list[etree._Element], ctx: TextContext) -> dict[str, 
     return merged
 
 
-def _run_props(rpr: etree._Element | None, defaults: dict[str, Any], ctx: TextContext,
-               style_color: dict[str, Any] | None) -> dict[str, Any]:
+def _run_props(
+    rpr: etree._Element | None, defaults: dict[str, Any], ctx: TextContext, style_color: dict[str, Any] | None
+) -> dict[str, Any]:
     """Resolve run properties from rPr, the shape style colour and the chain ``defaults``."""
     own = _explicit_props(rpr, ctx) if rpr is not None else {}
     out: dict[str, Any] = {}
@@ -191,8 +204,12 @@ def _style_level(chain_styles: Sequence[etree._Element | None], level: int, ctx:
     return entry
 
 
-def paragraphs(txbody: etree._Element | None, styles: Sequence[etree._Element | None], ctx: TextContext,
-               style_color: dict[str, Any] | None = None) -> list[dict[str, Any]]:
+def paragraphs(
+    txbody: etree._Element | None,
+    styles: Sequence[etree._Element | None],
+    ctx: TextContext,
+    style_color: dict[str, Any] | None = None,
+) -> list[dict[str, Any]]:
     """Paragraph dicts of a ``p:txBody``/``a:txBody``; ``styles`` is the lstStyle chain after the shape's own."""
     if txbody is None:
         return []

@@ -26,17 +26,43 @@ MC = "{" + NS["mc"] + "}"
 P14_DUR = "{" + NS["p14"] + "}dur"
 MAX_EFFECTS = 10_000
 
-CLASSES = {"entr": "entrance", "exit": "exit", "emph": "emphasis", "path": "path", "verb": "verb",
-           "mediacall": "media"}
+CLASSES = {
+    "entr": "entrance",
+    "exit": "exit",
+    "emph": "emphasis",
+    "path": "path",
+    "verb": "verb",
+    "mediacall": "media",
+}
 TRIGGERS = {"clickEffect": "on_click", "withEffect": "with_previous", "afterEffect": "after_previous"}
 SPEEDS = {"slow": 1000, "med": 750, "fast": 500}
 
 # PowerPoint's preset ids for the common effects (entrance/exit share ids; names are of the effect).
 ENTRANCE_EXIT = {
-    1: "appear", 2: "fly", 3: "blinds", 4: "box", 5: "checkerboard", 6: "circle", 7: "crawl",
-    8: "diamond", 9: "dissolve", 10: "fade", 11: "flash_once", 12: "peek", 13: "plus",
-    14: "random_bars", 15: "spiral", 16: "split", 17: "stretch", 18: "strips", 19: "swivel",
-    20: "wedge", 21: "wheel", 22: "wipe", 23: "zoom", 24: "random_effects",
+    1: "appear",
+    2: "fly",
+    3: "blinds",
+    4: "box",
+    5: "checkerboard",
+    6: "circle",
+    7: "crawl",
+    8: "diamond",
+    9: "dissolve",
+    10: "fade",
+    11: "flash_once",
+    12: "peek",
+    13: "plus",
+    14: "random_bars",
+    15: "spiral",
+    16: "split",
+    17: "stretch",
+    18: "strips",
+    19: "swivel",
+    20: "wedge",
+    21: "wheel",
+    22: "wipe",
+    23: "zoom",
+    24: "random_effects",
 }
 EMPHASIS = {6: "grow_shrink", 8: "spin", 9: "transparency"}
 
@@ -67,8 +93,9 @@ def transition(sld: etree._Element) -> dict[str, Any] | None:
                 break
     if trans is None:
         return None
-    effect = next((c for c in trans if isinstance(c.tag, str) and local(c) not in ("sndAc", "soundAc", "extLst")),
-                  None)
+    effect = next(
+        (c for c in trans if isinstance(c.tag, str) and local(c) not in ("sndAc", "soundAc", "extLst")), None
+    )
     out: dict[str, Any] = {"type": local(effect) if effect is not None else "none"}
     dur = _ms(trans.get(P14_DUR)) or _ms(trans.get("dur"))
     speed = trans.get("spd")

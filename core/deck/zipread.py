@@ -47,8 +47,11 @@ class RawZip:
         Members over ``limit`` bytes are refused; inflation never produces more than ``limit + 1``.
         """
         buf = self._map
-        if buf is None or info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED) \
-                or info.file_size > limit:
+        if (
+            buf is None
+            or info.compress_type not in (zipfile.ZIP_STORED, zipfile.ZIP_DEFLATED)
+            or info.file_size > limit
+        ):
             return None
         start = info.header_offset
         if start < 0 or start + _LOCAL_HEADER.size > len(buf):
@@ -58,7 +61,7 @@ class RawZip:
         if fields[0] != _LOCAL_SIGNATURE or flags & (_ENCRYPTED | _PATCHED) or info.flag_bits & _ENCRYPTED:
             return None
         name_at = start + _LOCAL_HEADER.size
-        raw_name = buf[name_at:name_at + name_len]
+        raw_name = buf[name_at : name_at + name_len]
         try:
             name = raw_name.decode("utf-8" if info.flag_bits & _UTF8 else "cp437")
         except UnicodeDecodeError:

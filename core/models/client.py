@@ -22,6 +22,8 @@ from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Protocol
 
+from pydantic import Field
+
 from pptarena.models.messages import (
     Completion,
     Message,
@@ -32,13 +34,13 @@ from pptarena.models.messages import (
 )
 from pptarena.models.pricing import ModelPrice, call_cost
 from pptarena.types import AgentLog, Component, ComponentContext, Options
-from pydantic import Field
 
 if TYPE_CHECKING:  # pragma: no cover
     from pptarena.models.cache import ResponseCache
     from pptarena.models.retry import RetryPolicy
 
 log = logging.getLogger("pptarena.models")
+
 
 class Backend(Protocol):
     """What a backend plugin implements."""

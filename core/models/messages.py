@@ -6,7 +6,6 @@ sum, and the model error types. No backend machinery lives here, so the response
 the retry policy can import these types without importing the client.
 """
 
-
 from __future__ import annotations
 
 import base64
@@ -18,8 +17,9 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
-from pptarena.types import InfraError
 from pydantic import AfterValidator
+
+from pptarena.types import InfraError
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
@@ -326,5 +326,3 @@ def redact_secrets(text: str, secrets: Iterable[str | None]) -> str:
         if len(secret) >= 16:  # providers echo masked keys such as "sk-abc...wxyz"
             text = text.replace(secret[:8], "***").replace(secret[-8:], "***")
     return text
-
-

@@ -33,7 +33,9 @@ class ModelPrice(BaseModel):
 
     input: float = Field(ge=0, le=10_000, description="USD per million input tokens")
     output: float = Field(ge=0, le=10_000, description="USD per million output tokens")
-    cached_input: float | None = Field(None, ge=0, le=10_000, description="USD per million cached input tokens")
+    cached_input: float | None = Field(
+        None, ge=0, le=10_000, description="USD per million cached input tokens"
+    )
 
     def cost(self, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0) -> float:
         """The dollar cost of one call's tokens."""
@@ -94,7 +96,11 @@ def clients_cost(clients: Iterable[Any]) -> dict[str, Any]:
         known += float(getattr(c, "cost_usd", 0.0) or 0.0)
         if getattr(c, "unpriced_calls", 0):
             unpriced.add(str(getattr(c, "ref", "?")))
-    return {"usd": None if unpriced else round(known, 6), "known_usd": round(known, 6), "unpriced_models": sorted(unpriced)}
+    return {
+        "usd": None if unpriced else round(known, 6),
+        "known_usd": round(known, 6),
+        "unpriced_models": sorted(unpriced),
+    }
 
 
 def merge_costs(parts: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
@@ -106,7 +112,11 @@ def merge_costs(parts: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
         known += float(p.get("known_usd") or 0.0)
         unpriced.update(p.get("unpriced_models") or [])
         unknown = unknown or p.get("usd") is None
-    return {"usd": None if unknown else round(known, 6), "known_usd": round(known, 6), "unpriced_models": sorted(unpriced)}
+    return {
+        "usd": None if unknown else round(known, 6),
+        "known_usd": round(known, 6),
+        "unpriced_models": sorted(unpriced),
+    }
 
 
 def pair_cost(agent: dict[str, Any] | None, judges: dict[str, dict[str, Any] | None]) -> dict[str, Any]:
@@ -131,7 +141,9 @@ def cost_of_rows(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
     """
     rows = list(rows)
     total = merge_costs(_row_cost(r) for r in rows)
-    agent = merge_costs((r["cost"].get("agent") if isinstance(r.get("cost"), dict) else _row_cost(r)) for r in rows)
+    agent = merge_costs(
+        (r["cost"].get("agent") if isinstance(r.get("cost"), dict) else _row_cost(r)) for r in rows
+    )
     judges: dict[str, list[dict[str, Any] | None]] = {}
     for r in rows:
         for label, c in ((r.get("cost") or {}).get("judges") or {}).items():

@@ -46,15 +46,21 @@ def _tau(x: list[float], y: list[float]) -> float | None:
     return None if math.isnan(t) else round(float(t), 4)
 
 
-def compare_runs(run_dirs: list[Path], *, n_boot: int = DEFAULT_N_BOOT, seed: int = DEFAULT_SEED) -> dict[str, Any]:
+def compare_runs(
+    run_dirs: list[Path], *, n_boot: int = DEFAULT_N_BOOT, seed: int = DEFAULT_SEED
+) -> dict[str, Any]:
     """Compare every run with the first; returns a JSON-ready report."""
     if len(run_dirs) < 2:
         raise ValueError("compare needs at least two runs")
     runs = [load_run(Path(d), with_rescores=False) for d in run_dirs]
     base = runs[0]
-    out: dict[str, Any] = {"base": str(base.run_dir), "bootstrap": {"n_boot": n_boot, "seed": seed}, "comparisons": [],
-                           # within each run: every two agents on their common tasks (as in the run's report)
-                           "agent_comparisons": {str(r.run_dir): r.summary.get("comparisons") or {} for r in runs}}
+    out: dict[str, Any] = {
+        "base": str(base.run_dir),
+        "bootstrap": {"n_boot": n_boot, "seed": seed},
+        "comparisons": [],
+        # within each run: every two agents on their common tasks (as in the run's report)
+        "agent_comparisons": {str(r.run_dir): r.summary.get("comparisons") or {} for r in runs},
+    }
     for other in runs[1:]:
         entry: dict[str, Any] = {"run": str(other.run_dir), "pairs": [], "overall": {}}
         jp = judge_pairs(base.judges, other.judges)
@@ -73,14 +79,27 @@ def compare_runs(run_dirs: list[Path], *, n_boot: int = DEFAULT_N_BOOT, seed: in
                 all_y += ys
                 cmp = paired_comparison(y, x, n_boot=n_boot, seed=seed)
                 moved = sorted(common, key=lambda t: (-abs(y[t] - x[t]), t))[:MOVED]
-                entry["pairs"].append({
-                    "agent": agent, "judge_a": ja, "judge_b": jb, **cmp,
-                    "mean_a": round(sum(xs) / len(xs), 4) if xs else None,
-                    "mean_b": round(sum(ys) / len(ys), 4) if ys else None,
-                    "tau_b": _tau(xs, ys),
-                    "moved": [{"task_id": t, "a": round(x[t], 4), "b": round(y[t], 4), "diff": round(y[t] - x[t], 4)}
-                              for t in moved if abs(y[t] - x[t]) > 1e-12],
-                })
+                entry["pairs"].append(
+                    {
+                        "agent": agent,
+                        "judge_a": ja,
+                        "judge_b": jb,
+                        **cmp,
+                        "mean_a": round(sum(xs) / len(xs), 4) if xs else None,
+                        "mean_b": round(sum(ys) / len(ys), 4) if ys else None,
+                        "tau_b": _tau(xs, ys),
+                        "moved": [
+                            {
+                                "task_id": t,
+                                "a": round(x[t], 4),
+                                "b": round(y[t], 4),
+                                "diff": round(y[t] - x[t], 4),
+                            }
+                            for t in moved
+                            if abs(y[t] - x[t]) > 1e-12
+                        ],
+                    }
+                )
             entry["overall"][f"{ja}|{jb}"] = {"items": len(all_x), "tau_b": _tau(all_x, all_y)}
         out["comparisons"].append(entry)
     return out
@@ -90,24 +109,46 @@ def compare_tables(report: dict[str, Any]) -> list[TableData]:
     """The comparison as tables: per (agent, judge) differences, then the tasks that moved most."""
     tables = []
     for run, comparisons in (report.get("agent_comparisons") or {}).items():
-        agents = sorted({name for pairs in comparisons.values() for c in pairs.values() for name in (c["a"], c["b"])})
-        tables += comparison_tables({"agents": dict.fromkeys(agents, {}), "comparisons": comparisons}, f" ({Path(run).name})")
+        agents = sorted(
+            {name for pairs in comparisons.values() for c in pairs.values() for name in (c["a"], c["b"])}
+        )
+        tables += comparison_tables(
+            {"agents": dict.fromkeys(agents, {}), "comparisons": comparisons}, f" ({Path(run).name})"
+        )
     for c in report["comparisons"]:
         name = Path(c["run"]).name
-        t = TableData(f"{name} − {Path(report['base']).name}",
-                      ["agent", "judge", "tasks", "mean A", "mean B", "B − A [95% CI]", "p", "τ_b"])
+        t = TableData(
+            f"{name} − {Path(report['base']).name}",
+            ["agent", "judge", "tasks", "mean A", "mean B", "B − A [95% CI]", "p", "τ_b"],
+        )
         for p in c["pairs"]:
             judge = p["judge_a"] if p["judge_a"] == p["judge_b"] else f"{p['judge_a']} → {p['judge_b']}"
-            t.rows.append([p["agent"], judge, str(p["n"]), fmt(p["mean_a"]), fmt(p["mean_b"]),
-                           ci_text(p["diff"], p["ci95"]), p_text(p["p_value"]), fmt(p["tau_b"])])
-        overall = "; ".join(f"{k.replace('|', ' vs ')}: τ_b {fmt(v['tau_b'])} over {v['items']} (agent, task) scores"
-                            for k, v in c["overall"].items())
-        t.note = c.get("problem") or ("per-task means over epochs; paired sign-flip permutation test; " + overall)
+            t.rows.append(
+                [
+                    p["agent"],
+                    judge,
+                    str(p["n"]),
+                    fmt(p["mean_a"]),
+                    fmt(p["mean_b"]),
+                    ci_text(p["diff"], p["ci95"]),
+                    p_text(p["p_value"]),
+                    fmt(p["tau_b"]),
+                ]
+            )
+        overall = "; ".join(
+            f"{k.replace('|', ' vs ')}: τ_b {fmt(v['tau_b'])} over {v['items']} (agent, task) scores"
+            for k, v in c["overall"].items()
+        )
+        t.note = c.get("problem") or (
+            "per-task means over epochs; paired sign-flip permutation test; " + overall
+        )
         tables.append(t)
         moved = TableData(f"Tasks that moved most ({name})", ["agent", "judge", "task", "A", "B", "B − A"])
         for p in c["pairs"]:
             for m in p["moved"]:
-                moved.rows.append([p["agent"], p["judge_b"], m["task_id"], fmt(m["a"]), fmt(m["b"]), f"{m['diff']:+.3f}"])
+                moved.rows.append(
+                    [p["agent"], p["judge_b"], m["task_id"], fmt(m["a"]), fmt(m["b"]), f"{m['diff']:+.3f}"]
+                )
         if moved.rows:
             tables.append(moved)
     return tables

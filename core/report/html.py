@@ -68,22 +68,30 @@ def table_html(t: TableData) -> str:
 def plots_html(data: RunData) -> str:
     """Score histograms: one SVG per judge (a row per agent), then one per re-score judge."""
     svgs = []
-    sources: list[tuple[str, RunData]] = [("", data)] + [(f"rescore/{k} · ", v) for k, v in data.rescores.items()]
+    sources: list[tuple[str, RunData]] = [("", data)] + [
+        (f"rescore/{k} · ", v) for k, v in data.rescores.items()
+    ]
     for prefix, run in sources:
         for judge in run.judges:
             series = {
                 a: [
                     float(r["scores"][judge]["score"])
                     for r in run.rows
-                    if r["agent"] == a and isinstance(((r.get("scores") or {}).get(judge) or {}).get("score"), int | float)
+                    if r["agent"] == a
+                    and isinstance(((r.get("scores") or {}).get(judge) or {}).get("score"), int | float)
                 ]
                 for a in run.agents
             }
             if any(series.values()):
                 agents = run.summary.get("agents") or {}
                 means = {a: (((agents.get(a) or {}).get("judges") or {}).get(judge) or {}) for a in series}
-                svgs.append(histogram_rows_svg(f"{prefix}{judge}: score distribution", series,
-                                               means={a: (b.get("mean"), b.get("mean_ci95")) for a, b in means.items()}))
+                svgs.append(
+                    histogram_rows_svg(
+                        f"{prefix}{judge}: score distribution",
+                        series,
+                        means={a: (b.get("mean"), b.get("mean_ci95")) for a, b in means.items()},
+                    )
+                )
     if not svgs:
         return '<p class="muted">No scores to plot yet.</p>'
     return '<div class="plots">' + "".join(svgs) + "</div>"
@@ -93,14 +101,18 @@ def slides_html(view: PairView, base: Path) -> str:
     """Changed slides side by side: original | prediction | target."""
     if not view.rows:
         return '<p class="muted">No slide was edited in the prediction or the target.</p>'
-    cells = ['<div class="slides"><div></div><div class="h">original</div><div class="h">prediction</div><div class="h">target</div>']
+    cells = [
+        '<div class="slides"><div></div><div class="h">original</div><div class="h">prediction</div><div class="h">target</div>'
+    ]
     for row in view.rows:
         cells.append(f'<div class="num">slide {row.original if row.original is not None else "new"}</div>')
         for role in ("original", "prediction", "target"):
             n = getattr(row, role)
             img = view.images.get(role, {}).get(n) if n is not None else None
             if img is not None and img.is_file():
-                cells.append(f'<div><img loading="lazy" src="{rel_url(img, base)}" alt="{role} slide {n}"><div class="muted">{role} slide {n}</div></div>')
+                cells.append(
+                    f'<div><img loading="lazy" src="{rel_url(img, base)}" alt="{role} slide {n}"><div class="muted">{role} slide {n}</div></div>'
+                )
             elif n is None:
                 cells.append(f'<div class="none">absent in {role}</div>')
             else:
@@ -120,24 +132,37 @@ def _rescore_html(data: RunData, agent: str, task_id: str) -> str:
         verdicts = run.verdicts(agent, task_id).get("verdicts") or {}
         inner = "".join(verdict_html(label, v) for label, v in verdicts.items())
         if not inner:
-            inner = "".join(f"<p>{esc(j, 100)}: {score_cell(b.get('score'))}</p>" for j, b in (row.get("scores") or {}).items())
-        parts.append(f'<details><summary>Re-score {esc(name, 100)} ({esc(row.get("status"), 30)})</summary>{inner}</details>')
+            inner = "".join(
+                f"<p>{esc(j, 100)}: {score_cell(b.get('score'))}</p>"
+                for j, b in (row.get("scores") or {}).items()
+            )
+        parts.append(
+            f"<details><summary>Re-score {esc(name, 100)} ({esc(row.get('status'), 30)})</summary>{inner}</details>"
+        )
     return "".join(parts)
 
 
-def pair_html(data: RunData, task: Any, agent: str, task_id: str, budget: RenderBudget | None, base: Path) -> str:
+def pair_html(
+    data: RunData, task: Any, agent: str, task_id: str, budget: RenderBudget | None, base: Path
+) -> str:
     """One agent's attempt at one task."""
     row = data.row(agent, task_id)
     if row is None:
         return f'<div class="pair"><h4>{esc(agent, 100)}</h4><p class="muted">no result yet</p></div>'
     folder = data.pair_dir(agent, task_id)
     status = str(row.get("status"))
-    scores = " ".join(f'{esc(j, 100)} {score_cell(b.get("score"))}' for j, b in (row.get("scores") or {}).items())
+    scores = " ".join(
+        f"{esc(j, 100)} {score_cell(b.get('score'))}" for j, b in (row.get("scores") or {}).items()
+    )
     parts = [
         f'<div class="pair" id="{escape(_anchor(task_id + "--" + agent))}"><h4>{esc(agent, 100)} '
         f'<span class="badge {escape(status)}">{escape(status)}</span> {scores}'
         f' <span class="muted">{esc(row.get("duration_s"), 20)} s</span>'
-        + (f' <span class="muted">isolation: {esc(row["isolation"], 40)}</span>' if row.get("isolation") else "")
+        + (
+            f' <span class="muted">isolation: {esc(row["isolation"], 40)}</span>'
+            if row.get("isolation")
+            else ""
+        )
         + "</h4>"
     ]
     others = [r for r in data.rows if r["agent"] == agent and r["task_id"] == task_id and r is not row]
@@ -146,11 +171,15 @@ def pair_html(data: RunData, task: Any, agent: str, task_id: str, budget: Render
 
         attempts = "; ".join(
             f"epoch {epoch_of(r)}: {escape(str(r.get('status')))} "
-            + " ".join(f"{esc(j, 100)} {score_cell(b.get('score'))}" for j, b in (r.get("scores") or {}).items())
+            + " ".join(
+                f"{esc(j, 100)} {score_cell(b.get('score'))}" for j, b in (r.get("scores") or {}).items()
+            )
             for r in sorted([row, *others], key=epoch_of)
         )
-        parts.append(f'<p class="muted">{len(others) + 1} attempts (shown: epoch 1; files of epoch N in '
-                     f'<code>{esc(folder.name, 200)}@eN</code>): {attempts}</p>')
+        parts.append(
+            f'<p class="muted">{len(others) + 1} attempts (shown: epoch 1; files of epoch N in '
+            f"<code>{esc(folder.name, 200)}@eN</code>): {attempts}</p>"
+        )
     if row.get("error"):
         parts.append(f'<div class="err">{esc(row["error"])}</div>')
     decks = pair_decks(data.run_dir, folder, row, task)
@@ -189,13 +218,17 @@ def task_html(data: RunData, task_id: str, task: Any, budget: RenderBudget | Non
         for k, v in meta.items()
         if k in ("category", "edit_type", "difficulty", "source", "deck")
     )
-    parts = [f'<section class="task" id="{escape(_anchor(task_id))}"><h2>{esc(task_id, 200)}</h2><div class="chips">{chips}</div>']
+    parts = [
+        f'<section class="task" id="{escape(_anchor(task_id))}"><h2>{esc(task_id, 200)}</h2><div class="chips">{chips}</div>'
+    ]
     if task is not None:
         parts.append(f'<div class="instruction">{esc(task.instruction, 8000)}</div>')
         if task.style_target:
-            parts.append(f'<p><b>Style target:</b> {esc(task.style_target, 4000)}</p>')
+            parts.append(f"<p><b>Style target:</b> {esc(task.style_target, 4000)}</p>")
     else:
-        parts.append('<div class="problem">The instruction is unavailable: the run\'s dataset could not be loaded.</div>')
+        parts.append(
+            '<div class="problem">The instruction is unavailable: the run\'s dataset could not be loaded.</div>'
+        )
     for agent in data.agents:
         parts.append(pair_html(data, task, agent, task_id, budget, base))
     parts.append("</section>")
@@ -212,7 +245,9 @@ def _budget_text(budget: Any) -> list[str]:
     return [text]
 
 
-def render_page(data: RunData, tasks: dict[str, Any], budget: RenderBudget | None, problems: list[str], base: Path) -> str:
+def render_page(
+    data: RunData, tasks: dict[str, Any], budget: RenderBudget | None, problems: list[str], base: Path
+) -> str:
     """The whole page as a string."""
     m = data.manifest
     rescores = {k: v.summary for k, v in data.rescores.items()}
@@ -257,8 +292,16 @@ def render_page(data: RunData, tasks: dict[str, Any], budget: RenderBudget | Non
     )
 
 
-def write_report(run_dir: Path, *, out: Path | None = None, render: bool = True, max_renders: int = DEFAULT_MAX_RENDERS,
-                 registry: Any = None, layout: str = "auto", data: RunData | None = None) -> Path:
+def write_report(
+    run_dir: Path,
+    *,
+    out: Path | None = None,
+    render: bool = True,
+    max_renders: int = DEFAULT_MAX_RENDERS,
+    registry: Any = None,
+    layout: str = "auto",
+    data: RunData | None = None,
+) -> Path:
     """Write ``report.html`` for a run (default ``RUN_DIR/report.html``) and return its path.
 
     :param render: make missing slide renders with the run's renderer (at most ``max_renders`` decks);
@@ -283,6 +326,7 @@ def write_report(run_dir: Path, *, out: Path | None = None, render: bool = True,
         problems.append(problem + "; instructions and target decks are not shown")
     budget = None
     if render:
+
         def make_renderer() -> Any:
             nonlocal components
             from pptarena.run.components import Components

@@ -173,15 +173,33 @@ def task_table_data(data: RunData, links: dict[str, str]) -> dict[str, Any]:
             si = status_index[status] = len(statuses)
             statuses.append(status)
         scores = r.get("scores") or {}
-        rows.append([ti, agent_index[r["agent"]], si, _number(r.get("duration_s")),
-                     *(_number((scores.get(j) or {}).get("score")) for j in judges)])
-    return {"agents": agents, "judges": judges, "statuses": statuses, "tasks": tasks, "rows": rows,
-            "page_rows": PAGE_ROWS}
+        rows.append(
+            [
+                ti,
+                agent_index[r["agent"]],
+                si,
+                _number(r.get("duration_s")),
+                *(_number((scores.get(j) or {}).get("score")) for j in judges),
+            ]
+        )
+    return {
+        "agents": agents,
+        "judges": judges,
+        "statuses": statuses,
+        "tasks": tasks,
+        "rows": rows,
+        "page_rows": PAGE_ROWS,
+    }
 
 
 def _json_for_script(obj: Any) -> str:
     """JSON safe inside a ``<script>`` element (no ``</script>``, no HTML comment openers)."""
-    return json.dumps(obj, separators=(",", ":")).replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
+    return (
+        json.dumps(obj, separators=(",", ":"))
+        .replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+    )
 
 
 def index_page(data: RunData, problems: list[str], links: dict[str, str], parts: HtmlParts) -> str:
@@ -241,8 +259,9 @@ def choose_layout(layout: str, pairs: int) -> str:
     return layout
 
 
-def write_index_and_pages(data: RunData, tasks: dict[str, Any], budget: Any, problems: list[str], out: Any,
-                          parts: HtmlParts) -> str:
+def write_index_and_pages(
+    data: RunData, tasks: dict[str, Any], budget: Any, problems: list[str], out: Any, parts: HtmlParts
+) -> str:
     """Write every task's page beside ``out`` (see :func:`pptarena.report.pages.write_pages`); return the index page."""
     links = write_pages(data, tasks, budget, out, parts)
     return index_page(data, problems, links, parts)

@@ -46,10 +46,24 @@ MAX_LABEL_BYTES = 20 * 1024 * 1024
 MAX_LABEL_ROWS = 200_000
 CLASSES = ("no_progress", "partial", "substantial", "complete")
 CLASS_ALIASES = {
-    "no_progress": "no_progress", "no progress": "no_progress", "none": "no_progress", "fail": "no_progress", "failed": "no_progress",
-    "partial": "partial", "partial progress": "partial", "partial_progress": "partial", "some": "partial",
-    "substantial": "substantial", "substantial progress": "substantial", "substantial_progress": "substantial", "mostly": "substantial",
-    "complete": "complete", "completed": "complete", "success": "complete", "done": "complete", "full": "complete",
+    "no_progress": "no_progress",
+    "no progress": "no_progress",
+    "none": "no_progress",
+    "fail": "no_progress",
+    "failed": "no_progress",
+    "partial": "partial",
+    "partial progress": "partial",
+    "partial_progress": "partial",
+    "some": "partial",
+    "substantial": "substantial",
+    "substantial progress": "substantial",
+    "substantial_progress": "substantial",
+    "mostly": "substantial",
+    "complete": "complete",
+    "completed": "complete",
+    "success": "complete",
+    "done": "complete",
+    "full": "complete",
 }
 SCALES = ("auto", "unit", "five", "classes")
 SUB_METRICS = ("if_score", "vq_score")  # 0-5 metrics compared as their own series
@@ -109,7 +123,9 @@ def read_labels(path: Path, scale: str = "auto") -> tuple[list[Label], str]:
     reader = csv.DictReader(io.StringIO(text))
     missing = [c for c in ("task_id", "agent", "label") if c not in (reader.fieldnames or [])]
     if missing:
-        raise LabelError(f"{path}: missing column(s) {', '.join(missing)} (found: {', '.join(reader.fieldnames or []) or 'none'})")
+        raise LabelError(
+            f"{path}: missing column(s) {', '.join(missing)} (found: {', '.join(reader.fieldnames or []) or 'none'})"
+        )
     raw_rows: list[tuple[int, str, str, str]] = []
     kinds: dict[int, str] = {}
     seen: dict[tuple[str, str], int] = {}
@@ -122,7 +138,9 @@ def read_labels(path: Path, scale: str = "auto") -> tuple[list[Label], str]:
         if not task or not agent or not label:
             raise LabelError(f"{path}:{line_no}: task_id, agent and label must all be set")
         if (task, agent) in seen:
-            raise LabelError(f"{path}:{line_no}: a second label for ({task}, {agent}) (first on line {seen[(task, agent)]})")
+            raise LabelError(
+                f"{path}:{line_no}: a second label for ({task}, {agent}) (first on line {seen[(task, agent)]})"
+            )
         seen[(task, agent)] = line_no
         raw_rows.append((line_no, task, agent, label))
         kinds[line_no] = str(rec.get("kind") or "").strip()[:100]
@@ -148,7 +166,9 @@ def read_labels(path: Path, scale: str = "auto") -> tuple[list[Label], str]:
             if cls is None:
                 cls = CLASS_ALIASES.get(label.strip().lower().replace("_", " "))
             if cls is None:
-                raise LabelError(f"{path}:{line_no}: label {label!r} is not a progress class ({', '.join(CLASSES)})")
+                raise LabelError(
+                    f"{path}:{line_no}: label {label!r} is not a progress class ({', '.join(CLASSES)})"
+                )
             labels.append(Label(task, agent, label, CLASSES.index(cls) / 3, cls, kinds[line_no]))
             continue
         if line_no not in numbers:
@@ -160,8 +180,12 @@ def read_labels(path: Path, scale: str = "auto") -> tuple[list[Label], str]:
     class_scale = scale
     if scale == "unit" and all(lab.value in (0.0, 1.0) for lab in labels):
         class_scale = "binary"
-    labels = [lab if lab.cls else Label(lab.task_id, lab.agent, lab.raw, lab.value, to_class(lab.value, class_scale), lab.kind)
-              for lab in labels]
+    labels = [
+        lab
+        if lab.cls
+        else Label(lab.task_id, lab.agent, lab.raw, lab.value, to_class(lab.value, class_scale), lab.kind)
+        for lab in labels
+    ]
     return labels, class_scale
 
 
@@ -185,8 +209,14 @@ def _round(v: float | None) -> float | None:
     return None if v is None or (isinstance(v, float) and math.isnan(v)) else round(float(v), 4)
 
 
-def agreement(labels: list[Label], values: dict[tuple[str, str], float], class_scale: str, *, n_boot: int = 1000,
-              seed: int = 0) -> dict[str, Any]:
+def agreement(
+    labels: list[Label],
+    values: dict[tuple[str, str], float],
+    class_scale: str,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
     """Agreement of one series with the labels (on the pairs present in both)."""
     paired = [(lab, values[(lab.task_id, lab.agent)]) for lab in labels if (lab.task_id, lab.agent) in values]
     human = [lab.value for lab, _ in paired]
@@ -194,26 +224,44 @@ def agreement(labels: list[Label], values: dict[tuple[str, str], float], class_s
     out: dict[str, Any] = {"n": len(paired), "missing": len(labels) - len(paired)}
     for name, fn in (("kendall_tau_b", kendall_tau_b), ("spearman", spearman), ("pearson", pearson)):
         value = fn(human, judge) if len(paired) >= 2 else math.nan
-        lo, hi = bootstrap_ci(fn, human, judge, n_boot=n_boot, seed=seed) if not math.isnan(value) else (None, None)
+        lo, hi = (
+            bootstrap_ci(fn, human, judge, n_boot=n_boot, seed=seed)
+            if not math.isnan(value)
+            else (None, None)
+        )
         out[name] = {"value": _round(value), "ci95": [_round(lo), _round(hi)] if lo is not None else None}
     predicted = [to_class(v, class_scale) for v in judge]
     classes = [lab.cls for lab, _ in paired]
     hits = [1.0 if p == c else 0.0 for p, c in zip(predicted, classes, strict=True)]
     acc = sum(hits) / len(hits) if hits else math.nan
-    lo, hi = bootstrap_ci(lambda a, b: float(a.mean()), hits, hits, n_boot=n_boot, seed=seed) if len(hits) >= 2 else (None, None)
+    lo, hi = (
+        bootstrap_ci(lambda a, b: float(a.mean()), hits, hits, n_boot=n_boot, seed=seed)
+        if len(hits) >= 2
+        else (None, None)
+    )
     out["accuracy"] = {"value": _round(acc), "ci95": [_round(lo), _round(hi)] if lo is not None else None}
     out["per_class"] = per_class_accuracy(classes, predicted)
     return out
 
 
-def label_agreement(rows: list[dict[str, Any]], labels: list[Label], class_scale: str, *, n_boot: int = 1000,
-                    seed: int = 0) -> dict[str, Any]:
+def label_agreement(
+    rows: list[dict[str, Any]], labels: list[Label], class_scale: str, *, n_boot: int = 1000, seed: int = 0
+) -> dict[str, Any]:
     """:func:`agreement` for every series of the run."""
-    return {name: agreement(labels, values, class_scale, n_boot=n_boot, seed=seed) for name, values in judge_series(rows).items()}
+    return {
+        name: agreement(labels, values, class_scale, n_boot=n_boot, seed=seed)
+        for name, values in judge_series(rows).items()
+    }
 
 
-def repeat_judges(run_dir: Path, registry: Any, k: int, *, config_path: Path | None = None,
-                  pairs: set[tuple[str, str]] | None = None) -> tuple[dict[str, Any], list[str]]:
+def repeat_judges(
+    run_dir: Path,
+    registry: Any,
+    k: int,
+    *,
+    config_path: Path | None = None,
+    pairs: set[tuple[str, str]] | None = None,
+) -> tuple[dict[str, Any], list[str]]:
     """Judge every recorded prediction (or only ``pairs`` of (task_id, agent)) ``k`` times.
 
     :returns: ``({series: stability}, warnings)``.
@@ -235,12 +283,19 @@ def repeat_judges(run_dir: Path, registry: Any, k: int, *, config_path: Path | N
         for ref in model_refs(j.options).values():
             backend = judge_cfg.backends.get(ref.partition("/")[0])
             if backend is not None and getattr(backend.options, "cache", False):
-                warnings.append(f"judge {j.label}: backend {backend.label} has its response cache on, so repeats return "
-                                "cached answers (variance 0); set cache = false to measure stability")
+                warnings.append(
+                    f"judge {j.label}: backend {backend.label} has its response cache on, so repeats return "
+                    "cached answers (variance 0); set cache = false to measure stability"
+                )
     tasks = load_run_tasks(base, registry)
-    todo = [r for r in data.rows if (pairs is None or (r["task_id"], r["agent"]) in pairs)
-            and r.get("status") not in (Status.AGENT_ERROR, Status.TIMEOUT) and prediction_path(run_dir, r) is not None
-            and r["task_id"] in tasks]
+    todo = [
+        r
+        for r in data.rows
+        if (pairs is None or (r["task_id"], r["agent"]) in pairs)
+        and r.get("status") not in (Status.AGENT_ERROR, Status.TIMEOUT)
+        and prediction_path(run_dir, r) is not None
+        and r["task_id"] in tasks
+    ]
     scores: dict[str, dict[tuple[str, str], list[float]]] = {}
     errors = 0
     components = Components(judge_cfg, registry)
@@ -252,7 +307,11 @@ def repeat_judges(run_dir: Path, registry: Any, k: int, *, config_path: Path | N
                 folder.mkdir(parents=True, exist_ok=True)
                 pred = Prediction(path=prediction_path(run_dir, r))
                 outcome = judge_prediction(
-                    tasks[r["task_id"]], pred, judges, folder, components,
+                    tasks[r["task_id"]],
+                    pred,
+                    judges,
+                    folder,
+                    components,
                     pair_dir=pair_dir(Path(run_dir), r["agent"], r["task_id"]),
                 )
                 errors += len(outcome.errors)
@@ -264,25 +323,43 @@ def repeat_judges(run_dir: Path, registry: Any, k: int, *, config_path: Path | N
     finally:
         components.close()
     if errors:
-        warnings.append(f"{errors} judge call(s) failed during the repeats; those repeats are missing from the statistics")
+        warnings.append(
+            f"{errors} judge call(s) failed during the repeats; those repeats are missing from the statistics"
+        )
     result = {name: stability(list(per_pair.values())) for name, per_pair in scores.items()}
     return result, warnings
 
 
-def meta_eval(run_dir: Path, *, labels_path: Path | None = None, scale: str = "auto", repeat: int = 0,
-              config_path: Path | None = None, n_boot: int = 1000, seed: int = 0, registry: Any = None) -> dict[str, Any]:
+def meta_eval(
+    run_dir: Path,
+    *,
+    labels_path: Path | None = None,
+    scale: str = "auto",
+    repeat: int = 0,
+    config_path: Path | None = None,
+    n_boot: int = 1000,
+    seed: int = 0,
+    registry: Any = None,
+) -> dict[str, Any]:
     """Run the meta-evaluation; returns a JSON-ready report (also written to ``RUN_DIR/meta-eval/meta_eval.json``)."""
     from pptarena.report.data import load_run
     from pptarena.run.results import write_json_atomic
 
     run_dir = Path(run_dir)
     data = load_run(run_dir, with_rescores=False)
-    report: dict[str, Any] = {"run": str(run_dir.resolve()), "warnings": [f"skipped a result line: {p}" for p in data.problems]}
+    report: dict[str, Any] = {
+        "run": str(run_dir.resolve()),
+        "warnings": [f"skipped a result line: {p}" for p in data.problems],
+    }
     pairs = None
     if labels_path is not None:
         labels, class_scale = read_labels(labels_path, scale)
-        report["labels"] = {"file": str(labels_path), "n": len(labels), "scale": class_scale,
-                            "classes": sorted({lab.cls for lab in labels})}
+        report["labels"] = {
+            "file": str(labels_path),
+            "n": len(labels),
+            "scale": class_scale,
+            "classes": sorted({lab.cls for lab in labels}),
+        }
         report["agreement"] = label_agreement(data.rows, labels, class_scale, n_boot=n_boot, seed=seed)
         series = judge_series(data.rows)
         report["within_task"] = {name: within_task_order(labels, values) for name, values in series.items()}
@@ -291,7 +368,9 @@ def meta_eval(run_dir: Path, *, labels_path: Path | None = None, scale: str = "a
         report["bootstrap"] = {"resamples": n_boot, "seed": seed, "level": 0.95}
         unknown = [lab for lab in labels if data.row(lab.agent, lab.task_id) is None]
         if unknown:
-            report["warnings"].append(f"{len(unknown)} label(s) name a pair not in the run, e.g. ({unknown[0].task_id}, {unknown[0].agent})")
+            report["warnings"].append(
+                f"{len(unknown)} label(s) name a pair not in the run, e.g. ({unknown[0].task_id}, {unknown[0].agent})"
+            )
         pairs = {(lab.task_id, lab.agent) for lab in labels}
     if repeat:
         if registry is None:

@@ -32,7 +32,11 @@ def kind_means(labels: list[Any], series: dict[str, dict[tuple[str, str], float]
         for name, values in series.items():
             got = [values[(lab.task_id, lab.agent)] for lab in labs if (lab.task_id, lab.agent) in values]
             means[name] = round(sum(got) / len(got), 4) if got else None
-        out[kind] = {"n": len(labs), "label_mean": round(sum(lab.value for lab in labs) / len(labs), 4), "series": means}
+        out[kind] = {
+            "n": len(labs),
+            "label_mean": round(sum(lab.value for lab in labs) / len(labs), 4),
+            "series": means,
+        }
     return out
 
 
@@ -43,10 +47,12 @@ def within_task_order(labels: list[Any], values: dict[tuple[str, str], float]) -
         if (lab.task_id, lab.agent) in values:
             by_task[lab.task_id].append(lab)
     total = {"pairs": 0, "concordant": 0, "tied": 0, "discordant": 0}
-    per_kind: dict[str, dict[str, int]] = defaultdict(lambda: {"pairs": 0, "concordant": 0, "tied": 0, "discordant": 0})
+    per_kind: dict[str, dict[str, int]] = defaultdict(
+        lambda: {"pairs": 0, "concordant": 0, "tied": 0, "discordant": 0}
+    )
     for labs in by_task.values():
         for i, a in enumerate(labs):
-            for b in labs[i + 1:]:
+            for b in labs[i + 1 :]:
                 if a.value == b.value:
                     continue
                 hi, lo = (a, b) if a.value > b.value else (b, a)
@@ -58,8 +64,11 @@ def within_task_order(labels: list[Any], values: dict[tuple[str, str], float]) -
                 per_kind[name]["pairs"] += 1
                 per_kind[name][verdict] += 1
     failing = {k: v for k, v in sorted(per_kind.items()) if v["concordant"] < v["pairs"]}
-    return {**total, "rate": round(total["concordant"] / total["pairs"], 4) if total["pairs"] else None,
-            "not_concordant": dict(list(failing.items())[:MAX_LISTED_KIND_PAIRS])}
+    return {
+        **total,
+        "rate": round(total["concordant"] / total["pairs"], 4) if total["pairs"] else None,
+        "not_concordant": dict(list(failing.items())[:MAX_LISTED_KIND_PAIRS]),
+    }
 
 
 __all__ = ["kind_means", "within_task_order"]

@@ -133,8 +133,15 @@ def stability(repeats: Sequence[Sequence[float]], digits: int = 6) -> dict[str, 
     """
     items = [list(map(float, r)) for r in repeats if len(r)]
     if not items:
-        return {"items": 0, "k": 0, "mean_variance": None, "max_variance": None, "majority_rate": None,
-                "majority_share": None, "unanimous_rate": None}
+        return {
+            "items": 0,
+            "k": 0,
+            "mean_variance": None,
+            "max_variance": None,
+            "majority_rate": None,
+            "majority_share": None,
+            "unanimous_rate": None,
+        }
     variances = [float(np.var(r)) for r in items]
     shares, majority, unanimous = [], 0, 0
     for r in items:

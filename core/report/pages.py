@@ -52,8 +52,17 @@ def page_name(number: int) -> str:
     return f"tasks-{number:04d}.html"
 
 
-def task_page(data: RunData, task_ids: list[str], tasks: dict[str, Any], budget: RenderBudget | None, base: Path,
-              index_href: str, number: int, count: int, parts: HtmlParts) -> str:
+def task_page(
+    data: RunData,
+    task_ids: list[str],
+    tasks: dict[str, Any],
+    budget: RenderBudget | None,
+    base: Path,
+    index_href: str,
+    number: int,
+    count: int,
+    parts: HtmlParts,
+) -> str:
     """A whole page holding the sections of ``task_ids``; ``data`` may hold only these tasks' rows.
 
     The page lives in ``base/report/`` but its ``<base href="../">`` makes every relative link
@@ -79,8 +88,9 @@ def task_page(data: RunData, task_ids: list[str], tasks: dict[str, Any], budget:
     )
 
 
-def write_pages(data: RunData, tasks: dict[str, Any], budget: RenderBudget | None, index_path: Path,
-                parts: HtmlParts) -> dict[str, str]:
+def write_pages(
+    data: RunData, tasks: dict[str, Any], budget: RenderBudget | None, index_path: Path, parts: HtmlParts
+) -> dict[str, str]:
     """Write the task pages into ``<index folder>/report/``; returns task id -> link relative to the index.
 
     Tasks keep the order of the results, :data:`TASKS_PER_PAGE` to a page; pages of an earlier,
@@ -96,7 +106,7 @@ def write_pages(data: RunData, tasks: dict[str, Any], budget: RenderBudget | Non
     links: dict[str, str] = {}
 
     def write(i: int) -> str:
-        chunk = order[i * TASKS_PER_PAGE:(i + 1) * TASKS_PER_PAGE]
+        chunk = order[i * TASKS_PER_PAGE : (i + 1) * TASKS_PER_PAGE]
         rows = [r for t in chunk for r in by_task[t]]
         sub = dataclasses.replace(data, rows=rows)  # agents, rows and look-ups of these tasks only
         name = page_name(i + 1)

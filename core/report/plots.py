@@ -5,7 +5,18 @@ from __future__ import annotations
 import html
 from collections.abc import Mapping, Sequence
 
-PALETTE = ("#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7", "#9c755f", "#bab0ac")
+PALETTE = (
+    "#4e79a7",
+    "#f28e2b",
+    "#59a14f",
+    "#e15759",
+    "#76b7b2",
+    "#edc948",
+    "#b07aa1",
+    "#ff9da7",
+    "#9c755f",
+    "#bab0ac",
+)
 
 
 def bin_counts(values: Sequence[float], bins: int = 10) -> list[int]:
@@ -17,8 +28,12 @@ def bin_counts(values: Sequence[float], bins: int = 10) -> list[int]:
     return counts
 
 
-def histogram_rows_svg(title: str, series: Mapping[str, Sequence[float]], bins: int = 10,
-                       means: Mapping[str, tuple[float | None, Sequence[float] | None]] | None = None) -> str:
+def histogram_rows_svg(
+    title: str,
+    series: Mapping[str, Sequence[float]],
+    bins: int = 10,
+    means: Mapping[str, tuple[float | None, Sequence[float] | None]] | None = None,
+) -> str:
     """One SVG: a histogram row per agent (same x axis 0-1, bar height ∝ share of that agent's scores).
 
     Each row shows n, the mean (a dark tick) and the count above each non-empty bar. With
@@ -52,7 +67,9 @@ def histogram_rows_svg(title: str, series: Mapping[str, Sequence[float]], bins: 
         stats = f"n={n}" + (f" mean={mean:.2f}" if mean is not None else "")
         if ci:
             stats += f" [{ci[0]:.2f}, {ci[1]:.2f}]"
-        parts.append(f'<text x="{left - 8}" y="{base - 6}" text-anchor="end" fill="#555" font-size="11">{stats}</text>')
+        parts.append(
+            f'<text x="{left - 8}" y="{base - 6}" text-anchor="end" fill="#555" font-size="11">{stats}</text>'
+        )
         parts.append(f'<line x1="{left}" y1="{base}" x2="{left + plot_w}" y2="{base}" stroke="#999"/>')
         for b, c in enumerate(counts):
             if not c:
@@ -63,20 +80,30 @@ def histogram_rows_svg(title: str, series: Mapping[str, Sequence[float]], bins: 
                 f'<rect x="{x + 1:.1f}" y="{base - h:.1f}" width="{bar_w - 2:.1f}" height="{h:.1f}" fill="{colour}">'
                 f"<title>{esc(name)}: {c} score(s) in [{b / bins:.1f}, {(b + 1) / bins:.1f}{']' if b == bins - 1 else ')'}</title></rect>"
             )
-            parts.append(f'<text x="{x + bar_w / 2:.1f}" y="{base - h - 3:.1f}" text-anchor="middle" font-size="10">{c}</text>')
+            parts.append(
+                f'<text x="{x + bar_w / 2:.1f}" y="{base - h - 3:.1f}" text-anchor="middle" font-size="10">{c}</text>'
+            )
         if mean is not None:
             mx = left + mean * plot_w
-            parts.append(f'<line x1="{mx:.1f}" y1="{base - (row_h - 26)}" x2="{mx:.1f}" y2="{base + 4}" stroke="#222" stroke-width="2"/>')
+            parts.append(
+                f'<line x1="{mx:.1f}" y1="{base - (row_h - 26)}" x2="{mx:.1f}" y2="{base + 4}" stroke="#222" stroke-width="2"/>'
+            )
             if ci:
                 lo, hi = (left + min(max(float(v), 0.0), 1.0) * plot_w for v in ci)
                 wy = base + 8
-                parts.append(f'<path d="M{lo:.1f} {wy - 3} v6 M{lo:.1f} {wy} H{hi:.1f} M{hi:.1f} {wy - 3} v6" stroke="#222" '
-                             f'fill="none"><title>95% interval {ci[0]:.3f} to {ci[1]:.3f}</title></path>')
+                parts.append(
+                    f'<path d="M{lo:.1f} {wy - 3} v6 M{lo:.1f} {wy} H{hi:.1f} M{hi:.1f} {wy - 3} v6" stroke="#222" '
+                    f'fill="none"><title>95% interval {ci[0]:.3f} to {ci[1]:.3f}</title></path>'
+                )
     axis_y = top + row_h * max(1, len(series)) + 2
     for t in range(0, 11, 2):
         x = left + plot_w * t / 10
-        parts.append(f'<text x="{x:.1f}" y="{axis_y + 12}" text-anchor="middle" fill="#555" font-size="10">{t / 10:.1f}</text>')
-    parts.append(f'<text x="{left + plot_w / 2}" y="{axis_y + 26}" text-anchor="middle" fill="#555" font-size="10">score</text>')
+        parts.append(
+            f'<text x="{x:.1f}" y="{axis_y + 12}" text-anchor="middle" fill="#555" font-size="10">{t / 10:.1f}</text>'
+        )
+    parts.append(
+        f'<text x="{left + plot_w / 2}" y="{axis_y + 26}" text-anchor="middle" fill="#555" font-size="10">score</text>'
+    )
     parts.append("</svg>")
     return "".join(parts)
 

@@ -67,7 +67,11 @@ def pair_decks(run_dir: Path, folder: Path, row: dict[str, Any], task: Any) -> P
 
 
 def _clip(text: str) -> str:
-    return text if len(text) <= MAX_DIFF_CHARS else text[:MAX_DIFF_CHARS] + f"\n… ({len(text) - MAX_DIFF_CHARS} more characters)"
+    return (
+        text
+        if len(text) <= MAX_DIFF_CHARS
+        else text[:MAX_DIFF_CHARS] + f"\n… ({len(text) - MAX_DIFF_CHARS} more characters)"
+    )
 
 
 def changed_rows(pred_diff: Any, target_diff: Any) -> list[SlideRow]:
@@ -91,7 +95,7 @@ def changed_rows(pred_diff: Any, target_diff: Any) -> list[SlideRow]:
     originals: set[int] = set()
     extra: list[SlideRow] = []
     for diff, back, side in ((pred_diff, p2o, "prediction"), (target_diff, t2o, "target")):
-        for e in (diff.edits if diff is not None else []):
+        for e in diff.edits if diff is not None else []:
             n = e.get("slide")
             if n is None:
                 continue

@@ -87,8 +87,16 @@ def _copied(row: dict[str, Any], status: str, error: str | None) -> dict[str, An
 class Rescorer:
     """Re-judges the predictions of one run into ``RUN_DIR/rescore/<name>/``."""
 
-    def __init__(self, run_dir: Path, registry: Any, *, config_path: Path | None = None, name: str | None = None,
-                 jobs: int = 1, agents: list[str] | None = None):
+    def __init__(
+        self,
+        run_dir: Path,
+        registry: Any,
+        *,
+        config_path: Path | None = None,
+        name: str | None = None,
+        jobs: int = 1,
+        agents: list[str] | None = None,
+    ):
         self.run_dir = Path(run_dir)
         self.registry = registry
         self.config_path = Path(config_path) if config_path else None
@@ -98,25 +106,34 @@ class Rescorer:
         self.agents = agents
         self.data: RunData = load_run(self.run_dir, with_rescores=False)
         self.run_config = run_config(self.data.manifest, registry)
-        self.judge_config = run_config(self.data.manifest, registry, self.config_path) if self.config_path else self.run_config
+        self.judge_config = (
+            run_config(self.data.manifest, registry, self.config_path)
+            if self.config_path
+            else self.run_config
+        )
         if not self.judge_config.judges:
             raise RescoreError(f"{self.config_path or 'the run config'} has no [[judges]] to re-score with")
 
     def _manifest(self, finished: bool, started: str) -> None:
-        write_json_atomic(RunDir(self.out_dir).manifest, {
-            "schema_version": SCHEMA_VERSION,
-            "kind": "rescore",
-            "source_run": str(self.run_dir.resolve()),
-            "config_path": str(self.judge_config.path),
-            "config": self.judge_config.redacted(),
-            "agents": self.data.agents,
-            "judges": [j.label for j in self.judge_config.judges],
-            "judge_fingerprints": getattr(self, "fingerprints", {}),
-            "started_at": started,
-            "finished_at": datetime.now(UTC).isoformat(timespec="seconds") if finished else None,
-        })
+        write_json_atomic(
+            RunDir(self.out_dir).manifest,
+            {
+                "schema_version": SCHEMA_VERSION,
+                "kind": "rescore",
+                "source_run": str(self.run_dir.resolve()),
+                "config_path": str(self.judge_config.path),
+                "config": self.judge_config.redacted(),
+                "agents": self.data.agents,
+                "judges": [j.label for j in self.judge_config.judges],
+                "judge_fingerprints": getattr(self, "fingerprints", {}),
+                "started_at": started,
+                "finished_at": datetime.now(UTC).isoformat(timespec="seconds") if finished else None,
+            },
+        )
 
-    def _one(self, row: dict[str, Any], task: Task | None, judges: list[tuple[Any, Any]], components: Any) -> dict[str, Any]:
+    def _one(
+        self, row: dict[str, Any], task: Task | None, judges: list[tuple[Any, Any]], components: Any
+    ) -> dict[str, Any]:
         if row.get("status") in COPIED_STATUSES:
             return _copied(row, row["status"], row.get("error"))
         pred = prediction_path(self.run_dir, row)
@@ -124,20 +141,36 @@ class Rescorer:
             status = Status.INFRA_ERROR if row.get("status") == Status.INFRA_ERROR else Status.AGENT_ERROR
             return _copied(row, status, row.get("error") or "no prediction deck was recorded")
         if task is None:
-            return _copied(row, Status.INFRA_ERROR, f"task {row['task_id']} is no longer in the run's dataset")
+            return _copied(
+                row, Status.INFRA_ERROR, f"task {row['task_id']} is no longer in the run's dataset"
+            )
         t0 = time.monotonic()
         task_dir = attempt_dir(self.out_dir, row["agent"], row["task_id"], epoch_of(row))
         task_dir.mkdir(parents=True, exist_ok=True)
         judged = judge_prediction(
-            task, Prediction(path=pred), judges, task_dir, components,
+            task,
+            Prediction(path=pred),
+            judges,
+            task_dir,
+            components,
             pair_dir=row_dir(self.run_dir, row),
         )
         out = _copied(row, judged.status, judged.error)
-        out.update(scores=judged.scores, usage=judged.usage, duration_s=round(time.monotonic() - t0, 3),
-                   cost=pair_cost(None, {k: v.get("cost") for k, v in judged.verdicts.items()}))
-        write_json_atomic(task_dir / VERDICTS, {
-            "status": judged.status, "error": out["error"], "verdicts": judged.verdicts, "judge_usage": judged.usage,
-        })
+        out.update(
+            scores=judged.scores,
+            usage=judged.usage,
+            duration_s=round(time.monotonic() - t0, 3),
+            cost=pair_cost(None, {k: v.get("cost") for k, v in judged.verdicts.items()}),
+        )
+        write_json_atomic(
+            task_dir / VERDICTS,
+            {
+                "status": judged.status,
+                "error": out["error"],
+                "verdicts": judged.verdicts,
+                "judge_usage": judged.usage,
+            },
+        )
         return out
 
     def run(self, progress: Any = None) -> dict[str, Any]:
@@ -159,16 +192,24 @@ class Rescorer:
         progress.done = len(rows) - len(pending)
         try:
             judges = [(j, components.build(j)) for j in self.judge_config.judges]
-            self.fingerprints = {c.label: cached_fingerprint(c, j, self.judge_config.backends) for c, j in judges}
+            self.fingerprints = {
+                c.label: cached_fingerprint(c, j, self.judge_config.backends) for c, j in judges
+            }
             check_fingerprints(
-                self.fingerprints, previous_manifest, store.read(), str(self.out_dir),
+                self.fingerprints,
+                previous_manifest,
+                store.read(),
+                str(self.out_dir),
                 f"Re-score into a new folder instead: `arena rescore {self.run_dir} --config ... --out NEW_NAME`.",
             )
             self._manifest(False, started)
             with progress, ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="rescore") as pool:
                 # a deterministic agent's reused epochs are not judged again: they copy the re-scored epoch 1
-                futures = [pool.submit(self._one, r, tasks.get(r["task_id"]), judges, components)
-                           for r in pending if not r.get("reused_from_epoch")]
+                futures = [
+                    pool.submit(self._one, r, tasks.get(r["task_id"]), judges, components)
+                    for r in pending
+                    if not r.get("reused_from_epoch")
+                ]
                 for fut in futures:
                     line = fut.result()
                     store.append(line)
@@ -187,8 +228,14 @@ class Rescorer:
         return summary
 
 
-def rescore(run_dir: Path, registry: Any = None, *, config_path: Path | None = None, name: str | None = None,
-            jobs: int = 1) -> tuple[Path, dict[str, Any]]:
+def rescore(
+    run_dir: Path,
+    registry: Any = None,
+    *,
+    config_path: Path | None = None,
+    name: str | None = None,
+    jobs: int = 1,
+) -> tuple[Path, dict[str, Any]]:
     """Re-score a run; returns ``(RUN_DIR/rescore/<name>, summary)``."""
     if registry is None:
         from pptarena.run.registry import get_registry

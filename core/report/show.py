@@ -9,8 +9,14 @@ from typing import Any, TextIO
 from pptarena.report.tables import print_tables, summary_tables
 
 
-def print_summary(run_dir: Path, summary: dict[str, Any], *, file: TextIO | None = None, rich: bool | None = None,
-                  html: bool = True) -> Path | None:
+def print_summary(
+    run_dir: Path,
+    summary: dict[str, Any],
+    *,
+    file: TextIO | None = None,
+    rich: bool | None = None,
+    html: bool = True,
+) -> Path | None:
     """Print a run's leaderboard and breakdowns, then write ``report.html`` (returns its path).
 
     Called by ``arena run`` at the end and by ``arena report``. The HTML report never

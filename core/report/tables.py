@@ -72,7 +72,9 @@ def errors_text(status: dict[str, int]) -> str:
     return ", ".join(parts) or "0"
 
 
-def leaderboard_table(summary: dict[str, Any], kinds: dict[str, set[str]] | None = None, title: str = "Leaderboard") -> TableData:
+def leaderboard_table(
+    summary: dict[str, Any], kinds: dict[str, set[str]] | None = None, title: str = "Leaderboard"
+) -> TableData:
     """One row per agent, best first by the first judge's mean over all tasks (95% intervals in brackets)."""
     from pptarena.models.pricing import fmt_usd
 
@@ -101,27 +103,46 @@ def leaderboard_table(summary: dict[str, Any], kinds: dict[str, set[str]] | None
     for name in sorted(agents, key=key):
         entry = agents[name]
         blocks = entry.get("judges") or {}
-        row = [name, str(entry.get("tasks", 0)), str((entry.get("status") or {}).get("scored", 0)), errors_text(entry.get("status") or {})]
+        row = [
+            name,
+            str(entry.get("tasks", 0)),
+            str((entry.get("status") or {}).get("scored", 0)),
+            errors_text(entry.get("status") or {}),
+        ]
         for j in judges:
             b = blocks.get(j) or {}
-            row.append(f"{ci_text(b.get('mean_all'), b.get('mean_all_ci95'))} (n={b.get('n', 0)})" if b.get("n") else "–")
+            row.append(
+                f"{ci_text(b.get('mean_all'), b.get('mean_all_ci95'))} (n={b.get('n', 0)})"
+                if b.get("n")
+                else "–"
+            )
         for j in judges:
             b = blocks.get(j) or {}
             metrics = b.get("metrics") or {}
             mci = b.get("metrics_ci95") or {}
             if "ppteval" in kinds.get(j, ()):
                 sci = b.get("success_rate_ci95")
-                row += [pct(b.get("success_rate")) + (f" [{pct(sci[0])}, {pct(sci[1])}]" if sci else ""), fmt(b.get("mean_all"))]
+                row += [
+                    pct(b.get("success_rate")) + (f" [{pct(sci[0])}, {pct(sci[1])}]" if sci else ""),
+                    fmt(b.get("mean_all")),
+                ]
             if "pptarena" in kinds.get(j, ()):
-                row += [ci_text(metrics.get("if_score"), mci.get("if_score"), 2), ci_text(metrics.get("vq_score"), mci.get("vq_score"), 2)]
+                row += [
+                    ci_text(metrics.get("if_score"), mci.get("if_score"), 2),
+                    ci_text(metrics.get("vq_score"), mci.get("vq_score"), 2),
+                ]
             if k > 1:
                 row += epoch_cells(b, k)
         usage = entry.get("usage") or {}
-        tokens = sum(v for k, v in usage.items() if k.endswith("tokens") and "cached_" not in k and isinstance(v, int))
+        tokens = sum(
+            v for k, v in usage.items() if k.endswith("tokens") and "cached_" not in k and isinstance(v, int)
+        )
         row += [fmt(entry.get("duration_s"), 1), str(tokens) if tokens else "–", fmt_usd(entry.get("cost"))]
         table.rows.append(row)
-    table.note = ("mean: over tasks of the per-task mean over epochs, a pair without a score counts 0; n = attempts the judge "
-                  "scored; [95% bootstrap interval over tasks]")
+    table.note = (
+        "mean: over tasks of the per-task mean over epochs, a pair without a score counts 0; n = attempts the judge "
+        "scored; [95% bootstrap interval over tasks]"
+    )
     if k > 1:
         table.note += f"; pass@{k}/pass^{k}: unbiased estimators over {k} epochs"
     semantics: dict[str, dict[str, int]] = {}
@@ -147,7 +168,10 @@ def breakdown_tables(summary: dict[str, Any]) -> list[TableData]:
         headers = [field_name.replace("_", " "), "tasks"] + [f"{a} · {j}" for a in agents for j in judges]
         table = TableData(GROUP_TITLES[field_name], headers)
         for k in keys:
-            n = max(((e.get("groups") or {}).get(field_name) or {}).get(k, {}).get("tasks", 0) for e in agents.values())
+            n = max(
+                ((e.get("groups") or {}).get(field_name) or {}).get(k, {}).get("tasks", 0)
+                for e in agents.values()
+            )
             row = [k, str(n)]
             for e in agents.values():
                 g = ((e.get("groups") or {}).get(field_name) or {}).get(k) or {}
@@ -180,7 +204,9 @@ def rescore_table(base: dict[str, Any], rescores: dict[str, dict[str, Any]]) -> 
     return table
 
 
-def summary_tables(summary: dict[str, Any], rows: list[dict[str, Any]], rescores: dict[str, dict[str, Any]] | None = None) -> list[TableData]:
+def summary_tables(
+    summary: dict[str, Any], rows: list[dict[str, Any]], rescores: dict[str, dict[str, Any]] | None = None
+) -> list[TableData]:
     """Every table of the summary: leaderboard, breakdowns, re-scores."""
     tables = [leaderboard_table(summary, judge_kinds(rows))]
     tables += comparison_tables(summary)
@@ -190,7 +216,11 @@ def summary_tables(summary: dict[str, Any], rows: list[dict[str, Any]], rescores
     by_dataset = rows_by_dataset(rows)
     if len(by_dataset) > 1:  # a run mixing benchmarks: one leaderboard per dataset
         for label, subset in sorted(by_dataset.items()):
-            tables.append(leaderboard_table(summarize_results(subset), judge_kinds(subset), title=f"Leaderboard · {label}"))
+            tables.append(
+                leaderboard_table(
+                    summarize_results(subset), judge_kinds(subset), title=f"Leaderboard · {label}"
+                )
+            )
     tables += breakdown_tables(summary)
     rt = rescore_table(summary, rescores or {})
     if rt is not None:
@@ -259,7 +289,11 @@ def epoch_cells(block: dict[str, Any], k: int) -> list[str]:
     ep = block.get("epochs") or {}
     at = (ep.get("pass_at_k") or {}).get(str(k)) or {}
     hat = (ep.get("pass_hat_k") or {}).get(str(k)) or {}
-    return [ci_text(at.get("value"), at.get("ci95")), ci_text(hat.get("value"), hat.get("ci95")), fmt(ep.get("consistency"))]
+    return [
+        ci_text(at.get("value"), at.get("ci95")),
+        ci_text(hat.get("value"), hat.get("ci95")),
+        fmt(ep.get("consistency")),
+    ]
 
 
 def comparison_tables(summary: dict[str, Any], suffix: str = "") -> list[TableData]:
@@ -280,8 +314,10 @@ def comparison_tables(summary: dict[str, Any], suffix: str = "") -> list[TableDa
         t = TableData(f"Paired comparison · {judge}{suffix}", ["row − column", *agents])
         for a in agents:
             t.rows.append([a, *("·" if a == b else cells.get((a, b), "–") for b in agents)])
-        t.note = ("difference of per-task mean scores on common tasks, 95% bootstrap interval over tasks, "
-                  "two-sided paired sign-flip permutation test")
+        t.note = (
+            "difference of per-task mean scores on common tasks, 95% bootstrap interval over tasks, "
+            "two-sided paired sign-flip permutation test"
+        )
         tables.append(t)
     return tables
 
@@ -296,14 +332,28 @@ def fingerprint_table(manifest: dict[str, Any]) -> TableData | None:
     fps = manifest.get("judge_fingerprints") or {}
     if not fps:
         return None
-    t = TableData("Judge fingerprints", ["judge", "id", "component", "version", "models", "sampling", "prompts"])
+    t = TableData(
+        "Judge fingerprints", ["judge", "id", "component", "version", "models", "sampling", "prompts"]
+    )
     for label, fp in fps.items():
-        sampling = "; ".join(f"{b}: {', '.join(f'{k}={v}' for k, v in s.items())}" for b, s in (fp.get("backend_sampling") or {}).items() if s)
+        sampling = "; ".join(
+            f"{b}: {', '.join(f'{k}={v}' for k, v in s.items())}"
+            for b, s in (fp.get("backend_sampling") or {}).items()
+            if s
+        )
         opts = fp.get("options") or {}
         own = ", ".join(f"{k}={opts[k]}" for k in ("temperature", "max_tokens") if k in opts)
-        t.rows.append([label, str(fp.get("id")), str(fp.get("component")), str(fp.get("version") or "–"),
-                       ", ".join(fp.get("models") or []) or "–", "; ".join(x for x in (own, sampling) if x) or "–",
-                       str(fp.get("prompts_sha"))])
+        t.rows.append(
+            [
+                label,
+                str(fp.get("id")),
+                str(fp.get("component")),
+                str(fp.get("version") or "–"),
+                ", ".join(fp.get("models") or []) or "–",
+                "; ".join(x for x in (own, sampling) if x) or "–",
+                str(fp.get("prompts_sha")),
+            ]
+        )
     t.note = "every verdict records its judge's id; a run or re-score refuses verdicts of another id under the same label"
     return t
 
@@ -320,7 +370,23 @@ def cost_table(summary: dict[str, Any]) -> TableData | None:
     t = TableData("Cost (USD)", ["agent", "agent calls", *(f"judge {j}" for j in judges), "total"])
     for name, e in agents.items():
         c = e.get("cost") or {}
-        t.rows.append([name, fmt_usd(c.get("agent")), *(fmt_usd((c.get("judges") or {}).get(j)) for j in judges), fmt_usd(c)])
-    t.rows.append(["(run)", fmt_usd(run.get("agent")), *(fmt_usd((run.get("judges") or {}).get(j)) for j in judges), fmt_usd(run)])
-    t.note = "priced from the backend's `pricing` or the bundled table; unknown when a model has no price, never 0"
+        t.rows.append(
+            [
+                name,
+                fmt_usd(c.get("agent")),
+                *(fmt_usd((c.get("judges") or {}).get(j)) for j in judges),
+                fmt_usd(c),
+            ]
+        )
+    t.rows.append(
+        [
+            "(run)",
+            fmt_usd(run.get("agent")),
+            *(fmt_usd((run.get("judges") or {}).get(j)) for j in judges),
+            fmt_usd(run),
+        ]
+    )
+    t.note = (
+        "priced from the backend's `pricing` or the bundled table; unknown when a model has no price, never 0"
+    )
     return t

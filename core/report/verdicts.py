@@ -54,14 +54,18 @@ def rubric_tree_html(node: dict[str, Any], budget: list[int] | None = None) -> s
         return '<li class="muted">… (tree cut)</li>'
     budget[0] -= 1
     score = node.get("score")
-    cls = "ok" if isinstance(score, int | float) and score >= 0.999 else ("part" if isinstance(score, int | float) and score > 0 else "bad")
+    cls = (
+        "ok"
+        if isinstance(score, int | float) and score >= 0.999
+        else ("part" if isinstance(score, int | float) and score > 0 else "bad")
+    )
     crit = ' <span class="crit" title="critical">critical</span>' if node.get("is_critical") else ""
     kind = node.get("scorer") or node.get("kind") or ""
     head = (
         f'<span class="node-score {cls}">{float(score):.2f}</span> <b>{esc(node.get("name") or node.get("node_id"), 200)}</b>{crit}'
         f' <span class="muted">{esc(kind, 40)}</span>'
         if isinstance(score, int | float)
-        else f'<b>{esc(node.get("name"), 200)}</b>'
+        else f"<b>{esc(node.get('name'), 200)}</b>"
     )
     body = ""
     if node.get("description"):
@@ -72,7 +76,11 @@ def rubric_tree_html(node: dict[str, Any], budget: list[int] | None = None) -> s
         body += f'<div class="err">{esc(node["error"], 800)}</div>'
     children = node.get("children") or []
     if children:
-        body += '<ul class="tree">' + "".join(rubric_tree_html(c, budget) for c in children if isinstance(c, dict)) + "</ul>"
+        body += (
+            '<ul class="tree">'
+            + "".join(rubric_tree_html(c, budget) for c in children if isinstance(c, dict))
+            + "</ul>"
+        )
     return f"<li>{head}{body}</li>"
 
 
@@ -80,13 +88,17 @@ def _dual_html(details: dict[str, Any]) -> str:
     parts = []
     if isinstance(details.get("if"), dict):
         d = details["if"]
-        parts.append(f'<p><b>IF {esc(d.get("score"), 10)}/5</b> {esc(d.get("reason"))}</p>')
+        parts.append(f"<p><b>IF {esc(d.get('score'), 10)}/5</b> {esc(d.get('reason'))}</p>")
     if isinstance(details.get("vq"), dict):
         d = details["vq"]
-        parts.append(f'<p><b>VQ {esc(d.get("score"), 10)}/5</b> ({esc(d.get("aggregate"), 10)} of chunks)</p><ul>')
+        parts.append(
+            f"<p><b>VQ {esc(d.get('score'), 10)}/5</b> ({esc(d.get('aggregate'), 10)} of chunks)</p><ul>"
+        )
         for c in (d.get("chunks") or [])[:20]:
             if isinstance(c, dict):
-                parts.append(f'<li>slides {esc(c.get("slides"), 100)}: {esc(c.get("score"), 10)}/5 — {esc(c.get("reason"))}</li>')
+                parts.append(
+                    f"<li>slides {esc(c.get('slides'), 100)}: {esc(c.get('score'), 10)}/5 — {esc(c.get('reason'))}</li>"
+                )
         parts.append("</ul>")
     return "".join(parts)
 
@@ -106,19 +118,23 @@ def _structural_html(details: dict[str, Any]) -> str:
     if misses:
         rows = "".join(
             f'<tr><td>{esc(m.get("unit"), 200)}</td><td><span class="miss">{esc(m.get("class"), 30)}</span></td>'
-            f'<td>{esc(m.get("recall"), 10)}</td><td>{esc(m.get("evidence"), 400)}</td></tr>'
+            f"<td>{esc(m.get('recall'), 10)}</td><td>{esc(m.get('evidence'), 400)}</td></tr>"
             for m in misses
         )
-        out += ('<table class="small misses"><tr><th>missed object</th><th>miss</th><th>recall</th><th>evidence</th></tr>'
-                f"{rows}</table>")
+        out += (
+            '<table class="small misses"><tr><th>missed object</th><th>miss</th><th>recall</th><th>evidence</th></tr>'
+            f"{rows}</table>"
+        )
     if units:
         rows = "".join(
-            f'<tr><td>{esc(u.get("unit"), 200)}</td><td>{esc(u.get("role"), 20)}</td><td>{esc(u.get("recall"), 10)}</td>'
-            f'<td>{esc(u.get("precision"), 10)}</td><td>{esc(_unit_note(u), 20)}</td></tr>'
+            f"<tr><td>{esc(u.get('unit'), 200)}</td><td>{esc(u.get('role'), 20)}</td><td>{esc(u.get('recall'), 10)}</td>"
+            f"<td>{esc(u.get('precision'), 10)}</td><td>{esc(_unit_note(u), 20)}</td></tr>"
             for u in units
         )
-        out += ('<table class="small"><tr><th>unit</th><th>role</th><th>recall</th><th>precision</th><th>cost</th></tr>'
-                f"{rows}</table>")
+        out += (
+            '<table class="small"><tr><th>unit</th><th>role</th><th>recall</th><th>precision</th><th>cost</th></tr>'
+            f"{rows}</table>"
+        )
     return out
 
 
@@ -136,7 +152,9 @@ def verdict_html(label: str, verdict: dict[str, Any]) -> str:
     details = verdict.get("details") or {}
     extra = ""
     if isinstance(details.get("tree"), dict):
-        extra = '<div class="rubric"><ul class="tree root">' + rubric_tree_html(details["tree"]) + "</ul></div>"
+        extra = (
+            '<div class="rubric"><ul class="tree root">' + rubric_tree_html(details["tree"]) + "</ul></div>"
+        )
     elif "if" in details or "vq" in details:
         extra = _dual_html(details)
     elif "units" in details or "misses" in details:
@@ -175,12 +193,16 @@ def agent_log_html(folder: Path) -> str:
         return ""
     t0 = next((e["t"] for e in events if isinstance(e.get("t"), int | float)), None)
     rows = "".join(
-        f'<tr><td>{(e["t"] - t0):.1f}s</td><td>{esc(e.get("event"), 60)}</td><td><code>{escape(_event_summary(e))}</code></td></tr>'
+        f"<tr><td>{(e['t'] - t0):.1f}s</td><td>{esc(e.get('event'), 60)}</td><td><code>{escape(_event_summary(e))}</code></td></tr>"
         if t0 is not None and isinstance(e.get("t"), int | float)
-        else f'<tr><td></td><td>{esc(e.get("event"), 60)}</td><td><code>{escape(_event_summary(e))}</code></td></tr>'
+        else f"<tr><td></td><td>{esc(e.get('event'), 60)}</td><td><code>{escape(_event_summary(e))}</code></td></tr>"
         for e in events
     )
-    more = f'<p class="muted">{total - len(events)} more event(s) in agent.log.jsonl</p>' if total > len(events) else ""
+    more = (
+        f'<p class="muted">{total - len(events)} more event(s) in agent.log.jsonl</p>'
+        if total > len(events)
+        else ""
+    )
     return (
         f'<details class="log"><summary>Agent log ({total} event{"s" if total != 1 else ""})</summary>'
         f'<table class="small"><tr><th>t</th><th>event</th><th>data</th></tr>{rows}</table>{more}</details>'
@@ -208,9 +230,11 @@ def trajectory_html(folder: Path, base: Path) -> str:
             shot = step.get("screenshot")
             if isinstance(shot, str) and "/" not in shot and (folder / "trajectory" / shot).is_file():
                 img = f'<img class="thumb" loading="lazy" src="{rel_url(folder / "trajectory" / shot, base)}" alt="step {esc(step.get("step"), 10)}">'
-            acts = "; ".join(str(a.get("kind", a)) if isinstance(a, dict) else str(a) for a in step.get("actions") or [])
+            acts = "; ".join(
+                str(a.get("kind", a)) if isinstance(a, dict) else str(a) for a in step.get("actions") or []
+            )
             items.append(
-                f'<li><b>step {esc(step.get("step"), 10)}</b> {esc(acts, 300)} {esc(step.get("stop_reason") or "", 50)}'
+                f"<li><b>step {esc(step.get('step'), 10)}</b> {esc(acts, 300)} {esc(step.get('stop_reason') or '', 50)}"
                 f'<div class="err">{esc("; ".join(map(str, step.get("errors") or [])), 500)}</div>{img}</li>'
             )
     return f'<details class="log"><summary>GUI trajectory</summary><ol class="traj">{"".join(items)}</ol></details>'

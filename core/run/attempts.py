@@ -64,8 +64,14 @@ def reused_rows(rows: list[dict[str, Any]], agent: str, epochs: int) -> list[dic
             if have is not None and have.get("reused_digest") == digest:
                 continue
             copy = {k: v for k, v in first.items() if k not in ("usage", "cost", "duration_s")}
-            copy.update(epoch=e, reused_from_epoch=1, reused_digest=digest, usage={}, duration_s=0.0,
-                        cost={"usd": 0.0, "known_usd": 0.0, "unpriced_models": [], "agent": None, "judges": {}})
+            copy.update(
+                epoch=e,
+                reused_from_epoch=1,
+                reused_digest=digest,
+                usage={},
+                duration_s=0.0,
+                cost={"usd": 0.0, "known_usd": 0.0, "unpriced_models": [], "agent": None, "judges": {}},
+            )
             out.append(copy)
     return out
 
@@ -94,13 +100,20 @@ class Budget:
 
     def to_json(self) -> dict[str, Any]:
         """The manifest / summary record."""
-        return {"max_cost": self.max_cost, "spent_usd": round(self.spent, 6), "stopped": self.stopped,
-                "not_started": self.not_started, "unpriced_calls_seen": self.unpriced}
+        return {
+            "max_cost": self.max_cost,
+            "spent_usd": round(self.spent, 6),
+            "stopped": self.stopped,
+            "not_started": self.not_started,
+            "unpriced_calls_seen": self.unpriced,
+        }
 
     def message(self) -> str:
         """What to tell the user when the budget stopped the run."""
-        text = (f"Budget reached: ${self.spent:.4f} spent of max_cost ${self.max_cost:.4f}; {self.not_started} attempts were "
-                "not started (attempts in flight were finished). Resume with a higher --max-cost to continue.")
+        text = (
+            f"Budget reached: ${self.spent:.4f} spent of max_cost ${self.max_cost:.4f}; {self.not_started} attempts were "
+            "not started (attempts in flight were finished). Resume with a higher --max-cost to continue."
+        )
         if self.unpriced:
             text += " Some calls have no known price and are not counted."
         return text

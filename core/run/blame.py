@@ -34,4 +34,6 @@ def deck_problem(path: Path | None) -> str | None:
 def original_problem(original: Path) -> str | None:
     """A message blaming the dataset when its original deck does not load, else None."""
     problem = deck_problem(original)
-    return None if problem is None else f"the dataset's original deck {original} is not a usable deck: {problem}"
+    return (
+        None if problem is None else f"the dataset's original deck {original} is not a usable deck: {problem}"
+    )

@@ -29,14 +29,18 @@ class Components:
     def __init__(self, config: RunConfig, registry: Registry):
         self.config = config
         self.registry = registry
-        self.cache_dir = Path(config.run.cache_dir).expanduser() if config.run.cache_dir else default_cache_dir()
+        self.cache_dir = (
+            Path(config.run.cache_dir).expanduser() if config.run.cache_dir else default_cache_dir()
+        )
         self._backends: dict[str, Any] = {}
         self._lock = threading.Lock()
         self._renderer: Renderer | None = None
         self.hub = ModelHub(self.backend)
         """Hands out model clients of this run's backends (built on first use)."""
 
-    def context(self, comp: ComponentConfig | None = None, model: Callable[[str], ModelClient] | None = None) -> ComponentContext:
+    def context(
+        self, comp: ComponentConfig | None = None, model: Callable[[str], ModelClient] | None = None
+    ) -> ComponentContext:
         """A context for a component (``model`` defaults to :meth:`model_client`)."""
         return ComponentContext(
             cache_dir=self.cache_dir,
@@ -56,11 +60,18 @@ class Components:
                 else:
                     spec = self.registry.get("backends", name)
                     opts = spec.options_model.model_validate({})
-                    inst = spec.factory(opts, ComponentContext(cache_dir=self.cache_dir, model=self.model_client, name=name, label=name))
+                    inst = spec.factory(
+                        opts,
+                        ComponentContext(
+                            cache_dir=self.cache_dir, model=self.model_client, name=name, label=name
+                        ),
+                    )
                 self._backends[name] = inst
             return self._backends[name]
 
-    def model_client(self, ref: str, log: AgentLog | None = None, book: UsageBook | None = None) -> ModelClient:
+    def model_client(
+        self, ref: str, log: AgentLog | None = None, book: UsageBook | None = None
+    ) -> ModelClient:
         """A fresh :class:`ModelClient` for ``"<backend>/<model>"`` (usage counted per client).
 
         With ``log``, every call is recorded there as a ``model_call`` event; with ``book``,

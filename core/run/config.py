@@ -24,11 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
 from pptarena.models.messages import check_model_ref
 from pptarena.redact import add_secret, literal_secret_problems
 from pptarena.run.registry import Registry, UnknownComponentError
 from pptarena.types import PptArenaError
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
 
 SECRET_KEY_HINTS = ("key", "token", "secret", "password", "passwd", "authorization", "cookie", "credential")
 TOP_LEVEL = ("run", "dataset", "datasets", "agents", "agent", "renderer", "judges", "backends", "executor")
@@ -48,10 +49,19 @@ class RunOptions(BaseModel):
     task_timeout: float = Field(900.0, gt=0, description="seconds per agent attempt")
     limit: int | None = Field(None, ge=1, description="run only the first N tasks")
     tasks: list[str] = Field(default_factory=list, description="task-id globs to run")
-    cache_dir: str | None = Field(None, description="cache folder (default ~/.cache/pptarena or $PPTARENA_CACHE)")
+    cache_dir: str | None = Field(
+        None, description="cache folder (default ~/.cache/pptarena or $PPTARENA_CACHE)"
+    )
     epochs: int = Field(1, ge=1, le=100, description="independent attempts per (agent, task)")
-    max_cost: float | None = Field(None, ge=0, description="USD: start no new attempt once the run has spent this much")
-    success_threshold: float = Field(1.0, ge=0, le=1, description="score counted as success for pass@k (rubric judges use their own `success`)")
+    max_cost: float | None = Field(
+        None, ge=0, description="USD: start no new attempt once the run has spent this much"
+    )
+    success_threshold: float = Field(
+        1.0,
+        ge=0,
+        le=1,
+        description="score counted as success for pass@k (rubric judges use their own `success`)",
+    )
     seed: int = Field(0, description="seed of the bootstrap intervals and permutation tests")
     bootstrap: int = Field(2000, ge=0, le=100_000, description="bootstrap resamples per interval")
 
@@ -102,7 +112,14 @@ class RunConfig:
     def components(self) -> list[ComponentConfig]:
         """Every component table, in config order."""
         extra = [self.executor] if self.executor is not None else []
-        return [*(self.datasets or [self.dataset]), *self.agents, self.renderer, *self.judges, *self.backends.values(), *extra]
+        return [
+            *(self.datasets or [self.dataset]),
+            *self.agents,
+            self.renderer,
+            *self.judges,
+            *self.backends.values(),
+            *extra,
+        ]
 
 
 def redact(value: Any, key: str = "") -> Any:
@@ -191,9 +208,9 @@ def model_refs(options: BaseModel) -> dict[str, str]:
         value = getattr(options, name)
         if value is None:
             continue
-        if any(getattr(m, "func", None) is check_model_ref for m in info.metadata) or _annotation_has_model_ref(
-            info.annotation
-        ):
+        if any(
+            getattr(m, "func", None) is check_model_ref for m in info.metadata
+        ) or _annotation_has_model_ref(info.annotation):
             if isinstance(value, str):
                 found[name] = value
             elif isinstance(value, list | tuple):
@@ -207,13 +224,19 @@ def _absolutize_paths(options: BaseModel, base: Path) -> BaseModel:
     for name, info in type(options).model_fields.items():
         value = getattr(options, name)
         if isinstance(value, Path) and _is_path_annotation(info.annotation) and not value.is_absolute():
-            updates[name] = (base / value.expanduser()).resolve() if not str(value).startswith("~") else value.expanduser()
+            updates[name] = (
+                (base / value.expanduser()).resolve()
+                if not str(value).startswith("~")
+                else value.expanduser()
+            )
         elif isinstance(value, Path) and str(value).startswith("~"):
             updates[name] = value.expanduser()
     return options.model_copy(update=updates) if updates else options
 
 
-def _format_validation(exc: ValidationError, prefix: str, options_model: type[BaseModel], raw: dict[str, Any]) -> list[str]:
+def _format_validation(
+    exc: ValidationError, prefix: str, options_model: type[BaseModel], raw: dict[str, Any]
+) -> list[str]:
     out = []
     seen: set[str] = set()
     known = list(options_model.model_fields)
@@ -252,7 +275,9 @@ def _component(
         errors.append(f"{key_path}: expected a table, got {type(table).__name__}")
         return None
     if "use" not in table:
-        errors.append(f"{key_path}.use: missing; choose one of: {', '.join(registry.names(kind)) or '(none)'}")
+        errors.append(
+            f"{key_path}.use: missing; choose one of: {', '.join(registry.names(kind)) or '(none)'}"
+        )
         return None
     use = table["use"]
     if not isinstance(use, str):
@@ -290,7 +315,9 @@ def _table_list(data: dict[str, Any], key: str, default: list[Any], errors: list
     return value
 
 
-def parse_config(data: dict[str, Any], registry: Registry, path: Path, *, require_secrets: bool = True) -> RunConfig:
+def parse_config(
+    data: dict[str, Any], registry: Registry, path: Path, *, require_secrets: bool = True
+) -> RunConfig:
     """Validate an already-parsed TOML document (see :func:`load_config`)."""
     errors: list[str] = list(literal_secret_problems(data))
     missing: list[str] | None = None if require_secrets else []
@@ -299,7 +326,9 @@ def parse_config(data: dict[str, Any], registry: Registry, path: Path, *, requir
         if key not in TOP_LEVEL:
             hint = difflib.get_close_matches(key, TOP_LEVEL, n=1)
             errors.append(
-                f"{key}: unknown table" + (f" (did you mean {hint[0]!r}?)" if hint else "") + f"; valid: {', '.join(TOP_LEVEL)}"
+                f"{key}: unknown table"
+                + (f" (did you mean {hint[0]!r}?)" if hint else "")
+                + f"; valid: {', '.join(TOP_LEVEL)}"
             )
     try:
         run = RunOptions.model_validate(data.get("run", {}))
@@ -312,10 +341,25 @@ def parse_config(data: dict[str, Any], registry: Registry, path: Path, *, requir
     dataset_judges: dict[str, list[str]] = {}
     if "datasets" in data:  # several benchmarks in one run
         if "dataset" in data:
-            errors.append("dataset / datasets: use either one [dataset] table or [[datasets]] tables, not both")
+            errors.append(
+                "dataset / datasets: use either one [dataset] table or [[datasets]] tables, not both"
+            )
         tables = _table_list(data, "datasets", [], errors)
-        datasets = [_component(registry, "datasets", {k: v for k, v in t.items() if k != "judges"}, f"datasets[{i}]",
-                               base, errors, True, missing) if isinstance(t, dict) else None for i, t in enumerate(tables)]
+        datasets = [
+            _component(
+                registry,
+                "datasets",
+                {k: v for k, v in t.items() if k != "judges"},
+                f"datasets[{i}]",
+                base,
+                errors,
+                True,
+                missing,
+            )
+            if isinstance(t, dict)
+            else None
+            for i, t in enumerate(tables)
+        ]
         for i, (t, d) in enumerate(zip(tables, datasets, strict=True)):
             only = t.get("judges") if isinstance(t, dict) else None
             if d is not None and only is not None:
@@ -325,7 +369,9 @@ def parse_config(data: dict[str, Any], registry: Registry, path: Path, *, requir
                     dataset_judges[d.label] = only
         names = [d.label for d in datasets if d is not None]
         for dup in sorted({n for n in names if names.count(n) > 1}):
-            errors.append(f"datasets: label {dup!r} is used twice; give each [[datasets]] table its own `label`")
+            errors.append(
+                f"datasets: label {dup!r} is used twice; give each [[datasets]] table its own `label`"
+            )
         dataset = next((d for d in datasets if d is not None), None)
         if not tables:
             errors.append("datasets: no [[datasets]] table")
@@ -341,15 +387,25 @@ def parse_config(data: dict[str, Any], registry: Registry, path: Path, *, requir
         errors.append(f"agents: no [[agents]] table; installed agents: {', '.join(registry.names('agents'))}")
     key = "agents" if "agents" in data else "agent"
     agents = [
-        _component(registry, "agents", t, f"{key}[{i}]" if key == "agents" else "agent", base, errors, True, missing)
+        _component(
+            registry, "agents", t, f"{key}[{i}]" if key == "agents" else "agent", base, errors, True, missing
+        )
         for i, t in enumerate(agent_tables)
     ]
     renderer = _component(
-        registry, "renderers", data.get("renderer", {"use": "libreoffice"}), "renderer", base, errors, False, missing
+        registry,
+        "renderers",
+        data.get("renderer", {"use": "libreoffice"}),
+        "renderer",
+        base,
+        errors,
+        False,
+        missing,
     )
     judge_tables = _table_list(data, "judges", [], errors)
     judges = [
-        _component(registry, "judges", t, f"judges[{i}]", base, errors, True, missing) for i, t in enumerate(judge_tables)
+        _component(registry, "judges", t, f"judges[{i}]", base, errors, True, missing)
+        for i, t in enumerate(judge_tables)
     ]
 
     backends: dict[str, ComponentConfig] = {}
@@ -370,7 +426,9 @@ def parse_config(data: dict[str, Any], registry: Registry, path: Path, *, requir
     for group in (agents, judges):
         labels = [c.label for c in group if c is not None]
         for dup in sorted({lbl for lbl in labels if labels.count(lbl) > 1}):
-            errors.append(f"label {dup!r} is used twice; give each [[agents]] / [[judges]] table its own `label`")
+            errors.append(
+                f"label {dup!r} is used twice; give each [[agents]] / [[judges]] table its own `label`"
+            )
 
     for comp in [*(datasets or [dataset]), *agents, renderer, *judges]:
         if comp is None:
@@ -384,17 +442,23 @@ def parse_config(data: dict[str, Any], registry: Registry, path: Path, *, requir
             except LookupError as exc:
                 errors.append(f"{comp.key_path}.{field_name} = {ref!r}: " + str(exc).replace("\n", "\n  "))
 
-    executor = _component(registry, "executors", data.get("executor", {"use": "local"}), "executor", base, errors, False)
+    executor = _component(
+        registry, "executors", data.get("executor", {"use": "local"}), "executor", base, errors, False
+    )
     check = getattr(executor.spec.factory, "check_config", None) if executor is not None else None
     if executor is not None and callable(check):
-        errors.extend(f"executor.{e}" for e in check(executor.options, [a.label for a in agents if a is not None]))
+        errors.extend(
+            f"executor.{e}" for e in check(executor.options, [a.label for a in agents if a is not None])
+        )
 
     judge_labels = [j.label for j in judges if j is not None]
     for name, only in dataset_judges.items():
         for label in only:
             if label not in judge_labels:
-                errors.append(f"datasets ({name}).judges: no [[judges]] table is labelled {label!r} "
-                              f"(labels: {', '.join(judge_labels)})")
+                errors.append(
+                    f"datasets ({name}).judges: no [[judges]] table is labelled {label!r} "
+                    f"(labels: {', '.join(judge_labels)})"
+                )
     if errors:
         raise ConfigError(f"invalid config {path}:\n- " + "\n- ".join(errors))
     assert dataset is not None and renderer is not None

@@ -128,7 +128,9 @@ def pack_task_folder(task_dir: Path) -> bytes:
             tar.add(path, arcname=path.relative_to(task_dir).as_posix(), recursive=False)
     data = buf.getvalue()
     if len(data) > MAX_TASK_ARCHIVE_BYTES:
-        raise ExecutorError(f"task folder {task_dir} is larger than {MAX_TASK_ARCHIVE_BYTES} bytes compressed")
+        raise ExecutorError(
+            f"task folder {task_dir} is larger than {MAX_TASK_ARCHIVE_BYTES} bytes compressed"
+        )
     return data
 
 
@@ -161,7 +163,9 @@ def unpack_task_folder(data: bytes, dest: Path) -> None:
             elif member.isfile():
                 total += member.size
                 if total > MAX_TASK_FOLDER_BYTES:
-                    raise ExecutorError(f"task archive for {dest} unpacks to more than {MAX_TASK_FOLDER_BYTES} bytes")
+                    raise ExecutorError(
+                        f"task archive for {dest} unpacks to more than {MAX_TASK_FOLDER_BYTES} bytes"
+                    )
                 target.parent.mkdir(parents=True, exist_ok=True)
                 src = tar.extractfile(member)
                 assert src is not None

@@ -107,12 +107,21 @@ def recorded_ids(manifest: dict[str, Any], rows: Iterable[dict[str, Any]]) -> di
 def _what_changed(old: dict[str, Any] | None, new: dict[str, Any]) -> str:
     if not old:
         return "recorded verdicts carry another fingerprint"
-    keys = [k for k in ("component", "version", "models", "options", "backend_sampling", "prompts_sha") if old.get(k) != new.get(k)]
+    keys = [
+        k
+        for k in ("component", "version", "models", "options", "backend_sampling", "prompts_sha")
+        if old.get(k) != new.get(k)
+    ]
     return "differs in " + (", ".join(keys) or "id")
 
 
-def check_fingerprints(current: dict[str, dict[str, Any]], manifest: dict[str, Any], rows: Iterable[dict[str, Any]],
-                       where: str, remedy: str) -> None:
+def check_fingerprints(
+    current: dict[str, dict[str, Any]],
+    manifest: dict[str, Any],
+    rows: Iterable[dict[str, Any]],
+    where: str,
+    remedy: str,
+) -> None:
     """Raise :class:`JudgeChangedError` when a label's recorded fingerprint differs from ``current``."""
     recorded = recorded_ids(manifest, rows)
     problems = []
@@ -120,9 +129,13 @@ def check_fingerprints(current: dict[str, dict[str, Any]], manifest: dict[str, A
         ids = recorded.get(label, set()) - {fp["id"]}
         if ids:
             old = (manifest.get("judge_fingerprints") or {}).get(label)
-            problems.append(f"judge {label!r} ({_what_changed(old, fp)}: {', '.join(sorted(ids))} -> {fp['id']})")
+            problems.append(
+                f"judge {label!r} ({_what_changed(old, fp)}: {', '.join(sorted(ids))} -> {fp['id']})"
+            )
     if problems:
         raise JudgeChangedError(
-            f"{where} holds verdicts of another version of " + "; ".join(problems)
-            + ". Mixing them would compare two different judges. " + remedy
+            f"{where} holds verdicts of another version of "
+            + "; ".join(problems)
+            + ". Mixing them would compare two different judges. "
+            + remedy
         )

@@ -17,9 +17,14 @@ from pptarena.run.records import JudgeOutcome
 from pptarena.types import InfraError, JudgeError, Prediction, Status, Task, Verdict
 
 
-def judge_prediction(task: Task, prediction: Prediction, judges: list[tuple[Any, Any]], task_dir: Path,
-                     components: Any,
-                     pair_dir: Path | None = None) -> JudgeOutcome:
+def judge_prediction(
+    task: Task,
+    prediction: Prediction,
+    judges: list[tuple[Any, Any]],
+    task_dir: Path,
+    components: Any,
+    pair_dir: Path | None = None,
+) -> JudgeOutcome:
     """Run ``judges`` (pairs of component config and judge instance) on one prediction.
 
     Judges write their evidence under ``task_dir``; ``pair_dir`` is the pair's folder in the
@@ -69,8 +74,12 @@ def judge_prediction(task: Task, prediction: Prediction, judges: list[tuple[Any,
             if kind == Status.INFRA_ERROR or status == Status.SCORED:
                 status = kind
             errors.append(f"judge {comp.label}: {type(exc).__name__}: {exc}")
-            verdicts[comp.label] = {"error": f"{type(exc).__name__}: {exc}", "status": kind, "traceback": traceback.format_exc(limit=20),
-                                    "fingerprint": fid}
+            verdicts[comp.label] = {
+                "error": f"{type(exc).__name__}: {exc}",
+                "status": kind,
+                "traceback": traceback.format_exc(limit=20),
+                "fingerprint": fid,
+            }
         verdicts[comp.label]["cost"] = clients_cost(evidence.clients[first_client:])
     usage = add_counts({}, sum_usage(c.usage for c in evidence.clients).as_dict(), prefix="judge_")
     return JudgeOutcome(status, scores, errors, verdicts, usage)

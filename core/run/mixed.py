@@ -15,8 +15,9 @@ from typing import Any
 from pptarena.types import Task
 
 
-def label_tasks(sources: Iterable[tuple[str, Iterable[Task]]],
-                judges: dict[str, list[str]] | None = None) -> list[Task]:
+def label_tasks(
+    sources: Iterable[tuple[str, Iterable[Task]]], judges: dict[str, list[str]] | None = None
+) -> list[Task]:
     """Prefix every task id with its dataset's label and record the label in the metadata.
 
     ``judges`` maps a dataset label to the judge labels its tasks get (``metadata["judges"]``;
@@ -28,7 +29,9 @@ def label_tasks(sources: Iterable[tuple[str, Iterable[Task]]],
         if judges and label in judges:
             extra["judges"] = list(judges[label])
         for task in tasks:
-            out.append(dataclasses.replace(task, id=f"{label}/{task.id}", metadata={**task.metadata, **extra}))
+            out.append(
+                dataclasses.replace(task, id=f"{label}/{task.id}", metadata={**task.metadata, **extra})
+            )
     return out
 
 

@@ -17,7 +17,9 @@ class Progress:
     output is piped or in CI it prints one plain line per result.
     """
 
-    def __init__(self, total: int, *, stream: TextIO | None = None, live: bool | None = None, quiet: bool = False):
+    def __init__(
+        self, total: int, *, stream: TextIO | None = None, live: bool | None = None, quiet: bool = False
+    ):
         self.total = total
         self.stream = stream or sys.stderr
         self.quiet = quiet
@@ -64,7 +66,9 @@ class Progress:
                 self._progress.update(self._task_id, advance=1, counts=self._counts_text())
             elif not self.quiet:
                 scores = " ".join(
-                    f"{j}={v['score']:.2f}" for j, v in sorted((row.get("scores") or {}).items()) if "score" in v
+                    f"{j}={v['score']:.2f}"
+                    for j, v in sorted((row.get("scores") or {}).items())
+                    if "score" in v
                 )
                 err = f" ({row['error'][:120]})" if row.get("error") else ""
                 print(

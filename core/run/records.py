@@ -13,8 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from pptarena.types import Status
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+
+from pptarena.types import Status
 
 RESULTS_SCHEMA = 1
 """The version of the result-line shape, written in every line as ``schema_version``."""
@@ -38,8 +39,9 @@ class JudgeScore(BaseModel):
 
     score: FiniteFloat = None
     metrics: dict[str, Any] = Field(default_factory=dict)
-    fingerprint: str | None = Field(None, max_length=64, description="the judge's fingerprint id (pptarena.run.fingerprint)")
-
+    fingerprint: str | None = Field(
+        None, max_length=64, description="the judge's fingerprint id (pptarena.run.fingerprint)"
+    )
 
 
 class ResultRow(BaseModel):
@@ -56,10 +58,18 @@ class ResultRow(BaseModel):
     duration_s: FiniteFloat = Field(None, ge=0)
     usage: dict[str, Any] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
-    epoch: int = Field(1, ge=1, le=1000, description="the attempt number (``[run] epochs``); 1 for lines from before epochs")
-    reused_from_epoch: int | None = Field(None, ge=1, description="a deterministic agent's line copied from this epoch")
-    cost: dict[str, Any] | None = Field(None, description="USD: agent, judges and total (pptarena.models.pricing.pair_cost)")
-    isolation: str | None = None  # what untrusted code ran in: bwrap, unshare, rlimits or none (docs/security.md)
+    epoch: int = Field(
+        1, ge=1, le=1000, description="the attempt number (``[run] epochs``); 1 for lines from before epochs"
+    )
+    reused_from_epoch: int | None = Field(
+        None, ge=1, description="a deterministic agent's line copied from this epoch"
+    )
+    cost: dict[str, Any] | None = Field(
+        None, description="USD: agent, judges and total (pptarena.models.pricing.pair_cost)"
+    )
+    isolation: str | None = (
+        None  # what untrusted code ran in: bwrap, unshare, rlimits or none (docs/security.md)
+    )
     #: multi-turn sessions only (see pptarena.run.sessions): one entry per turn run, in order,
     #: with ``turn``, ``status``, ``scores``, ``error`` and ``prediction``
     turns: list[dict[str, Any]] | None = None
@@ -68,9 +78,10 @@ class ResultRow(BaseModel):
     @classmethod
     def _known_schema(cls, value: int) -> int:
         if value > RESULTS_SCHEMA:
-            raise ValueError(f"written by a newer pptarena (result schema {value}; this one reads {RESULTS_SCHEMA})")
+            raise ValueError(
+                f"written by a newer pptarena (result schema {value}; this one reads {RESULTS_SCHEMA})"
+            )
         return value
-
 
     def to_json(self) -> dict[str, Any]:
         """The row as the JSON object written to ``results.jsonl``."""

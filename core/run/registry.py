@@ -31,14 +31,21 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import pluggy
+from pydantic import BaseModel
+
 from pptarena import hookspecs
 from pptarena.types import KINDS, ComponentContext, Options, PptArenaError
-from pydantic import BaseModel
 
 GROUP = "pptarena"
 OWN_DISTRIBUTION = "pptarena"
-SINGULAR = {"datasets": "dataset", "agents": "agent", "renderers": "renderer", "judges": "judge", "backends": "backend",
-            "executors": "executor"}
+SINGULAR = {
+    "datasets": "dataset",
+    "agents": "agent",
+    "renderers": "renderer",
+    "judges": "judge",
+    "backends": "backend",
+    "executors": "executor",
+}
 
 
 class PluginLoadError(PptArenaError):
@@ -253,7 +260,9 @@ class Registry:
         if self.pm.has_plugin(info.name):
             self.pm.unregister(name=info.name)
         if strict:
-            raise PluginLoadError(f"plugin {info.name!r} ({info.distribution or '?'}) failed to load: {detail}") from exc
+            raise PluginLoadError(
+                f"plugin {info.name!r} ({info.distribution or '?'}) failed to load: {detail}"
+            ) from exc
 
     def unregister_plugin(self, name: str) -> None:
         """Remove a plugin and its components (the inverse of :meth:`register_plugin`)."""
@@ -306,10 +315,14 @@ class Registry:
             lines.append(
                 f"Not available (plugin may not be installed or failed to load): {', '.join(broken)}; see `arena plugins`."
             )
-        lines.append(f"{kind.capitalize()} come from plugins; third-party ones install with `pip install <package>`.")
+        lines.append(
+            f"{kind.capitalize()} come from plugins; third-party ones install with `pip install <package>`."
+        )
         return "\n".join(lines)
 
-    def create(self, kind: str, name: str, options: BaseModel | dict[str, Any], context: ComponentContext) -> Any:
+    def create(
+        self, kind: str, name: str, options: BaseModel | dict[str, Any], context: ComponentContext
+    ) -> Any:
         """Build a component from validated options (or a raw dict, validated here)."""
         spec = self.get(kind, name)
         if isinstance(options, dict):
@@ -350,7 +363,9 @@ def load_registry(
     blocked = set(block) if block is not None else (_env_list("PPTARENA_BLOCK_PLUGINS") or set())
     eps = list(entry_points) if entry_points is not None else list(md.entry_points(group=GROUP))
     if not eps:
-        raise PluginLoadError("pptarena is not installed (no 'pptarena' entry points found); run `pip install -e .`")
+        raise PluginLoadError(
+            "pptarena is not installed (no 'pptarena' entry points found); run `pip install -e .`"
+        )
     registry = Registry()
     seen: set[str] = set()
     for ep in sorted(eps, key=lambda e: e.name):

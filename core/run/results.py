@@ -66,7 +66,9 @@ def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON to ``path`` via a temporary file and rename (never a half-written file)."""
     from pptarena.redact import redact_obj, redact_text
 
-    text = redact_text(json.dumps(redact_obj(data), indent=2, ensure_ascii=False, default=str))  # never a secret
+    text = redact_text(
+        json.dumps(redact_obj(data), indent=2, ensure_ascii=False, default=str)
+    )  # never a secret
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
     tmp.write_text(text + "\n", encoding="utf-8")
     os.replace(tmp, path)
@@ -111,7 +113,9 @@ class ResultsStore:
 
         checked = parse_row(json.loads(json.dumps(row, default=str)))  # raises ValueError on a wrong shape
         line = json.dumps({**row, "schema_version": checked.schema_version}, ensure_ascii=False, default=str)
-        line = redact_text(json.dumps(redact_obj(json.loads(line)), ensure_ascii=False)) + "\n"  # never a secret
+        line = (
+            redact_text(json.dumps(redact_obj(json.loads(line)), ensure_ascii=False)) + "\n"
+        )  # never a secret
         with self._lock, self.path.open("a", encoding="utf-8") as fh:
             fh.write(line)
             fh.flush()
@@ -141,11 +145,17 @@ def summarize_results(
 
     def _judge_block(rows: list[dict[str, Any]], judges: list[str], total: int) -> dict[str, Any]:
         return {j: judge_block(rows, j, opts) for j in judges}
+
     agents: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         agents[r["agent"]].append(r)
     judges = sorted({j for r in rows for j in (r.get("scores") or {})})
-    summary: dict[str, Any] = {"schema_version": SCHEMA_VERSION, "judges": judges, "statistics": opts.to_json(), "agents": {}}
+    summary: dict[str, Any] = {
+        "schema_version": SCHEMA_VERSION,
+        "judges": judges,
+        "statistics": opts.to_json(),
+        "agents": {},
+    }
     for agent, arows in sorted(agents.items()):
         counts = {s: sum(1 for r in arows if r.get("status") == s) for s in STATUSES}
         usage: dict[str, int] = defaultdict(int)

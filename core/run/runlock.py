@@ -42,7 +42,9 @@ class RunLock:
 
         try:
             self.path.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC, 0o644)
+            fd = os.open(
+                self.path, os.O_RDWR | os.O_CREAT | getattr(os, "O_NOFOLLOW", 0) | os.O_CLOEXEC, 0o644
+            )
         except OSError as exc:
             raise PptArenaError(
                 f"cannot write the run folder {self.path.parent}: {exc.strerror or exc}. "
@@ -62,7 +64,11 @@ class RunLock:
                 f"{self.path.parent} is in use by {who}. Wait for it to finish, stop it, or use another --out."
             ) from None
         os.ftruncate(fd, 0)
-        info = {"pid": os.getpid(), "host": socket.gethostname(), "started": datetime.now(UTC).isoformat(timespec="seconds")}
+        info = {
+            "pid": os.getpid(),
+            "host": socket.gethostname(),
+            "started": datetime.now(UTC).isoformat(timespec="seconds"),
+        }
         os.write(fd, json.dumps(info).encode())
         self._fd = fd
 

@@ -120,7 +120,10 @@ def _without_pricing(key: str, table: Any) -> Any:
     """Backend tables minus ``pricing`` (prices change what a run cost, never its results)."""
     if key != "backends" or not isinstance(table, dict):
         return table
-    return {k: {o: v for o, v in t.items() if o != "pricing"} if isinstance(t, dict) else t for k, t in table.items()}
+    return {
+        k: {o: v for o, v in t.items() if o != "pricing"} if isinstance(t, dict) else t
+        for k, t in table.items()
+    }
 
 
 def resume_conflicts(previous: dict[str, Any], current: dict[str, Any]) -> list[str]:
@@ -339,7 +342,11 @@ class Runner:
                 with self._procs_lock:
                     self._procs = {p for p in self._procs if p.poll() is None}
         if timed_out:
-            return {"ok": False, "status": Status.TIMEOUT, "error": f"agent exceeded task_timeout={self.config.run.task_timeout:g}s and was stopped"}
+            return {
+                "ok": False,
+                "status": Status.TIMEOUT,
+                "error": f"agent exceeded task_timeout={self.config.run.task_timeout:g}s and was stopped",
+            }
         if self._stop.is_set():
             return {"ok": False, "status": "interrupted", "error": "interrupted"}
         from pptarena.redact import redact_file
@@ -347,7 +354,11 @@ class Runner:
         redact_file(stderr_path)
         if not result_path.exists():
             tail = stderr_path.read_text(errors="replace")[-2000:]
-            return {"ok": False, "status": Status.AGENT_ERROR, "error": f"agent worker exited with code {returncode} without a result: {tail}"}
+            return {
+                "ok": False,
+                "status": Status.AGENT_ERROR,
+                "error": f"agent worker exited with code {returncode} without a result: {tail}",
+            }
         outcome = json.loads(result_path.read_text())
         if outcome.get("ok"):
             outcome["prediction"] = prediction_from_json(outcome["prediction"])
@@ -366,16 +377,21 @@ class Runner:
             return f"the prediction is not a valid deck: {exc}"
         from pptarena.run.blame import deck_problem
 
-        problem = deck_problem(Path(pred.path))  # the loader the judges use: its rejection is the agent's fault
+        problem = deck_problem(
+            Path(pred.path)
+        )  # the loader the judges use: its rejection is the agent's fault
         return None if problem is None else f"the prediction is not a valid deck: {problem}"
 
-    def _judge(self, task: Task, pred: Prediction, ws: Workspace, judges: list | None = None
-               ) -> tuple[str, dict[str, Any], list[str], dict[str, Any]]:
+    def _judge(
+        self, task: Task, pred: Prediction, ws: Workspace, judges: list | None = None
+    ) -> tuple[str, dict[str, Any], list[str], dict[str, Any]]:
         judges = self.judges() if judges is None else judges
         out = judge_prediction(task, pred, judges, ws.dir, self.components)
         return out.status, out.scores, out.errors, {"verdicts": out.verdicts, "judge_usage": out.usage}
 
-    def _normalize_references(self, agent: ComponentConfig, task: Task, ws: Workspace, row: dict[str, Any]) -> bool:
+    def _normalize_references(
+        self, agent: ComponentConfig, task: Task, ws: Workspace, row: dict[str, Any]
+    ) -> bool:
         """Store the task's decks as the agent's tool re-saves them (see :mod:`pptarena.run.references`).
 
         Returns False (and records an infra_error in ``row``) when that fails.
@@ -429,7 +445,9 @@ class Runner:
         finally:  # not reached when the whole run dies: the ledger then counts a crash
             self.ledger.end(agent.label, key)
 
-    def _crashed_pairs(self, pending: list[tuple[ComponentConfig, Task, int]]) -> list[tuple[ComponentConfig, Task, int]]:
+    def _crashed_pairs(
+        self, pending: list[tuple[ComponentConfig, Task, int]]
+    ) -> list[tuple[ComponentConfig, Task, int]]:
         """Record attempts that were running when the run died ``MAX_CRASHES`` times as failed; return the rest."""
         crashes = self.ledger.crashes(self.store.done())
         keep = []
@@ -439,9 +457,12 @@ class Runner:
                 keep.append((agent, task, epoch))
                 continue
             row = self._new_row(agent, task, {}, epoch)
-            row.update(status="infra_error", isolation=self.isolation,
-                       error=f"this pair was running when the run died {n} times; it is not run again "
-                             "(arena run --retry-errors tries it once more)")
+            row.update(
+                status="infra_error",
+                isolation=self.isolation,
+                error=f"this pair was running when the run died {n} times; it is not run again "
+                "(arena run --retry-errors tries it once more)",
+            )
             self.store.append(row)
             self.ledger.end(agent.label, _ledger_key(task.id, epoch))
         return keep
@@ -469,7 +490,11 @@ class Runner:
             return failed
         in_process = bool(getattr(agent.spec.factory, "in_process", False))
         try:
-            launch = self._run_agent_in_process if in_process else (self.agent_launcher or self._run_agent_in_worker)
+            launch = (
+                self._run_agent_in_process
+                if in_process
+                else (self.agent_launcher or self._run_agent_in_worker)
+            )
             outcome = launch(agent, task, ws)
         except Exception as exc:  # noqa: BLE001 - starting the worker failed: the harness's fault
             outcome = {"ok": False, "status": Status.INFRA_ERROR, "error": f"could not run the agent: {exc}"}
@@ -491,8 +516,14 @@ class Runner:
             if problem:
                 row["status"] = Status.AGENT_ERROR
                 row["error"] = problem
-                if pred.path is not None and Path(pred.path).is_file():  # an unreadable deck: some judges still grade it
-                    lenient = [(c, j) for c, j in self.judges() if getattr(j, "grades_invalid_decks", lambda t: False)(task)]
+                if (
+                    pred.path is not None and Path(pred.path).is_file()
+                ):  # an unreadable deck: some judges still grade it
+                    lenient = [
+                        (c, j)
+                        for c, j in self.judges()
+                        if getattr(j, "grades_invalid_decks", lambda t: False)(task)
+                    ]
                     if lenient:
                         _status, row["scores"], _errors, details = self._judge(task, pred, ws, lenient)
                         add_counts(row["usage"], details.get("judge_usage", {}))
@@ -506,11 +537,17 @@ class Runner:
             row["prediction"] = _relative_to(pred.path, self.run_dir)
         row["duration_s"] = round(time.monotonic() - t0, 3)
         agent_cost = outcome.get("model_cost")
-        if agent_cost is None and not in_process:  # the worker was killed or crashed before reporting its calls
+        if (
+            agent_cost is None and not in_process
+        ):  # the worker was killed or crashed before reporting its calls
             agent_cost = {"usd": None, "known_usd": 0.0, "unpriced_models": ["(agent calls not reported)"]}
-        row["cost"] = pair_cost(agent_cost, {k: v.get("cost") for k, v in details.get("verdicts", {}).items()})
+        row["cost"] = pair_cost(
+            agent_cost, {k: v.get("cost") for k, v in details.get("verdicts", {}).items()}
+        )
         pred_meta = outcome["prediction"].metadata if outcome.get("ok") else {}
-        row["isolation"] = pred_meta.get("isolation") or self.isolation  # e.g. a command agent run unsandboxed
+        row["isolation"] = (
+            pred_meta.get("isolation") or self.isolation
+        )  # e.g. a command agent run unsandboxed
         from pptarena.redact import redact_tree
 
         redact_tree(ws.dir)  # files plugins wrote themselves (programs, transcripts) hold no secret either
@@ -540,12 +577,21 @@ class Runner:
         tasks = select_tasks(load_tasks(self.components), self.task_globs, self.limit)
         self._check_resume()
         self._check_judges()
-        skipped = {(a.label, t.id): why for a in self.config.agents for t in tasks
-                   if (why := unmet_requirements(a.spec.factory, t))}
+        skipped = {
+            (a.label, t.id): why
+            for a in self.config.agents
+            for t in tasks
+            if (why := unmet_requirements(a.spec.factory, t))
+        }
         self._write_manifest(tasks, skipped)
         done = self.store.done_attempts(self.retry_statuses)
-        plan = [(a, t, e) for e in range(1, self.epochs + 1) for a in self.config.agents for t in tasks
-                if (e == 1 or not is_deterministic(a.spec.factory)) and (a.label, t.id) not in skipped]
+        plan = [
+            (a, t, e)
+            for e in range(1, self.epochs + 1)
+            for a in self.config.agents
+            for t in tasks
+            if (e == 1 or not is_deterministic(a.spec.factory)) and (a.label, t.id) not in skipped
+        ]
         pending = [(a, t, e) for a, t, e in plan if (a.label, t.id, e) not in done]
         if not self.retry_statuses:
             pending = self._crashed_pairs(pending)
@@ -597,7 +643,9 @@ class Runner:
                 for copy in reused_rows(self.store.read(), agent.label, self.epochs):
                     self.store.append(copy)
         run = self.config.run
-        summary = summarize_results(self.store.read(), opts=StatsOptions(run.success_threshold, run.bootstrap, run.seed))
+        summary = summarize_results(
+            self.store.read(), opts=StatsOptions(run.success_threshold, run.bootstrap, run.seed)
+        )
         if self.max_cost is not None:
             summary["budget"] = self.budget.to_json()
         write_json_atomic(RunDir(self.run_dir).summary, summary)
@@ -609,9 +657,14 @@ class Runner:
         """Refuse to add verdicts of a changed judge under a label that already has verdicts."""
         path = RunDir(self.run_dir).manifest
         manifest = json.loads(path.read_text()) if path.exists() else {}
-        self.judge_fingerprints = {c.label: cached_fingerprint(c, j, self.config.backends) for c, j in self.judges()}
+        self.judge_fingerprints = {
+            c.label: cached_fingerprint(c, j, self.config.backends) for c, j in self.judges()
+        }
         check_fingerprints(
-            self.judge_fingerprints, manifest, self.store.read(), str(self.run_dir),
+            self.judge_fingerprints,
+            manifest,
+            self.store.read(),
+            str(self.run_dir),
             "Give the changed judge a new `label`, start a new run (--new or another --out), or re-judge the recorded "
             f"predictions with `arena rescore {self.run_dir} --config {self.config.path} --out NEW_NAME`.",
         )

@@ -33,8 +33,13 @@ def turn_task(session: Task, index: int, original: Path, history: list[dict[str,
     """The single-turn task for turn ``index`` of ``session``, starting from ``original``."""
     turn = session.metadata["turns"][index]
     base = {k: v for k, v in session.metadata.items() if k != "turns"}
-    metadata = {**base, **(turn.get("metadata") or {}), "turn": index, "turn_history": list(history),
-                "session_id": session.id}
+    metadata = {
+        **base,
+        **(turn.get("metadata") or {}),
+        "turn": index,
+        "turn_history": list(history),
+        "session_id": session.id,
+    }
     return Task(
         id=f"{session.id}--turn-{index}",
         instruction=str(turn["instruction"]),
@@ -53,8 +58,12 @@ def session_scores(turn_rows: list[dict[str, Any]]) -> dict[str, Any]:
         values = [float(row["scores"][name]["score"]) for row in turn_rows if name in row["scores"]]
         scores[name] = {
             "score": min(values),
-            "metrics": {"turns": len(values), "turns_passed": sum(1 for v in values if v >= 1.0),
-                        "final_turn_score": values[-1], "turn_scores": values},
+            "metrics": {
+                "turns": len(values),
+                "turns_passed": sum(1 for v in values if v >= 1.0),
+                "final_turn_score": values[-1],
+                "turn_scores": values,
+            },
         }
     return scores
 
@@ -89,8 +98,14 @@ def run_session(runner: Any, agent: Any, session: Task, epoch: int = 1) -> dict[
     return row
 
 
-def _run_turn(runner: Any, agent: Any, task: Task, in_process: bool, row: dict[str, Any],
-              turn_rows: list[dict[str, Any]]) -> tuple[str, str] | bool | None:
+def _run_turn(
+    runner: Any,
+    agent: Any,
+    task: Task,
+    in_process: bool,
+    row: dict[str, Any],
+    turn_rows: list[dict[str, Any]],
+) -> tuple[str, str] | bool | None:
     """Run and judge one turn. False = fine; (status, error) = the session stops; None = interrupted."""
     from pptarena.models.messages import add_counts
     from pptarena.run.results import write_json_atomic
@@ -101,7 +116,11 @@ def _run_turn(runner: Any, agent: Any, task: Task, in_process: bool, row: dict[s
     except OSError as exc:
         return (Status.INFRA_ERROR, f"could not prepare the workspace: {exc}")
     try:
-        launch = runner._run_agent_in_process if in_process else (runner.agent_launcher or runner._run_agent_in_worker)
+        launch = (
+            runner._run_agent_in_process
+            if in_process
+            else (runner.agent_launcher or runner._run_agent_in_worker)
+        )
         outcome = launch(agent, task, ws)
     except Exception as exc:  # noqa: BLE001 - starting the worker failed: the harness's fault
         outcome = {"ok": False, "status": Status.INFRA_ERROR, "error": f"could not run the agent: {exc}"}
@@ -122,10 +141,18 @@ def _run_turn(runner: Any, agent: Any, task: Task, in_process: bool, row: dict[s
     add_counts(row["usage"], details.get("judge_usage", {}))
     write_json_atomic(ws.dir / VERDICTS, {"status": status, "error": "; ".join(errors) or None, **details})
     where = Path(pred.path).resolve()  # type: ignore[arg-type]
-    turn_rows.append({"turn": task.metadata["turn"], "status": status, "scores": scores,
-                      "error": "; ".join(errors) or None, "prediction_path": str(where),
-                      "prediction": str(where.relative_to(runner.run_dir))
-                      if where.is_relative_to(runner.run_dir) else str(where)})
+    turn_rows.append(
+        {
+            "turn": task.metadata["turn"],
+            "status": status,
+            "scores": scores,
+            "error": "; ".join(errors) or None,
+            "prediction_path": str(where),
+            "prediction": str(where.relative_to(runner.run_dir))
+            if where.is_relative_to(runner.run_dir)
+            else str(where),
+        }
+    )
     if status != Status.SCORED:
         return (status, "; ".join(errors))
     return False

@@ -99,8 +99,9 @@ def pass_hat_k(n: int, c: int, k: int) -> float:
     return _comb(c, k) / _comb(n, k)
 
 
-def bootstrap_mean_ci(values: Sequence[float], *, n_boot: int = DEFAULT_N_BOOT, seed: int = DEFAULT_SEED,
-                      level: float = 0.95) -> list[float] | None:
+def bootstrap_mean_ci(
+    values: Sequence[float], *, n_boot: int = DEFAULT_N_BOOT, seed: int = DEFAULT_SEED, level: float = 0.95
+) -> list[float] | None:
     """Percentile bootstrap interval of the mean of per-task values (None with fewer than 2 tasks).
 
     Resampling the per-task values (each already a mean over the task's epochs) is the cluster
@@ -122,7 +123,9 @@ def bootstrap_mean_ci(values: Sequence[float], *, n_boot: int = DEFAULT_N_BOOT, 
     return [round(float(lo), 4), round(float(hi), 4)]
 
 
-def paired_permutation_p(diffs: Sequence[float], *, n_perm: int = DEFAULT_N_PERM, seed: int = DEFAULT_SEED) -> float | None:
+def paired_permutation_p(
+    diffs: Sequence[float], *, n_perm: int = DEFAULT_N_PERM, seed: int = DEFAULT_SEED
+) -> float | None:
     """Two-sided p-value of a paired sign-flip permutation test of mean(diffs) = 0.
 
     Exact (all 2^n sign patterns) for n <= EXACT_MAX_N, else Monte Carlo with ``n_perm`` seeded flips.
@@ -148,8 +151,9 @@ def paired_permutation_p(diffs: Sequence[float], *, n_perm: int = DEFAULT_N_PERM
     return (1 + hits) / (1 + n_perm)
 
 
-def paired_comparison(a: dict[str, float], b: dict[str, float], *, n_boot: int = DEFAULT_N_BOOT,
-                      seed: int = DEFAULT_SEED) -> dict[str, Any]:
+def paired_comparison(
+    a: dict[str, float], b: dict[str, float], *, n_boot: int = DEFAULT_N_BOOT, seed: int = DEFAULT_SEED
+) -> dict[str, Any]:
     """A vs B on their common tasks: n, mean difference (A - B), its 95% interval and the paired p-value."""
     common = sorted(set(a) & set(b))
     diffs = [a[t] - b[t] for t in common]
@@ -163,8 +167,14 @@ def paired_comparison(a: dict[str, float], b: dict[str, float], *, n_boot: int =
     }
 
 
-def epoch_block(rows: list[dict[str, Any]], judge: str, threshold: float, *, n_boot: int = DEFAULT_N_BOOT,
-                seed: int = DEFAULT_SEED) -> dict[str, Any]:
+def epoch_block(
+    rows: list[dict[str, Any]],
+    judge: str,
+    threshold: float,
+    *,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = DEFAULT_SEED,
+) -> dict[str, Any]:
     """The epoch figures of one agent and judge: k, pass@k and pass^k for k = 1..K (with intervals),
     consistency and the mean per-task score standard deviation."""
     groups = by_task(rows)
@@ -175,10 +185,16 @@ def epoch_block(rows: list[dict[str, Any]], judge: str, threshold: float, *, n_b
         eligible = [(n, c) for n, c in counts.values() if n >= k]
         at = [pass_at_k(n, c, k) for n, c in eligible]
         hat = [pass_hat_k(n, c, k) for n, c in eligible]
-        out["pass_at_k"][str(k)] = {"value": round(fmean(at), 4), "ci95": bootstrap_mean_ci(at, n_boot=n_boot, seed=seed),
-                                    "tasks": len(eligible)}
-        out["pass_hat_k"][str(k)] = {"value": round(fmean(hat), 4), "ci95": bootstrap_mean_ci(hat, n_boot=n_boot, seed=seed),
-                                     "tasks": len(eligible)}
+        out["pass_at_k"][str(k)] = {
+            "value": round(fmean(at), 4),
+            "ci95": bootstrap_mean_ci(at, n_boot=n_boot, seed=seed),
+            "tasks": len(eligible),
+        }
+        out["pass_hat_k"][str(k)] = {
+            "value": round(fmean(hat), 4),
+            "ci95": bootstrap_mean_ci(hat, n_boot=n_boot, seed=seed),
+            "tasks": len(eligible),
+        }
     multi = [(n, c) for n, c in counts.values() if n > 1]
     out["consistency"] = round(sum(1 for n, c in multi if c in (0, n)) / len(multi), 4) if multi else None
     sds = [statistics.pstdev([row_score(r, judge) or 0.0 for r in g]) for g in groups.values() if len(g) > 1]
@@ -186,13 +202,17 @@ def epoch_block(rows: list[dict[str, Any]], judge: str, threshold: float, *, n_b
     return out
 
 
-def pairwise_matrix(task_scores: dict[str, dict[str, float]], *, n_boot: int = DEFAULT_N_BOOT,
-                    seed: int = DEFAULT_SEED) -> dict[str, dict[str, Any]]:
+def pairwise_matrix(
+    task_scores: dict[str, dict[str, float]], *, n_boot: int = DEFAULT_N_BOOT, seed: int = DEFAULT_SEED
+) -> dict[str, dict[str, Any]]:
     """``{"A|B": paired_comparison(A, B)}`` for every ordered pair of agents (A listed before B)."""
     names = list(task_scores)
     out: dict[str, dict[str, Any]] = {}
     for i, x in enumerate(names):
-        for y in names[i + 1:]:
-            out[f"{x}|{y}"] = {"a": x, "b": y, **paired_comparison(task_scores[x], task_scores[y], n_boot=n_boot, seed=seed)}
+        for y in names[i + 1 :]:
+            out[f"{x}|{y}"] = {
+                "a": x,
+                "b": y,
+                **paired_comparison(task_scores[x], task_scores[y], n_boot=n_boot, seed=seed),
+            }
     return out
-

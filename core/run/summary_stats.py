@@ -38,10 +38,14 @@ class StatsOptions:
         """The record kept in summary.json."""
         return {
             "success_threshold": self.success_threshold,
-            "bootstrap": {"n_boot": self.n_boot, "seed": self.seed, "level": 0.95,
-                          "method": "percentile; resamples tasks with replacement, all epochs of a task together"},
+            "bootstrap": {
+                "n_boot": self.n_boot,
+                "seed": self.seed,
+                "level": 0.95,
+                "method": "percentile; resamples tasks with replacement, all epochs of a task together",
+            },
             "paired_test": "two-sided paired sign-flip permutation test on the mean per-task difference "
-                           "(exact up to 16 tasks, else 20000 seeded random flips)",
+            "(exact up to 16 tasks, else 20000 seeded random flips)",
             "pass_at_k": "unbiased estimator 1 - C(n-c,k)/C(n,k) per task, averaged over tasks with n >= k",
             "pass_hat_k": "C(c,k)/C(n,k) per task, averaged over tasks with n >= k",
         }
@@ -99,7 +103,9 @@ def judge_block(rows: list[dict[str, Any]], judge: str, opts: StatsOptions) -> d
             for k, v in m.items():
                 if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
                     per[k].append(float(v))
-                elif isinstance(v, str):  # e.g. the rubric judge's "semantics": how many scores each value produced
+                elif isinstance(
+                    v, str
+                ):  # e.g. the rubric judge's "semantics": how many scores each value produced
                     labels[k][v] += 1
         for k, v in per.items():
             metric_tasks[k].append(fmean(v))

@@ -20,11 +20,15 @@ def load_tasks(components: Components) -> list[Task]:
     """Build the dataset(s) and list the tasks (ids must be unique); see :func:`pptarena.run.mixed.label_tasks`."""
     config = components.config
     if config.datasets:  # [[datasets]]: several benchmarks, ids prefixed by the dataset label
-        tasks = label_tasks(((d.label, components.build(d).tasks()) for d in config.datasets), config.dataset_judges)
+        tasks = label_tasks(
+            ((d.label, components.build(d).tasks()) for d in config.datasets), config.dataset_judges
+        )
     else:
         tasks = list(components.build(config.dataset).tasks())
     seen: set[str] = set()
     dups = sorted({t.id for t in tasks if t.id in seen or seen.add(t.id)})  # type: ignore[func-returns-value]
     if dups:
-        raise PptArenaError(f"dataset {components.config.dataset.use!r} has duplicate task ids: {', '.join(dups[:10])}")
+        raise PptArenaError(
+            f"dataset {components.config.dataset.use!r} has duplicate task ids: {', '.join(dups[:10])}"
+        )
     return tasks

@@ -30,7 +30,12 @@ def classify_exception(exc: BaseException) -> str:
 
 def prediction_to_json(pred: Prediction) -> dict[str, Any]:
     """JSON form of a Prediction."""
-    return {"path": str(pred.path) if pred.path else None, "notes": pred.notes, "usage": pred.usage, "metadata": pred.metadata}
+    return {
+        "path": str(pred.path) if pred.path else None,
+        "notes": pred.notes,
+        "usage": pred.usage,
+        "metadata": pred.metadata,
+    }
 
 
 def prediction_from_json(data: dict[str, Any]) -> Prediction:

@@ -7,10 +7,11 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+from pydantic import Field
+
 import pptarena
 from pptarena.types import AgentError, Component, Prediction, Task, Workspace
 from pptarena.types import Options as OptionsBase
-from pydantic import Field
 
 
 class NoopAgent(Component):
@@ -40,7 +41,9 @@ class OracleAgent(Component):
     def edit(self, task: Task, workspace: Workspace) -> Prediction:
         """Copy the target deck to the output path."""
         if task.target is None:
-            raise AgentError(f"task {task.id} has no reference target deck, so the oracle agent cannot answer it")
+            raise AgentError(
+                f"task {task.id} has no reference target deck, so the oracle agent cannot answer it"
+            )
         if not Path(task.target).is_file():
             raise AgentError(f"task {task.id}: target deck {task.target} does not exist")
         shutil.copyfile(task.target, workspace.output_deck)

@@ -39,10 +39,11 @@ import time
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import Field, SecretStr, field_validator
+
 import pptarena
 from pptarena.procs import run_in_session
 from pptarena.types import AgentError, Component, ComponentUnavailable, Options, Prediction, Task, Workspace
-from pydantic import Field, SecretStr, field_validator
 
 RESERVED = ("TASK.md", "OUTPUT_INSTRUCTIONS.md", "inputs", "output")
 DEFAULT_PROMPT = (
@@ -56,17 +57,24 @@ TAIL_CHARS = 2000
 class CommandOptions(Options):
     """Options of the ``command`` agent."""
 
-    command: list[str] | str = Field(description="the CLI to run; placeholders {task_md} {input} {output_dir} ...")
+    command: list[str] | str = Field(
+        description="the CLI to run; placeholders {task_md} {input} {output_dir} ..."
+    )
     env: dict[str, str | SecretStr] = Field(default_factory=dict, description="extra environment variables")
-    inherit_env: bool = Field(True, description="start from this process's environment (else PATH/HOME/LANG only)")
+    inherit_env: bool = Field(
+        True, description="start from this process's environment (else PATH/HOME/LANG only)"
+    )
     timeout: float | None = Field(None, gt=0, description="seconds; default: the task timeout minus 5%")
     cwd: Path | None = Field(None, description="working directory; default: the CLI workspace folder")
-    customization_dir: Path | None = Field(None, description="copied into the workspace first (e.g. CLAUDE.md)")
+    customization_dir: Path | None = Field(
+        None, description="copied into the workspace first (e.g. CLAUDE.md)"
+    )
     sandbox: Literal["auto", "off"] = Field(
         "auto", description="auto: run under bubblewrap (network kept) where it works; off: no sandbox"
     )
     read_only_paths: list[Path] = Field(
-        default_factory=list, description="extra host paths the sandboxed command may read (its install, config)"
+        default_factory=list,
+        description="extra host paths the sandboxed command may read (its install, config)",
     )
     max_output_mb: int = Field(300, gt=0, description="largest output deck accepted, in MB")
 
@@ -82,7 +90,8 @@ class CommandOptions(Options):
             except (KeyError, IndexError, ValueError) as exc:
                 raise ValueError(
                     f"command argument {arg!r}: bad placeholder ({exc}); known: "
-                    + ", ".join("{" + p + "}" for p in PLACEHOLDERS) + " (write {{ }} for literal braces)"
+                    + ", ".join("{" + p + "}" for p in PLACEHOLDERS)
+                    + " (write {{ }} for literal braces)"
                 ) from None
         return value
 
@@ -107,7 +116,9 @@ def output_instructions(input_rel: str, output_rel: str) -> str:
     )
 
 
-def prepare_workspace(root: Path, task: Task, input_deck: Path, customization: Path | None) -> dict[str, Path]:
+def prepare_workspace(
+    root: Path, task: Task, input_deck: Path, customization: Path | None
+) -> dict[str, Path]:
     """Lay out the CLI workspace; return its paths (workspace, task_md, input, output_dir, output)."""
     if root.exists():
         shutil.rmtree(root)
@@ -134,7 +145,13 @@ def prepare_workspace(root: Path, task: Task, input_deck: Path, customization: P
     (root / "OUTPUT_INSTRUCTIONS.md").write_text(
         output_instructions(f"inputs/{name}", f"output/{output.name}"), encoding="utf-8"
     )
-    return {"workspace": root, "task_md": root / "TASK.md", "input": deck, "output_dir": root / "output", "output": output}
+    return {
+        "workspace": root,
+        "task_md": root / "TASK.md",
+        "input": deck,
+        "output_dir": root / "output",
+        "output": output,
+    }
 
 
 def _tail(path: Path) -> str:
@@ -181,8 +198,14 @@ class CommandAgent(Component):
         out_file, err_file = workspace.dir / "cli.stdout.txt", workspace.dir / "cli.stderr.txt"
         env = self.environment()
         run_argv, level = self.jailed(argv, paths["workspace"], Path(cwd), env)
-        workspace.log.write("command_start", argv=argv, cwd=str(cwd), timeout=timeout, env_keys=sorted(opts.env),
-                            isolation=level)
+        workspace.log.write(
+            "command_start",
+            argv=argv,
+            cwd=str(cwd),
+            timeout=timeout,
+            env_keys=sorted(opts.env),
+            isolation=level,
+        )
         started = time.monotonic()
         try:
             with out_file.open("wb") as out, err_file.open("wb") as err:
@@ -194,8 +217,14 @@ class CommandAgent(Component):
         except OSError as exc:
             raise ComponentUnavailable(f"cannot start command {argv[0]!r}: {exc}") from None
         duration = round(time.monotonic() - started, 3)
-        workspace.log.write("command_end", returncode=code, timed_out=timed_out, duration_s=duration,
-                            stdout=str(out_file), stderr=str(err_file))
+        workspace.log.write(
+            "command_end",
+            returncode=code,
+            timed_out=timed_out,
+            duration_s=duration,
+            stdout=str(out_file),
+            stderr=str(err_file),
+        )
         from pptarena.redact import redact_file
 
         for f in (out_file, err_file):
@@ -219,15 +248,26 @@ class CommandAgent(Component):
             open_presentation(workspace.output_deck)
         except DeckError as exc:
             raise AgentError(f"the command's output deck does not open: {exc}") from None
-        notes = f"command exited with status {code}" if not timed_out else "command timed out after writing its output"
+        notes = (
+            f"command exited with status {code}"
+            if not timed_out
+            else "command timed out after writing its output"
+        )
         return Prediction(
             path=workspace.output_deck,
             notes=notes,
-            metadata={"returncode": code, "timed_out": timed_out, "duration_s": duration, "argv0": argv[0],
-                      "isolation": level},
+            metadata={
+                "returncode": code,
+                "timed_out": timed_out,
+                "duration_s": duration,
+                "argv0": argv[0],
+                "isolation": level,
+            },
         )
 
-    def jailed(self, argv: list[str], workspace: Path, cwd: Path, env: dict[str, str]) -> tuple[list[str], str]:
+    def jailed(
+        self, argv: list[str], workspace: Path, cwd: Path, env: dict[str, str]
+    ) -> tuple[list[str], str]:
         """``argv`` wrapped in bubblewrap (network kept) when ``sandbox = "auto"`` and it works here."""
         from pptarena import isolation
 
@@ -246,8 +286,13 @@ class CommandAgent(Component):
             visible.append(cwd)
         env["HOME"] = str(workspace)
         env["TMPDIR"] = "/tmp"
-        jail = isolation.Jail(workdir=workspace, workdir_host=workspace, read_only=[p for p in visible if p.exists()],
-                              network=True, tmpfs_mb=512)
+        jail = isolation.Jail(
+            workdir=workspace,
+            workdir_host=workspace,
+            read_only=[p for p in visible if p.exists()],
+            network=True,
+            tmpfs_mb=512,
+        )
         command = isolation.command(jail, argv)
         at = command.index("--chdir")
         command[at + 1] = str(cwd)

@@ -16,8 +16,9 @@ import time
 from collections.abc import Sequence
 from typing import Any
 
-from pptarena.models import ModelError, TransientModelError, redact_secrets
 from pydantic import SecretStr
+
+from pptarena.models import ModelError, TransientModelError, redact_secrets
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 _MAX_SERVER_MESSAGE = 500

@@ -26,6 +26,8 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from pydantic import Field, SecretStr
+
 import pptarena
 from pptarena.models import (
     BackendBase,
@@ -40,14 +42,24 @@ from pptarena.models import (
     redact_secrets,
 )
 from pptarena.types import ComponentContext, ComponentUnavailable
-from pydantic import Field, SecretStr
 
 from ._sdk import check_params, map_sdk_error, plain_headers, resolve_secret
 
 PROVIDER = "anthropic"
 INSTALL_HINT = "install with: pip install 'pptarena[anthropic]'"
 KNOWN_PARAMS = frozenset(
-    {"temperature", "max_tokens", "top_p", "top_k", "stop", "seed", "extra_body", "tools", "tool_choice", "betas"}
+    {
+        "temperature",
+        "max_tokens",
+        "top_p",
+        "top_k",
+        "stop",
+        "seed",
+        "extra_body",
+        "tools",
+        "tool_choice",
+        "betas",
+    }
 )
 IMAGE_TYPES = frozenset({"image/jpeg", "image/png", "image/gif", "image/webp"})
 COMPUTER_TOOL_BETAS = {
@@ -92,7 +104,9 @@ def _image_block(p: ImagePart) -> dict[str, Any]:
 def _tool_result_block(p: ToolResult) -> dict[str, Any]:
     """A ``tool_result`` block: text and base64 images, ``is_error`` when the call failed."""
     content: list[dict[str, Any]] = [
-        _image_block(c) if isinstance(c, ImagePart) else {"type": "text", "text": c} for c in p.content if c != ""
+        _image_block(c) if isinstance(c, ImagePart) else {"type": "text", "text": c}
+        for c in p.content
+        if c != ""
     ]
     block: dict[str, Any] = {"type": "tool_result", "tool_use_id": p.call_id, "content": content}
     if p.is_error:
@@ -239,7 +253,9 @@ class AnthropicBackend(BackendBase):
             body["tools"] = [dict(t) for t in params["tools"]]
         if params.get("tool_choice") is not None:
             body["tool_choice"] = params["tool_choice"]
-        betas = list(params["betas"]) if params.get("betas") is not None else implied_betas(params.get("tools"))
+        betas = (
+            list(params["betas"]) if params.get("betas") is not None else implied_betas(params.get("tools"))
+        )
         if betas:
             body["betas"] = betas
         if extra:

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
+from pydantic import Field, SecretStr, model_validator
+
 import pptarena
 from pptarena.models import (
     BackendBase,
@@ -28,18 +30,38 @@ from pptarena.models import (
     Usage,
 )
 from pptarena.types import ComponentContext, ComponentUnavailable
-from pydantic import Field, SecretStr, model_validator
 
 from ._sdk import check_params, map_sdk_error, plain_headers, resolve_secret
 
 PROVIDER = "openai"
 INSTALL_HINT = "install with: pip install 'pptarena[openai]'"
 CHAT_PARAMS = frozenset(
-    {"temperature", "max_tokens", "top_p", "stop", "seed", "response_format", "extra_body", "tools", "tool_choice"}
+    {
+        "temperature",
+        "max_tokens",
+        "top_p",
+        "stop",
+        "seed",
+        "response_format",
+        "extra_body",
+        "tools",
+        "tool_choice",
+    }
 )
 RESPONSES_PARAMS = frozenset(
-    {"temperature", "max_tokens", "top_p", "extra_body", "tools", "tool_choice",
-     "truncation", "previous_response_id", "reasoning", "include", "store"}
+    {
+        "temperature",
+        "max_tokens",
+        "top_p",
+        "extra_body",
+        "tools",
+        "tool_choice",
+        "truncation",
+        "previous_response_id",
+        "reasoning",
+        "include",
+        "store",
+    }
 )
 KNOWN_PARAMS = CHAT_PARAMS | RESPONSES_PARAMS
 RESPONSES_TOOL_TYPES = frozenset({"computer_use_preview", "computer"})
@@ -150,7 +172,9 @@ def _computer_call_output(p: ToolResult) -> dict[str, Any]:
     return item
 
 
-def _flush(items: list[dict[str, Any]], role: str, pending: list[str | ImagePart], detail: str | None) -> None:
+def _flush(
+    items: list[dict[str, Any]], role: str, pending: list[str | ImagePart], detail: str | None
+) -> None:
     """Append the pending text/image parts as one message item and empty the list."""
     if not pending:
         return
@@ -301,8 +325,16 @@ class OpenAIBackend(BackendBase):
         body: dict[str, Any] = {"model": model, "input": items}
         if instructions:
             body["instructions"] = instructions
-        for name in ("temperature", "top_p", "tool_choice", "truncation", "previous_response_id",
-                     "reasoning", "include", "store"):
+        for name in (
+            "temperature",
+            "top_p",
+            "tool_choice",
+            "truncation",
+            "previous_response_id",
+            "reasoning",
+            "include",
+            "store",
+        ):
             if params.get(name) is not None:
                 body[name] = params[name]
         if params.get("tools"):
@@ -330,7 +362,9 @@ class OpenAIBackend(BackendBase):
         """
         if uses_responses_api(params):
             return self._complete_responses(messages, model, params)
-        response = self._call(self._client.chat.completions.create, self.request_body(messages, model, params))
+        response = self._call(
+            self._client.chat.completions.create, self.request_body(messages, model, params)
+        )
         choices = getattr(response, "choices", None) or []
         if not choices:
             raise ModelError(f"openai: the response for {model} has no choices")
@@ -343,7 +377,9 @@ class OpenAIBackend(BackendBase):
             usage=Usage(
                 input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
                 output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-                cached_input_tokens=int(getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", 0) or 0),
+                cached_input_tokens=int(
+                    getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", 0) or 0
+                ),
                 calls=1,
             ),
             raw=response.model_dump(mode="json", exclude_none=True),
@@ -367,7 +403,9 @@ class OpenAIBackend(BackendBase):
             usage=Usage(
                 input_tokens=int(getattr(usage, "input_tokens", 0) or 0),
                 output_tokens=int(getattr(usage, "output_tokens", 0) or 0),
-                cached_input_tokens=int(getattr(getattr(usage, "input_tokens_details", None), "cached_tokens", 0) or 0),
+                cached_input_tokens=int(
+                    getattr(getattr(usage, "input_tokens_details", None), "cached_tokens", 0) or 0
+                ),
                 calls=1,
             ),
             raw=raw,

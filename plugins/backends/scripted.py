@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
 import pptarena
 from pptarena.models import (
     BackendBase,
@@ -50,7 +52,6 @@ from pptarena.models import (
 )
 from pptarena.models.pricing import ModelPrice
 from pptarena.types import ComponentContext
-from pydantic import BaseModel, ConfigDict, Field, field_validator
 
 IMAGE_TOKENS = 85
 MAX_RULES_FILE_BYTES = 4 * 1024 * 1024
@@ -105,11 +106,14 @@ class ScriptedOptions(BackendOptions):
         "error", description="when responses run out: fail the call, start over, or repeat the last one"
     )
     order: Literal["call", "turn"] = Field(
-        "call", description="'call': the n-th call gets item n; 'turn': the n-th assistant turn of a conversation does"
+        "call",
+        description="'call': the n-th call gets item n; 'turn': the n-th assistant turn of a conversation does",
     )
     state_file: Path | None = Field(None, description="share the 'call' counters across processes")
     record: Path | None = Field(None, description="append every request to this JSON-lines file")
-    retry_base_delay: float = Field(0.01, ge=0, description="first retry delay in seconds (short: nothing to wait for)")
+    retry_base_delay: float = Field(
+        0.01, ge=0, description="first retry delay in seconds (short: nothing to wait for)"
+    )
     retry_max_delay: float = Field(0.1, ge=0, description="backoff ceiling in seconds")
 
 

@@ -19,10 +19,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+
 import pptarena
 from pptarena.types import Component, Task
 from pptarena.types import Options as BaseOptions
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from .common import (
     MAX_INDEX_BYTES,
@@ -135,7 +136,8 @@ def load_folder_tasks(root: Path, ids: list[str] | tuple[str, ...] = ()) -> list
     if not root.is_dir():
         raise DatasetError(f"folder dataset: root {root} is not a directory")
     folders = sorted(
-        p for p in root.iterdir()
+        p
+        for p in root.iterdir()
         if p.is_dir() and not p.name.startswith((".", "_")) and (p / TASK_FILE).is_file()
     )
     if not folders:

@@ -17,10 +17,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field, field_validator
+
 import pptarena
 from pptarena.types import Component, Task
 from pptarena.types import Options as BaseOptions
-from pydantic import Field, field_validator
 
 from .common import (
     DatasetError,
@@ -137,14 +138,18 @@ def load_pptarena_tasks(
         raise DatasetError(f"{index_file}: expected a non-empty JSON list of cases")
     problems = [p for i, case in enumerate(cases) for p in _case_problems(i, case)]
     if problems:
-        raise DatasetError(f"PPTArena index {index_file}: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
+        raise DatasetError(
+            f"PPTArena index {index_file}: {len(problems)} problem(s):\n  " + "\n  ".join(problems)
+        )
 
     tasks: list[Task] = []
     for i, case in enumerate(cases):
         where = f"{index_file} entry {i} ({case['name']!r})"
         try:
             task_id = case_id(case["name"])
-            original = resolve_inside(deck_root, case["original"], root=deck_root, what="original", where=where)
+            original = resolve_inside(
+                deck_root, case["original"], root=deck_root, what="original", where=where
+            )
             target = None
             if case.get("ground_truth"):
                 target = resolve_inside(
@@ -184,7 +189,9 @@ def load_pptarena_tasks(
         by_key = {t.metadata["name"]: t for t in tasks} | {t.id: t for t in tasks}
         unknown = [n for n in names if n not in by_key]
         if unknown:
-            raise DatasetError(f"subset file {subset_path}: {len(unknown)} name(s) not in {index_file}: {unknown}")
+            raise DatasetError(
+                f"subset file {subset_path}: {len(unknown)} name(s) not in {index_file}: {unknown}"
+            )
         keep = {by_key[n].id for n in names}
         tasks = [t for t in tasks if t.id in keep]
         for t in tasks:
@@ -221,6 +228,7 @@ DOWNLOAD_HINT = (
     "with names exactly as the index writes them."
 )
 
+
 class PptArenaDataset(Component):
     """PPTArena cases with their human ground-truth decks (see docs/datasets.md)."""
 
@@ -228,11 +236,19 @@ class PptArenaDataset(Component):
         """Options of the ``pptarena`` dataset."""
 
         root: Path = Field(description="the PPTArena folder (evaluation_pairs_refined.json and the decks)")
-        index: str | None = Field(None, description="index file relative to root; default: found automatically")
-        subset: str | None = Field(None, description='subset file, e.g. "agent_bench/subset25.json" (relative to root, or absolute)')
-        categories: list[str] = Field(default_factory=list, description='e.g. ["Layout", "Styling"]; case-insensitive')
+        index: str | None = Field(
+            None, description="index file relative to root; default: found automatically"
+        )
+        subset: str | None = Field(
+            None, description='subset file, e.g. "agent_bench/subset25.json" (relative to root, or absolute)'
+        )
+        categories: list[str] = Field(
+            default_factory=list, description='e.g. ["Layout", "Styling"]; case-insensitive'
+        )
         edit_types: list[str] = Field(default_factory=list, description='e.g. ["Charts"]; case-insensitive')
-        ids: list[str] = Field(default_factory=list, description='shell-style globs on task ids, e.g. ["case-1?"]')
+        ids: list[str] = Field(
+            default_factory=list, description='shell-style globs on task ids, e.g. ["case-1?"]'
+        )
 
         _one_as_list = field_validator("categories", "edit_types", "ids", mode="before")(one_as_list)
 
@@ -245,8 +261,12 @@ class PptArenaDataset(Component):
         if self._tasks is None:
             o = self.options
             self._tasks = load_pptarena_tasks(
-                o.root, index=o.index, subset=o.subset, categories=o.categories,
-                edit_types=o.edit_types, ids=o.ids,
+                o.root,
+                index=o.index,
+                subset=o.subset,
+                categories=o.categories,
+                edit_types=o.edit_types,
+                ids=o.ids,
             )
         return list(self._tasks)
 

@@ -31,10 +31,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import Field, field_validator
+
 import pptarena
 from pptarena.types import Component, Task
 from pptarena.types import Options as BaseOptions
-from pydantic import Field, field_validator
 
 from .common import DatasetError, check_decks_exist, one_as_list, resolve_inside, select_ids
 
@@ -90,7 +91,9 @@ def load_pptc(
     """Read PPTC's sessions under ``root`` into turn or session tasks (see the module docstring)."""
     root = Path(root).expanduser()
     decks = Path(decks_dir).expanduser() if decks_dir else root
-    base_key, label_key = ("API Lack Base File", "API Lack Label File") if api_lack else ("Base File", "Label File")
+    base_key, label_key = (
+        ("API Lack Base File", "API Lack Label File") if api_lack else ("Base File", "Label File")
+    )
     tasks: list[Task] = []
     extra_labels: dict[str, list[Path]] = {}  # session mode: the earlier turns' labels must exist too
     for set_name in sets:
@@ -98,7 +101,9 @@ def load_pptc(
             raise DatasetError(f"pptc dataset: unknown set {set_name!r} (choose from {sorted(SETS)})")
         folder = root / "PPT_test_input" / SETS[set_name]
         if not folder.is_dir():
-            raise DatasetError(f"pptc dataset: {folder} does not exist (option 'root' must be a PPTC checkout)")
+            raise DatasetError(
+                f"pptc dataset: {folder} does not exist (option 'root' must be a PPTC checkout)"
+            )
         files = sorted((int(m.group(1)), p) for p in folder.iterdir() if (m := _SESSION.match(p.name)))
         for k, path in files:
             turns = _read_session(path)
@@ -106,43 +111,87 @@ def load_pptc(
             entries = []
             for turn in turns:
                 text, restrictions = split_instruction(str(turn["User instruction"]))
-                entries.append({
-                    "turn": turn["Turn"], "instruction": text, "raw_instruction": turn["User instruction"],
-                    "restrictions": restrictions, "api_sequence": turn["Feasible API sequence"],
-                    "base": resolve_inside(decks, str(turn[base_key]), root=decks, what=base_key, where=where),
-                    "label": resolve_inside(decks, str(turn[label_key]), root=decks, what=label_key, where=where),
-                })
+                entries.append(
+                    {
+                        "turn": turn["Turn"],
+                        "instruction": text,
+                        "raw_instruction": turn["User instruction"],
+                        "restrictions": restrictions,
+                        "api_sequence": turn["Feasible API sequence"],
+                        "base": resolve_inside(
+                            decks, str(turn[base_key]), root=decks, what=base_key, where=where
+                        ),
+                        "label": resolve_inside(
+                            decks, str(turn[label_key]), root=decks, what=label_key, where=where
+                        ),
+                    }
+                )
             common = {"source": "pptc", "category": [SETS[set_name]], "session": k}
             if mode == "turn":
                 for i, e in enumerate(entries):
-                    history = [{"turn": h["turn"], "instruction": h["instruction"], "api_sequence": h["api_sequence"]}
-                               for h in entries[:i]]
-                    tasks.append(Task(
-                        id=f"{set_name}-{k}-{e['turn']}", instruction=e["instruction"], original=e["base"],
-                        target=e["label"],
-                        metadata={**common, "turn": e["turn"], "turn_history": history,
-                                  "pptc": {"restrictions": e["restrictions"], "api_sequence": e["api_sequence"],
-                                           "raw_instruction": e["raw_instruction"]}},
-                    ))
+                    history = [
+                        {
+                            "turn": h["turn"],
+                            "instruction": h["instruction"],
+                            "api_sequence": h["api_sequence"],
+                        }
+                        for h in entries[:i]
+                    ]
+                    tasks.append(
+                        Task(
+                            id=f"{set_name}-{k}-{e['turn']}",
+                            instruction=e["instruction"],
+                            original=e["base"],
+                            target=e["label"],
+                            metadata={
+                                **common,
+                                "turn": e["turn"],
+                                "turn_history": history,
+                                "pptc": {
+                                    "restrictions": e["restrictions"],
+                                    "api_sequence": e["api_sequence"],
+                                    "raw_instruction": e["raw_instruction"],
+                                },
+                            },
+                        )
+                    )
             else:
                 all_restrictions = [r for e in entries for r in e["restrictions"]]
-                turn_rows = [{"instruction": e["instruction"], "target": str(e["label"]),
-                              "metadata": {"pptc": {"restrictions": e["restrictions"], "api_sequence": e["api_sequence"],
-                                                    "raw_instruction": e["raw_instruction"]}}} for e in entries]
+                turn_rows = [
+                    {
+                        "instruction": e["instruction"],
+                        "target": str(e["label"]),
+                        "metadata": {
+                            "pptc": {
+                                "restrictions": e["restrictions"],
+                                "api_sequence": e["api_sequence"],
+                                "raw_instruction": e["raw_instruction"],
+                            }
+                        },
+                    }
+                    for e in entries
+                ]
                 if session_check == "pptc":  # PPTC's own: the restrictions of every turn, on the final deck
                     turn_rows[-1]["metadata"]["pptc"]["restrictions"] = all_restrictions
-                tasks.append(Task(
-                    id=f"{set_name}-{k}", instruction=entries[0]["instruction"], original=entries[0]["base"],
-                    target=entries[-1]["label"],
-                    metadata={**common, "turns": turn_rows, "pptc": {"restrictions": all_restrictions}},
-                ))
+                tasks.append(
+                    Task(
+                        id=f"{set_name}-{k}",
+                        instruction=entries[0]["instruction"],
+                        original=entries[0]["base"],
+                        target=entries[-1]["label"],
+                        metadata={**common, "turns": turn_rows, "pptc": {"restrictions": all_restrictions}},
+                    )
+                )
                 extra_labels[tasks[-1].id] = [e["label"] for e in entries[:-1]]
     tasks = select_ids(tasks, list(ids), source=f"pptc dataset {root}")
     if check_decks:
         probe = list(tasks)
         if mode == "session":
-            probe += [Task(id=f"{t.id} (turn label)", instruction="", original=p)
-                      for t in tasks for p in extra_labels.get(t.id, [])]
+            probe += [
+                Task(id=f"{t.id} (turn label)", instruction="", original=p)
+                for t in tasks
+                for p in extra_labels.get(t.id, [])
+            ]
         check_decks_exist(probe, source=f"{root} with decks from {decks}", hint=PREPARE_HINT)
     return tasks
 
@@ -154,14 +203,24 @@ class PptcDataset(Component):
         """Options of the ``pptc`` dataset."""
 
         root: Path = Field(description="a PPTC checkout (the folder holding PPT_test_input/)")
-        decks_dir: Path | None = Field(None, description="folder with PPT_Base_File/ and PPT_Label_File/ (default: root)")
-        sets: list[Literal["short", "long"]] = Field(default_factory=lambda: ["short"],  # type: ignore[arg-type]
-                                                     description="short = Create_new_slides, long = Edit_PPT_template")
-        mode: Literal["turn", "session"] = Field("turn", description="turn: each turn from its gold base; session: chained")
+        decks_dir: Path | None = Field(
+            None, description="folder with PPT_Base_File/ and PPT_Label_File/ (default: root)"
+        )
+        sets: list[Literal["short", "long"]] = Field(
+            default_factory=lambda: ["short"],  # type: ignore[arg-type]
+            description="short = Create_new_slides, long = Edit_PPT_template",
+        )
+        mode: Literal["turn", "session"] = Field(
+            "turn", description="turn: each turn from its gold base; session: chained"
+        )
         api_lack: bool = Field(False, description="use the API-lack base/label decks")
         session_check: Literal["every_turn", "pptc"] = Field(
-            "every_turn", description="session mode: each turn with its own restrictions, or PPTC's final check of all")
-        ids: list[str] = Field(default_factory=list, description="shell-style globs on task ids (e.g. short-3-*)")
+            "every_turn",
+            description="session mode: each turn with its own restrictions, or PPTC's final check of all",
+        )
+        ids: list[str] = Field(
+            default_factory=list, description="shell-style globs on task ids (e.g. short-3-*)"
+        )
 
         _one_as_list = field_validator("sets", "ids", mode="before")(one_as_list)
 
@@ -173,8 +232,15 @@ class PptcDataset(Component):
         """All selected tasks, validated eagerly (raises :class:`DatasetError`)."""
         if self._tasks is None:
             o = self.options
-            self._tasks = load_pptc(o.root, decks_dir=o.decks_dir, sets=o.sets, mode=o.mode,
-                                    api_lack=o.api_lack, ids=o.ids, session_check=o.session_check)
+            self._tasks = load_pptc(
+                o.root,
+                decks_dir=o.decks_dir,
+                sets=o.sets,
+                mode=o.mode,
+                api_lack=o.api_lack,
+                ids=o.ids,
+                session_check=o.session_check,
+            )
         return list(self._tasks)
 
 

@@ -20,10 +20,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import Field, field_validator
+
 import pptarena
 from pptarena.types import Component, Task
 from pptarena.types import Options as BaseOptions
-from pydantic import Field, field_validator
 
 from .common import (
     DatasetError,
@@ -85,7 +86,9 @@ def _extension(entry: dict[str, Any], where: str) -> dict[str, Any]:
     category = ext.get("category")
     if isinstance(category, str):  # one category: a one-element list (list("Content") would split it)
         ext = {**ext, "category": [category]}
-    elif category is not None and not (isinstance(category, list) and all(isinstance(c, str) for c in category)):
+    elif category is not None and not (
+        isinstance(category, list) and all(isinstance(c, str) for c in category)
+    ):
         raise DatasetError(f"{where}: misc.pptarena.category must be a list of strings")
     for key in ("style_target", "edit_type", "target"):
         if ext.get(key) is not None and not isinstance(ext[key], str):
@@ -134,7 +137,9 @@ def load_ppteval_tasks(
             rubric = None
             if "rubric_path" in entry:  # always present in PPT-Eval; absent in exports of rubric-less tasks
                 rubric = load_rubric(
-                    resolve_inside(workspace, entry["rubric_path"], root=workspace, what="rubric_path", where=where),
+                    resolve_inside(
+                        workspace, entry["rubric_path"], root=workspace, what="rubric_path", where=where
+                    ),
                     where=f"task {task_id}",
                 )
             deck_rel = entry["file_path"]
@@ -145,7 +150,9 @@ def load_ppteval_tasks(
             ext = _extension(entry, where)
             target = None
             if ext.get("target"):
-                target = resolve_inside(workspace, ext["target"], root=workspace, what="misc.pptarena.target", where=where)
+                target = resolve_inside(
+                    workspace, ext["target"], root=workspace, what="misc.pptarena.target", where=where
+                )
         except DatasetError as exc:
             problems.append(str(exc))
             continue
@@ -191,12 +198,17 @@ class PptEvalDataset(Component):
         """Options of the ``ppteval`` dataset."""
 
         root: Path = Field(description="a PPT-Eval checkout (or its task_registry folder)")
-        decks_dir: Path | None = Field(None, description="folder holding the decks (default: root/<file_path>)")
-        difficulty: list[str] = Field(default_factory=list, description='e.g. ["hard"]; case-insensitive; empty = all')
+        decks_dir: Path | None = Field(
+            None, description="folder holding the decks (default: root/<file_path>)"
+        )
+        difficulty: list[str] = Field(
+            default_factory=list, description='e.g. ["hard"]; case-insensitive; empty = all'
+        )
         ids: list[str] = Field(default_factory=list, description="shell-style globs on task ids")
         rubric_semantics: Literal["ppteval", "corrected"] = Field(
-            "ppteval", description="how the rubric judge (semantics = auto) grades these tasks: PPT-Eval's published "
-            "semantics, so numbers compare with the paper, or pptarena's corrected ones"
+            "ppteval",
+            description="how the rubric judge (semantics = auto) grades these tasks: PPT-Eval's published "
+            "semantics, so numbers compare with the paper, or pptarena's corrected ones",
         )
 
         _one_as_list = field_validator("difficulty", "ids", mode="before")(one_as_list)
@@ -209,7 +221,9 @@ class PptEvalDataset(Component):
         """All selected tasks, validated eagerly (raises :class:`DatasetError`)."""
         if self._tasks is None:
             o = self.options
-            self._tasks = load_ppteval_tasks(o.root, o.decks_dir, o.difficulty, o.ids, semantics=o.rubric_semantics)
+            self._tasks = load_ppteval_tasks(
+                o.root, o.decks_dir, o.difficulty, o.ids, semantics=o.rubric_semantics
+            )
         return list(self._tasks)
 
 

@@ -25,10 +25,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import Field, field_validator
+
 import pptarena
 from pptarena.types import Component, Task
 from pptarena.types import Options as BaseOptions
-from pydantic import Field, field_validator
 
 from .common import DatasetError, check_decks_exist, one_as_list, read_json_file, select_ids
 
@@ -110,9 +111,13 @@ def load_tsbench(
         hard = _records(read_json_file(hard_path, what="TSBench Hard subset file"), str(hard_path))
         unknown = [k for k, r in hard.items() if k not in main and "instruction" not in r]
         if unknown:
-            raise DatasetError(f"{hard_path}: ids {unknown[:10]} are not in {instructions} and carry no instruction")
+            raise DatasetError(
+                f"{hard_path}: ids {unknown[:10]} are not in {instructions} and carry no instruction"
+            )
     elif subset != "all":
-        raise DatasetError(f"tsbench dataset: subset {subset!r} needs option 'hard_file' (the Hard subset's file)")
+        raise DatasetError(
+            f"tsbench dataset: subset {subset!r} needs option 'hard_file' (the Hard subset's file)"
+        )
 
     merged = dict(main)
     for key, record in hard.items():
@@ -138,10 +143,15 @@ def load_tsbench(
             metadata["notes_dir"] = str(notes)
         if is_hard:
             metadata["difficulty"] = "hard"
-        tasks.append(Task(
-            id=key, instruction=text, original=root / DECKS_DIR / f"slide_{base}.pptx",
-            style_target=record.get("ideal_description"), metadata=metadata,
-        ))
+        tasks.append(
+            Task(
+                id=key,
+                instruction=text,
+                original=root / DECKS_DIR / f"slide_{base}.pptx",
+                style_target=record.get("ideal_description"),
+                metadata=metadata,
+            )
+        )
     if not tasks:
         raise DatasetError(f"tsbench dataset {root}: subset {subset!r} selects no task")
     tasks = select_ids(tasks, list(ids), source=f"tsbench dataset {main_file}")
@@ -158,9 +168,13 @@ class TsbenchDataset(Component):
 
         root: Path = Field(description="the TSBench folder (expanded_instruction_379.json, benchmark_ppts/)")
         instructions: str = Field(INSTRUCTIONS_FILE, description="the instruction file under root")
-        subset: Literal["all", "hard", "standard"] = Field("all", description="all tasks, the Hard subset, or the rest")
+        subset: Literal["all", "hard", "standard"] = Field(
+            "all", description="all tasks, the Hard subset, or the rest"
+        )
         hard_file: str | None = Field(None, description="the Hard subset's file (under root, or absolute)")
-        slide_num: Literal["remove", "keep"] = Field("remove", description="what to do with {slide_num} placeholders")
+        slide_num: Literal["remove", "keep"] = Field(
+            "remove", description="what to do with {slide_num} placeholders"
+        )
         ids: list[str] = Field(default_factory=list, description="shell-style globs on prompt ids")
 
         _one_as_list = field_validator("ids", mode="before")(one_as_list)
@@ -173,8 +187,14 @@ class TsbenchDataset(Component):
         """All selected tasks, validated eagerly (raises :class:`DatasetError`)."""
         if self._tasks is None:
             o = self.options
-            self._tasks = load_tsbench(o.root, instructions=o.instructions, subset=o.subset,
-                                       hard_file=o.hard_file, slide_num=o.slide_num, ids=o.ids)
+            self._tasks = load_tsbench(
+                o.root,
+                instructions=o.instructions,
+                subset=o.subset,
+                hard_file=o.hard_file,
+                slide_num=o.slide_num,
+                ids=o.ids,
+            )
         return list(self._tasks)
 
 

@@ -15,10 +15,11 @@ from collections.abc import Iterator, Sequence
 from concurrent.futures import FIRST_COMPLETED, Future, ThreadPoolExecutor, wait
 from typing import Any
 
+from pydantic import Field
+
 import pptarena
 from pptarena.run.executors import PairJob, RunHandle
 from pptarena.types import Component, Options
-from pydantic import Field
 
 from .pool import PoolLauncher, WorkerPool, boot_of
 
@@ -26,8 +27,12 @@ from .pool import PoolLauncher, WorkerPool, boot_of
 class LocalOptions(Options):
     """Options of the ``local`` executor."""
 
-    pool: bool = Field(True, description="keep warm agent worker processes (false: one new interpreter per pair)")
-    recycle_after: int = Field(100, ge=1, le=100_000, description="replace a pool worker after this many pairs")
+    pool: bool = Field(
+        True, description="keep warm agent worker processes (false: one new interpreter per pair)"
+    )
+    recycle_after: int = Field(
+        100, ge=1, le=100_000, description="replace a pool worker after this many pairs"
+    )
 
 
 class LocalExecutor(Component):
@@ -47,7 +52,9 @@ class LocalExecutor(Component):
             self.pool = WorkerPool(run.jobs, opts.recycle_after, boot_of(run))
             run.agent_launcher = PoolLauncher(self.pool, run)
         self._threads = ThreadPoolExecutor(max_workers=run.jobs, thread_name_prefix="pair")
-        futures: dict[Future[Any], PairJob] = {self._threads.submit(run.compute_pair, j.agent, j.task, j.epoch): j for j in jobs}
+        futures: dict[Future[Any], PairJob] = {
+            self._threads.submit(run.compute_pair, j.agent, j.task, j.epoch): j for j in jobs
+        }
         while futures:
             finished, _ = wait(list(futures), timeout=0.5, return_when=FIRST_COMPLETED)
             for fut in finished:

@@ -50,7 +50,9 @@ class PoolWorker:
             ready = self._read_line(time.monotonic() + BOOT_TIMEOUT)
         except WorkerCrashed as exc:
             self.kill()
-            raise InfraError(f"agent worker exited while loading plugins (code {self.proc.returncode})") from exc
+            raise InfraError(
+                f"agent worker exited while loading plugins (code {self.proc.returncode})"
+            ) from exc
         if ready is None:
             self.kill()
             raise InfraError(f"agent worker did not start within {BOOT_TIMEOUT:g}s")
@@ -114,7 +116,9 @@ class PoolWorker:
 class WorkerPool:
     """Up to ``size`` warm workers handed out one pair at a time."""
 
-    def __init__(self, size: int, recycle_after: int, boot: dict[str, Any], env: dict[str, str] | None = None):
+    def __init__(
+        self, size: int, recycle_after: int, boot: dict[str, Any], env: dict[str, str] | None = None
+    ):
         self.size = max(1, size)
         self.recycle_after = max(1, recycle_after)
         self.boot = {**boot, "parent": os.getpid()}
@@ -249,12 +253,20 @@ class PoolLauncher:
         }
         kind, value = self.pool.run(request, timeout)
         if kind == "timeout":
-            return {"ok": False, "status": "timeout", "error": f"agent exceeded task_timeout={timeout:g}s and was stopped"}
+            return {
+                "ok": False,
+                "status": "timeout",
+                "error": f"agent exceeded task_timeout={timeout:g}s and was stopped",
+            }
         if self.run.stopping():
             return {"ok": False, "status": "interrupted", "error": "interrupted"}
         if kind == "crashed":
             tail = Path(stderr_path).read_text(errors="replace")[-2000:] if Path(stderr_path).exists() else ""
-            return {"ok": False, "status": "agent_error", "error": f"agent worker exited with code {value} without a result: {tail}"}
+            return {
+                "ok": False,
+                "status": "agent_error",
+                "error": f"agent worker exited with code {value} without a result: {tail}",
+            }
         outcome = dict(value)
         if outcome.get("ok"):
             outcome["prediction"] = prediction_from_json(outcome["prediction"])

@@ -115,7 +115,9 @@ def serve(boot: dict[str, Any], requests: BinaryIO, replies: BinaryIO) -> int:
             break
         t0 = time.monotonic()
         with _output_to(request.get("stderr_path")):
-            key = hashlib.sha256(json.dumps([request["config"], request["config_path"]], sort_keys=True, default=str).encode()).hexdigest()
+            key = hashlib.sha256(
+                json.dumps([request["config"], request["config_path"]], sort_keys=True, default=str).encode()
+            ).hexdigest()
             try:
                 if key not in configs:
                     configs = {key: parse_config(request["config"], registry, Path(request["config_path"]))}
@@ -142,7 +144,9 @@ def main(argv: list[str]) -> int:
     os.dup2(null, 0)
     os.dup2(null, 1)
     os.close(null)
-    threading.Thread(target=_watch_parent, args=(int(boot.get("parent") or os.getppid()),), daemon=True).start()
+    threading.Thread(
+        target=_watch_parent, args=(int(boot.get("parent") or os.getppid()),), daemon=True
+    ).start()
     return serve(boot, requests, replies)
 
 

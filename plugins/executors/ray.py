@@ -25,10 +25,11 @@ from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from pydantic import BaseModel, ConfigDict, Field
+
 import pptarena
 from pptarena.run.executors import ExecutorError, PairJob, RunHandle, infra_error_row, unpack_task_folder
 from pptarena.types import Component, ComponentUnavailable, Options
-from pydantic import BaseModel, ConfigDict, Field
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
 
@@ -38,7 +39,9 @@ class AgentPlacement(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    num_cpus: float | None = Field(None, ge=0, description="CPUs each pair reserves (default: the executor's num_cpus)")
+    num_cpus: float | None = Field(
+        None, ge=0, description="CPUs each pair reserves (default: the executor's num_cpus)"
+    )
     resources: dict[str, float] = Field(
         default_factory=dict, description="custom Ray resources each pair needs, e.g. { desktop = 1 }"
     )
@@ -48,27 +51,39 @@ class RayOptions(Options):
     """Options of the ``ray`` executor."""
 
     address: str | None = Field(
-        None, description="cluster to join ('auto', 'HOST:6379', 'ray://HOST:10001'); default: start a local cluster"
+        None,
+        description="cluster to join ('auto', 'HOST:6379', 'ray://HOST:10001'); default: start a local cluster",
     )
     num_cpus: float = Field(1.0, ge=0, description="CPUs each pair reserves")
     agents: dict[str, AgentPlacement] = Field(
-        default_factory=dict, description="per agent label: num_cpus and resources (e.g. gui = { resources = { desktop = 1 } })"
+        default_factory=dict,
+        description="per agent label: num_cpus and resources (e.g. gui = { resources = { desktop = 1 } })",
     )
-    max_retries: int = Field(2, ge=0, le=100, description="retries of a pair whose node or worker died (infrastructure only)")
-    runtime_env: dict[str, Any] = Field(default_factory=dict, description="Ray runtime_env passed through as is")
+    max_retries: int = Field(
+        2, ge=0, le=100, description="retries of a pair whose node or worker died (infrastructure only)"
+    )
+    runtime_env: dict[str, Any] = Field(
+        default_factory=dict, description="Ray runtime_env passed through as is"
+    )
     shared_dir: Path | None = Field(
         None, description="a folder every node mounts at the same path: task folders are moved, not shipped"
     )
-    forward_env: bool = Field(True, description="send the environment variables the config references as { env = ... }")
+    forward_env: bool = Field(
+        True, description="send the environment variables the config references as { env = ... }"
+    )
     local_cpus: int | None = Field(
-        None, ge=1, description="CPUs of the local cluster started when address is unset (default: [run] jobs)"
+        None,
+        ge=1,
+        description="CPUs of the local cluster started when address is unset (default: [run] jobs)",
     )
     object_store_memory: int | None = Field(
         None, ge=78_643_200, description="object store bytes of the local cluster (default: Ray's)"
     )
     max_in_flight: int = Field(1000, ge=1, description="pairs submitted to Ray at once")
     recycle_after: int = Field(100, ge=1, description="replace a node's agent worker after this many pairs")
-    log_to_driver: bool = Field(False, description="stream the workers' stdout/stderr to the driver's terminal")
+    log_to_driver: bool = Field(
+        False, description="stream the workers' stdout/stderr to the driver's terminal"
+    )
 
 
 def _env_refs(value: Any) -> set[str]:
@@ -223,9 +238,7 @@ class RayExecutor(Component):
                     max_retries=opts.max_retries,
                     retry_exceptions=False,
                     **self.placement(job),
-                ).remote(
-                    boot, job.agent_index, task_json, files, job.epoch
-                )
+                ).remote(boot, job.agent_index, task_json, files, job.epoch)
                 self._pending[ref] = job
                 started[ref] = time.monotonic()
             if self._stopped:
@@ -237,7 +250,12 @@ class RayExecutor(Component):
                 try:
                     out = ray.get(ref)
                 except RayError as exc:
-                    yield job, infra_error_row(job, self._failure(exc, job, Path(run.run_dir)), time.monotonic() - t0)
+                    yield (
+                        job,
+                        infra_error_row(
+                            job, self._failure(exc, job, Path(run.run_dir)), time.monotonic() - t0
+                        ),
+                    )
                     continue
                 if out["row"] is None:
                     continue
@@ -246,8 +264,9 @@ class RayExecutor(Component):
 
     def _failure(self, exc: Exception, job: PairJob, run_dir: Path) -> str:
         """The error text of a pair Ray could not run; the full report goes to the task folder's executor.error.txt."""
-        from pptarena.run.rundir import RunDir
         from ray.exceptions import RayTaskError
+
+        from pptarena.run.rundir import RunDir
 
         opts: RayOptions = self.options  # type: ignore[assignment]
         task_dir = RunDir(run_dir).attempt(job.agent.label, job.task.id, job.epoch)

@@ -46,8 +46,12 @@ class NodeRun:
         root = Path(boot["shared_dir"]) if boot.get("shared_dir") else Path(tempfile.gettempdir())
         root.mkdir(parents=True, exist_ok=True)
         self.work = Path(tempfile.mkdtemp(prefix=f"pptarena-{boot['run_id']}-", dir=root))
-        self.runner = Runner(self.config, self.registry, self.work / "run", jobs=1, strict=bool(boot.get("strict")), quiet=True)
-        self.runner.ledger.enabled = False  # the driver owns crash accounting; the node's scratch folder stays empty
+        self.runner = Runner(
+            self.config, self.registry, self.work / "run", jobs=1, strict=bool(boot.get("strict")), quiet=True
+        )
+        self.runner.ledger.enabled = (
+            False  # the driver owns crash accounting; the node's scratch folder stays empty
+        )
         self.pool = WorkerPool(1, int(boot.get("recycle_after") or 100), boot_of(self.runner))
         self.runner.agent_launcher = PoolLauncher(self.pool, self.runner)
 

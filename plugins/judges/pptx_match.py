@@ -25,9 +25,15 @@ from pptarena.types import Options as BaseOptions
 
 MID_X, MID_Y = 4_572_000, 3_429_000  # PPTC's fixed slide midlines (a 10 x 7.5 in slide)
 _SHAPE_WORDS = {
-    "rectangle": "Rectangle", "right_arrow": "Right Arrow", "arrow": "Right Arrow", "cloud": "Cloud",
-    "rounded_rectangle": "Rounded Rectangle", "triangle": "Isosceles", "callout": "Callout",
-    "star": "Star", "circle": "Oval",
+    "rectangle": "Rectangle",
+    "right_arrow": "Right Arrow",
+    "arrow": "Right Arrow",
+    "cloud": "Cloud",
+    "rounded_rectangle": "Rounded Rectangle",
+    "triangle": "Isosceles",
+    "callout": "Callout",
+    "star": "Star",
+    "circle": "Oval",
 }
 
 
@@ -58,8 +64,17 @@ def _font_features(shape: Any, textbox: bool) -> tuple[Any, ...]:
         color = font.color.rgb
     except Exception:  # noqa: BLE001 - PPTC records no colour for anything unreadable
         color = None
-    return (font.bold, font.italic, font.underline, size, color, _solid_rgb(shape), font.name,
-            paragraphs[0].line_spacing, paragraphs[0].alignment)
+    return (
+        font.bold,
+        font.italic,
+        font.underline,
+        size,
+        color,
+        _solid_rgb(shape),
+        font.name,
+        paragraphs[0].line_spacing,
+        paragraphs[0].alignment,
+    )
 
 
 def _tag(shape: Any) -> str:
@@ -89,7 +104,12 @@ def _shape_features(shape: Any, counters: dict[str, int]) -> tuple[Any, ...] | N
         return ("table", len(table.rows), len(table.columns), cells)
     if "TEXT_BOX" in kind:
         counters["textbox"] += 1
-        return ("textbox", counters["textbox"] - 1, shape.text_frame.text, _font_features(shape, textbox=True))
+        return (
+            "textbox",
+            counters["textbox"] - 1,
+            shape.text_frame.text,
+            _font_features(shape, textbox=True),
+        )
     if "AUTO_SHAPE" in kind:
         return ("autoshape", _tag(shape), shape.text_frame.text, _solid_rgb(shape))
     return None
@@ -153,15 +173,22 @@ def relation_holds(slide: Any, a_name: str, b_name: str, relation: str) -> bool:
     right_a, bottom_a = a.left + a.width, a.top + a.height
     if b_name == "slide":
         tests = {
-            "left": right_a < MID_X, "top": bottom_a < MID_Y, "right": a.left > MID_X, "bottom": a.top > MID_Y,
+            "left": right_a < MID_X,
+            "top": bottom_a < MID_Y,
+            "right": a.left > MID_X,
+            "bottom": a.top > MID_Y,
             "center": a.left < MID_X and a.top < MID_Y and right_a > MID_X and bottom_a > MID_Y,
         }
     else:
         b = find_object(slide, b_name)
         if b is None:
             return False
-        tests = {"left": right_a < b.left, "top": bottom_a < b.top,
-                 "right": a.left > b.left + b.width, "bottom": a.top > b.top + b.height}
+        tests = {
+            "left": right_a < b.left,
+            "top": bottom_a < b.top,
+            "right": a.left > b.left + b.width,
+            "bottom": a.top > b.top + b.height,
+        }
     return all(ok for word, ok in tests.items() if word in relation)
 
 
@@ -221,10 +248,16 @@ class PptxMatchJudge(Component):
         reason = "" if passed else (why or _first_difference(label, pred))
         if not same and why:
             reason = f"{_first_difference(label, pred)}; {why}"
-        metrics = {"attributes_match": int(same), "pos_total": int(bool(restrictions)),
-                   "pos_correct": int(bool(restrictions) and positions_ok)}
-        return Verdict(score=1.0 if passed else 0.0, metrics=metrics,
-                       explanation=reason or "attributes and positions match")
+        metrics = {
+            "attributes_match": int(same),
+            "pos_total": int(bool(restrictions)),
+            "pos_correct": int(bool(restrictions) and positions_ok),
+        }
+        return Verdict(
+            score=1.0 if passed else 0.0,
+            metrics=metrics,
+            explanation=reason or "attributes and positions match",
+        )
 
 
 @pptarena.hookimpl

@@ -27,7 +27,11 @@ DEFAULT_MEMORY_MB = 3072
 @functools.cache
 def _bwrap_prefix() -> tuple[str, ...]:
     exe = shutil.which("bwrap")
-    if not exe or not sys.platform.startswith("linux") or os.environ.get("PPTARENA_SANDBOX", "").lower() in ("off", "0", "no"):
+    if (
+        not exe
+        or not sys.platform.startswith("linux")
+        or os.environ.get("PPTARENA_SANDBOX", "").lower() in ("off", "0", "no")
+    ):
         return ()
     prefix = (exe, "--unshare-user", "--unshare-net", "--die-with-parent", "--dev-bind", "/", "/")
     try:

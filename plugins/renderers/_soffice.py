@@ -50,8 +50,6 @@ _BRIDGE = Path(__file__).with_name("_uno_bridge.py")
 _counter = itertools.count(1)
 
 
-
-
 class RenderTimeout(InfraError):
     """The office did not finish in time; its whole process group was killed."""
 
@@ -74,7 +72,9 @@ def find_soffice(explicit: str | None = None) -> Path:
         if found:
             return Path(found)
     if explicit:
-        raise ComponentUnavailable(f"soffice {explicit!r} does not exist or is not executable.\n{INSTALL_HELP}")
+        raise ComponentUnavailable(
+            f"soffice {explicit!r} does not exist or is not executable.\n{INSTALL_HELP}"
+        )
     raise ComponentUnavailable(INSTALL_HELP)
 
 
@@ -125,14 +125,18 @@ def find_uno_python(explicit: str | None = None) -> str | None:
     Tries ``explicit``, ``$PPTARENA_UNO_PYTHON``, this interpreter, the
     distribution's ``/usr/bin/python3`` and LibreOffice's bundled Python.
     """
-    cands = [explicit] if explicit else [
-        os.environ.get("PPTARENA_UNO_PYTHON"),
-        sys.executable,
-        "/usr/bin/python3",
-        "/usr/local/bin/python3",
-        "/Applications/LibreOffice.app/Contents/Resources/python",
-        r"C:\Program Files\LibreOffice\program\python.exe",
-    ]
+    cands = (
+        [explicit]
+        if explicit
+        else [
+            os.environ.get("PPTARENA_UNO_PYTHON"),
+            sys.executable,
+            "/usr/bin/python3",
+            "/usr/local/bin/python3",
+            "/Applications/LibreOffice.app/Contents/Resources/python",
+            r"C:\Program Files\LibreOffice\program\python.exe",
+        ]
+    )
     for cand in cands:
         if not cand or not (shutil.which(cand) or os.path.isfile(cand)):
             continue
@@ -216,13 +220,19 @@ def convert_oneshot(soffice: Path, src: Path, out_dir: Path, profile: Path, time
     deadline = time.monotonic() + timeout
     for _attempt in range(3):  # a fresh profile makes soffice.bin exit 81 once
         proc = subprocess.Popen(
-            cmd, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, start_new_session=True
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,
         )
         try:
             output, _ = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
         except subprocess.TimeoutExpired:
             kill_process_group(proc)
-            raise RenderTimeout(f"LibreOffice timed out after {timeout:g}s converting {src.name} (process group killed)") from None
+            raise RenderTimeout(
+                f"LibreOffice timed out after {timeout:g}s converting {src.name} (process group killed)"
+            ) from None
         finally:
             kill_process_group(None, proc.pid)  # stray children of the office
         if proc.returncode == RESTART_EXIT_CODE and not pdf.exists():
@@ -230,7 +240,9 @@ def convert_oneshot(soffice: Path, src: Path, out_dir: Path, profile: Path, time
         break
     tail = (output or b"").decode(errors="replace").strip()[-600:]
     if proc.returncode != 0:
-        raise InfraError(f"LibreOffice exited with code {proc.returncode} converting {src.name}: {tail or '(no output)'}")
+        raise InfraError(
+            f"LibreOffice exited with code {proc.returncode} converting {src.name}: {tail or '(no output)'}"
+        )
     if not pdf.is_file() or pdf.stat().st_size == 0:
         raise InfraError(f"LibreOffice produced no PDF for {src.name}: {tail or '(no output)'}")
     return pdf
@@ -297,7 +309,9 @@ class WarmOffice:
             line = self._lines.get(timeout=timeout)
         except queue.Empty:
             self.close()
-            raise RenderTimeout(f"LibreOffice timed out after {timeout:g}s {doing} (process group killed)") from None
+            raise RenderTimeout(
+                f"LibreOffice timed out after {timeout:g}s {doing} (process group killed)"
+            ) from None
         if line is None:
             code = self._bridge.poll() if self._bridge else None
             self.close()

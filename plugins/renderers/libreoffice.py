@@ -21,11 +21,12 @@ from collections.abc import Iterable
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
+from pydantic import Field
+
 import pptarena
 from pptarena.render import RenderCache, cached_render, deck_output_dirs, deck_slides, pdf_to_pngs
 from pptarena.types import Component, ComponentContext, InfraError, SlideImage
 from pptarena.types import Options as OptionsBase
-from pydantic import Field
 
 from . import _soffice
 
@@ -64,17 +65,27 @@ class LibreOfficeRenderer(Component):
         """Options of the ``libreoffice`` renderer."""
 
         size: int = Field(1280, ge=16, le=8192, description="long edge of every PNG, in pixels")
-        timeout: float = Field(180.0, gt=0, description="seconds allowed per deck before the office is killed")
-        warm: bool = Field(True, description="keep LibreOffice running between renders (needs a Python with uno)")
-        workers: int = Field(2, ge=1, le=32, description="office instances (started on demand); more callers wait")
+        timeout: float = Field(
+            180.0, gt=0, description="seconds allowed per deck before the office is killed"
+        )
+        warm: bool = Field(
+            True, description="keep LibreOffice running between renders (needs a Python with uno)"
+        )
+        workers: int = Field(
+            2, ge=1, le=32, description="office instances (started on demand); more callers wait"
+        )
         cache: bool = Field(True, description="reuse renders of identical decks")
         cache_dir: Path | None = Field(None, description="render cache folder (default <cache_dir>/renders)")
         soffice: str | None = Field(None, description="soffice executable (default: $PPTARENA_SOFFICE, PATH)")
         uno_python: str | None = Field(None, description="Python with the uno module (default: auto-detect)")
-        retries: int = Field(1, ge=0, le=5, description="fresh-office retries after a crash (not after a timeout)")
+        retries: int = Field(
+            1, ge=0, le=5, description="fresh-office retries after a crash (not after a timeout)"
+        )
         max_uses: int = Field(200, ge=1, description="restart a warm office after this many decks")
         start_timeout: float = Field(60.0, gt=0, description="seconds allowed for a warm office to start")
-        profile_root: Path | None = Field(None, description="where per-worker profiles go (default: temp dir)")
+        profile_root: Path | None = Field(
+            None, description="where per-worker profiles go (default: temp dir)"
+        )
         png_threads: int = Field(2, ge=1, le=32, description="threads encoding PNGs of one deck")
 
     def __init__(self, options: LibreOfficeRenderer.Options, context: ComponentContext):
@@ -181,8 +192,9 @@ class LibreOfficeRenderer(Component):
             finally:
                 self._free.put(slot)
         try:
-            return pdf_to_pngs(tmp_pdf, out_dir, size=self.options.size, slides=slides,
-                               threads=self.options.png_threads)
+            return pdf_to_pngs(
+                tmp_pdf, out_dir, size=self.options.size, slides=slides, threads=self.options.png_threads
+            )
         finally:
             tmp_pdf.unlink(missing_ok=True)
 
@@ -199,12 +211,16 @@ class LibreOfficeRenderer(Component):
                 if self._use_warm(slot):
                     assert slot.office is not None
                     return slot.office.convert(src, slot.scratch / "deck.pdf", self.options.timeout)
-                return _soffice.convert_oneshot(self.soffice, src, slot.scratch, slot.profile, self.options.timeout)
+                return _soffice.convert_oneshot(
+                    self.soffice, src, slot.scratch, slot.profile, self.options.timeout
+                )
             except InfraError as exc:
                 slot.close()
                 if isinstance(exc, _soffice.RenderTimeout) or attempt == attempts - 1:
                     raise InfraError(f"rendering {deck_path} failed: {exc}") from exc
-                log.warning("LibreOffice failed on %s (%s); retrying with a fresh office", deck_path.name, exc)
+                log.warning(
+                    "LibreOffice failed on %s (%s); retrying with a fresh office", deck_path.name, exc
+                )
         raise AssertionError("unreachable")  # pragma: no cover
 
     def _use_warm(self, slot: _Slot) -> bool:
@@ -220,7 +236,9 @@ class LibreOfficeRenderer(Component):
                     self._warm_broken = "no Python with the uno module was found (install python3-uno)"
                     log.warning("libreoffice renderer: %s; using one-shot soffice", self._warm_broken)
                     return False
-            office = _soffice.WarmOffice(self.soffice, self._uno_python, slot.profile, self.options.start_timeout)
+            office = _soffice.WarmOffice(
+                self.soffice, self._uno_python, slot.profile, self.options.start_timeout
+            )
             try:
                 office.start()
             except InfraError as exc:

@@ -18,6 +18,8 @@ import threading
 from pathlib import Path
 from typing import Any, Protocol
 
+from pydantic import Field
+
 import pptarena
 from pptarena.render import (
     RenderCache,
@@ -29,7 +31,6 @@ from pptarena.render import (
 )
 from pptarena.types import Component, ComponentContext, ComponentUnavailable, InfraError, SlideImage
 from pptarena.types import Options as OptionsBase
-from pydantic import Field
 
 RENDERER_NAME = "powerpoint"
 IMPL_VERSION = 1
@@ -108,7 +109,9 @@ class PowerPointRenderer(Component):
 
     _lock = threading.Lock()  # one PowerPoint per machine: renders are serialised
 
-    def __init__(self, options: PowerPointRenderer.Options, context: ComponentContext, *, com: ComApi | None = None):
+    def __init__(
+        self, options: PowerPointRenderer.Options, context: ComponentContext, *, com: ComApi | None = None
+    ):
         super().__init__(options, context)
         self.options: PowerPointRenderer.Options = options
         self.com: ComApi = com if com is not None else Win32Com()
@@ -121,9 +124,12 @@ class PowerPointRenderer(Component):
         :raises InfraError: PowerPoint failed or exceeded ``timeout`` (it is killed).
         """
         return cached_render(
-            Path(deck_path), Path(out_dir), renderer=RENDERER_NAME,
+            Path(deck_path),
+            Path(out_dir),
+            renderer=RENDERER_NAME,
             settings={"size": self.options.size, "impl": IMPL_VERSION},
-            cache=self.cache, produce=self._produce,
+            cache=self.cache,
+            produce=self._produce,
         )
 
     def close(self) -> None:
@@ -136,7 +142,9 @@ class PowerPointRenderer(Component):
         result: dict[str, Any] = {}
         state: dict[str, Any] = {}
         with self._lock:
-            worker = threading.Thread(target=self._work, args=(deck_path, out_dir, slides, result, state), daemon=True)
+            worker = threading.Thread(
+                target=self._work, args=(deck_path, out_dir, slides, result, state), daemon=True
+            )
             worker.start()
             worker.join(self.options.timeout)
             if worker.is_alive():
@@ -152,7 +160,9 @@ class PowerPointRenderer(Component):
             raise result["error"]
         return list(result["images"])
 
-    def _work(self, deck: Path, out_dir: Path, slides: list[Any], result: dict[str, Any], state: dict[str, Any]) -> None:
+    def _work(
+        self, deck: Path, out_dir: Path, slides: list[Any], result: dict[str, Any], state: dict[str, Any]
+    ) -> None:
         try:
             result["images"] = self._export(deck, out_dir, slides, state)
         except InfraError as exc:
@@ -160,7 +170,9 @@ class PowerPointRenderer(Component):
         except Exception as exc:  # noqa: BLE001 - COM errors are infrastructure failures
             result["error"] = InfraError(f"PowerPoint failed rendering {deck.name}: {exc}")
 
-    def _export(self, deck: Path, out_dir: Path, slides: list[Any], state: dict[str, Any]) -> list[SlideImage]:
+    def _export(
+        self, deck: Path, out_dir: Path, slides: list[Any], state: dict[str, Any]
+    ) -> list[SlideImage]:
         from PIL import Image
 
         self.com.co_initialize()
@@ -170,10 +182,14 @@ class PowerPointRenderer(Component):
             state["pid"] = self.com.process_id(app)
             app.DisplayAlerts = PP_ALERTS_NONE
             pres = app.Presentations.Open(str(deck.resolve()), MSO_TRUE, MSO_FALSE, MSO_FALSE)
-            width, height = target_size(float(pres.PageSetup.SlideWidth), float(pres.PageSetup.SlideHeight), self.options.size)
+            width, height = target_size(
+                float(pres.PageSetup.SlideWidth), float(pres.PageSetup.SlideHeight), self.options.size
+            )
             count = int(pres.Slides.Count)
             if count != len(slides):
-                raise InfraError(f"PowerPoint sees {count} slide(s) in {deck.name}, the deck lists {len(slides)}")
+                raise InfraError(
+                    f"PowerPoint sees {count} slide(s) in {deck.name}, the deck lists {len(slides)}"
+                )
             images = []
             for index, (number, sld_id, hidden) in enumerate(slides, start=1):
                 path = out_dir / slide_file_name(number)
@@ -184,7 +200,11 @@ class PowerPointRenderer(Component):
                     size = im.size
                     if size != (width, height):  # PowerPoint may round differently
                         im.convert("RGB").resize((width, height)).save(path, "PNG")
-                images.append(SlideImage(number=number, sld_id=sld_id, path=path, width=width, height=height, hidden=hidden))
+                images.append(
+                    SlideImage(
+                        number=number, sld_id=sld_id, path=path, width=width, height=height, hidden=hidden
+                    )
+                )
             return images
         finally:
             try:

@@ -18,10 +18,11 @@ import zipfile
 from pathlib import Path
 from typing import Literal
 
+from pydantic import Field, field_validator
+
 import pptarena
 from pptarena.models import ModelRef
 from pptarena.types import AgentError, Component, ComponentContext, Options, Prediction, Task, Workspace
-from pydantic import Field, field_validator
 
 from .actions import Screen
 
@@ -33,15 +34,25 @@ class GuiOptions(Options):
 
     model: ModelRef = Field(description='"<backend>/<model>" of the computer-use model')
     action_space: Literal["json", "openai", "anthropic"] = Field(
-        "json", description="how model output is read: json (text), openai (computer_call), anthropic (tool_use)"
+        "json",
+        description="how model output is read: json (text), openai (computer_call), anthropic (tool_use)",
     )
-    max_steps: int = Field(30, ge=1, le=500, description="model steps before the deck is saved anyway (PPT-Eval: 30)")
+    max_steps: int = Field(
+        30, ge=1, le=500, description="model steps before the deck is saved anyway (PPT-Eval: 30)"
+    )
     screen: str = Field("1280x800", description="virtual screen size WIDTHxHEIGHT")
-    image_size: str | None = Field(None, description="resize screenshots to WIDTHxHEIGHT for the model; default: screen")
-    coordinate_scale: int = Field(
-        0, ge=0, le=100_000, description="json space: coordinates on a 0..N grid (e.g. 1000); 0 = screenshot pixels"
+    image_size: str | None = Field(
+        None, description="resize screenshots to WIDTHxHEIGHT for the model; default: screen"
     )
-    history_images: int = Field(2, ge=1, le=30, description="screenshots of the latest steps kept in the prompt")
+    coordinate_scale: int = Field(
+        0,
+        ge=0,
+        le=100_000,
+        description="json space: coordinates on a 0..N grid (e.g. 1000); 0 = screenshot pixels",
+    )
+    history_images: int = Field(
+        2, ge=1, le=30, description="screenshots of the latest steps kept in the prompt"
+    )
     step_delay: float = Field(0.5, ge=0, le=10, description="seconds to let the UI settle after each action")
     native: bool = Field(
         True,
@@ -56,8 +67,12 @@ class GuiOptions(Options):
         False,
         description="native = false only: also pass the provider's computer tool definition as request params",
     )
-    temperature: float | None = Field(None, ge=0, le=2, description="sampling temperature (default: the backend's)")
-    max_tokens: int | None = Field(None, gt=0, description="output-token limit per step (default: the backend's)")
+    temperature: float | None = Field(
+        None, ge=0, le=2, description="sampling temperature (default: the backend's)"
+    )
+    max_tokens: int | None = Field(
+        None, gt=0, description="output-token limit per step (default: the backend's)"
+    )
     save_reserve: float = Field(
         SAVE_RESERVE_DEFAULT, ge=10, description="seconds kept from the task timeout for saving and closing"
     )
@@ -133,11 +148,21 @@ class GuiAgent(Component):
         try:
             env.open(deck)
             result = run_episode(
-                env, client, adapter, task.instruction,
-                trajectory=trajectory, log=workspace.log, max_steps=opts.max_steps, image_size=image_size,
-                coordinate_scale=opts.coordinate_scale, history_images=opts.history_images,
-                step_delay=opts.step_delay, deadline=deadline, request_params=params,
-                native=opts.native, safety_checks=opts.safety_checks,
+                env,
+                client,
+                adapter,
+                task.instruction,
+                trajectory=trajectory,
+                log=workspace.log,
+                max_steps=opts.max_steps,
+                image_size=image_size,
+                coordinate_scale=opts.coordinate_scale,
+                history_images=opts.history_images,
+                step_delay=opts.step_delay,
+                deadline=deadline,
+                request_params=params,
+                native=opts.native,
+                safety_checks=opts.safety_checks,
             )
             if not env.office_running():
                 raise AgentError("Impress was closed during the episode, so the deck could not be saved")
@@ -149,7 +174,10 @@ class GuiAgent(Component):
             env.close()
             workspace.log.write("gui_closed", seconds=round(time.monotonic() - started, 1))
         try:
-            if not zipfile.is_zipfile(saved) or "ppt/presentation.xml" not in zipfile.ZipFile(saved).namelist():
+            if (
+                not zipfile.is_zipfile(saved)
+                or "ppt/presentation.xml" not in zipfile.ZipFile(saved).namelist()
+            ):
                 raise AgentError(f"the file Impress saved ({saved.name}) is not a .pptx package")
             shutil.copyfile(saved, workspace.output_deck)
             files = _hand_back_settings(scratch / "env" / "profile", workspace.dir)

@@ -42,31 +42,88 @@ MAX_KEY_CHORD = 5
 
 _KEY_ALIASES = {
     # modifiers
-    "control": "ctrl", "ctl": "ctrl", "ctrl": "ctrl", "lctrl": "ctrl", "rctrl": "ctrl",
-    "alt": "alt", "option": "alt", "opt": "alt",
+    "control": "ctrl",
+    "ctl": "ctrl",
+    "ctrl": "ctrl",
+    "lctrl": "ctrl",
+    "rctrl": "ctrl",
+    "alt": "alt",
+    "option": "alt",
+    "opt": "alt",
     "shift": "shift",
-    "cmd": "super", "command": "super", "meta": "super", "super": "super", "win": "super", "windows": "super",
+    "cmd": "super",
+    "command": "super",
+    "meta": "super",
+    "super": "super",
+    "win": "super",
+    "windows": "super",
     # named keys
-    "enter": "Return", "return": "Return", "ret": "Return",
-    "esc": "Escape", "escape": "Escape",
-    "tab": "Tab", "space": "space", "spacebar": "space",
-    "backspace": "BackSpace", "back_space": "BackSpace", "bksp": "BackSpace",
-    "delete": "Delete", "del": "Delete", "insert": "Insert", "ins": "Insert",
-    "home": "Home", "end": "End",
-    "pageup": "Prior", "page_up": "Prior", "pgup": "Prior", "prior": "Prior",
-    "pagedown": "Next", "page_down": "Next", "pgdn": "Next", "next": "Next",
-    "up": "Up", "down": "Down", "left": "Left", "right": "Right",
-    "arrowup": "Up", "arrowdown": "Down", "arrowleft": "Left", "arrowright": "Right",
-    "capslock": "Caps_Lock", "menu": "Menu",
-    "plus": "plus", "minus": "minus", "equal": "equal", "comma": "comma", "period": "period",
-    "slash": "slash", "backslash": "backslash", "semicolon": "semicolon", "apostrophe": "apostrophe",
-    "bracketleft": "bracketleft", "bracketright": "bracketright", "grave": "grave",
+    "enter": "Return",
+    "return": "Return",
+    "ret": "Return",
+    "esc": "Escape",
+    "escape": "Escape",
+    "tab": "Tab",
+    "space": "space",
+    "spacebar": "space",
+    "backspace": "BackSpace",
+    "back_space": "BackSpace",
+    "bksp": "BackSpace",
+    "delete": "Delete",
+    "del": "Delete",
+    "insert": "Insert",
+    "ins": "Insert",
+    "home": "Home",
+    "end": "End",
+    "pageup": "Prior",
+    "page_up": "Prior",
+    "pgup": "Prior",
+    "prior": "Prior",
+    "pagedown": "Next",
+    "page_down": "Next",
+    "pgdn": "Next",
+    "next": "Next",
+    "up": "Up",
+    "down": "Down",
+    "left": "Left",
+    "right": "Right",
+    "arrowup": "Up",
+    "arrowdown": "Down",
+    "arrowleft": "Left",
+    "arrowright": "Right",
+    "capslock": "Caps_Lock",
+    "menu": "Menu",
+    "plus": "plus",
+    "minus": "minus",
+    "equal": "equal",
+    "comma": "comma",
+    "period": "period",
+    "slash": "slash",
+    "backslash": "backslash",
+    "semicolon": "semicolon",
+    "apostrophe": "apostrophe",
+    "bracketleft": "bracketleft",
+    "bracketright": "bracketright",
+    "grave": "grave",
 }
 _PUNCT_KEYS = {
-    "+": "plus", "-": "minus", "=": "equal", ",": "comma", ".": "period", "/": "slash", "\\": "backslash",
-    ";": "semicolon", "'": "apostrophe", "[": "bracketleft", "]": "bracketright", "`": "grave", " ": "space",
+    "+": "plus",
+    "-": "minus",
+    "=": "equal",
+    ",": "comma",
+    ".": "period",
+    "/": "slash",
+    "\\": "backslash",
+    ";": "semicolon",
+    "'": "apostrophe",
+    "[": "bracketleft",
+    "]": "bracketright",
+    "`": "grave",
+    " ": "space",
 }
-_KEYSYM_RE = re.compile(r"^(?:[A-Za-z0-9]|F(?:[1-9]|1[0-9]|2[0-4])|KP_[A-Za-z0-9_]{1,12}|[A-Z][A-Za-z_]{1,20})$")
+_KEYSYM_RE = re.compile(
+    r"^(?:[A-Za-z0-9]|F(?:[1-9]|1[0-9]|2[0-4])|KP_[A-Za-z0-9_]{1,12}|[A-Z][A-Za-z_]{1,20})$"
+)
 
 
 class ActionError(ValueError):
@@ -165,7 +222,11 @@ class Action:
             value = data[name]
             if name == "modifiers" and not value:
                 continue
-            out[name] = [list(p) for p in value] if name == "path" else (list(value) if isinstance(value, tuple) else value)
+            out[name] = (
+                [list(p) for p in value]
+                if name == "path"
+                else (list(value) if isinstance(value, tuple) else value)
+            )
         return out
 
 
@@ -221,7 +282,6 @@ class Scaler:
         sx = min(self.screen.width - 1, int(round(fx * self._fx)))
         sy = min(self.screen.height - 1, int(round(fy * self._fy)))
         return sx, sy
-
 
     def back(self, x: int, y: int) -> tuple[int, int]:
         """A screen pixel → the model's coordinate space (inverse of :meth:`point`, rounded)."""

@@ -121,7 +121,9 @@ def computer_tool_actions(data: dict[str, Any], scaler: Scaler) -> tuple[list[Ac
         start = data.get("start_coordinate")
         if start is None:
             raise ActionError("left_click_drag needs start_coordinate and coordinate")
-        return [A.drag([_point(scaler, start, "start_coordinate"), _point(scaler, coord, "coordinate")])], False
+        return [
+            A.drag([_point(scaler, start, "start_coordinate"), _point(scaler, coord, "coordinate")])
+        ], False
     if name in ("left_mouse_down", "left_mouse_up"):
         return [A.mouse_button("mouse_down" if name.endswith("down") else "mouse_up")], False
     if name == "type":
@@ -194,14 +196,20 @@ def own_json_actions(data: dict[str, Any], scaler: Scaler) -> tuple[list[Action]
             if not isinstance(pts, list):
                 raise ActionError("drag path must be a list of [x, y]")
             return [A.drag([_point(scaler, p, "path point") for p in pts[: A.MAX_DRAG_POINTS + 1]])], False
-        return [A.drag([_point(scaler, data.get("from"), "from"), _point(scaler, data.get("to"), "to")])], False
+        return [
+            A.drag([_point(scaler, data.get("from"), "from"), _point(scaler, data.get("to"), "to")])
+        ], False
     if name == "scroll":
         point = scaler.point(data.get("x"), data.get("y"))
         if "dx" in data or "dy" in data:
             return [A.scroll(point, data.get("dx", 0), data.get("dy", 0))], False
         return computer_tool_actions(
-            {"action": "scroll", "coordinate": [data.get("x"), data.get("y")],
-             "scroll_direction": data.get("direction", "down"), "scroll_amount": data.get("amount", 3)},
+            {
+                "action": "scroll",
+                "coordinate": [data.get("x"), data.get("y")],
+                "scroll_direction": data.get("direction", "down"),
+                "scroll_amount": data.get("amount", 3),
+            },
             scaler,
         )
     if name == "type":
@@ -262,7 +270,8 @@ class JsonAdapter:
             "You operate LibreOffice Impress on a Linux desktop through screenshots, the mouse and the keyboard, "
             "to edit the open presentation as the user asks. After each of your actions you get a new screenshot. "
             "Do not close Impress and do not save to another file: the presentation is saved automatically "
-            "when you answer done.\n\n" + JSON_ACTIONS_HELP.format(max_actions=MAX_ACTIONS_PER_STEP, coords=coords)
+            "when you answer done.\n\n"
+            + JSON_ACTIONS_HELP.format(max_actions=MAX_ACTIONS_PER_STEP, coords=coords)
         )
 
     def request_params(self, image: Screen) -> dict[str, Any]:
@@ -275,7 +284,9 @@ class JsonAdapter:
         decision = Decision(note=text[:2000])
         candidates = [objs for v in extract_json_values(text) if (objs := _action_objects(v))]
         if not candidates:
-            decision.errors.append("no JSON action found in the reply; answer with e.g. {\"action\": \"click\", \"x\": 10, \"y\": 20}")
+            decision.errors.append(
+                'no JSON action found in the reply; answer with e.g. {"action": "click", "x": 10, "y": 20}'
+            )
             return decision
         objs = candidates[-1]
         if len(objs) > MAX_ACTIONS_PER_STEP:
@@ -295,7 +306,9 @@ def _capped(decision: Decision, objs: list[Any]) -> list[Any]:
     return objs[:MAX_PROVIDER_ACTIONS]
 
 
-def _collect(decision: Decision, objs: list[dict[str, Any]], mapper: Any, owners: list[str] | None = None) -> None:
+def _collect(
+    decision: Decision, objs: list[dict[str, Any]], mapper: Any, owners: list[str] | None = None
+) -> None:
     """Map objects in order; stop at the first invalid one (later actions depended on it).
 
     ``owners`` (parallel to ``objs``) are the provider call ids the objects came from.
@@ -325,12 +338,24 @@ def openai_action(action: dict[str, Any], scaler: Scaler) -> tuple[list[Action],
     """One OpenAI ``computer_call`` action object → (actions, done)."""
     kind = action.get("type")
     if kind == "click":
-        button = {"left": "left", "right": "right", "wheel": "middle", "middle": "middle"}.get(action.get("button", "left"))
+        button = {"left": "left", "right": "right", "wheel": "middle", "middle": "middle"}.get(
+            action.get("button", "left")
+        )
         if button is None:
-            raise ActionError(f"mouse button {action.get('button')!r} is not supported (only left, right, wheel)")
-        return [A.click(scaler.point(action.get("x"), action.get("y")), button, 1, tuple(action.get("keys") or ()))], False
+            raise ActionError(
+                f"mouse button {action.get('button')!r} is not supported (only left, right, wheel)"
+            )
+        return [
+            A.click(
+                scaler.point(action.get("x"), action.get("y")), button, 1, tuple(action.get("keys") or ())
+            )
+        ], False
     if kind == "double_click":
-        return [A.click(scaler.point(action.get("x"), action.get("y")), "left", 2, tuple(action.get("keys") or ()))], False
+        return [
+            A.click(
+                scaler.point(action.get("x"), action.get("y")), "left", 2, tuple(action.get("keys") or ())
+            )
+        ], False
     if kind in ("move", "drag", "scroll") and action.get("keys"):
         raise ActionError(f"holding keys during {kind} is not supported")
     if kind == "move":
@@ -339,11 +364,20 @@ def openai_action(action: dict[str, Any], scaler: Scaler) -> tuple[list[Action],
         path = action.get("path")
         if not isinstance(path, list):
             raise ActionError("drag path must be a list of {x, y}")
-        pts = [scaler.point(p.get("x"), p.get("y")) if isinstance(p, dict) else _point(scaler, p, "path point") for p in path[: A.MAX_DRAG_POINTS + 1]]
+        pts = [
+            scaler.point(p.get("x"), p.get("y")) if isinstance(p, dict) else _point(scaler, p, "path point")
+            for p in path[: A.MAX_DRAG_POINTS + 1]
+        ]
         return [A.drag(pts)], False
     if kind == "scroll":
         point = scaler.point(action.get("x"), action.get("y"))
-        return [A.scroll(point, _pixels_to_clicks(action.get("scroll_x", 0)), _pixels_to_clicks(action.get("scroll_y", 0)))], False
+        return [
+            A.scroll(
+                point,
+                _pixels_to_clicks(action.get("scroll_x", 0)),
+                _pixels_to_clicks(action.get("scroll_y", 0)),
+            )
+        ], False
     if kind == "type":
         return [A.type_text(action.get("text"))], False
     if kind == "keypress":
@@ -399,8 +433,14 @@ class OpenAIComputerAdapter:
     def request_params(self, image: Screen) -> dict[str, Any]:
         """The Responses API computer tool definition for a backend that forwards ``tools``."""
         return {
-            "tools": [{"type": "computer_use_preview", "display_width": image.width,
-                       "display_height": image.height, "environment": "linux"}],
+            "tools": [
+                {
+                    "type": "computer_use_preview",
+                    "display_width": image.width,
+                    "display_height": image.height,
+                    "environment": "linux",
+                }
+            ],
             "truncation": "auto",
         }
 
@@ -454,8 +494,14 @@ class AnthropicComputerAdapter:
     def request_params(self, image: Screen) -> dict[str, Any]:
         """The Messages API computer tool definition for a backend that forwards ``tools`` and ``betas``."""
         return {
-            "tools": [{"type": self.tool_type, "name": "computer", "display_width_px": image.width,
-                       "display_height_px": image.height}],
+            "tools": [
+                {
+                    "type": self.tool_type,
+                    "name": "computer",
+                    "display_width_px": image.width,
+                    "display_height_px": image.height,
+                }
+            ],
             "betas": [self.beta],
         }
 
@@ -464,7 +510,11 @@ class AnthropicComputerAdapter:
         decision = Decision()
         blocks = provider_items(completion, "content")
         uses = [b for b in blocks if isinstance(b, dict) and b.get("type") == "tool_use"]
-        texts = [b["text"] for b in blocks if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)]
+        texts = [
+            b["text"]
+            for b in blocks
+            if isinstance(b, dict) and b.get("type") == "text" and isinstance(b.get("text"), str)
+        ]
         decision.note = ("\n".join(texts) or completion.text or "")[:2000]
         if not uses:
             decision.done = True
@@ -495,7 +545,9 @@ class AnthropicComputerAdapter:
 ADAPTERS = {"json": JsonAdapter, "openai": OpenAIComputerAdapter, "anthropic": AnthropicComputerAdapter}
 
 
-def make_adapter(action_space: str, coordinate_scale: int = 0) -> JsonAdapter | OpenAIComputerAdapter | AnthropicComputerAdapter:
+def make_adapter(
+    action_space: str, coordinate_scale: int = 0
+) -> JsonAdapter | OpenAIComputerAdapter | AnthropicComputerAdapter:
     """The adapter for an action space name."""
     if action_space == "json":
         return JsonAdapter(coordinate_scale)

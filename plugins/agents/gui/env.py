@@ -212,9 +212,21 @@ class ImpressScreen:
         log = (self.workdir / "xvfb.log").open("wb")
         try:
             self._xvfb = subprocess.Popen(
-                ["Xvfb", "-displayfd", str(write_fd), "-screen", "0", f"{self.screen}x24",
-                 "-nolisten", "tcp", "-noreset"],
-                pass_fds=(write_fd,), stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                [
+                    "Xvfb",
+                    "-displayfd",
+                    str(write_fd),
+                    "-screen",
+                    "0",
+                    f"{self.screen}x24",
+                    "-nolisten",
+                    "tcp",
+                    "-noreset",
+                ],
+                pass_fds=(write_fd,),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
         finally:
             os.close(write_fd)
@@ -245,12 +257,25 @@ class ImpressScreen:
         (self.profile_dir / "user").mkdir(parents=True, exist_ok=True)
         (self.profile_dir / "user" / "registrymodifications.xcu").write_text(_profile_xml(), encoding="utf-8")
         log = (self.workdir / "soffice.log").open("wb")
-        command = ["soffice", f"-env:UserInstallation={self.profile_url}", "--impress", "--norestore",
-                   "--nologo", "--nodefault", "--nolockcheck", "--nofirststartwizard", str(deck)]
+        command = [
+            "soffice",
+            f"-env:UserInstallation={self.profile_url}",
+            "--impress",
+            "--norestore",
+            "--nologo",
+            "--nodefault",
+            "--nolockcheck",
+            "--nofirststartwizard",
+            str(deck),
+        ]
         command, env, self.isolation = jailed_impress(command, self.env, self.workdir, Path(deck).parent)
         try:
             self._office = subprocess.Popen(
-                command, env=env, stdin=subprocess.DEVNULL, stdout=log, stderr=subprocess.STDOUT,
+                command,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
             )
         finally:
             log.close()
@@ -422,7 +447,9 @@ class ImpressScreen:
                 self.xdo("mousemove", str(action.x), str(action.y))
             for clicks, (neg, pos) in ((action.dy, ("4", "5")), (action.dx, ("6", "7"))):
                 if clicks:
-                    self.xdo("click", "--repeat", str(abs(clicks)), "--delay", "30", pos if clicks > 0 else neg)
+                    self.xdo(
+                        "click", "--repeat", str(abs(clicks)), "--delay", "30", pos if clicks > 0 else neg
+                    )
         elif kind == "type":
             self._type(action.text)
         elif kind == "key":
@@ -488,7 +515,11 @@ class ImpressScreen:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             titles = dict(self.windows())
-            if titles.get(self.main_window, "").startswith(path.name) and path.exists() and zipfile.is_zipfile(path):
+            if (
+                titles.get(self.main_window, "").startswith(path.name)
+                and path.exists()
+                and zipfile.is_zipfile(path)
+            ):
                 return
             for wid, name in titles.items():
                 # the keep-format question (only asked if the profile setting was lost)
@@ -536,7 +567,9 @@ def impress_round_trip(src: Path, dst: Path, screen: Screen | None = None) -> Pa
     return Path(dst)
 
 
-def jailed_impress(command: list[str], env: dict[str, str], workdir: Path, deck_dir: Path) -> tuple[list[str], dict[str, str], str]:
+def jailed_impress(
+    command: list[str], env: dict[str, str], workdir: Path, deck_dir: Path
+) -> tuple[list[str], dict[str, str], str]:
     """Impress under bubblewrap where it works: no network, and of the host only the system folders,
     its own work folder, the deck's folder (writable: Impress saves there) and the X display's socket.
     Its file dialogs cannot browse the run folder, the dataset or the home folder.
@@ -549,8 +582,13 @@ def jailed_impress(command: list[str], env: dict[str, str], workdir: Path, deck_
     env = {**env, "HOME": str(workdir), "TMPDIR": "/tmp"}
     x11 = Path("/tmp/.X11-unix")
     jail = isolation.Jail(
-        workdir=workdir, workdir_host=workdir, writable=[deck_dir] if deck_dir != workdir else [],
-        read_only=[x11] if x11.exists() else [], network=False, python=False, tmpfs_mb=512,
+        workdir=workdir,
+        workdir_host=workdir,
+        writable=[deck_dir] if deck_dir != workdir else [],
+        read_only=[x11] if x11.exists() else [],
+        network=False,
+        python=False,
+        tmpfs_mb=512,
     )
     return isolation.command(jail, command), env, isolation.BWRAP_LEVEL
 

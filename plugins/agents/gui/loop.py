@@ -127,8 +127,9 @@ def run_episode(
     native = native and adapter.name != "json"
     if native:
         params.update(adapter.request_params(image_screen))
-    convo = make_conversation(adapter.name, native, adapter.system_prompt(image_screen), instruction,
-                              history_images, params)
+    convo = make_conversation(
+        adapter.name, native, adapter.system_prompt(image_screen), instruction, history_images, params
+    )
     feedback = ""
     errors_total = 0
     note = ""
@@ -176,8 +177,19 @@ def run_episode(
         if step_delay:
             time.sleep(step_delay)
         env.settle()
-        _record_step(trajectory, log, step, shot, seen, completion, decision, done_actions, errors,
-                     done_requested, started)
+        _record_step(
+            trajectory,
+            log,
+            step,
+            shot,
+            seen,
+            completion,
+            decision,
+            done_actions,
+            errors,
+            done_requested,
+            started,
+        )
         convo.report(_outcomes(decision, len(done_actions), failed, CallOutcome), acknowledged)
         done_text = "; ".join(describe(a, scaler) for a in done_actions) or "nothing"
         feedback = f"Executed: {done_text}." + (f" Errors: {' | '.join(errors)}" if errors else "")
@@ -186,20 +198,33 @@ def run_episode(
     return _finish(env, trajectory, max_steps, "max_steps", note, errors_total)
 
 
-def _record_step(trajectory: Trajectory, log: AgentLog, step: int, shot: str, seen: Screen, completion: Any,
-                 decision: Any, done_actions: list[Action], errors: list[str], done: bool, started: float) -> None:
+def _record_step(
+    trajectory: Trajectory,
+    log: AgentLog,
+    step: int,
+    shot: str,
+    seen: Screen,
+    completion: Any,
+    decision: Any,
+    done_actions: list[Action],
+    errors: list[str],
+    done: bool,
+    started: float,
+) -> None:
     executed = [a.to_json() for a in done_actions]
-    trajectory.write({
-        "step": step,
-        "screenshot": shot,
-        "image_size": [seen.width, seen.height],
-        "reply": (completion.text or decision.note or "")[:4000],
-        "actions": executed,
-        "errors": errors,
-        "done": done,
-        "call_ids": decision.call_ids,
-        "duration_s": round(time.monotonic() - started, 3),
-    })
+    trajectory.write(
+        {
+            "step": step,
+            "screenshot": shot,
+            "image_size": [seen.width, seen.height],
+            "reply": (completion.text or decision.note or "")[:4000],
+            "actions": executed,
+            "errors": errors,
+            "done": done,
+            "call_ids": decision.call_ids,
+            "duration_s": round(time.monotonic() - started, 3),
+        }
+    )
     log.write("gui_step", step=step, actions=executed, errors=errors, done=done)
 
 
@@ -214,8 +239,11 @@ def _outcomes(decision: Any, n_run: int, failed: tuple[int, str] | None, outcome
         elif failed is not None and failed[0] in mine:
             out.append(outcome_cls(call_id, False, failed[1]))
         elif not mine or any(i >= n_run for i in mine):
-            out.append(outcome_cls(call_id, False, "not run: an earlier action failed or the step's action limit "
-                                                   "was reached"))
+            out.append(
+                outcome_cls(
+                    call_id, False, "not run: an earlier action failed or the step's action limit was reached"
+                )
+            )
         else:
             out.append(outcome_cls(call_id, True))
     return out
@@ -226,9 +254,18 @@ def _summary(decision: Any, scaler: Scaler) -> str:
     return "\n".join(p for p in (decision.note, calls and f"Actions: {calls}") if p)
 
 
-def _finish(env: ImpressScreen, trajectory: Trajectory, steps: int, reason: str, note: str, errors: int) -> EpisodeResult:
+def _finish(
+    env: ImpressScreen, trajectory: Trajectory, steps: int, reason: str, note: str, errors: int
+) -> EpisodeResult:
     png, seen = encode_png(env.screenshot())
     trajectory.save_image("final.png", png)
-    trajectory.write({"step": "final", "screenshot": "final.png", "image_size": [seen.width, seen.height],
-                      "steps": steps, "stop_reason": reason})
+    trajectory.write(
+        {
+            "step": "final",
+            "screenshot": "final.png",
+            "image_size": [seen.width, seen.height],
+            "steps": steps,
+            "stop_reason": reason,
+        }
+    )
     return EpisodeResult(steps=steps, stop_reason=reason, note=note, action_errors=errors)

@@ -57,7 +57,9 @@ class TextConversation:
         self.params = dict(params)
         self.turns: list[tuple[Message, Message | None]] = []
 
-    def request(self, step: int, max_steps: int, png: bytes, size: tuple[int, int], feedback: str) -> tuple[list[Message], dict[str, Any]]:
+    def request(
+        self, step: int, max_steps: int, png: bytes, size: tuple[int, int], feedback: str
+    ) -> tuple[list[Message], dict[str, Any]]:
         """The messages and call parameters of this step."""
         header = (
             f"Task: {self.instruction}\n\nThis is the screen now ({size[0]}x{size[1]})."
@@ -98,7 +100,9 @@ class AnthropicConversation:
         self.messages: list[Message] = []
         self._outcomes: list[CallOutcome] = []
 
-    def request(self, step: int, max_steps: int, png: bytes, size: tuple[int, int], feedback: str) -> tuple[list[Message], dict[str, Any]]:
+    def request(
+        self, step: int, max_steps: int, png: bytes, size: tuple[int, int], feedback: str
+    ) -> tuple[list[Message], dict[str, Any]]:
         """Step 0: the instruction and the screenshot; later: the tool results, the last with the screenshot."""
         shot = ImagePart(png)
         if step == 0 or not self._outcomes:
@@ -114,7 +118,9 @@ class AnthropicConversation:
                 results.append(ToolResult(outcome.call_id, content or ("done",), is_error=not outcome.ok))
             self.messages.append(Message.user(*results))
         self._outcomes = []
-        return [Message.system(self.system), *_prune_images(self.messages, self.history_images)], dict(self.params)
+        return [Message.system(self.system), *_prune_images(self.messages, self.history_images)], dict(
+            self.params
+        )
 
     def observe(self, completion: Completion, decision: Decision, summary: str, text_reply: bool) -> None:
         """Append the model's turn: its text and its tool_use blocks as :class:`ToolCall` parts."""
@@ -126,8 +132,14 @@ class AnthropicConversation:
                 parts.append(str(block["text"]))
             elif block.get("type") == "tool_use":
                 given = block.get("input")
-                parts.append(ToolCall(str(block.get("id", "")), str(block.get("name", "")),
-                                      given if isinstance(given, dict) else {}, native=block))
+                parts.append(
+                    ToolCall(
+                        str(block.get("id", "")),
+                        str(block.get("name", "")),
+                        given if isinstance(given, dict) else {},
+                        native=block,
+                    )
+                )
         self.messages.append(Message("assistant", tuple(parts) or (summary or "(no text)",)))
 
     def report(self, outcomes: list[CallOutcome], acknowledged: list[dict[str, Any]]) -> None:
@@ -148,7 +160,9 @@ class OpenAIConversation:
         self._outcomes: list[CallOutcome] = []
         self._acknowledged: list[dict[str, Any]] = []
 
-    def request(self, step: int, max_steps: int, png: bytes, size: tuple[int, int], feedback: str) -> tuple[list[Message], dict[str, Any]]:
+    def request(
+        self, step: int, max_steps: int, png: bytes, size: tuple[int, int], feedback: str
+    ) -> tuple[list[Message], dict[str, Any]]:
         """Step 0: the instruction and the screenshot; later: one computer_call_output per call."""
         params = dict(self.params)
         shot = ImagePart(png)
@@ -165,7 +179,9 @@ class OpenAIConversation:
                         {k: c[k] for k in ("id", "code", "message") if c.get(k) is not None}
                         for c in self._acknowledged
                     ]
-                parts.append(ToolResult(outcome.call_id, (shot,), is_error=not outcome.ok, native=native or None))
+                parts.append(
+                    ToolResult(outcome.call_id, (shot,), is_error=not outcome.ok, native=native or None)
+                )
                 if not outcome.ok and outcome.message:
                     errors.append(outcome.message)
             if errors:  # a computer_call_output has no place for text: tell the model in a message after it
@@ -197,9 +213,10 @@ class OpenAIConversation:
 def _prune_images(messages: list[Message], keep: int) -> list[Message]:
     """Messages with images only in the last ``keep`` user turns that have any (others get a note)."""
     with_images = [
-        i for i, m in enumerate(messages)
-        if m.role == "user" and any(isinstance(p, ImagePart) or (isinstance(p, ToolResult) and p.images())
-                                    for p in m.parts())
+        i
+        for i, m in enumerate(messages)
+        if m.role == "user"
+        and any(isinstance(p, ImagePart) or (isinstance(p, ToolResult) and p.images()) for p in m.parts())
     ]
     drop = set(with_images[: max(0, len(with_images) - max(1, keep))])
     out = []
@@ -222,12 +239,19 @@ def _prune_images(messages: list[Message], keep: int) -> list[Message]:
 
 Conversation = TextConversation | AnthropicConversation | OpenAIConversation
 CONVERSATIONS: dict[str, type[Conversation]] = {
-    "json": TextConversation, "openai": OpenAIConversation, "anthropic": AnthropicConversation,
+    "json": TextConversation,
+    "openai": OpenAIConversation,
+    "anthropic": AnthropicConversation,
 }
 
 
 def make_conversation(
-    action_space: str, native: bool, system: str, instruction: str, history_images: int, params: dict[str, Any]
+    action_space: str,
+    native: bool,
+    system: str,
+    instruction: str,
+    history_images: int,
+    params: dict[str, Any],
 ) -> Conversation:
     """The conversation for an action space (``native`` false: plain text turns for any space)."""
     cls = CONVERSATIONS[action_space] if native else TextConversation

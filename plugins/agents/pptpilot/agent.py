@@ -30,6 +30,8 @@ import re
 import shutil
 from typing import Any, Literal
 
+from pydantic import Field
+
 import pptarena
 from pptarena.models import Message, ModelRef
 from pptarena.plugins.agents.pptpilot.branch import Branch, BranchOutcome
@@ -43,7 +45,6 @@ from pptarena.plugins.agents.pptpilot.context import (
     request_text,
 )
 from pptarena.types import AgentError, Component, Options, Prediction, Task, Workspace
-from pydantic import Field
 
 Route = Literal["code", "xml"]
 
@@ -53,14 +54,22 @@ class PilotOptions(Options):
 
     model: ModelRef = Field(description='"<backend>/<model>" that writes the edits')
     retries: int = Field(2, ge=0, le=10, description="extra attempts after a failed edit (error fed back)")
-    loops: int = Field(0, ge=0, le=10, description="render → verify → repair rounds after the edit (paper: 3)")
+    loops: int = Field(
+        0, ge=0, le=10, description="render → verify → repair rounds after the edit (paper: 3)"
+    )
     verifier_model: ModelRef | None = Field(None, description="model of the verifier; default: model")
-    render_check: bool = Field(True, description="a candidate deck must render (when a renderer is configured)")
+    render_check: bool = Field(
+        True, description="a candidate deck must render (when a renderer is configured)"
+    )
     max_images: int = Field(8, ge=0, le=64, description="slide renders per prompt (0: none)")
     image_max_px: int = Field(1024, ge=64, le=4096, description="long edge of renders sent to models")
     max_summary_chars: int = Field(60_000, ge=1000, description="the deck summary is cut to this length")
-    temperature: float | None = Field(None, ge=0, le=2, description="sampling temperature (default: the backend's)")
-    max_tokens: int | None = Field(None, gt=0, description="output-token limit per call (default: the backend's)")
+    temperature: float | None = Field(
+        None, ge=0, le=2, description="sampling temperature (default: the backend's)"
+    )
+    max_tokens: int | None = Field(
+        None, gt=0, description="output-token limit per call (default: the backend's)"
+    )
     on_failure: Literal["error", "input"] = Field(
         "error", description="when every attempt fails: raise AgentError, or hand in the unchanged input deck"
     )
@@ -87,8 +96,12 @@ class XmlOptions(PilotOptions):
 class HybridOptions(CodeOptions, XmlOptions):
     """Options of the ``hybrid`` (PPTPilot) agent."""
 
-    router_model: ModelRef | None = Field(None, description="cheaper model for the routing call; default: model")
-    router_default: Route = Field("xml", description="route when the router's answer is unreadable (PPTPilot: xml)")
+    router_model: ModelRef | None = Field(
+        None, description="cheaper model for the routing call; default: model"
+    )
+    router_default: Route = Field(
+        "xml", description="route when the router's answer is unreadable (PPTPilot: xml)"
+    )
     fallback: bool = Field(True, description="when the routed branch fails, try the other one")
 
 
@@ -131,17 +144,35 @@ class PilotAgent(Component):
         view = ViewLimits(opts.max_summary_chars, opts.max_images, opts.image_max_px)
         original = workspace.input_deck
         checker = DeckChecker(workspace, work / "renders", render=opts.render_check, baseline=original)
-        log.write("start", agent=self.context.name or type(self).__name__, model=opts.model, loops=opts.loops,
-                  retries=opts.retries, renderer=workspace.renderer is not None)
-        common = dict(caller=caller, model=opts.model, workspace=workspace, checker=checker, work_dir=work,
-                      retries=opts.retries, view=view)
+        log.write(
+            "start",
+            agent=self.context.name or type(self).__name__,
+            model=opts.model,
+            loops=opts.loops,
+            retries=opts.retries,
+            renderer=workspace.renderer is not None,
+        )
+        common = dict(
+            caller=caller,
+            model=opts.model,
+            workspace=workspace,
+            checker=checker,
+            work_dir=work,
+            retries=opts.retries,
+            view=view,
+        )
 
         def make(route: Route) -> Branch:
             if route == "code":
                 limits = SandboxLimits(timeout=opts.code_timeout, memory_mb=opts.code_memory_mb)
                 return CodeBranch(limits=limits, **common)
-            return XmlBranch(selection=opts.selection, max_parts=opts.max_parts, max_xml_chars=opts.max_xml_chars,
-                             select_model=opts.select_model or opts.model, **common)
+            return XmlBranch(
+                selection=opts.selection,
+                max_parts=opts.max_parts,
+                max_xml_chars=opts.max_xml_chars,
+                select_model=opts.select_model or opts.model,
+                **common,
+            )
 
         route, reason = self.route(request, caller, original)
         branch = make(route)
@@ -164,12 +195,24 @@ class PilotAgent(Component):
         rounds: list[dict[str, Any]] = []
         if opts.loops:
             current, rounds = verify_loop(
-                caller=caller, verifier_model=opts.verifier_model or opts.model, request=request, branch=branch,
-                checker=checker, original=original, current=current, loops=opts.loops, limits=view,
+                caller=caller,
+                verifier_model=opts.verifier_model or opts.model,
+                request=request,
+                branch=branch,
+                checker=checker,
+                original=original,
+                current=current,
+                loops=opts.loops,
+                limits=view,
             )
         shutil.copyfile(current, workspace.output_deck)
-        metadata.update(rounds=rounds, loops_completed=len(rounds), unchanged=current == original,
-                        model_calls=caller.calls, model_usage=caller.usage.as_dict())
+        metadata.update(
+            rounds=rounds,
+            loops_completed=len(rounds),
+            unchanged=current == original,
+            model_calls=caller.calls,
+            model_usage=caller.usage.as_dict(),
+        )
         log.write("done", deck=str(workspace.output_deck), source=str(current), **metadata)
         note = f"{outcome.branch} edit" + (f", {len(rounds)} verify round(s)" if rounds else "")
         if current == original:
@@ -183,19 +226,30 @@ class PilotAgent(Component):
 
     @staticmethod
     def _outcome_json(outcome: BranchOutcome) -> dict[str, Any]:
-        return {"branch": outcome.branch, "ok": outcome.ok, "attempts": outcome.attempts, "error": outcome.error,
-                "unchanged": outcome.unchanged}
+        return {
+            "branch": outcome.branch,
+            "ok": outcome.ok,
+            "attempts": outcome.attempts,
+            "error": outcome.error,
+            "unchanged": outcome.unchanged,
+        }
 
-    def _fail(self, workspace: Workspace, caller: ModelCaller, metadata: dict[str, Any],
-              outcome: BranchOutcome) -> Prediction:
+    def _fail(
+        self, workspace: Workspace, caller: ModelCaller, metadata: dict[str, Any], outcome: BranchOutcome
+    ) -> Prediction:
         opts: Any = self.options
         error = outcome.error or "no usable edit"
         if opts.on_failure == "input":
             shutil.copyfile(workspace.input_deck, workspace.output_deck)
             workspace.log.write("handed_in_input", reason=error)
-            metadata.update(failed=True, error=error, model_calls=caller.calls, model_usage=caller.usage.as_dict())
-            return Prediction(path=workspace.output_deck, notes=f"edit failed, unchanged input handed in: {error[:300]}",
-                              metadata=metadata)
+            metadata.update(
+                failed=True, error=error, model_calls=caller.calls, model_usage=caller.usage.as_dict()
+            )
+            return Prediction(
+                path=workspace.output_deck,
+                notes=f"edit failed, unchanged input handed in: {error[:300]}",
+                metadata=metadata,
+            )
         workspace.log.write("failed", error=error)
         raise AgentError(f"{outcome.branch} edit failed after {outcome.attempts} attempt(s): {error[:2000]}")
 
@@ -226,7 +280,9 @@ class HybridAgent(PilotAgent):
 
         opts: HybridOptions = self.options  # type: ignore[assignment]
         prompt = request_text(request) + "\n\nThe deck:\n" + deck_outline(summarize(deck))
-        reply = caller.call("route", opts.router_model or opts.model, [Message.system(ROUTER_SYSTEM), Message.user(prompt)])
+        reply = caller.call(
+            "route", opts.router_model or opts.model, [Message.system(ROUTER_SYSTEM), Message.user(prompt)]
+        )
         route, reason = parse_route(reply)
         source = "router"
         if route is None:

@@ -114,6 +114,14 @@ class Branch:
                 candidate.unlink(missing_ok=True)
                 messages = [*messages, Message.assistant(reply), Message.user(self.retry_message(error))]
                 continue
-            log.write("attempt", branch=self.name, label=label, attempt=attempt, ok=True, deck=str(candidate), **details)
+            log.write(
+                "attempt",
+                branch=self.name,
+                label=label,
+                attempt=attempt,
+                ok=True,
+                deck=str(candidate),
+                **details,
+            )
             return BranchOutcome(self.name, True, candidate, attempt, details=details)
         return BranchOutcome(self.name, False, None, self.retries + 1, error=error)

@@ -56,11 +56,15 @@ def extract_program(reply: str) -> str:
     else:
         raise CandidateError("the answer holds no ```python block with a program")
     if len(program) > MAX_PROGRAM_CHARS:
-        raise CandidateError(f"the program is {len(program)} characters long, over the {MAX_PROGRAM_CHARS} limit")
+        raise CandidateError(
+            f"the program is {len(program)} characters long, over the {MAX_PROGRAM_CHARS} limit"
+        )
     try:
         compile(program, "program.py", "exec")
     except SyntaxError as exc:
-        raise CandidateError(f"the program does not compile: {exc.msg} (program.py, line {exc.lineno})") from None
+        raise CandidateError(
+            f"the program does not compile: {exc.msg} (program.py, line {exc.lineno})"
+        ) from None
     return program
 
 
@@ -85,7 +89,9 @@ class CodeBranch(Branch):
         ]
         renders = self.checker.renders(state, f"{state.stem}-view") if self.view.max_images else []
         if renders:
-            numbers = pick_slides(len(renders), mentioned_slides(request.instruction, len(renders)), self.view.max_images)
+            numbers = pick_slides(
+                len(renders), mentioned_slides(request.instruction, len(renders)), self.view.max_images
+            )
             parts.append(f"Images of {len(numbers)} of the deck's {len(renders)} slides follow.")
             parts += slide_images(renders, numbers, self.view.image_max_px)
         return [Message.system(CODE_SYSTEM), Message.user(*parts)]
@@ -123,8 +129,10 @@ class CodeBranch(Branch):
         if not result.ok:
             raise CandidateError(f"the program failed: {result.error_text(6000)}")
         if not result.exported or not deck_out.is_file():
-            raise CandidateError("the program finished but did not save the deck to OUTPUT_PATH"
-                                 + (f" ({'; '.join(result.notes)})" if result.notes else ""))
+            raise CandidateError(
+                "the program finished but did not save the deck to OUTPUT_PATH"
+                + (f" ({'; '.join(result.notes)})" if result.notes else "")
+            )
         shutil.move(str(deck_out), candidate)
         return {"program": str(run_dir / "program.py"), "code_duration_s": result.duration_s}
 

@@ -77,7 +77,7 @@ def summary_text(summary: dict[str, Any], max_chars: int) -> str:
         kept["slides"] = slides
         kept["omitted_slides"] = [
             {"number": s.get("number"), "title": s.get("title")}
-            for s in (summary.get("slides") or [])[len(slides):]
+            for s in (summary.get("slides") or [])[len(slides) :]
         ]
         text = json.dumps(kept, ensure_ascii=False, separators=(",", ":"))
         if len(text) <= max_chars:
@@ -130,7 +130,9 @@ def image_part(slide: SlideImage, max_px: int) -> ImagePart:
         img: Image.Image = opened
         if max(img.size) > max_px:
             scale = max_px / max(img.size)
-            img = img.convert("RGB").resize((max(1, round(img.width * scale)), max(1, round(img.height * scale))))
+            img = img.convert("RGB").resize(
+                (max(1, round(img.width * scale)), max(1, round(img.height * scale)))
+            )
         buf = io.BytesIO()
         img.save(buf, "PNG")
     return ImagePart(buf.getvalue(), "image/png")
@@ -204,20 +206,35 @@ class ModelCaller:
             completion = client.complete(messages, **params)
         except Exception as exc:
             error = f"{type(exc).__name__}: {exc}"
-            self.workspace.log.write("model_step", step=step, model=ref, prompt=prompt, error=error,
-                                     duration_s=round(time.monotonic() - started, 3))
+            self.workspace.log.write(
+                "model_step",
+                step=step,
+                model=ref,
+                prompt=prompt,
+                error=error,
+                duration_s=round(time.monotonic() - started, 3),
+            )
             if full_log:
                 self.workspace.log.write("model_call", step=step, model=ref, error=error)
             raise
         self.usage.add(completion.usage)
         text = completion.text or ""
         self.workspace.log.write(
-            "model_step", step=step, model=ref, prompt=prompt, reply_chars=len(text),
-            usage=completion.usage.as_dict(), duration_s=round(time.monotonic() - started, 3),
+            "model_step",
+            step=step,
+            model=ref,
+            prompt=prompt,
+            reply_chars=len(text),
+            usage=completion.usage.as_dict(),
+            duration_s=round(time.monotonic() - started, 3),
         )
         if full_log:
             self.workspace.log.write(
-                "model_call", step=step, model=ref, prompt=prompt, usage=completion.usage.as_dict(),
+                "model_call",
+                step=step,
+                model=ref,
+                prompt=prompt,
+                usage=completion.usage.as_dict(),
                 cached=completion.cached,
                 reply=text[:REPLY_LOG_CHARS] + ("…[cut]" if len(text) > REPLY_LOG_CHARS else ""),
             )

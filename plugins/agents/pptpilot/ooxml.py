@@ -154,11 +154,15 @@ def check_part(parts: DeckParts, name: str, data: bytes) -> bytes:
     new = parse_part(name, data)
     old = parts.root(name)
     if new.tag != old.tag:
-        raise PartError(f"{name}: root element is {etree.QName(new).localname!r}, expected {etree.QName(old).localname!r}"
-                        f" ({old.tag})")
+        raise PartError(
+            f"{name}: root element is {etree.QName(new).localname!r}, expected {etree.QName(old).localname!r}"
+            f" ({old.tag})"
+        )
     missing = [f"xmlns:{p}" if p else "xmlns" for p, uri in old.nsmap.items() if new.nsmap.get(p) != uri]
     if missing:
-        raise PartError(f"{name}: the root element lost or changed namespace declarations: {', '.join(missing)}")
+        raise PartError(
+            f"{name}: the root element lost or changed namespace declarations: {', '.join(missing)}"
+        )
     ignorable = new.get(f"{{{MC_NS}}}Ignorable")
     if ignorable:
         undeclared = [p for p in ignorable.split() if p not in new.nsmap]

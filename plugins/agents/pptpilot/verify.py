@@ -62,7 +62,9 @@ class DeckChecker:
         except DeckError as exc:
             raise CandidateError(f"the edited deck does not open: {exc}") from None
         except Exception as exc:  # python-pptx raises many types on broken parts
-            raise CandidateError(f"the edited deck does not open with python-pptx: {type(exc).__name__}: {exc}") from None
+            raise CandidateError(
+                f"the edited deck does not open with python-pptx: {type(exc).__name__}: {exc}"
+            ) from None
         if not slides:
             raise CandidateError("the edited deck has no slides")
         if self.render_enabled:
@@ -79,7 +81,9 @@ class DeckChecker:
             images = list(self.renderer.render(deck, self.render_dir / label))
         except Exception as exc:  # noqa: BLE001 - decided below: the deck's fault or the renderer's
             if deck != self.baseline and self._renderer_works():
-                self.workspace.log.write("render_failed", deck=str(deck), error=f"{type(exc).__name__}: {exc}")
+                self.workspace.log.write(
+                    "render_failed", deck=str(deck), error=f"{type(exc).__name__}: {exc}"
+                )
                 if as_candidate:
                     raise CandidateError(f"the edited deck does not render: {exc}") from None
                 return []
@@ -123,7 +127,7 @@ def parse_verdict(reply: str) -> Verdict:
         return Verdict(True, "", True)
     for word in ("REVISE", "FEEDBACK", "NOT DONE"):
         if upper.startswith(word):
-            feedback = head[len(word):].lstrip(" :-\n").strip()
+            feedback = head[len(word) :].lstrip(" :-\n").strip()
             return Verdict(False, feedback, bool(feedback))
     return Verdict(False, "", False)
 
@@ -181,7 +185,12 @@ def verify_loop(
             parts.append("(No renders are available; judge from the edits.)")
         reply = caller.call("verify", verifier_model, [Message.system(VERIFY_SYSTEM), Message.user(*parts)])
         verdict = parse_verdict(reply)
-        summary: dict[str, Any] = {"round": k, "done": verdict.done, "parsed": verdict.parsed, "feedback": verdict.feedback}
+        summary: dict[str, Any] = {
+            "round": k,
+            "done": verdict.done,
+            "parsed": verdict.parsed,
+            "feedback": verdict.feedback,
+        }
         log.write("verify", **summary, slides_shown=numbers)
         if not verdict.parsed:
             log.write("verify_stop", round=k, reason="unparseable verifier reply; keeping the current deck")

@@ -35,7 +35,9 @@ from pptarena.plugins.agents.pptpilot.ooxml import DeckParts, PartError, check_p
 _MARKER = re.compile(r"MODIFIED_XML_FILE:\s*[`*\"']*/?([A-Za-z0-9_./\-]+?)[`*\"']*\s*$", re.MULTILINE)
 _FENCE = re.compile(r"```[ \t]*[A-Za-z]*[ \t]*\r?\n(.*?)```", re.DOTALL)
 _NO_CHANGE = re.compile(r"^\W*no changes? (?:is |are )?needed", re.IGNORECASE)
-_DESIGN_WORDS = re.compile(r"\b(theme|master|colou?r scheme|every slide|all slides|whole deck|entire deck)\b", re.I)
+_DESIGN_WORDS = re.compile(
+    r"\b(theme|master|colou?r scheme|every slide|all slides|whole deck|entire deck)\b", re.I
+)
 
 
 def parse_xml_reply(reply: str) -> dict[str, str]:
@@ -49,7 +51,7 @@ def parse_xml_reply(reply: str) -> dict[str, str]:
         out: dict[str, str] = {}
         for i, m in enumerate(markers):
             end = markers[i + 1].start() if i + 1 < len(markers) else len(reply)
-            segment = reply[m.end():end]
+            segment = reply[m.end() : end]
             fence = _FENCE.search(segment)
             body = fence.group(1) if fence else segment.strip()
             if not body.strip().startswith("<"):
@@ -66,7 +68,7 @@ def parse_xml_reply(reply: str) -> dict[str, str]:
         raise Unchanged()
     raise CandidateError(
         "the answer holds no parts: write MODIFIED_XML_FILE: <part name> followed by the complete part "
-        "in a ```xml block, or \"No changes needed.\""
+        'in a ```xml block, or "No changes needed."'
     )
 
 
@@ -82,7 +84,9 @@ def heuristic_parts(instruction: str, editable: list[str], slide_parts: list[str
 def part_manifest(parts: DeckParts, summary: dict[str, Any]) -> str:
     """The editable parts, one per line, with slide numbers/titles and layout names."""
     titles = {s["part"]: (s["number"], s.get("title")) for s in summary.get("slides") or []}
-    layouts = {lay["part"]: lay.get("name") for m in summary.get("masters") or [] for lay in m.get("layouts") or []}
+    layouts = {
+        lay["part"]: lay.get("name") for m in summary.get("masters") or [] for lay in m.get("layouts") or []
+    }
     lines = []
     for name in parts.editable():
         size = len(parts.text(name))
@@ -101,7 +105,9 @@ class XmlBranch(Branch):
 
     name = "xml"
 
-    def __init__(self, *, selection: str, max_parts: int, max_xml_chars: int, select_model: str, **kwargs: Any):
+    def __init__(
+        self, *, selection: str, max_parts: int, max_xml_chars: int, select_model: str, **kwargs: Any
+    ):
         super().__init__(**kwargs)
         self.selection = selection
         self.max_parts = max_parts
@@ -123,10 +129,14 @@ class XmlBranch(Branch):
         if self.selection == "model":
             prompt = (
                 request_text(request)
-                + "\n\nDeck summary (JSON):\n" + summary_text(summary, self.view.max_summary_chars)
-                + "\n\nEditable parts:\n" + part_manifest(parts, summary)
+                + "\n\nDeck summary (JSON):\n"
+                + summary_text(summary, self.view.max_summary_chars)
+                + "\n\nEditable parts:\n"
+                + part_manifest(parts, summary)
             )
-            reply = self.caller.call("xml_select", self.select_model, [Message.system(XML_SELECT_SYSTEM), Message.user(prompt)])
+            reply = self.caller.call(
+                "xml_select", self.select_model, [Message.system(XML_SELECT_SYSTEM), Message.user(prompt)]
+            )
             obj = find_json_object(reply)
             raw = obj.get("parts") if obj else None
             if isinstance(raw, list):
@@ -134,7 +144,9 @@ class XmlBranch(Branch):
                 reason = str(obj.get("reason") or "") if obj else ""
                 dropped = [str(p) for p in raw if str(p).lstrip("/") not in editable]
                 if dropped:
-                    self.workspace.log.write("xml_parts_dropped", parts=dropped, reason="not editable parts of the deck")
+                    self.workspace.log.write(
+                        "xml_parts_dropped", parts=dropped, reason="not editable parts of the deck"
+                    )
             if chosen:
                 source = "model"
         if not chosen:
@@ -168,9 +180,13 @@ class XmlBranch(Branch):
             chosen = self.choose_parts(request, parts, summary)
             blocks = []
             for name in chosen:
-                rels = ", ".join(
-                    f"{r.rid} → {r.type} {'(external) ' if r.external else ''}{r.target}" for r in parts.rels(name)
-                ) or "none"
+                rels = (
+                    ", ".join(
+                        f"{r.rid} → {r.type} {'(external) ' if r.external else ''}{r.target}"
+                        for r in parts.rels(name)
+                    )
+                    or "none"
+                )
                 blocks.append(f"=== {name} ===\nRelationships: {rels}\n{parts.text(name)}")
         text: list[Any] = [
             request_text(request),
@@ -181,7 +197,9 @@ class XmlBranch(Branch):
             text.append("Parts left out to fit the budget (do not rewrite them): " + ", ".join(self._skipped))
         renders = self.checker.renders(state, f"{state.stem}-view") if self.view.max_images else []
         if renders:
-            numbers = pick_slides(len(renders), mentioned_slides(request.instruction, len(renders)), self.view.max_images)
+            numbers = pick_slides(
+                len(renders), mentioned_slides(request.instruction, len(renders)), self.view.max_images
+            )
             text.append(f"Images of {len(numbers)} of the deck's {len(renders)} slides follow.")
             text += slide_images(renders, numbers, self.view.image_max_px)
         return [Message.system(XML_EDIT_SYSTEM), Message.user(*text)]
@@ -204,7 +222,10 @@ class XmlBranch(Branch):
         except PartError as exc:
             raise CandidateError(str(exc)) from None
         self.workspace.log.write(
-            "xml_patch", deck=str(candidate), parts={n: len(b) for n, b in replacements.items()}, attempt=attempt
+            "xml_patch",
+            deck=str(candidate),
+            parts={n: len(b) for n, b in replacements.items()},
+            attempt=attempt,
         )
         return {"parts": sorted(replacements)}
 

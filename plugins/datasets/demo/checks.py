@@ -92,8 +92,15 @@ def rgb_of(font):
 
 
 HELPERS: tuple[Callable[..., Any], ...] = (
-    open_deck, slide_title, slide_text, table_rows, first_table, first_chart, body_placeholders,
-    paragraph_texts, rgb_of,
+    open_deck,
+    slide_title,
+    slide_text,
+    table_rows,
+    first_table,
+    first_chart,
+    body_placeholders,
+    paragraph_texts,
+    rgb_of,
 )
 
 # --------------------------------------------------------------------------- text and structure
@@ -174,8 +181,10 @@ def check_section_slide(original_ppt_path, modified_ppt_path, title, before_titl
     right_place = index + 1 < len(titles) and titles[index + 1] == before_title
     right_layout = slides[index].slide_layout.name == layout
     score = (0.5 if right_place else 0.0) + (0.5 if right_layout else 0.0)
-    return (f"'{title}' found; directly before '{before_title}': {right_place}; "
-            f"layout '{slides[index].slide_layout.name}'"), score
+    return (
+        f"'{title}' found; directly before '{before_title}': {right_place}; "
+        f"layout '{slides[index].slide_layout.name}'"
+    ), score
 
 
 # --------------------------------------------------------------------------- tables and charts
@@ -262,7 +271,8 @@ def check_chart_series(original_ppt_path, modified_ppt_path, slide, name, values
             if (series.name or "").strip().lower() == name.lower():
                 got = list(series.values)
                 ok = len(got) == len(values) and all(
-                    g is not None and abs(g - v) < 1e-6 for g, v in zip(got, values, strict=False))
+                    g is not None and abs(g - v) < 1e-6 for g, v in zip(got, values, strict=False)
+                )
                 if ok:
                     return f"series '{name}' has values {got}", 1.0
                 return f"series '{name}' has values {got}, expected {list(values)}", 0.5
@@ -271,6 +281,7 @@ def check_chart_series(original_ppt_path, modified_ppt_path, slide, name, values
 
 def check_chart_series_kept(original_ppt_path, modified_ppt_path, slide):
     """Share of the original chart series still present with the same values."""
+
     def series_of(path):
         deck = open_deck(path)
         chart = first_chart(deck.slides[slide - 1]) if len(deck.slides) >= slide else None
@@ -327,6 +338,7 @@ def check_pictures_aligned(original_ppt_path, modified_ppt_path, slide, count, t
 
 def check_aligned_to_highest(original_ppt_path, modified_ppt_path, slide, tolerance):
     """1 when every picture's top equals the highest original picture top (within ``tolerance``)."""
+
     def tops(path):
         deck = open_deck(path)
         if len(deck.slides) < slide:
@@ -342,18 +354,24 @@ def check_aligned_to_highest(original_ppt_path, modified_ppt_path, slide, tolera
 
 def check_pictures_geometry_kept(original_ppt_path, modified_ppt_path, slide, tolerance):
     """Share of pictures whose left edge, width and height are unchanged (within ``tolerance``)."""
+
     def boxes(path):
         deck = open_deck(path)
         if len(deck.slides) < slide:
             return {}
-        return {s.name: (s.left, s.width, s.height) for s in deck.slides[slide - 1].shapes if s.shape_type == 13}
+        return {
+            s.name: (s.left, s.width, s.height) for s in deck.slides[slide - 1].shapes if s.shape_type == 13
+        }
 
     before, after = boxes(original_ppt_path), boxes(modified_ppt_path)
     good = sum(
-        1 for name, box in before.items()
+        1
+        for name, box in before.items()
         if name in after and all(abs(a - b) <= tolerance for a, b in zip(box, after[name], strict=False))
     )
-    return f"{good} of {len(before)} pictures keep their size and left edge", good / len(before) if before else 1.0
+    return f"{good} of {len(before)} pictures keep their size and left edge", good / len(
+        before
+    ) if before else 1.0
 
 
 def check_layout(original_ppt_path, modified_ppt_path, slide, layout):
@@ -393,6 +411,7 @@ def check_title_kept(original_ppt_path, modified_ppt_path, slide):
 
 def check_transitions_added(original_ppt_path, modified_ppt_path, kind):
     """Share of slides lacking a ``kind`` transition in the original that have one now."""
+
     def has(slide):
         return bool(slide._element.xpath(".//p:transition/p:" + kind))
 
@@ -442,7 +461,9 @@ def _entrance_targets(slide, spid):
         fade = bool(find(ctn, './/p:animEffect[contains(@filter, "fade")]'))
         for target in find(ctn, f'.//p:spTgt[@spid="{spid}"]'):
             ranges = find(target, "./p:txEl/p:pRg")
-            paragraph = int(ranges[0].get("st")) if ranges and ranges[0].get("st") == ranges[0].get("end") else None
+            paragraph = (
+                int(ranges[0].get("st")) if ranges and ranges[0].get("st") == ranges[0].get("end") else None
+            )
             found.append((paragraph, ctn.get("nodeType"), fade))
     return found
 

@@ -23,12 +23,13 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field, field_validator
+
 import pptarena
 from pptarena.plugins.datasets.common import DatasetError, one_as_list
 from pptarena.plugins.datasets.folder import load_folder_tasks
 from pptarena.types import Component, Task
 from pptarena.types import Options as BaseOptions
-from pydantic import Field, field_validator
 
 #: Bump whenever decks, tasks or rubrics change: the cache folder is keyed on it.
 GENERATOR_VERSION = "2"
@@ -57,10 +58,11 @@ def _sha256(path: Path) -> str:
 
 def build_demo_set(dest: Path) -> None:
     """Generate the whole demo set into the empty or new folder ``dest``."""
+    from pptx import Presentation
+
     from pptarena.plugins.datasets.demo.decks import DECK_BUILDERS
     from pptarena.plugins.datasets.demo.ooxml import save_reproducibly
     from pptarena.plugins.datasets.demo.tasks import TASKS
-    from pptx import Presentation
 
     decks = dest / DECKS_DIR
     decks.mkdir(parents=True, exist_ok=True)
@@ -72,14 +74,25 @@ def build_demo_set(dest: Path) -> None:
         prs = Presentation(str(decks / f"{task.deck}.pptx"))
         task.edit(prs)
         save_reproducibly(prs, folder / "target.pptx")
-        (folder / "rubric.json").write_text(json.dumps(task.rubric(), indent=2, ensure_ascii=False) + "\n",
-                                            encoding="utf-8")
+        (folder / "rubric.json").write_text(
+            json.dumps(task.rubric(), indent=2, ensure_ascii=False) + "\n", encoding="utf-8"
+        )
         write_task_toml(
             folder / "task.toml",
-            {"instruction": task.instruction, "original": f"../{DECKS_DIR}/{task.deck}.pptx",
-             "target": "target.pptx", "style_target": task.style_target, "rubric": "rubric.json"},
-            {"category": list(task.category), "edit_type": task.edit_type, "difficulty": task.difficulty,
-             "source": "demo", "deck": task.deck},
+            {
+                "instruction": task.instruction,
+                "original": f"../{DECKS_DIR}/{task.deck}.pptx",
+                "target": "target.pptx",
+                "style_target": task.style_target,
+                "rubric": "rubric.json",
+            },
+            {
+                "category": list(task.category),
+                "edit_type": task.edit_type,
+                "difficulty": task.difficulty,
+                "source": "demo",
+                "deck": task.deck,
+            },
         )
     files = sorted(p for p in dest.rglob("*") if p.is_file())
     manifest = {
@@ -95,7 +108,9 @@ def _check_complete(folder: Path) -> None:
         manifest = json.loads(manifest_path.read_text(encoding="utf-8"))
         missing = [name for name in manifest["files"] if not (folder / name).is_file()]
     except (OSError, ValueError, KeyError, TypeError) as exc:
-        raise DatasetError(f"demo set cache {folder} is damaged ({exc}); delete that folder to rebuild it") from None
+        raise DatasetError(
+            f"demo set cache {folder} is damaged ({exc}); delete that folder to rebuild it"
+        ) from None
     if missing:
         raise DatasetError(f"demo set cache {folder} is missing {missing}; delete that folder to rebuild it")
 
@@ -128,7 +143,9 @@ class DemoDataset(Component):
     class Options(BaseOptions):
         """Options of the ``demo`` dataset."""
 
-        ids: list[str] = Field(default_factory=list, description='shell-style globs on task ids, e.g. ["qbr-*"]')
+        ids: list[str] = Field(
+            default_factory=list, description='shell-style globs on task ids, e.g. ["qbr-*"]'
+        )
 
         _one_as_list = field_validator("ids", mode="before")(one_as_list)
 

@@ -109,8 +109,9 @@ def _caption(slide, text: str, left: float, top: float, width: float) -> None:
 def _table(slide, rows: Sequence[Sequence[str]], left: float, top: float, width: float, row_height: float):
     from pptx.util import Inches, Pt
 
-    frame = slide.shapes.add_table(len(rows), len(rows[0]), Inches(left), Inches(top), Inches(width),
-                                   Inches(row_height * len(rows)))
+    frame = slide.shapes.add_table(
+        len(rows), len(rows[0]), Inches(left), Inches(top), Inches(width), Inches(row_height * len(rows))
+    )
     frame.name = "Table"
     for r, row in enumerate(rows):
         for c, value in enumerate(row):
@@ -132,34 +133,51 @@ def build_qbr(path: Path) -> None:
 
     accent = "C0504D"
     prs = Presentation()
-    slide = _title_slide(prs, "Q3 2024 Business Review", "Northwind Outfitters · Leadership team briefing",
-                         "1F2A44", "FFFFFF")
+    slide = _title_slide(
+        prs, "Q3 2024 Business Review", "Northwind Outfitters · Leadership team briefing", "1F2A44", "FFFFFF"
+    )
     set_transition(slide, "fade")
     _notes(slide, "Welcome. This review covers July to September and the plan for the last quarter.")
 
-    slide = _bullet_slide(prs, "Agenda", [
-        "Quartely results at a glance", ("Revenue, margin and cash", 1), ("Regional performence", 1),
-        "Product highlights", ("Trailhead backpack launch", 1),
-        "Risks and next steps",
-    ], accent)
+    slide = _bullet_slide(
+        prs,
+        "Agenda",
+        [
+            "Quartely results at a glance",
+            ("Revenue, margin and cash", 1),
+            ("Regional performence", 1),
+            "Product highlights",
+            ("Trailhead backpack launch", 1),
+            "Risks and next steps",
+        ],
+        accent,
+    )
     _notes(slide, "Keep the agenda short: about thirty minutes of content and time for questions.")
 
     slide = _title_only(prs, "Revenue by region ($M)", accent)
-    _table(slide, [
-        ["Region", "Q1", "Q2", "Q3", "YoY"],
-        ["North", "1.2", "1.4", "1.6", "+12%"],
-        ["South", "0.8", "0.9", "1.1", "+9%"],
-        ["East", "0.6", "0.7", "0.8", "+15%"],
-        ["West", "0.5", "0.6", "0.7", "+18%"],
-    ], 0.7, 1.9, 8.6, 0.55)
+    _table(
+        slide,
+        [
+            ["Region", "Q1", "Q2", "Q3", "YoY"],
+            ["North", "1.2", "1.4", "1.6", "+12%"],
+            ["South", "0.8", "0.9", "1.1", "+9%"],
+            ["East", "0.6", "0.7", "0.8", "+15%"],
+            ["West", "0.5", "0.6", "0.7", "+18%"],
+        ],
+        0.7,
+        1.9,
+        8.6,
+        0.55,
+    )
     _notes(slide, "West is the smallest region but grows fastest; North carries the quarter.")
 
     slide = _title_only(prs, "Quarterly revenue ($M)", accent)
     data = CategoryChartData()
     data.categories = ["Q1", "Q2", "Q3"]
     data.add_series("Actual", (3.1, 3.6, 4.2))
-    chart = slide.shapes.add_chart(XL_CHART_TYPE.COLUMN_CLUSTERED, Inches(0.9), Inches(1.8), Inches(8.2),
-                                   Inches(5.0), data).chart
+    chart = slide.shapes.add_chart(
+        XL_CHART_TYPE.COLUMN_CLUSTERED, Inches(0.9), Inches(1.8), Inches(8.2), Inches(5.0), data
+    ).chart
     chart.has_title = False
     chart.has_legend = True
     chart.legend.position = XL_LEGEND_POSITION.RIGHT
@@ -168,11 +186,13 @@ def build_qbr(path: Path) -> None:
     _notes(slide, "Revenue grew every quarter; Q3 was a record at 4.2 million.")
 
     slide = _title_only(prs, "Product highlights", accent)
-    for i, (kind, colour, name) in enumerate([
-        ("backpack", (46, 117, 182), "Trailhead backpack"),
-        ("tent", (112, 173, 71), "Ridge two-person tent"),
-        ("boots", (153, 102, 51), "Summit hiking boots"),
-    ]):
+    for i, (kind, colour, name) in enumerate(
+        [
+            ("backpack", (46, 117, 182), "Trailhead backpack"),
+            ("tent", (112, 173, 71), "Ridge two-person tent"),
+            ("boots", (153, 102, 51), "Summit hiking boots"),
+        ]
+    ):
         left = 0.6 + i * 3.05
         picture = _picture(slide, demo_media.product_picture(colour, kind), left, 2.0, 2.75, name)
         _caption(slide, name, left, 4.2, 2.75)
@@ -180,11 +200,16 @@ def build_qbr(path: Path) -> None:
             set_fade_entrance(slide, picture.shape_id)
     _notes(slide, "The backpack sold out twice; the tent and boots launch in the spring catalogue.")
 
-    slide = _bullet_slide(prs, "Next steps", [
-        "Expand the Trailhead line to two new regions",
-        "Hire two account managers for the West",
-        "Read the full report on the intranet",
-    ], accent)
+    slide = _bullet_slide(
+        prs,
+        "Next steps",
+        [
+            "Expand the Trailhead line to two new regions",
+            "Hire two account managers for the West",
+            "Read the full report on the intranet",
+        ],
+        accent,
+    )
     _notes(slide, "Owners and dates for each step are in the full report.")
     save_reproducibly(prs, path)
 
@@ -200,24 +225,35 @@ def build_birds(path: Path) -> None:
 
     accent = "4F81BD"
     prs = Presentation()
-    slide = _title_slide(prs, "A Field Guide to Coastal Birds", "Spring survey briefing · Volunteer edition",
-                         "F4ECDC", None)
+    slide = _title_slide(
+        prs, "A Field Guide to Coastal Birds", "Spring survey briefing · Volunteer edition", "F4ECDC", None
+    )
     set_transition(slide, "fade")
     _notes(slide, "Thank everyone for volunteering. The survey runs on the first two Saturdays of May.")
 
-    slide = _bullet_slide(prs, "Why we count shorebirds", [
-        "Counts show how populations change", ("Numbers are compared with the last ten springs", 1),
-        "Beaches change every season", ("Storms move nesting sites", 1), ("New paths disturb birds", 1),
-        "Your records guide protection work",
-    ], accent)
+    slide = _bullet_slide(
+        prs,
+        "Why we count shorebirds",
+        [
+            "Counts show how populations change",
+            ("Numbers are compared with the last ten springs", 1),
+            "Beaches change every season",
+            ("Storms move nesting sites", 1),
+            ("New paths disturb birds", 1),
+            "Your records guide protection work",
+        ],
+        accent,
+    )
     _notes(slide, "Mention the beach closure last year that came straight from volunteer counts.")
 
     slide = _title_only(prs, "Three birds to know", accent)
     birds = [
         ("Herring gull", demo_media.bird_picture((236, 236, 236), (150, 160, 170), (240, 200, 40))),
         ("Common tern", demo_media.bird_picture((245, 245, 245), (190, 200, 210), (220, 60, 40), crest=True)),
-        ("Ringed plover", demo_media.bird_picture((214, 184, 140), (150, 120, 90), (240, 150, 40),
-                                                  long_legs=True)),
+        (
+            "Ringed plover",
+            demo_media.bird_picture((214, 184, 140), (150, 120, 90), (240, 150, 40), long_legs=True),
+        ),
     ]
     for i, ((name, png), top) in enumerate(zip(birds, BIRD_TOPS, strict=True)):
         left = 0.6 + i * 3.05
@@ -227,17 +263,28 @@ def build_birds(path: Path) -> None:
 
     slide = prs.slides.add_slide(prs.slide_layouts[TWO_CONTENT])
     slide.shapes.title.text = "Gull or tern?"
-    _fill_bullets(slide.placeholders[1].text_frame, [
-        "Gulls", ("Heavy body, broad wings", 1), ("Walk and scavenge on the beach", 1)])
-    _fill_bullets(slide.placeholders[2].text_frame, [
-        "Terns", ("Slim body, forked tail", 1), ("Dive into the water for fish", 1)])
+    _fill_bullets(
+        slide.placeholders[1].text_frame,
+        ["Gulls", ("Heavy body, broad wings", 1), ("Walk and scavenge on the beach", 1)],
+    )
+    _fill_bullets(
+        slide.placeholders[2].text_frame,
+        ["Terns", ("Slim body, forked tail", 1), ("Dive into the water for fish", 1)],
+    )
     _accent_bar(slide, accent)
     _notes(slide, "If it dives head first into the sea, it is a tern.")
 
-    slide = _bullet_slide(prs, "Survey day checklist", [
-        "Binoculars and the tally sheet", "Meet at the north car park at 7:30",
-        "Count for exactly thirty minutes", "Send your sheet to the coordinator",
-    ], accent)
+    slide = _bullet_slide(
+        prs,
+        "Survey day checklist",
+        [
+            "Binoculars and the tally sheet",
+            "Meet at the north car park at 7:30",
+            "Count for exactly thirty minutes",
+            "Send your sheet to the coordinator",
+        ],
+        accent,
+    )
     _notes(slide, "Sheets can also be photographed and emailed.")
     save_reproducibly(prs, path)
 
@@ -245,14 +292,19 @@ def build_birds(path: Path) -> None:
 # --------------------------------------------------------------------------- onboarding
 
 FIRST_WEEK: list[Bullet] = [
-    "Day one: laptop, accounts and a building tour", ("Bring photo ID for your badge", 1),
+    "Day one: laptop, accounts and a building tour",
+    ("Bring photo ID for your badge", 1),
     "Meet your onboarding buddy",
-    "Pair on a small bug fix", ("Your first pull request by Friday", 1),
+    "Pair on a small bug fix",
+    ("Your first pull request by Friday", 1),
 ]
 WHAT_TO_EXPECT = [
-    "A buddy for your first month", "Weekly one-to-ones with your manager",
-    "Short daily stand-ups", "Fortnightly demos",
-    "Quarterly planning days", "A learning budget of 1,000 per year",
+    "A buddy for your first month",
+    "Weekly one-to-ones with your manager",
+    "Short daily stand-ups",
+    "Fortnightly demos",
+    "Quarterly planning days",
+    "A learning budget of 1,000 per year",
 ]
 
 
@@ -265,7 +317,9 @@ def build_onboarding(path: Path) -> None:
 
     accent = "00798C"
     prs = Presentation()
-    slide = _title_slide(prs, "Welcome to Lumen Labs", "New starter onboarding · Engineering", "00798C", "FFFFFF")
+    slide = _title_slide(
+        prs, "Welcome to Lumen Labs", "New starter onboarding · Engineering", "00798C", "FFFFFF"
+    )
     _picture(slide, demo_media.logo_picture(), 4.35, 0.45, 1.3, "Lumen Labs logo")
     _notes(slide, "Introduce yourself and the onboarding team before starting.")
 
@@ -279,8 +333,9 @@ def build_onboarding(path: Path) -> None:
     data = CategoryChartData()
     data.categories = ["Pairing", "Onboarding sessions", "Own project", "Admin"]
     data.add_series("Share of first month", (0.4, 0.3, 0.2, 0.1))
-    chart = slide.shapes.add_chart(XL_CHART_TYPE.PIE, Inches(1.5), Inches(1.8), Inches(7.0), Inches(5.0),
-                                   data).chart
+    chart = slide.shapes.add_chart(
+        XL_CHART_TYPE.PIE, Inches(1.5), Inches(1.8), Inches(7.0), Inches(5.0), data
+    ).chart
     chart.has_legend = True
     chart.legend.position = XL_LEGEND_POSITION.RIGHT
     chart.legend.include_in_layout = False
@@ -292,12 +347,19 @@ def build_onboarding(path: Path) -> None:
     _notes(slide, "Most of the first month is spent pairing with your team.")
 
     slide = _title_only(prs, "Useful contacts", accent)
-    _table(slide, [
-        ["Team", "Contact", "Channel"],
-        ["IT help desk", "Priya Shah", "#it-help"],
-        ["People team", "Tom Okafor", "#people"],
-        ["Facilities", "Ana Costa", "#office"],
-    ], 0.9, 2.0, 8.2, 0.6)
+    _table(
+        slide,
+        [
+            ["Team", "Contact", "Channel"],
+            ["IT help desk", "Priya Shah", "#it-help"],
+            ["People team", "Tom Okafor", "#people"],
+            ["Facilities", "Ana Costa", "#office"],
+        ],
+        0.9,
+        2.0,
+        8.2,
+        0.6,
+    )
     _notes(slide, "Everyone on this list is happy to be messaged directly.")
     save_reproducibly(prs, path)
 

@@ -31,8 +31,14 @@ def _vertical_gradient(size: tuple[int, int], top: tuple[int, int, int], bottom:
     return image
 
 
-def bird_picture(body: tuple[int, int, int], wing: tuple[int, int, int], beak: tuple[int, int, int],
-                 *, long_legs: bool = False, crest: bool = False) -> bytes:
+def bird_picture(
+    body: tuple[int, int, int],
+    wing: tuple[int, int, int],
+    beak: tuple[int, int, int],
+    *,
+    long_legs: bool = False,
+    crest: bool = False,
+) -> bytes:
     """A stylised shorebird standing on a beach under a pale sky."""
     from PIL import ImageDraw
 

@@ -53,7 +53,9 @@ def set_transition(slide, kind: str = "fade", speed: str = "med", direction: str
     _insert_in_order(sld, transition)
 
 
-def _effect_par(ids: list[int], spid: int, paragraph: int | None, node_type: str, delay: str) -> etree._Element:
+def _effect_par(
+    ids: list[int], spid: int, paragraph: int | None, node_type: str, delay: str
+) -> etree._Element:
     """One click group holding a Fade entrance of a shape (or one paragraph of it)."""
 
     def next_id() -> str:
@@ -72,8 +74,17 @@ def _effect_par(ids: list[int], spid: int, paragraph: int | None, node_type: str
     inner_ctn = _sub(inner, "cTn", id=next_id(), fill="hold")
     _sub(_sub(inner_ctn, "stCondLst"), "cond", delay="0")
     effect = _sub(_sub(inner_ctn, "childTnLst"), "par")
-    effect_ctn = _sub(effect, "cTn", id=next_id(), presetID="10", presetClass="entr", presetSubtype="0",
-                      fill="hold", grpId="0", nodeType=node_type)
+    effect_ctn = _sub(
+        effect,
+        "cTn",
+        id=next_id(),
+        presetID="10",
+        presetClass="entr",
+        presetSubtype="0",
+        fill="hold",
+        grpId="0",
+        nodeType=node_type,
+    )
     _sub(_sub(effect_ctn, "stCondLst"), "cond", delay="0")
     behaviours = _sub(effect_ctn, "childTnLst")
     set_el = _sub(behaviours, "set")
@@ -90,7 +101,9 @@ def _effect_par(ids: list[int], spid: int, paragraph: int | None, node_type: str
     return outer
 
 
-def set_fade_entrance(slide, shape_id: int, paragraphs: int | None = None, *, build_text: bool = False) -> None:
+def set_fade_entrance(
+    slide, shape_id: int, paragraphs: int | None = None, *, build_text: bool = False
+) -> None:
     """Animate a shape with a Fade entrance on click.
 
     With ``paragraphs=n`` each of the shape's first ``n`` paragraphs fades in on its own click
@@ -101,8 +114,14 @@ def set_fade_entrance(slide, shape_id: int, paragraphs: int | None = None, *, bu
     for old in sld.findall(_P + "timing"):
         sld.remove(old)
     timing = _p("timing")
-    root_ctn = _sub(_sub(_sub(timing, "tnLst"), "par"), "cTn", id="1", dur="indefinite", restart="never",
-                    nodeType="tmRoot")
+    root_ctn = _sub(
+        _sub(_sub(timing, "tnLst"), "par"),
+        "cTn",
+        id="1",
+        dur="indefinite",
+        restart="never",
+        nodeType="tmRoot",
+    )
     seq = _sub(_sub(root_ctn, "childTnLst"), "seq", concurrent="1", nextAc="seek")
     main = _sub(seq, "cTn", id="2", dur="indefinite", nodeType="mainSeq")
     clicks = _sub(main, "childTnLst")
@@ -164,13 +183,18 @@ def _rezip(package: bytes) -> bytes:
     """Rewrite a zip package with fixed entry dates; embedded workbooks (chart data) likewise."""
     stamp = FIXED_TIME.timetuple()[:6]
     out = io.BytesIO()
-    with zipfile.ZipFile(io.BytesIO(package)) as source, zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target:
+    with (
+        zipfile.ZipFile(io.BytesIO(package)) as source,
+        zipfile.ZipFile(out, "w", zipfile.ZIP_DEFLATED) as target,
+    ):
         for info in source.infolist():
             data = source.read(info.filename)
             if info.filename.endswith(".xlsx"):
                 data = _rezip(data)
             elif info.filename == "docProps/core.xml":
-                data = _W3CDTF.sub(rb"\g<1>" + FIXED_TIME.strftime("%Y-%m-%dT%H:%M:%SZ").encode() + rb"\g<2>", data)
+                data = _W3CDTF.sub(
+                    rb"\g<1>" + FIXED_TIME.strftime("%Y-%m-%dT%H:%M:%SZ").encode() + rb"\g<2>", data
+                )
             fixed = zipfile.ZipInfo(info.filename, date_time=stamp)
             fixed.compress_type = zipfile.ZIP_DEFLATED
             fixed.external_attr = 0o644 << 16

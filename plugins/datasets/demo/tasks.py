@@ -41,14 +41,26 @@ class DemoTask:
 
 def node(name: str, description: str, critical: bool, children: list[dict[str, Any]]) -> dict[str, Any]:
     """A rubric parent node (PPT-Eval key order)."""
-    return {"name": name, "description": description, "is_critical": critical, "metadata": {},
-            "children": children}
+    return {
+        "name": name,
+        "description": description,
+        "is_critical": critical,
+        "metadata": {},
+        "children": children,
+    }
 
 
-def leaf(name: str, description: str, critical: bool, check: Callable[..., Any], /, **params: Any) -> dict[str, Any]:
+def leaf(
+    name: str, description: str, critical: bool, check: Callable[..., Any], /, **params: Any
+) -> dict[str, Any]:
     """A rubric function leaf running ``check`` with ``params``."""
-    return {"name": name, "description": description, "is_critical": critical, "metadata": {},
-            "scorer": {"type": "function", "function_code": checks.leaf_code(check, **params)}}
+    return {
+        "name": name,
+        "description": description,
+        "is_critical": critical,
+        "metadata": {},
+        "scorer": {"type": "function", "function_code": checks.leaf_code(check, **params)},
+    }
 
 
 def _rgb(value: str):
@@ -205,209 +217,439 @@ INCH = EMU_PER_INCH
 
 
 def _unchanged(skip: list[int], critical: bool = False) -> dict[str, Any]:
-    return leaf("Other slides unchanged", "The text of every other slide is unchanged.", critical,
-                checks.check_other_slides_unchanged, skip=skip)
+    return leaf(
+        "Other slides unchanged",
+        "The text of every other slide is unchanged.",
+        critical,
+        checks.check_other_slides_unchanged,
+        skip=skip,
+    )
 
 
 TASKS: tuple[DemoTask, ...] = (
     DemoTask(
-        id="qbr-fix-typos", deck="qbr", difficulty="easy", category=("Content",), edit_type="Text & Typography",
+        id="qbr-fix-typos",
+        deck="qbr",
+        difficulty="easy",
+        category=("Content",),
+        edit_type="Text & Typography",
         instruction="Fix the spelling mistakes on the agenda slide (slide 2).",
         style_target="Slide 2 reads 'Quarterly results at a glance' and 'Regional performance'; every other word, "
-                     "bullet level and format on the slide stays exactly as it was. No other slide changes.",
+        "bullet level and format on the slide stays exactly as it was. No other slide changes.",
         edit=edit_fix_typos,
         leaves=(
-            leaf("Misspellings corrected", "'Quartely' and 'performence' are corrected on slide 2.", True,
-                 checks.check_typos_fixed, slide=2, fixes=QBR_TYPOS),
-            leaf("No other wording changed", "Apart from the two corrections slide 2 reads as before.", False,
-                 checks.check_wording_kept, slide=2, fixes=QBR_TYPOS),
+            leaf(
+                "Misspellings corrected",
+                "'Quartely' and 'performence' are corrected on slide 2.",
+                True,
+                checks.check_typos_fixed,
+                slide=2,
+                fixes=QBR_TYPOS,
+            ),
+            leaf(
+                "No other wording changed",
+                "Apart from the two corrections slide 2 reads as before.",
+                False,
+                checks.check_wording_kept,
+                slide=2,
+                fixes=QBR_TYPOS,
+            ),
             _unchanged([2]),
         ),
     ),
     DemoTask(
-        id="qbr-add-region-row", deck="qbr", difficulty="medium", category=("Content",), edit_type="Tables",
+        id="qbr-add-region-row",
+        deck="qbr",
+        difficulty="medium",
+        category=("Content",),
+        edit_type="Tables",
         instruction="Add a row for LATAM to the revenue table on slide 3: Q1 0.3, Q2 0.4, Q3 0.5, YoY +25%.",
         style_target="The table on slide 3 gains a sixth row 'LATAM | 0.3 | 0.4 | 0.5 | +25%' below West, "
-                     "formatted like the other body rows; existing rows are untouched and the table stays "
-                     "inside the slide.",
+        "formatted like the other body rows; existing rows are untouched and the table stays "
+        "inside the slide.",
         edit=edit_add_row,
         leaves=(
-            leaf("LATAM row added", "The table has a LATAM row with the given figures.", True,
-                 checks.check_table_row, slide=3, row=LATAM_ROW),
-            leaf("Existing rows kept", "The original rows are unchanged and in order.", False,
-                 checks.check_table_rows_kept, slide=3),
+            leaf(
+                "LATAM row added",
+                "The table has a LATAM row with the given figures.",
+                True,
+                checks.check_table_row,
+                slide=3,
+                row=LATAM_ROW,
+            ),
+            leaf(
+                "Existing rows kept",
+                "The original rows are unchanged and in order.",
+                False,
+                checks.check_table_rows_kept,
+                slide=3,
+            ),
             _unchanged([3]),
         ),
     ),
     DemoTask(
-        id="qbr-chart-target", deck="qbr", difficulty="hard", category=("Content",), edit_type="Charts",
+        id="qbr-chart-target",
+        deck="qbr",
+        difficulty="hard",
+        category=("Content",),
+        edit_type="Charts",
         instruction="On the revenue chart (slide 4), add a second series named 'Target' with the values 3.0, "
-                    f"3.5 and 4.5 for Q1 to Q3, and give the chart the title '{CHART_TITLE}'.",
+        f"3.5 and 4.5 for Q1 to Q3, and give the chart the title '{CHART_TITLE}'.",
         style_target="Slide 4's clustered column chart shows two series side by side per quarter, 'Actual' "
-                     f"(3.1, 3.6, 4.2) and 'Target' (3.0, 3.5, 4.5), with the chart title '{CHART_TITLE}' "
-                     "above the plot and a legend naming both series.",
+        f"(3.1, 3.6, 4.2) and 'Target' (3.0, 3.5, 4.5), with the chart title '{CHART_TITLE}' "
+        "above the plot and a legend naming both series.",
         edit=edit_chart,
         leaves=(
-            node("Chart updated", "The chart carries the new series and the title.", True, [
-                leaf("Target series added", "A 'Target' series with 3.0, 3.5, 4.5 exists.", True,
-                     checks.check_chart_series, slide=4, name=TARGET_SERIES[0], values=TARGET_SERIES[1]),
-                leaf("Chart title set", f"The chart title reads '{CHART_TITLE}'.", True,
-                     checks.check_chart_title, slide=4, title=CHART_TITLE),
-            ]),
-            leaf("Actual series kept", "The original 'Actual' series keeps its values.", False,
-                 checks.check_chart_series_kept, slide=4),
+            node(
+                "Chart updated",
+                "The chart carries the new series and the title.",
+                True,
+                [
+                    leaf(
+                        "Target series added",
+                        "A 'Target' series with 3.0, 3.5, 4.5 exists.",
+                        True,
+                        checks.check_chart_series,
+                        slide=4,
+                        name=TARGET_SERIES[0],
+                        values=TARGET_SERIES[1],
+                    ),
+                    leaf(
+                        "Chart title set",
+                        f"The chart title reads '{CHART_TITLE}'.",
+                        True,
+                        checks.check_chart_title,
+                        slide=4,
+                        title=CHART_TITLE,
+                    ),
+                ],
+            ),
+            leaf(
+                "Actual series kept",
+                "The original 'Actual' series keeps its values.",
+                False,
+                checks.check_chart_series_kept,
+                slide=4,
+            ),
             _unchanged([4]),
         ),
     ),
     DemoTask(
-        id="qbr-move-next-steps", deck="qbr", difficulty="easy", category=("Structure",),
+        id="qbr-move-next-steps",
+        deck="qbr",
+        difficulty="easy",
+        category=("Structure",),
         edit_type="Slide/Section Management & Footers",
         instruction="Move the 'Next steps' slide so that it comes right after the agenda.",
         style_target="Slide order: title, Agenda, Next steps, Revenue by region, Quarterly revenue, Product "
-                     "highlights. Every slide keeps its content; no slide is added or removed.",
+        "highlights. Every slide keeps its content; no slide is added or removed.",
         edit=edit_move_next_steps,
         leaves=(
-            leaf("Next steps is slide 3", "The 'Next steps' slide directly follows the agenda.", True,
-                 checks.check_slide_at, title="Next steps", position=3),
-            leaf("Other slides keep their order", "The remaining slides keep their relative order.", False,
-                 checks.check_order_kept, ignore=["Next steps"]),
-            leaf("No slide lost or added", "Every original slide is present with its text.", False,
-                 checks.check_slides_kept, ignore=[]),
+            leaf(
+                "Next steps is slide 3",
+                "The 'Next steps' slide directly follows the agenda.",
+                True,
+                checks.check_slide_at,
+                title="Next steps",
+                position=3,
+            ),
+            leaf(
+                "Other slides keep their order",
+                "The remaining slides keep their relative order.",
+                False,
+                checks.check_order_kept,
+                ignore=["Next steps"],
+            ),
+            leaf(
+                "No slide lost or added",
+                "Every original slide is present with its text.",
+                False,
+                checks.check_slides_kept,
+                ignore=[],
+            ),
         ),
     ),
     DemoTask(
-        id="qbr-link-report", deck="qbr", difficulty="medium", category=("Interactivity",),
+        id="qbr-link-report",
+        deck="qbr",
+        difficulty="medium",
+        category=("Interactivity",),
         edit_type="Hyperlinks & Action Settings",
         instruction=f"On the 'Next steps' slide, turn the words 'full report' into a hyperlink to {REPORT_URL}.",
         style_target=f"Only the words 'full report' in 'Read the full report on the intranet' link to {REPORT_URL}; "
-                      "the sentence text is unchanged and no other text is linked.",
+        "the sentence text is unchanged and no other text is linked.",
         edit=edit_link_report,
         leaves=(
-            leaf("Words linked", "The words 'full report' carry the hyperlink.", True,
-                 checks.check_hyperlink, slide=6, text="full report", url=REPORT_URL),
-            leaf("Text unchanged", "Every slide keeps its text.", False,
-                 checks.check_other_slides_unchanged, skip=[]),
+            leaf(
+                "Words linked",
+                "The words 'full report' carry the hyperlink.",
+                True,
+                checks.check_hyperlink,
+                slide=6,
+                text="full report",
+                url=REPORT_URL,
+            ),
+            leaf(
+                "Text unchanged",
+                "Every slide keeps its text.",
+                False,
+                checks.check_other_slides_unchanged,
+                skip=[],
+            ),
         ),
     ),
     DemoTask(
-        id="birds-title-colour", deck="birds", difficulty="easy", category=("Styling",),
+        id="birds-title-colour",
+        deck="birds",
+        difficulty="easy",
+        category=("Styling",),
         edit_type="Text & Typography",
         instruction=f"Make every slide title dark blue (#{TITLE_BLUE}).",
         style_target=f"All five slide titles, including the title slide, use the colour #{TITLE_BLUE}; fonts, sizes "
-                     "and wording are unchanged and body text keeps its colour.",
+        "and wording are unchanged and body text keeps its colour.",
         edit=edit_title_colour,
         leaves=(
-            leaf("Titles recoloured", f"Every title's text is #{TITLE_BLUE}.", True,
-                 checks.check_titles_coloured, colour=TITLE_BLUE),
-            leaf("Text unchanged", "Every slide keeps its text.", False,
-                 checks.check_other_slides_unchanged, skip=[]),
+            leaf(
+                "Titles recoloured",
+                f"Every title's text is #{TITLE_BLUE}.",
+                True,
+                checks.check_titles_coloured,
+                colour=TITLE_BLUE,
+            ),
+            leaf(
+                "Text unchanged",
+                "Every slide keeps its text.",
+                False,
+                checks.check_other_slides_unchanged,
+                skip=[],
+            ),
         ),
     ),
     DemoTask(
-        id="birds-align-pictures", deck="birds", difficulty="medium", category=("Layout",),
+        id="birds-align-pictures",
+        deck="birds",
+        difficulty="medium",
+        category=("Layout",),
         edit_type="Alignment, Distribution & Z-order",
         instruction="On slide 3, align the three bird pictures along their top edges, lining them up with the "
-                    "highest one.",
+        "highest one.",
         style_target="The gull, tern and plover pictures share one top edge, equal to the gull's (1.75 in from "
-                     "the top); their sizes, left edges and captions stay where they were.",
+        "the top); their sizes, left edges and captions stay where they were.",
         edit=edit_align_pictures,
         leaves=(
-            leaf("Tops aligned", "The three pictures share a top edge (within 0.5 mm).", True,
-                 checks.check_pictures_aligned, slide=3, count=3, tolerance=HALF_MM),
-            leaf("Aligned to the highest", "The shared top edge is the highest picture's.", False,
-                 checks.check_aligned_to_highest, slide=3, tolerance=HALF_MM),
-            leaf("Sizes kept", "The pictures keep their size and horizontal position.", False,
-                 checks.check_pictures_geometry_kept, slide=3, tolerance=HALF_MM),
+            leaf(
+                "Tops aligned",
+                "The three pictures share a top edge (within 0.5 mm).",
+                True,
+                checks.check_pictures_aligned,
+                slide=3,
+                count=3,
+                tolerance=HALF_MM,
+            ),
+            leaf(
+                "Aligned to the highest",
+                "The shared top edge is the highest picture's.",
+                False,
+                checks.check_aligned_to_highest,
+                slide=3,
+                tolerance=HALF_MM,
+            ),
+            leaf(
+                "Sizes kept",
+                "The pictures keep their size and horizontal position.",
+                False,
+                checks.check_pictures_geometry_kept,
+                slide=3,
+                tolerance=HALF_MM,
+            ),
         ),
     ),
     DemoTask(
-        id="birds-fade-transitions", deck="birds", difficulty="easy", category=("Interactivity",),
+        id="birds-fade-transitions",
+        deck="birds",
+        difficulty="easy",
+        category=("Interactivity",),
         edit_type="Slide Transitions",
         instruction="Give every slide the same Fade transition that the title slide already has.",
         style_target="All five slides use a Fade transition at medium speed; no animations are added and the "
-                     "slide content is unchanged.",
+        "slide content is unchanged.",
         edit=edit_fade_everywhere,
         leaves=(
-            leaf("Fade on every slide", "Each slide without a Fade now has one.", True,
-                 checks.check_transitions_added, kind="fade"),
-            leaf("Text unchanged", "Every slide keeps its text.", False,
-                 checks.check_other_slides_unchanged, skip=[]),
+            leaf(
+                "Fade on every slide",
+                "Each slide without a Fade now has one.",
+                True,
+                checks.check_transitions_added,
+                kind="fade",
+            ),
+            leaf(
+                "Text unchanged",
+                "Every slide keeps its text.",
+                False,
+                checks.check_other_slides_unchanged,
+                skip=[],
+            ),
         ),
     ),
     DemoTask(
-        id="onboarding-two-columns", deck="onboarding", difficulty="hard", category=("Layout",),
+        id="onboarding-two-columns",
+        deck="onboarding",
+        difficulty="hard",
+        category=("Layout",),
         edit_type="Slide Layout & Placeholders",
         instruction="Change slide 3 ('What to expect') to the Two Content layout, with the first three bullets "
-                    "in the left column and the last three in the right column.",
+        "in the left column and the last three in the right column.",
         style_target="Slide 3 uses the 'Two Content' layout: left column 'A buddy for your first month', "
-                     "'Weekly one-to-ones with your manager', 'Short daily stand-ups'; right column 'Fortnightly "
-                     "demos', 'Quarterly planning days', 'A learning budget of 1,000 per year'. Title unchanged.",
+        "'Weekly one-to-ones with your manager', 'Short daily stand-ups'; right column 'Fortnightly "
+        "demos', 'Quarterly planning days', 'A learning budget of 1,000 per year'. Title unchanged.",
         edit=edit_two_columns,
         leaves=(
-            leaf("Two Content layout", "Slide 3 uses the 'Two Content' layout.", True,
-                 checks.check_layout, slide=3, layout="Two Content"),
-            leaf("Bullets split", "Bullets 1-3 are in the left column and 4-6 in the right.", True,
-                 checks.check_bullets_split, slide=3, split=3),
-            node("Rest preserved", "Nothing else changes.", False, [
-                leaf("Title kept", "Slide 3 keeps its title.", False, checks.check_title_kept, slide=3),
-                _unchanged([3]),
-            ]),
+            leaf(
+                "Two Content layout",
+                "Slide 3 uses the 'Two Content' layout.",
+                True,
+                checks.check_layout,
+                slide=3,
+                layout="Two Content",
+            ),
+            leaf(
+                "Bullets split",
+                "Bullets 1-3 are in the left column and 4-6 in the right.",
+                True,
+                checks.check_bullets_split,
+                slide=3,
+                split=3,
+            ),
+            node(
+                "Rest preserved",
+                "Nothing else changes.",
+                False,
+                [
+                    leaf("Title kept", "Slide 3 keeps its title.", False, checks.check_title_kept, slide=3),
+                    _unchanged([3]),
+                ],
+            ),
         ),
     ),
     DemoTask(
-        id="onboarding-animate-bullets", deck="onboarding", difficulty="hard", category=("Interactivity",),
+        id="onboarding-animate-bullets",
+        deck="onboarding",
+        difficulty="hard",
+        category=("Interactivity",),
         edit_type="Object Animations",
         instruction="On slide 2 ('Your first week'), make the bullet points appear one at a time, each on its "
-                    "own click, with a Fade entrance effect.",
+        "own click, with a Fade entrance effect.",
         style_target="Each of the five paragraphs on slide 2 (sub-bullets included) has its own Fade entrance "
-                     "triggered on click, in reading order; the text itself is unchanged.",
+        "triggered on click, in reading order; the text itself is unchanged.",
         edit=edit_animate_bullets,
         leaves=(
-            leaf("Every bullet animated", "Every paragraph has its own entrance effect.", True,
-                 checks.check_paragraphs_animated, slide=2, attribute="coverage"),
-            leaf("Starts on click", "Each paragraph effect starts on a click.", False,
-                 checks.check_paragraphs_animated, slide=2, attribute="on_click"),
-            leaf("Fade effect", "The entrance effects are fades.", False,
-                 checks.check_paragraphs_animated, slide=2, attribute="fade"),
+            leaf(
+                "Every bullet animated",
+                "Every paragraph has its own entrance effect.",
+                True,
+                checks.check_paragraphs_animated,
+                slide=2,
+                attribute="coverage",
+            ),
+            leaf(
+                "Starts on click",
+                "Each paragraph effect starts on a click.",
+                False,
+                checks.check_paragraphs_animated,
+                slide=2,
+                attribute="on_click",
+            ),
+            leaf(
+                "Fade effect",
+                "The entrance effects are fades.",
+                False,
+                checks.check_paragraphs_animated,
+                slide=2,
+                attribute="fade",
+            ),
             _unchanged([]),
         ),
     ),
     DemoTask(
-        id="onboarding-table-header", deck="onboarding", difficulty="medium", category=("Styling",),
+        id="onboarding-table-header",
+        deck="onboarding",
+        difficulty="medium",
+        category=("Styling",),
         edit_type="Tables",
         instruction=f"Style the header row of the contacts table on slide 5 with a dark teal fill (#{HEADER_TEAL}) "
-                    "and bold white text.",
+        "and bold white text.",
         style_target=f"The three header cells (Team, Contact, Channel) have a solid #{HEADER_TEAL} fill and bold "
-                     "#FFFFFF text; body rows keep the table style's banding; no cell text changes.",
+        "#FFFFFF text; body rows keep the table style's banding; no cell text changes.",
         edit=edit_table_header,
         leaves=(
-            node("Header styled", "The header row has the requested fill and text.", True, [
-                leaf("Teal fill", f"Header cells are filled with #{HEADER_TEAL}.", True,
-                     checks.check_header_fill, slide=5, colour=HEADER_TEAL),
-                leaf("Bold white text", "Header text is bold and white.", True,
-                     checks.check_header_text, slide=5, colour=WHITE),
-            ]),
-            leaf("Cell text kept", "No table cell changes its text.", False,
-                 checks.check_table_text_kept, slide=5),
+            node(
+                "Header styled",
+                "The header row has the requested fill and text.",
+                True,
+                [
+                    leaf(
+                        "Teal fill",
+                        f"Header cells are filled with #{HEADER_TEAL}.",
+                        True,
+                        checks.check_header_fill,
+                        slide=5,
+                        colour=HEADER_TEAL,
+                    ),
+                    leaf(
+                        "Bold white text",
+                        "Header text is bold and white.",
+                        True,
+                        checks.check_header_text,
+                        slide=5,
+                        colour=WHITE,
+                    ),
+                ],
+            ),
+            leaf(
+                "Cell text kept",
+                "No table cell changes its text.",
+                False,
+                checks.check_table_text_kept,
+                slide=5,
+            ),
             _unchanged([5]),
         ),
     ),
     DemoTask(
-        id="onboarding-reference-section", deck="onboarding", difficulty="medium", category=("Structure",),
+        id="onboarding-reference-section",
+        deck="onboarding",
+        difficulty="medium",
+        category=("Structure",),
         edit_type="Slide/Section Management & Footers",
         instruction="Insert a section header slide titled 'Reference' just before the 'Useful contacts' slide.",
         style_target="A new slide using the 'Section Header' layout, titled 'Reference' (subtitle optional), sits "
-                     "between 'Where your time goes' and 'Useful contacts'; the deck has six slides and the "
-                     "others are unchanged.",
+        "between 'Where your time goes' and 'Useful contacts'; the deck has six slides and the "
+        "others are unchanged.",
         edit=edit_reference_section,
         leaves=(
-            leaf("Section slide inserted", "A 'Reference' Section Header slide precedes 'Useful contacts'.", True,
-                 checks.check_section_slide, title="Reference", before_title="Useful contacts",
-                 layout="Section Header"),
-            leaf("Original slides kept", "The original slides are all present, in order.", False,
-                 checks.check_order_kept, ignore=["Reference"]),
-            leaf("No other slides added", "Only the section slide is new.", False,
-                 checks.check_slides_kept, ignore=["Reference"]),
+            leaf(
+                "Section slide inserted",
+                "A 'Reference' Section Header slide precedes 'Useful contacts'.",
+                True,
+                checks.check_section_slide,
+                title="Reference",
+                before_title="Useful contacts",
+                layout="Section Header",
+            ),
+            leaf(
+                "Original slides kept",
+                "The original slides are all present, in order.",
+                False,
+                checks.check_order_kept,
+                ignore=["Reference"],
+            ),
+            leaf(
+                "No other slides added",
+                "Only the section slide is new.",
+                False,
+                checks.check_slides_kept,
+                ignore=["Reference"],
+            ),
         ),
     ),
 )

@@ -16,10 +16,11 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from pydantic import Field, field_validator
+
 import pptarena
 from pptarena.types import Component, Task
 from pptarena.types import Options as BaseOptions
-from pydantic import Field, field_validator
 
 from ..common import one_as_list
 from .load import OsworldWarning, load_osworld
@@ -48,10 +49,14 @@ class OsworldDataset(Component):
 
         root: Path = Field(description="OSWorld's evaluation_examples folder (test_all.json, examples/)")
         files_dir: Path = Field(description="folder with the downloaded task files, looked up by file name")
-        domain: str = Field("libreoffice_impress", description="the examples/<domain> folder and test_all.json key")
+        domain: str = Field(
+            "libreoffice_impress", description="the examples/<domain> folder and test_all.json key"
+        )
         index: str = Field("test_all.json", description="the task index file under root")
         ids: list[str] = Field(default_factory=list, description="shell-style globs on task ids")
-        strict_options: bool = Field(False, description="unknown checker options are an error instead of a warning")
+        strict_options: bool = Field(
+            False, description="unknown checker options are an error instead of a warning"
+        )
 
         _one_as_list = field_validator("ids", mode="before")(one_as_list)
 
@@ -64,8 +69,15 @@ class OsworldDataset(Component):
         """The loaded tasks; skipped ones are announced as warnings and kept in ``self.skipped``."""
         if self._tasks is None:
             o = self.options
-            loaded = load_osworld(o.root, o.files_dir, domain=o.domain, index=o.index, ids=o.ids,
-                                  strict_options=o.strict_options, blank_deck=blank_deck(Path(self.context.cache_dir)))
+            loaded = load_osworld(
+                o.root,
+                o.files_dir,
+                domain=o.domain,
+                index=o.index,
+                ids=o.ids,
+                strict_options=o.strict_options,
+                blank_deck=blank_deck(Path(self.context.cache_dir)),
+            )
             for task_id, reason in loaded.skipped.items():
                 warnings.warn(f"osworld task {task_id} skipped: {reason}", OsworldWarning, stacklevel=2)
             self.skipped = loaded.skipped

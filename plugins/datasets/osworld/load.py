@@ -32,8 +32,12 @@ DECK_SUFFIXES = (".pptx", ".ppt", ".odp")
 #: compare_pptx_files options that check a move relative to the expected deck: that deck is a
 #: position reference (the unedited original, or a gold the result must be strictly beyond), not
 #: an answer, so such tasks get no target.
-POSITION_PROBES = {"examine_title_bottom_position", "examine_table_bottom_position",
-                   "examine_right_position", "examine_top_position"}
+POSITION_PROBES = {
+    "examine_title_bottom_position",
+    "examine_table_bottom_position",
+    "examine_right_position",
+    "examine_top_position",
+}
 MAX_TASK_BYTES = 1024 * 1024
 #: Checkers we do not re-implement, with the reason the task is skipped.
 UNSUPPORTED = {
@@ -43,7 +47,7 @@ UNSUPPORTED = {
 DOWNLOAD_HINT = (
     "OSWorld's task files do not contain the decks. Current OSWorld serves them from the Hugging Face "
     "dataset xlangai/ubuntu_osworld_file_cache (`huggingface-cli download xlangai/ubuntu_osworld_file_cache "
-    "--repo-type dataset --include \"{domain}/*\"`, then copy the files of every <task id> folder into "
+    '--repo-type dataset --include "{domain}/*"`, then copy the files of every <task id> folder into '
     "files_dir); older snapshots point at the Google Drive URLs listed above. Save each file under the "
     "name shown."
 )
@@ -98,7 +102,9 @@ def _clean_options(task_id: str, spec: dict[str, Any], out: Loaded, strict: bool
     cleaned = []
     for func, options in zip(norm["func"], norm["options"], strict=False):
         if func == "compare_pptx_files" and isinstance(options, dict):
-            unknown = sorted(k for k in options if k not in OPTION_KEYS and not (k.startswith("_") and k.endswith("note")))
+            unknown = sorted(
+                k for k in options if k not in OPTION_KEYS and not (k.startswith("_") and k.endswith("note"))
+            )
             if unknown and strict:
                 raise DatasetError(f"OSWorld task {task_id}: unknown compare_pptx_files option(s) {unknown}")
             for key in unknown:
@@ -107,9 +113,11 @@ def _clean_options(task_id: str, spec: dict[str, Any], out: Loaded, strict: bool
                 if near and near[0].startswith("examine_"):
                     default = EXAMINE_DEFAULTS[near[0].removeprefix("examine_")]
                     what = near[0].removeprefix("examine_").replace("_", " ")
-                    meant = (f" (a misspelling of {near[0]!r}? then {what} is still "
-                             f"{'examined' if default else 'not examined'}: {near[0]} keeps its default, "
-                             f"{str(default).lower()})")
+                    meant = (
+                        f" (a misspelling of {near[0]!r}? then {what} is still "
+                        f"{'examined' if default else 'not examined'}: {near[0]} keeps its default, "
+                        f"{str(default).lower()})"
+                    )
                 out.warnings.append(
                     f"task {task_id}: compare_pptx_files has no option {key!r}{meant}. OSWorld passes it in "
                     "**options and never reads it, so it has no effect; the loader drops it to score like OSWorld."
@@ -156,15 +164,18 @@ def load_osworld(
     if out.missing:
         raise DatasetError(
             f"{len(out.missing)} file(s) missing from files_dir {files_dir} for the osworld dataset:\n"
-            + "\n".join(out.missing) + "\n" + DOWNLOAD_HINT.format(domain=domain)
+            + "\n".join(out.missing)
+            + "\n"
+            + DOWNLOAD_HINT.format(domain=domain)
         )
     for message in out.warnings:
         warnings.warn(message, OsworldWarning, stacklevel=2)
     return out
 
 
-def _load_one(task_id: str, data: Any, path: Path, files_dir: Path, out: Loaded,
-              strict: bool, blank_deck: Path | None) -> None:
+def _load_one(
+    task_id: str, data: Any, path: Path, files_dir: Path, out: Loaded, strict: bool, blank_deck: Path | None
+) -> None:
     if not isinstance(data, dict) or not isinstance(data.get("instruction"), str) or "evaluator" not in data:
         raise DatasetError(f"{path}: expected an object with 'instruction' and 'evaluator'")
     if data.get("id", task_id) != task_id:
@@ -201,8 +212,9 @@ def _load_one(task_id: str, data: Any, path: Path, files_dir: Path, out: Loaded,
     files: dict[str, str] = {}
     requires: set[str] = set()
     target: Path | None = None
-    for func, result, expected, options in zip(spec["func"], spec["result"], spec["expected"], spec["options"],
-                                               strict=False):
+    for func, result, expected, options in zip(
+        spec["func"], spec["result"], spec["expected"], spec["options"], strict=False
+    ):
         need = _requires(result)
         if need:
             requires.add(need)
@@ -217,12 +229,19 @@ def _load_one(task_id: str, data: Any, path: Path, files_dir: Path, out: Loaded,
         elif expected.get("type") == "vm_file":
             local = downloads.get(str(expected.get("path", "")))
             if local is None:
-                raise DatasetError(f"{path}: expected vm_file {expected.get('path')!r} is not a downloaded file")
+                raise DatasetError(
+                    f"{path}: expected vm_file {expected.get('path')!r} is not a downloaded file"
+                )
         else:
             continue
         files[dest] = str(local)
         probes = sorted({k for k, v in options.items() if v} & POSITION_PROBES)
-        if func == "compare_pptx_files" and target is None and dest.lower().endswith(DECK_SUFFIXES) and not probes:
+        if (
+            func == "compare_pptx_files"
+            and target is None
+            and dest.lower().endswith(DECK_SUFFIXES)
+            and not probes
+        ):
             target = local
         elif func == "compare_pptx_files" and probes and "_Gold" in dest:
             out.warnings.append(
@@ -243,13 +262,19 @@ def _load_one(task_id: str, data: Any, path: Path, files_dir: Path, out: Loaded,
         "source": "osworld",
         "category": sorted(set(spec["func"])),
         "requires": sorted(requires),
-        "osworld": {"evaluator": spec, "files": files, "domain": data.get("snapshot"),
-                    "source": data.get("source"), "opened": opened},
+        "osworld": {
+            "evaluator": spec,
+            "files": files,
+            "domain": data.get("snapshot"),
+            "source": data.get("source"),
+            "opened": opened,
+        },
     }
     if isinstance(data.get("hint"), str):
         metadata["hint"] = data["hint"]
-    out.tasks.append(Task(id=task_id, instruction=data["instruction"], original=original, target=target,
-                          metadata=metadata))
+    out.tasks.append(
+        Task(id=task_id, instruction=data["instruction"], original=original, target=target, metadata=metadata)
+    )
 
 
 __all__ = ["CHECKERS", "Loaded", "OsworldWarning", "load_osworld"]

@@ -26,6 +26,8 @@ import io
 from pathlib import Path
 from typing import Any, Literal
 
+from pydantic import Field
+
 import pptarena
 from pptarena.evidence import Evidence
 from pptarena.models import ImagePart, Message, ModelRef, split_model_ref
@@ -41,7 +43,6 @@ from pptarena.types import (
     Task,
     Verdict,
 )
-from pydantic import Field
 
 MAX_RAW_CHARS = 20_000  # raw answer text kept in the evidence files
 
@@ -58,11 +59,14 @@ class DualOptions(Options):
     chunk_size: int = Field(4, ge=1, le=50, description="prediction slides per VQ call")
     chunk_aggregate: Literal["min", "mean"] = Field("min", description="how chunk VQ scores combine")
     reference_images: bool = Field(True, description="show the target's version of each slide beside it")
-    ssim_threshold: float | None = Field(None, ge=0, le=1, description="SSIM below which a slide counts as "
-                                         "changed (default: pptarena.ssim's)")
+    ssim_threshold: float | None = Field(
+        None, ge=0, le=1, description="SSIM below which a slide counts as changed (default: pptarena.ssim's)"
+    )
     max_image_side: int = Field(1024, ge=64, le=4096, description="images are downscaled to this long edge")
     max_diff_chars: int = Field(12_000, ge=500, le=500_000, description="per diff in the IF prompt")
-    max_summary_chars: int = Field(10_000, ge=500, le=500_000, description="per deck summary in the IF prompt")
+    max_summary_chars: int = Field(
+        10_000, ge=500, le=500_000, description="per deck summary in the IF prompt"
+    )
     shortcut_identical: bool = Field(True, description="IF = 5 without a call when prediction == target")
 
 
@@ -93,7 +97,9 @@ class DualJudge(Component):
 
         if_ref = opts.if_model or opts.model
         vq_ref = opts.vq_model or opts.model
-        if_result = self._instruction_following(task, evidence, label, pred_diff, target_diff, remaining, if_ref)
+        if_result = self._instruction_following(
+            task, evidence, label, pred_diff, target_diff, remaining, if_ref
+        )
         vq_result = self._visual_quality(task, evidence, label, pred_diff, remaining, vq_ref)
 
         if_score, vq_score = if_result["score"], vq_result["score"]
@@ -111,28 +117,44 @@ class DualJudge(Component):
         if opts.if_model or opts.vq_model:
             metrics["if_model"], metrics["vq_model"] = if_ref, vq_ref
         details = {
-            "judge": {"backend": backend, "model": opts.model, "if_model": if_ref, "vq_model": vq_ref,
-                      "temperature": opts.temperature},
+            "judge": {
+                "backend": backend,
+                "model": opts.model,
+                "if_model": if_ref,
+                "vq_model": vq_ref,
+                "temperature": opts.temperature,
+            },
             "if": {k: if_result[k] for k in ("score", "reason", "rule")},
-            "vq": {"score": vq_score, "aggregate": opts.chunk_aggregate,
-                   "chunks": [{"slides": c["slides"], "score": c["score"], "reason": c["reason"]}
-                              for c in vq_result["chunks"]],
-                   "selection": vq_result["selection_note"]},
+            "vq": {
+                "score": vq_score,
+                "aggregate": opts.chunk_aggregate,
+                "chunks": [
+                    {"slides": c["slides"], "score": c["score"], "reason": c["reason"]}
+                    for c in vq_result["chunks"]
+                ],
+                "selection": vq_result["selection_note"],
+            },
         }
-        explanation = (f"IF {if_score}/5: {if_result['reason']} VQ {vq_score}/5"
-                       f" ({opts.chunk_aggregate} of {len(vq_result['chunks'])} chunk(s)): "
-                       + " | ".join(c["reason"] for c in vq_result["chunks"] if c["reason"]))
+        explanation = (
+            f"IF {if_score}/5: {if_result['reason']} VQ {vq_score}/5"
+            f" ({opts.chunk_aggregate} of {len(vq_result['chunks'])} chunk(s)): "
+            + " | ".join(c["reason"] for c in vq_result["chunks"] if c["reason"])
+        )
         evidence.write_json(label, "dual.json", {"score": score, "metrics": metrics, "details": details})
         return Verdict(score=score, metrics=metrics, explanation=explanation.strip(), details=details)
 
     # ------------------------------------------------------------------ IF
 
-    def _instruction_following(self, task: Any, evidence: Any, label: str, pred_diff: Any, target_diff: Any,
-                               remaining: Any, ref: str) -> dict[str, Any]:
+    def _instruction_following(
+        self, task: Any, evidence: Any, label: str, pred_diff: Any, target_diff: Any, remaining: Any, ref: str
+    ) -> dict[str, Any]:
         opts: DualOptions = self.options  # type: ignore[assignment]
-        record: dict[str, Any] = {"model": ref, "prediction_edits": pred_diff.edit_count,
-                                  "target_edits": target_diff.edit_count if target_diff is not None else None,
-                                  "remaining_edits": remaining.edit_count if remaining is not None else None}
+        record: dict[str, Any] = {
+            "model": ref,
+            "prediction_edits": pred_diff.edit_count,
+            "target_edits": target_diff.edit_count if target_diff is not None else None,
+            "remaining_edits": remaining.edit_count if remaining is not None else None,
+        }
         paths = {"original": task.original, "target": task.target, "prediction": evidence.path("prediction")}
 
         def same(diff: Any, a: str, b: str) -> bool:
@@ -143,21 +165,27 @@ class DualJudge(Component):
         pred_unchanged = same(pred_diff, "original", "prediction")
         record["prediction_unchanged"], record["target_unchanged"] = pred_unchanged, target_unchanged
         if pred_unchanged and not target_unchanged:
-            reason = ("The prediction makes no structural change to the original deck"
-                      + (" while the target does." if target_diff is not None else
-                         "; the task has no target, so a change is assumed to be required."))
+            reason = "The prediction makes no structural change to the original deck" + (
+                " while the target does."
+                if target_diff is not None
+                else "; the task has no target, so a change is assumed to be required."
+            )
             out = {"score": 0, "reason": reason, "rule": "unchanged_prediction"}
             evidence.write_json(label, "if.json", {**record, **out})
             return out
         if opts.shortcut_identical and same(remaining, "prediction", "target"):
-            out = {"score": 5, "reason": "The prediction is structurally identical to the target.",
-                   "rule": "identical_to_target"}
+            out = {
+                "score": 5,
+                "reason": "The prediction is structurally identical to the target.",
+                "rule": "identical_to_target",
+            }
             evidence.write_json(label, "if.json", {**record, **out})
             return out
 
         summaries = self._summaries(evidence, pred_diff, target_diff)
         user = prompts.if_prompt(
-            task.instruction, task.style_target,
+            task.instruction,
+            task.style_target,
             prompts.bounded(target_diff.to_text(), opts.max_diff_chars) if target_diff is not None else None,
             prompts.bounded(pred_diff.to_text(), opts.max_diff_chars),
             prompts.bounded(remaining.to_text(), opts.max_diff_chars) if remaining is not None else None,
@@ -193,12 +221,20 @@ class DualJudge(Component):
                     orig_nums.add(b_to_a[n])
         for role, mapping in to_b.items():
             own[role] |= {mapping[a] for a in orig_nums if a in mapping}
-        blocks = [prompts.summary_block("ORIGINAL", evidence.summary("original"), orig_nums, opts.max_summary_chars)]
+        blocks = [
+            prompts.summary_block("ORIGINAL", evidence.summary("original"), orig_nums, opts.max_summary_chars)
+        ]
         if target_diff is not None:
-            blocks.append(prompts.summary_block("TARGET", evidence.summary("target"), own["target"],
-                                                opts.max_summary_chars))
-        blocks.append(prompts.summary_block("PREDICTION", evidence.summary("prediction"), own["prediction"],
-                                            opts.max_summary_chars))
+            blocks.append(
+                prompts.summary_block(
+                    "TARGET", evidence.summary("target"), own["target"], opts.max_summary_chars
+                )
+            )
+        blocks.append(
+            prompts.summary_block(
+                "PREDICTION", evidence.summary("prediction"), own["prediction"], opts.max_summary_chars
+            )
+        )
         return blocks
 
     # ------------------------------------------------------------------ VQ
@@ -235,10 +271,15 @@ class DualJudge(Component):
         picked = sorted(ranked[: opts.max_images], key=lambda row: row["prediction"])
         if not picked:
             count = len(evidence.renders("prediction"))
-            picked = [{"prediction": n, "ssim": 1.0, "why": ["no visible change: first slides"]}
-                      for n in range(1, min(opts.chunk_size, count) + 1)]
-            note = (f"no slide changed visibly; judging the first {len(picked)} slide(s)" if picked
-                    else "the prediction has no slides to judge")
+            picked = [
+                {"prediction": n, "ssim": 1.0, "why": ["no visible change: first slides"]}
+                for n in range(1, min(opts.chunk_size, count) + 1)
+            ]
+            note = (
+                f"no slide changed visibly; judging the first {len(picked)} slide(s)"
+                if picked
+                else "the prediction has no slides to judge"
+            )
         return picked, note
 
     def _image(self, path: Path) -> ImagePart:
@@ -257,8 +298,9 @@ class DualJudge(Component):
         except OSError as exc:
             raise InfraError(f"cannot read the render {path}: {exc}") from exc
 
-    def _visual_quality(self, task: Any, evidence: Any, label: str, pred_diff: Any, remaining: Any,
-                        ref: str) -> dict[str, Any]:
+    def _visual_quality(
+        self, task: Any, evidence: Any, label: str, pred_diff: Any, remaining: Any, ref: str
+    ) -> dict[str, Any]:
         opts: DualOptions = self.options  # type: ignore[assignment]
         has_target = task.target is not None
         slides, note = self._select(evidence, pred_diff, has_target)
@@ -269,10 +311,12 @@ class DualJudge(Component):
         if with_reference:
             target_images = {img.number: img for img in evidence.renders("target")}
             pred_to_target = {a: b for a, b in remaining.slide_matches if a is not None and b is not None}
-        chunks = [slides[i:i + opts.chunk_size] for i in range(0, len(slides), opts.chunk_size)]
+        chunks = [slides[i : i + opts.chunk_size] for i in range(0, len(slides), opts.chunk_size)]
         results: list[dict[str, Any]] = []
         for k, chunk in enumerate(chunks, 1):
-            parts: list[str | ImagePart] = [prompts.vq_intro(task.instruction, k, len(chunks), chunk, with_reference)]
+            parts: list[str | ImagePart] = [
+                prompts.vq_intro(task.instruction, k, len(chunks), chunk, with_reference)
+            ]
             shown: list[dict[str, Any]] = []
             for row in chunk:
                 img = pred_images.get(row["prediction"])
@@ -288,16 +332,21 @@ class DualJudge(Component):
                     shown.append(_image_row("target", t, target_images[t].path, tpart, None))
             messages = [Message.system(prompts.VQ_SYSTEM), Message.user(*parts)]
             record: dict[str, Any] = {
-                "model": ref, "chunk": k, "chunks": len(chunks), "selection": note,
+                "model": ref,
+                "chunk": k,
+                "chunks": len(chunks),
+                "selection": note,
                 "prompt": {"system": prompts.VQ_SYSTEM, "user": [p for p in parts if isinstance(p, str)]},
                 "images": shown,
             }
             name = f"vq-{k:02d}.json"
             parsed, attempts = self._ask(evidence, ref, messages, label, name, record, what=f"VQ chunk {k}")
-            evidence.write_json(label, name, {**record, "attempts": attempts, "score": parsed.score,
-                                              "reason": parsed.reason})
-            results.append({"slides": [r["prediction"] for r in chunk], "score": parsed.score,
-                            "reason": parsed.reason})
+            evidence.write_json(
+                label, name, {**record, "attempts": attempts, "score": parsed.score, "reason": parsed.reason}
+            )
+            results.append(
+                {"slides": [r["prediction"] for r in chunk], "score": parsed.score, "reason": parsed.reason}
+            )
         scores = [c["score"] for c in results]
         if not scores:  # a deck with no slides shows nothing: no visual quality to credit
             return {"score": 0, "chunks": [], "slides": slides, "selection_note": note}
@@ -306,8 +355,16 @@ class DualJudge(Component):
 
     # ------------------------------------------------------------------ model calls
 
-    def _ask(self, evidence: Any, ref: str, messages: list[Message], label: str, name: str,
-             record: dict[str, Any], what: str) -> tuple[Any, list[dict[str, Any]]]:
+    def _ask(
+        self,
+        evidence: Any,
+        ref: str,
+        messages: list[Message],
+        label: str,
+        name: str,
+        record: dict[str, Any],
+        what: str,
+    ) -> tuple[Any, list[dict[str, Any]]]:
         """Call the model; one retry on an unreadable answer, then :class:`JudgeError`."""
         opts: DualOptions = self.options  # type: ignore[assignment]
         client = evidence.model(ref)
@@ -317,22 +374,31 @@ class DualJudge(Component):
         for attempt in (1, 2):
             completion = client.complete(convo, temperature=opts.temperature, max_tokens=opts.max_tokens)
             text = completion.text or ""
-            entry: dict[str, Any] = {"attempt": attempt, "answer": text[:MAX_RAW_CHARS], "model": completion.model,
-                                     "usage": completion.usage.as_dict(), "cached": completion.cached}
+            entry: dict[str, Any] = {
+                "attempt": attempt,
+                "answer": text[:MAX_RAW_CHARS],
+                "model": completion.model,
+                "usage": completion.usage.as_dict(),
+                "cached": completion.cached,
+            }
             attempts.append(entry)
             try:
                 parsed = parse_score(text)
             except ScoreParseError as exc:
                 problem = str(exc)
                 entry["parse_error"] = problem
-                convo = convo + [Message.assistant(text[:MAX_RAW_CHARS] or "(empty)"),
-                                 Message.user(prompts.RETRY_TEXT.format(problem=problem[:300]))]
+                convo = convo + [
+                    Message.assistant(text[:MAX_RAW_CHARS] or "(empty)"),
+                    Message.user(prompts.RETRY_TEXT.format(problem=problem[:300])),
+                ]
                 continue
             entry["parsed"] = {"score": parsed.score, "reason": parsed.reason, "form": parsed.form}
             return parsed, attempts
         evidence.write_json(label, name, {**record, "attempts": attempts, "error": problem})
-        raise JudgeError(f"{what}: the judge model {ref} gave no readable 0-5 score after one retry ({problem}); "
-                         f"last answer: {attempts[-1]['answer'][:200]!r}")
+        raise JudgeError(
+            f"{what}: the judge model {ref} gave no readable 0-5 score after one retry ({problem}); "
+            f"last answer: {attempts[-1]['answer'][:200]!r}"
+        )
 
 
 def _same_content(a: Path | None, b: Path | None) -> bool:
@@ -352,9 +418,16 @@ def _why(row: dict[str, Any], role: str) -> str:
     return f"{'changed' if status == 'matched' else status} in {role}"
 
 
-def _image_row(role: str, number: int, path: Path, part: ImagePart, row: dict[str, Any] | None) -> dict[str, Any]:
-    out: dict[str, Any] = {"role": role, "slide": number, "path": str(path), "bytes": len(part.data),
-                           "sha256": hashlib.sha256(part.data).hexdigest()}
+def _image_row(
+    role: str, number: int, path: Path, part: ImagePart, row: dict[str, Any] | None
+) -> dict[str, Any]:
+    out: dict[str, Any] = {
+        "role": role,
+        "slide": number,
+        "path": str(path),
+        "bytes": len(part.data),
+        "sha256": hashlib.sha256(part.data).hexdigest(),
+    }
     if row is not None:
         out["ssim"] = round(row["ssim"], 5)
         out["why"] = row["why"]

@@ -57,7 +57,7 @@ def bounded(text: str, limit: int) -> str:
     if len(text) <= limit:
         return text
     keep = max(0, limit - 80)
-    head, tail = text[: keep * 2 // 3], text[len(text) - keep // 3:] if keep // 3 else ""
+    head, tail = text[: keep * 2 // 3], text[len(text) - keep // 3 :] if keep // 3 else ""
     return f"{head}\n[... {len(text) - len(head) - len(tail)} characters omitted ...]\n{tail}"
 
 
@@ -104,8 +104,16 @@ def compact_shape(shape: dict[str, Any], depth: int = 0) -> dict[str, Any]:
     paras = shape.get("paragraphs") or []
     if any(p.get("text") for p in paras):
         out["paragraphs"] = [
-            {k: v for k, v in (("level", p.get("level") or None), ("align", p.get("align")),
-                               ("text", str(p.get("text", ""))[:400]), ("runs", _runs(p))) if v}
+            {
+                k: v
+                for k, v in (
+                    ("level", p.get("level") or None),
+                    ("align", p.get("align")),
+                    ("text", str(p.get("text", ""))[:400]),
+                    ("runs", _runs(p)),
+                )
+                if v
+            }
             for p in paras[:40]
         ]
     for key in ("table", "chart", "picture", "smartart"):
@@ -144,21 +152,35 @@ def summary_block(label: str, summary: dict[str, Any], numbers: Iterable[int], l
     """One deck's relevant slides as bounded JSON text under a heading."""
     numbers = sorted(set(numbers))
     size = summary.get("slide_size") or {}
-    head = (f"### {label} deck: {len(summary.get('slides') or [])} slides, "
-            f"{_pt(size.get('cx'))}x{_pt(size.get('cy'))} pt; showing slides {numbers or 'none'}")
-    body = json.dumps(compact_slides(summary, numbers), ensure_ascii=False, separators=(",", ":"), default=str)
+    head = (
+        f"### {label} deck: {len(summary.get('slides') or [])} slides, "
+        f"{_pt(size.get('cx'))}x{_pt(size.get('cy'))} pt; showing slides {numbers or 'none'}"
+    )
+    body = json.dumps(
+        compact_slides(summary, numbers), ensure_ascii=False, separators=(",", ":"), default=str
+    )
     return head + "\n" + bounded(body, limit)
 
 
-def if_prompt(instruction: str, style_target: str | None, target_edits: str | None, prediction_edits: str,
-              remaining: str | None, summaries: list[str]) -> str:
+def if_prompt(
+    instruction: str,
+    style_target: str | None,
+    target_edits: str | None,
+    prediction_edits: str,
+    remaining: str | None,
+    summaries: list[str],
+) -> str:
     """The user message of the instruction-following call."""
-    parts = [f"## Instruction\n{instruction.strip()}",
-             f"## Style target\n{(style_target or '(none given)').strip()}"]
+    parts = [
+        f"## Instruction\n{instruction.strip()}",
+        f"## Style target\n{(style_target or '(none given)').strip()}",
+    ]
     if target_edits is not None:
         parts.append("## Edits the TARGET (human reference) makes to the original\n" + target_edits)
     else:
-        parts.append("## Edits the TARGET makes\n(no target deck for this task: judge against the instruction)")
+        parts.append(
+            "## Edits the TARGET makes\n(no target deck for this task: judge against the instruction)"
+        )
     parts.append("## Edits the PREDICTION (agent) makes to the original\n" + prediction_edits)
     if remaining is not None:
         parts.append("## Differences remaining from PREDICTION to TARGET\n" + remaining)
@@ -167,7 +189,9 @@ def if_prompt(instruction: str, style_target: str | None, target_edits: str | No
     return "\n\n".join(parts)
 
 
-def vq_intro(instruction: str, chunk: int, chunks: int, slides: list[dict[str, Any]], with_reference: bool) -> str:
+def vq_intro(
+    instruction: str, chunk: int, chunks: int, slides: list[dict[str, Any]], with_reference: bool
+) -> str:
     """The text that opens a visual-quality call (images follow, each preceded by its label)."""
     listed = ", ".join(str(s["prediction"]) for s in slides)
     lines = [
@@ -176,7 +200,9 @@ def vq_intro(instruction: str, chunk: int, chunks: int, slides: list[dict[str, A
     ]
     if with_reference:
         lines.append("Each is followed by the same slide of the TARGET deck, when the target has it.")
-    lines.append('Score the visual quality of the PREDICTION slides. Answer with only {"score": <0-5>, "reason": "..."}.')
+    lines.append(
+        'Score the visual quality of the PREDICTION slides. Answer with only {"score": <0-5>, "reason": "..."}.'
+    )
     return "\n".join(lines)
 
 

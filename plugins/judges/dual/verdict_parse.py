@@ -25,12 +25,21 @@ from pptarena.replyjson import embedded_json
 
 MAX_ANSWER_CHARS = 200_000  # longer answers are cut before parsing
 MAX_REASON_CHARS = 4_000
-SCORE_KEYS = ("score", "rating", "instruction_following_score", "visual_quality_score", "if_score", "vq_score")
+SCORE_KEYS = (
+    "score",
+    "rating",
+    "instruction_following_score",
+    "visual_quality_score",
+    "if_score",
+    "vq_score",
+)
 REASON_KEYS = ("reason", "instruction_following_reason", "visual_quality_reason", "explanation", "rationale")
 
 _FENCE_RE = re.compile(r"```[ \t]*([A-Za-z0-9_-]*)[ \t]*\n(.*?)```", re.S)
-_BARE_RE = re.compile(r"^\s*(?:\*\*)?(?:(?:final\s+)?score\s*[:=]?\s*)?(?:\*\*)?\s*([0-9]+(?:\.[0-9]+)?)\s*(?:/\s*5)?\s*(?:\*\*)?[.!]?\s*$",
-                      re.I)
+_BARE_RE = re.compile(
+    r"^\s*(?:\*\*)?(?:(?:final\s+)?score\s*[:=]?\s*)?(?:\*\*)?\s*([0-9]+(?:\.[0-9]+)?)\s*(?:/\s*5)?\s*(?:\*\*)?[.!]?\s*$",
+    re.I,
+)
 
 
 class ScoreParseError(ValueError):
@@ -72,7 +81,9 @@ def _from_object(obj: Any, form: str) -> ParsedScore:
             score = _score_value(lowered[key], f"{form} key {key!r}")
             break
     else:
-        raise ScoreParseError(f"{form}: the JSON object has no score key (expected one of {', '.join(SCORE_KEYS)})")
+        raise ScoreParseError(
+            f"{form}: the JSON object has no score key (expected one of {', '.join(SCORE_KEYS)})"
+        )
     reason = ""
     for key in REASON_KEYS:
         if isinstance(lowered.get(key), str):
@@ -116,10 +127,16 @@ def parse_score(text: str | None) -> ParsedScore:
     for candidate in [stripped] + ([lines[0], lines[-1]] if lines else []):
         bare = _BARE_RE.match(candidate)
         if bare:
-            rest = "\n".join(lines[1:] if candidate == lines[0] else lines[:-1]) if candidate != stripped else ""
-            return ParsedScore(_score_value(float(bare.group(1)), "bare number"), rest.strip()[:MAX_REASON_CHARS], "bare")
+            rest = (
+                "\n".join(lines[1:] if candidate == lines[0] else lines[:-1]) if candidate != stripped else ""
+            )
+            return ParsedScore(
+                _score_value(float(bare.group(1)), "bare number"), rest.strip()[:MAX_REASON_CHARS], "bare"
+            )
     detail = "; ".join(dict.fromkeys(p for p in problems if p))
-    raise ScoreParseError("no JSON object with a 0-5 score and no bare number found" + (f" ({detail})" if detail else ""))
+    raise ScoreParseError(
+        "no JSON object with a 0-5 score and no bare number found" + (f" ({detail})" if detail else "")
+    )
 
 
 __all__ = ["ParsedScore", "ScoreParseError", "parse_score"]

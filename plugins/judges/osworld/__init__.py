@@ -38,7 +38,9 @@ class OsworldJudge(Component):
         """Evaluate ``task.metadata["osworld"]["evaluator"]`` on the prediction."""
         meta = (task.metadata or {}).get("osworld")
         if not isinstance(meta, dict) or "evaluator" not in meta:
-            raise JudgeError(f"task {task.id}: the osworld judge needs a task of the osworld dataset (no evaluator)")
+            raise JudgeError(
+                f"task {task.id}: the osworld judge needs a task of the osworld dataset (no evaluator)"
+            )
         sides = Sides(
             prediction=Path(prediction.path) if prediction.path else None,
             prediction_files=prediction_files(prediction),
@@ -49,7 +51,9 @@ class OsworldJudge(Component):
         except (SpecError, CheckerOptionError) as exc:
             raise JudgeError(f"task {task.id}: {exc}") from exc
         except Exception as exc:  # noqa: BLE001 - OSWorld's checker would crash on this input too
-            raise JudgeError(f"task {task.id}: the checker failed on this input: {type(exc).__name__}: {exc}") from exc
+            raise JudgeError(
+                f"task {task.id}: the checker failed on this input: {type(exc).__name__}: {exc}"
+            ) from exc
         metrics = {"checks": len(rows), "passed": sum(1 for r in rows if r["score"] >= 1)}
         return Verdict(
             score=outcome.score,

@@ -157,7 +157,9 @@ def check_strikethrough(pptx: Any, rules: dict[str, Any]) -> Outcome:
                 paragraphs = slide.shapes[hi].text_frame.paragraphs
                 for pi in rules["paragraph_index_s"]:
                     if "strike" not in paragraphs[pi].runs[0].font._element.attrib:
-                        return Outcome(0.0, f"slide {si + 1} shape {hi + 1} paragraph {pi + 1} is not struck through")
+                        return Outcome(
+                            0.0, f"slide {si + 1} shape {hi + 1} paragraph {pi + 1} is not struck through"
+                        )
     except Exception as exc:  # noqa: BLE001 - OSWorld scores an unreadable location 0
         return Outcome(0.0, f"cannot read the listed text: {exc}")
     return Outcome(1.0)

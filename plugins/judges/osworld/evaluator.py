@@ -44,7 +44,9 @@ CHECKERS: dict[str, Checker] = {
     "compare_pptx_files": Checker(compare_pptx_files, True, option_problems),
     "check_transition": Checker(checks.check_transition, True),
     "check_image_stretch_and_center": Checker(checks.check_image_stretch_and_center, True),
-    "evaluate_presentation_fill_to_rgb_distance": Checker(checks.evaluate_presentation_fill_to_rgb_distance, True),
+    "evaluate_presentation_fill_to_rgb_distance": Checker(
+        checks.evaluate_presentation_fill_to_rgb_distance, True
+    ),
     "check_page_number_colors": Checker(checks.check_page_number_colors, True),
     "check_slide_orientation_Portrait": Checker(checks.check_slide_orientation_portrait, False),
     "check_strikethrough": Checker(checks.check_strikethrough, True),
@@ -184,7 +186,9 @@ def evaluate(spec: dict[str, Any], sides: Sides) -> tuple[Outcome, list[dict[str
     rows: list[dict[str, Any]] = []
     scores: list[float] = []
     first_reason = ""
-    for func, result, expected, options in zip(norm["func"], norm["result"], norm["expected"], norm["options"], strict=False):
+    for func, result, expected, options in zip(
+        norm["func"], norm["result"], norm["expected"], norm["options"], strict=False
+    ):
         outcome = run_one(func, result, expected, options, sides)
         rows.append({"func": func, "score": outcome.score, "reason": outcome.reason})
         scores.append(outcome.score)

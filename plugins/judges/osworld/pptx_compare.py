@@ -25,15 +25,33 @@ from typing import Any
 
 #: ``examine_*`` switches and their defaults in OSWorld's checker.
 EXAMINE_DEFAULTS: dict[str, bool] = {
-    "number_of_slides": True, "shape": True, "text": True, "indent": True, "font_name": True,
-    "font_size": True, "font_bold": True, "font_italic": True, "color_rgb": True,
-    "font_underline": True, "strike_through": True, "alignment": True, "bullets": True,
-    "background_color": True, "note": True, "title_bottom_position": False,
-    "table_bottom_position": False, "right_position": False, "top_position": False,
-    "shape_for_shift_size": False, "image_size": False, "modify_height": False,
+    "number_of_slides": True,
+    "shape": True,
+    "text": True,
+    "indent": True,
+    "font_name": True,
+    "font_size": True,
+    "font_bold": True,
+    "font_italic": True,
+    "color_rgb": True,
+    "font_underline": True,
+    "strike_through": True,
+    "alignment": True,
+    "bullets": True,
+    "background_color": True,
+    "note": True,
+    "title_bottom_position": False,
+    "table_bottom_position": False,
+    "right_position": False,
+    "top_position": False,
+    "shape_for_shift_size": False,
+    "image_size": False,
+    "modify_height": False,
 }
 #: Every option key the checker accepts.
-OPTION_KEYS = frozenset({f"examine_{k}" for k in EXAMINE_DEFAULTS} | {"approximately_tolerance", "enable_debug"})
+OPTION_KEYS = frozenset(
+    {f"examine_{k}" for k in EXAMINE_DEFAULTS} | {"approximately_tolerance", "enable_debug"}
+)
 
 _A = "{http://schemas.openxmlformats.org/drawingml/2006/main}"
 PICTURE, TABLE, FREEFORM = 13, 19, 5  # MSO_SHAPE_TYPE values
@@ -179,7 +197,10 @@ class _Comparer:
         bg1, bg2 = _background_rgb(s1), _background_rgb(s2)
         if bg1 != bg2 and on["background_color"]:
             return f"background colour {bg1} differs from {bg2}"
-        notes1, notes2 = s1.notes_slide.notes_text_frame.text.strip(), s2.notes_slide.notes_text_frame.text.strip()
+        notes1, notes2 = (
+            s1.notes_slide.notes_text_frame.text.strip(),
+            s2.notes_slide.notes_text_frame.text.strip(),
+        )
         if notes1 != notes2 and on["note"]:
             return f"speaker notes differ ({notes1[:40]!r} vs {notes2[:40]!r})"
         texts1, texts2 = _text_shapes(s1.shapes), _text_shapes(s2.shapes)
@@ -225,11 +246,15 @@ class _Comparer:
             if sh1.top >= sh2.top or sh1.top > 1980000:
                 return "picture is not moved above its expected position"
         if on["shape_for_shift_size"] and not _box_close(sh1, sh2, tol):
-            if not (both_text and sh1.text == sh2.text and sh1.text == "Elaborate on what you want to discuss."):
+            if not (
+                both_text and sh1.text == sh2.text and sh1.text == "Elaborate on what you want to discuss."
+            ):
                 return "position or size differs"
         if on["shape"] and not _box_close(sh1, sh2, tol):
-            return (f"position/size ({sh1.left}, {sh1.top}, {sh1.width}, {sh1.height}) differs from "
-                    f"({sh2.left}, {sh2.top}, {sh2.width}, {sh2.height})")
+            return (
+                f"position/size ({sh1.left}, {sh1.top}, {sh1.width}, {sh1.height}) differs from "
+                f"({sh2.left}, {sh2.top}, {sh2.width}, {sh2.height})"
+            )
         if on["image_size"]:
             if sh1.shape_type == PICTURE and sh2.shape_type == PICTURE:
                 if not (_close(sh1.width, sh2.width, tol) and _close(sh1.height, sh2.height, tol)):
@@ -237,7 +262,9 @@ class _Comparer:
             elif not _box_close(sh1, sh2, tol):
                 return "position or size differs"
         if on["modify_height"]:
-            if (not _has_text(sh1) and not _has_text(sh2)) or (sh1.shape_type == FREEFORM and sh2.shape_type == FREEFORM):
+            if (not _has_text(sh1) and not _has_text(sh2)) or (
+                sh1.shape_type == FREEFORM and sh2.shape_type == FREEFORM
+            ):
                 if not _close(sh1.height, sh2.height, tol):
                     return "height differs"
             elif not _box_close(sh1, sh2, tol):

@@ -125,9 +125,15 @@ def _image_payload(image: Any) -> dict[str, str]:
     if isinstance(image, bytes | bytearray):
         if len(image) > MAX_IMAGE_BYTES:
             raise ModelCallError(f"image of {len(image)} bytes is over the {MAX_IMAGE_BYTES} limit")
-        return {"media_type": "image/jpeg", "b64": base64.b64encode(bytes(image)).decode("ascii"), "source": "bytes"}
+        return {
+            "media_type": "image/jpeg",
+            "b64": base64.b64encode(bytes(image)).decode("ascii"),
+            "source": "bytes",
+        }
     if not isinstance(image, str):
-        raise ModelCallError(f"unsupported image type {type(image).__name__} (expected a path, data URL or bytes)")
+        raise ModelCallError(
+            f"unsupported image type {type(image).__name__} (expected a path, data URL or bytes)"
+        )
     if image.startswith("data:image/"):
         head, _, data = image.partition(",")
         return {"media_type": head[5:].split(";")[0], "b64": data, "source": "data-url"}
@@ -138,7 +144,13 @@ def _image_payload(image: Any) -> dict[str, str]:
     if size > MAX_IMAGE_BYTES:
         raise ModelCallError(f"image {image} has {size} bytes (limit {MAX_IMAGE_BYTES})")
     ext = path.suffix.lower().lstrip(".")
-    media = {"jpg": "image/jpeg", "jpeg": "image/jpeg", "png": "image/png", "gif": "image/gif", "webp": "image/webp"}
+    media = {
+        "jpg": "image/jpeg",
+        "jpeg": "image/jpeg",
+        "png": "image/png",
+        "gif": "image/gif",
+        "webp": "image/webp",
+    }
     return {
         "media_type": media.get(ext, mimetypes.guess_type(path.name)[0] or "image/jpeg"),
         "b64": base64.b64encode(path.read_bytes()).decode("ascii"),
@@ -166,7 +178,13 @@ def vlm_call(prompt: str, images: Any, temperature: float = 0.7, max_tokens: int
         raise ModelCallError(f"{len(items)} images is over the {MAX_IMAGES} limit")
     payload = [_image_payload(i) for i in items]
     return _proxy.call(
-        {"kind": "vlm", "prompt": text, "images": payload, "temperature": temperature, "max_tokens": max_tokens}
+        {
+            "kind": "vlm",
+            "prompt": text,
+            "images": payload,
+            "temperature": temperature,
+            "max_tokens": max_tokens,
+        }
     )
 
 
@@ -286,7 +304,9 @@ def _no_dumps() -> None:
         pass
 
 
-def _run_forked(leaf: dict[str, Any], context: dict[str, Any], budget: float, channels: tuple[int, ...]) -> dict[str, Any]:
+def _run_forked(
+    leaf: dict[str, Any], context: dict[str, Any], budget: float, channels: tuple[int, ...]
+) -> dict[str, Any]:
     """Run one leaf in a child process that cannot write the result channel; its record comes back on a pipe."""
     read_end, write_end = os.pipe()
     pid = os.fork()
@@ -301,7 +321,7 @@ def _run_forked(leaf: dict[str, Any], context: dict[str, Any], budget: float, ch
             data = (json.dumps(record, default=str) + "\n").encode("utf-8")
             with contextlib.suppress(OSError):
                 while data:
-                    data = data[os.write(write_end, data[:65536]):]
+                    data = data[os.write(write_end, data[:65536]) :]
         except BaseException:  # noqa: BLE001 - nothing may escape the forked child
             code = 1
         finally:
@@ -351,29 +371,53 @@ def _validated(leaf_id: str, raw: bytes, size: int, how: str = "") -> dict[str, 
         except (ValueError, IndexError, UnicodeDecodeError):
             problem = "the leaf's record could not be decoded"
         if not raw:
-            problem = "the leaf's process ended without a record (killed, crashed or over its time budget)" + how
+            problem = (
+                "the leaf's process ended without a record (killed, crashed or over its time budget)" + how
+            )
     if problem is None:
         try:
-            if type(record) is not dict or record.get("leaf") != leaf_id or type(record.get("reason")) is not str:
+            if (
+                type(record) is not dict
+                or record.get("leaf") != leaf_id
+                or type(record.get("reason")) is not str
+            ):
                 raise ValueError("malformed record")
             record["score"] = check_score(record.get("score"))
         except ValueError as exc:
             problem = f"the leaf's record is invalid: {exc}"
     if problem is not None:
         return {
-            "event": "done", "leaf": leaf_id, "score": 0.0, "reason": f"Function scoring failed: {problem}",
-            "error": problem, "error_type": "sandbox", "traceback": "", "duration_s": 0.0, "stdout": "",
+            "event": "done",
+            "leaf": leaf_id,
+            "score": 0.0,
+            "reason": f"Function scoring failed: {problem}",
+            "error": problem,
+            "error_type": "sandbox",
+            "traceback": "",
+            "duration_s": 0.0,
+            "stdout": "",
         }
     return {k: record[k] for k in record if k in _RECORD_KEYS}
 
 
-_RECORD_KEYS = ("event", "leaf", "score", "reason", "error", "error_type", "traceback", "duration_s", "stdout", "screenshots_unavailable")
+_RECORD_KEYS = (
+    "event",
+    "leaf",
+    "score",
+    "reason",
+    "error",
+    "error_type",
+    "traceback",
+    "duration_s",
+    "stdout",
+    "screenshots_unavailable",
+)
 
 
 def _emit(record: dict[str, Any]) -> None:
     data = (json.dumps(record, default=str) + "\n").encode("utf-8")
     while data:
-        data = data[os.write(3, data):]
+        data = data[os.write(3, data) :]
 
 
 def main(inputs: dict[str, Any]) -> None:

@@ -137,7 +137,9 @@ class ModelBridge:
         params = {k: request.get(k) for k in ("temperature", "max_tokens") if request.get(k) is not None}
         images: list[ImagePart] = []
         meta: list[dict[str, Any]] = []
-        record = ModelCallRecord(str(request.get("leaf", "")), kind, str(request.get("prompt", "")), meta, params)
+        record = ModelCallRecord(
+            str(request.get("leaf", "")), kind, str(request.get("prompt", "")), meta, params
+        )
         t0 = time.monotonic()
         try:
             for item in request.get("images") or []:
@@ -145,10 +147,17 @@ class ModelBridge:
                 media = str(item.get("media_type") or "image/jpeg")
                 images.append(ImagePart(data, media))
                 meta.append(
-                    {"source": item.get("source"), "media_type": media, "bytes": len(data), "sha256": hashlib.sha256(data).hexdigest()}
+                    {
+                        "source": item.get("source"),
+                        "media_type": media,
+                        "bytes": len(data),
+                        "sha256": hashlib.sha256(data).hexdigest(),
+                    }
                 )
             if self.client is None:
-                raise RuntimeError(f"{kind}_call: no model is configured for the rubric judge (set its 'model' option)")
+                raise RuntimeError(
+                    f"{kind}_call: no model is configured for the rubric judge (set its 'model' option)"
+                )
             message = Message.user(record.prompt, *images) if images else Message.user(record.prompt)
             completion = self.client.complete([message], **params)
             record.reply = completion.text
@@ -199,7 +208,10 @@ class _BridgeServer:
         self.server = _Server(str(path), _Handler)
         self.server.bridge = bridge  # type: ignore[attr-defined]
         self.thread = threading.Thread(
-            target=self.server.serve_forever, kwargs={"poll_interval": 0.02}, name="rubric-model-bridge", daemon=True
+            target=self.server.serve_forever,
+            kwargs={"poll_interval": 0.02},
+            name="rubric-model-bridge",
+            daemon=True,
         )
 
     def __enter__(self) -> _BridgeServer:
@@ -235,7 +247,9 @@ def _input_paths(inputs: dict[str, Any]) -> list[Path]:
     return [p for p in paths if p.exists()]
 
 
-def _checked_events(events: list[Any], expected: Sequence[str]) -> tuple[list[str], dict[str, dict[str, Any]]]:
+def _checked_events(
+    events: list[Any], expected: Sequence[str]
+) -> tuple[list[str], dict[str, dict[str, Any]]]:
     """Started leaf ids and exactly one done record per expected leaf, re-checked after decoding."""
     from .child import check_score
 
@@ -284,17 +298,30 @@ def run_function_leaves(
         private = Path(tempfile.mkdtemp(prefix="pptarena-rubric-"))
         try:
             socket_path = private / "model.sock"
-            payload = {**inputs, "leaves": remaining, "socket_path": str(socket_path), "leaf_timeout": run.leaf_timeout}
-            asks_model = sum(1 for leaf in remaining if "llm_call" in leaf["code"] or "vlm_call" in leaf["code"])
+            payload = {
+                **inputs,
+                "leaves": remaining,
+                "socket_path": str(socket_path),
+                "leaf_timeout": run.leaf_timeout,
+            }
+            asks_model = sum(
+                1 for leaf in remaining if "llm_call" in leaf["code"] or "vlm_call" in leaf["code"]
+            )
             limits = SandboxLimits(
-                timeout=STARTUP_SECONDS + (run.leaf_timeout + 2.0) * len(remaining) + run.model_wait * asks_model,
+                timeout=STARTUP_SECONDS
+                + (run.leaf_timeout + 2.0) * len(remaining)
+                + run.model_wait * asks_model,
                 cpu_seconds=int(STARTUP_SECONDS + (run.leaf_timeout + 2.0) * len(remaining)) + 1,
                 memory_mb=run.memory_mb,
                 disk_mb=run.disk_mb,
             )
             with _BridgeServer(bridge, socket_path):
                 result = run_python(
-                    _DRIVER, inputs=payload, limits=limits, extra_files=SHIM_FILES, python=run.python,
+                    _DRIVER,
+                    inputs=payload,
+                    limits=limits,
+                    extra_files=SHIM_FILES,
+                    python=run.python,
                     read_only=[*visible, socket_path],
                 )
         finally:
@@ -302,8 +329,14 @@ def run_function_leaves(
         if on_process is not None:
             on_process(result)
         run.processes.append(
-            {"leaves": len(remaining), "duration_s": result.duration_s, "ok": result.ok, "isolation": result.isolation,
-             "network_isolated": result.network_isolated, "notes": result.notes}
+            {
+                "leaves": len(remaining),
+                "duration_s": result.duration_s,
+                "ok": result.ok,
+                "isolation": result.isolation,
+                "network_isolated": result.network_isolated,
+                "notes": result.notes,
+            }
         )
         started, done = _checked_events(result.results, [leaf["id"] for leaf in remaining])
         records.update(done)
@@ -326,7 +359,9 @@ def run_function_leaves(
         remaining = [leaf for leaf in remaining if leaf["id"] not in records]
         if result.ok and remaining:
             for leaf in remaining:
-                records[leaf["id"]] = _failed(leaf["id"], "the sandboxed process exited without running this leaf", "sandbox")
+                records[leaf["id"]] = _failed(
+                    leaf["id"], "the sandboxed process exited without running this leaf", "sandbox"
+                )
             remaining = []
     return records
 

@@ -23,6 +23,8 @@ import time
 import traceback
 from typing import Any, Literal
 
+from pydantic import Field
+
 import pptarena
 from pptarena.evidence import Evidence
 from pptarena.models import ModelRef
@@ -46,7 +48,6 @@ from pptarena.plugins.judges.rubric.tree import (
 )
 from pptarena.types import Component, InfraError, JudgeError, Prediction, Task, Verdict
 from pptarena.types import Options as OptionsBase
-from pydantic import Field
 
 SCREENSHOT_NAMES = {"original": "original_ppt_screenshots", "prediction": "modified_ppt_screenshots"}
 _SIDE_KEYS = {"original": "original", "prediction": "modified"}
@@ -85,26 +86,41 @@ class RubricJudge(Component):
     class Options(OptionsBase):
         """Options of the ``rubric`` judge."""
 
-        model: ModelRef | None = Field(None, description="backs llm_call / vlm_call, llm leaves and explanations")
-        strategy: Literal["default", "mind2web2"] = Field("default", description="how parents combine children")
-        lam: float = Field(0.3, ge=0.0, le=1.0, description="λ of the default rule (PPT-Eval's grader uses 0.3)")
+        model: ModelRef | None = Field(
+            None, description="backs llm_call / vlm_call, llm leaves and explanations"
+        )
+        strategy: Literal["default", "mind2web2"] = Field(
+            "default", description="how parents combine children"
+        )
+        lam: float = Field(
+            0.3, ge=0.0, le=1.0, description="λ of the default rule (PPT-Eval's grader uses 0.3)"
+        )
         semantics: Literal["auto", "ppteval", "corrected"] = Field(
             "auto",
             description="ppteval: PPT-Eval's published ppt_diff, screenshot gate and leaf-error rule (numbers comparable "
             "with the paper); corrected: pptarena's fixes; auto: ppteval for tasks the ppteval dataset tags, else corrected",
         )
         screenshots: Literal["auto", "referenced", "ppteval"] = Field(
-            "auto", description="render a deck when a leaf names its screenshots (ppteval: and some leaf calls vlm_call); "
-            "auto: ppteval under ppteval semantics, else referenced"
+            "auto",
+            description="render a deck when a leaf names its screenshots (ppteval: and some leaf calls vlm_call); "
+            "auto: ppteval under ppteval semantics, else referenced",
         )
         explain: Literal["auto", "deterministic", "model"] = Field(
-            "auto", description="parent reasons: model-written when a model is configured (auto), or always deterministic"
+            "auto",
+            description="parent reasons: model-written when a model is configured (auto), or always deterministic",
         )
-        leaf_timeout: float = Field(60.0, gt=0, le=3600, description="seconds per function leaf, not counting model replies")
+        leaf_timeout: float = Field(
+            60.0, gt=0, le=3600, description="seconds per function leaf, not counting model replies"
+        )
         model_wait: float = Field(
-            600.0, ge=0, le=7200, description="extra seconds the sandbox may run per leaf that calls the model"
+            600.0,
+            ge=0,
+            le=7200,
+            description="extra seconds the sandbox may run per leaf that calls the model",
         )
-        memory_mb: int = Field(2048, ge=256, le=65536, description="address-space limit of the sandboxed process")
+        memory_mb: int = Field(
+            2048, ge=256, le=65536, description="address-space limit of the sandboxed process"
+        )
 
     options: Options
 
@@ -119,14 +135,19 @@ class RubricJudge(Component):
         """Run the task's rubric against ``prediction`` and aggregate the leaf scores."""
         opts = self.options
         if task.rubric is None:
-            raise JudgeError(f"task {task.id} has no rubric (the rubric judge needs PPT-Eval tasks or tasks with a rubric)")
+            raise JudgeError(
+                f"task {task.id} has no rubric (the rubric judge needs PPT-Eval tasks or tasks with a rubric)"
+            )
         tree = load_rubric(task.rubric, source=str(task.id))
         semantics = resolve_semantics(opts.semantics, task)
         shot_mode = screenshot_mode(opts.screenshots, semantics)
         original, modified = evidence.path("original"), evidence.path("prediction")
         if modified is None or not modified.exists():
-            return Verdict(0.0, self._metrics(0.0, {}, tree, semantics),
-                           "Missing required files for verification (no prediction deck)")
+            return Verdict(
+                0.0,
+                self._metrics(0.0, {}, tree, semantics),
+                "Missing required files for verification (no prediction deck)",
+            )
         client = evidence.model(opts.model) if opts.model else None
         started = time.monotonic()
         texts = [_leaf_text(leaf) for leaf in tree.leaves()]
@@ -136,8 +157,12 @@ class RubricJudge(Component):
             no_shots = unavailable_screenshots(evidence, ["original", "prediction"])
             if no_shots is not None:  # PPT-Eval's grader catches it and scores the task 0
                 metrics = {**self._metrics(0.0, {}, tree, semantics), "tree_aborted": 1}
-                return Verdict(0.0, metrics, f"Verification error: {no_shots} (PPT-Eval semantics: the task scores 0)",
-                               {"task_id": task.id, "semantics": semantics, "aborted": no_shots})
+                return Verdict(
+                    0.0,
+                    metrics,
+                    f"Verification error: {no_shots} (PPT-Eval semantics: the task scores 0)",
+                    {"task_id": task.id, "semantics": semantics, "aborted": no_shots},
+                )
         shots: dict[str, list[dict[str, Any]]] = {"original": [], "modified": []}
         for side in sides:
             shots[_SIDE_KEYS[side]] = self._screenshots(evidence, side)
@@ -145,11 +170,23 @@ class RubricJudge(Component):
         diff_spec = None
         if any(_mentions(t, "ppt_diff") for t in texts):
             diff_obj = evidence.ppteval_diff("original", "prediction", semantics=semantics)
-            diff_spec = {"module": "pptarena.deck.ppteval", "factory": "from_json", "data": diff_obj.to_json()}
+            diff_spec = {
+                "module": "pptarena.deck.ppteval",
+                "factory": "from_json",
+                "data": diff_obj.to_json(),
+            }
 
         bridge = ModelBridge(client, opts.model)
-        run = LeafRun(leaf_timeout=opts.leaf_timeout, memory_mb=opts.memory_mb, model_wait=opts.model_wait if client else 0.0)
-        function_leaves = [{"id": n.node_id, "code": n.scorer.code} for n in tree.leaves() if isinstance(n.scorer, FunctionScorer)]
+        run = LeafRun(
+            leaf_timeout=opts.leaf_timeout,
+            memory_mb=opts.memory_mb,
+            model_wait=opts.model_wait if client else 0.0,
+        )
+        function_leaves = [
+            {"id": n.node_id, "code": n.scorer.code}
+            for n in tree.leaves()
+            if isinstance(n.scorer, FunctionScorer)
+        ]
         inputs = {
             "original_ppt_path": str(original),
             "modified_ppt_path": str(modified),
@@ -160,7 +197,9 @@ class RubricJudge(Component):
         records = run_function_leaves(function_leaves, inputs, bridge, run) if function_leaves else {}
         order = [leaf.node_id for leaf in tree.leaves()]
         for leaf in tree.leaves():
-            if isinstance(leaf.scorer, LLMScorer) and not (semantics == "ppteval" and first_error(order, records)):
+            if isinstance(leaf.scorer, LLMScorer) and not (
+                semantics == "ppteval" and first_error(order, records)
+            ):
                 records[leaf.node_id] = self._llm_leaf(leaf, client, inputs, diff_obj)
         for call in bridge.calls:
             records.setdefault(call.leaf, {}).setdefault("model_calls", []).append(call.to_json())
@@ -185,8 +224,11 @@ class RubricJudge(Component):
             "explain_calls": explain_calls,
         }
         if culprit is not None:
-            details["aborted"] = {"leaf": culprit, "error": records[culprit].get("error"),
-                                  "tree_score_without_abort": scored["score"]}
+            details["aborted"] = {
+                "leaf": culprit,
+                "error": records[culprit].get("error"),
+                "tree_score_without_abort": scored["score"],
+            }
         label = self._label()
         evidence.write_json(label, "rubric.json", details)
         evidence.write_json(label, "scored_rubric.json", self._ai_rubric_form(tree, scored))
@@ -196,9 +238,11 @@ class RubricJudge(Component):
         explanation = self._explanation(scored, records, client)
         if culprit is not None:  # PPT-Eval semantics: the grader catches the leaf's exception and scores 0
             score = 0.0
-            explanation = (f"Verification error: Function scoring failed: {records[culprit].get('error')}\n"
-                           f"PPT-Eval semantics: leaf {culprit} raised, so the whole task scores 0 "
-                           "(the leaves after it were not run).\n" + explanation)
+            explanation = (
+                f"Verification error: Function scoring failed: {records[culprit].get('error')}\n"
+                f"PPT-Eval semantics: leaf {culprit} raised, so the whole task scores 0 "
+                "(the leaves after it were not run).\n" + explanation
+            )
         metrics = {**self._metrics(score, records, tree, semantics), "tree_aborted": int(culprit is not None)}
         return Verdict(score, metrics, explanation, details)
 
@@ -220,7 +264,9 @@ class RubricJudge(Component):
             for img in images
         ]
 
-    def _llm_leaf(self, leaf: RubricNode, client: Any, inputs: dict[str, Any], diff_obj: Any) -> dict[str, Any]:
+    def _llm_leaf(
+        self, leaf: RubricNode, client: Any, inputs: dict[str, Any], diff_obj: Any
+    ) -> dict[str, Any]:
         from pptarena.plugins.judges.rubric.child import SlideScreenshot, llm_call, vlm_call
 
         shots = inputs["screenshots"]
@@ -237,7 +283,13 @@ class RubricJudge(Component):
         assert isinstance(leaf.scorer, LLMScorer)
         try:
             score, reason, calls = score_llm_leaf(leaf.scorer, context, client)
-            return {"leaf": leaf.node_id, "score": score, "reason": reason, "model_calls": calls, "duration_s": round(time.monotonic() - t0, 3)}
+            return {
+                "leaf": leaf.node_id,
+                "score": score,
+                "reason": reason,
+                "model_calls": calls,
+                "duration_s": round(time.monotonic() - t0, 3),
+            }
         except Exception as exc:  # noqa: BLE001 - recorded as this leaf's error
             message = f"{type(exc).__name__}: {exc}"
             return {
@@ -262,8 +314,17 @@ class RubricJudge(Component):
             "is_critical": node.is_critical,
         }
         if node.is_leaf:
-            rec = records.get(node.node_id) or {"score": 0.0, "reason": "leaf produced no result", "error": "no result"}
-            out.update(kind="leaf", scorer=node.scorer.type if node.scorer else None, score=float(rec.get("score", 0.0)), reason=rec.get("reason", ""))
+            rec = records.get(node.node_id) or {
+                "score": 0.0,
+                "reason": "leaf produced no result",
+                "error": "no result",
+            }
+            out.update(
+                kind="leaf",
+                scorer=node.scorer.type if node.scorer else None,
+                score=float(rec.get("score", 0.0)),
+                reason=rec.get("reason", ""),
+            )
             for key in ("error", "error_type", "traceback", "stdout", "duration_s", "model_calls", "not_run"):
                 if rec.get(key):
                     out[key] = rec[key]
@@ -297,17 +358,23 @@ class RubricJudge(Component):
         return calls
 
     @staticmethod
-    def _infra_problem(records: dict[str, dict[str, Any]], bridge: ModelBridge, sides: list[str]) -> Exception | None:
+    def _infra_problem(
+        records: dict[str, dict[str, Any]], bridge: ModelBridge, sides: list[str]
+    ) -> Exception | None:
         """The error to raise instead of a verdict (infrastructure or harness failure), if any."""
         failed = [c for c in bridge.calls if c.infra]
         if failed:
             c = failed[0]
-            return InfraError(f"the model backend failed during rubric leaf {c.leaf}'s {c.kind}_call: {c.error}")
+            return InfraError(
+                f"the model backend failed during rubric leaf {c.leaf}'s {c.kind}_call: {c.error}"
+            )
         for lid, rec in records.items():
             if rec.get("infra"):
                 return InfraError(f"the model backend failed for llm rubric leaf {lid}: {rec.get('error')}")
             if rec.get("context_error"):
-                return JudgeError(f"rubric leaf {lid}: the PPT-Eval context could not be built: {rec.get('error')}")
+                return JudgeError(
+                    f"rubric leaf {lid}: the PPT-Eval context could not be built: {rec.get('error')}"
+                )
             if rec.get("error_type") == "sandbox" and "before running any leaf" in str(rec.get("error")):
                 return InfraError(f"rubric leaf {lid}: {rec.get('error')}")
             if rec.get("screenshots_unavailable") and sides:
@@ -318,7 +385,9 @@ class RubricJudge(Component):
         return None
 
     @staticmethod
-    def _metrics(score: float, records: dict[str, dict[str, Any]], tree: RubricTree, semantics: str) -> dict[str, Any]:
+    def _metrics(
+        score: float, records: dict[str, dict[str, Any]], tree: RubricTree, semantics: str
+    ) -> dict[str, Any]:
         leaves = tree.leaves()
         scores = [float(records.get(leaf.node_id, {}).get("score", 0.0)) for leaf in leaves]
         return {
@@ -339,7 +408,8 @@ class RubricJudge(Component):
         if errors:
             text += f"\n{len(errors)} leaf(s) raised and scored 0: {', '.join(errors)} (tracebacks in rubric.json)."
         refused = [
-            lid for lid, r in records.items()
+            lid
+            for lid, r in records.items()
             if any("no model is configured" in str(c.get("error")) for c in r.get("model_calls", []))
         ]
         if client is None and refused:
@@ -360,7 +430,11 @@ class RubricJudge(Component):
             if isinstance(node.scorer, FunctionScorer):
                 out["scorer"] = {"type": "function", "function_code": node.scorer.code}
             elif isinstance(node.scorer, LLMScorer):
-                out["scorer"] = {"type": "llm", "system_prompt": node.scorer.system_prompt, "user_prompt": node.scorer.user_prompt}
+                out["scorer"] = {
+                    "type": "llm",
+                    "system_prompt": node.scorer.system_prompt,
+                    "user_prompt": node.scorer.user_prompt,
+                }
             else:
                 out["children"] = [convert(c, sc) for c, sc in zip(node.children, s["children"], strict=True)]
             out["score"] = s["score"]

@@ -97,7 +97,9 @@ def format_prompt(template: str, context: dict[str, Any]) -> str:
     return _RubricFormatter().vformat(template, (), context) if context else template
 
 
-def score_llm_leaf(scorer: LLMScorer, context: dict[str, Any], client: Any | None) -> tuple[float, str, list[dict[str, Any]]]:
+def score_llm_leaf(
+    scorer: LLMScorer, context: dict[str, Any], client: Any | None
+) -> tuple[float, str, list[dict[str, Any]]]:
     """Score one ``llm`` leaf; returns ``(score, reason, calls)``.
 
     :raises Exception: any failure (formatting, no model, backend error, unparseable reply);
@@ -109,9 +111,16 @@ def score_llm_leaf(scorer: LLMScorer, context: dict[str, Any], client: Any | Non
         raise RuntimeError("llm scorer: no model is configured for the rubric judge (set its 'model' option)")
     system = format_prompt(scorer.system_prompt, context)
     user = format_prompt(scorer.user_prompt, context)
-    call: dict[str, Any] = {"kind": "llm_scorer", "system": system, "prompt": user, "params": {"temperature": LLM_SCORER_TEMPERATURE}}
+    call: dict[str, Any] = {
+        "kind": "llm_scorer",
+        "system": system,
+        "prompt": user,
+        "params": {"temperature": LLM_SCORER_TEMPERATURE},
+    }
     try:
-        completion = client.complete([Message.system(system), Message.user(user)], temperature=LLM_SCORER_TEMPERATURE)
+        completion = client.complete(
+            [Message.system(system), Message.user(user)], temperature=LLM_SCORER_TEMPERATURE
+        )
     except Exception as exc:
         call["error"] = f"{type(exc).__name__}: {exc}"
         exc.rubric_calls = [call]  # type: ignore[attr-defined]
@@ -135,7 +144,9 @@ def deterministic_reason(score: float, children: Sequence[dict[str, Any]]) -> st
     Lists the children that are not fully met with their own reasons, critical ones first.
     """
     met = [c for c in children if c["score"] >= 1.0]
-    unmet = sorted((c for c in children if c["score"] < 1.0), key=lambda c: (not c["is_critical"], c["score"]))
+    unmet = sorted(
+        (c for c in children if c["score"] < 1.0), key=lambda c: (not c["is_critical"], c["score"])
+    )
     head = f"Score {score:.2f}: {len(met)}/{len(children)} sub-criteria fully met."
     if not unmet:
         return head
@@ -147,7 +158,9 @@ def deterministic_reason(score: float, children: Sequence[dict[str, Any]]) -> st
     return head + " Not met: " + "; ".join(parts)
 
 
-def explain_prompt(node: dict[str, Any], children: Sequence[dict[str, Any]], strategy: str, lam: float) -> str:
+def explain_prompt(
+    node: dict[str, Any], children: Sequence[dict[str, Any]], strategy: str, lam: float
+) -> str:
     """The prompt asking a model to explain a parent's score (the content ai-rubric sends)."""
     if strategy == "default":
         rule = (
@@ -182,7 +195,9 @@ def explain_prompt(node: dict[str, Any], children: Sequence[dict[str, Any]], str
     return "\n".join(lines)
 
 
-def model_reason(client: Any, node: dict[str, Any], children: Sequence[dict[str, Any]], strategy: str, lam: float) -> tuple[str, dict[str, Any]]:
+def model_reason(
+    client: Any, node: dict[str, Any], children: Sequence[dict[str, Any]], strategy: str, lam: float
+) -> tuple[str, dict[str, Any]]:
     """``(reason, call_record)`` written by the model; raises when the call fails or returns nothing."""
     from pptarena.models import Message
 

@@ -140,7 +140,8 @@ def _load_scorer(data: Any, where: str) -> Scorer:
             if key not in data:
                 raise RubricError(f"{where}: llm scorer has no {key!r}")
         return LLMScorer(
-            _text(data["system_prompt"], "system_prompt", where), _text(data["user_prompt"], "user_prompt", where)
+            _text(data["system_prompt"], "system_prompt", where),
+            _text(data["user_prompt"], "user_prompt", where),
         )
     raise RubricError(f"{where}: unsupported scorer type {kind!r} (supported: {', '.join(SCORER_TYPES)})")
 
@@ -208,7 +209,10 @@ def compile_leaves(tree: RubricTree, *, source: str = "<rubric>") -> list[str]:
         except SyntaxError as exc:
             problems.append(f"{leaf.node_id} ({leaf.name!r}): syntax error line {exc.lineno}: {exc.msg}")
             continue
-        if not any(isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == "compute_score" for s in module.body):
+        if not any(
+            isinstance(s, ast.FunctionDef | ast.AsyncFunctionDef) and s.name == "compute_score"
+            for s in module.body
+        ):
             problems.append(f"{leaf.node_id} ({leaf.name!r}): no top-level compute_score()")
     return problems
 
@@ -243,7 +247,9 @@ def aggregate(children: Sequence[tuple[float, bool]], strategy: str = "default",
     return fmean(scores)
 
 
-def score_tree(node: RubricNode, leaf_scores: dict[str, float], strategy: str = "default", lam: float = 0.3) -> dict[str, float]:
+def score_tree(
+    node: RubricNode, leaf_scores: dict[str, float], strategy: str = "default", lam: float = 0.3
+) -> dict[str, float]:
     """Every node's score (by node_id) given the leaf scores; a leaf missing from ``leaf_scores`` scores 0."""
     scores: dict[str, float] = {}
 

@@ -46,7 +46,11 @@ _SLIDE_KINDS = ("layout", "master", "hidden", "notes", "transition", "background
 _TEXT_KINDS = ("text", "table", "notes", "properties", "alt_text", "rename", "chart")
 MAX_TEXT = 20_000
 # the distance credit falls off over when the original had no comparable value (e.g. no fill before)
-UNKNOWN_BASE = {"color": 100.0, "position": 0.5, "number": 1.0}  # characters compared per text value (bounded cost on untrusted decks)
+UNKNOWN_BASE = {
+    "color": 100.0,
+    "position": 0.5,
+    "number": 1.0,
+}  # characters compared per text value (bounded cost on untrusted decks)
 
 
 @dataclass(frozen=True)
@@ -99,7 +103,9 @@ class MatchResult:
     unit_recall: dict[tuple[Any, ...], float]
     unit_precision: dict[tuple[Any, ...], float]
     collateral_units: list[tuple[Any, ...]] = field(default_factory=list)
-    paired: dict[int, float] = field(default_factory=dict)  # prediction item index -> credit of its target edit
+    paired: dict[int, float] = field(
+        default_factory=dict
+    )  # prediction item index -> credit of its target edit
 
     @property
     def recall(self) -> float:
@@ -175,7 +181,9 @@ def normalise(diff: Any) -> list[Item]:
     def shapes_of(side: str, number: Any) -> dict[str, Any]:  # one name index per slide, not per edit
         key = (side, number)
         if key not in shape_maps:
-            shape_maps[key] = _shapes_by_name(_slide(diff.summary_a if side == "a" else diff.summary_b, number))
+            shape_maps[key] = _shapes_by_name(
+                _slide(diff.summary_a if side == "a" else diff.summary_b, number)
+            )
         return shape_maps[key]
 
     for n, e in enumerate(diff.edits):
@@ -329,7 +337,9 @@ def _fill_credit(old: Any, new: Any, got: Any, tol: Tolerances) -> float:
             return 0.0
         d = color_distance(new.get("color"), got.get("color"))
         if d is not None:
-            base = color_distance(new.get("color"), (old or {}).get("color")) if isinstance(old, dict) else None
+            base = (
+                color_distance(new.get("color"), (old or {}).get("color")) if isinstance(old, dict) else None
+            )
             return _color_progress(d, base if base is not None else UNKNOWN_BASE["color"], tol.color)
     return 1.0 if _strip_ids(new) == _strip_ids(got) else 0.0
 
@@ -380,17 +390,28 @@ def value_credit(t: Item, p: Item, slide: tuple[int, int], tol: Tolerances) -> f
         s = text_similarity(new, got)
         credit = 1.0 if s >= tol.text else s
     elif isinstance(new, str) and isinstance(got, str) and kind in _TEXT_KINDS:
-        credit = change_credit(old, new, got, tol.text)  # measured on the requested change, not the whole text
+        credit = change_credit(
+            old, new, got, tol.text
+        )  # measured on the requested change, not the whole text
     elif _is_number(new) and _is_number(got):
         credit = _number_credit(old, new, got, tol.number)
     elif str(t.key[-1]).endswith("/color") or (kind == "theme" and _rgb(new) is not None):
         d = color_distance(new, got)
         base = color_distance(new, old)
-        credit = (1.0 if new == got else 0.0) if d is None else _color_progress(
-            d, base if base is not None else UNKNOWN_BASE["color"], tol.color)
-    elif isinstance(new, list) and isinstance(got, list) and new and all(isinstance(x, str) for x in new + got):
-        credit = change_credit("\n".join(map(str, old)) if isinstance(old, list) else old, "\n".join(new),
-                               "\n".join(got), tol.text)
+        credit = (
+            (1.0 if new == got else 0.0)
+            if d is None
+            else _color_progress(d, base if base is not None else UNKNOWN_BASE["color"], tol.color)
+        )
+    elif (
+        isinstance(new, list) and isinstance(got, list) and new and all(isinstance(x, str) for x in new + got)
+    ):
+        credit = change_credit(
+            "\n".join(map(str, old)) if isinstance(old, list) else old,
+            "\n".join(new),
+            "\n".join(got),
+            tol.text,
+        )
     else:
         credit = 1.0 if _strip_ids(new) == _strip_ids(got) else 0.0
     if t.span is not None and p.span is not None:  # font edits: how much of the character range overlaps
@@ -419,8 +440,10 @@ def match_edits(target_diff: Any, prediction_diff: Any, tol: Tolerances | None =
     size = (target_diff.summary_a or {}).get("slide_size") or {}
     cx, cy = size.get("cx"), size.get("cy")
     # a missing, zero or negative (untrusted) slide size would make every position error "within tolerance"
-    slide = (int(cx) if isinstance(cx, int | float) and not isinstance(cx, bool) and cx > 0 else 9144000,
-             int(cy) if isinstance(cy, int | float) and not isinstance(cy, bool) and cy > 0 else 6858000)
+    slide = (
+        int(cx) if isinstance(cx, int | float) and not isinstance(cx, bool) and cx > 0 else 9144000,
+        int(cy) if isinstance(cy, int | float) and not isinstance(cy, bool) and cy > 0 else 6858000,
+    )
     t_items = normalise(target_diff)
     p_items = normalise(prediction_diff)
     by_key: dict[tuple[Any, ...], list[Item]] = {}
@@ -460,7 +483,9 @@ def match_edits(target_diff: Any, prediction_diff: Any, tol: Tolerances | None =
     for p in p_items:  # unmatched prediction edits (extra, duplicate or unrelated) earn nothing
         unit_precision.setdefault(p.unit, []).append(credit_of_p.get(p.index, 0.0))
     target_units = {t.unit for t in t_items}
-    collateral = [u for u in unit_precision if u not in target_units and not _same_new_object(u, target_units)]
+    collateral = [
+        u for u in unit_precision if u not in target_units and not _same_new_object(u, target_units)
+    ]
     return MatchResult(
         target_items=t_items,
         prediction_items=p_items,
@@ -486,7 +511,9 @@ def describe_unit(unit: tuple[Any, ...]) -> str:
     if unit and unit[0] == "added_slide":
         return f"added slide #{unit[1]}"
     ref = unit[0]
-    where = "deck" if ref == ("deck",) else (f"slide {ref[1]}" if ref[0] == "slide" else f"new slide {ref[1]}")
+    where = (
+        "deck" if ref == ("deck",) else (f"slide {ref[1]}" if ref[0] == "slide" else f"new slide {ref[1]}")
+    )
     if len(unit) == 3 and unit[1] == "shape":
         return f'{where} / shape "{unit[2]}"'
     if len(unit) == 3 and unit[1] == "added_shape":

@@ -22,6 +22,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pydantic import Field
+
 import pptarena
 from pptarena.evidence import Evidence
 from pptarena.plugins.judges.structural.edit_match import MatchResult, Tolerances, describe_unit, match_edits
@@ -29,7 +31,6 @@ from pptarena.plugins.judges.structural.misses import MISS_CLASSES, classify
 from pptarena.plugins.judges.structural.score import DEFAULT_DAMAGE_WEIGHT, DEFAULT_OVEREDIT_WEIGHT, assess
 from pptarena.types import Component, JudgeError, PptArenaError, Prediction, Task, Verdict
 from pptarena.types import Options as OptionsBase
-from pydantic import Field
 
 MAX_LISTED = 2000  # edits/units kept in the evidence file
 
@@ -40,20 +41,31 @@ class StructuralJudge(Component):
     class Options(OptionsBase):
         """Tolerances and the weight of damage (see docs/judges.md)."""
 
-        position_tolerance: float = Field(0.02, ge=0, le=1, description="moves/resizes: fraction of the slide size")
+        position_tolerance: float = Field(
+            0.02, ge=0, le=1, description="moves/resizes: fraction of the slide size"
+        )
         color_tolerance: float = Field(10.0, ge=0, le=200, description="colours: CIE76 delta E")
         number_tolerance: float = Field(0.05, ge=0, le=1, description="numbers: relative difference")
         text_tolerance: float = Field(
-            0.95, ge=0, le=1,
-            description="text: share of the requested change (words removed and inserted) counted as reproduced")
+            0.95,
+            ge=0,
+            le=1,
+            description="text: share of the requested change (words removed and inserted) counted as reproduced",
+        )
         damage_weight: float = Field(
-            DEFAULT_DAMAGE_WEIGHT, ge=0, le=5,
+            DEFAULT_DAMAGE_WEIGHT,
+            ge=0,
+            le=5,
             description="cost of one damaged unrelated object (changed or added, not requested), in missed "
-                        "requested edits: 1 = as much as one missed edit, 0 ignores damage")
+            "requested edits: 1 = as much as one missed edit, 0 ignores damage",
+        )
         overedit_weight: float = Field(
-            DEFAULT_OVEREDIT_WEIGHT, ge=0, le=5,
+            DEFAULT_OVEREDIT_WEIGHT,
+            ge=0,
+            le=5,
             description="cost of one requested object that also got unrequested edits (bolded, moved...), in "
-                        "missed requested edits")
+            "missed requested edits",
+        )
 
     def judge(self, task: Task, prediction: Prediction, evidence: Evidence) -> Verdict:
         """Compare original→prediction with original→target; see the module docstring for the score."""
@@ -76,7 +88,9 @@ class StructuralJudge(Component):
             parts = self._part_fallback(task, prediction, evidence, label, pred_diff.edit_count)
             if parts is not None:
                 return parts
-        tol = Tolerances(opts.position_tolerance, opts.color_tolerance, opts.number_tolerance, opts.text_tolerance)
+        tol = Tolerances(
+            opts.position_tolerance, opts.color_tolerance, opts.number_tolerance, opts.text_tolerance
+        )
         result = match_edits(target_diff, pred_diff, tol)
         recall, precision = result.recall, result.precision
         graded = assess(result, opts.damage_weight, opts.overedit_weight)
@@ -97,29 +111,40 @@ class StructuralJudge(Component):
             **{f"miss_{c}": sum(1 for m in misses if m["class"] == c) for c in MISS_CLASSES},
         }
         explanation = _explain(result, score, target_diff.edit_count, pred_diff.edit_count, misses, graded)
-        details = {"units": _unit_rows(result, graded), "misses": misses[:MAX_LISTED],
-                   "collateral": [describe_unit(u) for u in result.collateral_units][:50]}
-        evidence.write_json(label, "structural.json", {
-            "score": score,
-            "metrics": metrics,
-            "options": opts.model_dump(),
+        details = {
             "units": _unit_rows(result, graded),
             "misses": misses[:MAX_LISTED],
-            "matches": [
-                {"target": m.target.edit, "prediction": m.prediction.edit if m.prediction else None,
-                 "credit": round(m.credit, 4)}
-                for m in result.matches[:MAX_LISTED]
-            ],
-            "collateral_edits": [p.edit for p in result.prediction_items
-                                 if p.unit in set(result.collateral_units)][:MAX_LISTED],
-            "target_diff": target_diff.to_text()[:200_000],
-            "prediction_diff": pred_diff.to_text()[:200_000],
-        })
+            "collateral": [describe_unit(u) for u in result.collateral_units][:50],
+        }
+        evidence.write_json(
+            label,
+            "structural.json",
+            {
+                "score": score,
+                "metrics": metrics,
+                "options": opts.model_dump(),
+                "units": _unit_rows(result, graded),
+                "misses": misses[:MAX_LISTED],
+                "matches": [
+                    {
+                        "target": m.target.edit,
+                        "prediction": m.prediction.edit if m.prediction else None,
+                        "credit": round(m.credit, 4),
+                    }
+                    for m in result.matches[:MAX_LISTED]
+                ],
+                "collateral_edits": [
+                    p.edit for p in result.prediction_items if p.unit in set(result.collateral_units)
+                ][:MAX_LISTED],
+                "target_diff": target_diff.to_text()[:200_000],
+                "prediction_diff": pred_diff.to_text()[:200_000],
+            },
+        )
         return Verdict(score=score, metrics=metrics, explanation=explanation, details=details)
 
-
-    def _part_fallback(self, task: Any, prediction: Any, evidence: Any, label: str,
-                       pred_edits: int) -> Verdict | None:
+    def _part_fallback(
+        self, task: Any, prediction: Any, evidence: Any, label: str, pred_edits: int
+    ) -> Verdict | None:
         """Score on XML parts when the diff sees no target edit but the target's content parts differ.
 
         Returns None when the target's content parts equal the original's (the target really is unchanged).
@@ -140,57 +165,101 @@ class StructuralJudge(Component):
         # the same rule as on the diff: one collateral part costs damage_weight of one requested part
         score = max(0.0, min(1.0, recall - self.options.damage_weight * len(collateral) / len(recall_of)))
         metrics = {
-            "recall": round(recall, 4), "precision": round(precision, 4), "if_like": int(round(5 * score)),
-            "target_edits": 0, "prediction_edits": pred_edits, "target_units": len(recall_of),
-            "prediction_units": len(changed), "units_reproduced": sum(1 for v in recall_of.values() if v >= 0.999),
-            "collateral_units": len(collateral), "part_fallback": 1,
+            "recall": round(recall, 4),
+            "precision": round(precision, 4),
+            "if_like": int(round(5 * score)),
+            "target_edits": 0,
+            "prediction_edits": pred_edits,
+            "target_units": len(recall_of),
+            "prediction_units": len(changed),
+            "units_reproduced": sum(1 for v in recall_of.values() if v >= 0.999),
+            "collateral_units": len(collateral),
+            "part_fallback": 1,
         }
         rows = [{"unit": f"part {n}", "role": "target", "recall": round(v, 4)} for n, v in recall_of.items()]
         rows += [{"unit": f"part {n}", "role": "collateral", "recall": None} for n in collateral]
         explanation = (
             "The structural diff sees no change from original to target, but the target's XML differs in "
             f"{len(recall_of)} part(s); compared part by part: recall {recall:.2f}, precision {precision:.2f}"
-            + (f", collateral changes in {', '.join(collateral[:5])}" if collateral else "") + f". Score {score:.3f}."
+            + (f", collateral changes in {', '.join(collateral[:5])}" if collateral else "")
+            + f". Score {score:.3f}."
         )
-        evidence.write_json(label, "structural.json", {"score": score, "metrics": metrics, "units": rows,
-                                                        "options": self.options.model_dump(), "mode": "parts"})
-        return Verdict(score=score, metrics=metrics, explanation=explanation, details={"units": rows[:MAX_LISTED]})
+        evidence.write_json(
+            label,
+            "structural.json",
+            {
+                "score": score,
+                "metrics": metrics,
+                "units": rows,
+                "options": self.options.model_dump(),
+                "mode": "parts",
+            },
+        )
+        return Verdict(
+            score=score, metrics=metrics, explanation=explanation, details={"units": rows[:MAX_LISTED]}
+        )
 
 
 def _unit_rows(result: MatchResult, graded: Any) -> list[dict[str, Any]]:
     rows = []
     over, damaged = set(graded.over_edited), set(graded.damaged)
     for unit, credit in result.unit_recall.items():
-        rows.append({"unit": describe_unit(unit), "role": "target", "recall": round(credit, 4),
-                     "precision": round(result.unit_precision[unit], 4) if unit in result.unit_precision else None,
-                     "over_edited": unit in over})
+        rows.append(
+            {
+                "unit": describe_unit(unit),
+                "role": "target",
+                "recall": round(credit, 4),
+                "precision": round(result.unit_precision[unit], 4) if unit in result.unit_precision else None,
+                "over_edited": unit in over,
+            }
+        )
     collateral = set(result.collateral_units)
     for unit, prec in result.unit_precision.items():
         if unit not in result.unit_recall:
-            rows.append({"unit": describe_unit(unit), "role": "collateral" if unit in collateral else "prediction",
-                         "recall": None, "precision": round(prec, 4), "damaged": unit in damaged,
-                         "over_edited": unit in over})
+            rows.append(
+                {
+                    "unit": describe_unit(unit),
+                    "role": "collateral" if unit in collateral else "prediction",
+                    "recall": None,
+                    "precision": round(prec, 4),
+                    "damaged": unit in damaged,
+                    "over_edited": unit in over,
+                }
+            )
     return rows[:MAX_LISTED]
 
 
-def _explain(result: MatchResult, score: float, n_target: int, n_pred: int, misses: list[dict[str, Any]],
-             graded: Any) -> str:
+def _explain(
+    result: MatchResult, score: float, n_target: int, n_pred: int, misses: list[dict[str, Any]], graded: Any
+) -> str:
     if not result.unit_recall:
         head = "The target changes nothing; "
-        head += "the prediction changes nothing either." if not n_pred else f"the prediction makes {n_pred} edit(s)."
+        head += (
+            "the prediction changes nothing either."
+            if not n_pred
+            else f"the prediction makes {n_pred} edit(s)."
+        )
     else:
         done = sum(1 for v in result.unit_recall.values() if v >= 0.999)
-        head = (f"Reproduced {done} of {len(result.unit_recall)} changed object(s) in full "
-                f"(recall {result.recall:.2f} over {n_target} target edit(s)); precision {result.precision:.2f} "
-                f"over {n_pred} prediction edit(s).")
+        head = (
+            f"Reproduced {done} of {len(result.unit_recall)} changed object(s) in full "
+            f"(recall {result.recall:.2f} over {n_target} target edit(s)); precision {result.precision:.2f} "
+            f"over {n_pred} prediction edit(s)."
+        )
     if misses:
-        head += " Missed or partial: " + "; ".join(f'{m["unit"]} ({m["class"]})' for m in misses[:5]) + "."
+        head += " Missed or partial: " + "; ".join(f"{m['unit']} ({m['class']})" for m in misses[:5]) + "."
     if graded.damaged:
-        head += (f" Damage on {len(graded.damaged)} object(s) the target left alone: "
-                 + "; ".join(describe_unit(u) for u in graded.damaged[:5]) + ".")
+        head += (
+            f" Damage on {len(graded.damaged)} object(s) the target left alone: "
+            + "; ".join(describe_unit(u) for u in graded.damaged[:5])
+            + "."
+        )
     if graded.over_edited:
-        head += (f" Unrequested extra edits on {len(graded.over_edited)} requested object(s): "
-                 + "; ".join(describe_unit(u) for u in graded.over_edited[:5]) + ".")
+        head += (
+            f" Unrequested extra edits on {len(graded.over_edited)} requested object(s): "
+            + "; ".join(describe_unit(u) for u in graded.over_edited[:5])
+            + "."
+        )
     return head + f" Score {score:.3f}."
 
 

@@ -50,8 +50,9 @@ def family(item: Item) -> tuple[str, str]:
     return item.kind, _INDEX_RE.sub("", str(item.key[-1]))
 
 
-def classify(result: MatchResult, damaged: list[tuple[Any, ...]], target_diff: Any, pred_diff: Any,
-             tol: Tolerances) -> list[dict[str, Any]]:
+def classify(
+    result: MatchResult, damaged: list[tuple[Any, ...]], target_diff: Any, pred_diff: Any, tol: Tolerances
+) -> list[dict[str, Any]]:
     """One row per requested unit reproduced below 0.999: ``unit``, ``class``, ``recall``, ``evidence``."""
     rows = []
     damaged_set = set(damaged)
@@ -65,7 +66,9 @@ def classify(result: MatchResult, damaged: list[tuple[Any, ...]], target_diff: A
     for p in result.prediction_items:
         if p.kind == "shape_added" and p.unit in damaged_set:
             added_by_ref.setdefault(p.unit[0], []).append(p)
-    names: dict[tuple[int, Any], dict[str, dict[str, Any]]] = {}  # name index per (summary, slide), built once
+    names: dict[
+        tuple[int, Any], dict[str, dict[str, Any]]
+    ] = {}  # name index per (summary, slide), built once
     damaged_families = [(u, {family(p) for p in pred_by_unit.get(u, [])}) for u in damaged]
     for unit, recall in result.unit_recall.items():
         if recall >= 0.999:
@@ -86,7 +89,9 @@ def classify(result: MatchResult, damaged: list[tuple[Any, ...]], target_diff: A
                     cls, evidence = "wrong_object", f"the requested change was made to {describe_unit(other)}"
                 elif mine:
                     cls, evidence = "wrong_value", "the requested object was changed in another way"
-        rows.append({"unit": describe_unit(unit), "class": cls, "recall": round(recall, 4), "evidence": evidence})
+        rows.append(
+            {"unit": describe_unit(unit), "class": cls, "recall": round(recall, 4), "evidence": evidence}
+        )
     return rows
 
 
@@ -101,7 +106,9 @@ def _box(shape: dict[str, Any] | None) -> tuple[float, float, float, float] | No
     return nums[0], nums[1], nums[2], nums[3]
 
 
-def _covered(inner: tuple[float, float, float, float] | None, outer: tuple[float, float, float, float] | None) -> float:
+def _covered(
+    inner: tuple[float, float, float, float] | None, outer: tuple[float, float, float, float] | None
+) -> float:
     if inner is None or outer is None:
         return 0.0
     w = min(inner[0] + inner[2], outer[0] + outer[2]) - max(inner[0], outer[0])
@@ -114,16 +121,24 @@ def _fill_rgb(shape: dict[str, Any] | None) -> Any:
     return fill.get("color") if isinstance(fill, dict) else None
 
 
-def _names(summary: dict[str, Any], number: Any, cache: dict[tuple[int, Any], dict[str, dict[str, Any]]]
-           ) -> dict[str, dict[str, Any]]:
+def _names(
+    summary: dict[str, Any], number: Any, cache: dict[tuple[int, Any], dict[str, dict[str, Any]]]
+) -> dict[str, dict[str, Any]]:
     key = (id(summary), number)
     if key not in cache:
         cache[key] = _shapes_by_name(_slide(summary, number))
     return cache[key]
 
 
-def _overlay(unit: tuple[Any, ...], wanted: list[Item], added: list[Item], target_diff: Any, pred_diff: Any,
-             tol: Tolerances, names: dict[tuple[int, Any], dict[str, dict[str, Any]]]) -> str:
+def _overlay(
+    unit: tuple[Any, ...],
+    wanted: list[Item],
+    added: list[Item],
+    target_diff: Any,
+    pred_diff: Any,
+    tol: Tolerances,
+    names: dict[tuple[int, Any], dict[str, dict[str, Any]]],
+) -> str:
     """Evidence text when an added, unrequested shape covers the requested shape with the target content."""
     if len(unit) != 3 or unit[1] != "shape" or unit[0][0] != "slide":
         return ""
@@ -144,7 +159,9 @@ def _overlay(unit: tuple[Any, ...], wanted: list[Item], added: list[Item], targe
         if target.get("text") and (text_changed or not fill_changed):
             sim = text_similarity((new_shape or {}).get("text"), target.get("text"))
             # a requested rewrite: the copy must be closer to the target's text than to the original's
-            closer = not text_changed or sim > text_similarity((new_shape or {}).get("text"), original.get("text"))
+            closer = not text_changed or sim > text_similarity(
+                (new_shape or {}).get("text"), original.get("text")
+            )
             if sim >= TEXT_SIMILAR and closer:
                 carries = f"its text is {sim:.0%} similar to the target's"
         if not carries and fill_changed:
@@ -152,8 +169,10 @@ def _overlay(unit: tuple[Any, ...], wanted: list[Item], added: list[Item], targe
             if d is not None and d <= 2 * tol.color:
                 carries = f"its fill is ΔE {d:.1f} from the target's"
         if carries:
-            return (f'the new shape "{p.edit.get("shape")}" covers {cover:.0%} of the requested shape and {carries}; '
-                    "the requested shape itself is unchanged")
+            return (
+                f'the new shape "{p.edit.get("shape")}" covers {cover:.0%} of the requested shape and {carries}; '
+                "the requested shape itself is unchanged"
+            )
     return ""
 
 

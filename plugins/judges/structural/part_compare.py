@@ -14,6 +14,7 @@ import re
 from pathlib import Path
 
 from lxml import etree
+
 from pptarena.deck.align import ratio
 
 CONTENT_PART_RE = re.compile(

@@ -36,8 +36,11 @@ class Assessment:
     score: float = 0.0
 
 
-def assess(result: MatchResult, damage_weight: float = DEFAULT_DAMAGE_WEIGHT,
-           overedit_weight: float = DEFAULT_OVEREDIT_WEIGHT) -> Assessment:
+def assess(
+    result: MatchResult,
+    damage_weight: float = DEFAULT_DAMAGE_WEIGHT,
+    overedit_weight: float = DEFAULT_OVEREDIT_WEIGHT,
+) -> Assessment:
     """Find damaged and over-edited units and compute the score (see the module docstring)."""
     target_units = {t.unit for t in result.target_items}
     by_unit: dict[tuple[Any, ...], list[Any]] = {}
@@ -53,8 +56,11 @@ def assess(result: MatchResult, damage_weight: float = DEFAULT_DAMAGE_WEIGHT,
             damaged.append(unit)
             continue
         # an unpaired record with the key and value of a requested edit is a split of it, not an extra
-        extra = [p for p in items if p.index not in result.paired
-                 and _strip_ids(p.new) not in requested.get(p.key, [])]
+        extra = [
+            p
+            for p in items
+            if p.index not in result.paired and _strip_ids(p.new) not in requested.get(p.key, [])
+        ]
         if extra:
             over.append(unit)
     n = max(len(target_units), 1)
