@@ -46,7 +46,8 @@ def main() -> None:
 
     scripted = ScriptedBackend(ScriptedOptions(responses=["ok"], on_exhausted="cycle"), ctx)
     print(
-        f"scripted via ModelClient:        {per_call_ms(ModelClient(scripted, 's', 'm'), fresh, n):7.3f} ms/call"
+        "scripted via ModelClient:        "
+        f"{per_call_ms(ModelClient(scripted, 's', 'm'), fresh, n):7.3f} ms/call"
     )
     cached = ScriptedBackend(
         ScriptedOptions(responses=["ok"], on_exhausted="cycle", cache=tmp / "s.sqlite"), ctx
@@ -59,7 +60,8 @@ def main() -> None:
             OpenAIOptions(base_url=server.openai_base_url, api_key=SecretStr("sk-bench")), ctx
         )
         print(
-            f"openai SDK -> loopback stub:     {per_call_ms(ModelClient(backend, 'openai', 'm'), fresh, n):7.3f} ms/call"
+            "openai SDK -> loopback stub:     "
+            f"{per_call_ms(ModelClient(backend, 'openai', 'm'), fresh, n):7.3f} ms/call"
         )
         backend_c = OpenAIBackend(
             OpenAIOptions(

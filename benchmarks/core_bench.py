@@ -52,7 +52,8 @@ def main() -> None:
         for agent, label in (("slowcopy", "in-process"), ("retitle", "worker process")):
             cfg = tmpd / f"{agent}.toml"
             cfg.write_text(
-                f'[dataset]\nuse = "fake"\nroot = "data"\ncount = 20\n[renderer]\nuse = "dummy"\n[[agents]]\nuse = "{agent}"\n'
+                '[dataset]\nuse = "fake"\nroot = "data"\ncount = 20\n'
+                f'[renderer]\nuse = "dummy"\n[[agents]]\nuse = "{agent}"\n'
             )
             # warm the dataset (generated decks) once
             subprocess.run([*arena, "tasks", "--config", str(cfg)], env=env, capture_output=True)

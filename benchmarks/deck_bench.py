@@ -128,8 +128,10 @@ def main() -> None:
             total_diff += t_diff
             worst = max(worst, (t_sum, path.name))
         print(
-            f"\ncorpus: {len(decks)} decks, {slides} slides, {errors} DeckError; summary total {total_sum:.2f} s, "
-            f"self-diff total (incl. 2nd summary) {total_diff:.2f} s; slowest summary {worst[0]:.3f} s ({worst[1]})"
+            f"\ncorpus: {len(decks)} decks, {slides} slides, {errors} DeckError; "
+            f"summary total {total_sum:.2f} s, "
+            f"self-diff total (incl. 2nd summary) {total_diff:.2f} s; "
+            f"slowest summary {worst[0]:.3f} s ({worst[1]})"
         )
 
 

@@ -105,14 +105,20 @@ def main() -> None:
     import ray
 
     out: dict[str, object] = {
-        "machine": f"{platform.machine()} {os.cpu_count()} cores, Python {platform.python_version()}, ray {ray.__version__}",
+        "machine": (
+            f"{platform.machine()} {os.cpu_count()} cores, "
+            f"Python {platform.python_version()}, ray {ray.__version__}"
+        ),
         "load average before": os.getloadavg(),
         "pairs": args.pairs,
         "jobs": args.jobs,
     }
     with tempfile.TemporaryDirectory() as t:
         tmp = Path(t)
-        base = f'[dataset]\nuse = "fake"\nroot = "{tmp / "data"}"\ncount = {args.pairs}\n[renderer]\nuse = "dummy"\n'
+        base = (
+            f'[dataset]\nuse = "fake"\nroot = "{tmp / "data"}"\ncount = {args.pairs}\n'
+            '[renderer]\nuse = "dummy"\n'
+        )
         from pptarena.run.components import Components  # noqa: F401 - warm imports outside the timings
 
         if args.demo_only:

@@ -148,7 +148,8 @@ def main() -> None:
         )
     print(f"pairs: {len(pairs)}; nine lists + every field equal on {lists_ok}/{len(pairs)}")
     print(
-        f"decks read whole: {len(decks)} ({slides} slides); every slide/animation/transition field equal on {fields_ok}/{len(decks)}"
+        f"decks read whole: {len(decks)} ({slides} slides); "
+        f"every slide/animation/transition field equal on {fields_ok}/{len(decks)}"
     )
     print(f"pure-Python leaf runs: {leaf_ok}/{runs} agree ({raised} raise in the reference)")
     print(f"task scores (57 pure-Python rubrics x pairs): {tasks_ok}/{tasks} identical ({nonzero} above 0)")

@@ -96,7 +96,8 @@ def main() -> None:
     for deck in decks:
         check_deck(deck)
     print(
-        f"render guard: {(time.perf_counter() - t0) * 1000 / len(decks):.1f} ms per deck ({len(decks)} demo decks)"
+        f"render guard: {(time.perf_counter() - t0) * 1000 / len(decks):.1f} ms per deck"
+        f" ({len(decks)} demo decks)"
     )
 
 

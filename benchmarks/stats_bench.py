@@ -1,6 +1,7 @@
 """How long the statistics of summary.json take: summarize_results on synthetic result lines.
 
-Usage: python benchmarks/stats_bench.py [--tasks 100] [--epochs 5] [--agents 4] [--judges 3] [--bootstrap 2000]
+Usage: python benchmarks/stats_bench.py [--tasks 100] [--epochs 5] [--agents 4] [--judges 3]
+    [--bootstrap 2000]
 Prints the time of summarize_results with and without intervals (bootstrap 0 turns them off).
 """
 

@@ -121,7 +121,9 @@ class Evidence:
         return self._memo(("diff", a, b), lambda: diff_decks(self._require(a), self._require(b)))
 
     def ppteval_diff(self, a: str = "original", b: str = "prediction", semantics: str = "corrected") -> Any:
-        """The PPT-Eval-compatible ``ppt_diff`` view from ``a`` to ``b`` (``semantics``: corrected or ppteval)."""
+        """The PPT-Eval-compatible ``ppt_diff`` view from ``a`` to ``b`` (``semantics``: corrected
+        or ppteval).
+        """
         from .deck import ppteval_diff
 
         return self._memo(

@@ -91,7 +91,9 @@ def redact_obj(data: Any, known: list[str] | None = None) -> Any:
 
 
 def redact_file(path: Path) -> None:
-    """Rewrite a text file of the run folder with secrets masked (links and non-regular files are left alone)."""
+    """Rewrite a text file of the run folder with secrets masked (links and non-regular files are
+    left alone).
+    """
     from .safeio import UnsafeFileError, read_regular
 
     try:

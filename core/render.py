@@ -106,7 +106,8 @@ def pdf_to_pngs(
             pages = len(doc)
             if pages != len(slides):
                 raise InfraError(
-                    f"renderer produced {pages} page(s) for a deck with {len(slides)} slide(s) ({pdf_path.name})"
+                    f"renderer produced {pages} page(s) for a deck with {len(slides)} slide(s) "
+                    f"({pdf_path.name})"
                 )
         except InfraError:
             doc.close()

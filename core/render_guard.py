@@ -53,7 +53,8 @@ def check_deck(path: Path) -> list[str]:
                 depth = group_depth(pkg.xml(name))
                 if depth > MAX_GROUP_DEPTH:
                     raise DeckError(
-                        f"{Path(path).name}: /{name} nests groups {depth}+ deep, over the {MAX_GROUP_DEPTH} limit"
+                        f"{Path(path).name}: /{name} nests groups {depth}+ deep, "
+                        f"over the {MAX_GROUP_DEPTH} limit"
                     )
             elif name.endswith(".rels"):
                 root = parse_xml(pkg.read(name), f"{Path(path).name}: /{name}")

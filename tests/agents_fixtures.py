@@ -144,7 +144,10 @@ FIX_TYPO_PROGRAM = textwrap.dedent(
     """
 )
 
-BROKEN_PROGRAM = "```python\nfrom pptx import Presentation\nprs = Presentation(INPUT_PATH)\nprs.slides[7].shapes.title.text = 'x'\nprs.save(OUTPUT_PATH)\n```"
+BROKEN_PROGRAM = (
+    "```python\nfrom pptx import Presentation\nprs = Presentation(INPUT_PATH)\n"
+    "prs.slides[7].shapes.title.text = 'x'\nprs.save(OUTPUT_PATH)\n```"
+)
 
 
 def all_prompt_text(backend: Any) -> str:

@@ -53,7 +53,8 @@ def demo_rubric(cache: Path, task_id: str = DEMO_TASK) -> dict[str, Any]:
 
 
 def scripted_config(path: Path, responses: list[str], record: Path, *, renderer: str = "libreoffice") -> Path:
-    """A config with only ``[backends.scripted]`` (these ``responses``, recorded to ``record``) and a renderer."""
+    """A config with only ``[backends.scripted]`` (these ``responses``, recorded to ``record``) and a
+    renderer."""
     items = ",\n  ".join(json.dumps(r, ensure_ascii=False) for r in responses)
     path.write_text(
         f"[backends.scripted]\nresponses = [\n  {items}\n]\nrecord = {json.dumps(str(record))}\n\n"

@@ -117,7 +117,9 @@ def scripted_backend(tmp_path: Path) -> Callable[..., Any]:
 
 @pytest.fixture
 def model_context(tmp_path: Path) -> Callable[..., ComponentContext]:
-    """``model_context(scripted=backend, ...)`` → a ComponentContext whose ``model(ref)`` uses those backends."""
+    """``model_context(scripted=backend, ...)`` → a ComponentContext whose ``model(ref)`` uses
+    those backends.
+    """
 
     def make(**backends: Any) -> ComponentContext:
         hub = ModelHub(backends)

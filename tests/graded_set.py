@@ -92,7 +92,9 @@ ALTERNATIVE_COSTS = {
 
 
 def label_of(kind: str, task: GradedTask, costs: dict[str, float] | None = None) -> float:
-    """The repair-cost label of an attempt kind (see the module docstring); ``costs`` overrides :data:`COSTS`."""
+    """The repair-cost label of an attempt kind (see the module docstring); ``costs`` overrides
+    :data:`COSTS`.
+    """
     c = costs or COSTS
     n = len(task.edits)
     over = sum(1 for e in task.edits if e.kind != "note")
@@ -297,7 +299,9 @@ def apply_edit(
 
 
 def _overlay(prs: Any, e: SubEdit) -> None:
-    """Cover the requested shape with a new shape showing the target content; the shape itself is untouched."""
+    """Cover the requested shape with a new shape showing the target content; the shape itself
+    is untouched.
+    """
     sh = _shape(prs, (e.slide, e.shape))
     slide = prs.slides[e.slide]
     if e.kind == "text":
@@ -391,7 +395,9 @@ def _write(src: Path, dst: Path, edits: list[Callable[[Any], None]]) -> Path:
 
 
 def plan_set(corpus: Path, limit: int = 12, decks: list[str] | None = None) -> list[GradedTask]:
-    """Plan up to ``limit`` tasks over the corpus decks (or the named ``decks``), rotating the sub-edit triples."""
+    """Plan up to ``limit`` tasks over the corpus decks (or the named ``decks``), rotating the
+    sub-edit triples.
+    """
     names = decks or sorted(p.name for p in corpus.glob("*.ppt*"))
     tasks: list[GradedTask] = []
     k = 0
@@ -427,7 +433,9 @@ def build_set(corpus: Path, out: Path, limit: int = 12, decks: list[str] | None 
 
 
 def write_labels(tasks: list[GradedTask], path: Path) -> Path:
-    """The labels as the CSV ``arena meta-eval --labels`` reads (``task_id, agent, label, kind``; agent = kind)."""
+    """The labels as the CSV ``arena meta-eval --labels`` reads (``task_id, agent, label, kind``;
+    agent = kind).
+    """
     with path.open("w", newline="", encoding="utf-8") as fh:
         w = csv.writer(fh)
         w.writerow(["task_id", "agent", "label", "kind"])

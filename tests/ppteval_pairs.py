@@ -142,21 +142,24 @@ def effect_timing(
         behaviours = (
             f'<p:set><p:cBhvr><p:cTn id="6" dur="1" fill="hold"><p:stCondLst><p:cond delay="0"/>'
             f'</p:stCondLst></p:cTn><p:tgtEl><p:spTgt spid="{spid}"/></p:tgtEl><p:attrNameLst>'
-            f'<p:attrName>style.visibility</p:attrName></p:attrNameLst></p:cBhvr><p:to><p:strVal val="visible"/>'
-            f'</p:to></p:set><p:animEffect transition="in" filter="fade"><p:cBhvr><p:cTn id="7" dur="{dur}"/>'
+            f"<p:attrName>style.visibility</p:attrName></p:attrNameLst></p:cBhvr>"
+            f'<p:to><p:strVal val="visible"/></p:to></p:set>'
+            f'<p:animEffect transition="in" filter="fade"><p:cBhvr><p:cTn id="7" dur="{dur}"/>'
             f'<p:tgtEl><p:spTgt spid="{spid}"/></p:tgtEl></p:cBhvr></p:animEffect>'
         )
     outer = "indefinite" if node == "clickEffect" else "0"
     return (
         f'<p:tnLst><p:par><p:cTn id="1" dur="indefinite" restart="never" nodeType="tmRoot"><p:childTnLst>'
-        f'<p:seq concurrent="1" nextAc="seek"><p:cTn id="2" dur="indefinite" nodeType="mainSeq"><p:childTnLst>'
+        f'<p:seq concurrent="1" nextAc="seek"><p:cTn id="2" dur="indefinite" nodeType="mainSeq">'
+        f"<p:childTnLst>"
         f'<p:par><p:cTn id="3" fill="hold"><p:stCondLst><p:cond delay="{outer}"/></p:stCondLst><p:childTnLst>'
         f'<p:par><p:cTn id="4" fill="hold"><p:stCondLst><p:cond delay="0"/></p:stCondLst><p:childTnLst>'
         f'<p:par><p:cTn id="5" presetID="{preset}" presetClass="{cls}" presetSubtype="{subtype}" fill="hold" '
         f'nodeType="{node}"><p:stCondLst><p:cond delay="0"/></p:stCondLst><p:childTnLst>{behaviours}'
         f"</p:childTnLst></p:cTn></p:par></p:childTnLst></p:cTn></p:par></p:childTnLst></p:cTn></p:par>"
         f'</p:childTnLst></p:cTn><p:prevCondLst><p:cond evt="onPrev" delay="0"><p:tgtEl><p:sldTgt/></p:tgtEl>'
-        f'</p:cond></p:prevCondLst><p:nextCondLst><p:cond evt="onNext" delay="0"><p:tgtEl><p:sldTgt/></p:tgtEl>'
+        f'</p:cond></p:prevCondLst><p:nextCondLst><p:cond evt="onNext" delay="0">'
+        f"<p:tgtEl><p:sldTgt/></p:tgtEl>"
         f"</p:cond></p:nextCondLst></p:seq></p:childTnLst></p:cTn></p:par></p:tnLst>"
     )
 
@@ -254,7 +257,8 @@ def _relayout(prs, i: int) -> None:
 
 ALT_SHAPE = (
     '<mc:AlternateContent xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" '
-    'xmlns:p14="http://schemas.microsoft.com/office/powerpoint/2010/main" Requires="p14"><mc:Choice Requires="p14">'
+    'xmlns:p14="http://schemas.microsoft.com/office/powerpoint/2010/main" Requires="p14">'
+    '<mc:Choice Requires="p14">'
     '<p:sp><p:nvSpPr><p:cNvPr id="901" name="Alt Choice"/><p:cNvSpPr/><p:nvPr/></p:nvSpPr><p:spPr/>'
     "<p:txBody><a:bodyPr/><a:p><a:r><a:t>choice</a:t></a:r></a:p></p:txBody></p:sp></mc:Choice><mc:Fallback>"
     '<p:sp><p:nvSpPr><p:cNvPr id="901" name="Alt Fallback"/><p:cNvSpPr/><p:nvPr/></p:nvSpPr><p:spPr/>'
@@ -386,7 +390,8 @@ def build_pairs(out: Path) -> list[tuple[str, Path, Path, str]]:
                 "emph",
                 0,
                 behaviours=(
-                    f'<p:animScale><p:cBhvr><p:cTn id="6" dur="2000" fill="hold"/><p:tgtEl><p:spTgt spid="{sp}"/></p:tgtEl>'
+                    '<p:animScale><p:cBhvr><p:cTn id="6" dur="2000" fill="hold"/>'
+                    f'<p:tgtEl><p:spTgt spid="{sp}"/></p:tgtEl>'
                     '</p:cBhvr><p:by x="150000" y="150000"/></p:animScale>'
                 ),
             ),
@@ -405,8 +410,9 @@ def build_pairs(out: Path) -> list[tuple[str, Path, Path, str]]:
                 "path",
                 0,
                 behaviours=(
-                    f'<p:animMotion origin="layout" path="M 0 0 L 0.25 0.33 E" pathEditMode="relative"><p:cBhvr>'
-                    f'<p:cTn id="6" dur="2000" fill="hold"/><p:tgtEl><p:spTgt spid="{sp}"/></p:tgtEl></p:cBhvr></p:animMotion>'
+                    '<p:animMotion origin="layout" path="M 0 0 L 0.25 0.33 E" pathEditMode="relative">'
+                    '<p:cBhvr><p:cTn id="6" dur="2000" fill="hold"/>'
+                    f'<p:tgtEl><p:spTgt spid="{sp}"/></p:tgtEl></p:cBhvr></p:animMotion>'
                 ),
             ),
         ),
@@ -491,8 +497,10 @@ def build_pairs(out: Path) -> list[tuple[str, Path, Path, str]]:
             STRESS,
             0,
             (
-                '<mc:AlternateContent><mc:Choice Requires="p14"><p:transition spd="slow" p14:dur="2000"><p:fade/></p:transition>'
-                '</mc:Choice><mc:Fallback><p:transition spd="slow"><p:fade/></p:transition></mc:Fallback></mc:AlternateContent>'
+                '<mc:AlternateContent><mc:Choice Requires="p14">'
+                '<p:transition spd="slow" p14:dur="2000"><p:fade/></p:transition>'
+                '</mc:Choice><mc:Fallback><p:transition spd="slow"><p:fade/></p:transition></mc:Fallback>'
+                "</mc:AlternateContent>"
             ),
         ),
     )

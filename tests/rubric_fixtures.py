@@ -137,7 +137,8 @@ def renderer(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def stand_in_pair(tmp_path_factory):
-    """``(original, edited)``: the stand-in corpus deck and a lightly edited copy (skips without the corpus)."""
+    """``(original, edited)``: the stand-in corpus deck and a lightly edited copy (skips without the
+    corpus)."""
     if not STAND_IN.is_file():
         pytest.skip("../shared/corpus is not available")
     out = tmp_path_factory.mktemp("rubric-decks")

@@ -20,7 +20,9 @@ SLIDE_W, SLIDE_H = 9144000, 6858000
 
 
 def build_deck(path: Path, slides: int = 3) -> Path:
-    """A deck with ``slides`` slides; slide i has a title, a text box ``Body<i>`` and a rectangle ``Box<i>``."""
+    """A deck with ``slides`` slides; slide i has a title, a text box ``Body<i>`` and a rectangle
+    ``Box<i>``.
+    """
     from pptx import Presentation
     from pptx.dml.color import RGBColor
     from pptx.util import Inches

@@ -80,7 +80,8 @@ class Fail:
 
 @dataclass(frozen=True)
 class Native:
-    """A provider-format response body sent as given (``id``/``model``/``usage`` and such filled in if missing).
+    """A provider-format response body sent as given (``id``/``model``/``usage`` and such filled in if
+    missing).
 
     For ``/v1/responses`` give at least ``{"output": [...]}``; for ``/v1/messages``
     ``{"content": [...], "stop_reason": "tool_use"}``.

@@ -50,7 +50,9 @@ def _texts(summary: object) -> set[str]:
 
 
 def target_only_texts(task: Task) -> set[str]:
-    """Texts of the target deck found nowhere in the original or the instruction (an agent must not see them)."""
+    """Texts of the target deck found nowhere in the original or the instruction (an agent must not
+    see them).
+    """
     from pptarena.deck import summarize
 
     assert task.target is not None

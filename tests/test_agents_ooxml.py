@@ -17,7 +17,10 @@ from pptarena.plugins.agents.pptpilot.xml import parse_xml_reply
 
 
 def test_parse_xml_reply_forms():
-    reply = "MODIFIED_XML_FILE: ppt/slides/slide1.xml\n```xml\n<a/>\n```\nMODIFIED_XML_FILE: `/ppt/theme/theme1.xml`\n```\n<b/>\n```"
+    reply = (
+        "MODIFIED_XML_FILE: ppt/slides/slide1.xml\n```xml\n<a/>\n```\n"
+        "MODIFIED_XML_FILE: `/ppt/theme/theme1.xml`\n```\n<b/>\n```"
+    )
     assert parse_xml_reply(reply) == {"ppt/slides/slide1.xml": "<a/>", "ppt/theme/theme1.xml": "<b/>"}
     assert parse_xml_reply("MODIFIED_XML_FILE: ppt/slides/slide3.xml\n<c>raw</c>\n") == {
         "ppt/slides/slide3.xml": "<c>raw</c>"
@@ -60,7 +63,8 @@ def test_check_part_rules(tmp_path):
             check_part(parts, "ppt/slides/slide1.xml", b"<p:sld>")
         ignorable = original.replace(
             "<p:sld ",
-            '<p:sld xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" mc:Ignorable="p14" ',
+            '<p:sld xmlns:mc="http://schemas.openxmlformats.org/markup-compatibility/2006" '
+            'mc:Ignorable="p14" ',
             1,
         )
         with pytest.raises(PartError, match="undeclared prefixes: p14"):

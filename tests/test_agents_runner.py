@@ -37,13 +37,16 @@ def test_code_xml_and_command_agents_in_a_run(tmp_path: Path, fake_plugins):
     )
     cfg = tmp_path / "run.toml"
     cfg.write_text(
-        '[dataset]\nuse = "fake"\nroot = "data"\ncount = 2\n[renderer]\nuse = "dummy"\n[[judges]]\nuse = "title"\n'
+        '[dataset]\nuse = "fake"\nroot = "data"\ncount = 2\n'
+        '[renderer]\nuse = "dummy"\n[[judges]]\nuse = "title"\n'
         '[[agents]]\nuse = "code"\nmodel = "scripted/m"\nrender_check = false\nmax_images = 0\n'
-        '[[agents]]\nuse = "hybrid"\nlabel = "pilot"\nmodel = "scripted/m"\nrender_check = false\nmax_images = 0\n'
+        '[[agents]]\nuse = "hybrid"\nlabel = "pilot"\nmodel = "scripted/m"\n'
+        "render_check = false\nmax_images = 0\n"
         'router_model = "scripted/router"\nrouter_default = "code"\n'
-        f'[[agents]]\nuse = "command"\ncommand = ["{sys.executable}", "{script}", "{{output_dir}}/{{task_id}}.pptx"]\n'
-        + '[[backends.scripted.rules]]\nmatch = "."\nmodel = "router"\nreply = \'{"route": "code", "reason": "title"}\'\n'
-        + rules
+        '[[agents]]\nuse = "command"\n'
+        f'command = ["{sys.executable}", "{script}", "{{output_dir}}/{{task_id}}.pptx"]\n'
+        + '[[backends.scripted.rules]]\nmatch = "."\nmodel = "router"\n'
+        'reply = \'{"route": "code", "reason": "title"}\'\n' + rules
     )
     config = load_config(cfg, get_registry())
     summary = Runner(config, get_registry(), tmp_path / "out", jobs=2, quiet=True).run()

@@ -1,4 +1,6 @@
-"""The layout's promises: no import cycle at run time, the core never imports a plugin, the contract exported."""
+"""The layout's promises: no import cycle at run time, the core never imports a plugin, the
+contract exported.
+"""
 
 from __future__ import annotations
 
@@ -19,7 +21,9 @@ def module_name(path: Path) -> str:
 
 
 def runtime_imports(path: Path, modules: set[str]) -> set[str]:
-    """Modules of the project imported by ``path`` when it runs (everything but ``if TYPE_CHECKING:`` blocks)."""
+    """Modules of the project imported by ``path`` when it runs (everything but
+    ``if TYPE_CHECKING:`` blocks).
+    """
     tree = ast.parse(path.read_text(encoding="utf-8"))
     skip: set[int] = set()
     for node in ast.walk(tree):

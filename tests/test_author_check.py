@@ -1,4 +1,5 @@
-"""``arena author check``: known-answer decks (original 0, target 1.0, partials < 1) through the rubric judge."""
+"""``arena author check``: known-answer decks (original 0, target 1.0, partials < 1) through the
+rubric judge."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ from pptarena.authoring.check import RubricChecker, format_table
 from pptarena.run.registry import get_registry
 from pptarena.types import Task
 
-READS = "    from pptx import Presentation\n    text = Presentation(modified_ppt_path).slides[1].placeholders[1].text_frame.text\n"
+READS = (
+    "    from pptx import Presentation\n"
+    "    text = Presentation(modified_ppt_path).slides[1].placeholders[1].text_frame.text\n"
+)
 
 
 def _cache() -> Path:

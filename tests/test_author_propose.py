@@ -1,4 +1,5 @@
-"""``arena author propose`` through the scripted backend: validation, retries, the folder dataset it writes."""
+"""``arena author propose`` through the scripted backend: validation, retries, the folder dataset it
+writes."""
 
 from __future__ import annotations
 

@@ -157,6 +157,7 @@ def test_turn_order_follows_assistant_messages(scripted_backend):
 
 def test_state_file_shares_the_order_across_processes(tmp_path):
     state = tmp_path / "state.json"
+    cache_dir = str(tmp_path)
     script = textwrap.dedent(
         f"""
         from pathlib import Path
@@ -164,7 +165,7 @@ def test_state_file_shares_the_order_across_processes(tmp_path):
         from pptarena.types import ComponentContext
         from pptarena.plugins.backends.scripted import ScriptedBackend, ScriptedOptions
         opts = ScriptedOptions(responses=["r0", "r1", "r2", "r3"], state_file=Path({str(state)!r}))
-        backend = ScriptedBackend(opts, ComponentContext(cache_dir=Path({str(tmp_path)!r}), model=lambda r: None))
+        backend = ScriptedBackend(opts, ComponentContext(cache_dir=Path({cache_dir!r}), model=lambda r: None))
         client = ModelClient(backend, "scripted", "m")
         print(client.complete([Message.user("x")]).text, client.complete([Message.user("x")]).text)
         """

@@ -32,7 +32,8 @@ def test_plugins_json_lists_builtins_with_components():
 def test_tasks_and_run_piped_output(tmp_path, fake_plugins):
     cfg = tmp_path / "c.toml"
     cfg.write_text(
-        '[dataset]\nuse = "fake"\nroot = "d"\ncount = 3\n[renderer]\nuse = "dummy"\n[[agents]]\nuse = "noop"\n[[judges]]\nuse = "title"\n'
+        '[dataset]\nuse = "fake"\nroot = "d"\ncount = 3\n[renderer]\nuse = "dummy"\n'
+        '[[agents]]\nuse = "noop"\n[[judges]]\nuse = "title"\n'
     )
     out = arena("tasks", "--config", str(cfg), "--json")
     assert out.returncode == 0, out.stderr

@@ -1,4 +1,6 @@
-"""``arena compare``: two runs of the same agents and tasks, differences with intervals, moved tasks, τ_b vs scipy."""
+"""``arena compare``: two runs of the same agents and tasks, differences with intervals, moved
+tasks, τ_b vs scipy.
+"""
 
 from __future__ import annotations
 

@@ -83,7 +83,8 @@ def test_single_agent_table_labels_and_relative_paths(tmp_path, fake_plugins):
 def test_duplicate_labels_rejected(tmp_path, fake_plugins):
     cfg = write(
         tmp_path,
-        '[dataset]\nuse = "fake"\nroot = "d"\n[[agents]]\nuse = "noop"\n[[agents]]\nuse = "noop"\n[renderer]\nuse="dummy"\n',
+        '[dataset]\nuse = "fake"\nroot = "d"\n[[agents]]\nuse = "noop"\n[[agents]]\nuse = "noop"\n'
+        '[renderer]\nuse="dummy"\n',
     )
     with pytest.raises(ConfigError, match="label 'noop' is used twice"):
         load_config(cfg, get_registry())
@@ -106,13 +107,15 @@ def test_model_reference_to_unknown_backend(tmp_path, fake_plugins):
     try:
         cfg = write(
             tmp_path,
-            '[dataset]\nuse = "fake"\nroot = "d"\n[[agents]]\nuse = "noop"\n[[judges]]\nuse = "mj"\nmodel = "opnai/gpt-4o"\n[renderer]\nuse="dummy"\n',
+            '[dataset]\nuse = "fake"\nroot = "d"\n[[agents]]\nuse = "noop"\n'
+            '[[judges]]\nuse = "mj"\nmodel = "opnai/gpt-4o"\n[renderer]\nuse="dummy"\n',
         )
         with pytest.raises(ConfigError, match=r"judges\[0\].model = 'opnai/gpt-4o': unknown backend 'opnai'"):
             load_config(cfg, reg)
         cfg = write(
             tmp_path,
-            '[dataset]\nuse = "fake"\nroot = "d"\n[[agents]]\nuse = "noop"\n[[judges]]\nuse = "mj"\nmodel = "gpt-4o"\n[renderer]\nuse="dummy"\n',
+            '[dataset]\nuse = "fake"\nroot = "d"\n[[agents]]\nuse = "noop"\n'
+            '[[judges]]\nuse = "mj"\nmodel = "gpt-4o"\n[renderer]\nuse="dummy"\n',
         )
         with pytest.raises(ConfigError, match="must look like '<backend>/<model>'"):
             load_config(cfg, reg)
@@ -140,7 +143,8 @@ def test_secrets_resolved_from_env_and_never_written(tmp_path, fake_plugins, mon
     try:
         cfg = write(
             tmp_path,
-            '[dataset]\nuse = "sec"\nroot = "d"\napi_key = { env = "MY_TEST_KEY" }\n[[agents]]\nuse = "noop"\n[renderer]\nuse="dummy"\n',
+            '[dataset]\nuse = "sec"\nroot = "d"\napi_key = { env = "MY_TEST_KEY" }\n'
+            '[[agents]]\nuse = "noop"\n[renderer]\nuse="dummy"\n',
         )
         with pytest.raises(ConfigError, match="MY_TEST_KEY is not set"):
             load_config(cfg, reg)
@@ -185,7 +189,8 @@ def test_wrongly_typed_tables_are_config_errors(tmp_path, fake_plugins):
 
 COMMAND_WITH_SECRET = (
     '[dataset]\nuse = "fake"\nroot = "d"\n'
-    '[[agents]]\nuse = "command"\ncommand = ["true"]\nenv = { ANTHROPIC_API_KEY = { env = "PPTARENA_TEST_UNSET_KEY" } }\n'
+    '[[agents]]\nuse = "command"\ncommand = ["true"]\n'
+    'env = { ANTHROPIC_API_KEY = { env = "PPTARENA_TEST_UNSET_KEY" } }\n'
     '[renderer]\nuse="dummy"\n'
 )
 

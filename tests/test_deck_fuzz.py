@@ -170,7 +170,8 @@ def test_too_many_entries(tmp_path, monkeypatch):
     ],
 )
 def test_colour_values_out_of_range_never_crash(tmp_path, colour):
-    """Non-finite percentages, non-hex RGB and out-of-range HSL: the deck reads, colours stay 6-hex or absent."""
+    """Non-finite percentages, non-hex RGB and out-of-range HSL: the deck reads, colours stay 6-hex or
+    absent."""
     import io
 
     from pptx import Presentation

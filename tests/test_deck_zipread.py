@@ -61,7 +61,9 @@ def test_stored_members_take_the_fast_path(tmp_path):
 
 
 def _corrupt(path: Path, member: str, how: str) -> None:
-    """Damage ``member`` in place: flip a compressed byte ("data") or rename it in the local header ("name")."""
+    """Damage ``member`` in place: flip a compressed byte ("data") or rename it in the local
+    header ("name").
+    """
     with zipfile.ZipFile(path) as zf:
         info = zf.getinfo(member)
     blob = bytearray(path.read_bytes())

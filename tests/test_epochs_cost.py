@@ -15,7 +15,10 @@ from pptarena.run.fingerprint import JudgeChangedError
 from pptarena.run.registry import get_registry
 from pptarena.run.runner import Runner
 
-DATASET = '[dataset]\nuse = "fake"\nroot = "data"\ncount = {count}\n[renderer]\nuse = "dummy"\n[[judges]]\nuse = "title"\n'
+DATASET = (
+    '[dataset]\nuse = "fake"\nroot = "data"\ncount = {count}\n'
+    '[renderer]\nuse = "dummy"\n[[judges]]\nuse = "title"\n'
+)
 
 
 def rows_of(run_dir: Path) -> list[dict]:
@@ -37,7 +40,8 @@ def test_epochs_give_pass_at_k_and_reuse_deterministic_agents(tmp_path, fake_plu
     outcomes = {i: [rng.random() < 0.5 for _ in range(3)] for i in range(2)}
     outcomes[0][0], outcomes[1][0] = True, False  # both outcomes occur
     rules = "".join(
-        f'[[backends.scripted.rules]]\nmatch = "New {i}"\nreply = {json.dumps([f"New {i}" if ok else "Wrong" for ok in oks])}\n'
+        f'[[backends.scripted.rules]]\nmatch = "New {i}"\n'
+        f"reply = {json.dumps([f'New {i}' if ok else 'Wrong' for ok in oks])}\n"
         for i, oks in outcomes.items()
     )
     body = (
@@ -88,7 +92,8 @@ def test_epochs_give_pass_at_k_and_reuse_deterministic_agents(tmp_path, fake_plu
         1,
     ]
     assert (out / "rescore/again/tasks/asker/task-00@e3/verdicts.json").is_file()
-    # the scripted backend is free by default: known cost 0, never unknown; worker agents report their calls' cost
+    # the scripted backend is free by default: known cost 0, never unknown; worker agents report
+    # their calls' cost
     assert summary["cost"]["usd"] == 0.0
     assert all(r["cost"]["agent"]["usd"] == 0.0 for r in rows if r["agent"] == "asker")
 
@@ -130,7 +135,8 @@ def test_unknown_price_is_unknown_not_zero(tmp_path, fake_plugins):
     cfg = write(
         tmp_path,
         f'{DATASET.format(count=1)}[[agents]]\nuse = "asker-inproc"\nmodel = "openai/no-such-model"\n'
-        f'[backends.openai]\nbase_url = "http://127.0.0.1:9/v1"\napi_key = "x"\nmax_retries = 0\ntimeout = 2\n',
+        '[backends.openai]\nbase_url = "http://127.0.0.1:9/v1"\napi_key = "x"\n'
+        "max_retries = 0\ntimeout = 2\n",
     )
     # price calls as the openai backend configured above would (no call is made)
     from pptarena.models import Usage

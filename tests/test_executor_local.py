@@ -1,4 +1,5 @@
-"""The ``local`` executor's pool of warm agent workers: reuse, recycling, crashes, timeouts, leaks, config checks."""
+"""The ``local`` executor's pool of warm agent workers: reuse, recycling, crashes, timeouts, leaks,
+config checks."""
 
 from __future__ import annotations
 
@@ -13,7 +14,10 @@ from pptarena.run.config import ConfigError, load_config
 from pptarena.run.registry import get_registry
 from pptarena.run.runner import Runner
 
-BASE = '[dataset]\nuse = "fake"\nroot = "data"\ncount = {count}\n[renderer]\nuse = "dummy"\n[[judges]]\nuse = "title"\n'
+BASE = (
+    '[dataset]\nuse = "fake"\nroot = "data"\ncount = {count}\n'
+    '[renderer]\nuse = "dummy"\n[[judges]]\nuse = "title"\n'
+)
 
 
 def run(
@@ -134,7 +138,8 @@ def test_executor_options_are_validated_with_key_paths(tmp_path, fake_plugins):
 
 
 def test_hook_register_executors(tmp_path, fake_plugins):
-    """A third-party executor registered through the hook runs pairs; the runner still writes every result once."""
+    """A third-party executor registered through the hook runs pairs; the runner still writes every
+    result once."""
     import types
 
     import pptarena

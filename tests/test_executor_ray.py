@@ -30,7 +30,10 @@ pytestmark = pytest.mark.slow
 
 TESTS = Path(__file__).resolve().parent
 STORE = 80 * 1024 * 1024
-FAKE = '[dataset]\nuse = "fake"\nroot = "data"\ncount = {count}\n[renderer]\nuse = "dummy"\n[[judges]]\nuse = "title"\n'
+FAKE = (
+    '[dataset]\nuse = "fake"\nroot = "data"\ncount = {count}\n'
+    '[renderer]\nuse = "dummy"\n[[judges]]\nuse = "title"\n'
+)
 
 
 @pytest.fixture(scope="module")
@@ -150,8 +153,8 @@ def test_demo_set_on_three_nodes_equals_the_local_executor(tmp_path, cluster):
 
 def test_gui_marked_agents_only_run_on_a_desktop_node(tmp_path, cluster, fake_plugins):
     text = (
-        FAKE.format(count=3)
-        + '[[agents]]\nuse = "desktop"\n[[agents]]\nuse = "retitle"\nlabel = "pinned"\n[[agents]]\nuse = "retitle"\n'
+        FAKE.format(count=3) + '[[agents]]\nuse = "desktop"\n[[agents]]\nuse = "retitle"\nlabel = "pinned"\n'
+        '[[agents]]\nuse = "retitle"\n'
         + executor_table(cluster, "[executor.agents.pinned]\nresources = { desktop = 1 }\n")
     )
     run_config(tmp_path, text, "out")
@@ -339,6 +342,7 @@ def test_default_local_cluster_with_shared_dir_runs_gui_marked_agents(tmp_path, 
     rows = rows_of(tmp_path / "out")
     assert len(rows) == 4 and all(r["status"] == "scored" for r in rows)
     assert (tmp_path / "out" / "tasks" / "desktop" / "task-00" / "prediction.pptx").is_file()
-    # task folders were moved from the shared folder into the run folder, nothing left behind but empty scratch
+    # task folders were moved from the shared folder into the run folder, nothing left behind but
+    # empty scratch
     assert not [p for p in shared.rglob("*") if p.is_file()]
     assert not ray.is_initialized()

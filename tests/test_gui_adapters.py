@@ -212,17 +212,29 @@ def test_json_list_and_actions_key() -> None:
 
 
 def test_json_last_action_object_wins() -> None:
-    text = 'Earlier I tried {"action": "click", "x": 1, "y": 1}; now: {"action": "double_click", "x": 10, "y": 10}'
+    text = (
+        'Earlier I tried {"action": "click", "x": 1, "y": 1}; '
+        'now: {"action": "double_click", "x": 10, "y": 10}'
+    )
     assert kinds(parse_json(text))[0]["count"] == 2
 
 
 def test_json_qwen_tool_call_and_normalized_coordinates() -> None:
-    text = '<tool_call>\n{"name": "computer_use", "arguments": {"action": "left_click", "coordinate": [500, 250]}}\n</tool_call>'
+    text = (
+        '<tool_call>\n{"name": "computer_use", '
+        '"arguments": {"action": "left_click", "coordinate": [500, 250]}}\n</tool_call>'
+    )
     decision = parse_json(text, Scaler(SCREEN, IMAGE, norm=1000), scale=1000)
     assert kinds(decision) == [{"kind": "click", "x": 640, "y": 200, "button": "left", "count": 1}]
-    text = '<tool_call>{"name": "computer_use", "arguments": {"action": "scroll", "coordinate": [10, 10], "pixels": -250}}</tool_call>'
+    text = (
+        '<tool_call>{"name": "computer_use", '
+        '"arguments": {"action": "scroll", "coordinate": [10, 10], "pixels": -250}}</tool_call>'
+    )
     assert kinds(parse_json(text))[0]["dy"] == 2  # negative pixels scroll down
-    text = '<tool_call>{"name": "computer_use", "arguments": {"action": "terminate", "status": "success"}}</tool_call>'
+    text = (
+        '<tool_call>{"name": "computer_use", '
+        '"arguments": {"action": "terminate", "status": "success"}}</tool_call>'
+    )
     decision = parse_json(text)
     assert decision.done and decision.actions[-1].text == "success"
 

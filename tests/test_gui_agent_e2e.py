@@ -160,7 +160,8 @@ def run_agent(
 
 
 def assert_only_title_changed(src: Path, out: Path) -> None:
-    """Slide 1's title text is NEW_TITLE; shape kinds, text and geometry (±0.01 mm) are otherwise as before."""
+    """Slide 1's title text is NEW_TITLE; shape kinds, text and geometry (±0.01 mm) are otherwise as
+    before."""
     before, after = deck_facts(src), deck_facts(out)
     assert len(after) == len(before) == 2
     assert after[0][0][2] == NEW_TITLE

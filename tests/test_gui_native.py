@@ -1,4 +1,5 @@
-"""Native computer use over the wire: the GUI loop drives the real openai/anthropic SDKs against the stub server.
+"""Native computer use over the wire: the GUI loop drives the real openai/anthropic SDKs against
+the stub server.
 
 No screen: a fake environment hands out screenshots (a different colour per
 step) and records the actions it is asked to run. The stub server answers

@@ -49,7 +49,8 @@ def make_judge(context, **options):
 
 @pytest.fixture
 def decks(tmp_path):
-    """Target recolours Box0 (slide 1) and retitles slide 2; the prediction recolours Box0 and damages slide 3."""
+    """Target recolours Box0 (slide 1) and retitles slide 2; the prediction recolours Box0 and damages
+    slide 3."""
     orig = build_deck(tmp_path / "orig.pptx")
     target = derive(orig, tmp_path / "target.pptx", recolor(1, "Box0", RED), retitle(2, "Annual review"))
     pred = derive(orig, tmp_path / "pred.pptx", recolor(1, "Box0", RED), set_text(3, "Body2", "lorem ipsum"))
@@ -211,7 +212,8 @@ def test_unchanged_target_and_prediction_match_and_identical_shortcut(tmp_path, 
     assert verdict.metrics["if_score"] == 5 and verdict.metrics["if_rule"] == "identical_to_target"
     [vq] = requests_of(backend, VQ_RULE)  # nothing changed visibly: the first slides are judged
     assert "no slide changed visibly" in verdict.details["vq"]["selection"] and len(vq.images) == 6
-    # without the short-cut, the model decides (an unchanged deck may earn credit: the target is unchanged too)
+    # without the short-cut, the model decides (an unchanged deck may earn credit: the target is
+    # unchanged too)
     backend2 = scripted(rules=[{"match": IF_RULE, "reply": "2"}, {"match": VQ_RULE, "reply": "4"}])
     v2, _ = run(tmp_path, backend2, orig, same_target, noop, name="noshort", shortcut_identical=False)
     assert v2.metrics["if_score"] == 2 and len(requests_of(backend2, IF_RULE)) == 1

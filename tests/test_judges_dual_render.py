@@ -1,4 +1,5 @@
-"""The dual judge with real LibreOffice renders: SSIM picks exactly the slides that changed (slow: one test)."""
+"""The dual judge with real LibreOffice renders: SSIM picks exactly the slides that changed (slow:
+one test)."""
 
 from __future__ import annotations
 

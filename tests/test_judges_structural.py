@@ -1,4 +1,6 @@
-"""The structural judge on generated decks and a corpus deck: endpoints, partial credit, tolerances, damage."""
+"""The structural judge on generated decks and a corpus deck: endpoints, partial credit,
+tolerances, damage.
+"""
 
 from __future__ import annotations
 
@@ -350,7 +352,9 @@ def test_fill_where_the_original_had_none_is_judged_by_colour_distance(tmp_path)
 
 
 def _group_deck(path: Path, child_dx: int) -> Path:
-    """A group drawn at 1/10 of its child coordinate space, with its first child moved ``child_dx`` child EMU."""
+    """A group drawn at 1/10 of its child coordinate space, with its first child moved
+    ``child_dx`` child EMU.
+    """
     from pptx import Presentation
     from pptx.util import Inches
 

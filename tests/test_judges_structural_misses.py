@@ -1,4 +1,6 @@
-"""The structural judge on near misses: text credit on the requested change, named misses, empty text bodies."""
+"""The structural judge on near misses: text credit on the requested change, named misses,
+empty text bodies.
+"""
 
 from __future__ import annotations
 

@@ -193,7 +193,8 @@ use = "dual"
 model = "scripted/judge"
 chunk_size = 50
 [backends.scripted]
-responses = ['{{"score": 4, "reason": "r0"}}', '{{"score": 2, "reason": "r1"}}', '{{"score": 4, "reason": "r2"}}']
+responses = ['{{"score": 4, "reason": "r0"}}', '{{"score": 2, "reason": "r1"}}', \
+'{{"score": 4, "reason": "r2"}}']
 on_exhausted = "cycle"
 {extra}
 """

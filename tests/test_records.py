@@ -81,5 +81,6 @@ def test_meta_eval_says_which_lines_it_skipped(tmp_path):
     write_results(run, [json.dumps(GOOD), HOSTILE[2]])
     report = meta_eval(run)
     assert report["warnings"] == [
-        f"skipped a result line: {run / 'results.jsonl'}:2: duration_s: Input should be a valid number, unable to parse string as a number"
+        f"skipped a result line: {run / 'results.jsonl'}:2: duration_s: "
+        "Input should be a valid number, unable to parse string as a number"
     ]

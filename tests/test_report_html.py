@@ -1,4 +1,5 @@
-"""report.html on real runs: renders side by side, rubric trees, plots, offline links; opened in headless Chromium."""
+"""report.html on real runs: renders side by side, rubric trees, plots, offline links; opened in
+headless Chromium."""
 
 from __future__ import annotations
 

@@ -1,4 +1,6 @@
-"""Large-run reports: the index page (task table filtered and sorted in headless Chromium) and the task pages."""
+"""Large-run reports: the index page (task table filtered and sorted in headless Chromium) and
+the task pages.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,5 @@
-"""Re-scoring a real run's predictions with other judges: results apart, same schema, comparable, resumable."""
+"""Re-scoring a real run's predictions with other judges: results apart, same schema, comparable,
+resumable."""
 
 from __future__ import annotations
 

@@ -131,14 +131,16 @@ def test_shims_are_importable_and_leaves_cannot_share_state():
                 """
             ),
             "raises_unavailable": code(
-                "from ppteval.verify.ppt.verifier import ScreenshotsUnavailableError\nraise ScreenshotsUnavailableError('slide 3')"
+                "from ppteval.verify.ppt.verifier import ScreenshotsUnavailableError\n"
+                "raise ScreenshotsUnavailableError('slide 3')"
             ),
             "mutates": code(
                 "original_ppt_screenshots.append(1)\nglobal ppt_diff\nppt_diff = 'changed'\nreturn 'm', 1"
             ),
             "sees_fresh": code("return repr((original_ppt_screenshots, ppt_diff)), 1"),
             "no_network": code(
-                "import socket\ntry:\n    socket.create_connection(('1.1.1.1', 80), timeout=2)\nexcept OSError as e:\n    return 'blocked', 1\nreturn 'open', 0"
+                "import socket\ntry:\n    socket.create_connection(('1.1.1.1', 80), timeout=2)\n"
+                "except OSError as e:\n    return 'blocked', 1\nreturn 'open', 0"
             ),
         }
     )
@@ -157,10 +159,12 @@ def test_model_calls_reach_the_scripted_backend_with_prompt_params_and_images(tm
     records = run(
         {
             "vlm": code(
-                f"return vlm_call(prompt='Is the title red?', images=[{str(image)!r}, {data_url!r}], temperature=0.1, max_tokens=5), 1"
+                f"return vlm_call(prompt='Is the title red?', images=[{str(image)!r}, {data_url!r}], "
+                "temperature=0.1, max_tokens=5), 1"
             ),
             "llm": code(
-                "from rubric.utils.llm_tools import llm_call as call\nreturn call('Summarise', temperature=0.0, max_tokens=20), 1"
+                "from rubric.utils.llm_tools import llm_call as call\n"
+                "return call('Summarise', temperature=0.0, max_tokens=20), 1"
             ),
         },
         bridge=bridge,

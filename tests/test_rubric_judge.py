@@ -25,7 +25,8 @@ TITLE_CHANGED = """
 def compute_score() -> tuple[str, float]:
     from pptx import Presentation
     texts = [s.text_frame.text for s in Presentation(modified_ppt_path).slides[0].shapes if s.has_text_frame]
-    return ("title changed" if "Quarterly review" in texts else "title unchanged"), float("Quarterly review" in texts)
+    return ("title changed" if "Quarterly review" in texts else "title unchanged"), \
+float("Quarterly review" in texts)
 """
 ONLY_SLIDE_1 = """
 def compute_score() -> tuple[str, float]:
@@ -41,7 +42,8 @@ def compute_score() -> tuple[str, float]:
 LOOKS = """
 def compute_score() -> tuple[str, float]:
     shot = [s for s in modified_ppt_screenshots if s.slide_number == 1][0]
-    answer = vlm_call("Does slide 1 show the title 'Quarterly review'? Answer YES or NO.", [shot.image_path], temperature=0.0, max_tokens=5)
+    answer = vlm_call("Does slide 1 show the title 'Quarterly review'? Answer YES or NO.", \
+[shot.image_path], temperature=0.0, max_tokens=5)
     return f"VLM said {answer}", 1.0 if answer.strip().upper().startswith("YES") else 0.0
 """
 
@@ -161,7 +163,10 @@ def test_without_a_model_a_vlm_leaf_scores_zero_and_the_verdict_says_why(edited,
 
 def test_ppteval_screenshot_mode_renders_nothing_without_vlm_call(edited, tmp_path):
     original, prediction = edited
-    counts = "def compute_score():\n    return str((len(original_ppt_screenshots), len(modified_ppt_screenshots))), 1\n"
+    counts = (
+        "def compute_score():\n"
+        "    return str((len(original_ppt_screenshots), len(modified_ppt_screenshots))), 1\n"
+    )
     verdict, folder = judge_once(
         tmp_path, rubric(leaf("counts", counts)), original, prediction, screenshots="ppteval"
     )

@@ -94,6 +94,7 @@ def test_published_leaves_find_everything_the_context_provides(stand_in_pair, re
     print(f"\n{len(records)} leaves; failed on the stand-in decks by type: {dict(failures)}")
     print("latent NameErrors reached:", undefined)
     # the two genuine bugs (docs/judges-rubric.md): HSC-072's `reason_list` crashes whenever slides were
-    # added or removed, Aircraft_surface-009's `el` whenever an added slide is slide 5 (as in the stand-in edit)
+    # added or removed, Aircraft_surface-009's `el` whenever an added slide is slide 5 (as in the
+    # stand-in edit)
     assert "HSC Careers and Expo FINAL COM MOD-072::root.2" in undefined
     assert "Aircraft_surface-009::root.0" in undefined

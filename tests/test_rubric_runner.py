@@ -14,7 +14,8 @@ from pptarena.run.runner import Runner
 
 TITLE = (
     "def compute_score():\n    from pptx import Presentation\n"
-    "    texts = [s.text_frame.text for s in Presentation(modified_ppt_path).slides[0].shapes if s.has_text_frame]\n"
+    "    texts = [s.text_frame.text for s in Presentation(modified_ppt_path).slides[0].shapes "
+    "if s.has_text_frame]\n"
     "    return 'checked title', float('Quarterly review' in texts)\n"
 )
 LOOKS = (
@@ -37,7 +38,8 @@ def test_rubric_judge_in_a_run(tmp_path):
         json.dumps(rubric(leaf("title", TITLE), leaf("looks", LOOKS, critical=False)))
     )
     (task / "task.toml").write_text(
-        'instruction = "Retitle slide 1 to Quarterly review"\noriginal = "original.pptx"\ntarget = "target.pptx"\nrubric = "rubric.json"\n'
+        'instruction = "Retitle slide 1 to Quarterly review"\noriginal = "original.pptx"\n'
+        'target = "target.pptx"\nrubric = "rubric.json"\n'
     )
     config = tmp_path / "run.toml"
     config.write_text(
@@ -53,7 +55,8 @@ def test_rubric_judge_in_a_run(tmp_path):
     }
     assert rows["oracle"]["status"] == "scored" and rows["oracle"]["scores"]["ppteval"]["score"] == 1.0
     assert rows["oracle"]["scores"]["ppteval"]["metrics"]["success"] is True
-    # noop: the title check fails (critical 0), the scripted VLM still says YES (non-critical 1) → max(0, 0 - 0) = 0
+    # noop: the title check fails (critical 0), the scripted VLM still says YES (non-critical 1)
+    # → max(0, 0 - 0) = 0
     assert rows["noop"]["status"] == "scored" and rows["noop"]["scores"]["ppteval"]["score"] == 0.0
     kept = json.loads(
         (tmp_path / "out" / "tasks" / "oracle" / "retitle" / "judges" / "ppteval" / "rubric.json").read_text()

@@ -120,7 +120,8 @@ def test_unreadable_prediction_is_graded_under_ppteval_and_refused_otherwise(sta
 
 
 def test_run_keeps_ppteval_score_of_unreadable_deck(stand_in_pair, tmp_path):  # noqa: F811
-    """Row 10 through the runner: status agent_error, yet the rubric score (0.0 here) is kept, as PPT-Eval counts it."""
+    """Row 10 through the runner: status agent_error, yet the rubric score (0.0 here) is kept, as
+    PPT-Eval counts it."""
     import shutil
 
     from pptarena.report.tables import judge_kinds, leaderboard_table

@@ -20,7 +20,7 @@ from pptarena.types import JudgeError
 OK = "def compute_score():\n    return 'ok', 1.0\n"
 
 
-# --------------------------------------------------------------------------- aggregation: the spec's worked numbers
+# --------------------------------------------------------------------- aggregation: the spec's worked numbers
 
 
 @pytest.mark.parametrize(
@@ -75,7 +75,8 @@ def test_nested_tree_scores_bubble_up():
     assert scores["root.0"] == pytest.approx(0.85)
     assert scores["root"] == pytest.approx(0.55)
     m2w = score_tree(tree.root, {leaves["a1"]: 1.0, leaves["a2"]: 0.5, leaves["B"]: 0.0}, "mind2web2")
-    # A = mean(non-critical) = 0.5 (all critical are exactly 1); root: A (0.5) critical, B non-critical → mean = 0.25
+    # A = mean(non-critical) = 0.5 (all critical are exactly 1);
+    # root: A (0.5) critical, B non-critical → mean = 0.25
     assert m2w["root.0"] == pytest.approx(0.5)
     assert m2w["root"] == pytest.approx(0.25)
     # the root's own is_critical flag never matters; a missing leaf scores 0

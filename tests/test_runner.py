@@ -16,7 +16,10 @@ from pptarena.run.config import load_config
 from pptarena.run.registry import get_registry
 from pptarena.run.runner import Runner
 
-BASE = '[dataset]\nuse = "fake"\nroot = "data"\ncount = {count}\n[renderer]\nuse = "dummy"\n[[judges]]\nuse = "title"\n'
+BASE = (
+    '[dataset]\nuse = "fake"\nroot = "data"\ncount = {count}\n'
+    '[renderer]\nuse = "dummy"\n[[judges]]\nuse = "title"\n'
+)
 
 
 def config_file(tmp_path: Path, agents: str, count: int = 3, run: str = "") -> Path:
@@ -73,7 +76,8 @@ def test_statuses_and_run_directory(tmp_path, fake_plugins):
 def test_judge_errors_are_classified(tmp_path, fake_plugins):
     cfg = tmp_path / "run.toml"
     cfg.write_text(
-        '[dataset]\nuse = "fake"\nroot = "data"\ncount = 1\n[renderer]\nuse = "dummy"\n[[agents]]\nuse = "noop"\n'
+        '[dataset]\nuse = "fake"\nroot = "data"\ncount = 1\n'
+        '[renderer]\nuse = "dummy"\n[[agents]]\nuse = "noop"\n'
         '[[judges]]\nuse = "title"\n[[judges]]\nuse = "title"\nlabel = "buggy"\nfail = "judge"\n'
     )
     Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "a", quiet=True).run()
@@ -119,7 +123,8 @@ def test_timeout_kills_agent_and_its_children(tmp_path, fake_plugins):
 def test_sigkill_then_resume_records_every_pair_once(tmp_path, fake_plugins):
     cfg = config_file(
         tmp_path,
-        '[[agents]]\nuse = "slowcopy"\nsleep = 0.4\n[[agents]]\nuse = "slowcopy"\nlabel = "second"\nsleep = 0.4\n',
+        '[[agents]]\nuse = "slowcopy"\nsleep = 0.4\n'
+        '[[agents]]\nuse = "slowcopy"\nlabel = "second"\nsleep = 0.4\n',
         count=6,
     )
     out = tmp_path / "run"

@@ -26,7 +26,9 @@ def red_png(path: Path) -> Path:
 
 
 def deck_with_picture(path: Path, image: Path, *, link: str | None) -> Path:
-    """A one-slide deck with a big picture: embedded, or (``link``) its blip pointing at an external target."""
+    """A one-slide deck with a big picture: embedded, or (``link``) its blip pointing at an
+    external target.
+    """
     from pptx import Presentation
     from pptx.opc.constants import RELATIONSHIP_TYPE as RT
     from pptx.oxml.ns import qn
@@ -122,7 +124,10 @@ def test_row5_the_office_runs_without_network_and_under_a_memory_cap(tmp_path):
         pytest.skip("bubblewrap is not usable here: the office keeps the network (links are still stripped)")
     listener = Listener()
     try:
-        probe = "import urllib.request, sys\ntry:\n    urllib.request.urlopen(sys.argv[1], timeout=3)\n    print('FETCHED')\nexcept OSError as e:\n    print('BLOCKED', e)\n"
+        probe = (
+            "import urllib.request, sys\ntry:\n    urllib.request.urlopen(sys.argv[1], timeout=3)\n"
+            "    print('FETCHED')\nexcept OSError as e:\n    print('BLOCKED', e)\n"
+        )
         out = subprocess.run(
             [*_office_jail.office_prefix(), sys.executable, "-c", probe, listener.url],
             capture_output=True,

@@ -1,4 +1,6 @@
-"""Attacks on the run itself: concurrent runs, hostile files, hostile plugins and configs (issue 14, rows 3, 8, 10-12)."""
+"""Attacks on the run itself: concurrent runs, hostile files, hostile plugins and configs
+(issue 14, rows 3, 8, 10-12).
+"""
 
 from __future__ import annotations
 
@@ -41,7 +43,8 @@ def command_config(
     """A run of a command agent running ``script {input} {output}`` on demo tasks, judged structurally."""
     return (
         f'[run]\ntask_timeout = {timeout}\njobs = 1\n[dataset]\nuse = "demo"\nids = {ids}\n'
-        f'[[agents]]\nuse = "command"\nlabel = "cli"\ncommand = ["{sys.executable}", "{script}", "{{input}}", "{{output}}"]\n'
+        '[[agents]]\nuse = "command"\nlabel = "cli"\n'
+        f'command = ["{sys.executable}", "{script}", "{{input}}", "{{output}}"]\n'
         f'{extra}[[judges]]\nuse = "structural"\n'
     )
 
@@ -212,7 +215,8 @@ def test_row11_broken_original_is_the_datasets_fault_and_rejected_prediction_the
     )
     (tmp_path / "c.toml").write_text(
         f'[dataset]\nuse = "folder"\nroot = "{root}"\n'
-        f'[[agents]]\nuse = "command"\nlabel = "cli"\ncommand = ["{sys.executable}", "{writer}", "{{input}}", "{{output}}"]\n'
+        '[[agents]]\nuse = "command"\nlabel = "cli"\n'
+        f'command = ["{sys.executable}", "{writer}", "{{input}}", "{{output}}"]\n'
         '[[judges]]\nuse = "structural"\n'
     )
     out = arena(["run", "--config", "c.toml", "--out", "run"], tmp_path)
@@ -229,9 +233,18 @@ def test_row11_broken_original_is_the_datasets_fault_and_rejected_prediction_the
 @pytest.mark.parametrize(
     "table",
     [
-        '[backends.local]\nuse = "openai"\nbase_url = "http://127.0.0.1:9/v1"\napi_key = "sk-live-0123456789abcdef"\n',
-        '[backends.local]\nuse = "openai"\nbase_url = "http://user:hunter2-very-secret@127.0.0.1:9/v1"\napi_key = { env = "STUB_KEY" }\n',
-        '[[agents]]\nuse = "command"\nlabel = "cli"\ncommand = ["true"]\nenv = { ANTHROPIC_API_KEY = "sk-ant-0123456789abcdef" }\n',
+        (
+            '[backends.local]\nuse = "openai"\nbase_url = "http://127.0.0.1:9/v1"\n'
+            'api_key = "sk-live-0123456789abcdef"\n'
+        ),
+        (
+            '[backends.local]\nuse = "openai"\n'
+            'base_url = "http://user:hunter2-very-secret@127.0.0.1:9/v1"\napi_key = { env = "STUB_KEY" }\n'
+        ),
+        (
+            '[[agents]]\nuse = "command"\nlabel = "cli"\ncommand = ["true"]\n'
+            'env = { ANTHROPIC_API_KEY = "sk-ant-0123456789abcdef" }\n'
+        ),
     ],
 )
 def test_row12_literal_secrets_in_a_config_are_refused_with_a_hint(tmp_path, table):
@@ -249,7 +262,10 @@ def test_row12_literal_secrets_in_a_config_are_refused_with_a_hint(tmp_path, tab
 
 def test_row12_a_model_reply_echoing_the_key_is_never_written_or_sent_back(tmp_path):
     run_dir = tmp_path / "run"
-    echo = f"Sure! Your key is {SECRET} and the other one {OTHER_SECRET}.\n```python\nraise SystemExit('{SECRET}')\n```"
+    echo = (
+        f"Sure! Your key is {SECRET} and the other one {OTHER_SECRET}.\n"
+        f"```python\nraise SystemExit('{SECRET}')\n```"
+    )
     with StubLLMServer() as server:
         server.default = Reply(echo)
         (tmp_path / "c.toml").write_text(code_agent_config(server.openai_base_url, retries=1))

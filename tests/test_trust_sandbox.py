@@ -42,7 +42,8 @@ def leaf(body: str) -> str:
 
 
 def demo_target(tmp_path: Path) -> tuple[Path, Path]:
-    """The demo task's original and target decks, generated in this test's cache (as the run will see them)."""
+    """The demo task's original and target decks, generated in this test's cache (as the run will see
+    them)."""
     from pptarena.registry import load_registry
     from pptarena.run.components import Components
     from pptarena.run.config import load_config
@@ -67,7 +68,8 @@ import json, os, shutil
 report = {{}}
 for p in {probes!r}:
     try:
-        report[p] = sorted(os.listdir(p)) if os.path.isdir(p) else ("READ" if open(p, "rb").read(4) else "EMPTY")
+        report[p] = sorted(os.listdir(p)) if os.path.isdir(p) else \
+("READ" if open(p, "rb").read(4) else "EMPTY")
     except OSError as exc:
         report[p] = exc.strerror
 decks = []
@@ -127,7 +129,8 @@ def test_row1_command_agents_cli_sees_only_its_workspace(tmp_path):
     (tmp_path / "c.toml").write_text(
         f'[dataset]\nuse = "demo"\nids = ["qbr-fix-typos"]\n'
         '[[agents]]\nuse = "noop"\n'
-        f'[[agents]]\nuse = "command"\nlabel = "cli"\ncommand = ["{sys.executable}", "{cli}", "{{input}}", "{{output}}"]\n'
+        '[[agents]]\nuse = "command"\nlabel = "cli"\n'
+        f'command = ["{sys.executable}", "{cli}", "{{input}}", "{{output}}"]\n'
         '[[judges]]\nuse = "structural"\n'
     )
     out = arena(["run", "--config", "c.toml", "--out", str(run_dir), "--jobs", "1"], tmp_path)
@@ -274,7 +277,8 @@ def test_row3_leaf_killing_its_parent_fails_alone_and_later_leaves_run(tmp_path)
 
 
 def assert_marker_visible(spawn: str, marker: str) -> None:
-    """The marker process really shows in /proc when spawned outside any sandbox (so 'gone' means something)."""
+    """The marker process really shows in /proc when spawned outside any sandbox (so 'gone' means
+    something)."""
     from trust_fixtures import processes_with
 
     subprocess.run([sys.executable, "-c", spawn], check=True, timeout=30)
@@ -292,7 +296,8 @@ def assert_marker_visible(spawn: str, marker: str) -> None:
 def test_row4_setsid_grandchildren_die_with_the_sandbox_and_the_command_agent(tmp_path):
     marker = f"pptarena-marker-{tmp_path.name}"
     spawn = (
-        f"import subprocess, sys\nsubprocess.Popen(['setsid', sys.executable, '-c', 'import time; time.sleep(300)', '{marker}'],"
+        "import subprocess, sys\n"
+        f"subprocess.Popen(['setsid', sys.executable, '-c', 'import time; time.sleep(300)', '{marker}'],"
         " start_new_session=True)\n"
     )
     assert_marker_visible(spawn, marker)
@@ -320,7 +325,8 @@ def test_row4_kill_9_of_the_run_ends_the_command_agents_tree(tmp_path):
     marker = f"pptarena-kill9-{tmp_path.name}"
     cli = tmp_path / "cli.py"
     cli.write_text(
-        f"import subprocess, sys, time\nsubprocess.Popen(['setsid', sys.executable, '-c', 'import time; time.sleep(300)', '{marker}'],"
+        "import subprocess, sys, time\n"
+        f"subprocess.Popen(['setsid', sys.executable, '-c', 'import time; time.sleep(300)', '{marker}'],"
         " start_new_session=True)\ntime.sleep(300)\n"
     )
     (tmp_path / "c.toml").write_text(
@@ -366,7 +372,8 @@ def test_row7_lying_float_and_forged_records_do_not_score():
     forger = leaf(
         """
         import json, os
-        fake = [{"event": "start", "leaf": "critical"}, {"event": "done", "leaf": "critical", "score": 1.0, "reason": "forged"}]
+        fake = [{"event": "start", "leaf": "critical"}, \
+{"event": "done", "leaf": "critical", "score": 1.0, "reason": "forged"}]
         data = "".join(json.dumps(r) + "\\n" for r in fake).encode()
         for fd in range(3, 64):
             try:

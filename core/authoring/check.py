@@ -119,7 +119,9 @@ class RubricCheck:
 
 
 def partial_decks(task: Task, folder: Path | None) -> list[Path]:
-    """The partial decks of a task: ``folder/partials/*.pptx`` plus ``metadata.partials`` (inside ``folder``)."""
+    """The partial decks of a task: ``folder/partials/*.pptx`` plus ``metadata.partials``
+    (inside ``folder``).
+    """
     if folder is None:
         return []
     found: list[Path] = []
@@ -197,9 +199,11 @@ class RubricChecker:
 
     :param registry: the plugin registry (``pptarena.run.registry.get_registry()``).
     :param cache_dir: cache folder for components.
-    :param model: ``"<backend>/<model>"`` backing llm_call / vlm_call in leaves (None: those calls fail inside the leaf).
+    :param model: ``"<backend>/<model>"`` backing llm_call / vlm_call in leaves (None: those calls
+        fail inside the leaf).
     :param model_factory: ``ref -> ModelClient`` (required with ``model``).
-    :param renderer: the renderer, a callable building it, or None (rubrics needing screenshots are then not run).
+    :param renderer: the renderer, a callable building it, or None (rubrics needing screenshots are
+        then not run).
     :param work_dir: where judge evidence goes (a temporary folder, removed by :meth:`close`, when None).
     :param leaf_timeout: seconds per leaf.
     """

@@ -138,7 +138,9 @@ def changed_slide_numbers(diff: Any) -> list[int]:
 def slide_images(
     renderer: Any, deck: Path, out_dir: Path, *, numbers: list[int] | None = None, limit: int = 8
 ) -> list[tuple[int, ImagePart]]:
-    """``(slide number, image)`` for the chosen slides of ``deck`` (all when ``numbers`` is None), at most ``limit``."""
+    """``(slide number, image)`` for the chosen slides of ``deck`` (all when ``numbers`` is None),
+    at most ``limit``.
+    """
     if renderer is None or limit <= 0:
         return []
     images = renderer.render(Path(deck), Path(out_dir))
@@ -161,7 +163,9 @@ def stem(word: str) -> str:
 
 
 def key_terms(instruction: str) -> list[str]:
-    """Lower-case terms a check of ``instruction`` should mention: quoted text, hex colours, numbers, stems of content words."""
+    """Lower-case terms a check of ``instruction`` should mention: quoted text, hex colours, numbers,
+    stems of content words.
+    """
     terms: list[str] = []
 
     def add(term: str) -> None:

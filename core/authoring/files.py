@@ -45,7 +45,9 @@ def load_dataset_tasks(registry: Any, use: str, options: dict[str, Any], cache_d
 
 
 def load_task_folder(registry: Any, folder: Path, cache_dir: Path) -> TaskRef:
-    """The task in ``folder`` (which holds task.toml), loaded by the ``folder`` dataset rooted at its parent."""
+    """The task in ``folder`` (which holds task.toml), loaded by the ``folder`` dataset rooted at
+    its parent.
+    """
     folder = Path(folder).expanduser().resolve()
     if not (folder / TASK_FILE).is_file():
         raise AuthorError(f"{folder} is not a task folder (no {TASK_FILE})")
@@ -54,7 +56,9 @@ def load_task_folder(registry: Any, folder: Path, cache_dir: Path) -> TaskRef:
 
 
 def task_folder_of(task: Task, root: Path | None) -> Path | None:
-    """The folder a task was read from: ``root/<id>`` when it has a task.toml, else the target's folder when that does."""
+    """The folder a task was read from: ``root/<id>`` when it has a task.toml, else the target's
+    folder when that does.
+    """
     for candidate in ([Path(root) / task.id] if root is not None else []) + (
         [task.target.parent] if task.target is not None else []
     ):
@@ -174,7 +178,9 @@ def write_new_task_toml(
 
 
 def place_deck(src: Path, dest: Path) -> str:
-    """Put ``src`` at ``dest`` as a hard link when possible, else a copy; returns ``"linked"`` or ``"copied"``."""
+    """Put ``src`` at ``dest`` as a hard link when possible, else a copy; returns ``"linked"`` or
+    ``"copied"``.
+    """
     dest.parent.mkdir(parents=True, exist_ok=True)
     try:
         os.link(src, dest)

@@ -196,12 +196,13 @@ def lint_function_code(code: str) -> tuple[list[str], set[str]]:
     for name in sorted(undefined):
         if name in top:
             problems.append(
-                f"name {name!r} is defined at the top level of the leaf code, which compute_score() cannot see "
-                "(put imports and helpers inside compute_score)"
+                f"name {name!r} is defined at the top level of the leaf code, "
+                "which compute_score() cannot see (put imports and helpers inside compute_score)"
             )
         else:
             problems.append(
-                f"undefined name {name!r} (neither defined in compute_score, nor a builtin, nor a context name)"
+                f"undefined name {name!r} "
+                "(neither defined in compute_score, nor a builtin, nor a context name)"
             )
     problems += _diff_attribute_problems(module)
     return problems, context

@@ -88,7 +88,8 @@ rubric scores the reference (target) deck 1.0 on every leaf and the unchanged or
 """
 
 
-RUBRIC_FORMAT = """\
+RUBRIC_FORMAT = (
+    """\
 # Rubric JSON format (PPT-Eval / ai-rubric)
 
 {"root": NODE, "metadata": {"task": "<the instruction>"}}
@@ -100,5 +101,18 @@ NODE (leaf)   = {"name": str, "description": str, "is_critical": bool, "metadata
 Example leaf (critical):
 {"name": "title_is_dark_blue", "description": "Every title run on slide 2 is #1F3864.",
  "is_critical": true, "metadata": {},
- "scorer": {"type": "function", "function_code": "def compute_score() -> tuple[str, float]:\\n    from pptx import Presentation\\n    prs = Presentation(modified_ppt_path)\\n    if len(prs.slides) < 2 or prs.slides[1].shapes.title is None:\\n        return ('slide 2 has no title', 0.0)\\n    runs = [r for p in prs.slides[1].shapes.title.text_frame.paragraphs for r in p.runs if r.text.strip()]\\n    try:\\n        ok = bool(runs) and all(str(r.font.color.rgb) == '1F3864' for r in runs)\\n    except AttributeError:\\n        ok = False\\n    return ('title is #1F3864', 1.0) if ok else ('title is not #1F3864', 0.0)\\n"}}
 """
+    ' "scorer": {"type": "function", "function_code": "def compute_score() -> tuple[str, float]:\\n'
+    "    from pptx import Presentation\\n"
+    "    prs = Presentation(modified_ppt_path)\\n"
+    "    if len(prs.slides) < 2 or prs.slides[1].shapes.title is None:\\n"
+    "        return ('slide 2 has no title', 0.0)\\n"
+    "    runs = [r for p in prs.slides[1].shapes.title.text_frame.paragraphs "
+    "for r in p.runs if r.text.strip()]\\n"
+    "    try:\\n"
+    "        ok = bool(runs) and all(str(r.font.color.rgb) == '1F3864' for r in runs)\\n"
+    "    except AttributeError:\\n"
+    "        ok = False\\n"
+    "    return ('title is #1F3864', 1.0) if ok else ('title is not #1F3864', 0.0)\\n"
+    '"}}\n'
+)

@@ -254,7 +254,9 @@ def propose_tasks(
     brief_chars: int = 24_000,
     params: dict[str, Any] | None = None,
 ) -> ProposeResult:
-    """Ask for ``n`` tasks, keep the valid ones, ask again (with the problems) for the rest; at most ``attempts`` calls."""
+    """Ask for ``n`` tasks, keep the valid ones, ask again (with the problems) for the rest;
+    at most ``attempts`` calls.
+    """
     if not 1 <= n <= MAX_TASKS:
         raise AuthorError(f"--n must be between 1 and {MAX_TASKS}")
     history = build_messages(summary, n, images or [], brief_chars)

@@ -92,7 +92,8 @@ def authoring_problems(rubric: dict[str, Any]) -> list[str]:
             n in leaf.code for n in ("original_ppt_screenshots", "modified_ppt_screenshots")
         ):
             problems.append(
-                f"{leaf.label()}: calls vlm_call but never reads original_ppt_screenshots / modified_ppt_screenshots"
+                f"{leaf.label()}: calls vlm_call but never reads "
+                "original_ppt_screenshots / modified_ppt_screenshots"
             )
     unreadable = any(leaf.problems for leaf in lint.leaves)  # their names are unknown: judge the rest later
     if not unreadable and not any(set(leaf.context_names) & set(PREDICTION_NAMES) for leaf in lint.leaves):

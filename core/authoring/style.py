@@ -179,7 +179,9 @@ def style_target_problems(text: str, task: Task, diff: Any) -> list[str]:
 
 
 def parse_style_reply(reply: str) -> tuple[str, list[str]]:
-    """``(text, problems)`` from a reply: ``{"style_target": ...}`` JSON, or plain text when the reply holds no JSON."""
+    """``(text, problems)`` from a reply: ``{"style_target": ...}`` JSON, or plain text when the
+    reply holds no JSON.
+    """
     try:
         data = extract_json(reply)
     except ReplyParseError:

@@ -191,7 +191,9 @@ def propose_command(
 
 
 def _rubric_path(out: Path | None, folder: Path | None, ok: bool) -> Path:
-    """Where a drafted rubric goes: ``--out`` or ``<folder>/rubric.json``; failed drafts get ``.draft.json``."""
+    """Where a drafted rubric goes: ``--out`` or ``<folder>/rubric.json``; failed drafts get
+    ``.draft.json``.
+    """
     base = out if out is not None else (folder or Path(".")) / "rubric.json"
     return base if ok else base.with_name(base.stem + ".draft.json")
 
@@ -393,7 +395,9 @@ def style_target_command(
 
 
 def _write_style_target(text: str, folder: Path | None, out: Path | None, file_name: str | None) -> str:
-    """Write an accepted style target (``--out`` file, ``--file`` in the task folder, or inline); returns where."""
+    """Write an accepted style target (``--out`` file, ``--file`` in the task folder, or inline);
+    returns where.
+    """
     from pptarena.authoring.files import set_top_level_keys
 
     if out is not None:

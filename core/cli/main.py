@@ -162,7 +162,10 @@ def options_command(ctx: click.Context, kind: str, name: str, as_json: bool) -> 
         return
     doc = (spec.factory.__doc__ or "").strip().splitlines()
     click.echo(
-        f"{kind} {spec.name!r} from plugin {spec.plugin} ({spec.distribution or '?'} {spec.version or ''})".rstrip()
+        (
+            f"{kind} {spec.name!r} from plugin {spec.plugin} "
+            f"({spec.distribution or '?'} {spec.version or ''})"
+        ).rstrip()
     )
     if doc:
         click.echo(f"  {doc[0]}")

@@ -1,4 +1,6 @@
-"""Click commands ``arena report``, ``arena rescore`` and ``arena meta-eval`` (wired lazily by :mod:`pptarena.cli.main`)."""
+"""Click commands ``arena report``, ``arena rescore`` and ``arena meta-eval`` (wired lazily by
+:mod:`pptarena.cli.main`).
+"""
 
 from __future__ import annotations
 
@@ -216,7 +218,10 @@ def _meta_tables(report: dict[str, Any]) -> list[Any]:
                     fmt(s["unanimous_rate"]),
                 ]
             )
-        t.note = "variance of the 0-1 score (population, per item, averaged); majority rate: items where > K/2 repeats agree"
+        t.note = (
+            "variance of the 0-1 score (population, per item, averaged); "
+            "majority rate: items where > K/2 repeats agree"
+        )
         tables.append(t)
     return tables
 
@@ -317,7 +322,9 @@ def meta_eval_command(
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the full JSON report.")
 def compare_command(run_dirs: tuple[Path, ...], n_boot: int, seed: int, as_json: bool) -> None:
-    """Compare runs of the same agents and tasks (RUN_B... against RUN_A): score differences, moved tasks, τ_b."""
+    """Compare runs of the same agents and tasks (RUN_B... against RUN_A): score differences,
+    moved tasks, τ_b.
+    """
     from pptarena.report.compare import compare_runs, compare_tables
     from pptarena.report.data import RunDirError
     from pptarena.report.tables import print_tables

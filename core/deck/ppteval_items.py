@@ -1,4 +1,5 @@
-"""The objects of a ``ppt_diff``: PPT-Eval's ``Slide``, ``AnimationEffect``, ``SlideTransition`` and ``PowerPointDiff``.
+"""The objects of a ``ppt_diff``: PPT-Eval's ``Slide``, ``AnimationEffect``,
+``SlideTransition`` and ``PowerPointDiff``.
 
 Shared by both semantics (:mod:`pptarena.deck.ppteval` builds the corrected view,
 :mod:`pptarena.deck.ppteval_published` PPT-Eval's own); attribute names, field order, ``to_dict``

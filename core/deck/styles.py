@@ -234,7 +234,9 @@ def describe_fill(
 def describe_line(
     ln: etree._Element, theme_colors: dict[str, str], cmap: dict[str, str]
 ) -> dict[str, Any] | None:
-    """An a:ln-like element (a:ln, a:lnL, a:lnR...) as {width (EMU), fill, dash}; None when it sets nothing."""
+    """An a:ln-like element (a:ln, a:lnL, a:lnR...) as {width (EMU), fill, dash};
+    None when it sets nothing.
+    """
     out: dict[str, Any] = {}
     width = ln.get("w")
     if width:

@@ -210,7 +210,9 @@ def paragraphs(
     ctx: TextContext,
     style_color: dict[str, Any] | None = None,
 ) -> list[dict[str, Any]]:
-    """Paragraph dicts of a ``p:txBody``/``a:txBody``; ``styles`` is the lstStyle chain after the shape's own."""
+    """Paragraph dicts of a ``p:txBody``/``a:txBody``;
+    ``styles`` is the lstStyle chain after the shape's own.
+    """
     if txbody is None:
         return []
     own = find_child(txbody, A + "lstStyle")

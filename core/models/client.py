@@ -76,7 +76,9 @@ class BackendOptions(Options):
     )
     pricing: dict[str, ModelPrice] = Field(
         default_factory=dict,
-        description="USD per million tokens by model name, {input, output, cached_input}; overrides the bundled table",
+        description=(
+            "USD per million tokens by model name, {input, output, cached_input}; overrides the bundled table"
+        ),
     )
 
 

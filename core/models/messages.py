@@ -251,7 +251,9 @@ class UsageBook:
                 self._unpriced.update(cost["unpriced_models"])
 
     def cost(self) -> dict[str, Any]:
-        """``{"usd": total or None when a call was unpriced, "known_usd": priced part, "unpriced_models": [...]}``."""
+        """``{"usd": total or None when a call was unpriced, "known_usd": priced part,
+        "unpriced_models": [...]}``.
+        """
         with self._lock:
             known, unpriced = round(self._cost, 6), sorted(self._unpriced)
         return {"usd": None if unpriced else known, "known_usd": known, "unpriced_models": unpriced}

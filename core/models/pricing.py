@@ -67,7 +67,9 @@ def _lookup(table: dict[str, ModelPrice], model: str) -> ModelPrice | None:
 
 
 def price_for(backend: Any, model: str) -> ModelPrice | None:
-    """The price of ``model`` on ``backend``: its ``pricing`` option, the bundled table, its ``default_price``."""
+    """The price of ``model`` on ``backend``: its ``pricing`` option, the bundled table,
+    its ``default_price``.
+    """
     overrides = getattr(getattr(backend, "options", None), "pricing", None) or {}
     if model in overrides:
         return overrides[model]
@@ -135,7 +137,8 @@ def _row_cost(row: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def cost_of_rows(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """Totals over result lines: ``usd`` (None when unknown), ``known_usd``, ``agent`` and per-``judges`` parts.
+    """Totals over result lines: ``usd`` (None when unknown), ``known_usd``, ``agent``
+    and per-``judges`` parts.
 
     Lines from before cost accounting with token usage count as unknown.
     """

@@ -27,33 +27,52 @@ REPORT_NAME = "report.html"
 DEFAULT_MAX_RENDERS = 120
 
 CSS = """
-body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;color:#1d1d1f;background:#fafafa;font-size:14px}
+body{font-family:system-ui,-apple-system,'Segoe UI',sans-serif;margin:0;color:#1d1d1f;background:#fafafa;\
+font-size:14px}
 header{background:#1f2d3d;color:#fff;padding:16px 28px}header h1{margin:0 0 4px;font-size:22px}
 header .meta{color:#c9d3dd;font-size:12px}main{padding:8px 28px 40px}
 h2{border-bottom:2px solid #1f2d3d;padding-bottom:4px;margin-top:32px}h3{margin:18px 0 6px}
-table{border-collapse:collapse;margin:8px 0;background:#fff}th,td{border:1px solid #d5d9de;padding:4px 8px;text-align:right;vertical-align:top}
-th{background:#eef1f4}td:first-child,th:first-child{text-align:left}table.small td,table.small th{font-size:12px;text-align:left}
-.note,.muted{color:#666;font-size:12px}.plots{display:flex;flex-wrap:wrap;gap:16px}.plots svg{background:#fff;border:1px solid #d5d9de}
+table{border-collapse:collapse;margin:8px 0;background:#fff}\
+th,td{border:1px solid #d5d9de;padding:4px 8px;text-align:right;vertical-align:top}
+th{background:#eef1f4}td:first-child,th:first-child{text-align:left}\
+table.small td,table.small th{font-size:12px;text-align:left}
+.note,.muted{color:#666;font-size:12px}.plots{display:flex;flex-wrap:wrap;gap:16px}\
+.plots svg{background:#fff;border:1px solid #d5d9de}
 section.task{background:#fff;border:1px solid #d5d9de;border-radius:6px;padding:12px 18px;margin:22px 0}
-.instruction{white-space:pre-wrap;background:#f3f6f9;border-left:4px solid #4e79a7;padding:8px 12px;font-size:15px}
-.chips span{display:inline-block;background:#e8edf2;border-radius:10px;padding:1px 8px;margin:2px;font-size:12px}
+.instruction{white-space:pre-wrap;background:#f3f6f9;border-left:4px solid #4e79a7;padding:8px 12px;\
+font-size:15px}
+.chips span{display:inline-block;background:#e8edf2;border-radius:10px;padding:1px 8px;margin:2px;\
+font-size:12px}
 .pair{border-top:1px solid #e3e6ea;margin-top:14px;padding-top:8px}.pair h4{margin:4px 0;font-size:16px}
-.badge{border-radius:4px;padding:1px 6px;font-size:12px;color:#fff;background:#888}.badge.scored{background:#59a14f}
-.badge.agent_error,.badge.judge_error{background:#e15759}.badge.timeout{background:#f28e2b}.badge.infra_error{background:#9c755f}
-.slides{display:grid;grid-template-columns:60px repeat(3,minmax(0,1fr));gap:6px;align-items:start;margin:8px 0;max-width:1100px}
-.slides .h{font-weight:bold;text-align:center;background:#eef1f4;padding:3px}.slides img{width:100%;border:1px solid #ccc;background:#fff}
-.slides .none{color:#999;text-align:center;padding:20px 0;border:1px dashed #ccc}.slides .num{font-size:12px;color:#555;padding-top:6px}
-.edits{display:grid;grid-template-columns:1fr 1fr;gap:10px}pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;
+.badge{border-radius:4px;padding:1px 6px;font-size:12px;color:#fff;background:#888}\
+.badge.scored{background:#59a14f}
+.badge.agent_error,.badge.judge_error{background:#e15759}.badge.timeout{background:#f28e2b}\
+.badge.infra_error{background:#9c755f}
+.slides{display:grid;grid-template-columns:60px repeat(3,minmax(0,1fr));gap:6px;align-items:start;\
+margin:8px 0;max-width:1100px}
+.slides .h{font-weight:bold;text-align:center;background:#eef1f4;padding:3px}\
+.slides img{width:100%;border:1px solid #ccc;background:#fff}
+.slides .none{color:#999;text-align:center;padding:20px 0;border:1px dashed #ccc}\
+.slides .num{font-size:12px;color:#555;padding-top:6px}
+.edits{display:grid;grid-template-columns:1fr 1fr;gap:10px}\
+pre{white-space:pre-wrap;word-break:break-word;background:#f6f8fa;
 border:1px solid #e1e4e8;padding:8px;font-size:12px;max-height:320px;overflow:auto;margin:4px 0}
 .verdict{border-left:3px solid #4e79a7;padding:2px 10px;margin:8px 0}.verdict h5{margin:2px 0;font-size:14px}
-.metrics{font-size:12px;color:#555}.explanation{white-space:pre-wrap;margin:4px 0}.err{color:#b00020;white-space:pre-wrap;font-size:12px}
-ul.tree{list-style:none;margin:2px 0 2px 10px;padding-left:14px;border-left:1px dashed #bbb}ul.tree.root{border-left:none;margin-left:0;padding-left:0}
-ul.tree li{margin:3px 0}.node-score{display:inline-block;min-width:34px;text-align:center;border-radius:3px;color:#fff;font-size:12px}
-.node-score.ok{background:#59a14f}.node-score.part{background:#edc948;color:#222}.node-score.bad{background:#e15759}
-.crit{font-size:11px;color:#b00020;border:1px solid #b00020;border-radius:3px;padding:0 3px}.desc{color:#444;font-size:12px}
+.metrics{font-size:12px;color:#555}.explanation{white-space:pre-wrap;margin:4px 0}\
+.err{color:#b00020;white-space:pre-wrap;font-size:12px}
+ul.tree{list-style:none;margin:2px 0 2px 10px;padding-left:14px;border-left:1px dashed #bbb}\
+ul.tree.root{border-left:none;margin-left:0;padding-left:0}
+ul.tree li{margin:3px 0}\
+.node-score{display:inline-block;min-width:34px;text-align:center;border-radius:3px;color:#fff;font-size:12px}
+.node-score.ok{background:#59a14f}.node-score.part{background:#edc948;color:#222}\
+.node-score.bad{background:#e15759}
+.crit{font-size:11px;color:#b00020;border:1px solid #b00020;border-radius:3px;padding:0 3px}\
+.desc{color:#444;font-size:12px}
 .reason{font-size:12px;color:#333;font-style:italic}.score{font-weight:bold}svg.bar{vertical-align:middle}
-nav.toc{columns:3;font-size:12px}nav.toc a{text-decoration:none}.problem{background:#fff4e5;border:1px solid #f0c36d;padding:6px 10px;margin:6px 0}
-img.thumb{max-width:360px;display:block;margin:4px 0;border:1px solid #ccc}details summary{cursor:pointer;font-weight:bold;margin:6px 0}
+nav.toc{columns:3;font-size:12px}nav.toc a{text-decoration:none}\
+.problem{background:#fff4e5;border:1px solid #f0c36d;padding:6px 10px;margin:6px 0}
+img.thumb{max-width:360px;display:block;margin:4px 0;border:1px solid #ccc}\
+details summary{cursor:pointer;font-weight:bold;margin:6px 0}
 """
 
 
@@ -102,7 +121,8 @@ def slides_html(view: PairView, base: Path) -> str:
     if not view.rows:
         return '<p class="muted">No slide was edited in the prediction or the target.</p>'
     cells = [
-        '<div class="slides"><div></div><div class="h">original</div><div class="h">prediction</div><div class="h">target</div>'
+        '<div class="slides"><div></div><div class="h">original</div>'
+        '<div class="h">prediction</div><div class="h">target</div>'
     ]
     for row in view.rows:
         cells.append(f'<div class="num">slide {row.original if row.original is not None else "new"}</div>')
@@ -111,7 +131,8 @@ def slides_html(view: PairView, base: Path) -> str:
             img = view.images.get(role, {}).get(n) if n is not None else None
             if img is not None and img.is_file():
                 cells.append(
-                    f'<div><img loading="lazy" src="{rel_url(img, base)}" alt="{role} slide {n}"><div class="muted">{role} slide {n}</div></div>'
+                    f'<div><img loading="lazy" src="{rel_url(img, base)}" alt="{role} slide {n}">'
+                    f'<div class="muted">{role} slide {n}</div></div>'
                 )
             elif n is None:
                 cells.append(f'<div class="none">absent in {role}</div>')
@@ -137,7 +158,8 @@ def _rescore_html(data: RunData, agent: str, task_id: str) -> str:
                 for j, b in (row.get("scores") or {}).items()
             )
         parts.append(
-            f"<details><summary>Re-score {esc(name, 100)} ({esc(row.get('status'), 30)})</summary>{inner}</details>"
+            f"<details><summary>Re-score {esc(name, 100)} ({esc(row.get('status'), 30)})</summary>"
+            f"{inner}</details>"
         )
     return "".join(parts)
 
@@ -191,7 +213,8 @@ def pair_html(
         parts.append(
             '<div class="edits"><div><b>Edits original → prediction</b>'
             f"<pre>{esc(view.prediction_edits or '(none)', 30_000)}</pre></div>"
-            f"<div><b>Edits original → target</b><pre>{esc(view.target_edits or '(no target)', 30_000)}</pre></div></div>"
+            "<div><b>Edits original → target</b>"
+            f"<pre>{esc(view.target_edits or '(no target)', 30_000)}</pre></div></div>"
         )
     verdicts = data.verdicts(agent, task_id).get("verdicts") or {}
     for label, verdict in verdicts.items():
@@ -219,7 +242,8 @@ def task_html(data: RunData, task_id: str, task: Any, budget: RenderBudget | Non
         if k in ("category", "edit_type", "difficulty", "source", "deck")
     )
     parts = [
-        f'<section class="task" id="{escape(_anchor(task_id))}"><h2>{esc(task_id, 200)}</h2><div class="chips">{chips}</div>'
+        f'<section class="task" id="{escape(_anchor(task_id))}"><h2>{esc(task_id, 200)}</h2>'
+        f'<div class="chips">{chips}</div>'
     ]
     if task is not None:
         parts.append(f'<div class="instruction">{esc(task.instruction, 8000)}</div>')
@@ -227,7 +251,8 @@ def task_html(data: RunData, task_id: str, task: Any, budget: RenderBudget | Non
             parts.append(f"<p><b>Style target:</b> {esc(task.style_target, 4000)}</p>")
     else:
         parts.append(
-            '<div class="problem">The instruction is unavailable: the run\'s dataset could not be loaded.</div>'
+            '<div class="problem">The instruction is unavailable: '
+            "the run's dataset could not be loaded.</div>"
         )
     for agent in data.agents:
         parts.append(pair_html(data, task, agent, task_id, budget, base))
@@ -274,7 +299,8 @@ def render_page(
     legend = ", ".join(f"{escape(j)} ({'/'.join(sorted(k))})" for j, k in kinds.items() if k)
     toc = "".join(f'<a href="#{escape(_anchor(t))}">{esc(t, 100)}</a><br>' for t in task_ids)
     body = [
-        f"<header><h1>pptarena run: {esc(data.run_dir.resolve().name, 200)}</h1><div class='meta'>{meta}</div></header><main>",
+        f"<header><h1>pptarena run: {esc(data.run_dir.resolve().name, 200)}</h1>"
+        f"<div class='meta'>{meta}</div></header><main>",
         *(f'<div class="problem">{esc(p, 1000)}</div>' for p in problems),
         "<h2>Leaderboard</h2>",
         *(table_html(t) for t in tables),
@@ -287,7 +313,8 @@ def render_page(
     ]
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-        f"<meta name='viewport' content='width=device-width'><title>pptarena report — {esc(data.run_dir.name, 200)}</title>"
+        "<meta name='viewport' content='width=device-width'>"
+        f"<title>pptarena report — {esc(data.run_dir.name, 200)}</title>"
         f"<style>{CSS}</style></head><body>{''.join(body)}</body></html>"
     )
 

@@ -31,11 +31,12 @@ INDEX_CSS = """
 .filters{display:flex;flex-wrap:wrap;gap:10px;align-items:center;margin:8px 0;font-size:13px}
 .filters input[type=search]{width:220px}.filters input[type=number]{width:64px}
 table.tasks th{cursor:pointer;user-select:none;white-space:nowrap}table.tasks td{white-space:nowrap}
-table.tasks td.id{max-width:420px;overflow:hidden;text-overflow:ellipsis}th.asc:after{content:" ▲"}th.desc:after{content:" ▼"}
+table.tasks td.id{max-width:420px;overflow:hidden;text-overflow:ellipsis}th.asc:after{content:" ▲"}\
+th.desc:after{content:" ▼"}
 .pager{font-size:13px;margin:6px 0}.pager button{margin:0 4px}
 """
 
-SCRIPT = r"""
+SCRIPT = """
 (function () {
   const D = JSON.parse(document.getElementById('task-data').textContent);
   const J = D.judges.length, PAGE = D.page_rows;
@@ -77,8 +78,10 @@ SCRIPT = r"""
     const n = {}; rows.forEach(function (r) { n[r[field]] = (n[r[field]] || 0) + 1; }); return n;
   }
   const ns = count('status'), na = count('agent');
-  option(el('f-status'), '', 'all statuses'); D.statuses.forEach(function (s) { option(el('f-status'), s, s + ' (' + (ns[s] || 0) + ')'); });
-  option(el('f-agent'), '', 'all agents'); D.agents.forEach(function (a) { option(el('f-agent'), a, a + ' (' + (na[a] || 0) + ')'); });
+  option(el('f-status'), '', 'all statuses'); \
+D.statuses.forEach(function (s) { option(el('f-status'), s, s + ' (' + (ns[s] || 0) + ')'); });
+  option(el('f-agent'), '', 'all agents'); \
+D.agents.forEach(function (a) { option(el('f-agent'), a, a + ' (' + (na[a] || 0) + ')'); });
   const head = el('task-head');
   cols.forEach(function (c) {
     const th = document.createElement('th'); th.textContent = c[1]; th.dataset.col = c[0];
@@ -89,16 +92,19 @@ SCRIPT = r"""
   });
   function fmt(x) { return typeof x === 'number' ? x.toFixed(3) : '–'; }
   function draw() {
-    const q = state.q.toLowerCase(), minDis = state.dis === '' ? null : parseFloat(state.dis);
+    const q = state.q.toLowerCase(), \
+minDis = state.dis === '' ? null : parseFloat(state.dis);
     let out = rows.filter(function (r) {
       return (!state.status || r.status === state.status) && (!state.agent || r.agent === state.agent) &&
-        (!q || r.task.toLowerCase().indexOf(q) >= 0) && (minDis === null || isNaN(minDis) || (r.dis !== null && r.dis >= minDis));
+        (!q || r.task.toLowerCase().indexOf(q) >= 0) && \
+(minDis === null || isNaN(minDis) || (r.dis !== null && r.dis >= minDis));
     });
     if (state.sort) {
       const desc = state.sort[0] === '-', c = desc ? state.sort.slice(1) : state.sort;
       out = out.slice().sort(function (a, b) {
         const x = key(a, c), y = key(b, c);
-        if (x === y) return 0; if (x === null || x === undefined) return 1; if (y === null || y === undefined) return -1;
+        if (x === y) return 0; \
+if (x === null || x === undefined) return 1; if (y === null || y === undefined) return -1;
         return (x < y ? -1 : 1) * (desc ? -1 : 1);
       });
     }
@@ -107,24 +113,30 @@ SCRIPT = r"""
     const body = el('task-body'); body.textContent = '';
     out.slice(state.page * PAGE, (state.page + 1) * PAGE).forEach(function (r) {
       const tr = document.createElement('tr'); tr.className = 'row-' + r.status;
-      const td0 = document.createElement('td'); td0.className = 'id'; const a = document.createElement('a');
+      const td0 = document.createElement('td'); td0.className = 'id'; \
+const a = document.createElement('a');
       // the pair's anchor on the task page, as report/html.py _anchor() spells it
       a.href = r.href + '#t-' + (r.task + '--' + r.agent).replace(/[^A-Za-z0-9_-]+/g, '-').slice(0, 120);
       a.textContent = r.task; a.title = r.task; td0.appendChild(a); tr.appendChild(td0);
-      const cells = [r.agent, null].concat(r.scores.map(fmt)).concat([fmt(r.dis), r.duration === null ? '–' : String(r.duration)]);
+      const cells = [r.agent, null].concat(r.scores.map(fmt)).concat(\
+[fmt(r.dis), r.duration === null ? '–' : String(r.duration)]);
       cells.forEach(function (text, i) {
         const td = document.createElement('td');
-        if (i === 1) { const b = document.createElement('span'); b.className = 'badge ' + r.status; b.textContent = r.status; td.appendChild(b); }
+        if (i === 1) { const b = document.createElement('span'); \
+b.className = 'badge ' + r.status; b.textContent = r.status; td.appendChild(b); }
         else td.textContent = text;
         tr.appendChild(td);
       });
       body.appendChild(tr);
     });
-    el('task-count').textContent = out.length ? ('pairs ' + (state.page * PAGE + 1) + '–' + Math.min(out.length, (state.page + 1) * PAGE) +
-      ' of ' + out.length + ' shown (' + rows.length + ' in the run)') : 'no pair matches (' + rows.length + ' in the run)';
+    el('task-count').textContent = out.length ? \
+('pairs ' + (state.page * PAGE + 1) + '–' + Math.min(out.length, (state.page + 1) * PAGE) +
+      ' of ' + out.length + ' shown (' + rows.length + ' in the run)') : \
+'no pair matches (' + rows.length + ' in the run)';
     el('prev').disabled = state.page === 0; el('next').disabled = state.page >= pages - 1;
     Array.prototype.forEach.call(head.children, function (th) {
-      th.className = state.sort === th.dataset.col ? 'asc' : (state.sort === '-' + th.dataset.col ? 'desc' : '');
+      th.className = state.sort === th.dataset.col ? 'asc' : \
+(state.sort === '-' + th.dataset.col ? 'desc' : '');
     });
     document.documentElement.setAttribute('data-shown', String(out.length));
   }
@@ -222,7 +234,8 @@ def index_page(data: RunData, problems: list[str], links: dict[str, str], parts:
     kinds = judge_kinds(data.rows)
     legend = ", ".join(f"{escape(j)} ({'/'.join(sorted(k))})" for j, k in kinds.items() if k)
     body = [
-        f"<header><h1>pptarena run: {esc(data.run_dir.resolve().name, 200)}</h1><div class='meta'>{meta}</div></header><main>",
+        f"<header><h1>pptarena run: {esc(data.run_dir.resolve().name, 200)}</h1>"
+        f"<div class='meta'>{meta}</div></header><main>",
         *(f'<div class="problem">{esc(p, 1000)}</div>' for p in problems),
         "<h2>Leaderboard</h2>",
         *(parts.table_html(t) for t in tables),
@@ -230,22 +243,28 @@ def index_page(data: RunData, problems: list[str], links: dict[str, str], parts:
         "<h2>Score distributions</h2>",
         parts.plots_html(data),
         f"<h2>Tasks ({len(table['tasks'])}) and pairs ({len(data.rows)})</h2>",
-        '<p class="note">Each task has its own page (click its id): renders, edits, verdicts and logs of every agent. '
-        "Judge disagreement: max − min of the pair's judge scores (two judges or more). Click a column to sort.</p>",
+        '<p class="note">Each task has its own page (click its id): renders, edits, verdicts and logs '
+        "of every agent. Judge disagreement: max − min of the pair's judge scores (two judges or more). "
+        "Click a column to sort.</p>",
         '<div class="filters"><select id="f-status" aria-label="status"></select>'
         '<select id="f-agent" aria-label="agent"></select>'
         '<input id="f-q" type="search" placeholder="task id contains…" aria-label="task id contains">'
-        '<label>disagreement ≥ <input id="f-dis" type="number" min="0" max="1" step="0.05" aria-label="minimum disagreement"></label></div>',
-        '<div class="pager"><button id="prev" type="button">◀ previous</button><span id="task-count"></span>'
+        '<label>disagreement ≥ <input id="f-dis" type="number" min="0" max="1" step="0.05" '
+        'aria-label="minimum disagreement"></label></div>',
+        '<div class="pager"><button id="prev" type="button">◀ previous</button>'
+        '<span id="task-count"></span>'
         '<button id="next" type="button">next ▶</button></div>',
-        '<table class="tasks small"><thead><tr id="task-head"></tr></thead><tbody id="task-body"></tbody></table>',
-        "<noscript><p>The task table needs JavaScript; the task pages are in the report/ folder.</p></noscript>",
+        '<table class="tasks small"><thead><tr id="task-head"></tr></thead>'
+        '<tbody id="task-body"></tbody></table>',
+        "<noscript><p>The task table needs JavaScript; "
+        "the task pages are in the report/ folder.</p></noscript>",
         f'<script type="application/json" id="task-data">{_json_for_script(table)}</script>',
         f"<script>{SCRIPT}</script></main>",
     ]
     return (
         "<!DOCTYPE html><html lang='en'><head><meta charset='utf-8'>"
-        f"<meta name='viewport' content='width=device-width'><title>pptarena report — {esc(data.run_dir.name, 200)}</title>"
+        "<meta name='viewport' content='width=device-width'>"
+        f"<title>pptarena report — {esc(data.run_dir.name, 200)}</title>"
         f"<style>{parts.css}{INDEX_CSS}</style></head><body>{''.join(body)}</body></html>"
     )
 
@@ -262,6 +281,8 @@ def choose_layout(layout: str, pairs: int) -> str:
 def write_index_and_pages(
     data: RunData, tasks: dict[str, Any], budget: Any, problems: list[str], out: Any, parts: HtmlParts
 ) -> str:
-    """Write every task's page beside ``out`` (see :func:`pptarena.report.pages.write_pages`); return the index page."""
+    """Write every task's page beside ``out`` (see :func:`pptarena.report.pages.write_pages`);
+    return the index page.
+    """
     links = write_pages(data, tasks, budget, out, parts)
     return index_page(data, problems, links, parts)

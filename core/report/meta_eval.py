@@ -124,7 +124,8 @@ def read_labels(path: Path, scale: str = "auto") -> tuple[list[Label], str]:
     missing = [c for c in ("task_id", "agent", "label") if c not in (reader.fieldnames or [])]
     if missing:
         raise LabelError(
-            f"{path}: missing column(s) {', '.join(missing)} (found: {', '.join(reader.fieldnames or []) or 'none'})"
+            f"{path}: missing column(s) {', '.join(missing)} "
+            f"(found: {', '.join(reader.fieldnames or []) or 'none'})"
         )
     raw_rows: list[tuple[int, str, str, str]] = []
     kinds: dict[int, str] = {}
@@ -139,7 +140,8 @@ def read_labels(path: Path, scale: str = "auto") -> tuple[list[Label], str]:
             raise LabelError(f"{path}:{line_no}: task_id, agent and label must all be set")
         if (task, agent) in seen:
             raise LabelError(
-                f"{path}:{line_no}: a second label for ({task}, {agent}) (first on line {seen[(task, agent)]})"
+                f"{path}:{line_no}: a second label for ({task}, {agent}) "
+                f"(first on line {seen[(task, agent)]})"
             )
         seen[(task, agent)] = line_no
         raw_rows.append((line_no, task, agent, label))
@@ -341,7 +343,9 @@ def meta_eval(
     seed: int = 0,
     registry: Any = None,
 ) -> dict[str, Any]:
-    """Run the meta-evaluation; returns a JSON-ready report (also written to ``RUN_DIR/meta-eval/meta_eval.json``)."""
+    """Run the meta-evaluation; returns a JSON-ready report
+    (also written to ``RUN_DIR/meta-eval/meta_eval.json``).
+    """
     from pptarena.report.data import load_run
     from pptarena.run.results import write_json_atomic
 
@@ -369,7 +373,8 @@ def meta_eval(
         unknown = [lab for lab in labels if data.row(lab.agent, lab.task_id) is None]
         if unknown:
             report["warnings"].append(
-                f"{len(unknown)} label(s) name a pair not in the run, e.g. ({unknown[0].task_id}, {unknown[0].agent})"
+                f"{len(unknown)} label(s) name a pair not in the run, "
+                f"e.g. ({unknown[0].task_id}, {unknown[0].agent})"
             )
         pairs = {(lab.task_id, lab.agent) for lab in labels}
     if repeat:

@@ -41,7 +41,9 @@ def kind_means(labels: list[Any], series: dict[str, dict[tuple[str, str], float]
 
 
 def within_task_order(labels: list[Any], values: dict[tuple[str, str], float]) -> dict[str, Any]:
-    """Concordant / tied / discordant counts over same-task pairs with different labels (see the module doc)."""
+    """Concordant / tied / discordant counts over same-task pairs with different labels
+    (see the module doc).
+    """
     by_task: dict[str, list[Any]] = defaultdict(list)
     for lab in labels:
         if (lab.task_id, lab.agent) in values:

@@ -46,7 +46,8 @@ def histogram_rows_svg(
     height = top + row_h * max(1, len(series)) + bottom
     esc = html.escape
     parts = [
-        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" viewBox="0 0 {width} {height}" '
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'viewBox="0 0 {width} {height}" '
         f'role="img" aria-label="{esc(title)}" font-family="sans-serif" font-size="12">',
         f'<text x="4" y="16" font-weight="bold" font-size="13">{esc(title)}</text>',
     ]
@@ -77,32 +78,39 @@ def histogram_rows_svg(
             h = (row_h - 30) * c / peak
             x = left + b * bar_w
             parts.append(
-                f'<rect x="{x + 1:.1f}" y="{base - h:.1f}" width="{bar_w - 2:.1f}" height="{h:.1f}" fill="{colour}">'
-                f"<title>{esc(name)}: {c} score(s) in [{b / bins:.1f}, {(b + 1) / bins:.1f}{']' if b == bins - 1 else ')'}</title></rect>"
+                f'<rect x="{x + 1:.1f}" y="{base - h:.1f}" width="{bar_w - 2:.1f}" height="{h:.1f}" '
+                f'fill="{colour}">'
+                f"<title>{esc(name)}: {c} score(s) in "
+                f"[{b / bins:.1f}, {(b + 1) / bins:.1f}{']' if b == bins - 1 else ')'}</title></rect>"
             )
             parts.append(
-                f'<text x="{x + bar_w / 2:.1f}" y="{base - h - 3:.1f}" text-anchor="middle" font-size="10">{c}</text>'
+                f'<text x="{x + bar_w / 2:.1f}" y="{base - h - 3:.1f}" '
+                f'text-anchor="middle" font-size="10">{c}</text>'
             )
         if mean is not None:
             mx = left + mean * plot_w
             parts.append(
-                f'<line x1="{mx:.1f}" y1="{base - (row_h - 26)}" x2="{mx:.1f}" y2="{base + 4}" stroke="#222" stroke-width="2"/>'
+                f'<line x1="{mx:.1f}" y1="{base - (row_h - 26)}" x2="{mx:.1f}" y2="{base + 4}" '
+                'stroke="#222" stroke-width="2"/>'
             )
             if ci:
                 lo, hi = (left + min(max(float(v), 0.0), 1.0) * plot_w for v in ci)
                 wy = base + 8
                 parts.append(
-                    f'<path d="M{lo:.1f} {wy - 3} v6 M{lo:.1f} {wy} H{hi:.1f} M{hi:.1f} {wy - 3} v6" stroke="#222" '
+                    f'<path d="M{lo:.1f} {wy - 3} v6 M{lo:.1f} {wy} H{hi:.1f} M{hi:.1f} {wy - 3} v6" '
+                    'stroke="#222" '
                     f'fill="none"><title>95% interval {ci[0]:.3f} to {ci[1]:.3f}</title></path>'
                 )
     axis_y = top + row_h * max(1, len(series)) + 2
     for t in range(0, 11, 2):
         x = left + plot_w * t / 10
         parts.append(
-            f'<text x="{x:.1f}" y="{axis_y + 12}" text-anchor="middle" fill="#555" font-size="10">{t / 10:.1f}</text>'
+            f'<text x="{x:.1f}" y="{axis_y + 12}" text-anchor="middle" fill="#555" font-size="10">'
+            f"{t / 10:.1f}</text>"
         )
     parts.append(
-        f'<text x="{left + plot_w / 2}" y="{axis_y + 26}" text-anchor="middle" fill="#555" font-size="10">score</text>'
+        f'<text x="{left + plot_w / 2}" y="{axis_y + 26}" '
+        'text-anchor="middle" fill="#555" font-size="10">score</text>'
     )
     parts.append("</svg>")
     return "".join(parts)
@@ -113,6 +121,7 @@ def score_bar(score: float | None, width: int = 80) -> str:
     frac = 0.0 if score is None else min(max(float(score), 0.0), 1.0)
     colour = "#59a14f" if frac >= 0.999 else ("#edc948" if frac >= 0.5 else "#e15759")
     return (
-        f'<svg class="bar" width="{width}" height="10" viewBox="0 0 {width} 10"><rect width="{width}" height="10" fill="#eee"/>'
+        f'<svg class="bar" width="{width}" height="10" viewBox="0 0 {width} 10">'
+        f'<rect width="{width}" height="10" fill="#eee"/>'
         f'<rect width="{frac * width:.1f}" height="10" fill="{colour}"/></svg>'
     )

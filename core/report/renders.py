@@ -128,7 +128,10 @@ class RenderBudget:
         if self.problem:
             return self.problem
         if self.used >= self.limit:
-            return f"not rendered: the report's render limit ({self.limit} decks) was reached (arena report --max-renders N)"
+            return (
+                f"not rendered: the report's render limit ({self.limit} decks) was reached "
+                "(arena report --max-renders N)"
+            )
         try:
             if self._renderer is None:
                 if self._make is None:

@@ -200,7 +200,8 @@ class Rescorer:
                 previous_manifest,
                 store.read(),
                 str(self.out_dir),
-                f"Re-score into a new folder instead: `arena rescore {self.run_dir} --config ... --out NEW_NAME`.",
+                "Re-score into a new folder instead: "
+                f"`arena rescore {self.run_dir} --config ... --out NEW_NAME`.",
             )
             self._manifest(False, started)
             with progress, ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="rescore") as pool:

@@ -1,4 +1,6 @@
-"""What ``arena run`` and ``arena report`` show at the end: the leaderboard on the terminal, then ``report.html``."""
+"""What ``arena run`` and ``arena report`` show at the end: the leaderboard on the terminal,
+then ``report.html``.
+"""
 
 from __future__ import annotations
 

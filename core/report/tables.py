@@ -140,8 +140,8 @@ def leaderboard_table(
         row += [fmt(entry.get("duration_s"), 1), str(tokens) if tokens else "–", fmt_usd(entry.get("cost"))]
         table.rows.append(row)
     table.note = (
-        "mean: over tasks of the per-task mean over epochs, a pair without a score counts 0; n = attempts the judge "
-        "scored; [95% bootstrap interval over tasks]"
+        "mean: over tasks of the per-task mean over epochs, a pair without a score counts 0; "
+        "n = attempts the judge scored; [95% bootstrap interval over tasks]"
     )
     if k > 1:
         table.note += f"; pass@{k}/pass^{k}: unbiased estimators over {k} epochs"
@@ -157,7 +157,9 @@ def leaderboard_table(
 
 
 def breakdown_tables(summary: dict[str, Any]) -> list[TableData]:
-    """Per metadata field (category, edit type, difficulty): group × (agent, judge) mean over the group's tasks."""
+    """Per metadata field (category, edit type, difficulty): group × (agent, judge) mean
+    over the group's tasks.
+    """
     judges = list(summary.get("judges") or [])
     agents = summary.get("agents") or {}
     tables = []
@@ -200,7 +202,10 @@ def rescore_table(base: dict[str, Any], rescores: dict[str, dict[str, Any]]) -> 
             b = (((summ.get("agents") or {}).get(a) or {}).get("judges") or {}).get(j) or {}
             row.append(ci_text(b.get("mean_all"), b.get("mean_all_ci95")) if b.get("n") is not None else "–")
         table.rows.append(row)
-    table.note = "means over all tasks (unscored pairs count 0) [95% bootstrap interval]; re-scores live in rescore/<name>/"
+    table.note = (
+        "means over all tasks (unscored pairs count 0) [95% bootstrap interval]; "
+        "re-scores live in rescore/<name>/"
+    )
     return table
 
 
@@ -260,7 +265,7 @@ def print_tables(tables: list[TableData], file: TextIO | None = None, rich: bool
         console.print(rt)
 
 
-# --------------------------------------------------------------------------- statistics: intervals, comparisons, cost, fingerprints
+# -------------------------------------------------- statistics: intervals, comparisons, cost, fingerprints
 
 
 def ci_text(value: Any, ci: Any, digits: int = 3) -> str:
@@ -354,12 +359,17 @@ def fingerprint_table(manifest: dict[str, Any]) -> TableData | None:
                 str(fp.get("prompts_sha")),
             ]
         )
-    t.note = "every verdict records its judge's id; a run or re-score refuses verdicts of another id under the same label"
+    t.note = (
+        "every verdict records its judge's id; "
+        "a run or re-score refuses verdicts of another id under the same label"
+    )
     return t
 
 
 def cost_table(summary: dict[str, Any]) -> TableData | None:
-    """Cost per agent: its own model calls, each judge's calls, the total; then the run (None when nothing was spent)."""
+    """Cost per agent: its own model calls, each judge's calls, the total; then the run
+    (None when nothing was spent).
+    """
     from pptarena.models.pricing import fmt_usd
 
     agents = summary.get("agents") or {}

@@ -1,4 +1,5 @@
-"""HTML fragments for one pair in the report: judge verdicts (rubric trees as trees), agent log, GUI trajectory.
+"""HTML fragments for one pair in the report: judge verdicts (rubric trees as trees),
+agent log, GUI trajectory.
 
 All text from the run (explanations, model answers, log lines) is untrusted:
 it is escaped and clipped here.
@@ -62,7 +63,8 @@ def rubric_tree_html(node: dict[str, Any], budget: list[int] | None = None) -> s
     crit = ' <span class="crit" title="critical">critical</span>' if node.get("is_critical") else ""
     kind = node.get("scorer") or node.get("kind") or ""
     head = (
-        f'<span class="node-score {cls}">{float(score):.2f}</span> <b>{esc(node.get("name") or node.get("node_id"), 200)}</b>{crit}'
+        f'<span class="node-score {cls}">{float(score):.2f}</span> '
+        f"<b>{esc(node.get('name') or node.get('node_id'), 200)}</b>{crit}"
         f' <span class="muted">{esc(kind, 40)}</span>'
         if isinstance(score, int | float)
         else f"<b>{esc(node.get('name'), 200)}</b>"
@@ -97,7 +99,8 @@ def _dual_html(details: dict[str, Any]) -> str:
         for c in (d.get("chunks") or [])[:20]:
             if isinstance(c, dict):
                 parts.append(
-                    f"<li>slides {esc(c.get('slides'), 100)}: {esc(c.get('score'), 10)}/5 — {esc(c.get('reason'))}</li>"
+                    f"<li>slides {esc(c.get('slides'), 100)}: {esc(c.get('score'), 10)}/5 — "
+                    f"{esc(c.get('reason'))}</li>"
                 )
         parts.append("</ul>")
     return "".join(parts)
@@ -117,22 +120,26 @@ def _structural_html(details: dict[str, Any]) -> str:
     out = ""
     if misses:
         rows = "".join(
-            f'<tr><td>{esc(m.get("unit"), 200)}</td><td><span class="miss">{esc(m.get("class"), 30)}</span></td>'
+            f"<tr><td>{esc(m.get('unit'), 200)}</td>"
+            f'<td><span class="miss">{esc(m.get("class"), 30)}</span></td>'
             f"<td>{esc(m.get('recall'), 10)}</td><td>{esc(m.get('evidence'), 400)}</td></tr>"
             for m in misses
         )
         out += (
-            '<table class="small misses"><tr><th>missed object</th><th>miss</th><th>recall</th><th>evidence</th></tr>'
+            '<table class="small misses"><tr><th>missed object</th><th>miss</th>'
+            "<th>recall</th><th>evidence</th></tr>"
             f"{rows}</table>"
         )
     if units:
         rows = "".join(
-            f"<tr><td>{esc(u.get('unit'), 200)}</td><td>{esc(u.get('role'), 20)}</td><td>{esc(u.get('recall'), 10)}</td>"
+            f"<tr><td>{esc(u.get('unit'), 200)}</td><td>{esc(u.get('role'), 20)}</td>"
+            f"<td>{esc(u.get('recall'), 10)}</td>"
             f"<td>{esc(u.get('precision'), 10)}</td><td>{esc(_unit_note(u), 20)}</td></tr>"
             for u in units
         )
         out += (
-            '<table class="small"><tr><th>unit</th><th>role</th><th>recall</th><th>precision</th><th>cost</th></tr>'
+            '<table class="small"><tr><th>unit</th><th>role</th>'
+            "<th>recall</th><th>precision</th><th>cost</th></tr>"
             f"{rows}</table>"
         )
     return out
@@ -144,8 +151,10 @@ def verdict_html(label: str, verdict: dict[str, Any]) -> str:
         return ""
     if verdict.get("error"):
         return (
-            f'<div class="verdict"><h5>{esc(label, 100)} <span class="badge {esc(verdict.get("status", "judge_error"), 30)}">'
-            f'{esc(verdict.get("status", "error"), 30)}</span></h5><div class="err">{esc(verdict["error"])}</div></div>'
+            f'<div class="verdict"><h5>{esc(label, 100)} '
+            f'<span class="badge {esc(verdict.get("status", "judge_error"), 30)}">'
+            f"{esc(verdict.get('status', 'error'), 30)}</span></h5>"
+            f'<div class="err">{esc(verdict["error"])}</div></div>'
         )
     metrics = verdict.get("metrics") or {}
     mtext = ", ".join(f"{esc(k, 40)}={esc(v, 40)}" for k, v in list(metrics.items())[:16])
@@ -193,9 +202,15 @@ def agent_log_html(folder: Path) -> str:
         return ""
     t0 = next((e["t"] for e in events if isinstance(e.get("t"), int | float)), None)
     rows = "".join(
-        f"<tr><td>{(e['t'] - t0):.1f}s</td><td>{esc(e.get('event'), 60)}</td><td><code>{escape(_event_summary(e))}</code></td></tr>"
+        (
+            f"<tr><td>{(e['t'] - t0):.1f}s</td><td>{esc(e.get('event'), 60)}</td>"
+            f"<td><code>{escape(_event_summary(e))}</code></td></tr>"
+        )
         if t0 is not None and isinstance(e.get("t"), int | float)
-        else f"<tr><td></td><td>{esc(e.get('event'), 60)}</td><td><code>{escape(_event_summary(e))}</code></td></tr>"
+        else (
+            f"<tr><td></td><td>{esc(e.get('event'), 60)}</td>"
+            f"<td><code>{escape(_event_summary(e))}</code></td></tr>"
+        )
         for e in events
     )
     more = (
@@ -229,12 +244,17 @@ def trajectory_html(folder: Path, base: Path) -> str:
             img = ""
             shot = step.get("screenshot")
             if isinstance(shot, str) and "/" not in shot and (folder / "trajectory" / shot).is_file():
-                img = f'<img class="thumb" loading="lazy" src="{rel_url(folder / "trajectory" / shot, base)}" alt="step {esc(step.get("step"), 10)}">'
+                src = rel_url(folder / "trajectory" / shot, base)
+                img = f'<img class="thumb" loading="lazy" src="{src}" alt="step {esc(step.get("step"), 10)}">'
             acts = "; ".join(
                 str(a.get("kind", a)) if isinstance(a, dict) else str(a) for a in step.get("actions") or []
             )
             items.append(
-                f"<li><b>step {esc(step.get('step'), 10)}</b> {esc(acts, 300)} {esc(step.get('stop_reason') or '', 50)}"
+                f"<li><b>step {esc(step.get('step'), 10)}</b> {esc(acts, 300)} "
+                f"{esc(step.get('stop_reason') or '', 50)}"
                 f'<div class="err">{esc("; ".join(map(str, step.get("errors") or [])), 500)}</div>{img}</li>'
             )
-    return f'<details class="log"><summary>GUI trajectory</summary><ol class="traj">{"".join(items)}</ol></details>'
+    return (
+        '<details class="log"><summary>GUI trajectory</summary>'
+        f'<ol class="traj">{"".join(items)}</ol></details>'
+    )

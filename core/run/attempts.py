@@ -111,8 +111,9 @@ class Budget:
     def message(self) -> str:
         """What to tell the user when the budget stopped the run."""
         text = (
-            f"Budget reached: ${self.spent:.4f} spent of max_cost ${self.max_cost:.4f}; {self.not_started} attempts were "
-            "not started (attempts in flight were finished). Resume with a higher --max-cost to continue."
+            f"Budget reached: ${self.spent:.4f} spent of max_cost ${self.max_cost:.4f}; "
+            f"{self.not_started} attempts were not started (attempts in flight were finished). "
+            "Resume with a higher --max-cost to continue."
         )
         if self.unpriced:
             text += " Some calls have no known price and are not counted."

@@ -92,12 +92,15 @@ class RunConfig:
     judges: list[ComponentConfig]
     backends: dict[str, ComponentConfig] = field(default_factory=dict)
     missing_secrets: list[str] = field(default_factory=list)
-    """``{ env = VAR }`` references whose variable was unset (only when loaded with ``require_secrets=False``)."""
+    """``{ env = VAR }`` references whose variable was unset
+    (only when loaded with ``require_secrets=False``).
+    """
     executor: ComponentConfig | None = None
     #: the ``[[datasets]]`` tables when a run mixes benchmarks (``dataset`` is then the first);
     #: task ids get ``<label>/`` in front and ``metadata["dataset"] = label``
     datasets: list[ComponentConfig] = field(default_factory=list)
-    #: ``[[datasets]]`` label → the judge labels its tasks get (``judges = [...]`` in the table); all when absent
+    #: ``[[datasets]]`` label → the judge labels its tasks get (``judges = [...]`` in the table);
+    #: all when absent
     dataset_judges: dict[str, list[str]] = field(default_factory=dict)
 
     @property
@@ -123,7 +126,9 @@ class RunConfig:
 
 
 def redact(value: Any, key: str = "") -> Any:
-    """Replace literal secrets (keys named like key/token/secret/password/authorization/cookie/credential) by ``"***"``."""
+    """Replace literal secrets (keys named like key/token/secret/password/authorization/cookie/credential)
+    by ``"***"``.
+    """
     if isinstance(value, dict):
         if set(value) == {"env"}:
             return {"env": value["env"]}

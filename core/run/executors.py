@@ -138,7 +138,8 @@ _unpack_lock = threading.Lock()
 
 
 def unpack_task_folder(data: bytes, dest: Path) -> None:
-    """Replace ``dest`` by the task folder packed in ``data`` (untrusted: regular files and folders only, no escapes).
+    """Replace ``dest`` by the task folder packed in ``data``
+    (untrusted: regular files and folders only, no escapes).
 
     The folder is unpacked next to ``dest`` and renamed into place, so a crash
     never leaves half a folder under its final name.

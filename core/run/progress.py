@@ -72,7 +72,8 @@ class Progress:
                 )
                 err = f" ({row['error'][:120]})" if row.get("error") else ""
                 print(
-                    f"[{self.done}/{self.total}] {row['agent']} {row['task_id']}: {row['status']} {scores}{err}",
+                    f"[{self.done}/{self.total}] {row['agent']} {row['task_id']}: "
+                    f"{row['status']} {scores}{err}",
                     file=self.stream,
                     flush=True,
                 )

@@ -78,7 +78,9 @@ class ComponentSpec:
         return model if isinstance(model, type) and issubclass(model, BaseModel) else Options
 
     def describe_options(self) -> list[dict[str, Any]]:
-        """One entry per option: name, type, required, default (secrets shown as ``{ env = ... }``), description."""
+        """One entry per option: name, type, required, default
+        (secrets shown as ``{ env = ... }``), description.
+        """
         rows = []
         for name, info in self.options_model.model_fields.items():
             type_name = _type_name(info.annotation, info.metadata)
@@ -313,7 +315,8 @@ class Registry:
         broken = [p.name for p in self.broken]
         if broken:
             lines.append(
-                f"Not available (plugin may not be installed or failed to load): {', '.join(broken)}; see `arena plugins`."
+                "Not available (plugin may not be installed or failed to load): "
+                f"{', '.join(broken)}; see `arena plugins`."
             )
         lines.append(
             f"{kind.capitalize()} come from plugins; third-party ones install with `pip install <package>`."

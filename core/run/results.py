@@ -28,7 +28,8 @@ MAX_RESULTS_BYTES = 512 * 1024 * 1024
 
 
 def read_results(path: Path, problems: list[ResultLineProblem] | None = None) -> list[dict[str, Any]]:
-    """Result lines of a ``results.jsonl``, each validated as a :class:`ResultRow` (last line per (agent, task, epoch) wins).
+    """Result lines of a ``results.jsonl``, each validated as a :class:`ResultRow`
+    (last line per (agent, task, epoch) wins).
 
     A line that is not valid JSON or not a valid row is skipped and, when ``problems`` is a
     list, recorded there with its file and line number. Read-only: it never repairs the file
@@ -95,11 +96,15 @@ class ResultsStore:
                 fh.truncate(keep)
 
     def read(self, problems: list[ResultLineProblem] | None = None) -> list[dict[str, Any]]:
-        """All complete, valid result lines, last line per (agent, task, epoch) winning (see :func:`read_results`)."""
+        """All complete, valid result lines, last line per (agent, task, epoch) winning
+        (see :func:`read_results`).
+        """
         return read_results(self.path, problems)
 
     def done(self, retry_statuses: Iterable[str] = ()) -> set[tuple[str, str]]:
-        """(agent, task_id) pairs with at least one finished attempt (minus those whose status should be retried)."""
+        """(agent, task_id) pairs with at least one finished attempt
+        (minus those whose status should be retried).
+        """
         return {(a, t) for a, t, _ in self.done_attempts(retry_statuses)}
 
     def done_attempts(self, retry_statuses: Iterable[str] = ()) -> set[tuple[str, str, int]]:

@@ -61,7 +61,8 @@ class RunLock:
             except ValueError:
                 who = "another process"
             raise RunLockedError(
-                f"{self.path.parent} is in use by {who}. Wait for it to finish, stop it, or use another --out."
+                f"{self.path.parent} is in use by {who}. "
+                "Wait for it to finish, stop it, or use another --out."
             ) from None
         os.ftruncate(fd, 0)
         info = {

@@ -239,8 +239,9 @@ class Runner:
         problems = resume_conflicts(previous, self.config.redacted())
         if problems:
             raise PptArenaError(
-                f"{self.run_dir} holds results of a different config ({'; '.join(problems)}), so resuming would mix "
-                "them. Use another --out (or --new), or re-judge the existing predictions with "
+                f"{self.run_dir} holds results of a different config ({'; '.join(problems)}), "
+                "so resuming would mix them. Use another --out (or --new), "
+                "or re-judge the existing predictions with "
                 f"`arena rescore {self.run_dir} --config {self.config.path}`."
             )
 
@@ -426,14 +427,17 @@ class Runner:
         return self._stop.is_set()
 
     def run_pair(self, agent: ComponentConfig, task: Task, epoch: int = 1) -> dict[str, Any] | None:
-        """Run one agent on one task (attempt ``epoch``), judge it and append the result (None if interrupted)."""
+        """Run one agent on one task (attempt ``epoch``), judge it and append the result
+        (None if interrupted).
+        """
         row = self.compute_pair(agent, task, epoch)
         if row is not None:
             self.store.append(row)
         return row
 
     def compute_pair(self, agent: ComponentConfig, task: Task, epoch: int = 1) -> dict[str, Any] | None:
-        """Run attempt ``epoch`` of one agent on one task in this process and judge it; the row (None if interrupted).
+        """Run attempt ``epoch`` of one agent on one task in this process and judge it;
+        the row (None if interrupted).
 
         Writes the task folder; appending the row to ``results.jsonl`` is the caller's job. The attempt is
         in the crash ledger while it runs (see :class:`~pptarena.run.runlock.AttemptLedger`).
@@ -448,7 +452,9 @@ class Runner:
     def _crashed_pairs(
         self, pending: list[tuple[ComponentConfig, Task, int]]
     ) -> list[tuple[ComponentConfig, Task, int]]:
-        """Record attempts that were running when the run died ``MAX_CRASHES`` times as failed; return the rest."""
+        """Record attempts that were running when the run died ``MAX_CRASHES`` times as failed;
+        return the rest.
+        """
         crashes = self.ledger.crashes(self.store.done())
         keep = []
         for agent, task, epoch in pending:
@@ -607,7 +613,8 @@ class Runner:
         queue = [PairJob(agent, index[id(agent)], task, epoch) for agent, task, epoch in pending]
         self._executor = executor = self.build_executor()
         recorded: set[tuple[str, str, int]] = set()
-        # with a budget, pairs are handed to the executor [run] jobs at a time, so none starts once it is spent
+        # with a budget, pairs are handed to the executor [run] jobs at a time,
+        # so none starts once it is spent
         batch = self.jobs if self.max_cost is not None else max(1, len(queue))
         try:
             with progress:
@@ -625,7 +632,8 @@ class Runner:
             executor.close()
             self.components.close()
             raise RunInterrupted(
-                f"Interrupted. {len(self.store.done_attempts())} of {total} results are saved in {self.run_dir}.\n"
+                f"Interrupted. {len(self.store.done_attempts())} of {total} results are saved "
+                f"in {self.run_dir}.\n"
                 f"Resume with: arena run --config {self.config.path} --out {self.run_dir}"
             ) from None
         except BaseException:
@@ -665,8 +673,9 @@ class Runner:
             manifest,
             self.store.read(),
             str(self.run_dir),
-            "Give the changed judge a new `label`, start a new run (--new or another --out), or re-judge the recorded "
-            f"predictions with `arena rescore {self.run_dir} --config {self.config.path} --out NEW_NAME`.",
+            "Give the changed judge a new `label`, start a new run (--new or another --out), "
+            "or re-judge the recorded predictions with "
+            f"`arena rescore {self.run_dir} --config {self.config.path} --out NEW_NAME`.",
         )
 
     def build_executor(self) -> Executor:

@@ -69,7 +69,9 @@ def session_scores(turn_rows: list[dict[str, Any]]) -> dict[str, Any]:
 
 
 def run_session(runner: Any, agent: Any, session: Task, epoch: int = 1) -> dict[str, Any] | None:
-    """Run every turn of ``session`` with ``agent`` through ``runner``; return its one row (the caller appends it)."""
+    """Run every turn of ``session`` with ``agent`` through ``runner``;
+    return its one row (the caller appends it).
+    """
     t0 = time.monotonic()
     row = runner._new_row(agent, session, {}, epoch)
     row["metadata"] = {k: v for k, v in session.metadata.items() if k != "turns"}

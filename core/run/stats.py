@@ -54,7 +54,9 @@ def row_score(row: dict[str, Any], judge: str) -> float | None:
 
 
 def row_success(row: dict[str, Any], judge: str, threshold: float) -> bool:
-    """Success by the benchmark's rule: the judge's ``success`` metric when it has one, else score >= threshold."""
+    """Success by the benchmark's rule: the judge's ``success`` metric when it has one,
+    else score >= threshold.
+    """
     block = (row.get("scores") or {}).get(judge) or {}
     metric = (block.get("metrics") or {}).get("success")
     if isinstance(metric, bool | int | float):

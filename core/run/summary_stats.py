@@ -1,4 +1,5 @@
-"""The statistical parts of ``summary.json``: per-judge blocks with intervals, epoch figures, paired comparisons.
+"""The statistical parts of ``summary.json``: per-judge blocks with intervals, epoch figures,
+paired comparisons.
 
 :func:`judge_block` is what :func:`pptarena.run.results.summarize_results` records per agent (and per
 metadata group) and judge; :func:`add_comparisons` adds the agent-vs-agent matrix. Formulas are in
@@ -120,7 +121,9 @@ def judge_block(rows: list[dict[str, Any]], judge: str, opts: StatsOptions) -> d
 
 
 def add_comparisons(summary: dict[str, Any], rows: list[dict[str, Any]], opts: StatsOptions) -> None:
-    """``summary["comparisons"][judge]["A|B"]``: paired comparison of every two agents on their common tasks."""
+    """``summary["comparisons"][judge]["A|B"]``: paired comparison of every two agents
+    on their common tasks.
+    """
     agents: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         agents[r["agent"]].append(r)

@@ -17,7 +17,9 @@ def select_tasks(tasks: list[Task], globs: list[str], limit: int | None) -> list
 
 
 def load_tasks(components: Components) -> list[Task]:
-    """Build the dataset(s) and list the tasks (ids must be unique); see :func:`pptarena.run.mixed.label_tasks`."""
+    """Build the dataset(s) and list the tasks (ids must be unique);
+    see :func:`pptarena.run.mixed.label_tasks`.
+    """
     config = components.config
     if config.datasets:  # [[datasets]]: several benchmarks, ids prefixed by the dataset label
         tasks = label_tasks(

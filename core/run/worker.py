@@ -73,7 +73,8 @@ def main(spec_path: str) -> int:
 
 
 def execute(spec: dict[str, Any], registry: Any = None, config: Any = None) -> dict[str, Any]:
-    """Run the agent a worker spec names; the outcome dict (``ok``, ``prediction`` or ``status``/``error``, ``model_usage``).
+    """Run the agent a worker spec names; the outcome dict
+    (``ok``, ``prediction`` or ``status``/``error``, ``model_usage``).
 
     :param registry: an already loaded registry (default: load one, plus ``spec["manual_plugins"]``).
     :param config: the already parsed run config (default: ``load_config(spec["config_path"])``).

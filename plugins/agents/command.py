@@ -21,8 +21,9 @@ group, killed on ``timeout``.
 With ``sandbox = "auto"`` (the default) and bubblewrap usable (:mod:`pptarena.isolation`), the
 command runs in its own PID, mount and IPC namespaces with the network kept (for its model API):
 it sees the system folders, the Python installation, the folder of its program, files named by
-absolute path in the command, the ``read_only_paths`` you list and its workspace (writable, also its HOME); the run folder, the
-cache, the dataset and your home stay hidden, and the whole process tree dies on timeout. The
+absolute path in the command, the ``read_only_paths`` you list and its workspace (writable, also
+its HOME); the run folder, the cache, the dataset and your home stay hidden, and the whole
+process tree dies on timeout. The
 output deck is read without following links, size-capped. The result's metadata records the
 isolation in force. No output deck → :class:`AgentError` naming the
 expected path; a program that cannot be started (not found, not executable) →
@@ -100,7 +101,8 @@ def task_markdown(task_id: str, instruction: str) -> str:
     """TASK.md as PPT-Eval writes it."""
     return (
         f"# Task: {task_id}\n\n## Goal\n\n{instruction.strip()}\n\n"
-        "## Input and output\n\nSee OUTPUT_INSTRUCTIONS.md for where the deck is and where the result must go.\n"
+        "## Input and output\n\n"
+        "See OUTPUT_INSTRUCTIONS.md for where the deck is and where the result must go.\n"
     )
 
 

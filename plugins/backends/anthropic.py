@@ -186,7 +186,8 @@ class AnthropicBackend(BackendBase):
         if key is None:
             if options.base_url is None:
                 raise ComponentUnavailable(
-                    'the anthropic backend has no API key: set $ANTHROPIC_API_KEY or api_key = { env = "VAR" }'
+                    "the anthropic backend has no API key: "
+                    'set $ANTHROPIC_API_KEY or api_key = { env = "VAR" }'
                 )
             key = "not-needed"
         self._secrets = [key, *headers.values()]

@@ -140,7 +140,9 @@ def to_openai_messages(messages: list[Message], image_detail: str | None = None)
 
 
 def uses_responses_api(params: dict[str, Any]) -> bool:
-    """True when the call needs the Responses API: a computer tool, or ``previous_response_id``/``truncation``."""
+    """True when the call needs the Responses API: a computer tool, or
+    ``previous_response_id``/``truncation``.
+    """
     tools = params.get("tools") or []
     if any(isinstance(t, dict) and t.get("type") in RESPONSES_TOOL_TYPES for t in tools):
         return True

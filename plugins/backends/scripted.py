@@ -107,7 +107,8 @@ class ScriptedOptions(BackendOptions):
     )
     order: Literal["call", "turn"] = Field(
         "call",
-        description="'call': the n-th call gets item n; 'turn': the n-th assistant turn of a conversation does",
+        description="'call': the n-th call gets item n; "
+        "'turn': the n-th assistant turn of a conversation does",
     )
     state_file: Path | None = Field(None, description="share the 'call' counters across processes")
     record: Path | None = Field(None, description="append every request to this JSON-lines file")

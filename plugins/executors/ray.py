@@ -52,7 +52,8 @@ class RayOptions(Options):
 
     address: str | None = Field(
         None,
-        description="cluster to join ('auto', 'HOST:6379', 'ray://HOST:10001'); default: start a local cluster",
+        description="cluster to join ('auto', 'HOST:6379', 'ray://HOST:10001'); "
+        "default: start a local cluster",
     )
     num_cpus: float = Field(1.0, ge=0, description="CPUs each pair reserves")
     agents: dict[str, AgentPlacement] = Field(
@@ -164,19 +165,24 @@ class RayExecutor(Component):
         return dict(getattr(agent.spec.factory, "resources", None) or {})
 
     def _check_feasible(self, ray: Any, jobs: Sequence[PairJob]) -> None:
-        """Fail before submitting when no node advertises a resource an agent needs (Ray would wait forever)."""
+        """Fail before submitting when no node advertises a resource an agent needs (Ray would wait
+        forever).
+        """
         have = ray.cluster_resources()
         for job in {j.agent.label: j for j in jobs}.values():
             for name, amount in self.placement(job).get("resources", {}).items():
                 if have.get(name, 0) < amount:
                     raise ExecutorError(
                         f"agent {job.agent.label!r} needs {amount:g} {name!r} per pair, but the Ray cluster "
-                        f"advertises {have.get(name, 0):g}; start nodes with `ray start --resources='{{\"{name}\": N}}'` "
+                        f"advertises {have.get(name, 0):g}; start nodes with "
+                        f"`ray start --resources='{{\"{name}\": N}}'` "
                         f"or set [executor.agents.{job.agent.label}] resources"
                     )
 
     def placement(self, job: PairJob) -> dict[str, Any]:
-        """Ray task options for ``job``: the agent's table in ``agents``, else the agent class's ``resources``."""
+        """Ray task options for ``job``: the agent's table in ``agents``, else the agent class's
+        ``resources``.
+        """
         opts: RayOptions = self.options  # type: ignore[assignment]
         own = opts.agents.get(job.agent.label)
         resources = self._resources_of(job.agent)
@@ -263,7 +269,9 @@ class RayExecutor(Component):
                 yield job, out["row"]
 
     def _failure(self, exc: Exception, job: PairJob, run_dir: Path) -> str:
-        """The error text of a pair Ray could not run; the full report goes to the task folder's executor.error.txt."""
+        """The error text of a pair Ray could not run; the full report goes to the task folder's
+        executor.error.txt.
+        """
         from ray.exceptions import RayTaskError
 
         from pptarena.run.rundir import RunDir
@@ -274,7 +282,10 @@ class RayExecutor(Component):
         (task_dir / "executor.error.txt").write_text(_ANSI.sub("", str(exc)), encoding="utf-8")
         if isinstance(exc, RayTaskError):
             cause = exc.cause if isinstance(getattr(exc, "cause", None), BaseException) else exc
-            return f"ray: the pair's task raised {type(cause).__name__}: {_ANSI.sub('', str(cause)).strip()[:300]}"
+            return (
+                f"ray: the pair's task raised {type(cause).__name__}: "
+                f"{_ANSI.sub('', str(cause)).strip()[:300]}"
+            )
         return f"ray: the pair was lost after {opts.max_retries} retries ({type(exc).__name__})"
 
     @staticmethod

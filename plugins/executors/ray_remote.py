@@ -85,7 +85,8 @@ def _node_id() -> str | None:
 def run_pair(
     boot: dict[str, Any], agent_index: int, task_json: dict[str, Any], decks: dict[str, Any], epoch: int = 1
 ) -> dict[str, Any]:
-    """Run attempt ``epoch`` of one pair here; ``{"row", "relpath", "archive" | "shared_path", "node"}`` (row None when stopped).
+    """Run attempt ``epoch`` of one pair here; ``{"row", "relpath", "archive" | "shared_path", "node"}``
+    (row None when stopped).
 
     ``decks`` maps ``original`` / ``target`` to object refs of the decks' bytes.
     """

@@ -61,11 +61,13 @@ class GuiOptions(Options):
     )
     safety_checks: Literal["stop", "acknowledge"] = Field(
         "stop",
-        description="OpenAI pending_safety_checks: stop the episode (deck saved as is) or acknowledge and go on",
+        description="OpenAI pending_safety_checks: stop the episode (deck saved as is) "
+        "or acknowledge and go on",
     )
     send_tools: bool = Field(
         False,
-        description="native = false only: also pass the provider's computer tool definition as request params",
+        description="native = false only: also pass the provider's computer tool definition "
+        "as request params",
     )
     temperature: float | None = Field(
         None, ge=0, le=2, description="sampling temperature (default: the backend's)"

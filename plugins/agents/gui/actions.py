@@ -342,7 +342,9 @@ def mouse_button(kind: str, button: str = "left") -> Action:
 
 
 def scroll(point: tuple[int, int] | None, dx: Any, dy: Any) -> Action:
-    """Scroll at a point (None: where the pointer is); ``dx``/``dy`` in wheel clicks (positive = right/down)."""
+    """Scroll at a point (None: where the pointer is); ``dx``/``dy`` in wheel clicks
+    (positive = right/down).
+    """
     ix, iy = int(round(_number(dx, "scroll dx"))), int(round(_number(dy, "scroll dy")))
     if abs(ix) > MAX_SCROLL or abs(iy) > MAX_SCROLL:
         raise ActionError(f"scroll of ({ix}, {iy}) clicks exceeds the limit of {MAX_SCROLL}")

@@ -7,7 +7,8 @@ Three action spaces:
     to :data:`MAX_ACTIONS_PER_STEP`), e.g. ``{"action": "click", "x": 412, "y": 230}``.
     For open models served through an OpenAI-compatible endpoint. The Qwen-VL
     "computer_use" function-call form
-    (``<tool_call>{"name": "computer_use", "arguments": {"action": "left_click", "coordinate": [x, y]}}</tool_call>``)
+    (``<tool_call>{"name": "computer_use", "arguments":
+    {"action": "left_click", "coordinate": [x, y]}}</tool_call>``)
     and bare Anthropic-style objects are accepted too.
 ``openai``
     OpenAI Responses API output items of type ``computer_call`` (from
@@ -54,7 +55,9 @@ class Decision:
     errors: list[str] = field(default_factory=list)
     call_ids: list[str] = field(default_factory=list)
     action_calls: list[str] = field(default_factory=list)
-    """Provider spaces: the call id each action came from (parallel to ``actions``, without the final done)."""
+    """Provider spaces: the call id each action came from (parallel to ``actions``, without the
+    final done).
+    """
     call_errors: dict[str, str] = field(default_factory=dict)
     """Provider spaces: call id → why its action was invalid (nothing of it, or after it, was run)."""
     safety_checks: list[dict[str, Any]] = field(default_factory=list)
@@ -157,7 +160,8 @@ def computer_tool_actions(data: dict[str, Any], scaler: Scaler) -> tuple[list[Ac
 # --------------------------------------------------------------------------- json
 
 
-JSON_ACTIONS_HELP = """\
+JSON_ACTIONS_HELP = (
+    """\
 Reply with your reasoning (optional) followed by ONE JSON object describing the next action,
 or a JSON list of up to {max_actions} actions to run in order. Coordinates are {coords}.
   {{"action": "click", "x": 100, "y": 200}}                    (optional "button": "left"|"right"|"middle")
@@ -166,9 +170,13 @@ or a JSON list of up to {max_actions} actions to run in order. Coordinates are {
   {{"action": "drag", "from": [100, 200], "to": [300, 400]}}
   {{"action": "scroll", "x": 640, "y": 400, "direction": "down", "amount": 3}}
   {{"action": "type", "text": "Quarterly results"}}
-  {{"action": "key", "keys": "ctrl+a"}}                          (xdotool names: Return, Escape, Tab, Delete, ctrl+z ...)
-  {{"action": "wait", "seconds": 1}}
-  {{"action": "done"}}                                           (when the task is complete; the deck is saved for you)"""
+"""
+    '  {{"action": "key", "keys": "ctrl+a"}}                          '
+    "(xdotool names: Return, Escape, Tab, Delete, ctrl+z ...)\n"
+    '  {{"action": "wait", "seconds": 1}}\n'
+    '  {{"action": "done"}}                                           '
+    "(when the task is complete; the deck is saved for you)"
+)
 
 _OWN_CLICKS = {
     "click": ("left", 1),
@@ -267,10 +275,10 @@ class JsonAdapter:
             else f"pixels of the {image.width}x{image.height} screenshot (0,0 = top left)"
         )
         return (
-            "You operate LibreOffice Impress on a Linux desktop through screenshots, the mouse and the keyboard, "
-            "to edit the open presentation as the user asks. After each of your actions you get a new screenshot. "
-            "Do not close Impress and do not save to another file: the presentation is saved automatically "
-            "when you answer done.\n\n"
+            "You operate LibreOffice Impress on a Linux desktop through screenshots, the mouse and the "
+            "keyboard, to edit the open presentation as the user asks. After each of your actions you get "
+            "a new screenshot. Do not close Impress and do not save to another file: the presentation is "
+            "saved automatically when you answer done.\n\n"
             + JSON_ACTIONS_HELP.format(max_actions=MAX_ACTIONS_PER_STEP, coords=coords)
         )
 
@@ -425,9 +433,9 @@ class OpenAIComputerAdapter:
     def system_prompt(self, image: Screen) -> str:
         """Short context; the tool itself carries the display size."""
         return (
-            "You operate LibreOffice Impress on a Linux desktop to edit the open presentation as the user asks. "
-            "Do not close Impress or save to another file: the presentation is saved when you stop calling the "
-            "computer tool."
+            "You operate LibreOffice Impress on a Linux desktop to edit the open presentation as the user "
+            "asks. Do not close Impress or save to another file: the presentation is saved when you stop "
+            "calling the computer tool."
         )
 
     def request_params(self, image: Screen) -> dict[str, Any]:
@@ -445,7 +453,9 @@ class OpenAIComputerAdapter:
         }
 
     def parse(self, completion: Completion, scaler: Scaler) -> Decision:
-        """Map every ``computer_call`` (its ``action`` or batched ``actions``); none means the model is done."""
+        """Map every ``computer_call`` (its ``action`` or batched ``actions``); none means the model
+        is done.
+        """
         decision = Decision()
         items = provider_items(completion, "output")
         calls = [i for i in items if isinstance(i, dict) and i.get("type") == "computer_call"]

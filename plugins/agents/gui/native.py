@@ -103,7 +103,9 @@ class AnthropicConversation:
     def request(
         self, step: int, max_steps: int, png: bytes, size: tuple[int, int], feedback: str
     ) -> tuple[list[Message], dict[str, Any]]:
-        """Step 0: the instruction and the screenshot; later: the tool results, the last with the screenshot."""
+        """Step 0: the instruction and the screenshot; later: the tool results, the last with the
+        screenshot.
+        """
         shot = ImagePart(png)
         if step == 0 or not self._outcomes:
             text = f"Task: {self.instruction}" if step == 0 else f"{feedback}\nThis is the screen now."

@@ -63,7 +63,9 @@ def parse_part(name: str, data: bytes) -> etree._Element:
 
 
 def rels_name(part: str) -> str:
-    """The relationships part of ``part``: ``ppt/slides/_rels/slide1.xml.rels`` for ``ppt/slides/slide1.xml``."""
+    """The relationships part of ``part``: ``ppt/slides/_rels/slide1.xml.rels`` for
+    ``ppt/slides/slide1.xml``.
+    """
     directory, base = posixpath.split(part)
     return posixpath.join(directory, "_rels", base + ".rels")
 
@@ -172,14 +174,16 @@ def check_part(parts: DeckParts, name: str, data: bytes) -> bytes:
     unknown = sorted(referenced_rids(new) - known, key=_natural)
     if unknown:
         raise PartError(
-            f"{name}: references relationship ids that do not exist in {rels_name(name)}: {', '.join(unknown)}"
-            f" (available: {', '.join(sorted(known, key=_natural)) or 'none'})"
+            f"{name}: references relationship ids that do not exist in {rels_name(name)}: "
+            f"{', '.join(unknown)} (available: {', '.join(sorted(known, key=_natural)) or 'none'})"
         )
     return etree.tostring(new, xml_declaration=True, encoding="UTF-8", standalone=True)
 
 
 def write_package(src: Path, dst: Path, replacements: dict[str, bytes]) -> None:
-    """Write ``src`` to ``dst`` with ``replacements`` (part name → bytes); every other member is copied as is."""
+    """Write ``src`` to ``dst`` with ``replacements`` (part name → bytes); every other member is
+    copied as is.
+    """
     if not replacements:
         shutil.copyfile(src, dst)
         return

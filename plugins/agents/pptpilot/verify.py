@@ -164,7 +164,9 @@ def verify_loop(
     loops: int,
     limits: ViewLimits,
 ) -> tuple[Path, list[dict[str, Any]]]:
-    """Run up to ``loops`` verify/repair rounds from ``current``; return the final deck and round summaries."""
+    """Run up to ``loops`` verify/repair rounds from ``current``; return the final deck and round
+    summaries.
+    """
     from pptarena.plugins.agents.pptpilot.prompts import VERIFY_SYSTEM
 
     log = caller.workspace.log

@@ -73,7 +73,9 @@ def parse_xml_reply(reply: str) -> dict[str, str]:
 
 
 def heuristic_parts(instruction: str, editable: list[str], slide_parts: list[str]) -> list[str]:
-    """Parts a request probably needs: the slides it names (else all), plus theme/masters for design requests."""
+    """Parts a request probably needs: the slides it names (else all), plus theme/masters for design
+    requests.
+    """
     named = mentioned_slides(instruction, len(slide_parts))
     picked = [slide_parts[n - 1] for n in named] if named else list(slide_parts)
     if _DESIGN_WORDS.search(instruction):

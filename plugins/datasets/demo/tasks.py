@@ -234,8 +234,9 @@ TASKS: tuple[DemoTask, ...] = (
         category=("Content",),
         edit_type="Text & Typography",
         instruction="Fix the spelling mistakes on the agenda slide (slide 2).",
-        style_target="Slide 2 reads 'Quarterly results at a glance' and 'Regional performance'; every other word, "
-        "bullet level and format on the slide stays exactly as it was. No other slide changes.",
+        style_target="Slide 2 reads 'Quarterly results at a glance' and 'Regional performance'; "
+        "every other word, bullet level and format on the slide stays exactly as it was. "
+        "No other slide changes.",
         edit=edit_fix_typos,
         leaves=(
             leaf(
@@ -375,9 +376,10 @@ TASKS: tuple[DemoTask, ...] = (
         difficulty="medium",
         category=("Interactivity",),
         edit_type="Hyperlinks & Action Settings",
-        instruction=f"On the 'Next steps' slide, turn the words 'full report' into a hyperlink to {REPORT_URL}.",
-        style_target=f"Only the words 'full report' in 'Read the full report on the intranet' link to {REPORT_URL}; "
-        "the sentence text is unchanged and no other text is linked.",
+        instruction=f"On the 'Next steps' slide, turn the words 'full report' into a hyperlink "
+        f"to {REPORT_URL}.",
+        style_target="Only the words 'full report' in 'Read the full report on the intranet' "
+        f"link to {REPORT_URL}; the sentence text is unchanged and no other text is linked.",
         edit=edit_link_report,
         leaves=(
             leaf(
@@ -405,8 +407,8 @@ TASKS: tuple[DemoTask, ...] = (
         category=("Styling",),
         edit_type="Text & Typography",
         instruction=f"Make every slide title dark blue (#{TITLE_BLUE}).",
-        style_target=f"All five slide titles, including the title slide, use the colour #{TITLE_BLUE}; fonts, sizes "
-        "and wording are unchanged and body text keeps its colour.",
+        style_target=f"All five slide titles, including the title slide, use the colour #{TITLE_BLUE}; "
+        "fonts, sizes and wording are unchanged and body text keeps its colour.",
         edit=edit_title_colour,
         leaves=(
             leaf(
@@ -431,10 +433,10 @@ TASKS: tuple[DemoTask, ...] = (
         difficulty="medium",
         category=("Layout",),
         edit_type="Alignment, Distribution & Z-order",
-        instruction="On slide 3, align the three bird pictures along their top edges, lining them up with the "
-        "highest one.",
-        style_target="The gull, tern and plover pictures share one top edge, equal to the gull's (1.75 in from "
-        "the top); their sizes, left edges and captions stay where they were.",
+        instruction="On slide 3, align the three bird pictures along their top edges, "
+        "lining them up with the highest one.",
+        style_target="The gull, tern and plover pictures share one top edge, equal to the gull's "
+        "(1.75 in from the top); their sizes, left edges and captions stay where they were.",
         edit=edit_align_pictures,
         leaves=(
             leaf(
@@ -497,8 +499,8 @@ TASKS: tuple[DemoTask, ...] = (
         difficulty="hard",
         category=("Layout",),
         edit_type="Slide Layout & Placeholders",
-        instruction="Change slide 3 ('What to expect') to the Two Content layout, with the first three bullets "
-        "in the left column and the last three in the right column.",
+        instruction="Change slide 3 ('What to expect') to the Two Content layout, "
+        "with the first three bullets in the left column and the last three in the right column.",
         style_target="Slide 3 uses the 'Two Content' layout: left column 'A buddy for your first month', "
         "'Weekly one-to-ones with your manager', 'Short daily stand-ups'; right column 'Fortnightly "
         "demos', 'Quarterly planning days', 'A learning budget of 1,000 per year'. Title unchanged.",
@@ -537,10 +539,10 @@ TASKS: tuple[DemoTask, ...] = (
         difficulty="hard",
         category=("Interactivity",),
         edit_type="Object Animations",
-        instruction="On slide 2 ('Your first week'), make the bullet points appear one at a time, each on its "
-        "own click, with a Fade entrance effect.",
-        style_target="Each of the five paragraphs on slide 2 (sub-bullets included) has its own Fade entrance "
-        "triggered on click, in reading order; the text itself is unchanged.",
+        instruction="On slide 2 ('Your first week'), make the bullet points appear one at a time, "
+        "each on its own click, with a Fade entrance effect.",
+        style_target="Each of the five paragraphs on slide 2 (sub-bullets included) has its own "
+        "Fade entrance triggered on click, in reading order; the text itself is unchanged.",
         edit=edit_animate_bullets,
         leaves=(
             leaf(
@@ -576,10 +578,11 @@ TASKS: tuple[DemoTask, ...] = (
         difficulty="medium",
         category=("Styling",),
         edit_type="Tables",
-        instruction=f"Style the header row of the contacts table on slide 5 with a dark teal fill (#{HEADER_TEAL}) "
-        "and bold white text.",
-        style_target=f"The three header cells (Team, Contact, Channel) have a solid #{HEADER_TEAL} fill and bold "
-        "#FFFFFF text; body rows keep the table style's banding; no cell text changes.",
+        instruction="Style the header row of the contacts table on slide 5 "
+        f"with a dark teal fill (#{HEADER_TEAL}) and bold white text.",
+        style_target="The three header cells (Team, Contact, Channel) have a solid "
+        f"#{HEADER_TEAL} fill and bold #FFFFFF text; body rows keep the table style's banding; "
+        "no cell text changes.",
         edit=edit_table_header,
         leaves=(
             node(
@@ -621,10 +624,11 @@ TASKS: tuple[DemoTask, ...] = (
         difficulty="medium",
         category=("Structure",),
         edit_type="Slide/Section Management & Footers",
-        instruction="Insert a section header slide titled 'Reference' just before the 'Useful contacts' slide.",
-        style_target="A new slide using the 'Section Header' layout, titled 'Reference' (subtitle optional), sits "
-        "between 'Where your time goes' and 'Useful contacts'; the deck has six slides and the "
-        "others are unchanged.",
+        instruction="Insert a section header slide titled 'Reference' "
+        "just before the 'Useful contacts' slide.",
+        style_target="A new slide using the 'Section Header' layout, titled 'Reference' "
+        "(subtitle optional), sits between 'Where your time goes' and 'Useful contacts'; "
+        "the deck has six slides and the others are unchanged.",
         edit=edit_reference_section,
         leaves=(
             leaf(

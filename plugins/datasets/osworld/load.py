@@ -41,7 +41,9 @@ POSITION_PROBES = {
 MAX_TASK_BYTES = 1024 * 1024
 #: Checkers we do not re-implement, with the reason the task is skipped.
 UNSUPPORTED = {
-    "compare_audios": "compare_audios (MFCC + dynamic time warping with librosa/fastdtw) is not re-implemented",
+    "compare_audios": (
+        "compare_audios (MFCC + dynamic time warping with librosa/fastdtw) is not re-implemented"
+    ),
     "contains_mp4_video": "contains_mp4_video is not re-implemented (and the task is not in test_all.json)",
 }
 DOWNLOAD_HINT = (
@@ -119,8 +121,9 @@ def _clean_options(task_id: str, spec: dict[str, Any], out: Loaded, strict: bool
                         f"{str(default).lower()})"
                     )
                 out.warnings.append(
-                    f"task {task_id}: compare_pptx_files has no option {key!r}{meant}. OSWorld passes it in "
-                    "**options and never reads it, so it has no effect; the loader drops it to score like OSWorld."
+                    f"task {task_id}: compare_pptx_files has no option {key!r}{meant}. "
+                    "OSWorld passes it in **options and never reads it, so it has no effect; "
+                    "the loader drops it to score like OSWorld."
                 )
             options = {k: v for k, v in options.items() if k not in unknown}
         cleaned.append(options)
@@ -246,8 +249,8 @@ def _load_one(
         elif func == "compare_pptx_files" and probes and "_Gold" in dest:
             out.warnings.append(
                 f"task {task_id}: {probes} compares the result's position "
-                f"*strictly* with the gold deck {dest}, so the gold deck itself scores 0 in OSWorld; the task "
-                "has no target (the oracle agent cannot answer it)"
+                f"*strictly* with the gold deck {dest}, so the gold deck itself scores 0 in OSWorld; "
+                "the task has no target (the oracle agent cannot answer it)"
             )
     if len(out.missing) > missing_before:
         return

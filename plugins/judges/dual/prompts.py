@@ -201,7 +201,8 @@ def vq_intro(
     if with_reference:
         lines.append("Each is followed by the same slide of the TARGET deck, when the target has it.")
     lines.append(
-        'Score the visual quality of the PREDICTION slides. Answer with only {"score": <0-5>, "reason": "..."}.'
+        "Score the visual quality of the PREDICTION slides. "
+        'Answer with only {"score": <0-5>, "reason": "..."}.'
     )
     return "\n".join(lines)
 

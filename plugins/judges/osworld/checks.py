@@ -32,7 +32,9 @@ def _prs(path: Any) -> Any:
 
 
 def check_transition(pptx: Any, rules: dict[str, Any]) -> Outcome:
-    """1.0 when ``ppt/slides/slide<slide_idx+1>.xml`` has a ``p:transition`` with a ``p:<transition_type>`` in it."""
+    """1.0 when ``ppt/slides/slide<slide_idx+1>.xml`` has a ``p:transition`` with a
+    ``p:<transition_type>`` in it.
+    """
     index, kind = rules["slide_idx"], rules["transition_type"]
     member = f"ppt/slides/slide{index + 1}.xml"
     with zipfile.ZipFile(pptx) as zf:

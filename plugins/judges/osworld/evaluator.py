@@ -67,7 +67,9 @@ def as_list(value: Any, n: int) -> list[Any]:
 
 
 def normalise(spec: dict[str, Any]) -> dict[str, Any]:
-    """``{"func": [...], "conj", "result": [...], "expected": [...], "options": [...]}``; raises :class:`SpecError`."""
+    """``{"func": [...], "conj", "result": [...], "expected": [...], "options": [...]}``;
+    raises :class:`SpecError`.
+    """
     if not isinstance(spec, dict) or "func" not in spec:
         raise SpecError("evaluator must be an object with 'func'")
     funcs = spec["func"] if isinstance(spec["func"], list) else [spec["func"]]

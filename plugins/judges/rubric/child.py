@@ -13,8 +13,9 @@ what ai-rubric's ``FunctionScorer`` gives it:
 
 A failing leaf's traceback is recorded and it scores 0; unlike ai-rubric, the others still run,
 unless ``inputs["stop_on_error"]`` is set (the judge's ``semantics="ppteval"``): then the first
-failing leaf ends the batch, as ai-rubric's tree evaluation stops at the first raise. Each leaf has a wall-clock budget (a :class:`LeafTimeout`, which ``except
-Exception`` does not swallow) that pauses while a model call is answered, at most
+failing leaf ends the batch, as ai-rubric's tree evaluation stops at the first raise. Each leaf
+has a wall-clock budget (a :class:`LeafTimeout`, which ``except Exception`` does not swallow)
+that pauses while a model call is answered, at most
 :data:`MAX_CALLS_PER_LEAF` model calls, and its stdout is captured (capped). ``ppt_diff`` and the
 screenshot lists are rebuilt for every leaf, so one leaf mutating them cannot affect another.
 
@@ -307,7 +308,9 @@ def _no_dumps() -> None:
 def _run_forked(
     leaf: dict[str, Any], context: dict[str, Any], budget: float, channels: tuple[int, ...]
 ) -> dict[str, Any]:
-    """Run one leaf in a child process that cannot write the result channel; its record comes back on a pipe."""
+    """Run one leaf in a child process that cannot write the result channel; its record comes back
+    on a pipe.
+    """
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:  # the leaf's process

@@ -38,7 +38,9 @@ from pptarena.types import InfraError
 MAX_REQUEST_BYTES = 64 * 1024 * 1024
 STARTUP_SECONDS = 20.0  # interpreter start, imports and context building, per process
 
-_VERIFIER_SHIM = '''"""pptarena shim of PPT-Eval's ppteval.verify.ppt.verifier (only what rubric code imports)."""
+_VERIFIER_SHIM = (
+    '''"""pptarena shim of PPT-Eval's ppteval.verify.ppt.verifier '''
+    '''(only what rubric code imports)."""
 from pptarena.plugins.judges.rubric.child import (  # noqa: F401
     ScreenshotsUnavailableError, SlideScreenshot, llm_call, vlm_call,
 )
@@ -50,6 +52,7 @@ class PPTVerifier:
     def __init__(self, *args, **kwargs):
         raise RuntimeError("PPTVerifier is not available inside a pptarena rubric leaf")
 '''
+)
 
 _LLM_TOOLS_SHIM = '''"""pptarena shim of ai-rubric's rubric.utils.llm_tools."""
 from pptarena.plugins.judges.rubric.child import llm_call, vlm_call  # noqa: F401
@@ -130,7 +133,9 @@ class ModelBridge:
         self._lock = threading.Lock()
 
     def answer(self, request: dict[str, Any]) -> dict[str, Any]:
-        """Handle one decoded request; returns ``{"ok": True, "text": ...}`` or ``{"ok": False, "error": ...}``."""
+        """Handle one decoded request; returns ``{"ok": True, "text": ...}`` or
+        ``{"ok": False, "error": ...}``.
+        """
         from pptarena.models import ImagePart, Message
 
         kind = str(request.get("kind", "llm"))

@@ -97,17 +97,19 @@ class RubricJudge(Component):
         )
         semantics: Literal["auto", "ppteval", "corrected"] = Field(
             "auto",
-            description="ppteval: PPT-Eval's published ppt_diff, screenshot gate and leaf-error rule (numbers comparable "
-            "with the paper); corrected: pptarena's fixes; auto: ppteval for tasks the ppteval dataset tags, else corrected",
+            description="ppteval: PPT-Eval's published ppt_diff, screenshot gate and leaf-error rule "
+            "(numbers comparable with the paper); corrected: pptarena's fixes; "
+            "auto: ppteval for tasks the ppteval dataset tags, else corrected",
         )
         screenshots: Literal["auto", "referenced", "ppteval"] = Field(
             "auto",
-            description="render a deck when a leaf names its screenshots (ppteval: and some leaf calls vlm_call); "
-            "auto: ppteval under ppteval semantics, else referenced",
+            description="render a deck when a leaf names its screenshots "
+            "(ppteval: and some leaf calls vlm_call); auto: ppteval under ppteval semantics, else referenced",
         )
         explain: Literal["auto", "deterministic", "model"] = Field(
             "auto",
-            description="parent reasons: model-written when a model is configured (auto), or always deterministic",
+            description="parent reasons: model-written when a model is configured (auto), "
+            "or always deterministic",
         )
         leaf_timeout: float = Field(
             60.0, gt=0, le=3600, description="seconds per function leaf, not counting model replies"
@@ -125,7 +127,9 @@ class RubricJudge(Component):
     options: Options
 
     def grades_invalid_decks(self, task: Any) -> bool:
-        """True when this judge scores an unreadable prediction deck instead of refusing it (ppteval semantics)."""
+        """True when this judge scores an unreadable prediction deck instead of refusing it
+        (ppteval semantics).
+        """
         return task.rubric is not None and resolve_semantics(self.options.semantics, task) == "ppteval"
 
     def _label(self) -> str:
@@ -406,14 +410,20 @@ class RubricJudge(Component):
         text = str(scored.get("reason", ""))
         errors = sorted(lid for lid, r in records.items() if r.get("error"))
         if errors:
-            text += f"\n{len(errors)} leaf(s) raised and scored 0: {', '.join(errors)} (tracebacks in rubric.json)."
+            text += (
+                f"\n{len(errors)} leaf(s) raised and scored 0: {', '.join(errors)} "
+                "(tracebacks in rubric.json)."
+            )
         refused = [
             lid
             for lid, r in records.items()
             if any("no model is configured" in str(c.get("error")) for c in r.get("model_calls", []))
         ]
         if client is None and refused:
-            text += f"\nLeaves {', '.join(sorted(refused))} called llm_call/vlm_call but the judge has no model configured."
+            text += (
+                f"\nLeaves {', '.join(sorted(refused))} called llm_call/vlm_call "
+                "but the judge has no model configured."
+            )
         return text
 
     @staticmethod

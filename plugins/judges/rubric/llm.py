@@ -170,8 +170,9 @@ def explain_prompt(
         )
     else:
         rule = (
-            "If any critical sub-criterion scores 0 the criterion scores 0; if all critical ones score 1 it is the "
-            "mean of the non-critical ones; otherwise it is the mean of all sub-criteria."
+            "If any critical sub-criterion scores 0 the criterion scores 0; "
+            "if all critical ones score 1 it is the mean of the non-critical ones; "
+            "otherwise it is the mean of all sub-criteria."
         )
     lines = [
         f"Criterion: {node['name']}",

@@ -1,4 +1,5 @@
-"""The rubric judge's two semantics: PPT-Eval's published ones (``"ppteval"``) and pptarena's (``"corrected"``).
+"""The rubric judge's two semantics: PPT-Eval's published ones (``"ppteval"``) and pptarena's
+(``"corrected"``).
 
 ``semantics = "ppteval"`` reproduces what PPT-Eval's grader does with a rubric (docs/judges-rubric.md
 has the table, one row per difference):

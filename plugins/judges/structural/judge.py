@@ -50,7 +50,8 @@ class StructuralJudge(Component):
             0.95,
             ge=0,
             le=1,
-            description="text: share of the requested change (words removed and inserted) counted as reproduced",
+            description="text: share of the requested change (words removed and inserted) "
+            "counted as reproduced",
         )
         damage_weight: float = Field(
             DEFAULT_DAMAGE_WEIGHT,

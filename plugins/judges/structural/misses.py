@@ -170,8 +170,8 @@ def _overlay(
                 carries = f"its fill is ΔE {d:.1f} from the target's"
         if carries:
             return (
-                f'the new shape "{p.edit.get("shape")}" covers {cover:.0%} of the requested shape and {carries}; '
-                "the requested shape itself is unchanged"
+                f'the new shape "{p.edit.get("shape")}" covers {cover:.0%} of the requested shape '
+                f"and {carries}; the requested shape itself is unchanged"
             )
     return ""
 
