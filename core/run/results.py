@@ -16,6 +16,7 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+from pptarena.models.messages import add_counts
 from pptarena.models.pricing import cost_of_rows
 from pptarena.run.records import ResultLineProblem, parse_row
 from pptarena.run.rundir import RunDir
@@ -163,11 +164,9 @@ def summarize_results(
     }
     for agent, arows in sorted(agents.items()):
         counts = {s: sum(1 for r in arows if r.get("status") == s) for s in STATUSES}
-        usage: dict[str, int] = defaultdict(int)
+        usage: dict[str, int] = {}
         for r in arows:
-            for k, v in (r.get("usage") or {}).items():
-                if isinstance(v, int):
-                    usage[k] += v
+            add_counts(usage, r.get("usage") or {})
         entry: dict[str, Any] = {
             "tasks": len({r["task_id"] for r in arows}),
             "attempts": len(arows),
