@@ -18,7 +18,7 @@ from pathlib import Path
 from typing import Any
 
 from pptarena.rubric_code import strip_code_fence
-from pptarena.types import PptArenaError, Task
+from pptarena.types import Component, PptArenaError, Task
 
 #: Largest index / registry / task file we read (bytes).
 MAX_INDEX_BYTES = 32 * 1024 * 1024
@@ -267,3 +267,21 @@ def load_rubric(path: Path, *, where: str) -> dict[str, Any]:
     if problems:
         raise DatasetError(f"rubric {path} ({where}) is invalid:\n  " + "\n  ".join(problems))
     return data
+
+
+class LoadedDataset(Component):
+    """A dataset whose tasks are loaded and validated once, on first use, by :meth:`load`."""
+
+    def __init__(self, options: Any, context: Any):
+        super().__init__(options, context)
+        self._tasks: list[Task] | None = None
+
+    def load(self) -> list[Task]:
+        """Read and validate every selected task (raises :class:`DatasetError`)."""
+        raise NotImplementedError
+
+    def tasks(self) -> Iterable[Task]:
+        """All selected tasks, validated eagerly on the first call (raises :class:`DatasetError`)."""
+        if self._tasks is None:
+            self._tasks = self.load()
+        return list(self._tasks)

@@ -15,19 +15,19 @@ assets can live next to the tasks (``root/_decks/``). Every path must stay insid
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 import pptarena
-from pptarena.types import Component, Task
 from pptarena.types import Options as BaseOptions
+from pptarena.types import Task
 
 from .common import (
     MAX_INDEX_BYTES,
     DatasetError,
+    LoadedDataset,
     check_decks_exist,
     load_rubric,
     normalise_difficulty,
@@ -156,7 +156,7 @@ def load_folder_tasks(root: Path, ids: list[str] | tuple[str, ...] = ()) -> list
     return tasks
 
 
-class FolderDataset(Component):
+class FolderDataset(LoadedDataset):
     """Tasks from ``root/<task_id>/task.toml`` folders (see docs/datasets.md)."""
 
     class Options(BaseOptions):
@@ -165,15 +165,9 @@ class FolderDataset(Component):
         root: Path = Field(description="folder holding one sub-folder with a task.toml per task")
         ids: list[str] = Field(default_factory=list, description="shell-style globs on task ids; empty = all")
 
-    def __init__(self, options: Options, context: Any):
-        super().__init__(options, context)
-        self._tasks: list[Task] | None = None
-
-    def tasks(self) -> Iterable[Task]:
-        """All tasks, validated eagerly (raises :class:`DatasetError`)."""
-        if self._tasks is None:
-            self._tasks = load_folder_tasks(self.options.root, self.options.ids)
-        return list(self._tasks)
+    def load(self) -> list[Task]:
+        """Read and validate every selected task (raises :class:`DatasetError`)."""
+        return load_folder_tasks(self.options.root, self.options.ids)
 
 
 @pptarena.hookimpl

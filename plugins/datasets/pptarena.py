@@ -20,11 +20,12 @@ from typing import Any
 from pydantic import Field, field_validator
 
 import pptarena
-from pptarena.types import Component, Task
 from pptarena.types import Options as BaseOptions
+from pptarena.types import Task
 
 from .common import (
     DatasetError,
+    LoadedDataset,
     check_decks_exist,
     check_unique_ids,
     one_as_list,
@@ -229,7 +230,7 @@ DOWNLOAD_HINT = (
 )
 
 
-class PptArenaDataset(Component):
+class PptArenaDataset(LoadedDataset):
     """PPTArena cases with their human ground-truth decks (see docs/datasets.md)."""
 
     class Options(BaseOptions):
@@ -252,23 +253,17 @@ class PptArenaDataset(Component):
 
         _one_as_list = field_validator("categories", "edit_types", "ids", mode="before")(one_as_list)
 
-    def __init__(self, options: Options, context: Any):
-        super().__init__(options, context)
-        self._tasks: list[Task] | None = None
-
-    def tasks(self) -> Iterable[Task]:
-        """All selected tasks, validated eagerly (raises :class:`DatasetError`)."""
-        if self._tasks is None:
-            o = self.options
-            self._tasks = load_pptarena_tasks(
-                o.root,
-                index=o.index,
-                subset=o.subset,
-                categories=o.categories,
-                edit_types=o.edit_types,
-                ids=o.ids,
-            )
-        return list(self._tasks)
+    def load(self) -> list[Task]:
+        """Read and validate every selected task (raises :class:`DatasetError`)."""
+        o = self.options
+        return load_pptarena_tasks(
+            o.root,
+            index=o.index,
+            subset=o.subset,
+            categories=o.categories,
+            edit_types=o.edit_types,
+            ids=o.ids,
+        )
 
 
 @pptarena.hookimpl

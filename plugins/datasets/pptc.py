@@ -27,17 +27,16 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
 import pptarena
-from pptarena.types import Component, Task
 from pptarena.types import Options as BaseOptions
+from pptarena.types import Task
 
-from .common import DatasetError, check_decks_exist, one_as_list, resolve_inside, select_ids
+from .common import DatasetError, LoadedDataset, check_decks_exist, one_as_list, resolve_inside, select_ids
 
 SETS = {"short": "Create_new_slides", "long": "Edit_PPT_template"}
 MAX_SESSION_BYTES = 4 * 1024 * 1024
@@ -196,7 +195,7 @@ def load_pptc(
     return tasks
 
 
-class PptcDataset(Component):
+class PptcDataset(LoadedDataset):
     """PPTC sessions, per turn or per session (see docs/datasets.md, "pptc")."""
 
     class Options(BaseOptions):
@@ -224,24 +223,18 @@ class PptcDataset(Component):
 
         _one_as_list = field_validator("sets", "ids", mode="before")(one_as_list)
 
-    def __init__(self, options: Options, context: Any):
-        super().__init__(options, context)
-        self._tasks: list[Task] | None = None
-
-    def tasks(self) -> Iterable[Task]:
-        """All selected tasks, validated eagerly (raises :class:`DatasetError`)."""
-        if self._tasks is None:
-            o = self.options
-            self._tasks = load_pptc(
-                o.root,
-                decks_dir=o.decks_dir,
-                sets=o.sets,
-                mode=o.mode,
-                api_lack=o.api_lack,
-                ids=o.ids,
-                session_check=o.session_check,
-            )
-        return list(self._tasks)
+    def load(self) -> list[Task]:
+        """Read and validate every selected task (raises :class:`DatasetError`)."""
+        o = self.options
+        return load_pptc(
+            o.root,
+            decks_dir=o.decks_dir,
+            sets=o.sets,
+            mode=o.mode,
+            api_lack=o.api_lack,
+            ids=o.ids,
+            session_check=o.session_check,
+        )
 
 
 @pptarena.hookimpl

@@ -16,18 +16,18 @@ by PPT-Eval's own loader) carries ``target``, ``style_target``, ``category`` and
 
 from __future__ import annotations
 
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any, Literal
 
 from pydantic import Field, field_validator
 
 import pptarena
-from pptarena.types import Component, Task
 from pptarena.types import Options as BaseOptions
+from pptarena.types import Task
 
 from .common import (
     DatasetError,
+    LoadedDataset,
     check_decks_exist,
     load_rubric,
     normalise_difficulty,
@@ -191,7 +191,7 @@ def load_ppteval_tasks(
     return tasks
 
 
-class PptEvalDataset(Component):
+class PptEvalDataset(LoadedDataset):
     """PPT-Eval tasks with their rubric trees (see docs/datasets.md)."""
 
     class Options(BaseOptions):
@@ -213,18 +213,10 @@ class PptEvalDataset(Component):
 
         _one_as_list = field_validator("difficulty", "ids", mode="before")(one_as_list)
 
-    def __init__(self, options: Options, context: Any):
-        super().__init__(options, context)
-        self._tasks: list[Task] | None = None
-
-    def tasks(self) -> Iterable[Task]:
-        """All selected tasks, validated eagerly (raises :class:`DatasetError`)."""
-        if self._tasks is None:
-            o = self.options
-            self._tasks = load_ppteval_tasks(
-                o.root, o.decks_dir, o.difficulty, o.ids, semantics=o.rubric_semantics
-            )
-        return list(self._tasks)
+    def load(self) -> list[Task]:
+        """Read and validate every selected task (raises :class:`DatasetError`)."""
+        o = self.options
+        return load_ppteval_tasks(o.root, o.decks_dir, o.difficulty, o.ids, semantics=o.rubric_semantics)
 
 
 @pptarena.hookimpl

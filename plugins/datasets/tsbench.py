@@ -28,10 +28,10 @@ from typing import Any, Literal
 from pydantic import Field, field_validator
 
 import pptarena
-from pptarena.types import Component, Task
 from pptarena.types import Options as BaseOptions
+from pptarena.types import Task
 
-from .common import DatasetError, check_decks_exist, one_as_list, read_json_file, select_ids
+from .common import DatasetError, LoadedDataset, check_decks_exist, one_as_list, read_json_file, select_ids
 
 INSTRUCTIONS_FILE = "expanded_instruction_379.json"
 DECKS_DIR = "benchmark_ppts"
@@ -160,7 +160,7 @@ def load_tsbench(
     return tasks
 
 
-class TsbenchDataset(Component):
+class TsbenchDataset(LoadedDataset):
     """TSBench instructions over its decks (see docs/datasets.md, "tsbench")."""
 
     class Options(BaseOptions):
@@ -179,23 +179,17 @@ class TsbenchDataset(Component):
 
         _one_as_list = field_validator("ids", mode="before")(one_as_list)
 
-    def __init__(self, options: Options, context: Any):
-        super().__init__(options, context)
-        self._tasks: list[Task] | None = None
-
-    def tasks(self) -> Iterable[Task]:
-        """All selected tasks, validated eagerly (raises :class:`DatasetError`)."""
-        if self._tasks is None:
-            o = self.options
-            self._tasks = load_tsbench(
-                o.root,
-                instructions=o.instructions,
-                subset=o.subset,
-                hard_file=o.hard_file,
-                slide_num=o.slide_num,
-                ids=o.ids,
-            )
-        return list(self._tasks)
+    def load(self) -> list[Task]:
+        """Read and validate every selected task (raises :class:`DatasetError`)."""
+        o = self.options
+        return load_tsbench(
+            o.root,
+            instructions=o.instructions,
+            subset=o.subset,
+            hard_file=o.hard_file,
+            slide_num=o.slide_num,
+            ids=o.ids,
+        )
 
 
 @pptarena.hookimpl

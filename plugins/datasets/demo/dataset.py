@@ -19,17 +19,16 @@ import json
 import os
 import shutil
 import uuid
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field, field_validator
 
 import pptarena
-from pptarena.plugins.datasets.common import DatasetError, one_as_list
+from pptarena.plugins.datasets.common import DatasetError, LoadedDataset, one_as_list
 from pptarena.plugins.datasets.folder import load_folder_tasks
-from pptarena.types import Component, Task
 from pptarena.types import Options as BaseOptions
+from pptarena.types import Task
 
 #: Bump whenever decks, tasks or rubrics change: the cache folder is keyed on it.
 GENERATOR_VERSION = "2"
@@ -137,7 +136,7 @@ def ensure_demo_set(cache_dir: Path) -> Path:
     return final
 
 
-class DemoDataset(Component):
+class DemoDataset(LoadedDataset):
     """Twelve generated tasks (content, layout, styling, interactivity, structure) that run offline."""
 
     class Options(BaseOptions):
@@ -149,16 +148,10 @@ class DemoDataset(Component):
 
         _one_as_list = field_validator("ids", mode="before")(one_as_list)
 
-    def __init__(self, options: Options, context: Any):
-        super().__init__(options, context)
-        self._tasks: list[Task] | None = None
-
-    def tasks(self) -> Iterable[Task]:
+    def load(self) -> list[Task]:
         """The demo tasks (generated into ``context.cache_dir`` on first use)."""
-        if self._tasks is None:
-            root = ensure_demo_set(Path(self.context.cache_dir))
-            self._tasks = load_folder_tasks(root, self.options.ids)
-        return list(self._tasks)
+        root = ensure_demo_set(Path(self.context.cache_dir))
+        return load_folder_tasks(root, self.options.ids)
 
 
 @pptarena.hookimpl

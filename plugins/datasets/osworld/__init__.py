@@ -12,17 +12,16 @@ Tasks using checkers we do not re-implement are skipped with the reason printed 
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
 from pydantic import Field, field_validator
 
 import pptarena
-from pptarena.types import Component, Task
 from pptarena.types import Options as BaseOptions
+from pptarena.types import Task
 
-from ..common import one_as_list
+from ..common import LoadedDataset, one_as_list
 from .load import OsworldWarning, load_osworld
 
 
@@ -41,7 +40,7 @@ def blank_deck(folder: Path) -> Path:
     return path
 
 
-class OsworldDataset(Component):
+class OsworldDataset(LoadedDataset):
     """OSWorld Impress tasks (see docs/datasets.md, "osworld")."""
 
     class Options(BaseOptions):
@@ -62,27 +61,24 @@ class OsworldDataset(Component):
 
     def __init__(self, options: Options, context: Any):
         super().__init__(options, context)
-        self._tasks: list[Task] | None = None
         self.skipped: dict[str, str] = {}
 
-    def tasks(self) -> Iterable[Task]:
+    def load(self) -> list[Task]:
         """The loaded tasks; skipped ones are announced as warnings and kept in ``self.skipped``."""
-        if self._tasks is None:
-            o = self.options
-            loaded = load_osworld(
-                o.root,
-                o.files_dir,
-                domain=o.domain,
-                index=o.index,
-                ids=o.ids,
-                strict_options=o.strict_options,
-                blank_deck=blank_deck(Path(self.context.cache_dir)),
-            )
-            for task_id, reason in loaded.skipped.items():
-                warnings.warn(f"osworld task {task_id} skipped: {reason}", OsworldWarning, stacklevel=2)
-            self.skipped = loaded.skipped
-            self._tasks = loaded.tasks
-        return list(self._tasks)
+        o = self.options
+        loaded = load_osworld(
+            o.root,
+            o.files_dir,
+            domain=o.domain,
+            index=o.index,
+            ids=o.ids,
+            strict_options=o.strict_options,
+            blank_deck=blank_deck(Path(self.context.cache_dir)),
+        )
+        for task_id, reason in loaded.skipped.items():
+            warnings.warn(f"osworld task {task_id} skipped: {reason}", OsworldWarning, stacklevel=3)
+        self.skipped = loaded.skipped
+        return loaded.tasks
 
 
 @pptarena.hookimpl
