@@ -228,8 +228,8 @@ def _slide(deck: _Deck, number: int, sld_id: int, part: str, part_ids: dict[str,
     ctx = ShapeContext(
         pkg,
         part,
-        None,
-        layout.phs if layout else None,  # type: ignore[arg-type]
+        None,  # type: ignore[arg-type]  # the text context is set just below (it needs ctx)
+        layout.phs if layout else None,
         master.phs if master else None,
         master.tx_styles if master else {},
         deck.default_style,
