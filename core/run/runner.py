@@ -426,15 +426,6 @@ class Runner:
         """True once the run is being stopped (no more results are recorded)."""
         return self._stop.is_set()
 
-    def run_pair(self, agent: ComponentConfig, task: Task, epoch: int = 1) -> dict[str, Any] | None:
-        """Run one agent on one task (attempt ``epoch``), judge it and append the result
-        (None if interrupted).
-        """
-        row = self.compute_pair(agent, task, epoch)
-        if row is not None:
-            self.store.append(row)
-        return row
-
     def compute_pair(self, agent: ComponentConfig, task: Task, epoch: int = 1) -> dict[str, Any] | None:
         """Run attempt ``epoch`` of one agent on one task in this process and judge it;
         the row (None if interrupted).
