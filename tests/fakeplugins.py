@@ -210,6 +210,26 @@ class DummyRenderer(Component):
         raise InfraError("dummy renderer cannot render")
 
 
+class CrashOnStopExecutor(Component):
+    """Runs pairs one by one in the driver; stopping it ends the process at once, as Ray's driver does
+    when a task cancellation races a task's reply (a RAY_CHECK failure exits the process)."""
+
+    def execute(self, jobs, run):
+        for job in jobs:
+            yield job, run.compute_pair(job.agent, job.task, job.epoch)
+
+    def stop(self):
+        os._exit(1)
+
+    def close(self):
+        pass
+
+
+@pptarena.hookimpl
+def register_executors(register):
+    register("crash-on-stop", CrashOnStopExecutor)
+
+
 @pptarena.hookimpl
 def register_datasets(register):
     register("fake", FakeDataset)

@@ -199,6 +199,25 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path, fake_plugins):
     assert 1 <= n < 8
 
 
+def test_ctrl_c_says_how_to_resume_even_when_the_executor_crashes_while_stopping(tmp_path, fake_plugins):
+    """The attack is Ray's own: cancelling its tasks can abort the driver. The user must still be
+    told how to resume, so the message is printed before anything is stopped."""
+    cfg = config_file(
+        tmp_path, '[[agents]]\nuse = "slowcopy"\nsleep = 0.5\n[executor]\nuse = "crash-on-stop"\n', count=8
+    )
+    out = tmp_path / "run"
+    cmd = [sys.executable, "-m", "pptarena.cli", "run", "--config", str(cfg), "--out", str(out)]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline and not ((out / "results.jsonl").exists() and rows_of(out)):
+        time.sleep(0.05)
+    proc.send_signal(signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 1  # the executor's crash, not a clean 130
+    assert "Interrupted." in err and "Resume with: arena run --config" in err and str(out) in err, err
+    assert 1 <= len(rows_of(out)) < 8
+
+
 def test_model_usage_is_recorded_per_pair_and_calls_logged(tmp_path, fake_plugins):
     cfg = config_file(
         tmp_path,

@@ -291,10 +291,10 @@ def run_command(
         epochs=epochs,
         max_cost=max_cost,
     )
+    runner.on_interrupt = _say_interrupted
     try:
         summary = runner.run()
-    except RunInterrupted as exc:
-        click.echo(f"\n{exc}", err=True)
+    except RunInterrupted:
         sys.stderr.flush()
         os._exit(130)  # results are fsynced line by line; do not wait for in-flight judges
     except (PptArenaError, ValueError, OSError) as exc:
@@ -302,6 +302,12 @@ def run_command(
     _print_leaderboard(Path(runner.run_dir), summary, quiet, no_report)
     if quiet and runner.budget is not None and runner.budget.stopped:  # otherwise the runner said so already
         click.echo(runner.budget.message(), err=True)
+
+
+def _say_interrupted(message: str) -> None:
+    """Print the Ctrl-C message at once: the clean-up after it may be cut short (a crashing executor)."""
+    click.echo(f"\n{message}", err=True)
+    sys.stderr.flush()
 
 
 def _print_leaderboard(run_dir: Path, summary: dict[str, Any], quiet: bool, no_report: bool = False) -> None:

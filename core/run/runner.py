@@ -26,6 +26,7 @@ import sys
 import threading
 import time
 import traceback
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -183,6 +184,9 @@ class Runner:
         self._judges: list[tuple[ComponentConfig, Any]] | None = None
         self._judges_lock = threading.Lock()
         self.agent_launcher: AgentLauncher | None = None  # set by an executor (e.g. a warm worker pool)
+        # called with the "Interrupted ... Resume with" message on Ctrl-C, *before* any clean-up: stopping
+        # an executor can itself crash the process (Ray's cancel races its own task replies)
+        self.on_interrupt: Callable[[str], None] | None = None
         self.ledger = AttemptLedger(self.run_dir)
 
     # ------------------------------------------------------------------ setup
@@ -619,14 +623,17 @@ class Runner:
                         self.budget.add(row)
                         progress.result(row)
         except KeyboardInterrupt:
-            self.stop()
-            executor.close()
-            self.components.close()
-            raise RunInterrupted(
+            message = (
                 f"Interrupted. {len(self.store.done_attempts())} of {total} results are saved "
                 f"in {self.run_dir}.\n"
                 f"Resume with: arena run --config {self.config.path} --out {self.run_dir}"
-            ) from None
+            )
+            if self.on_interrupt is not None:
+                self.on_interrupt(message)
+            self.stop()
+            executor.close()
+            self.components.close()
+            raise RunInterrupted(message) from None
         except BaseException:
             self.stop()
             executor.close()
