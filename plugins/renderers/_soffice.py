@@ -254,11 +254,21 @@ class WarmOffice:
     Not thread-safe: the renderer's pool hands each instance to one thread at a time.
     """
 
-    def __init__(self, soffice: Path, uno_python: str, profile: Path, start_timeout: float = 60.0):
+    def __init__(
+        self,
+        soffice: Path,
+        uno_python: str,
+        profile: Path,
+        start_timeout: float = 60.0,
+        *,
+        prepare: bool = False,
+    ):
         self.soffice = soffice
         self.uno_python = uno_python
         self.profile = profile
         self.start_timeout = start_timeout
+        self.prepare = prepare  # finish the (new) profile on start; see _profile.build_template
+        self.prepared: str | None = None  # the office version recorded in the profile by ``prepare``
         self.uses = 0
         self._bridge: subprocess.Popen[str] | None = None
         self._office_pid: int | None = None
@@ -279,6 +289,7 @@ class WarmOffice:
             "office": [*office_command(self.soffice), _profile_arg(self.profile), *_COMMON_FLAGS],
             "connect": f"pipe,name={name};urp;",
             "timeout": self.start_timeout,
+            "prepare": self.prepare,
         }
         self._bridge = subprocess.Popen(
             [self.uno_python, str(_BRIDGE), json.dumps(spec)],
@@ -296,6 +307,7 @@ class WarmOffice:
             self.close()
             raise InfraError(f"warm LibreOffice failed to start: {msg.get('error', 'unknown error')}")
         self._office_pid = int(msg["office_pid"])
+        self.prepared = msg.get("prepared")
 
     @staticmethod
     def _pump(proc: subprocess.Popen[str], lines: queue.Queue[str | None]) -> None:

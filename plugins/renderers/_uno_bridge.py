@@ -10,7 +10,10 @@ Protocol (JSON lines on stdin/stdout):
 * started as ``python3 _uno_bridge.py SPEC_JSON`` where the spec holds
   ``office`` (the soffice command as a list, without ``--accept``),
   ``connect`` (a UNO connection string such as ``pipe,name=X;urp;``) and
-  ``timeout`` (seconds allowed for start-up);
+  ``timeout`` (seconds allowed for start-up) and optionally ``prepare``
+  (true: record in the fresh profile that this office version has already
+  started, so later offices copied from it skip the first-start work, and
+  flush the profile to disk before answering);
 * the bridge starts soffice in its own session (so the caller can kill the
   whole group), connects, and writes ``{"ready": true, "office_pid": PID}``
   or ``{"ready": false, "error": ...}`` and exits;
@@ -119,11 +122,33 @@ def _connect(uno, office, connect, timeout):
             raise RuntimeError(f"soffice exited with code {code} while starting")
         try:
             ctx = resolver.resolve("uno:" + connect + "StarOffice.ComponentContext")
-            return ctx.ServiceManager.createInstanceWithContext("com.sun.star.frame.Desktop", ctx)
+            return ctx, ctx.ServiceManager.createInstanceWithContext("com.sun.star.frame.Desktop", ctx)
         except Exception as exc:  # NoConnectException until soffice listens
             last = exc
-            time.sleep(0.05)
+            time.sleep(0.02)
     raise RuntimeError(f"soffice did not accept a UNO connection within {timeout}s ({last})")
+
+
+def _prepare_profile(ctx):
+    """Mark the profile as set up for this office version and write it to disk; returns the version.
+
+    An office whose profile lacks ``ooSetupLastVersion`` believes it was just upgraded and runs its
+    graphics self-tests at every start (most of a warm start); headless, nothing else ever records
+    the version, so a profile is never "finished" on its own.
+    """
+    smgr = ctx.ServiceManager
+    provider = smgr.createInstanceWithContext("com.sun.star.configuration.ConfigurationProvider", ctx)
+    args = _props(nodepath="/org.openoffice.Setup/Product")
+    version = provider.createInstanceWithArguments(
+        "com.sun.star.configuration.ConfigurationAccess", args
+    ).getByName("ooSetupVersion")
+    update = provider.createInstanceWithArguments(
+        "com.sun.star.configuration.ConfigurationUpdateAccess", args
+    )
+    update.replaceByName("ooSetupLastVersion", version)
+    update.commitChanges()
+    provider.flush()
+    return version
 
 
 def _convert(uno, desktop, src, dst):
@@ -166,12 +191,13 @@ def main(argv):
     threading.Thread(target=_watch_parent, args=(office, os.getppid()), daemon=True).start()
     try:
         office.start()
-        desktop = _connect(uno, office, spec["connect"], float(spec["timeout"]))
+        ctx, desktop = _connect(uno, office, spec["connect"], float(spec["timeout"]))
+        prepared = _prepare_profile(ctx) if spec.get("prepare") else None
     except Exception as exc:
         office.kill()
         _reply({"ready": False, "error": str(exc)})
         return 3
-    _reply({"ready": True, "office_pid": office.proc.pid})
+    _reply({"ready": True, "office_pid": office.proc.pid, "prepared": prepared})
     code = 0
     for line in sys.stdin:
         line = line.strip()

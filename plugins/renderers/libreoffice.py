@@ -3,8 +3,10 @@
 Registered as ``"libreoffice"``. It keeps warm office instances (one per
 worker, each with its own user profile) driven over UNO by a small bridge
 script, and falls back to one-shot ``soffice --convert-to`` when no Python
-with ``uno`` is available. Hidden slides are exported. Renders are cached by
-deck content + settings (see :mod:`pptarena.render`).
+with ``uno`` is available. Each new profile is a copy of a pre-initialised
+one cached per LibreOffice build (see :mod:`._profile`), so an office starts
+in a fraction of a first start. Hidden slides are exported. Renders are
+cached by deck content + settings (see :mod:`pptarena.render`).
 
 Thread-safe: up to ``workers`` renders run at once, further callers wait.
 """
@@ -28,7 +30,7 @@ from pptarena.render import RenderCache, cached_render, deck_output_dirs, deck_s
 from pptarena.types import Component, ComponentContext, InfraError, SlideImage
 from pptarena.types import Options as OptionsBase
 
-from . import _soffice
+from . import _profile, _soffice
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +46,7 @@ class _Slot:
         self.profile = profile
         self.scratch = scratch
         self.office: _soffice.WarmOffice | None = None
+        self.seeded_from: Path | None = None  # the template the profile was copied from
 
     def close(self) -> None:
         if self.office is not None:
@@ -87,6 +90,12 @@ class LibreOfficeRenderer(Component):
             None, description="where per-worker profiles go (default: temp dir)"
         )
         png_threads: int = Field(2, ge=1, le=32, description="threads encoding PNGs of one deck")
+        profile_template: bool = Field(
+            True,
+            description="copy each new office profile from a pre-initialised one, built once per "
+            "LibreOffice build under <cache_dir>/office-profiles (false: every office initialises "
+            "its own)",
+        )
 
     def __init__(self, options: LibreOfficeRenderer.Options, context: ComponentContext):
         super().__init__(options, context)
@@ -100,6 +109,8 @@ class LibreOfficeRenderer(Component):
             "office": _soffice.office_version(self.soffice),
         }
         self._uno_python: str | None = None
+        self._template_root = Path(context.cache_dir) / "office-profiles"
+        self._template_broken: str | None = None if options.profile_template else "disabled"
         self._warm_broken: str | None = None if options.warm else "disabled by the warm option"
         self._lock = threading.Lock()
         self._free: queue.Queue[_Slot] = queue.Queue()
@@ -140,6 +151,8 @@ class LibreOfficeRenderer(Component):
         """
         decks = [Path(p) for p in deck_paths]
         dirs = deck_output_dirs(decks, Path(out_root))
+        # largest first: the longest conversion starts at once instead of last (shorter makespan)
+        order = sorted(dict.fromkeys(decks), key=_deck_size, reverse=True)
         results: dict[Path, list[SlideImage]] = {}
         errors: list[BaseException] = []
 
@@ -150,7 +163,7 @@ class LibreOfficeRenderer(Component):
                 errors.append(exc)
 
         with ThreadPoolExecutor(max_workers=max(1, min(self.options.workers, len(decks)))) as pool:
-            list(pool.map(one, decks))
+            list(pool.map(one, order))
         if errors:
             raise errors[0]
         return {deck: results[deck] for deck in decks}
@@ -198,6 +211,27 @@ class LibreOfficeRenderer(Component):
         finally:
             tmp_pdf.unlink(missing_ok=True)
 
+    def _seed_profile(self, slot: _Slot) -> None:
+        """Give a slot without a profile yet a copy of the pre-initialised template (best effort)."""
+        if self._template_broken or slot.profile.exists() or not self._find_uno_python():
+            return
+        assert self._uno_python is not None
+        try:
+            template = _profile.ensure(
+                self._template_root, self.soffice, self._uno_python, self.options.start_timeout
+            )
+        except (InfraError, OSError) as exc:
+            self._template_broken = str(exc)
+            log.warning("libreoffice renderer: no pre-initialised profile (%s); offices start slower", exc)
+            return
+        if _profile.install(template, slot.profile):
+            slot.seeded_from = template
+
+    def _find_uno_python(self) -> bool:
+        if self._uno_python is None:
+            self._uno_python = _soffice.find_uno_python(self.options.uno_python)
+        return self._uno_python is not None
+
     def _to_pdf(self, slot: _Slot, deck_path: Path) -> Path:
         """Convert in the slot's scratch folder (a private copy of the deck under a plain name)."""
         for old in slot.scratch.iterdir():
@@ -206,6 +240,7 @@ class LibreOfficeRenderer(Component):
         src = slot.scratch / f"deck{suffix}"
         shutil.copyfile(deck_path, src)
         attempts = self.options.retries + 1
+        self._seed_profile(slot)
         for attempt in range(attempts):
             try:
                 if self._use_warm(slot):
@@ -230,23 +265,47 @@ class LibreOfficeRenderer(Component):
         if slot.office is not None and (not slot.office.alive or slot.office.uses >= self.options.max_uses):
             slot.close()
         if slot.office is None:
-            if self._uno_python is None:
-                self._uno_python = _soffice.find_uno_python(self.options.uno_python)
-                if self._uno_python is None:
-                    self._warm_broken = "no Python with the uno module was found (install python3-uno)"
-                    log.warning("libreoffice renderer: %s; using one-shot soffice", self._warm_broken)
-                    return False
-            office = _soffice.WarmOffice(
-                self.soffice, self._uno_python, slot.profile, self.options.start_timeout
-            )
+            if not self._find_uno_python():
+                self._warm_broken = "no Python with the uno module was found (install python3-uno)"
+                log.warning("libreoffice renderer: %s; using one-shot soffice", self._warm_broken)
+                return False
+            assert self._uno_python is not None
             try:
-                office.start()
+                slot.office = self._start_office(slot, self._uno_python)
             except InfraError as exc:
                 self._warm_broken = str(exc)
                 log.warning("libreoffice renderer: %s; using one-shot soffice", exc)
                 return False
-            slot.office = office
         return True
+
+    def _start_office(self, slot: _Slot, uno_python: str) -> _soffice.WarmOffice:
+        """Start a warm office on the slot's profile; a copied profile that fails gives way to a blank one."""
+        office = _soffice.WarmOffice(self.soffice, uno_python, slot.profile, self.options.start_timeout)
+        try:
+            office.start()
+            return office
+        except InfraError as exc:
+            template, slot.seeded_from = slot.seeded_from, None
+            if template is None:
+                raise
+            log.warning(
+                "LibreOffice did not start on the pre-initialised profile (%s); discarding it and "
+                "starting on a blank profile",
+                exc,
+            )
+            self._template_broken = f"an office failed to start on it: {exc}"
+            _profile.discard(template)
+            shutil.rmtree(slot.profile, ignore_errors=True)
+        office = _soffice.WarmOffice(self.soffice, uno_python, slot.profile, self.options.start_timeout)
+        office.start()
+        return office
+
+
+def _deck_size(deck: Path) -> int:
+    try:
+        return deck.stat().st_size
+    except OSError:
+        return 0
 
 
 _SUFFIXES = {".pptx", ".pptm", ".ppsx", ".ppsm", ".potx", ".potm", ".ppt", ".pps", ".pot", ".odp"}
