@@ -88,6 +88,22 @@ def is_valid(template: Path, soffice: Path) -> bool:
     return version is not None and version == stamp.get("version")
 
 
+def recorded_uno_python(root: Path, soffice: Path) -> str | None:
+    """The Python (with ``uno``) that built the valid template for ``soffice``, if it still exists.
+
+    Saves probing interpreters (a child process importing ``uno``, 0.1-0.2 s) on every command; should
+    it have lost ``uno`` since, the office fails to start and the template is discarded and rebuilt.
+    """
+    template = template_dir(root, soffice)
+    if not is_valid(template, soffice):
+        return None
+    try:
+        found = json.loads((template / STAMP_NAME).read_text()).get("uno_python")
+    except (OSError, ValueError, AttributeError):
+        return None
+    return found if isinstance(found, str) and os.path.isfile(found) else None
+
+
 def discard(template: Path) -> None:
     """Remove ``template`` safely: rename it aside first (so nobody copies a half-deleted one)."""
     template = Path(template)
@@ -117,7 +133,12 @@ def build(template: Path, soffice: Path, uno_python: str, start_timeout: float) 
                 f"LibreOffice did not record its version in the new profile (got {office.prepared!r})"
             )
         (tmp / "profile" / "user" / ".lock").unlink(missing_ok=True)
-        stamp = {"format": PROFILE_FORMAT, "office": _soffice.office_version(soffice), "version": version}
+        stamp = {
+            "format": PROFILE_FORMAT,
+            "office": _soffice.office_version(soffice),
+            "version": version,
+            "uno_python": uno_python,
+        }
         (tmp / STAMP_NAME).write_text(json.dumps(stamp))
         if template.exists() and not is_valid(template, soffice):
             discard(template)

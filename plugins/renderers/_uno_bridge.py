@@ -18,10 +18,10 @@ Protocol (JSON lines on stdin/stdout):
   whole group), connects, and writes ``{"ready": true, "office_pid": PID}``
   or ``{"ready": false, "error": ...}`` and exits;
 * for every request line ``{"id": N, "src": PATH, "dst": PATH}`` it loads the
-  deck hidden and read-only, exports it to PDF **with hidden slides**, closes
-  it and answers ``{"id": N, "ok": true}`` or ``{"id": N, "ok": false,
-  "error": "...", "fatal": bool}`` (``fatal``: the office is gone; the bridge
-  exits).
+  deck hidden and read-only, exports it to PDF **with hidden slides**, answers
+  ``{"id": N, "ok": true}`` (and then closes the deck before reading the next
+  line) or ``{"id": N, "ok": false, "error": "...", "fatal": bool}``
+  (``fatal``: the office is gone; the bridge exits).
 
 No orphans: soffice gets a parent-death signal (Linux) so it dies with the
 bridge, and the bridge kills soffice and exits when its stdin closes or its
@@ -151,7 +151,22 @@ def _prepare_profile(ctx):
     return version
 
 
-def _convert(uno, desktop, src, dst):
+def _close(doc):
+    try:
+        doc.close(True)
+    except Exception:
+        try:
+            doc.dispose()
+        except Exception:
+            pass
+
+
+def _convert(uno, desktop, src, dst, done):
+    """Load ``src`` hidden and read-only, export it to the PDF ``dst`` and close it.
+
+    ``done()`` is called as soon as the PDF is written, before the document is closed (closing a
+    big deck takes a while, and the caller can already rasterise the PDF meanwhile).
+    """
     load = _props(Hidden=True, ReadOnly=True, MacroExecutionMode=0, UpdateDocMode=0)
     doc = desktop.loadComponentFromURL(uno.systemPathToFileUrl(src), "_blank", 0, load)
     if doc is None:
@@ -160,14 +175,11 @@ def _convert(uno, desktop, src, dst):
         filter_data = uno.Any("[]com.sun.star.beans.PropertyValue", _props(ExportHiddenSlides=True))
         store = _props(FilterName="impress_pdf_Export", FilterData=filter_data, Overwrite=True)
         uno.invoke(doc, "storeToURL", (uno.systemPathToFileUrl(dst), store))
-    finally:
-        try:
-            doc.close(True)
-        except Exception:
-            try:
-                doc.dispose()
-            except Exception:
-                pass
+    except Exception:
+        _close(doc)
+        raise
+    done()
+    _close(doc)
 
 
 def _watch_parent(office, parent):
@@ -205,8 +217,8 @@ def main(argv):
             continue
         req = json.loads(line)
         try:
-            _convert(uno, desktop, req["src"], req["dst"])
-            _reply({"id": req.get("id"), "ok": True})
+            answer = {"id": req.get("id"), "ok": True}
+            _convert(uno, desktop, req["src"], req["dst"], lambda answer=answer: _reply(answer))
         except Exception as exc:
             name = type(exc).__name__
             fatal = name == "DisposedException" or office.exited() is not None

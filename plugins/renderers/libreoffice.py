@@ -14,6 +14,7 @@ Thread-safe: up to ``workers`` renders run at once, further callers wait.
 from __future__ import annotations
 
 import logging
+import os
 import queue
 import shutil
 import threading
@@ -228,8 +229,14 @@ class LibreOfficeRenderer(Component):
             slot.seeded_from = template
 
     def _find_uno_python(self) -> bool:
+        """Find a Python with ``uno`` once: the one recorded with the profile template, else probe."""
         if self._uno_python is None:
-            self._uno_python = _soffice.find_uno_python(self.options.uno_python)
+            if not (
+                self._template_broken or self.options.uno_python or os.environ.get("PPTARENA_UNO_PYTHON")
+            ):
+                self._uno_python = _profile.recorded_uno_python(self._template_root, self.soffice)
+            if self._uno_python is None:
+                self._uno_python = _soffice.find_uno_python(self.options.uno_python)
         return self._uno_python is not None
 
     def _to_pdf(self, slot: _Slot, deck_path: Path) -> Path:
