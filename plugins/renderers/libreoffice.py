@@ -213,8 +213,19 @@ class LibreOfficeRenderer(Component):
             tmp_pdf.unlink(missing_ok=True)
 
     def _seed_profile(self, slot: _Slot) -> None:
-        """Give a slot without a profile yet a copy of the pre-initialised template (best effort)."""
-        if self._template_broken or slot.profile.exists() or not self._find_uno_python():
+        """Give a slot without a profile yet a copy of the pre-initialised template (best effort).
+
+        Only warm mode builds a missing template (it starts an office over UNO once); one-shot
+        conversion uses one that is already there.
+        """
+        if self._template_broken or slot.profile.exists():
+            return
+        if self._warm_broken:
+            template = _profile.template_dir(self._template_root, self.soffice)
+            if _profile.is_valid(template, self.soffice) and _profile.install(template, slot.profile):
+                slot.seeded_from = template
+            return
+        if not self._find_uno_python():
             return
         assert self._uno_python is not None
         try:
