@@ -65,3 +65,21 @@ def test_unknown_renderer_suggests_a_name(decks, tmp_path):
     )
     assert result.exit_code != 0
     assert "libreoffice" in result.output
+
+
+def test_render_loads_only_renderer_plugins_when_they_have_the_renderer(tmp_path):
+    import subprocess
+    import sys
+
+    code = (
+        "import sys\n"
+        "from pptarena.cli.render import make_renderer\n"
+        "r = make_renderer('libreoffice', {'cache': False})\n"
+        "kinds = {m.split('.')[2] for m in sys.modules if m.startswith('pptarena.plugins.')}\n"
+        "print(type(r).__name__, sorted(kinds))\n"
+        "r.close()\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    )
+    assert out.stdout.split() == ["LibreOfficeRenderer", "['renderers']"]
