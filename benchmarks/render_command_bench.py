@@ -104,15 +104,21 @@ def whole_commands(decks: list[Path], rounds: int, before: Path | None, work: Pa
     return result
 
 
-def _cpu_of(pid: int | None) -> float:
-    """utime + stime of process ``pid`` in seconds (0 when unknown)."""
-    if pid is None:
+def _cpu_of(session: int | None) -> float:
+    """utime + stime in seconds of every live process in ``session`` (the office and its wrappers)."""
+    if session is None:
         return 0.0
-    try:
-        fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
-        return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
-    except (OSError, ValueError, IndexError):
-        return 0.0
+    ticks = 0
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit():
+            continue
+        try:
+            fields = (entry / "stat").read_text().rsplit(")", 1)[1].split()
+        except OSError:
+            continue
+        if int(fields[3]) == session:  # field 6 of stat: the session id
+            ticks += int(fields[11]) + int(fields[12])
+    return ticks / os.sysconf("SC_CLK_TCK")
 
 
 def warm_throughput(sizes: list[int], repeat: int, work: Path) -> list[dict]:
@@ -124,7 +130,7 @@ def warm_throughput(sizes: list[int], repeat: int, work: Path) -> list[dict]:
         deck = make_deck(work / f"generated-{n}.pptx", n)
         r = renderer(work, cache=False, workers=1)
         r.render(deck, Path(tempfile.mkdtemp(dir=work)))  # warm up (starts the office)
-        office_pid = r._slots[0].office._office_pid  # noqa: SLF001 - the benchmark reads the office's CPU
+        office_pid = r._slots[0].office._office_pid  # the office's session (it is started with setsid)
         walls, cpus = [], []
         for _ in range(repeat):
             cpu0, office0, t0 = time.process_time(), _cpu_of(office_pid), time.perf_counter()
