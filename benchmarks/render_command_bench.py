@@ -66,13 +66,15 @@ def ppteval(decks: list[Path], out: Path, profile: Path) -> int:
 def arena(decks: list[Path], out: Path, env: dict[str, str]) -> int:
     """``arena render`` in a fresh interpreter; returns the number of PNGs written."""
     cmd = [sys.executable, "-m", "pptarena.cli", "render", *map(str, decks), "--out", str(out), "--no-cache"]
-    subprocess.run(cmd, check=True, capture_output=True, timeout=600, env=env)
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
+    if done.returncode != 0:
+        raise SystemExit(f"arena render failed with code {done.returncode}:\n{done.stderr[-3000:]}")
     return len(list(out.glob("*/slide-*.png")))
 
 
 def whole_commands(decks: list[Path], rounds: int, before: Path | None, work: Path) -> dict:
     """Interleaved rounds of every variant; medians and the per-round seconds."""
-    env = {**os.environ, "PPTARENA_CACHE": str(work / "cache")}
+    env = {**os.environ, "PPTARENA_CACHE": str(work / "cache"), "PYTHONFAULTHANDLER": "1"}
     env.pop("PYTHONPATH", None)
     variants: dict[str, object] = {"ppteval": None, "arena": env}
     if before is not None:

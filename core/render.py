@@ -121,7 +121,13 @@ def pdf_to_pngs(
                 w, h = target_size(width_pt, height_pt, size)
                 # pdfium rounds the bitmap size up: aim a hair low so it lands on (w, h) exactly
                 scale = min(w / width_pt, h / height_pt) * (1 - 1e-7)
-                image = page.render(scale=scale).to_pil()
+                bitmap = page.render(scale=scale)
+                try:
+                    image = bitmap.to_pil()
+                    if image.mode in ("RGBA", "RGBX", "L"):  # PIL shares these with pdfium's buffer
+                        image = image.copy()
+                finally:
+                    bitmap.close()  # freed here, under the lock, not later by the GC in any thread
             finally:
                 page.close()
         if image.size != (w, h):
