@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Set up pptarena on a fresh Debian/Ubuntu machine:
 #   - system packages: LibreOffice Impress (renderer, GUI agent), metric-compatible fonts,
-#     Xvfb + xdotool (GUI agent), Chromium (HTML report screenshot test), python3-venv;
+#     Xvfb + xdotool (GUI agent), Chromium (HTML report screenshot test), poppler-utils (pdftoppm:
+#     the PPT-Eval baseline of the rendering benchmarks), python3-venv;
 #   - a virtualenv in .venv with pptarena installed in editable mode with the test and SDK extras.
 # Safe to run again: it only installs what is missing.
 set -euo pipefail
@@ -13,6 +14,7 @@ PACKAGES=(
   fonts-crosextra-carlito fonts-crosextra-caladea fonts-liberation fonts-liberation2 fonts-dejavu-core fonts-noto-cjk
   xvfb xdotool x11-utils
   bubblewrap
+  poppler-utils
   python3-venv
 )
 # Chromium only serves the HTML-report screenshot test; Debian ships it as a package, Ubuntu
