@@ -14,7 +14,8 @@ Rows:
 * ``ppteval baseline``: what PPT-Eval runs per deck, ``soffice --headless
   --convert-to pdf`` (profile already initialised) then ``pdftoppm -png -r 96``.
 * ``oneshot``: our renderer with ``warm=false`` (a fresh soffice per deck).
-* ``cold``: a new renderer's first deck (starts LibreOffice, fresh profile).
+* ``cold``: a new renderer's first deck (starts LibreOffice on a copy of the pre-initialised
+  profile, which the first renderer of the run built); see render_command_bench.py for whole commands.
 * ``warm``: later decks on a running renderer (cache off).
 * ``warm x2 decks, workers=N``: two decks through ``render_many``.
 * ``cached``: the same deck again with the cache on (copies the PNGs).
