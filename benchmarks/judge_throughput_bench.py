@@ -28,19 +28,20 @@ per-leaf forks). ``--rounds 2`` alternates them to even out the shared machine's
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import os
 import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
-PHASES = ("sandbox start-up", "leaf execution", "driver", "rendering", "diff", "other")
+PHASES = ("sandbox start-up", "leaf execution", "sandbox driver + exit", "rendering", "diff", "other")
 
 
 class Phases:
@@ -92,12 +93,49 @@ def report(name: str, pairs: int, wall: float, phases: dict[str, float]) -> dict
     return row
 
 
-def bench_rubric(tmp: Path, limit: int | None, preload: tuple[str, ...] | None, label: str) -> dict[str, Any]:
-    """Judge the published rubrics against the stand-in pair; ``preload=None`` keeps the default."""
-    from rubric_fixtures import STAND_IN, edited_copy, make_evidence, make_judge, published_rubrics, scripted_hub
+LEGACY_DRIVER = "from pptarena.plugins.judges.rubric.child import main\nmain(SANDBOX_INPUT)\n"
+
+
+def polling_wait(proc: Any, timeout: float | None) -> bool:
+    """How ``run_in_session`` waited before issue 18: ``Popen.wait`` (sleeps growing to 50 ms)."""
+    import subprocess
+
+    try:
+        proc.wait(timeout=timeout)
+    except subprocess.TimeoutExpired:
+        return False
+    return True
+
+
+@contextlib.contextmanager
+def legacy_sandbox(enabled: bool) -> Iterator[None]:
+    """With ``enabled``, run the rubric sandbox as before issue 18: no preloaded modules, a driver
+    that finalises its interpreter, and polling for the sandboxed process's exit.
+    """
+    from pptarena import procs
+    from pptarena.plugins.judges.rubric import execute
+
+    saved = execute.PRELOAD_MODULES, execute._DRIVER, procs.wait_exit
+    if enabled:
+        execute.PRELOAD_MODULES, execute._DRIVER, procs.wait_exit = (), LEGACY_DRIVER, polling_wait
+    try:
+        yield
+    finally:
+        execute.PRELOAD_MODULES, execute._DRIVER, procs.wait_exit = saved
+
+
+def bench_rubric(tmp: Path, limit: int | None, legacy: bool, label: str) -> dict[str, Any]:
+    """Judge the published rubrics against the stand-in pair (``legacy``: as before issue 18)."""
+    from rubric_fixtures import (
+        STAND_IN,
+        edited_copy,
+        make_evidence,
+        make_judge,
+        published_rubrics,
+        scripted_hub,
+    )
 
     from pptarena.evidence import Evidence
-    from pptarena.plugins.judges.rubric import execute
     from pptarena.plugins.renderers.libreoffice import LibreOfficeRenderer
     from pptarena.types import ComponentContext, Task
 
@@ -117,34 +155,34 @@ def bench_rubric(tmp: Path, limit: int | None, preload: tuple[str, ...] | None, 
     judge = make_judge(tmp, model="scripted/bench", explain="deterministic")
     phases = Phases()
     timed_renderer = TimedRenderer(renderer, phases)
-    saved_diff, saved_preload = Evidence.ppteval_diff, execute.PRELOAD_MODULES
+    saved_diff = Evidence.ppteval_diff
     Evidence.ppteval_diff = phases.timed("diff", saved_diff)  # type: ignore[method-assign]
-    if preload is not None:
-        execute.PRELOAD_MODULES = preload
     scores: dict[str, float] = {}
     t0 = time.perf_counter()
     try:
-        for task_id, data in rubrics:
-            task = Task(id=task_id, instruction="", original=STAND_IN, rubric=data)
-            folder = tmp / label / task_id
-            evidence = make_evidence(task, prediction, folder, renderer=timed_renderer, model=factory)
-            verdict = judge.judge(task, evidence.prediction, evidence)
-            scores[task_id] = verdict.score
-            details = json.loads((folder / "judges" / "rubric" / "rubric.json").read_text(encoding="utf-8"))
-            phases.seconds["sandbox start-up"] += sum(
-                p.get("startup_s") or 0.0 for p in details["sandbox_processes"]
-            )
-            leaf_s = _leaf_seconds(details["tree"])
-            phases.seconds["leaf execution"] += leaf_s
-            phases.seconds["driver"] += max(
-                0.0,
-                sum(p["duration_s"] - (p.get("startup_s") or 0.0) for p in details["sandbox_processes"])
-                - leaf_s,
-            )
+        with legacy_sandbox(legacy):
+            for task_id, data in rubrics:
+                task = Task(id=task_id, instruction="", original=STAND_IN, rubric=data)
+                folder = tmp / label / task_id
+                evidence = make_evidence(task, prediction, folder, renderer=timed_renderer, model=factory)
+                verdict = judge.judge(task, evidence.prediction, evidence)
+                scores[task_id] = verdict.score
+                details = json.loads(
+                    (folder / "judges" / "rubric" / "rubric.json").read_text(encoding="utf-8")
+                )
+                phases.seconds["sandbox start-up"] += sum(
+                    p.get("startup_s") or 0.0 for p in details["sandbox_processes"]
+                )
+                leaf_s = _leaf_seconds(details["tree"])
+                phases.seconds["leaf execution"] += leaf_s
+                phases.seconds["sandbox driver + exit"] += max(
+                    0.0,
+                    sum(p["duration_s"] - (p.get("startup_s") or 0.0) for p in details["sandbox_processes"])
+                    - leaf_s,
+                )
     finally:
         wall = time.perf_counter() - t0
         Evidence.ppteval_diff = saved_diff  # type: ignore[method-assign]
-        execute.PRELOAD_MODULES = saved_preload
         renderer.close()
     row = report(f"rubric ({label})", len(rubrics), wall, phases.seconds)
     row["scores"] = scores
@@ -190,8 +228,8 @@ def main() -> None:
         rows.append(bench_structural(tmp, args.limit))
     if args.only in (None, "rubric"):
         for _ in range(args.rounds):
-            before = bench_rubric(tmp, args.limit, (), "before")
-            after = bench_rubric(tmp, args.limit, None, "after")
+            before = bench_rubric(tmp, args.limit, True, "before")
+            after = bench_rubric(tmp, args.limit, False, "after")
             rows += [before, after]
             changed = sorted(k for k in before["scores"] if before["scores"][k] != after["scores"].get(k))
             print(f"tree scores that differ before/after: {changed or 'none'}", flush=True)

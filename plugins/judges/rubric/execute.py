@@ -111,7 +111,17 @@ def preload_for(leaves: Sequence[dict[str, str]], modules: Sequence[str] | None 
     named = {t for t in tops if any(re.search(rf"\b{re.escape(t)}\b", leaf["code"]) for leaf in leaves)}
     return [m for m in wanted if m.split(".")[0] in named]
 
-_DRIVER = "from pptarena.plugins.judges.rubric.child import main\nmain(SANDBOX_INPUT)\n"
+
+# After main() every record is on descriptor 3: the driver ends at once (os._exit) instead of
+# finalising an interpreter full of preloaded modules; an exception in main() still exits with 1.
+_DRIVER = (
+    "from pptarena.plugins.judges.rubric.child import main\n"
+    "main(SANDBOX_INPUT)\n"
+    "import os as _os, sys as _sys\n"
+    "_sys.stdout.flush()\n"
+    "_sys.stderr.flush()\n"
+    "_os._exit(0)\n"
+)
 
 
 # --------------------------------------------------------------------------- model bridge
