@@ -120,3 +120,10 @@ def test_a_leaf_poisoning_preloaded_modules_leaves_nothing_for_the_next_leaf_or_
     assert first["check_same_tree"]["reason"] == "clean" and first["check_same_tree"]["score"] == 1.0
     second = run({"check_next_tree": CHECK_ALL})
     assert second["check_next_tree"]["reason"] == "clean" and second["check_next_tree"]["score"] == 1.0
+
+
+def test_startup_timing_reads_only_a_well_formed_ready_record():
+    assert execute._startup_s([{"event": "start", "leaf": "a"}, {"event": "ready", "t": 10.25}], 10.0) == 0.25
+    assert execute._startup_s([{"event": "ready", "t": "10.5"}], 10.0) is None
+    assert execute._startup_s([{"event": "ready", "t": 9.0}], 10.0) is None
+    assert execute._startup_s(["ready", None], 10.0) is None
