@@ -5,7 +5,8 @@ process (:mod:`pptarena.sandbox`: time, CPU, memory and file-size limits, own te
 network where the OS allows). Inside, :mod:`rubric_child` runs the leaves one by one with a
 per-leaf time budget and per-leaf exception isolation. If the process itself dies (memory
 limit, a C-level crash, the overall timeout), the leaf that was running is recorded as failed
-and the leaves after it run in a fresh process.
+and the leaves after it run in a fresh process. The driver first imports the modules the leaves
+name (:data:`PRELOAD_MODULES`, python-pptx above all), so each forked leaf finds them loaded.
 
 The sandbox gets importable shims written into its working directory:
 ``ppteval.verify.ppt.verifier`` (``ScreenshotsUnavailableError``, ``vlm_call``, ``llm_call``,
