@@ -6,6 +6,7 @@ import os
 import select
 import signal
 import subprocess
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -87,8 +88,14 @@ def wait_exit(proc: subprocess.Popen[Any], timeout: float | None) -> bool:
         except subprocess.TimeoutExpired:
             return False
         return True
+    deadline = time.monotonic() + max(0.0, timeout)
     try:
-        exited = bool(select.select([pidfd], [], [], max(0.0, timeout))[0])
+        while True:  # a day at a time: select refuses timeouts past the platform's time_t
+            exited = bool(
+                select.select([pidfd], [], [], min(86400.0, max(0.0, deadline - time.monotonic())))[0]
+            )
+            if exited or time.monotonic() >= deadline:
+                break
     finally:
         os.close(pidfd)
     if exited:
