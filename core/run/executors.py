@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from pptarena.types import PptArenaError, Task, Workspace
+from pptarena.types import PptArenaError, Status, Task, Workspace
 
 if TYPE_CHECKING:
     from pptarena.run.records import AgentOutcome
@@ -113,7 +113,7 @@ def infra_error_row(job: PairJob, error: str, duration_s: float = 0.0) -> dict[s
         "agent": job.agent.label,
         "task_id": job.task.id,
         "epoch": job.epoch,
-        "status": "infra_error",
+        "status": Status.INFRA_ERROR,
         "scores": {},
         "error": error,
         "duration_s": round(duration_s, 3),

@@ -464,7 +464,7 @@ class Runner:
                 continue
             row = self._new_row(agent, task, {}, epoch)
             row.update(
-                status="infra_error",
+                status=Status.INFRA_ERROR,
                 isolation=self.isolation,
                 error=f"this pair was running when the run died {n} times; it is not run again "
                 "(arena run --retry-errors tries it once more)",
@@ -482,7 +482,7 @@ class Runner:
         broken = original_problem(task.original)
         if broken:  # the dataset's fault, found before any agent is blamed for it
             failed = self._new_row(agent, task, {})
-            failed.update(status="infra_error", error=broken, isolation=self.isolation)
+            failed.update(status=Status.INFRA_ERROR, error=broken, isolation=self.isolation)
             self.store.append(failed)
             return failed
         try:
