@@ -12,15 +12,16 @@ Two judges, each through its real ``judge()`` call:
 Wall time is split with real timers (no behaviour change): **sandbox start-up** (from starting
 the sandboxed process to its driver running: bubblewrap, interpreter, imports; the driver's
 ``ready`` record), **leaf execution** (each function leaf's own run, timed inside its forked
-process), **driver** (the rest of the sandboxed process's life: ppt_diff and context building,
+process), **sandbox driver + exit** (the rest of the sandboxed process's life: ppt_diff and context building,
 forks, waiting for records, exit), **rendering** (the renderer's calls), **diff** (the deck
 engine's ``ppt_diff`` / structural diff, in the judge's process) and **other** (the rest: tree
 loading, the model bridge, staging the sandbox, scoring, evidence files).
 
-The rubric judge is measured twice, side by side in one run: ``before`` (the sandboxed driver
-imports nothing ahead of the leaves: ``execute.PRELOAD_MODULES = ()``, as before issue 18) and
-``after`` (the default: the modules leaves import are loaded once per process, before the
-per-leaf forks). ``--rounds 2`` alternates them to even out the shared machine's noise.
+The rubric judge is measured twice, side by side in one run: ``before`` (this code with issue 18's
+changes switched back, :func:`legacy_sandbox`: nothing preloaded, the driver finalising its
+interpreter, ``Popen.wait`` polling for the sandbox's exit, ``ppt_diff`` rebuilt through the whole
+deck engine) and ``after`` (the defaults). ``--rounds 2`` alternates them to even out the shared
+machine's noise. Tree scores are compared between the two.
 
     python benchmarks/judge_throughput_bench.py [--limit N] [--rounds R] [--only rubric|structural]
 """
@@ -110,18 +111,21 @@ def polling_wait(proc: Any, timeout: float | None) -> bool:
 @contextlib.contextmanager
 def legacy_sandbox(enabled: bool) -> Iterator[None]:
     """With ``enabled``, run the rubric sandbox as before issue 18: no preloaded modules, a driver
-    that finalises its interpreter, and polling for the sandboxed process's exit.
+    that finalises its interpreter, polling for the sandboxed process's exit, and ``ppt_diff``
+    rebuilt through ``pptarena.deck.ppteval`` (which loads the deck engine).
     """
     from pptarena import procs
     from pptarena.plugins.judges.rubric import execute
+    from pptarena.plugins.judges.rubric import judge as rubric_judge
 
-    saved = execute.PRELOAD_MODULES, execute._DRIVER, procs.wait_exit
+    saved = execute.PRELOAD_MODULES, execute._DRIVER, procs.wait_exit, rubric_judge.DIFF_MODULE
     if enabled:
         execute.PRELOAD_MODULES, execute._DRIVER, procs.wait_exit = (), LEGACY_DRIVER, polling_wait
+        rubric_judge.DIFF_MODULE = "pptarena.deck.ppteval"  # imports the deck engine in the sandbox
     try:
         yield
     finally:
-        execute.PRELOAD_MODULES, execute._DRIVER, procs.wait_exit = saved
+        execute.PRELOAD_MODULES, execute._DRIVER, procs.wait_exit, rubric_judge.DIFF_MODULE = saved
 
 
 def bench_rubric(tmp: Path, limit: int | None, legacy: bool, label: str) -> dict[str, Any]:
