@@ -29,6 +29,8 @@ from typing import Any
 
 import numpy as np
 
+from pptarena.run.resample import bootstrap_means, memoized
+
 DEFAULT_N_BOOT = 2000
 DEFAULT_SEED = 0
 EXACT_MAX_N = 16
@@ -107,22 +109,20 @@ def bootstrap_mean_ci(
     """Percentile bootstrap interval of the mean of per-task values (None with fewer than 2 tasks).
 
     Resampling the per-task values (each already a mean over the task's epochs) is the cluster
-    bootstrap over tasks.
+    bootstrap over tasks. Draws and results are shared between calls (:mod:`pptarena.run.resample`).
     """
     a = np.asarray(values, dtype=float)
     if a.ndim != 1 or len(a) < 2 or n_boot < 1:
         return None
     if len(a) > MAX_TASKS:
         raise ValueError(f"more than {MAX_TASKS} tasks")
-    rng = np.random.default_rng(seed)
-    means = np.empty(n_boot)
-    chunk = max(1, 2_000_000 // len(a))
-    for start in range(0, n_boot, chunk):
-        stop = min(n_boot, start + chunk)
-        idx = rng.integers(0, len(a), size=(stop - start, len(a)))
-        means[start:stop] = a[idx].mean(axis=1)
-    lo, hi = np.percentile(means, [100 * (1 - level) / 2, 100 * (1 + level) / 2])
-    return [round(float(lo), 4), round(float(hi), 4)]
+
+    def compute() -> list[float]:
+        means = bootstrap_means(a, n_boot, seed)
+        lo, hi = np.percentile(means, [100 * (1 - level) / 2, 100 * (1 + level) / 2])
+        return [round(float(lo), 4), round(float(hi), 4)]
+
+    return memoized(a, n_boot, seed, level, compute)
 
 
 def paired_permutation_p(

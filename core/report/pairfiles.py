@@ -1,0 +1,57 @@
+"""Reading a pair's small files for the report with as few system calls as possible.
+
+A report of 10,000 pairs reads some 20,000 small files (``verdicts.json``, ``agent.log.jsonl``);
+through :class:`pathlib.Path` and :func:`open` each read costs a stat, an open, an fstat, an
+ioctl, a seek and a text decoder around the read. :func:`read_regular` opens the file once, checks
+it is a regular file (never blocking on a FIFO or reading a device) and reads its bytes.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+
+_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
+
+
+def read_regular(path: str | os.PathLike[str], limit: int) -> bytes | None:
+    """The bytes of ``path`` when it is a regular file (symlinks followed) of at most ``limit`` bytes;
+    None when it is missing, not a regular file, larger, or unreadable.
+    """
+    try:
+        fd = os.open(path, _FLAGS)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
+            return None
+        chunks = []
+        remaining = st.st_size + 1  # one more byte: a file growing while read is cut at the limit
+        while remaining > 0:
+            chunk = os.read(fd, min(remaining, 1 << 20))
+            if not chunk:
+                break
+            chunks.append(chunk)
+            remaining -= len(chunk)
+        data = b"".join(chunks)
+        return data if len(data) <= limit else None
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+
+
+def text_lines(data: bytes) -> list[str]:
+    """``data`` decoded (UTF-8, bad bytes replaced) and split into lines exactly as iterating over a
+    file opened in text mode would: universal newlines, each line keeping its ``\\n``.
+    """
+    text = data.decode("utf-8", errors="replace")
+    if "\r" in text:
+        text = text.replace("\r\n", "\n").replace("\r", "\n")
+    lines = text.split("\n")
+    last = lines.pop()
+    out = [line + "\n" for line in lines]
+    if last:
+        out.append(last)
+    return out
