@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pptarena.report.pairfiles import read_regular
+from pptarena.report.fileio import read_regular
 from pptarena.run.records import ResultLineProblem
 from pptarena.run.results import read_results  # noqa: F401 - re-exported for report modules
 from pptarena.run.rundir import VERDICTS, RunDir

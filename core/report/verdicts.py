@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from pptarena.report.pairfiles import read_regular, text_lines
+from pptarena.report.fileio import read_regular, text_lines
 from pptarena.report.plots import score_bar
 
 MAX_TEXT = 4_000
@@ -32,8 +32,19 @@ def clip(text: Any, limit: int = MAX_TEXT) -> str:
 
 
 def esc(text: Any, limit: int = MAX_TEXT) -> str:
-    """Escaped and clipped text."""
-    return escape(clip(text, limit))
+    """Escaped and clipped text: ``html.escape(clip(text, limit))`` in one call (reports make
+    hundreds of thousands of them).
+    """
+    s = text if type(text) is str else ("" if text is None else str(text))
+    if len(s) > limit:
+        s = s[:limit] + f" … ({len(s) - limit} more characters)"
+    return (
+        s.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&quot;")
+        .replace("'", "&#x27;")
+    )
 
 
 def rel_url(path: Path, base: Path) -> str:
