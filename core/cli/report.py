@@ -84,6 +84,7 @@ def report_command(
         registry=_registry(ctx),
         layout=layout,
         data=data,
+        workers=2,  # this process runs no other threads: a forked process may write half of the pages
     )
     click.echo(f"Report: {path}")
 
