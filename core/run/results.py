@@ -21,7 +21,7 @@ from pptarena.models.messages import add_counts
 from pptarena.models.pricing import cost_of_rows
 from pptarena.run.records import ResultLineProblem, parse_row
 from pptarena.run.rundir import RunDir
-from pptarena.run.stats import epoch_of
+from pptarena.run.stats import by_task, epoch_of
 from pptarena.run.summary_stats import StatsOptions, add_comparisons, judge_block
 from pptarena.types import STATUSES, PptArenaError
 
@@ -166,7 +166,8 @@ def summarize_results(
     opts = opts or StatsOptions()
 
     def _judge_block(rows: list[dict[str, Any]], judges: list[str], total: int) -> dict[str, Any]:
-        return {j: judge_block(rows, j, opts) for j in judges}
+        groups = by_task(rows)  # one grouping by task for every judge
+        return {j: judge_block(rows, j, opts, groups) for j in judges}
 
     agents: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:

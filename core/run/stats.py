@@ -75,9 +75,15 @@ def by_task(rows: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     return {t: sorted(g, key=epoch_of) for t, g in groups.items()}
 
 
-def task_means(rows: Iterable[dict[str, Any]], judge: str) -> dict[str, float]:
-    """Per task, the mean of the judge's score over its attempts (an attempt without a score counts 0)."""
-    return {t: fmean([row_score(r, judge) or 0.0 for r in g]) for t, g in by_task(rows).items()}
+def task_means(
+    rows: Iterable[dict[str, Any]], judge: str, groups: dict[str, list[dict[str, Any]]] | None = None
+) -> dict[str, float]:
+    """Per task, the mean of the judge's score over its attempts (an attempt without a score counts 0).
+
+    ``groups``: ``by_task(rows)`` when the caller has it already.
+    """
+    groups = by_task(rows) if groups is None else groups
+    return {t: fmean([row_score(r, judge) or 0.0 for r in g]) for t, g in groups.items()}
 
 
 def fmean(values: Sequence[float]) -> float:
@@ -176,10 +182,11 @@ def epoch_block(
     *,
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = DEFAULT_SEED,
+    groups: dict[str, list[dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
     """The epoch figures of one agent and judge: k, pass@k and pass^k for k = 1..K (with intervals),
-    consistency and the mean per-task score standard deviation."""
-    groups = by_task(rows)
+    consistency and the mean per-task score standard deviation (``groups``: ``by_task(rows)`` if known)."""
+    groups = by_task(rows) if groups is None else groups
     counts = {t: (len(g), sum(1 for r in g if row_success(r, judge, threshold))) for t, g in groups.items()}
     k_max = max((n for n, _ in counts.values()), default=0)
     out: dict[str, Any] = {"k": k_max, "pass_at_k": {}, "pass_hat_k": {}}
