@@ -25,21 +25,30 @@ else:
     except SystemExit as exc:
         if exc.code:
             raise
+import os
+threads = len(os.listdir("/proc/self/task")) if os.path.isdir("/proc/self/task") else None
 with open(out, "w") as fh:
-    json.dump(sorted(sys.modules), fh)
+    json.dump({"modules": sorted(sys.modules), "threads": threads}, fh)
 """
 
 HEAVY = ("pydantic", "rich", "pluggy", "numpy", "pptarena.models", "pptarena.run.config", "pptarena.types")
 
 
-def imported(tmp_path: Path, *argv: str) -> set[str]:
-    """Modules imported by ``arena ARGV`` (or by ``import pptarena`` with ``--import-only``)."""
+def probe(tmp_path: Path, *argv: str, env: dict[str, str] | None = None) -> dict:
+    """What ``arena ARGV`` (or ``import pptarena`` with ``--import-only``) left behind: the modules it
+    imported and the process's thread count (None without /proc).
+    """
     out = tmp_path / "modules.json"
     done = subprocess.run(
-        [sys.executable, "-c", PROBE, str(out), *argv], capture_output=True, text=True, timeout=120
+        [sys.executable, "-c", PROBE, str(out), *argv], capture_output=True, text=True, timeout=120, env=env
     )
     assert done.returncode == 0, done.stderr
-    return set(json.loads(out.read_text()))
+    return json.loads(out.read_text())
+
+
+def imported(tmp_path: Path, *argv: str) -> set[str]:
+    """Modules imported by ``arena ARGV`` (or by ``import pptarena`` with ``--import-only``)."""
+    return set(probe(tmp_path, *argv)["modules"])
 
 
 def loaded(modules: set[str], prefix: str) -> list[str]:
@@ -104,3 +113,19 @@ def test_version_attribute_is_the_installed_distribution_version():
     except PackageNotFoundError:  # pragma: no cover - running from an uninstalled tree
         pytest.skip("pptarena is not installed")
     assert pptarena.__version__ == installed
+
+
+def test_arena_report_keeps_numpy_to_one_blas_thread(tmp_path):
+    """OpenBLAS's extra threads only spin on the statistics' small products (BENCHMARKS.md)."""
+    import os
+
+    if not os.path.isdir("/proc/self/task"):
+        pytest.skip("thread count needs /proc")
+    run = tmp_path / "run"
+    run.mkdir()
+    line = {"agent": "a", "task_id": "t", "status": "scored", "scores": {"j": {"score": 1.0}}}
+    (run / "results.jsonl").write_text(json.dumps(line) + "\n")
+    env = {k: v for k, v in os.environ.items() if k not in ("OPENBLAS_NUM_THREADS", "OMP_NUM_THREADS")}
+    found = probe(tmp_path, "report", str(run), "--no-html", env=env)
+    assert "numpy" in found["modules"]  # the summary's statistics ran
+    assert found["threads"] == 1
