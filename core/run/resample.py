@@ -27,6 +27,7 @@ MAX_CACHED_ENTRIES = 24_000_000  # indices kept over all cached draws (2 bytes e
 MAX_CACHED_RESULTS = 4096
 
 _lock = threading.Lock()
+_local = threading.local()
 _draws: OrderedDict[tuple[int, int, int], list[np.ndarray]] = OrderedDict()
 _results: OrderedDict[tuple[bytes, int, int, int, float], list[float] | None] = OrderedDict()
 
@@ -65,6 +66,16 @@ def _cached_draws(n: int, n_boot: int, seed: int) -> list[np.ndarray] | None:
     return draws
 
 
+def _buffers(size: int) -> tuple[np.ndarray, np.ndarray]:
+    """This thread's gather buffers (values, positions) of at least ``size`` entries, reused between
+    calls: fresh 16 MB buffers cost their page faults every time (at most 2M entries each, as chunks).
+    """
+    found = getattr(_local, "buffers", None)
+    if found is None or found[0].size < size:
+        found = _local.buffers = (np.empty(size), np.empty(size, dtype=np.intp))
+    return found
+
+
 def bootstrap_means(a: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
     """The ``n_boot`` resampled means of ``a`` (1-d, at least one value), resampled with replacement."""
     n = len(a)
@@ -78,9 +89,7 @@ def bootstrap_means(a: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
             idx = rng.integers(0, n, size=(stop - start, n))
             means[start:stop] = a[idx].mean(axis=1)
         return means
-    rows = len(draws[0])
-    values = np.empty(rows * n)
-    index = np.empty(rows * n, dtype=np.intp)
+    values, index = _buffers(len(draws[0]) * n)
     start = 0
     for idx in draws:
         size = idx.size
