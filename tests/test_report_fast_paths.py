@@ -208,3 +208,30 @@ def test_verdicts_of_a_pair_read_through_the_fast_reader(tmp_path):
     (folder / "verdicts.json").write_text("[1, 2]")
     assert data.verdicts("a", "t0") == {}
     assert report_data.MAX_JSON_BYTES > 0
+
+
+def test_the_report_reuses_the_summary_a_real_run_wrote(tmp_path, fake_plugins, monkeypatch):
+    """End to end: ``arena run`` writes summary.json, the report takes it instead of recomputing."""
+    import subprocess
+    import sys
+
+    from pptarena.run.summary_stats import stats_options
+
+    cfg = tmp_path / "c.toml"
+    cfg.write_text(
+        '[run]\nbootstrap = 300\nseed = 4\n[dataset]\nuse = "fake"\nroot = "d"\ncount = 3\n'
+        '[renderer]\nuse = "dummy"\n[[agents]]\nuse = "noop"\n[[agents]]\nuse = "oracle"\n'
+        '[[judges]]\nuse = "title"\n'
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "pptarena.cli", "run", "--config", str(cfg), "--out", str(tmp_path / "r")],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr
+    layout = RunDir(tmp_path / "r")
+    manifest = json.loads(layout.manifest.read_text())
+    want = summarize_results(read_results(layout.results), opts=stats_options(manifest["config"]["run"]))
+    monkeypatch.setattr(results, "summarize_results", lambda *a, **k: pytest.fail("recomputed"))
+    assert load_run(layout.root).summary == json.loads(json.dumps(want))
