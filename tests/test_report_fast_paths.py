@@ -235,3 +235,62 @@ def test_the_report_reuses_the_summary_a_real_run_wrote(tmp_path, fake_plugins, 
     want = summarize_results(read_results(layout.results), opts=stats_options(manifest["config"]["run"]))
     monkeypatch.setattr(results, "summarize_results", lambda *a, **k: pytest.fail("recomputed"))
     assert load_run(layout.root).summary == json.loads(json.dumps(want))
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or (os.cpu_count() or 1) < 2, reason="needs fork and two cores")
+def test_run_shared_does_every_item_once_across_two_processes(tmp_path):
+    from pptarena.report.forkwork import can_fork, run_shared
+
+    if not can_fork():
+        pytest.skip("this test process runs other threads")
+    pids = {}
+
+    def work(i):
+        (tmp_path / f"item-{i}").write_text(str(os.getpid()))
+
+    run_shared(list(range(9)), work, workers=2)
+    for i in range(9):
+        pids[i] = int((tmp_path / f"item-{i}").read_text())
+    assert sorted(int(p.name.split("-")[1]) for p in tmp_path.iterdir()) == list(range(9))
+    assert {pids[i] for i in range(0, 9, 2)} == {os.getpid()}  # the parent's share
+    assert len({pids[i] for i in range(1, 9, 2)}) == 1 and pids[1] != os.getpid()  # one child's
+
+
+@pytest.mark.skipif(not hasattr(os, "fork") or (os.cpu_count() or 1) < 2, reason="needs fork and two cores")
+def test_run_shared_reports_an_error_of_either_process(tmp_path):
+    from pptarena.report.forkwork import WorkerFailed, can_fork, run_shared
+
+    if not can_fork():
+        pytest.skip("this test process runs other threads")
+
+    def fail_on(bad):
+        def work(i):
+            if i == bad:
+                raise OSError(f"disk full at {i}")
+            (tmp_path / f"{bad}-{i}").write_text("ok")
+
+        return work
+
+    with pytest.raises(WorkerFailed, match="OSError: disk full at 3"):
+        run_shared(list(range(6)), fail_on(3), workers=2)  # item 3 is the child's
+    with pytest.raises(OSError, match="disk full at 2"):
+        run_shared(list(range(6)), fail_on(2), workers=2)  # item 2 is the parent's
+    assert (tmp_path / "2-5").read_text() == "ok"  # the child finished its share and was waited for
+
+
+def test_run_shared_stays_in_process_with_one_worker_or_other_threads(tmp_path):
+    from pptarena.report.forkwork import run_shared
+
+    seen = []
+    run_shared([1, 2, 3], lambda i: seen.append((i, os.getpid())), workers=1)
+    assert seen == [(1, os.getpid()), (2, os.getpid()), (3, os.getpid())]
+    stop = threading.Event()
+    helper = threading.Thread(target=stop.wait)
+    helper.start()
+    try:
+        seen.clear()
+        run_shared([1, 2, 3], lambda i: seen.append(i), workers=2)  # never forks beside a thread
+        assert seen == [1, 2, 3]
+    finally:
+        stop.set()
+        helper.join()
