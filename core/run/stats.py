@@ -36,12 +36,16 @@ DEFAULT_SEED = 0
 EXACT_MAX_N = 16
 DEFAULT_N_PERM = 20_000
 MAX_TASKS = 200_000
+_NUMBER = (int, float)
 
 
 def epoch_of(row: dict[str, Any]) -> int:
     """The attempt number of a result line (1 when the line predates epochs)."""
+    epoch = row.get("epoch")
+    if type(epoch) is int and epoch >= 1:  # the usual line: no conversion needed (a summary asks often)
+        return epoch
     try:
-        return max(1, int(row.get("epoch") or 1))
+        return max(1, int(epoch or 1))
     except (TypeError, ValueError):
         return 1
 
@@ -50,7 +54,9 @@ def row_score(row: dict[str, Any], judge: str) -> float | None:
     """The judge's 0-1 score in a line, or None when it gave none."""
     block = (row.get("scores") or {}).get(judge) or {}
     score = block.get("score")
-    if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+    if type(score) is float:  # the usual line (a summary asks hundreds of thousands of times)
+        return score if math.isfinite(score) else None
+    if isinstance(score, bool) or not isinstance(score, _NUMBER) or not math.isfinite(score):
         return None
     return float(score)
 
@@ -61,7 +67,7 @@ def row_success(row: dict[str, Any], judge: str, threshold: float) -> bool:
     """
     block = (row.get("scores") or {}).get(judge) or {}
     metric = (block.get("metrics") or {}).get("success")
-    if isinstance(metric, bool | int | float):
+    if isinstance(metric, _NUMBER):  # bool is an int
         return bool(metric)
     score = row_score(row, judge)
     return score is not None and score >= threshold - 1e-9
