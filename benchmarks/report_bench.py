@@ -2,9 +2,14 @@
 
 Generates a run folder of ``--pairs`` (agent, task) pairs — two agents, a rubric-style judge
 (with a rubric tree in each pair's verdicts.json) and a structural-style judge, every status
-represented, an agent log per pair — then measures, as whole processes:
+represented, an agent log per pair, and the ``summary.json`` the runner writes at the end — then
+measures, as whole processes:
 
-* ``arena report RUN --no-render``: wall time and peak memory (max RSS of the child);
+* ``python -m pptarena.cli report RUN --no-render`` (``arena report``; through ``-m`` so that a
+  ``PYTHONPATH`` copy of another version can be measured beside this one): wall time, CPU time
+  and peak memory (max RSS) of the child; with ``--recompute`` without ``summary.json``, so the
+  report recomputes the statistics (a running run's report, or one of a run summarized by an
+  older version);
 * the size of ``report.html`` and of everything the report wrote;
 * headless Chromium on ``report.html``: the page's own time to its first full paint of the task
   table (``data-ready-ms``, when the page sets it) and the whole ``chromium --dump-dom`` command
@@ -13,7 +18,7 @@ represented, an agent log per pair — then measures, as whole processes:
 No decks are generated (pairs show "the original deck is not available"): the report's own cost
 is measured, not the deck diffs or renders it would show.
 
-Run: ``python benchmarks/report_bench.py [--pairs 10000] [--run DIR] [--keep]``
+Run: ``python benchmarks/report_bench.py [--pairs 10000] [--run DIR] [--repeat 3] [--recompute]``
 """
 
 from __future__ import annotations
@@ -30,6 +35,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from pptarena.run.results import read_results, summarize_results
 from pptarena.run.rundir import RunDir
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
@@ -132,6 +138,13 @@ def make_run(run_dir: Path, pairs: int, seed: int = 7) -> None:
             )
         )
     layout.results.write_text("\n".join(lines) + "\n")
+    write_summary(run_dir)
+
+
+def write_summary(run_dir: Path) -> None:
+    """A finished run's ``summary.json``, as the runner writes it at the end (from the lines read back)."""
+    layout = RunDir(run_dir)
+    layout.summary.write_text(json.dumps(summarize_results(read_results(layout.results))))
 
 
 def _run(cmd: list[str]) -> tuple[float, int, float]:
@@ -175,6 +188,9 @@ def main() -> None:
     parser.add_argument("--run", type=Path, default=None, help="run folder to (re)use")
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--report-args", default="", help="extra arguments for arena report")
+    parser.add_argument(
+        "--recompute", action="store_true", help="without summary.json: the report recomputes the summary"
+    )
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="report-bench-"))
     run_dir = args.run or tmp / "run"
@@ -182,12 +198,23 @@ def main() -> None:
         t = time.perf_counter()
         make_run(run_dir, args.pairs)
         print(f"generated {args.pairs} pairs in {time.perf_counter() - t:.1f} s: {run_dir}")
-    arena = str(Path(sys.executable).with_name("arena"))
-    cmd = [arena, "report", str(run_dir), "--no-render", *args.report_args.split()]
-    runs = [_run(cmd) for _ in range(args.repeat)]
+    if not (run_dir / "summary.json").is_file():  # a folder generated before summaries were written
+        write_summary(run_dir)
+    cmd = [sys.executable, "-m", "pptarena.cli", "report", str(run_dir), "--no-render"]
+    cmd += args.report_args.split()
+    summary = run_dir / "summary.json"
+    stale = run_dir / "summary.json.away"
+    if args.recompute and summary.is_file():
+        summary.rename(stale)  # the report recomputes the summary (a running run, or an older one)
+    try:
+        runs = [_run(cmd) for _ in range(args.repeat)]
+    finally:
+        if stale.is_file():
+            stale.rename(summary)
     wall = sorted(r[0] for r in runs)[len(runs) // 2]
     rss = max(r[1] for r in runs)
     cpu = sorted(r[2] for r in runs)[len(runs) // 2]
+    print(f"summary.json: {'moved away, recomputed' if args.recompute else 'kept (reused when current)'}")
     index = run_dir / "report.html"
     written = index.stat().st_size
     pages = run_dir / "report"

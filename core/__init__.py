@@ -14,13 +14,13 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
-from .hookspecs import RegisterFn, hookimpl
-
 # Public names and the module defining each: imported on first use (PEP 562), so that
-# ``import pptarena`` (and with it every ``arena`` command) does not pay for pydantic and the
-# model layer until something needs them.
+# ``import pptarena`` (and with it every ``arena`` command) does not pay for pluggy, pydantic and
+# the model layer until something needs them (``@pptarena.hookimpl`` imports pluggy then).
 _LAZY = {
     "Evidence": "evidence",
+    "RegisterFn": "hookspecs",
+    "hookimpl": "hookspecs",
     **{name: "models" for name in ("Completion", "ImagePart", "Message", "ModelClient", "ModelRef", "Usage")},
     **{
         name: "types"
@@ -50,6 +50,7 @@ _LAZY = {
 
 if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from .evidence import Evidence
+    from .hookspecs import RegisterFn, hookimpl
     from .models import Completion, ImagePart, Message, ModelClient, ModelRef, Usage
     from .types import (
         Agent,
@@ -76,18 +77,11 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     __version__: str
 
 
-def _version() -> str:
-    from importlib.metadata import PackageNotFoundError, version
-
-    try:
-        return version("pptarena")
-    except PackageNotFoundError:  # pragma: no cover - running from an uninstalled tree
-        return "0.0.0"
-
-
 def __getattr__(name: str) -> Any:
     if name == "__version__":
-        value: Any = _version()
+        from ._version import __version__ as version
+
+        value: Any = version
     elif name in _LAZY:
         value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
     else:

@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import os
+import select
 import signal
 import subprocess
+import time
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import IO, Any
@@ -58,12 +60,47 @@ def run_in_session(
         on_start(proc)
     timed_out = False
     try:
-        proc.communicate(stdin_bytes, timeout=timeout)
+        if stdin_bytes is None and subprocess.PIPE not in (stdout, stderr):
+            timed_out = not wait_exit(proc, timeout)
+        else:
+            proc.communicate(stdin_bytes, timeout=timeout)
     except subprocess.TimeoutExpired:
         timed_out = True
     finally:
         kill_group(proc)
     return (None if timed_out else proc.returncode), timed_out
+
+
+def wait_exit(proc: subprocess.Popen[Any], timeout: float | None) -> bool:
+    """Wait for ``proc`` to exit, at most ``timeout`` seconds; True when it exited (and was reaped).
+
+    Wakes the moment the process exits (a pidfd on Linux): ``Popen.wait(timeout)`` polls with sleeps
+    growing to 50 ms, which added 25 ms on average to every short sandboxed run.
+    """
+    if timeout is None:
+        proc.wait()
+        return True
+    try:
+        pidfd = os.pidfd_open(proc.pid)
+    except (AttributeError, OSError):  # not Linux, or a kernel before 5.3
+        try:
+            proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return False
+        return True
+    deadline = time.monotonic() + max(0.0, timeout)
+    try:
+        while True:  # a day at a time: select refuses timeouts past the platform's time_t
+            exited = bool(
+                select.select([pidfd], [], [], min(86400.0, max(0.0, deadline - time.monotonic())))[0]
+            )
+            if exited or time.monotonic() >= deadline:
+                break
+    finally:
+        os.close(pidfd)
+    if exited:
+        proc.wait()  # already exited: reaps at once
+    return exited
 
 
 def die_with_parent(expected_parent: int | None = None) -> None:

@@ -66,11 +66,20 @@ def secrets() -> list[str]:
     return sorted(known, key=len, reverse=True)
 
 
-def redact_text(text: str, known: Iterable[str] | None = None) -> str:
-    """``text`` with every known secret replaced by ``***``."""
+def redact_text(text: str, known: Iterable[str | None] | None = None, *, fragments: bool = False) -> str:
+    """``text`` with every known secret replaced by ``***``.
+
+    :param known: the secrets to mask (default: :func:`secrets`); empty values are ignored.
+    :param fragments: also mask the 8-character head and tail of secrets of 16+ characters, for
+        texts from model providers, which echo keys masked as ``sk-abc...wxyz``.
+    """
     for value in secrets() if known is None else known:
+        if not value:
+            continue
         if value in text:
             text = text.replace(value, MASK)
+        if fragments and len(value) >= 16:
+            text = text.replace(value[:8], MASK).replace(value[-8:], MASK)
     return text
 
 

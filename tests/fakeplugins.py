@@ -6,8 +6,10 @@ subprocess, and judges that compare slide titles or fail in each way.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
+import stat
 import subprocess
 import time
 from pathlib import Path
@@ -144,6 +146,28 @@ class StrayAgent(RetitleAgent):
         return Prediction(path=workspace.output_deck)
 
 
+class ForgerAgent(Component):
+    """Hands the runner a forged, malformed outcome instead of a prediction: it writes one to the
+    worker's result file and to every pipe it can write (a pool worker's reply pipe), then exits at
+    once so the worker cannot write the real one."""
+
+    FORGED = {"ok": True, "prediction": {"path": 7, "usage": "lots"}, "model_usage": []}
+
+    def edit(self, task, workspace):
+        line = (json.dumps(self.FORGED) + "\n").encode()
+        (workspace.dir / ".worker-result.json").write_bytes(line)
+        for entry in os.listdir("/proc/self/fd"):
+            fd = int(entry)
+            if fd <= 2:
+                continue
+            try:
+                if stat.S_ISFIFO(os.fstat(fd).st_mode):
+                    os.write(fd, line)
+            except OSError:
+                pass
+        os._exit(0)
+
+
 class DesktopAgent(RetitleAgent):
     """A GUI-marked agent: each of its pairs needs a node advertising the ``desktop`` resource."""
 
@@ -247,6 +271,7 @@ def register_agents(register):
     register("exit", ExitAgent)
     register("stray", StrayAgent)
     register("desktop", DesktopAgent)
+    register("forger", ForgerAgent)
 
 
 @pptarena.hookimpl

@@ -177,3 +177,20 @@ def test_hook_register_executors(tmp_path, fake_plugins):
     assert sorted(r["task_id"] for r in rows) == calls  # each once, despite the duplicate hand-back
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert any(c["kind"] == "executors" and c["name"] == "serial" for c in manifest["components"])
+
+
+@pytest.mark.parametrize("pool", [True, False], ids=["warm-pool", "worker-per-pair"])
+def test_an_agent_forging_a_malformed_outcome_is_charged_and_the_run_goes_on(tmp_path, fake_plugins, pool):
+    """The attack: agent code writes its own "outcome" (a result file, the pool's reply pipe) with a
+    wrong shape. The runner validates what it reads through the outcome type: the pair is the
+    agent's error, named as such, and the other agent's pairs are scored."""
+    extra = "" if pool else '[executor]\nuse = "local"\npool = false\n'
+    rows = run(tmp_path, '[[agents]]\nuse = "forger"\n[[agents]]\nuse = "retitle"\n', count=2, extra=extra)
+    by_agent = {(r["agent"], r["task_id"]): r for r in rows}
+    assert len(by_agent) == 4
+    for task in ("task-00", "task-01"):
+        forged = by_agent[("forger", task)]
+        assert forged["status"] == "agent_error", forged
+        assert "malformed outcome" in forged["error"] or "without a result" in forged["error"], forged
+        assert by_agent[("retitle", task)]["status"] == "scored"
+    assert any("malformed outcome" in by_agent[("forger", t)]["error"] for t in ("task-00", "task-01"))

@@ -84,3 +84,40 @@ def test_meta_eval_says_which_lines_it_skipped(tmp_path):
         f"skipped a result line: {run / 'results.jsonl'}:2: duration_s: "
         "Input should be a valid number, unable to parse string as a number"
     ]
+
+
+def test_agent_outcome_round_trips_through_its_wire_form(tmp_path):
+    from pptarena.run.records import AgentOutcome
+    from pptarena.types import Prediction, Status
+
+    deck = tmp_path / "p.pptx"
+    ok = AgentOutcome(
+        Prediction(deck, notes="n", usage={"input_tokens": 3}, metadata={"isolation": "bwrap"}),
+        model_usage={"calls": 1},
+        model_cost={"usd": 0.5},
+    )
+    back = AgentOutcome.from_json(json.loads(json.dumps(ok.to_json())))
+    assert back == ok and back.ok and back.prediction.path == deck
+    failed = AgentOutcome.failed("timeout", "too slow", "Traceback ...")
+    back = AgentOutcome.from_json(json.loads(json.dumps(failed.to_json())))
+    assert back == failed and not back.ok and back.status is Status.TIMEOUT
+
+
+@pytest.mark.parametrize(
+    "line, message",
+    [
+        ([1, 2], "expected a JSON object, got list"),
+        ({"ok": True}, "ok without a prediction"),
+        ({"ok": False, "error": "x"}, "a failure needs a failure status"),
+        ({"ok": False, "status": "scored"}, "a failure needs a failure status"),
+        ({"ok": False, "status": "exploded"}, "status: Input should be"),
+        ({"ok": True, "prediction": {"path": 7}}, "prediction.path: Input should be a valid string"),
+        ({"ok": True, "prediction": {}, "model_usage": "lots"}, "model_usage: Input should be a valid dict"),
+    ],
+)
+def test_a_malformed_agent_outcome_is_one_readable_sentence(line, message):
+    from pptarena.run.records import AgentOutcome
+
+    with pytest.raises(ValueError) as err:
+        AgentOutcome.from_json(line)
+    assert message in str(err.value) and "pydantic" not in str(err.value) and "\n" not in str(err.value)

@@ -183,9 +183,8 @@ def test_filters_limit_and_globs(tmp_path, fake_plugins):
     assert len(rows_of(tmp_path / "l")) == 2
 
 
-def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path, fake_plugins):
-    cfg = config_file(tmp_path, '[[agents]]\nuse = "slowcopy"\nsleep = 0.5\n', count=8)
-    out = tmp_path / "run"
+def _interrupt_run(cfg: Path, out: Path) -> tuple[int, str]:
+    """Start ``arena run``, press Ctrl-C once the first result is saved; its exit code and stderr."""
     cmd = [sys.executable, "-m", "pptarena.cli", "run", "--config", str(cfg), "--out", str(out)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
@@ -193,10 +192,16 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path, fake_plugins):
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130
+    return proc.returncode, err
+
+
+def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path, fake_plugins):
+    cfg = config_file(tmp_path, '[[agents]]\nuse = "slowcopy"\nsleep = 0.5\n', count=8)
+    out = tmp_path / "run"
+    returncode, err = _interrupt_run(cfg, out)
+    assert returncode == 130
     assert "Resume with: arena run --config" in err and str(out) in err
-    n = len(rows_of(out))
-    assert 1 <= n < 8
+    assert 1 <= len(rows_of(out)) < 8
 
 
 def test_ctrl_c_says_how_to_resume_even_when_the_executor_crashes_while_stopping(tmp_path, fake_plugins):
@@ -206,14 +211,8 @@ def test_ctrl_c_says_how_to_resume_even_when_the_executor_crashes_while_stopping
         tmp_path, '[[agents]]\nuse = "slowcopy"\nsleep = 0.5\n[executor]\nuse = "crash-on-stop"\n', count=8
     )
     out = tmp_path / "run"
-    cmd = [sys.executable, "-m", "pptarena.cli", "run", "--config", str(cfg), "--out", str(out)]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not ((out / "results.jsonl").exists() and rows_of(out)):
-        time.sleep(0.05)
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 1  # the executor's crash, not a clean 130
+    returncode, err = _interrupt_run(cfg, out)
+    assert returncode == 1  # the executor's crash, not a clean 130
     assert "Interrupted." in err and "Resume with: arena run --config" in err and str(out) in err, err
     assert 1 <= len(rows_of(out)) < 8
 

@@ -15,6 +15,8 @@ from typing import Any
 
 import click
 
+from pptarena._version import __version__
+
 LAZY_COMMANDS = {
     "summarize": ("pptarena.cli.deck", "summarize_command", "Summarize a deck as JSON or text."),
     "diff": ("pptarena.cli.deck", "diff_command", "Show the structural edits from deck A to deck B."),
@@ -106,7 +108,7 @@ def load_run_config(ctx: click.Context, path: str, *, require_secrets: bool = Tr
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(package_name="pptarena", prog_name="pptarena")
+@click.version_option(version=__version__, prog_name="pptarena")  # no metadata look-up
 @click.option(
     "--strict", is_flag=True, help="Make any plugin load failure fatal (also PPTARENA_STRICT_PLUGINS=1)."
 )

@@ -3,12 +3,34 @@
 Public API (stable)::
 
     from pptarena.deck import DeckError, open_presentation, slide_ids, summarize, diff_decks
+
+The names load on first use (PEP 562), so importing one light submodule (e.g. ``ppteval_items``,
+which the rubric sandbox needs to rebuild ``ppt_diff``) does not load the whole engine.
 """
 
-from .diff import DeckDiff, diff_decks
-from .ppteval import PowerPointDiff, ppteval_diff
-from .read import DeckError, open_package, open_presentation, slide_ids
-from .summary import slide_flags, summarize
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_LAZY = {
+    "DeckDiff": "diff",
+    "diff_decks": "diff",
+    "PowerPointDiff": "ppteval",
+    "ppteval_diff": "ppteval",
+    "DeckError": "read",
+    "open_package": "read",
+    "open_presentation": "read",
+    "slide_ids": "read",
+    "slide_flags": "summary",
+    "summarize": "summary",
+}
+
+if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
+    from .diff import DeckDiff, diff_decks
+    from .ppteval import PowerPointDiff, ppteval_diff
+    from .read import DeckError, open_package, open_presentation, slide_ids
+    from .summary import slide_flags, summarize
 
 __all__ = [
     "DeckDiff",
@@ -22,3 +44,16 @@ __all__ = [
     "slide_flags",
     "summarize",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

@@ -320,11 +320,8 @@ class TransientModelError(ModelError):
 
 
 def redact_secrets(text: str, secrets: Iterable[str | None]) -> str:
-    """``text`` with every secret (and its 8+ character head or tail) replaced by ``***``."""
-    for secret in secrets:
-        if not secret:
-            continue
-        text = text.replace(secret, "***")
-        if len(secret) >= 16:  # providers echo masked keys such as "sk-abc...wxyz"
-            text = text.replace(secret[:8], "***").replace(secret[-8:], "***")
-    return text
+    """``text`` with every secret (and its 8+ character head or tail) replaced by ``***``: the
+    run's one redactor (:func:`pptarena.redact.redact_text`) in its mode for provider messages."""
+    from pptarena.redact import redact_text
+
+    return redact_text(text, list(secrets), fragments=True)

@@ -10,10 +10,12 @@ still where they were.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pptarena.report.fileio import read_regular
 from pptarena.run.records import ResultLineProblem
 from pptarena.run.results import read_results  # noqa: F401 - re-exported for report modules
 from pptarena.run.rundir import VERDICTS, RunDir
@@ -101,17 +103,51 @@ class RunData:
         return found
 
     def verdicts(self, agent: str, task_id: str) -> dict[str, Any]:
-        """The pair's ``verdicts.json`` (empty when missing or unreadable)."""
-        p = self.pair_dir(agent, task_id) / VERDICTS
+        """The pair's ``verdicts.json`` (empty when missing, not a regular file, too large or unreadable)."""
+        raw = read_regular(os.path.join(self.pair_dir(agent, task_id), VERDICTS), MAX_JSON_BYTES)
+        if raw is None:
+            return {}
         try:
-            data = read_json(p)
-        except RunDirError:
+            data = json.loads(raw.decode("utf-8"))
+        except ValueError:  # UnicodeDecodeError included
             return {}
         return data if isinstance(data, dict) else {}
 
 
+def stored_summary(
+    path: Path, rows: list[dict[str, Any]], statistics: dict[str, Any]
+) -> dict[str, Any] | None:
+    """``summary.json`` when it summarizes exactly ``rows`` with these ``statistics`` options and this
+    code's summary revision (its ``source``, :func:`pptarena.run.results.rows_source`), else None.
+
+    What the runner added beside the figures (``budget``) is left out, so the result equals what
+    :func:`pptarena.run.results.summarize_results` would return.
+    """
+    from pptarena.run.results import SCHEMA_VERSION, rows_source
+
+    if not path.is_file():
+        return None
+    try:
+        summary = read_json(path)
+    except RunDirError:
+        return None
+    if (
+        not isinstance(summary, dict)
+        or summary.get("schema_version") != SCHEMA_VERSION
+        or summary.get("statistics") != statistics
+        or not isinstance(summary.get("source"), dict)
+        or summary["source"] != rows_source(rows)
+    ):
+        return None
+    summary.pop("budget", None)
+    return summary
+
+
 def load_run(run_dir: Path, *, with_rescores: bool = True) -> RunData:
     """Read a run directory (``results.jsonl`` required; manifest and summary optional).
+
+    The summary is recomputed from the lines unless ``summary.json`` was computed from the very
+    same lines and options (:func:`stored_summary`): a running or resumed run is shown as it is now.
 
     :raises RunDirError: when the folder has no results file or a file is unreadable.
     """
@@ -129,8 +165,11 @@ def load_run(run_dir: Path, *, with_rescores: bool = True) -> RunData:
         manifest = data if isinstance(data, dict) else {}
     problems: list[ResultLineProblem] = []
     rows = read_results(results, problems)
-    # the summary is recomputed from the lines so a running or resumed run is reported as it is now
-    summary = summarize_results(rows, opts=stats_options((manifest.get("config") or {}).get("run")))
+    # the run as it is now: the stored summary only when it was computed from exactly these lines
+    opts = stats_options((manifest.get("config") or {}).get("run"))
+    summary = stored_summary(layout.summary, rows, opts.to_json())
+    if summary is None:
+        summary = summarize_results(rows, opts=opts)
     data = RunData(run_dir, manifest, rows, summary, problems=problems)
     if with_rescores and layout.rescores.is_dir():
         for sub in sorted(layout.rescores.iterdir()):

@@ -328,6 +328,7 @@ def write_report(
     registry: Any = None,
     layout: str = "auto",
     data: RunData | None = None,
+    workers: int = 1,
 ) -> Path:
     """Write ``report.html`` for a run (default ``RUN_DIR/report.html``) and return its path.
 
@@ -337,6 +338,8 @@ def write_report(
         task table plus one page per task, :mod:`pptarena.report.index`) or ``"auto"`` (pages for
         runs of more than ``index.SINGLE_PAGE_MAX_PAIRS`` pairs).
     :param data: the run as :func:`pptarena.report.data.load_run` read it (read again when None).
+    :param workers: 2 lets a forked process write half of the task pages when nothing is rendered;
+        only for callers whose process runs no other threads (``arena report``).
     :raises pptarena.report.data.RunDirError: when ``run_dir`` is not a run directory.
     """
     run_dir = Path(run_dir)
@@ -368,7 +371,7 @@ def write_report(
 
         if choose_layout(layout, len(data.rows)) == "pages":
             parts = HtmlParts(CSS, table_html, plots_html, task_html, _anchor)
-            page = write_index_and_pages(data, tasks, budget, problems, out, parts)
+            page = write_index_and_pages(data, tasks, budget, problems, out, parts, workers)
         else:
             page = render_page(data, tasks, budget, problems, out.parent)
     finally:

@@ -279,10 +279,16 @@ def choose_layout(layout: str, pairs: int) -> str:
 
 
 def write_index_and_pages(
-    data: RunData, tasks: dict[str, Any], budget: Any, problems: list[str], out: Any, parts: HtmlParts
+    data: RunData,
+    tasks: dict[str, Any],
+    budget: Any,
+    problems: list[str],
+    out: Any,
+    parts: HtmlParts,
+    workers: int = 1,
 ) -> str:
-    """Write every task's page beside ``out`` (see :func:`pptarena.report.pages.write_pages`);
-    return the index page.
+    """Write every task's page beside ``out`` (see :func:`pptarena.report.pages.write_pages`, which
+    takes ``workers``); return the index page.
     """
-    links = write_pages(data, tasks, budget, out, parts)
+    links = write_pages(data, tasks, budget, out, parts, workers)
     return index_page(data, problems, links, parts)

@@ -11,16 +11,15 @@ images stay in the run folder and are linked relatively, so the run folder opens
 from __future__ import annotations
 
 import dataclasses
-import os
-import threading
 from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from html import escape
 from pathlib import Path
 from typing import Any
 
 from pptarena.report.data import RunData
+from pptarena.report.fileio import write_derived
+from pptarena.report.forkwork import run_shared
 from pptarena.report.renders import RenderBudget
 from pptarena.report.tables import TableData
 from pptarena.report.verdicts import esc
@@ -28,7 +27,6 @@ from pptarena.run.rundir import REPORT_PAGES
 
 PAGES_DIR = REPORT_PAGES
 TASKS_PER_PAGE = 20  # tasks on one page: few files to write (file creation is the cost on busy disks)
-IO_THREADS = 4
 PAGE_CSS = "nav.back{margin:10px 0;font-size:13px}nav.back a{margin-right:14px}"
 
 
@@ -89,12 +87,19 @@ def task_page(
 
 
 def write_pages(
-    data: RunData, tasks: dict[str, Any], budget: RenderBudget | None, index_path: Path, parts: HtmlParts
+    data: RunData,
+    tasks: dict[str, Any],
+    budget: RenderBudget | None,
+    index_path: Path,
+    parts: HtmlParts,
+    workers: int = 1,
 ) -> dict[str, str]:
     """Write the task pages into ``<index folder>/report/``; returns task id -> link relative to the index.
 
     Tasks keep the order of the results, :data:`TASKS_PER_PAGE` to a page; pages of an earlier,
-    larger report that this one no longer needs are removed.
+    larger report that this one no longer needs are removed. With ``workers`` = 2 and nothing to
+    render, a forked process writes every other page (:mod:`pptarena.report.forkwork`; only for
+    callers whose process has no other threads).
     """
     folder = index_path.parent / PAGES_DIR
     folder.mkdir(parents=True, exist_ok=True)
@@ -103,27 +108,19 @@ def write_pages(
         by_task.setdefault(r["task_id"], []).append(r)
     order = list(by_task)
     count = max(1, -(-len(order) // TASKS_PER_PAGE))
-    links: dict[str, str] = {}
+    links = {t: f"{PAGES_DIR}/{page_name(k // TASKS_PER_PAGE + 1)}" for k, t in enumerate(order)}
 
-    def write(i: int) -> str:
+    def write(i: int) -> None:
         chunk = order[i * TASKS_PER_PAGE : (i + 1) * TASKS_PER_PAGE]
         rows = [r for t in chunk for r in by_task[t]]
         sub = dataclasses.replace(data, rows=rows)  # agents, rows and look-ups of these tasks only
-        name = page_name(i + 1)
         page = task_page(sub, chunk, tasks, budget, index_path.parent, index_path.name, i + 1, count, parts)
-        tmp = folder / f".{name}.{os.getpid()}.{threading.get_ident()}.tmp"
-        tmp.write_text(page, encoding="utf-8")
-        os.replace(tmp, folder / name)
-        for t in chunk:
-            links[t] = f"{PAGES_DIR}/{name}"
-        return name
+        write_derived(folder / page_name(i + 1), page)
 
-    if budget is None and count > 1:
-        # nothing to render: pages are file reads (verdicts, logs) and string work; threads overlap the reads
-        with ThreadPoolExecutor(max_workers=IO_THREADS) as pool:
-            written = set(pool.map(write, range(count)))
-    else:  # the renderer is not shared between threads
-        written = {write(i) for i in range(count)}
+    # no threads: the pages are string work between small reads, and threads only contend for the GIL
+    # (four threads took 1.5x the time of one on a 10,000-pair run); the renderer is never shared
+    run_shared(range(count), write, workers if budget is None else 1)
+    written = {page_name(i + 1) for i in range(count)}
     for old in folder.glob("tasks-*.html"):
         if old.name not in written:
             old.unlink()

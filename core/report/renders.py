@@ -10,6 +10,7 @@ config) into the same folders, so ``report.html`` refers to them relatively.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -53,7 +54,7 @@ class PairView:
 
 def pair_decks(run_dir: Path, folder: Path, row: dict[str, Any], task: Any) -> PairDecks:
     """Locate the pair's decks: the input copy, the prediction named in the result line, the task's target."""
-    inputs = sorted((folder / "input").glob("*")) if (folder / "input").is_dir() else []
+    inputs = sorted((folder / "input").glob("*")) if os.path.isdir(os.path.join(folder, "input")) else []
     original = inputs[0] if inputs else (Path(task.original) if task is not None else None)
     pred = row.get("prediction")
     prediction = None

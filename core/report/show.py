@@ -28,6 +28,7 @@ def print_summary(
 
     out = file or sys.stdout
     run_dir = Path(run_dir)
+    data = None
     try:
         data = load_run(run_dir)
         rows, rescores = data.rows, {k: v.summary for k, v in data.rescores.items()}
@@ -40,7 +41,7 @@ def print_summary(
     try:
         from pptarena.report.html import write_report
 
-        path = write_report(run_dir)
+        path = write_report(run_dir, data=data)  # the run as read above (None: read again)
     except Exception as exc:  # noqa: BLE001 - the leaderboard is printed already
         out.write(f"warning: report.html could not be written: {type(exc).__name__}: {exc}\n")
         return None

@@ -8,17 +8,21 @@ it is escaped and clipped here.
 from __future__ import annotations
 
 import json
+import os
+from collections.abc import Iterable
 from html import escape
 from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
+from pptarena.report.fileio import read_regular, text_lines
 from pptarena.report.plots import score_bar
 
 MAX_TEXT = 4_000
 MAX_LOG_EVENTS = 200
 MAX_TREE_NODES = 400
 MAX_STEPS = 60
+SMALL_LOG_BYTES = 1 << 20  # logs up to this size are read at once, larger ones streamed
 
 
 def clip(text: Any, limit: int = MAX_TEXT) -> str:
@@ -28,8 +32,19 @@ def clip(text: Any, limit: int = MAX_TEXT) -> str:
 
 
 def esc(text: Any, limit: int = MAX_TEXT) -> str:
-    """Escaped and clipped text."""
-    return escape(clip(text, limit))
+    """Escaped and clipped text: ``html.escape(clip(text, limit))`` in one call (reports make
+    hundreds of thousands of them).
+    """
+    s = text if type(text) is str else ("" if text is None else str(text))
+    if len(s) > limit:
+        s = s[:limit] + f" … ({len(s) - limit} more characters)"
+    return (
+        s.replace("&", "&amp;")
+        .replace("<", "&lt;")
+        .replace(">", "&gt;")
+        .replace('"', "&quot;")
+        .replace("'", "&#x27;")
+    )
 
 
 def rel_url(path: Path, base: Path) -> str:
@@ -180,24 +195,34 @@ def _event_summary(event: dict[str, Any]) -> str:
     return clip(json.dumps(rest, ensure_ascii=False, default=str), 600)
 
 
-def agent_log_html(folder: Path) -> str:
-    """The pair's ``agent.log.jsonl`` as a table (first events; bounded), or ''."""
-    path = folder / "agent.log.jsonl"
-    if not path.is_file():
-        return ""
-    events: list[dict[str, Any]] = []
+def _log_events(lines: Iterable[str], events: list[dict[str, Any]]) -> int:
+    """Parse the first :data:`MAX_LOG_EVENTS` events of ``lines`` into ``events``; returns the line count."""
     total = 0
-    with path.open(encoding="utf-8", errors="replace") as fh:
-        for line in fh:
-            total += 1
-            if len(events) >= MAX_LOG_EVENTS:
-                continue
-            try:
-                ev = json.loads(line)
-            except ValueError:
-                ev = {"event": "(unreadable line)", "text": line[:200]}
-            if isinstance(ev, dict):
-                events.append(ev)
+    for line in lines:
+        total += 1
+        if len(events) >= MAX_LOG_EVENTS:
+            continue
+        try:
+            ev = json.loads(line)
+        except ValueError:
+            ev = {"event": "(unreadable line)", "text": line[:200]}
+        if isinstance(ev, dict):
+            events.append(ev)
+    return total
+
+
+def agent_log_html(folder: Path | str) -> str:
+    """The pair's ``agent.log.jsonl`` as a table (first events; bounded), or ''."""
+    path = os.path.join(folder, "agent.log.jsonl")
+    events: list[dict[str, Any]] = []
+    data = read_regular(path, SMALL_LOG_BYTES)  # most logs: one read
+    if data is not None:
+        total = _log_events(text_lines(data), events)
+    elif os.path.isfile(path):  # a large log: streamed, only its first events kept
+        with open(path, encoding="utf-8", errors="replace") as fh:
+            total = _log_events(fh, events)
+    else:
+        return ""
     if not events:
         return ""
     t0 = next((e["t"] for e in events if isinstance(e.get("t"), int | float)), None)
@@ -226,9 +251,9 @@ def agent_log_html(folder: Path) -> str:
 
 def trajectory_html(folder: Path, base: Path) -> str:
     """A GUI agent's ``trajectory/`` (steps with their screenshots), or ''."""
-    path = folder / "trajectory" / "trajectory.jsonl"
-    if not path.is_file():
+    if not os.path.isfile(os.path.join(folder, "trajectory", "trajectory.jsonl")):
         return ""
+    path = folder / "trajectory" / "trajectory.jsonl"
     items = []
     with path.open(encoding="utf-8", errors="replace") as fh:
         for i, line in enumerate(fh):

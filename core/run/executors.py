@@ -22,9 +22,12 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
-from typing import Any, Protocol, runtime_checkable
+from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from pptarena.types import PptArenaError, Task, Workspace
+from pptarena.types import PptArenaError, Status, Task, Workspace
+
+if TYPE_CHECKING:
+    from pptarena.run.records import AgentOutcome
 
 #: Largest task folder an executor ships back (compressed), and largest total once unpacked.
 MAX_TASK_ARCHIVE_BYTES = 512 * 1024 * 1024
@@ -51,7 +54,8 @@ class PairJob:
         return (self.agent.label, self.task.id, self.epoch)
 
 
-AgentLauncher = Callable[[Any, Task, Workspace], dict[str, Any]]
+AgentLauncher = Callable[[Any, Task, Workspace], "AgentOutcome"]
+"""Runs one agent on one task in a workspace and says what came of it (e.g. on a warm worker pool)."""
 
 
 @runtime_checkable
@@ -109,7 +113,7 @@ def infra_error_row(job: PairJob, error: str, duration_s: float = 0.0) -> dict[s
         "agent": job.agent.label,
         "task_id": job.task.id,
         "epoch": job.epoch,
-        "status": "infra_error",
+        "status": Status.INFRA_ERROR,
         "scores": {},
         "error": error,
         "duration_s": round(duration_s, 3),

@@ -13,9 +13,17 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Annotated, Any
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    ConfigDict,
+    Field,
+    ValidationError,
+    field_validator,
+    model_validator,
+)
 
-from pptarena.types import Status
+from pptarena.types import Prediction, Status
 
 RESULTS_SCHEMA = 1
 """The version of the result-line shape, written in every line as ``schema_version``."""
@@ -102,6 +110,15 @@ class ResultLineProblem(BaseModel):
         return f"{self.path}:{self.line}: {self.message}"
 
 
+def _one_sentence(exc: ValidationError, whole: str) -> str:
+    """A validation error as ``where: what; where: what`` (no pydantic internals)."""
+    parts = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or whole
+        parts.append(f"{where}: {err['msg']}")
+    return "; ".join(parts)
+
+
 def parse_row(data: Any) -> ResultRow:
     """Validate one decoded result line; raises :class:`ValueError` with one readable sentence."""
     if not isinstance(data, dict):
@@ -109,11 +126,115 @@ def parse_row(data: Any) -> ResultRow:
     try:
         return ResultRow.model_validate(data)
     except ValidationError as exc:
-        parts = []
-        for err in exc.errors():
-            where = ".".join(str(p) for p in err["loc"]) or "line"
-            parts.append(f"{where}: {err['msg']}")
-        raise ValueError("; ".join(parts)) from None
+        raise ValueError(_one_sentence(exc, "line")) from None
+
+
+def prediction_to_json(pred: Prediction) -> dict[str, Any]:
+    """JSON form of a :class:`~pptarena.types.Prediction`."""
+    return {
+        "path": str(pred.path) if pred.path else None,
+        "notes": pred.notes,
+        "usage": pred.usage,
+        "metadata": pred.metadata,
+    }
+
+
+def prediction_from_json(data: dict[str, Any]) -> Prediction:
+    """Inverse of :func:`prediction_to_json`."""
+    return Prediction(
+        path=Path(data["path"]) if data.get("path") else None,
+        notes=data.get("notes", ""),
+        usage=dict(data.get("usage") or {}),
+        metadata=dict(data.get("metadata") or {}),
+    )
+
+
+class _PredictionLine(BaseModel):
+    """The wire shape of a prediction inside an agent outcome."""
+
+    path: str | None = None
+    notes: str = ""
+    usage: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+
+
+class _OutcomeLine(BaseModel):
+    """The wire shape of an :class:`AgentOutcome` (worker result file, pool reply)."""
+
+    model_config = ConfigDict(extra="ignore")  # a pool worker adds its own timings
+
+    ok: bool
+    prediction: _PredictionLine | None = None
+    status: Status | None = None
+    error: str | None = None
+    traceback: str | None = None
+    model_usage: dict[str, Any] = Field(default_factory=dict)
+    model_cost: dict[str, Any] | None = None
+
+    @model_validator(mode="after")
+    def _consistent(self) -> _OutcomeLine:
+        if self.ok and self.prediction is None:
+            raise ValueError("ok without a prediction")
+        if not self.ok and self.status in (None, Status.SCORED):
+            raise ValueError("a failure needs a failure status")
+        return self
+
+
+@dataclass
+class AgentOutcome:
+    """What running an agent on one task gave back: its prediction, or why there is none.
+
+    Built where the agent ran (in the runner's process, a worker process, a pool worker) and
+    carried to the runner as JSON (:meth:`to_json` / :meth:`from_json`). ``status`` is None for a
+    prediction; for a failure it is ``agent_error``, ``timeout`` or ``infra_error``.
+    ``model_usage`` and ``model_cost`` are the agent's own model calls (None cost: not reported,
+    e.g. the worker was killed).
+    """
+
+    prediction: Prediction | None = None
+    status: Status | None = None
+    error: str | None = None
+    traceback: str | None = None
+    model_usage: dict[str, Any] = field(default_factory=dict)
+    model_cost: dict[str, Any] | None = None
+
+    @property
+    def ok(self) -> bool:
+        """True when the agent handed in a prediction (it may still be an unreadable deck)."""
+        return self.status is None and self.prediction is not None
+
+    @classmethod
+    def failed(cls, status: Status | str, error: str, traceback: str | None = None) -> AgentOutcome:
+        """An outcome without a prediction."""
+        return cls(status=Status(status), error=error, traceback=traceback)
+
+    def to_json(self) -> dict[str, Any]:
+        """The JSON object a worker hands the runner."""
+        data: dict[str, Any] = {"ok": self.ok, "model_usage": self.model_usage, "model_cost": self.model_cost}
+        if self.ok:
+            data["prediction"] = prediction_to_json(self.prediction)  # type: ignore[arg-type]
+        else:
+            data.update(status=str(self.status), error=self.error, traceback=self.traceback)
+        return data
+
+    @classmethod
+    def from_json(cls, data: Any) -> AgentOutcome:
+        """Validate what a worker handed back; raises :class:`ValueError` with one readable sentence."""
+        if not isinstance(data, dict):
+            raise ValueError(f"expected a JSON object, got {type(data).__name__}")
+        try:
+            line = _OutcomeLine.model_validate(data)
+        except ValidationError as exc:
+            raise ValueError(_one_sentence(exc, "outcome")) from None
+        pred = prediction_from_json(line.prediction.model_dump()) if line.prediction is not None else None
+        return cls(
+            prediction=pred if line.ok else None,
+            status=None if line.ok else line.status,
+            error=line.error,
+            traceback=line.traceback,
+            model_usage=line.model_usage,
+            model_cost=line.model_cost,
+        )
 
 
 @dataclass
@@ -134,3 +255,7 @@ class JudgeOutcome:
     def error(self) -> str | None:
         """The judges' errors in one line, or None."""
         return "; ".join(self.errors) or None
+
+    def details(self) -> dict[str, Any]:
+        """What ``verdicts.json`` holds besides the status: every judge's verdict and the judges' usage."""
+        return {"verdicts": self.verdicts, "judge_usage": self.usage}

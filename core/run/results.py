@@ -8,6 +8,7 @@ line and never duplicates one.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import os
 import threading
@@ -20,12 +21,15 @@ from pptarena.models.messages import add_counts
 from pptarena.models.pricing import cost_of_rows
 from pptarena.run.records import ResultLineProblem, parse_row
 from pptarena.run.rundir import RunDir
-from pptarena.run.stats import epoch_of
+from pptarena.run.stats import by_task, epoch_of
 from pptarena.run.summary_stats import StatsOptions, add_comparisons, judge_block
 from pptarena.types import STATUSES, PptArenaError
 
 SCHEMA_VERSION = 1
 MAX_RESULTS_BYTES = 512 * 1024 * 1024
+SUMMARY_REVISION = 1
+"""Bump when :func:`summarize_results` computes any figure differently: summaries stored with another
+revision are then recomputed by readers instead of reused (see :func:`rows_source`)."""
 
 
 def read_results(path: Path, problems: list[ResultLineProblem] | None = None) -> list[dict[str, Any]]:
@@ -137,6 +141,18 @@ def _group_keys(row: dict[str, Any], field: str) -> list[str]:
     return [str(value)]
 
 
+def rows_source(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """What a summary was computed from: the number of lines, a SHA-256 of their canonical JSON and
+    :data:`SUMMARY_REVISION` (``summary.json`` ``source``).
+
+    A reader holding the same lines and options can reuse a stored summary whose ``source`` is
+    equal instead of recomputing it (the report does, :func:`pptarena.report.data.load_run`).
+    """
+    text = json.dumps(rows, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    digest = hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
+    return {"rows": len(rows), "sha256": digest, "revision": SUMMARY_REVISION}
+
+
 def summarize_results(
     rows: list[dict[str, Any]],
     group_fields: Iterable[str] = ("category", "edit_type", "difficulty", "dataset"),
@@ -150,7 +166,8 @@ def summarize_results(
     opts = opts or StatsOptions()
 
     def _judge_block(rows: list[dict[str, Any]], judges: list[str], total: int) -> dict[str, Any]:
-        return {j: judge_block(rows, j, opts) for j in judges}
+        groups = by_task(rows)  # one grouping by task for every judge
+        return {j: judge_block(rows, j, opts, groups) for j in judges}
 
     agents: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
@@ -191,4 +208,5 @@ def summarize_results(
         summary["agents"][agent] = entry
     summary["cost"] = cost_of_rows(rows)
     add_comparisons(summary, rows, opts)
+    summary["source"] = rows_source(rows)
     return summary

@@ -42,7 +42,7 @@ from pptarena.run.executors import AgentLauncher, Executor, PairJob
 from pptarena.run.fingerprint import cached_fingerprint, check_fingerprints
 from pptarena.run.judging import judge_prediction
 from pptarena.run.progress import Progress
-from pptarena.run.records import ResultLineProblem
+from pptarena.run.records import AgentOutcome, JudgeOutcome, ResultLineProblem
 from pptarena.run.references import normalized_references, normalizer_of
 from pptarena.run.registry import Registry
 from pptarena.run.requirements import unmet_requirements
@@ -52,7 +52,7 @@ from pptarena.run.runlock import MAX_CRASHES, AttemptLedger, RunLock
 from pptarena.run.sessions import is_session, run_session
 from pptarena.run.summary_stats import StatsOptions
 from pptarena.run.tasks import load_tasks, select_tasks
-from pptarena.run.worker import classify_exception, prediction_from_json, run_agent
+from pptarena.run.worker import classify_exception, run_agent
 from pptarena.types import (
     AgentLog,
     InfraError,
@@ -284,27 +284,35 @@ class Runner:
             timeout=self.config.run.task_timeout,
         )
 
-    def _run_agent_in_process(self, agent: ComponentConfig, task: Task, ws: Workspace) -> dict[str, Any]:
+    def launch_agent(self, agent: ComponentConfig, task: Task, ws: Workspace) -> AgentOutcome:
+        """Run ``agent`` on ``task`` in ``ws`` where it belongs: in this process (``in_process``
+        agents), on the executor's launcher (a warm worker pool) or in a worker process of its own."""
+        in_process = bool(getattr(agent.spec.factory, "in_process", False))
+        launch = (
+            self._run_agent_in_process if in_process else (self.agent_launcher or self._run_agent_in_worker)
+        )
+        try:
+            return launch(agent, task, ws)
+        except Exception as exc:  # noqa: BLE001 - starting the worker failed: the harness's fault
+            return AgentOutcome.failed(Status.INFRA_ERROR, f"could not run the agent: {exc}")
+
+    def _run_agent_in_process(self, agent: ComponentConfig, task: Task, ws: Workspace) -> AgentOutcome:
         book = UsageBook()
         model = self.components.hub.factory(book=book, log=ws.log)
         ws.model = model
         ws.renderer = self.components.lazy_renderer()
         try:
             instance = self.components.build(agent, model=model)
-            pred = run_agent(instance, task, ws)
-            out: dict[str, Any] = {"ok": True, "prediction": pred}
+            out = AgentOutcome(prediction=run_agent(instance, task, ws))
         except Exception as exc:  # noqa: BLE001 - recorded as the pair's outcome
-            out = {
-                "ok": False,
-                "status": classify_exception(exc),
-                "error": f"{type(exc).__name__}: {exc}",
-                "traceback": traceback.format_exc(limit=20),
-            }
-        out["model_usage"] = book.total().as_dict()
-        out["model_cost"] = book.cost()
+            out = AgentOutcome.failed(
+                classify_exception(exc), f"{type(exc).__name__}: {exc}", traceback.format_exc(limit=20)
+            )
+        out.model_usage = book.total().as_dict()
+        out.model_cost = book.cost()
         return out
 
-    def _run_agent_in_worker(self, agent: ComponentConfig, task: Task, ws: Workspace) -> dict[str, Any]:
+    def _run_agent_in_worker(self, agent: ComponentConfig, task: Task, ws: Workspace) -> AgentOutcome:
         spec_path = ws.dir / ".worker-spec.json"
         result_path = ws.dir / ".worker-result.json"
         spec = {
@@ -347,27 +355,27 @@ class Runner:
                 with self._procs_lock:
                     self._procs = {p for p in self._procs if p.poll() is None}
         if timed_out:
-            return {
-                "ok": False,
-                "status": Status.TIMEOUT,
-                "error": f"agent exceeded task_timeout={self.config.run.task_timeout:g}s and was stopped",
-            }
+            return AgentOutcome.failed(
+                Status.TIMEOUT,
+                f"agent exceeded task_timeout={self.config.run.task_timeout:g}s and was stopped",
+            )
         if self._stop.is_set():
-            return {"ok": False, "status": "interrupted", "error": "interrupted"}
+            return AgentOutcome.failed(Status.INFRA_ERROR, "interrupted")
         from pptarena.redact import redact_file
 
         redact_file(stderr_path)
         if not result_path.exists():
             tail = stderr_path.read_text(errors="replace")[-2000:]
-            return {
-                "ok": False,
-                "status": Status.AGENT_ERROR,
-                "error": f"agent worker exited with code {returncode} without a result: {tail}",
-            }
-        outcome = json.loads(result_path.read_text())
-        if outcome.get("ok"):
-            outcome["prediction"] = prediction_from_json(outcome["prediction"])
-        return outcome
+            return AgentOutcome.failed(
+                Status.AGENT_ERROR, f"agent worker exited with code {returncode} without a result: {tail}"
+            )
+        # the worker writes its outcome after the agent returns; only agent code running in it can forge one
+        try:
+            return AgentOutcome.from_json(json.loads(result_path.read_text()))
+        except ValueError as exc:  # a JSONDecodeError is a ValueError too
+            return AgentOutcome.failed(
+                Status.AGENT_ERROR, f"the agent's worker handed back a malformed outcome: {exc}"
+            )
 
     def _check_prediction(self, pred: Prediction) -> str | None:
         if pred.path is None or not Path(pred.path).is_file():
@@ -387,12 +395,9 @@ class Runner:
         )  # the loader the judges use: its rejection is the agent's fault
         return None if problem is None else f"the prediction is not a valid deck: {problem}"
 
-    def _judge(
-        self, task: Task, pred: Prediction, ws: Workspace, judges: list | None = None
-    ) -> tuple[str, dict[str, Any], list[str], dict[str, Any]]:
+    def _judge(self, task: Task, pred: Prediction, ws: Workspace, judges: list | None = None) -> JudgeOutcome:
         judges = self.judges() if judges is None else judges
-        out = judge_prediction(task, pred, judges, ws.dir, self.components)
-        return out.status, out.scores, out.errors, {"verdicts": out.verdicts, "judge_usage": out.usage}
+        return judge_prediction(task, pred, judges, ws.dir, self.components)
 
     def _normalize_references(
         self, agent: ComponentConfig, task: Task, ws: Workspace, row: dict[str, Any]
@@ -459,7 +464,7 @@ class Runner:
                 continue
             row = self._new_row(agent, task, {}, epoch)
             row.update(
-                status="infra_error",
+                status=Status.INFRA_ERROR,
                 isolation=self.isolation,
                 error=f"this pair was running when the run died {n} times; it is not run again "
                 "(arena run --retry-errors tries it once more)",
@@ -477,7 +482,7 @@ class Runner:
         broken = original_problem(task.original)
         if broken:  # the dataset's fault, found before any agent is blamed for it
             failed = self._new_row(agent, task, {})
-            failed.update(status="infra_error", error=broken, isolation=self.isolation)
+            failed.update(status=Status.INFRA_ERROR, error=broken, isolation=self.isolation)
             self.store.append(failed)
             return failed
         try:
@@ -490,54 +495,46 @@ class Runner:
             failed["duration_s"] = round(time.monotonic() - t0, 3)
             return failed
         in_process = bool(getattr(agent.spec.factory, "in_process", False))
-        try:
-            launch = (
-                self._run_agent_in_process
-                if in_process
-                else (self.agent_launcher or self._run_agent_in_worker)
-            )
-            outcome = launch(agent, task, ws)
-        except Exception as exc:  # noqa: BLE001 - starting the worker failed: the harness's fault
-            outcome = {"ok": False, "status": Status.INFRA_ERROR, "error": f"could not run the agent: {exc}"}
+        outcome = self.launch_agent(agent, task, ws)
         if self._stop.is_set():
             return None
-        row = self._new_row(agent, task, outcome.get("model_usage") or {}, epoch)
-        details: dict[str, Any] = {}
-        if not outcome.get("ok"):
-            row["status"] = outcome["status"]
-            row["error"] = outcome.get("error")
-            if outcome.get("traceback"):
+        row = self._new_row(agent, task, outcome.model_usage, epoch)
+        judged: JudgeOutcome | None = None
+        if outcome.prediction is None or not outcome.ok:
+            row["status"] = outcome.status
+            row["error"] = outcome.error
+            if outcome.traceback:
                 from pptarena.redact import redact_text
 
-                (ws.dir / AGENT_ERROR).write_text(redact_text(outcome["traceback"]), encoding="utf-8")
+                (ws.dir / AGENT_ERROR).write_text(redact_text(outcome.traceback), encoding="utf-8")
         else:
-            pred: Prediction = outcome["prediction"]
+            pred = outcome.prediction
             add_counts(row["usage"], pred.usage)
             problem = self._check_prediction(pred)
             if problem:
                 row["status"] = Status.AGENT_ERROR
                 row["error"] = problem
-                if (
-                    pred.path is not None and Path(pred.path).is_file()
-                ):  # an unreadable deck: some judges still grade it
+                if pred.path is not None and Path(pred.path).is_file():
+                    # an unreadable deck: some judges still grade it
                     lenient = [
                         (c, j)
                         for c, j in self.judges()
                         if getattr(j, "grades_invalid_decks", lambda t: False)(task)
                     ]
                     if lenient:
-                        _status, row["scores"], _errors, details = self._judge(task, pred, ws, lenient)
-                        add_counts(row["usage"], details.get("judge_usage", {}))
+                        judged = self._judge(task, pred, ws, lenient)
+                        row["scores"] = judged.scores
             elif not self._normalize_references(agent, task, ws, row):
                 pass  # the reference decks could not be re-saved: the row holds the infra_error
             else:
-                status, scores, errors, details = self._judge(task, pred, ws)
-                row["status"], row["scores"] = status, scores
-                row["error"] = "; ".join(errors) or None
-                add_counts(row["usage"], details.get("judge_usage", {}))
+                judged = self._judge(task, pred, ws)
+                row["status"], row["scores"], row["error"] = judged.status, judged.scores, judged.error
+            if judged is not None:
+                add_counts(row["usage"], judged.usage)
             row["prediction"] = _relative_to(pred.path, self.run_dir)
+        details = judged.details() if judged is not None else {}
         row["duration_s"] = round(time.monotonic() - t0, 3)
-        agent_cost = outcome.get("model_cost")
+        agent_cost = outcome.model_cost
         if (
             agent_cost is None and not in_process
         ):  # the worker was killed or crashed before reporting its calls
@@ -545,7 +542,7 @@ class Runner:
         row["cost"] = pair_cost(
             agent_cost, {k: v.get("cost") for k, v in details.get("verdicts", {}).items()}
         )
-        pred_meta = outcome["prediction"].metadata if outcome.get("ok") else {}
+        pred_meta = outcome.prediction.metadata if outcome.ok and outcome.prediction else {}
         row["isolation"] = (
             pred_meta.get("isolation") or self.isolation
         )  # e.g. a command agent run unsandboxed

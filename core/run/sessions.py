@@ -75,13 +75,12 @@ def run_session(runner: Any, agent: Any, session: Task, epoch: int = 1) -> dict[
     t0 = time.monotonic()
     row = runner._new_row(agent, session, {}, epoch)
     row["metadata"] = {k: v for k, v in session.metadata.items() if k != "turns"}
-    in_process = bool(getattr(agent.spec.factory, "in_process", False))
     previous: Path = session.original
     history: list[dict[str, Any]] = []
     turn_rows: list[dict[str, Any]] = []
     for index in range(len(session.metadata["turns"])):
         task = turn_task(session, index, previous, history)
-        failure = _run_turn(runner, agent, task, in_process, row, turn_rows)
+        failure = _run_turn(runner, agent, task, row, turn_rows)
         if failure is None:  # interrupted
             return None
         if isinstance(failure, tuple):
@@ -104,7 +103,6 @@ def _run_turn(
     runner: Any,
     agent: Any,
     task: Task,
-    in_process: bool,
     row: dict[str, Any],
     turn_rows: list[dict[str, Any]],
 ) -> tuple[str, str] | bool | None:
@@ -117,21 +115,13 @@ def _run_turn(
         ws = runner._workspace(agent, task)
     except OSError as exc:
         return (Status.INFRA_ERROR, f"could not prepare the workspace: {exc}")
-    try:
-        launch = (
-            runner._run_agent_in_process
-            if in_process
-            else (runner.agent_launcher or runner._run_agent_in_worker)
-        )
-        outcome = launch(agent, task, ws)
-    except Exception as exc:  # noqa: BLE001 - starting the worker failed: the harness's fault
-        outcome = {"ok": False, "status": Status.INFRA_ERROR, "error": f"could not run the agent: {exc}"}
+    outcome = runner.launch_agent(agent, task, ws)
     if runner._stop.is_set():
         return None
-    add_counts(row["usage"], outcome.get("model_usage") or {})
-    if not outcome.get("ok"):
-        return (outcome["status"], str(outcome.get("error")))
-    pred: Prediction = outcome["prediction"]
+    add_counts(row["usage"], outcome.model_usage)
+    if not outcome.ok or outcome.prediction is None:
+        return (outcome.status, str(outcome.error))
+    pred: Prediction = outcome.prediction
     add_counts(row["usage"], pred.usage)
     problem = runner._check_prediction(pred)
     if problem:
@@ -139,22 +129,22 @@ def _run_turn(
     scratch: dict[str, Any] = {"status": Status.SCORED, "error": None}
     if not runner._normalize_references(agent, task, ws, scratch):
         return (scratch["status"], scratch["error"])
-    status, scores, errors, details = runner._judge(task, pred, ws)
-    add_counts(row["usage"], details.get("judge_usage", {}))
-    write_json_atomic(ws.dir / VERDICTS, {"status": status, "error": "; ".join(errors) or None, **details})
+    judged = runner._judge(task, pred, ws)
+    add_counts(row["usage"], judged.usage)
+    write_json_atomic(ws.dir / VERDICTS, {"status": judged.status, "error": judged.error, **judged.details()})
     where = Path(pred.path).resolve()  # type: ignore[arg-type]
     turn_rows.append(
         {
             "turn": task.metadata["turn"],
-            "status": status,
-            "scores": scores,
-            "error": "; ".join(errors) or None,
+            "status": judged.status,
+            "scores": judged.scores,
+            "error": judged.error,
             "prediction_path": str(where),
             "prediction": str(where.relative_to(runner.run_dir))
             if where.is_relative_to(runner.run_dir)
             else str(where),
         }
     )
-    if status != Status.SCORED:
-        return (status, "; ".join(errors))
+    if judged.status != Status.SCORED:
+        return (judged.status, judged.error or "")
     return False

@@ -29,17 +29,23 @@ from typing import Any
 
 import numpy as np
 
+from pptarena.run.resample import bootstrap_means, memoized
+
 DEFAULT_N_BOOT = 2000
 DEFAULT_SEED = 0
 EXACT_MAX_N = 16
 DEFAULT_N_PERM = 20_000
 MAX_TASKS = 200_000
+_NUMBER = (int, float)
 
 
 def epoch_of(row: dict[str, Any]) -> int:
     """The attempt number of a result line (1 when the line predates epochs)."""
+    epoch = row.get("epoch")
+    if type(epoch) is int and epoch >= 1:  # the usual line: no conversion needed (a summary asks often)
+        return epoch
     try:
-        return max(1, int(row.get("epoch") or 1))
+        return max(1, int(epoch or 1))
     except (TypeError, ValueError):
         return 1
 
@@ -48,7 +54,9 @@ def row_score(row: dict[str, Any], judge: str) -> float | None:
     """The judge's 0-1 score in a line, or None when it gave none."""
     block = (row.get("scores") or {}).get(judge) or {}
     score = block.get("score")
-    if isinstance(score, bool) or not isinstance(score, int | float) or not math.isfinite(score):
+    if type(score) is float:  # the usual line (a summary asks hundreds of thousands of times)
+        return score if math.isfinite(score) else None
+    if isinstance(score, bool) or not isinstance(score, _NUMBER) or not math.isfinite(score):
         return None
     return float(score)
 
@@ -59,7 +67,7 @@ def row_success(row: dict[str, Any], judge: str, threshold: float) -> bool:
     """
     block = (row.get("scores") or {}).get(judge) or {}
     metric = (block.get("metrics") or {}).get("success")
-    if isinstance(metric, bool | int | float):
+    if isinstance(metric, _NUMBER):  # bool is an int
         return bool(metric)
     score = row_score(row, judge)
     return score is not None and score >= threshold - 1e-9
@@ -73,9 +81,15 @@ def by_task(rows: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     return {t: sorted(g, key=epoch_of) for t, g in groups.items()}
 
 
-def task_means(rows: Iterable[dict[str, Any]], judge: str) -> dict[str, float]:
-    """Per task, the mean of the judge's score over its attempts (an attempt without a score counts 0)."""
-    return {t: fmean([row_score(r, judge) or 0.0 for r in g]) for t, g in by_task(rows).items()}
+def task_means(
+    rows: Iterable[dict[str, Any]], judge: str, groups: dict[str, list[dict[str, Any]]] | None = None
+) -> dict[str, float]:
+    """Per task, the mean of the judge's score over its attempts (an attempt without a score counts 0).
+
+    ``groups``: ``by_task(rows)`` when the caller has it already.
+    """
+    groups = by_task(rows) if groups is None else groups
+    return {t: fmean([row_score(r, judge) or 0.0 for r in g]) for t, g in groups.items()}
 
 
 def fmean(values: Sequence[float]) -> float:
@@ -107,22 +121,20 @@ def bootstrap_mean_ci(
     """Percentile bootstrap interval of the mean of per-task values (None with fewer than 2 tasks).
 
     Resampling the per-task values (each already a mean over the task's epochs) is the cluster
-    bootstrap over tasks.
+    bootstrap over tasks. Draws and results are shared between calls (:mod:`pptarena.run.resample`).
     """
     a = np.asarray(values, dtype=float)
     if a.ndim != 1 or len(a) < 2 or n_boot < 1:
         return None
     if len(a) > MAX_TASKS:
         raise ValueError(f"more than {MAX_TASKS} tasks")
-    rng = np.random.default_rng(seed)
-    means = np.empty(n_boot)
-    chunk = max(1, 2_000_000 // len(a))
-    for start in range(0, n_boot, chunk):
-        stop = min(n_boot, start + chunk)
-        idx = rng.integers(0, len(a), size=(stop - start, len(a)))
-        means[start:stop] = a[idx].mean(axis=1)
-    lo, hi = np.percentile(means, [100 * (1 - level) / 2, 100 * (1 + level) / 2])
-    return [round(float(lo), 4), round(float(hi), 4)]
+
+    def compute() -> list[float]:
+        means = bootstrap_means(a, n_boot, seed)
+        lo, hi = np.percentile(means, [100 * (1 - level) / 2, 100 * (1 + level) / 2])
+        return [round(float(lo), 4), round(float(hi), 4)]
+
+    return memoized(a, n_boot, seed, level, compute)
 
 
 def paired_permutation_p(
@@ -176,10 +188,11 @@ def epoch_block(
     *,
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = DEFAULT_SEED,
+    groups: dict[str, list[dict[str, Any]]] | None = None,
 ) -> dict[str, Any]:
     """The epoch figures of one agent and judge: k, pass@k and pass^k for k = 1..K (with intervals),
-    consistency and the mean per-task score standard deviation."""
-    groups = by_task(rows)
+    consistency and the mean per-task score standard deviation (``groups``: ``by_task(rows)`` if known)."""
+    groups = by_task(rows) if groups is None else groups
     counts = {t: (len(g), sum(1 for r in g if row_success(r, judge, threshold))) for t, g in groups.items()}
     k_max = max((n for n, _ in counts.values()), default=0)
     out: dict[str, Any] = {"k": k_max, "pass_at_k": {}, "pass_hat_k": {}}

@@ -68,17 +68,23 @@ def _r(x: float | None) -> float | None:
     return None if x is None else round(float(x), 4)
 
 
-def judge_block(rows: list[dict[str, Any]], judge: str, opts: StatsOptions) -> dict[str, Any]:
+def judge_block(
+    rows: list[dict[str, Any]],
+    judge: str,
+    opts: StatsOptions,
+    groups: dict[str, list[dict[str, Any]]] | None = None,
+) -> dict[str, Any]:
     """One judge's figures over ``rows`` (one agent's lines, any number of epochs per task).
 
     ``mean_all``: mean over tasks of the per-task mean score (unscored attempts count 0);
     ``mean``: mean over tasks with a score of the per-task mean of the scored attempts;
     ``success_rate``: mean over tasks of the per-task share of successful attempts; each with ``*_ci95``.
+    ``groups``: ``by_task(rows)`` when the caller has it (one grouping for all judges).
     """
-    groups = by_task(rows)
+    groups = by_task(rows) if groups is None else groups
     kw = {"n_boot": opts.n_boot, "seed": opts.seed}
     scored = [x for r in rows if (x := row_score(r, judge)) is not None]
-    all_means = list(task_means(rows, judge).values())
+    all_means = list(task_means(rows, judge, groups).values())
     scored_means: list[float] = []
     success: list[float] = []
     for g in groups.values():
@@ -116,7 +122,7 @@ def judge_block(rows: list[dict[str, Any]], judge: str, opts: StatsOptions) -> d
     if labels:
         block["labels"] = {k: dict(sorted(c.items())) for k, c in sorted(labels.items())}
     if scored or any(r.get("scores") for r in rows):
-        block["epochs"] = epoch_block(rows, judge, opts.success_threshold, **kw)
+        block["epochs"] = epoch_block(rows, judge, opts.success_threshold, groups=groups, **kw)
     return block
 
 
@@ -130,7 +136,8 @@ def add_comparisons(summary: dict[str, Any], rows: list[dict[str, Any]], opts: S
     if len(agents) < 2:
         return
     out: dict[str, Any] = {}
+    grouped = {a: by_task(agents[a]) for a in sorted(agents)}
     for judge in summary.get("judges") or []:
-        scores = {a: task_means(agents[a], judge) for a in sorted(agents)}
+        scores = {a: task_means(agents[a], judge, grouped[a]) for a in sorted(agents)}
         out[judge] = pairwise_matrix(scores, n_boot=opts.n_boot, seed=opts.seed)
     summary["comparisons"] = out

@@ -20,32 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from pptarena.models import UsageBook
+from pptarena.run.records import AgentOutcome
 from pptarena.types import AgentLog, ComponentUnavailable, InfraError, Prediction, Status, Task, Workspace
 
 
-def classify_exception(exc: BaseException) -> str:
+def classify_exception(exc: BaseException) -> Status:
     """``infra_error`` for tool and model failures, ``agent_error`` for everything else."""
     return Status.INFRA_ERROR if isinstance(exc, InfraError | ComponentUnavailable) else Status.AGENT_ERROR
-
-
-def prediction_to_json(pred: Prediction) -> dict[str, Any]:
-    """JSON form of a Prediction."""
-    return {
-        "path": str(pred.path) if pred.path else None,
-        "notes": pred.notes,
-        "usage": pred.usage,
-        "metadata": pred.metadata,
-    }
-
-
-def prediction_from_json(data: dict[str, Any]) -> Prediction:
-    """Inverse of :func:`prediction_to_json`."""
-    return Prediction(
-        path=Path(data["path"]) if data.get("path") else None,
-        notes=data.get("notes", ""),
-        usage=dict(data.get("usage") or {}),
-        metadata=dict(data.get("metadata") or {}),
-    )
 
 
 def run_agent(agent: Any, task: Task, workspace: Workspace) -> Prediction:
@@ -67,19 +48,18 @@ def main(spec_path: str) -> int:
     result_path = Path(spec["result_path"])
     outcome = execute(spec)
     tmp = result_path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(outcome, default=str), encoding="utf-8")
+    tmp.write_text(json.dumps(outcome.to_json(), default=str), encoding="utf-8")
     tmp.replace(result_path)
     return 0
 
 
-def execute(spec: dict[str, Any], registry: Any = None, config: Any = None) -> dict[str, Any]:
-    """Run the agent a worker spec names; the outcome dict
-    (``ok``, ``prediction`` or ``status``/``error``, ``model_usage``).
+def execute(spec: dict[str, Any], registry: Any = None, config: Any = None) -> AgentOutcome:
+    """Run the agent a worker spec names and say what came of it.
 
     :param registry: an already loaded registry (default: load one, plus ``spec["manual_plugins"]``).
     :param config: the already parsed run config (default: ``load_config(spec["config_path"])``).
     """
-    outcome: dict[str, Any]
+    outcome: AgentOutcome
     components = None
     book = UsageBook()
     setting_up = True  # a failure before the agent is built is the harness's, never the agent's
@@ -116,19 +96,18 @@ def execute(spec: dict[str, Any], registry: Any = None, config: Any = None) -> d
             timeout=spec.get("timeout"),
         )
         pred = run_agent(agent, task, workspace)
-        outcome = {"ok": True, "prediction": prediction_to_json(pred)}
+        outcome = AgentOutcome(prediction=pred)
     except BaseException as exc:  # noqa: BLE001 - every failure is reported to the runner
-        outcome = {
-            "ok": False,
-            "status": Status.INFRA_ERROR if setting_up else classify_exception(exc),
-            "error": f"{type(exc).__name__}: {exc}",
-            "traceback": traceback.format_exc(limit=20),
-        }
+        outcome = AgentOutcome.failed(
+            Status.INFRA_ERROR if setting_up else classify_exception(exc),
+            f"{type(exc).__name__}: {exc}",
+            traceback.format_exc(limit=20),
+        )
     finally:
         if components is not None:
             components.close()
-    outcome["model_usage"] = book.total().as_dict()
-    outcome["model_cost"] = book.cost()
+    outcome.model_usage = book.total().as_dict()
+    outcome.model_cost = book.cost()
     return outcome
 
 

@@ -21,8 +21,8 @@ from typing import Any
 
 from pptarena.procs import kill_group
 from pptarena.run.executors import RunHandle
-from pptarena.run.worker import prediction_from_json
-from pptarena.types import InfraError, Task, Workspace
+from pptarena.run.records import AgentOutcome
+from pptarena.types import InfraError, Status, Task, Workspace
 
 BOOT_TIMEOUT = 120.0
 WORKER_MODULE = "pptarena.plugins.executors.pool_worker"
@@ -233,7 +233,7 @@ class PoolLauncher:
         self.pool = pool
         self.run = run
 
-    def __call__(self, agent: Any, task: Task, ws: Workspace) -> dict[str, Any]:
+    def __call__(self, agent: Any, task: Task, ws: Workspace) -> AgentOutcome:
         config = self.run.config
         timeout = float(config.run.task_timeout)
         stderr_path = ws.dir / "agent.stderr.txt"
@@ -253,21 +253,20 @@ class PoolLauncher:
         }
         kind, value = self.pool.run(request, timeout)
         if kind == "timeout":
-            return {
-                "ok": False,
-                "status": "timeout",
-                "error": f"agent exceeded task_timeout={timeout:g}s and was stopped",
-            }
+            return AgentOutcome.failed(
+                Status.TIMEOUT, f"agent exceeded task_timeout={timeout:g}s and was stopped"
+            )
         if self.run.stopping():
-            return {"ok": False, "status": "interrupted", "error": "interrupted"}
+            return AgentOutcome.failed(Status.INFRA_ERROR, "interrupted")
         if kind == "crashed":
             tail = Path(stderr_path).read_text(errors="replace")[-2000:] if Path(stderr_path).exists() else ""
-            return {
-                "ok": False,
-                "status": "agent_error",
-                "error": f"agent worker exited with code {value} without a result: {tail}",
-            }
-        outcome = dict(value)
-        if outcome.get("ok"):
-            outcome["prediction"] = prediction_from_json(outcome["prediction"])
-        return outcome
+            return AgentOutcome.failed(
+                Status.AGENT_ERROR, f"agent worker exited with code {value} without a result: {tail}"
+            )
+        # the worker writes its outcome after the agent returns; only agent code running in it can forge one
+        try:
+            return AgentOutcome.from_json(value)
+        except ValueError as exc:
+            return AgentOutcome.failed(
+                Status.AGENT_ERROR, f"the agent's worker handed back a malformed outcome: {exc}"
+            )

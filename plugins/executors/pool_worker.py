@@ -104,7 +104,9 @@ def _load_registry(boot: dict[str, Any]) -> Any:
 def serve(boot: dict[str, Any], requests: BinaryIO, replies: BinaryIO) -> int:
     """Answer requests until ``{"op": "exit"}`` or end of input."""
     from pptarena.run.config import parse_config
+    from pptarena.run.records import AgentOutcome
     from pptarena.run.worker import execute
+    from pptarena.types import Status
 
     registry = _load_registry(boot)
     configs: dict[str, Any] = {}
@@ -123,15 +125,15 @@ def serve(boot: dict[str, Any], requests: BinaryIO, replies: BinaryIO) -> int:
                     configs = {key: parse_config(request["config"], registry, Path(request["config_path"]))}
                 outcome = execute(request, registry=registry, config=configs[key])
             except Exception as exc:  # noqa: BLE001 - a config that no longer parses is the harness's problem
-                outcome = {
-                    "ok": False,
-                    "status": "infra_error",
-                    "error": f"worker could not read the run config: {type(exc).__name__}: {exc}",
-                    "traceback": traceback.format_exc(limit=20),
-                }
-        outcome["strays_killed"] = reap_strays()
-        outcome["worker_s"] = round(time.monotonic() - t0, 4)
-        _send(replies, outcome)
+                outcome = AgentOutcome.failed(
+                    Status.INFRA_ERROR,
+                    f"worker could not read the run config: {type(exc).__name__}: {exc}",
+                    traceback.format_exc(limit=20),
+                )
+        reply = outcome.to_json()
+        reply["strays_killed"] = reap_strays()
+        reply["worker_s"] = round(time.monotonic() - t0, 4)
+        _send(replies, reply)
     return 0
 
 

@@ -20,7 +20,8 @@ from __future__ import annotations
 from typing import Any
 
 import pptarena
-from pptarena.types import Component, JudgeError, PptArenaError, Verdict
+from pptarena.evidence import Evidence
+from pptarena.types import Component, JudgeError, PptArenaError, Prediction, Task, Verdict
 from pptarena.types import Options as BaseOptions
 
 MID_X, MID_Y = 4_572_000, 3_429_000  # PPTC's fixed slide midlines (a 10 x 7.5 in slide)
@@ -229,7 +230,7 @@ class PptxMatchJudge(Component):
     class Options(BaseOptions):
         """No options."""
 
-    def judge(self, task: Any, prediction: Any, evidence: Any) -> Verdict:
+    def judge(self, task: Task, prediction: Prediction, evidence: Evidence) -> Verdict:
         """1.0 when the prediction matches the label deck and satisfies the restrictions, else 0.0."""
         if task.target is None:
             raise JudgeError(f"task {task.id}: pptx_match needs the label deck as the task's target")

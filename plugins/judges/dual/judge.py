@@ -146,7 +146,14 @@ class DualJudge(Component):
     # ------------------------------------------------------------------ IF
 
     def _instruction_following(
-        self, task: Any, evidence: Any, label: str, pred_diff: Any, target_diff: Any, remaining: Any, ref: str
+        self,
+        task: Task,
+        evidence: Evidence,
+        label: str,
+        pred_diff: Any,
+        target_diff: Any,
+        remaining: Any,
+        ref: str,
     ) -> dict[str, Any]:
         opts: DualOptions = self.options  # type: ignore[assignment]
         record: dict[str, Any] = {
@@ -198,7 +205,7 @@ class DualJudge(Component):
         evidence.write_json(label, "if.json", {**record, "attempts": attempts, **out})
         return out
 
-    def _summaries(self, evidence: Any, pred_diff: Any, target_diff: Any) -> list[str]:
+    def _summaries(self, evidence: Evidence, pred_diff: Any, target_diff: Any) -> list[str]:
         """Bounded summaries of the slides the two diffs touch, in each deck's numbering."""
         opts: DualOptions = self.options  # type: ignore[assignment]
         orig_nums: set[int] = set()
@@ -239,7 +246,9 @@ class DualJudge(Component):
 
     # ------------------------------------------------------------------ VQ
 
-    def _select(self, evidence: Any, pred_diff: Any, has_target: bool) -> tuple[list[dict[str, Any]], str]:
+    def _select(
+        self, evidence: Evidence, pred_diff: Any, has_target: bool
+    ) -> tuple[list[dict[str, Any]], str]:
         """Prediction slides to show: changed (SSIM) in prediction or target, most changed first, capped."""
         opts: DualOptions = self.options  # type: ignore[assignment]
         kw = {"threshold": opts.ssim_threshold} if opts.ssim_threshold is not None else {}
@@ -299,7 +308,7 @@ class DualJudge(Component):
             raise InfraError(f"cannot read the render {path}: {exc}") from exc
 
     def _visual_quality(
-        self, task: Any, evidence: Any, label: str, pred_diff: Any, remaining: Any, ref: str
+        self, task: Task, evidence: Evidence, label: str, pred_diff: Any, remaining: Any, ref: str
     ) -> dict[str, Any]:
         opts: DualOptions = self.options  # type: ignore[assignment]
         has_target = task.target is not None

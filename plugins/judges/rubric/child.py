@@ -423,9 +423,31 @@ def _emit(record: dict[str, Any]) -> None:
         data = data[os.write(3, data) :]
 
 
+def preload(modules: list[str]) -> list[str]:
+    """Import ``modules`` in the driver, before any leaf is forked; returns those that imported.
+
+    Every leaf runs in a process forked from the driver, so a module loaded here is loaded once per
+    sandboxed process instead of once per leaf, and each leaf still starts from the same pristine
+    copy (what one leaf does to a module stays in its own process). A module that fails to import is
+    skipped: the leaf that imports it then fails as it would have.
+    """
+    import importlib
+
+    loaded = []
+    for name in modules:
+        try:
+            importlib.import_module(str(name))
+        except Exception:  # noqa: BLE001, S112 - the leaf's own import reports it
+            continue
+        loaded.append(str(name))
+    return loaded
+
+
 def main(inputs: dict[str, Any]) -> None:
     """Run every leaf in ``inputs["leaves"]`` (each in a forked process), writing records to descriptor 3."""
     _no_dumps()
+    preload(inputs.get("preload") or [])
+    _emit({"event": "ready", "t": time.monotonic()})  # timing only: start-up ends here
     _proxy.path = inputs.get("socket_path")
     shots = inputs.get("screenshots") or {}
     budget = float(inputs.get("leaf_timeout", 60.0))

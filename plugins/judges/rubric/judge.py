@@ -49,6 +49,9 @@ from pptarena.plugins.judges.rubric.tree import (
 from pptarena.types import Component, InfraError, JudgeError, Prediction, Task, Verdict
 from pptarena.types import Options as OptionsBase
 
+#: Where the sandbox finds ``from_json`` to rebuild ``ppt_diff``: the item classes alone, not the deck
+#: engine (``pptarena.deck`` loads its names lazily, so this import stays light).
+DIFF_MODULE = "pptarena.deck.ppteval_items"
 SCREENSHOT_NAMES = {"original": "original_ppt_screenshots", "prediction": "modified_ppt_screenshots"}
 _SIDE_KEYS = {"original": "original", "prediction": "modified"}
 
@@ -175,7 +178,7 @@ class RubricJudge(Component):
         if any(_mentions(t, "ppt_diff") for t in texts):
             diff_obj = evidence.ppteval_diff("original", "prediction", semantics=semantics)
             diff_spec = {
-                "module": "pptarena.deck.ppteval",
+                "module": DIFF_MODULE,
                 "factory": "from_json",
                 "data": diff_obj.to_json(),
             }

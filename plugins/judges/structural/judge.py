@@ -144,7 +144,7 @@ class StructuralJudge(Component):
         return Verdict(score=score, metrics=metrics, explanation=explanation, details=details)
 
     def _part_fallback(
-        self, task: Any, prediction: Any, evidence: Any, label: str, pred_edits: int
+        self, task: Task, prediction: Prediction, evidence: Evidence, label: str, pred_edits: int
     ) -> Verdict | None:
         """Score on XML parts when the diff sees no target edit but the target's content parts differ.
 
