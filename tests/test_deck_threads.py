@@ -1,84 +1,85 @@
 """Reading decks from several threads at once (``arena render`` of several decks does).
 
-``slide_ids`` used to read each slide's start tag with an ``iterparse`` abandoned after its first
-event; with two renderer threads reading decks, the process died of heap corruption in about one
-``arena render`` of three corpus decks in five. The crash does not reproduce reliably outside that
-command, so these tests pin the replacement's behaviour (same answers and errors as a full parse)
-and run the concurrent reads as a smoke test.
+The deck reader used one module-level lxml parser for every thread; with two renderer threads
+reading decks, ``arena render`` of three corpus decks died of heap corruption ("double free", or
+another part's tags mixed into a parse) in about one run in five. Each thread now has its own parser.
 """
 
 from __future__ import annotations
 
+import subprocess
+import sys
+import threading
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
 
-from pptarena.deck import DeckError, open_package, slide_ids
-from pptarena.deck.read import _root_show_attr, parse_xml
+from pptarena.deck import DeckError, slide_ids
+from pptarena.deck.read import _thread_parser
 from pptarena.render_guard import check_deck
 
 CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
+DECKS = (
+    "pythonpptx_ph-populated-placeholders.pptx",
+    "poi_stress013.pptx",
+    "poi_aascu_downloadasset_5864.pptx",
+)
+
+# Two threads read the three decks from a fresh interpreter (imports included), as the renderer's do.
+STRESS = """
+import sys, threading
+from pathlib import Path
+decks = [Path(p) for p in sys.argv[1:]]
+barrier = threading.Barrier(2)
+def work(i):
+    barrier.wait()
+    from pptarena.render import deck_slides
+    from pptarena.render_guard import render_copy
+    for k in range(2):
+        deck = decks[(i + k) % len(decks)]
+        deck_slides(deck)
+        with render_copy(deck):
+            pass
+threads = [threading.Thread(target=work, args=(i,)) for i in range(2)]
+for t in threads:
+    t.start()
+for t in threads:
+    t.join()
+"""
 
 
-class _Part:
-    """A stand-in package holding one part's bytes."""
-
-    name = "deck.pptx"
-
-    def __init__(self, data: bytes):
-        self.data = data
-
-    def xml_bytes(self, part: str) -> bytes:
-        return self.data
-
-
-def corpus_decks() -> list[Path]:
-    decks = sorted(CORPUS.glob("*.pptx"))
-    if not decks:
+def corpus_decks(names=None) -> list[Path]:
+    decks = [CORPUS / n for n in names] if names else sorted(CORPUS.glob("*.pptx"))
+    if not decks or not all(d.is_file() for d in decks):
         pytest.skip("../shared/corpus is not available")
     return decks
 
 
-def test_show_attribute_matches_a_full_parse_on_every_corpus_slide():
-    checked = 0
-    for deck in corpus_decks():
-        try:
-            with open_package(deck) as pkg:
-                for _sid, part in pkg.slide_refs():
-                    data = pkg.xml_bytes(part)
-                    full = parse_xml(data, part).get("show") in ("0", "false")
-                    assert _root_show_attr(pkg, part) is full, (deck.name, part)
-                    checked += 1
-        except DeckError:
-            continue  # decks the engine refuses are not this test's subject
-    assert checked > 300
+def test_each_thread_has_its_own_parser():
+    mine = _thread_parser()
+    assert _thread_parser() is mine
+    other: list[object] = []
+    t = threading.Thread(target=lambda: other.append(_thread_parser()))
+    t.start()
+    t.join()
+    assert other and other[0] is not mine
 
 
-@pytest.mark.parametrize(
-    "data, expected",
-    [
-        (b'<p:sld xmlns:p="u" show="0"/>', True),
-        (b'<?xml version="1.0"?><!-- c --><sld show="false"><a/></sld>', True),
-        (b'<sld show="1"><a/></sld>', False),
-        (b"<sld>" + b"<a/>" * 20000 + b"</sld>", False),  # larger than one fed piece
-        (b'<sld show="0"><a></b></sld>', True),  # an error after the root's start tag does not matter
-    ],
-)
-def test_show_attribute_of_edge_cases(data, expected):
-    assert _root_show_attr(_Part(data), "ppt/slides/slide1.xml") is expected
-
-
-@pytest.mark.parametrize("data", [b"", b"<", b"garbage", b'<?xml version="1.0"?>'])
-def test_unreadable_start_tags_are_deck_errors(data):
-    with pytest.raises(DeckError, match="malformed XML|empty XML document"):
-        _root_show_attr(_Part(data), "ppt/slides/slide1.xml")
+def test_two_threads_reading_decks_in_fresh_processes_never_crash():
+    """A smoke test: with the shared parser the same script crashed in 11 of 40, and in another
+    series 1 of 24, fresh processes on this machine (so 12 runs catch it often, not always)."""
+    decks = corpus_decks(DECKS)
+    for _ in range(12):
+        done = subprocess.run(
+            [sys.executable, "-c", STRESS, *map(str, decks)], capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr[-2000:]
 
 
 def test_concurrent_reads_give_the_single_threaded_answers():
-    decks = corpus_decks()[:12]
     expected = {}
-    for deck in decks:
+    for deck in corpus_decks()[:12]:
         try:
             expected[deck] = slide_ids(deck)
         except DeckError:
