@@ -127,18 +127,11 @@ def _parser() -> etree.XMLParser:
     )
 
 
-_local = threading.local()
-
-
-def _thread_parser() -> etree.XMLParser:
-    """This thread's hardened parser. One parser shared by threads that read decks at once (the
-    renderer's threads in ``arena render`` of several decks) corrupted the heap: lxml parsers must not
-    be used from several threads; two threads reading three corpus decks crashed in 11 of 40 fresh
-    processes with a shared parser and 0 of 40 with one per thread."""
-    parser = getattr(_local, "parser", None)
-    if parser is None:
-        parser = _local.parser = _parser()
-    return parser
+_PARSER = _parser()
+# lxml 6 / libxml2 2.14 parsing from several threads at once corrupted the heap here: `arena render` of
+# three decks (two renderer threads reading decks) died with "double free" or mixed another part's
+# tags into a parse in about one run in five, also with one parser per thread. Parsing is serialised.
+_PARSE_LOCK = threading.Lock()
 
 
 def normalise_strict(data: bytes) -> bytes:
@@ -155,7 +148,8 @@ def parse_xml(data: bytes, what: str) -> etree._Element:
     if _DOCTYPE.search(data[:4096]) or (len(data) > 4096 and _DOCTYPE.search(data)):
         raise DeckError(f"{what}: XML with a DTD or entity declaration is not allowed in a deck")
     try:
-        root = etree.fromstring(data, _thread_parser())
+        with _PARSE_LOCK:
+            root = etree.fromstring(data, _PARSER)
     except etree.XMLSyntaxError as exc:
         raise DeckError(f"{what}: malformed XML ({exc})") from None
     if root is None:
@@ -408,10 +402,11 @@ def _root_show_attr(pkg: Package, part: str) -> bool:
     if _DOCTYPE.search(data[:4096]):
         raise DeckError(f"{pkg.name}: /{part}: XML with a DTD or entity declaration is not allowed in a deck")
     try:
-        for _event, el in etree.iterparse(
-            io.BytesIO(data), events=("start",), resolve_entities=False, no_network=True, load_dtd=False
-        ):
-            return el.get("show") in ("0", "false")
+        with _PARSE_LOCK:
+            for _event, el in etree.iterparse(
+                io.BytesIO(data), events=("start",), resolve_entities=False, no_network=True, load_dtd=False
+            ):
+                return el.get("show") in ("0", "false")
     except etree.XMLSyntaxError as exc:
         raise DeckError(f"{pkg.name}: /{part}: malformed XML ({exc})") from None
     raise DeckError(f"{pkg.name}: /{part}: empty XML document")
