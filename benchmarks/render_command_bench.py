@@ -64,11 +64,12 @@ def ppteval(decks: list[Path], out: Path, profile: Path) -> int:
 
 
 def arena(decks: list[Path], out: Path, env: dict[str, str]) -> int:
-    """``arena render`` in a fresh interpreter; returns the number of PNGs written."""
+    """``arena render`` in a fresh interpreter; the number of PNGs written, -1 when the command failed."""
     cmd = [sys.executable, "-m", "pptarena.cli", "render", *map(str, decks), "--out", str(out), "--no-cache"]
     done = subprocess.run(cmd, capture_output=True, text=True, timeout=600, env=env)
     if done.returncode != 0:
-        raise SystemExit(f"arena render failed with code {done.returncode}:\n{done.stderr[-3000:]}")
+        print(f"arena render failed with code {done.returncode}:\n{done.stderr[-1500:]}", flush=True)
+        return -1
     return len(list(out.glob("*/slide-*.png")))
 
 
@@ -83,6 +84,7 @@ def whole_commands(decks: list[Path], rounds: int, before: Path | None, work: Pa
     ppteval(decks[:1], Path(tempfile.mkdtemp(dir=work)), profile)  # initialise it, as on a desktop
     times: dict[str, list[float]] = {name: [] for name in variants}
     pages: dict[str, int] = {}
+    failures: dict[str, int] = {name: 0 for name in variants}
     for r in range(rounds + 1):  # round 0: first ever arena command (builds the office profile)
         for name, venv in variants.items():
             out = Path(tempfile.mkdtemp(dir=work))
@@ -90,14 +92,19 @@ def whole_commands(decks: list[Path], rounds: int, before: Path | None, work: Pa
             n = ppteval(decks, out, profile) if venv is None else arena(decks, out, venv)  # type: ignore[arg-type]
             seconds = time.perf_counter() - started
             shutil.rmtree(out)
-            pages[name] = n
+            if n < 0:  # a crashed command: counted, not timed
+                failures[name] += 1
+                seconds = float("nan")
+            else:
+                pages[name] = n
             times[name].append(seconds)
             print(f"round {r} {name:<8} {seconds:7.2f} s  ({n} PNGs)", flush=True)
-    result = {"pages": pages, "first_round": {k: v[0] for k, v in times.items()}, "rounds": times}
-    result["median"] = {k: statistics.median(v[1:]) for k, v in times.items()}
+    result = {"pages": pages, "failures": failures, "first_round": {k: v[0] for k, v in times.items()}}
+    result["rounds"] = times
+    result["median"] = {k: statistics.median([t for t in v[1:] if t == t]) for k, v in times.items()}
     base = result["median"]["ppteval"]
     result["speedup"] = {k: base / v for k, v in result["median"].items()}
-    ratios = [p / a for p, a in zip(times["ppteval"][1:], times["arena"][1:], strict=True)]
+    ratios = [p / a for p, a in zip(times["ppteval"][1:], times["arena"][1:], strict=True) if a == a]
     result["speedup_per_round"] = {
         "min": min(ratios),
         "median": statistics.median(ratios),
@@ -171,7 +178,8 @@ def main() -> None:
                 sys.exit(f"need soffice, pdftoppm (poppler-utils) and the decks {missing or ''}")
             whole = whole_commands(decks, args.rounds, args.before, work)
             results["whole_commands"] = whole
-            print(json.dumps({k: whole[k] for k in ("first_round", "median", "speedup", "speedup_per_round")},
+            keys = ("failures", "first_round", "median", "speedup", "speedup_per_round")
+            print(json.dumps({k: whole[k] for k in keys},
                              indent=1), flush=True)  # fmt: skip
         if args.slides:
             results["warm"] = warm_throughput(args.slides, args.repeat, work)
