@@ -12,25 +12,12 @@ from pathlib import Path
 
 import pytest
 from PIL import Image, ImageStat
+from render_fixtures import HIDDEN_DECK, SMALL_DECK, WIDE_DECK, corpus, needs_soffice
 
 from pptarena.deck import slide_ids
 from pptarena.types import ComponentContext, ComponentUnavailable, InfraError
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
-HIDDEN_DECK = "shapecrawler_autoshape-case017_sections_hidden.pptx"  # 1 slide, hidden, 4:3
-WIDE_DECK = "unstructured_sample-presentation_google.pptx"  # 4 slides, 16:9
-SMALL_DECK = "docling_powerpoint_comments.pptx"  # 3 slides, 4:3
-
-pytestmark = pytest.mark.skipif(
-    shutil.which("soffice") is None, reason="LibreOffice (soffice) is not installed"
-)
-
-
-def corpus(name: str) -> Path:
-    path = CORPUS / name
-    if not path.is_file():
-        pytest.skip(f"corpus deck {name} is not available")
-    return path
+pytestmark = needs_soffice
 
 
 def make(tmp: Path, **options):

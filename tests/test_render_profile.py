@@ -8,23 +8,11 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
+from render_fixtures import SMALL_DECK, WIDE_DECK, corpus, needs_soffice
 
 from pptarena.types import ComponentContext
 
-CORPUS = Path(__file__).resolve().parents[1].parent / "shared" / "corpus"
-WIDE_DECK = "unstructured_sample-presentation_google.pptx"  # 4 slides, 16:9
-SMALL_DECK = "docling_powerpoint_comments.pptx"  # 3 slides, 4:3
-
-pytestmark = pytest.mark.skipif(
-    shutil.which("soffice") is None, reason="LibreOffice (soffice) is not installed"
-)
-
-
-def corpus(name: str) -> Path:
-    path = CORPUS / name
-    if not path.is_file():
-        pytest.skip(f"corpus deck {name} is not available")
-    return path
+pytestmark = needs_soffice
 
 
 def make(cache: Path, **options):
