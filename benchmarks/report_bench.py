@@ -38,7 +38,9 @@ from pathlib import Path
 from pptarena.run.results import read_results, summarize_results
 from pptarena.run.rundir import RunDir
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+from chromium import CHROMIUM, dump_dom  # noqa: E402 - the tests' helper, found through sys.path
+
 STATUSES = ("scored",) * 17 + ("agent_error", "timeout", "judge_error")
 CATEGORIES = ("text", "layout", "style", "chart", "table")
 
@@ -163,23 +165,9 @@ def _run(cmd: list[str]) -> tuple[float, int, float]:
 
 def chromium_dump(url: str, profile: Path) -> tuple[float, str]:
     """Wall seconds of ``chromium --headless --dump-dom url`` and the DOM it printed."""
-    cmd = [
-        CHROMIUM,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-sync",
-        "--disable-background-networking",
-        "--disable-component-update",
-        f"--user-data-dir={profile}",
-        "--virtual-time-budget=5000",
-        "--dump-dom",
-        url,
-    ]
     t = time.perf_counter()
-    out = subprocess.run(cmd, capture_output=True, timeout=300, check=False).stdout.decode(errors="replace")
-    return time.perf_counter() - t, out
+    dom = dump_dom(url, profile, timeout=300)
+    return time.perf_counter() - t, dom
 
 
 def main() -> None:

@@ -8,11 +8,11 @@ import json
 import random
 import re
 import shutil
-import subprocess
 from pathlib import Path
 from urllib.parse import unquote
 
 import pytest
+from chromium import CHROMIUM, dump_dom
 from report_fixtures import copy_run, demo_run
 
 from pptarena.report.html import write_report
@@ -20,7 +20,6 @@ from pptarena.report.index import SINGLE_PAGE_MAX_PAIRS
 from pptarena.report.pages import TASKS_PER_PAGE
 from pptarena.run.rundir import RunDir
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 EVIL = "evil</script><img src=x onerror=alert(1)>"
 
 
@@ -70,24 +69,6 @@ def synthetic_run(run_dir: Path, tasks: int) -> list[dict]:
                 )
     layout.results.write_text("".join(json.dumps(r) + "\n" for r in rows))
     return rows
-
-
-def dump_dom(url: str, profile: Path) -> str:
-    cmd = [
-        CHROMIUM,
-        "--headless",
-        "--no-sandbox",
-        "--disable-gpu",
-        "--no-first-run",
-        "--disable-sync",
-        "--disable-background-networking",
-        "--disable-component-update",
-        f"--user-data-dir={profile}",
-        "--virtual-time-budget=5000",
-        "--dump-dom",
-        url,
-    ]
-    return subprocess.run(cmd, capture_output=True, timeout=120, check=False).stdout.decode(errors="replace")
 
 
 def shown(dom: str) -> int:
