@@ -20,8 +20,6 @@ The tests (tests/test_ppteval_semantics.py) run a subset of the leaf matrix and 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
 import sys
 import tempfile
@@ -32,18 +30,7 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
 
 from ppteval_pairs import build_pairs  # noqa: E402
-from ppteval_reference import RUBRICS, reference  # noqa: E402
-
-
-def _quiet(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    with contextlib.redirect_stdout(io.StringIO()):
-        return fn(*args, **kwargs)
-
-
-def _leaves(node: dict[str, Any], path: str = "root") -> list[tuple[str, str]]:
-    if "scorer" in node:
-        return [(path, node["scorer"]["function_code"])]
-    return [leaf for i, c in enumerate(node.get("children", [])) for leaf in _leaves(c, f"{path}.{i}")]
+from ppteval_reference import RUBRICS, quiet, reference, rubric_leaves, whole_deck_fields  # noqa: E402
 
 
 def main() -> None:
@@ -53,7 +40,7 @@ def main() -> None:
     import pptx
 
     from pptarena.deck.ppteval import PowerPointDiff
-    from pptarena.deck.ppteval_published import _Deck, published_diff, read_slides, read_timing
+    from pptarena.deck.ppteval_published import published_diff
     from pptarena.plugins.judges.rubric.child import run_leaf
     from pptarena.plugins.judges.rubric.tree import load_rubric, score_tree
 
@@ -73,7 +60,7 @@ def main() -> None:
     decks: set[str] = set()
     for name, a, b, _rows in pairs:
         cache.clear()
-        ref_diff = _quiet(ref.Evaluator().compare_files, str(a), str(b))
+        ref_diff = quiet(ref.Evaluator().compare_files, str(a), str(b))
         ours = PowerPointDiff.from_json(json.loads(json.dumps(published_diff(a, b).to_json())))
         lists_ok += ref_diff.to_dict() == ours.to_dict()
         decks |= {str(a), str(b)}
@@ -86,7 +73,7 @@ def main() -> None:
             "vlm_call": None,
         }
         for tid, rub in rubrics.items():
-            leaves = _leaves(rub["root"])
+            leaves = rubric_leaves(rub["root"])
             mine: dict[str, float] = {}
             first_error = None
             for lid, code in leaves:
@@ -95,7 +82,7 @@ def main() -> None:
                 try:
                     expected: tuple[str, Any] = (
                         "score",
-                        _quiet(ref.FunctionScorer(code).score, **{**base, "ppt_diff": ref_diff})[0],
+                        quiet(ref.FunctionScorer(code).score, **{**base, "ppt_diff": ref_diff})[0],
                     )
                 except ValueError as exc:
                     expected = ("raises", type(exc.__cause__ or exc).__name__)
@@ -114,7 +101,7 @@ def main() -> None:
             tree = ref.RubricTree.from_dict(rub)
             try:
                 want = float(
-                    _quiet(
+                    quiet(
                         tree.evaluate,
                         **{**base, "ppt_diff": ref_diff},
                         include_reason=False,
@@ -131,21 +118,9 @@ def main() -> None:
             if abs(want - have) > 1e-12:
                 print(f"task disagreement: {name} {tid} reference {want} ours {have}")
     for path in sorted(decks):
-        evaluator = ref.Evaluator()
-        want_slides = [s.to_dict() for s in _quiet(evaluator.extract_slides, path)]
-        want_anims, want_trans = _quiet(evaluator.extract_animations_and_transitions, path)
-        deck = _Deck(Path(path))
-        try:
-            have_slides = [s.to_dict() for s, _ in read_slides(deck)]
-            have_anims, have_trans = read_timing(deck)
-        finally:
-            deck.close()
-        slides += len(want_slides)
-        fields_ok += (
-            want_slides == have_slides
-            and [x.to_dict() for x in want_anims] == [x.to_dict() for x in have_anims]
-            and [x.to_dict() for x in want_trans] == [x.to_dict() for x in have_trans]
-        )
+        want, have = whole_deck_fields(ref, path)
+        slides += len(want[0])
+        fields_ok += want == have
     print(f"pairs: {len(pairs)}; nine lists + every field equal on {lists_ok}/{len(pairs)}")
     print(
         f"decks read whole: {len(decks)} ({slides} slides); "

@@ -8,8 +8,10 @@ parts it imports but the tests do not need (the screenshot generator, OneDrive).
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import importlib.util
+import io
 import os
 import sys
 import types
@@ -75,3 +77,36 @@ def reference() -> tuple[Any, str]:
     )
     _loaded["ns"] = ns
     return ns, ""
+
+
+def quiet(fn: Any, *args: Any, **kwargs: Any) -> Any:
+    """Call ``fn`` with its prints to stdout swallowed (the reference code prints as it works)."""
+    with contextlib.redirect_stdout(io.StringIO()):
+        return fn(*args, **kwargs)
+
+
+def rubric_leaves(node: dict[str, Any], path: str = "root") -> list[tuple[str, str]]:
+    """``(leaf id, function code)`` of every scorer leaf of a published rubric tree, in order."""
+    if "scorer" in node:
+        return [(path, node["scorer"]["function_code"])]
+    return [leaf for i, c in enumerate(node.get("children", [])) for leaf in rubric_leaves(c, f"{path}.{i}")]
+
+
+def whole_deck_fields(ref: Any, path: str) -> tuple[tuple[list, list, list], tuple[list, list, list]]:
+    """Every slide, animation and transition of the deck at ``path`` as dicts, read by the reference
+    code and by ours: ``(reference, ours)``, each ``(slides, animations, transitions)``."""
+    from pptarena.deck.ppteval_published import _Deck, read_slides, read_timing
+
+    evaluator = ref.Evaluator()
+    ref_slides = [s.to_dict() for s in quiet(evaluator.extract_slides, path)]
+    ref_anims, ref_trans = quiet(evaluator.extract_animations_and_transitions, path)
+    deck = _Deck(Path(path))
+    try:
+        our_slides = [s.to_dict() for s, _ in read_slides(deck)]
+        our_anims, our_trans = read_timing(deck)
+    finally:
+        deck.close()
+    return (
+        (ref_slides, [a.to_dict() for a in ref_anims], [t.to_dict() for t in ref_trans]),
+        (our_slides, [a.to_dict() for a in our_anims], [t.to_dict() for t in our_trans]),
+    )

@@ -18,18 +18,15 @@ Skipped with the reason when ../shared or the ``ppteval-ref`` extra (ai-rubric, 
 
 from __future__ import annotations
 
-import contextlib
-import io
 import json
-from pathlib import Path
 from typing import Any
 
 import pytest
 from ppteval_pairs import CORPUS, build_pairs
-from ppteval_reference import RUBRICS, reference
+from ppteval_reference import RUBRICS, quiet, reference, rubric_leaves, whole_deck_fields
 
 from pptarena.deck.ppteval import PowerPointDiff
-from pptarena.deck.ppteval_published import _Deck, published_diff, read_slides, read_timing
+from pptarena.deck.ppteval_published import published_diff
 
 REF, WHY = reference()
 pytestmark = pytest.mark.skipif(
@@ -49,17 +46,6 @@ LISTS = (
 )
 
 
-def _quiet(fn: Any, *args: Any, **kwargs: Any) -> Any:
-    with contextlib.redirect_stdout(io.StringIO()):
-        return fn(*args, **kwargs)
-
-
-def _leaves(node: dict[str, Any], path: str = "root") -> list[tuple[str, str]]:
-    if "scorer" in node:
-        return [(path, node["scorer"]["function_code"])]
-    return [leaf for i, c in enumerate(node.get("children", [])) for leaf in _leaves(c, f"{path}.{i}")]
-
-
 def _pure(code: str) -> bool:
     return "llm_call" not in code and "vlm_call" not in code
 
@@ -69,7 +55,7 @@ def pairs(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
     """Every pair with the reference's diff object and ours (rebuilt from JSON like the sandbox does)."""
     out = []
     for name, a, b, rows in build_pairs(tmp_path_factory.mktemp("ppteval-pairs")):
-        ref = _quiet(REF.Evaluator().compare_files, str(a), str(b))
+        ref = quiet(REF.Evaluator().compare_files, str(a), str(b))
         ours = published_diff(a, b)
         out.append(
             {
@@ -146,18 +132,10 @@ def test_every_slide_animation_and_transition_of_every_deck_agrees(pairs):
     decks = {str(p[side]) for p in pairs for side in ("a", "b")}
     checked = 0
     for path in sorted(decks):
-        evaluator = REF.Evaluator()
-        ref_slides = [s.to_dict() for s in _quiet(evaluator.extract_slides, path)]
-        ref_anims, ref_trans = _quiet(evaluator.extract_animations_and_transitions, path)
-        deck = _Deck(Path(path))
-        try:
-            our_slides = [s.to_dict() for s, _ in read_slides(deck)]
-            our_anims, our_trans = read_timing(deck)
-        finally:
-            deck.close()
+        (ref_slides, ref_anims, ref_trans), (our_slides, our_anims, our_trans) = whole_deck_fields(REF, path)
         assert our_slides == ref_slides, path
-        assert [a.to_dict() for a in our_anims] == [a.to_dict() for a in ref_anims], path
-        assert [t.to_dict() for t in our_trans] == [t.to_dict() for t in ref_trans], path
+        assert our_anims == ref_anims, path
+        assert our_trans == ref_trans, path
         checked += len(ref_slides)
     assert checked > 500
 
@@ -181,7 +159,7 @@ def memo_presentations(monkeypatch):
 
 def _reference_leaf(code: str, context: dict[str, Any]) -> tuple[str, Any]:
     try:
-        return "score", _quiet(REF.FunctionScorer(code).score, **context)[0]
+        return "score", quiet(REF.FunctionScorer(code).score, **context)[0]
     except ValueError as exc:  # ai-rubric wraps every leaf failure; the cause is the leaf's own exception
         return "raises", type(exc.__cause__ or exc).__name__
 
@@ -197,7 +175,7 @@ def test_every_pure_python_published_leaf_agrees(pairs, rubrics, memo_presentati
     leaves = [
         (f"{tid}:{lid}", code)
         for tid, r in rubrics.items()
-        for lid, code in _leaves(r["root"])
+        for lid, code in rubric_leaves(r["root"])
         if _pure(code)
     ]
     assert len(leaves) == 372
@@ -240,7 +218,7 @@ def _reference_task_score(rubric: dict[str, Any], pair: dict[str, Any]) -> float
         "vlm_call": None,
     }
     try:
-        score, _ = _quiet(
+        score, _ = quiet(
             lambda: tree.evaluate(
                 **context, include_reason=False, compute_strategy="default", non_critical_weight=0.3
             )
@@ -261,7 +239,7 @@ def test_judge_task_scores_equal_the_reference(pairs, rubrics, tmp_path, memo_pr
 
     from pptarena.types import Task
 
-    pure = [tid for tid, r in rubrics.items() if all(_pure(code) for _, code in _leaves(r["root"]))]
+    pure = [tid for tid, r in rubrics.items() if all(_pure(code) for _, code in rubric_leaves(r["root"]))]
     assert len(pure) == 57
     firsts: dict[str, dict[str, Any]] = {}
     for p in pairs:
