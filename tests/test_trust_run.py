@@ -221,10 +221,31 @@ def test_row11_broken_original_is_the_datasets_fault_and_rejected_prediction_the
     )
     out = arena(["run", "--config", "c.toml", "--out", "run"], tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
-    by_task = {r["task_id"]: r for r in rows_list(tmp_path / "run")}
+    rows = rows_list(tmp_path / "run")
+    assert len(rows) == 2, rows  # one line per pair: the broken original's row is not written twice
+    by_task = {r["task_id"]: r for r in rows}
     assert by_task["broken-original"]["status"] == "infra_error"
     assert "dataset's original deck" in by_task["broken-original"]["error"]
     assert by_task["fine"]["status"] == "agent_error" and "DTD" in by_task["fine"]["error"]
+
+
+def test_a_broken_original_gives_one_line_per_epoch(tmp_path):
+    """With epochs, each attempt of a pair whose original is broken is its own line, with its epoch."""
+    root = tmp_path / "tasks" / "broken-original"
+    root.mkdir(parents=True)
+    (root / "original.pptx").write_text("this is not a deck")
+    (root / "task.toml").write_text('instruction = "Fix the typos."\noriginal = "original.pptx"\n')
+    (tmp_path / "c.toml").write_text(
+        f'[run]\nepochs = 2\n[dataset]\nuse = "folder"\nroot = "{tmp_path / "tasks"}"\n'
+        '[[agents]]\nuse = "command"\nlabel = "cli"\n'
+        f'command = ["{sys.executable}", "-c", "pass"]\n'
+        '[[judges]]\nuse = "structural"\n'
+    )
+    out = arena(["run", "--config", "c.toml", "--out", "run"], tmp_path)
+    assert out.returncode == 0, out.stderr[-2000:]
+    rows = rows_list(tmp_path / "run")
+    assert sorted(r["epoch"] for r in rows) == [1, 2], rows
+    assert all(r["status"] == "infra_error" and "dataset's original deck" in r["error"] for r in rows)
 
 
 # ---------------------------------------------------------------- row 12: literal secrets and echoed keys

@@ -187,6 +187,7 @@ class Runner:
         # called with the "Interrupted ... Resume with" message on Ctrl-C, *before* any clean-up: stopping
         # an executor can itself crash the process (Ray's cancel races its own task replies)
         self.on_interrupt: Callable[[str], None] | None = None
+        self._originals_checked: dict[str, str | None] = {}  # original deck -> why it is unusable
         self.ledger = AttemptLedger(self.run_dir)
 
     # ------------------------------------------------------------------ setup
@@ -473,17 +474,23 @@ class Runner:
             self.ledger.end(agent.label, _ledger_key(task.id, epoch))
         return keep
 
+    def _original_problem(self, original: Path) -> str | None:
+        """Why the dataset's original deck is unusable (None when it loads), checked once per deck."""
+        from pptarena.run.blame import original_problem
+
+        key = str(original)
+        if key not in self._originals_checked:
+            self._originals_checked[key] = original_problem(original)
+        return self._originals_checked[key]
+
     def _compute_pair(self, agent: ComponentConfig, task: Task, epoch: int) -> dict[str, Any] | None:
         if is_session(task):  # multi-turn: the turns run in order (see pptarena.run.sessions)
             return run_session(self, agent, task, epoch)
         t0 = time.monotonic()
-        from pptarena.run.blame import original_problem
-
-        broken = original_problem(task.original)
+        broken = self._original_problem(task.original)
         if broken:  # the dataset's fault, found before any agent is blamed for it
-            failed = self._new_row(agent, task, {})
+            failed = self._new_row(agent, task, {}, epoch)
             failed.update(status=Status.INFRA_ERROR, error=broken, isolation=self.isolation)
-            self.store.append(failed)
             return failed
         try:
             ws = self._workspace(agent, task, epoch)
