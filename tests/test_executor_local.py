@@ -56,6 +56,14 @@ def _wait_dead(pid: int, seconds: float = 5.0) -> bool:
     return not _alive(pid)
 
 
+def test_a_budgeted_run_keeps_one_pool_across_its_batches(tmp_path, fake_plugins):
+    """Under ``max_cost`` pairs are handed over ``[run] jobs`` at a time: every batch must reuse the
+    same warm worker, not start (and leak) a new pool."""
+    rows = run(tmp_path, '[[agents]]\nuse = "retitle"\n', count=4, extra="[run]\nmax_cost = 100.0\n")
+    assert len(rows) == 4 and all(r["status"] == "scored" for r in rows)
+    assert len(set(worker_pids(tmp_path / "out", "retitle"))) == 1
+
+
 def test_pool_reuses_one_warm_worker_and_recycles_after_n(tmp_path, fake_plugins):
     rows = run(tmp_path, '[[agents]]\nuse = "retitle"\n', count=5, extra="", out="a")
     assert [r["status"] for r in rows] == ["scored"] * 5

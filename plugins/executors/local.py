@@ -48,10 +48,13 @@ class LocalExecutor(Component):
     def execute(self, jobs: Sequence[PairJob], run: RunHandle) -> Iterator[tuple[PairJob, dict[str, Any]]]:
         """Run ``jobs`` on ``run.jobs`` threads; yield each finished row."""
         opts: LocalOptions = self.options  # type: ignore[assignment]
-        if opts.pool and any(not getattr(j.agent.spec.factory, "in_process", False) for j in jobs):
+        # a run under a budget calls execute once per batch: the pool and threads are made once
+        needs_pool = any(not getattr(j.agent.spec.factory, "in_process", False) for j in jobs)
+        if opts.pool and needs_pool and self.pool is None:
             self.pool = WorkerPool(run.jobs, opts.recycle_after, boot_of(run))
             run.agent_launcher = PoolLauncher(self.pool, run)
-        self._threads = ThreadPoolExecutor(max_workers=run.jobs, thread_name_prefix="pair")
+        if self._threads is None:
+            self._threads = ThreadPoolExecutor(max_workers=run.jobs, thread_name_prefix="pair")
         futures: dict[Future[Any], PairJob] = {
             self._threads.submit(run.compute_pair, j.agent, j.task, j.epoch): j for j in jobs
         }
