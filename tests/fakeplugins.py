@@ -42,6 +42,7 @@ class FakeDataset(Component):
     class Options(Options):
         root: Path
         count: int = 4
+        turns: int = 0  # > 0: each task is a session of this many turns, all with the same target
 
     def tasks(self):
         root = self.options.root
@@ -56,8 +57,16 @@ class FakeDataset(Component):
                 instruction=f"Change the title to 'New {i}'",
                 original=orig,
                 target=target,
-                metadata={"category": ["content"], "difficulty": "easy" if i % 2 else "hard"},
+                metadata={
+                    "category": ["content"],
+                    "difficulty": "easy" if i % 2 else "hard",
+                    **self._turns(target),
+                },
             )
+
+    def _turns(self, target):
+        turns = [{"instruction": f"Turn {n}", "target": str(target)} for n in range(self.options.turns)]
+        return {"turns": turns} if turns else {}
 
 
 class RetitleAgent(Component):

@@ -307,3 +307,21 @@ def test_fingerprint_follows_options_backend_sampling_and_prompts(tmp_path, fake
     assert fingerprint(dual, temperature=0.7)["id"] != base["id"]  # the backend's sampling default
     assert fingerprint(dual + "max_tokens = 64\n")["id"] != base["id"]  # the judge's own options
     assert fingerprint(dual.replace("judge-1", "judge-2"))["id"] != base["id"]  # the model
+
+
+def test_epochs_of_a_session_keep_their_own_turn_folders(tmp_path, fake_plugins):
+    """Attempt 2 of a multi-turn session must not reuse (and so delete) attempt 1's turn folders."""
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(
+        '[run]\nepochs = 2\n[dataset]\nuse = "fake"\nroot = "data"\ncount = 1\nturns = 2\n'
+        '[renderer]\nuse = "dummy"\n[[agents]]\nuse = "slowcopy"\n[[judges]]\nuse = "title"\n'
+    )
+    Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
+    rows = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    assert sorted(r["epoch"] for r in rows) == [1, 2] and all(r["status"] == "scored" for r in rows)
+    agent_dir = tmp_path / "out" / "tasks" / "slowcopy"
+    for turn in (0, 1):
+        assert (agent_dir / f"task-00--turn-{turn}" / "prediction.pptx").is_file()
+        assert (agent_dir / f"task-00--turn-{turn}@e2" / "prediction.pptx").is_file()
+    for row in rows:
+        assert all((tmp_path / "out" / t["prediction"]).is_file() for t in row["turns"])

@@ -80,7 +80,7 @@ def run_session(runner: Any, agent: Any, session: Task, epoch: int = 1) -> dict[
     turn_rows: list[dict[str, Any]] = []
     for index in range(len(session.metadata["turns"])):
         task = turn_task(session, index, previous, history)
-        failure = _run_turn(runner, agent, task, row, turn_rows)
+        failure = _run_turn(runner, agent, task, epoch, row, turn_rows)
         if failure is None:  # interrupted
             return None
         if isinstance(failure, tuple):
@@ -103,6 +103,7 @@ def _run_turn(
     runner: Any,
     agent: Any,
     task: Task,
+    epoch: int,
     row: dict[str, Any],
     turn_rows: list[dict[str, Any]],
 ) -> tuple[str, str] | bool | None:
@@ -112,7 +113,7 @@ def _run_turn(
     from pptarena.run.rundir import VERDICTS
 
     try:
-        ws = runner._workspace(agent, task)
+        ws = runner._workspace(agent, task, epoch)
     except OSError as exc:
         return (Status.INFRA_ERROR, f"could not prepare the workspace: {exc}")
     outcome = runner.launch_agent(agent, task, ws)
