@@ -182,3 +182,21 @@ def test_task_page_opens_from_the_index_on_a_real_run(tmp_path_factory, tmp_path
     for src in sources:
         assert not src.startswith(("http:", "https:", "/", "file:")), src
         assert (run_dir / unquote(src)).resolve().is_file(), src  # relative to <base href="../">
+
+
+def test_task_pages_pass_the_redactor_like_the_index(tmp_path, monkeypatch):
+    """The attack: a secret the run folder still holds (a verdict written by an older version, a key
+    set after the run) must not reach any page of the report, task pages included."""
+    secret = "sk-test-0123456789abcdefSECRET"
+    monkeypatch.setenv("PPTARENA_TEST_API_KEY", secret)
+    run_dir = tmp_path / "run"
+    synthetic_run(run_dir, 2 * TASKS_PER_PAGE)
+    verdicts = RunDir(run_dir).pair("oracle", "task-0000") / "verdicts.json"
+    verdicts.parent.mkdir(parents=True, exist_ok=True)
+    tree = {"name": "root", "score": 1.0, "children": [{"name": f"leaf saw {secret}", "score": 1.0}]}
+    verdicts.write_text(json.dumps({"verdicts": {"rubric": {"score": 1.0, "details": {"tree": tree}}}}))
+    index = write_report(run_dir, render=False, layout="pages")
+    pages = sorted((run_dir / "report").glob("tasks-*.html"))
+    assert pages and "leaf saw ***" in pages[0].read_text()
+    for page in [index, *pages]:
+        assert secret not in page.read_text(), page

@@ -110,12 +110,16 @@ def write_pages(
     count = max(1, -(-len(order) // TASKS_PER_PAGE))
     links = {t: f"{PAGES_DIR}/{page_name(k // TASKS_PER_PAGE + 1)}" for k, t in enumerate(order)}
 
+    from pptarena.redact import redact_text, secrets
+
+    known = secrets()  # every page leaves the run like report.html does: through the redactor
+
     def write(i: int) -> None:
         chunk = order[i * TASKS_PER_PAGE : (i + 1) * TASKS_PER_PAGE]
         rows = [r for t in chunk for r in by_task[t]]
         sub = dataclasses.replace(data, rows=rows)  # agents, rows and look-ups of these tasks only
         page = task_page(sub, chunk, tasks, budget, index_path.parent, index_path.name, i + 1, count, parts)
-        write_derived(folder / page_name(i + 1), page)
+        write_derived(folder / page_name(i + 1), redact_text(page, known))
 
     # no threads: the pages are string work between small reads, and threads only contend for the GIL
     # (four threads took 1.5x the time of one on a 10,000-pair run); the renderer is never shared
