@@ -93,7 +93,8 @@ class Jail:
     python: bool = True  # bind the Python prefix, site-packages and pptarena's packages
 
 
-def _bwrap() -> str | None:
+def bwrap_executable() -> str | None:
+    """The ``bwrap`` program, or None off Linux, when ``PPTARENA_SANDBOX`` is off, or not installed."""
     if not sys.platform.startswith("linux") or os.environ.get("PPTARENA_SANDBOX", "").lower() in (
         "off",
         "0",
@@ -106,7 +107,7 @@ def _bwrap() -> str | None:
 @functools.cache
 def base_flags() -> tuple[str, ...] | None:
     """bwrap's namespace flags that work on this machine, or None when bubblewrap cannot run here."""
-    exe = _bwrap()
+    exe = bwrap_executable()
     if exe is None:
         return None
     for flags in BASE_FLAGS:
@@ -146,7 +147,7 @@ def python_paths() -> list[Path]:
 def command(jail: Jail, argv: Sequence[str]) -> list[str]:
     """The full bwrap command line running ``argv`` in ``jail`` (requires :func:`base_flags`)."""
     flags = base_flags()
-    exe = _bwrap()
+    exe = bwrap_executable()
     if flags is None or exe is None:
         raise RuntimeError("bubblewrap is not usable on this machine")
     out = [exe, *flags]

@@ -26,12 +26,10 @@ DEFAULT_MEMORY_MB = 3072
 
 @functools.cache
 def _bwrap_prefix() -> tuple[str, ...]:
-    exe = shutil.which("bwrap")
-    if (
-        not exe
-        or not sys.platform.startswith("linux")
-        or os.environ.get("PPTARENA_SANDBOX", "").lower() in ("off", "0", "no")
-    ):
+    from pptarena.isolation import bwrap_executable
+
+    exe = bwrap_executable()
+    if not exe:
         return ()
     prefix = (exe, "--unshare-user", "--unshare-net", "--die-with-parent", "--dev-bind", "/", "/")
     try:
