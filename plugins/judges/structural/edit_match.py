@@ -35,7 +35,7 @@ import re
 import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypeGuard
 
 from pptarena.deck.align import ratio
 from pptarena.plugins.judges.structural.text_change import change_credit
@@ -306,13 +306,14 @@ def _progress(err: float, base: float, tol: float) -> float:
     return max(0.0, min(1.0, 1.0 - err / base))
 
 
-def _is_number(v: Any) -> bool:
+def is_number(v: Any) -> TypeGuard[int | float]:
+    """A real number (int or float), not a bool."""
     return isinstance(v, (int, float)) and not isinstance(v, bool)
 
 
 def _number_credit(old: Any, new: Any, got: Any, tol: float) -> float:
-    scale = max(abs(new), abs(old) if _is_number(old) else 0.0, 1e-9)
-    base = abs(old - new) / scale if _is_number(old) else UNKNOWN_BASE["number"]
+    scale = max(abs(new), abs(old) if is_number(old) else 0.0, 1e-9)
+    base = abs(old - new) / scale if is_number(old) else UNKNOWN_BASE["number"]
     return _progress(abs(got - new) / scale, base, tol)
 
 
@@ -323,11 +324,11 @@ def _geometry_credit(old: Any, new: Any, got: Any, slide: tuple[int, int], tol: 
     for k, v in new.items():
         dim = slide[0] if k in ("x", "cx") else slide[1]
         g = got.get(k)
-        if not _is_number(v) or not _is_number(g):
+        if not is_number(v) or not is_number(g):
             return 1.0 if new == got else 0.0
         err = max(err, abs(g - v) / dim)
         o = old.get(k) if isinstance(old, dict) else None
-        base = max(base, abs(o - v) / dim if _is_number(o) else UNKNOWN_BASE["position"])
+        base = max(base, abs(o - v) / dim if is_number(o) else UNKNOWN_BASE["position"])
     return _progress(err, base, tol)
 
 
@@ -393,7 +394,7 @@ def value_credit(t: Item, p: Item, slide: tuple[int, int], tol: Tolerances) -> f
         credit = change_credit(
             old, new, got, tol.text
         )  # measured on the requested change, not the whole text
-    elif _is_number(new) and _is_number(got):
+    elif is_number(new) and is_number(got):
         credit = _number_credit(old, new, got, tol.number)
     elif str(t.key[-1]).endswith("/color") or (kind == "theme" and _rgb(new) is not None):
         d = color_distance(new, got)
@@ -441,8 +442,8 @@ def match_edits(target_diff: Any, prediction_diff: Any, tol: Tolerances | None =
     cx, cy = size.get("cx"), size.get("cy")
     # a missing, zero or negative (untrusted) slide size would make every position error "within tolerance"
     slide = (
-        int(cx) if isinstance(cx, int | float) and not isinstance(cx, bool) and cx > 0 else 9144000,
-        int(cy) if isinstance(cy, int | float) and not isinstance(cy, bool) and cy > 0 else 6858000,
+        int(cx) if is_number(cx) and cx > 0 else 9144000,
+        int(cy) if is_number(cy) and cy > 0 else 6858000,
     )
     t_items = normalise(target_diff)
     p_items = normalise(prediction_diff)

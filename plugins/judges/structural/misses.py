@@ -35,6 +35,7 @@ from pptarena.plugins.judges.structural.edit_match import (
     _slide,
     color_distance,
     describe_unit,
+    is_number,
     text_similarity,
 )
 
@@ -100,7 +101,7 @@ def _box(shape: dict[str, Any] | None) -> tuple[float, float, float, float] | No
         return None
     pos = shape.get("abs_position") or shape
     vals = [pos.get(k) for k in ("x", "y", "cx", "cy")]
-    nums = [float(v) for v in vals if isinstance(v, int | float) and not isinstance(v, bool)]
+    nums = [float(v) for v in filter(is_number, vals)]
     if len(nums) != 4 or nums[2] <= 0 or nums[3] <= 0:
         return None
     return nums[0], nums[1], nums[2], nums[3]
