@@ -53,6 +53,18 @@ def main(spec_path: str) -> int:
     return 0
 
 
+def worker_registry(spec: dict[str, Any]) -> Any:
+    """The driver's plugin registry, rebuilt in a worker: installed plugins (``strict`` as the driver
+    had it) plus the plugins the driver registered by hand (``manual_plugins``: name -> module)."""
+    from pptarena.run.registry import load_registry
+
+    registry = load_registry(strict=bool(spec.get("strict")))
+    for name, module_name in (spec.get("manual_plugins") or {}).items():
+        if name not in registry.plugins:
+            registry.register_plugin(importlib.import_module(module_name), name, strict=True)
+    return registry
+
+
 def execute(spec: dict[str, Any], registry: Any = None, config: Any = None) -> AgentOutcome:
     """Run the agent a worker spec names and say what came of it.
 
@@ -66,14 +78,9 @@ def execute(spec: dict[str, Any], registry: Any = None, config: Any = None) -> A
     try:
         from pptarena.run.components import Components
         from pptarena.run.config import load_config
-        from pptarena.run.registry import load_registry
 
         if registry is None:
-            registry = load_registry(strict=spec.get("strict", False))
-            for name, module_name in (spec.get("manual_plugins") or {}).items():
-                if name in registry.plugins:
-                    continue
-                registry.register_plugin(importlib.import_module(module_name), name, strict=True)
+            registry = worker_registry(spec)
         if config is None:
             config = load_config(spec["config_path"], registry)
         components = Components(config, registry)

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import contextlib
 import hashlib
-import importlib
 import json
 import os
 import signal
@@ -91,24 +90,14 @@ def _send(out: BinaryIO, message: dict[str, Any]) -> None:
     out.flush()
 
 
-def _load_registry(boot: dict[str, Any]) -> Any:
-    from pptarena.run.registry import load_registry
-
-    registry = load_registry(strict=bool(boot.get("strict")))
-    for name, module_name in (boot.get("manual_plugins") or {}).items():
-        if name not in registry.plugins:
-            registry.register_plugin(importlib.import_module(module_name), name, strict=True)
-    return registry
-
-
 def serve(boot: dict[str, Any], requests: BinaryIO, replies: BinaryIO) -> int:
     """Answer requests until ``{"op": "exit"}`` or end of input."""
     from pptarena.run.config import parse_config
     from pptarena.run.records import AgentOutcome
-    from pptarena.run.worker import execute
+    from pptarena.run.worker import execute, worker_registry
     from pptarena.types import Status
 
-    registry = _load_registry(boot)
+    registry = worker_registry(boot)
     configs: dict[str, Any] = {}
     _send(replies, {"ready": True, "pid": os.getpid()})
     for line in requests:

@@ -35,13 +35,13 @@ class NodeRun:
     def __init__(self, boot: dict[str, Any]):
         from pptarena.run.config import parse_config
         from pptarena.run.runner import Runner
+        from pptarena.run.worker import worker_registry
 
         from .pool import PoolLauncher, WorkerPool, boot_of
-        from .pool_worker import _load_registry
 
         for name, value in (boot.get("env") or {}).items():
             os.environ[name] = value  # variables the config references as { env = ... }
-        self.registry = _load_registry(boot)
+        self.registry = worker_registry(boot)
         self.config = parse_config(boot["config"], self.registry, Path(boot["config_path"]))
         root = Path(boot["shared_dir"]) if boot.get("shared_dir") else Path(tempfile.gettempdir())
         root.mkdir(parents=True, exist_ok=True)
