@@ -49,9 +49,10 @@ def open_regular(path: str | Path, max_bytes: int | None = None, follow_links: b
     return fd
 
 
-def read_regular(path: str | Path, max_bytes: int) -> bytes:
-    """The bytes of a regular file of at most ``max_bytes`` (links, FIFOs and devices refused)."""
-    fd = open_regular(path, max_bytes)
+def read_regular(path: str | Path, max_bytes: int, follow_links: bool = False) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes`` (links, FIFOs and devices refused;
+    ``follow_links=True`` accepts a link to a regular file, see :func:`open_regular`)."""
+    fd = open_regular(path, max_bytes, follow_links)
     try:
         parts, size = [], 0
         while True:

@@ -2,8 +2,9 @@
 
 A report of 10,000 pairs reads some 20,000 small files (``verdicts.json``, ``agent.log.jsonl``);
 through :class:`pathlib.Path` and :func:`open` each read costs a stat, an open, an fstat, an
-ioctl, a seek and a text decoder around the read. :func:`read_regular` opens the file once, checks
-it is a regular file (never blocking on a FIFO or reading a device) and reads its bytes.
+ioctl, a seek and a text decoder around the read. :func:`read_regular` opens the file once
+(:func:`pptarena.safeio.read_regular`), checks it is a regular file (never blocking on a FIFO or
+reading a device) and reads its bytes.
 
 It rewrites hundreds of task pages. Replacing a file by renaming a temporary copy over it (or
 truncating it to zero) makes ext4 write the new data out at once (``auto_da_alloc``): ~1.5 ms a
@@ -18,35 +19,18 @@ import os
 import stat
 import threading
 
-_FLAGS = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-
 
 def read_regular(path: str | os.PathLike[str], limit: int) -> bytes | None:
     """The bytes of ``path`` when it is a regular file (symlinks followed) of at most ``limit`` bytes;
     None when it is missing, not a regular file, larger, or unreadable.
     """
+    from pptarena.safeio import UnsafeFileError
+    from pptarena.safeio import read_regular as read_checked
+
     try:
-        fd = os.open(path, _FLAGS)
-    except OSError:
+        return read_checked(os.fspath(path), limit, follow_links=True)
+    except (OSError, UnsafeFileError):
         return None
-    try:
-        st = os.fstat(fd)
-        if not stat.S_ISREG(st.st_mode) or st.st_size > limit:
-            return None
-        chunks = []
-        remaining = st.st_size + 1  # one more byte: a file growing while read is cut at the limit
-        while remaining > 0:
-            chunk = os.read(fd, min(remaining, 1 << 20))
-            if not chunk:
-                break
-            chunks.append(chunk)
-            remaining -= len(chunk)
-        data = b"".join(chunks)
-        return data if len(data) <= limit else None
-    except OSError:
-        return None
-    finally:
-        os.close(fd)
 
 
 def text_lines(data: bytes) -> list[str]:
