@@ -99,9 +99,9 @@ def redact_obj(data: Any, known: list[str] | None = None) -> Any:
     return data
 
 
-def redact_file(path: Path) -> None:
+def redact_file(path: Path, known: list[str] | None = None) -> None:
     """Rewrite a text file of the run folder with secrets masked (links and non-regular files are
-    left alone).
+    left alone). ``known``: the secrets (default: :func:`secrets`).
     """
     from .safeio import UnsafeFileError, read_regular
 
@@ -109,7 +109,7 @@ def redact_file(path: Path) -> None:
         data = read_regular(path, MAX_FILE_BYTES)
     except (OSError, UnsafeFileError):
         return
-    known = secrets()
+    known = secrets() if known is None else known
     raw = data
     for value in known:
         raw = raw.replace(value.encode("utf-8"), MASK.encode())
@@ -201,8 +201,9 @@ def redact_tree(root: Path) -> None:
     Files a plugin wrote directly (programs, patches, CLI transcripts) get the same treatment as
     the harness's own writes. Binary files (decks, images) are not rewritten.
     """
-    if not secrets():
+    known = secrets()
+    if not known:
         return
     for path in Path(root).rglob("*"):
         if path.suffix.lower() in TEXT_SUFFIXES and not path.is_symlink() and path.is_file():
-            redact_file(path)
+            redact_file(path, known)
