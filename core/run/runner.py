@@ -52,7 +52,14 @@ from pptarena.run.runlock import MAX_CRASHES, AttemptLedger, RunLock
 from pptarena.run.sessions import is_session, run_session
 from pptarena.run.summary_stats import StatsOptions
 from pptarena.run.tasks import load_tasks, select_tasks
-from pptarena.run.worker import classify_exception, run_agent
+from pptarena.run.worker import (
+    classify_exception,
+    reported_outcome,
+    run_agent,
+    timed_out_outcome,
+    vanished_outcome,
+    workspace_spec,
+)
 from pptarena.types import (
     AgentLog,
     InfraError,
@@ -320,12 +327,7 @@ class Runner:
             "config_path": str(self.config.path),
             "agent_index": self.config.agents.index(agent),
             "task": task.to_json(),
-            "workspace": {
-                "dir": str(ws.dir),
-                "input_deck": str(ws.input_deck),
-                "output_deck": str(ws.output_deck),
-                "log": str(ws.log.path),
-            },
+            "workspace": workspace_spec(ws),
             "timeout": self.config.run.task_timeout,
             "manual_plugins": self.registry.manual,
             "strict": self.strict,
@@ -356,27 +358,15 @@ class Runner:
                 with self._procs_lock:
                     self._procs = {p for p in self._procs if p.poll() is None}
         if timed_out:
-            return AgentOutcome.failed(
-                Status.TIMEOUT,
-                f"agent exceeded task_timeout={self.config.run.task_timeout:g}s and was stopped",
-            )
+            return timed_out_outcome(self.config.run.task_timeout)
         if self._stop.is_set():
             return AgentOutcome.failed(Status.INFRA_ERROR, "interrupted")
         from pptarena.redact import redact_file
 
         redact_file(stderr_path)
         if not result_path.exists():
-            tail = stderr_path.read_text(errors="replace")[-2000:]
-            return AgentOutcome.failed(
-                Status.AGENT_ERROR, f"agent worker exited with code {returncode} without a result: {tail}"
-            )
-        # the worker writes its outcome after the agent returns; only agent code running in it can forge one
-        try:
-            return AgentOutcome.from_json(json.loads(result_path.read_text()))
-        except ValueError as exc:  # a JSONDecodeError is a ValueError too
-            return AgentOutcome.failed(
-                Status.AGENT_ERROR, f"the agent's worker handed back a malformed outcome: {exc}"
-            )
+            return vanished_outcome(returncode, stderr_path)
+        return reported_outcome(result_path.read_text())
 
     def _check_prediction(self, pred: Prediction) -> str | None:
         if pred.path is None or not Path(pred.path).is_file():

@@ -53,6 +53,43 @@ def main(spec_path: str) -> int:
     return 0
 
 
+def workspace_spec(ws: Workspace) -> dict[str, str]:
+    """The JSON form of a workspace handed to a worker process."""
+    return {
+        "dir": str(ws.dir),
+        "input_deck": str(ws.input_deck),
+        "output_deck": str(ws.output_deck),
+        "log": str(ws.log.path),
+    }
+
+
+def timed_out_outcome(timeout: float) -> AgentOutcome:
+    """The outcome of an agent whose worker overran ``task_timeout`` and was stopped."""
+    return AgentOutcome.failed(Status.TIMEOUT, f"agent exceeded task_timeout={timeout:g}s and was stopped")
+
+
+def vanished_outcome(returncode: int | None, stderr_path: Path) -> AgentOutcome:
+    """The outcome of a worker that ended without handing back a result (the agent's fault)."""
+    tail = stderr_path.read_text(errors="replace")[-2000:] if stderr_path.exists() else ""
+    return AgentOutcome.failed(
+        Status.AGENT_ERROR, f"agent worker exited with code {returncode} without a result: {tail}"
+    )
+
+
+def reported_outcome(reply: str | dict[str, Any]) -> AgentOutcome:
+    """The outcome a worker handed back (its result file's text, or a decoded reply), validated.
+
+    The worker writes its outcome after the agent returns, so only agent code running in it can
+    forge one: a malformed outcome is the agent's error.
+    """
+    try:
+        return AgentOutcome.from_json(json.loads(reply) if isinstance(reply, str) else reply)
+    except ValueError as exc:  # a JSONDecodeError is a ValueError too
+        return AgentOutcome.failed(
+            Status.AGENT_ERROR, f"the agent's worker handed back a malformed outcome: {exc}"
+        )
+
+
 def worker_registry(spec: dict[str, Any]) -> Any:
     """The driver's plugin registry, rebuilt in a worker: installed plugins (``strict`` as the driver
     had it) plus the plugins the driver registered by hand (``manual_plugins``: name -> module)."""

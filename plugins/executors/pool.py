@@ -16,12 +16,13 @@ import subprocess
 import sys
 import threading
 import time
-from pathlib import Path
 from typing import Any
 
 from pptarena.procs import kill_group
 from pptarena.run.executors import RunHandle
 from pptarena.run.records import AgentOutcome
+from pptarena.run.rundir import AGENT_STDERR
+from pptarena.run.worker import reported_outcome, timed_out_outcome, vanished_outcome, workspace_spec
 from pptarena.types import InfraError, Status, Task, Workspace
 
 BOOT_TIMEOUT = 120.0
@@ -236,37 +237,21 @@ class PoolLauncher:
     def __call__(self, agent: Any, task: Task, ws: Workspace) -> AgentOutcome:
         config = self.run.config
         timeout = float(config.run.task_timeout)
-        stderr_path = ws.dir / "agent.stderr.txt"
+        stderr_path = ws.dir / AGENT_STDERR
         request = {
             "config": config.raw,
             "config_path": str(config.path),
             "agent_index": config.agents.index(agent),
             "task": task.to_json(),
-            "workspace": {
-                "dir": str(ws.dir),
-                "input_deck": str(ws.input_deck),
-                "output_deck": str(ws.output_deck),
-                "log": str(ws.log.path),
-            },
+            "workspace": workspace_spec(ws),
             "timeout": timeout,
             "stderr_path": str(stderr_path),
         }
         kind, value = self.pool.run(request, timeout)
         if kind == "timeout":
-            return AgentOutcome.failed(
-                Status.TIMEOUT, f"agent exceeded task_timeout={timeout:g}s and was stopped"
-            )
+            return timed_out_outcome(timeout)
         if self.run.stopping():
             return AgentOutcome.failed(Status.INFRA_ERROR, "interrupted")
         if kind == "crashed":
-            tail = Path(stderr_path).read_text(errors="replace")[-2000:] if Path(stderr_path).exists() else ""
-            return AgentOutcome.failed(
-                Status.AGENT_ERROR, f"agent worker exited with code {value} without a result: {tail}"
-            )
-        # the worker writes its outcome after the agent returns; only agent code running in it can forge one
-        try:
-            return AgentOutcome.from_json(value)
-        except ValueError as exc:
-            return AgentOutcome.failed(
-                Status.AGENT_ERROR, f"the agent's worker handed back a malformed outcome: {exc}"
-            )
+            return vanished_outcome(value, stderr_path)
+        return reported_outcome(value)
