@@ -197,6 +197,14 @@ class InProcessCopy(Component):
         return Prediction(path=workspace.output_deck)
 
 
+class LeakyCopy(InProcessCopy):
+    """Copies the target and writes ``PPTARENA_TEST_API_KEY``'s value into a transcript file."""
+
+    def edit(self, task, workspace):
+        (workspace.dir / "transcript.txt").write_text(f"key={os.environ.get('PPTARENA_TEST_API_KEY')}\n")
+        return super().edit(task, workspace)
+
+
 class ResavingAgent(InProcessCopy):
     """Like ``slowcopy``, but its "tool" re-saves every deck with a marker in the core properties."""
 
@@ -277,6 +285,7 @@ def register_agents(register):
     register("resaving", ResavingAgent)
     register("crash", CrashAgent)
     register("slowcopy", InProcessCopy)
+    register("leaky", LeakyCopy)
     register("exit", ExitAgent)
     register("stray", StrayAgent)
     register("desktop", DesktopAgent)

@@ -325,3 +325,19 @@ def test_epochs_of_a_session_keep_their_own_turn_folders(tmp_path, fake_plugins)
         assert (agent_dir / f"task-00--turn-{turn}@e2" / "prediction.pptx").is_file()
     for row in rows:
         assert all((tmp_path / "out" / t["prediction"]).is_file() for t in row["turns"])
+
+
+def test_files_an_agent_writes_during_a_session_turn_are_redacted(tmp_path, fake_plugins, monkeypatch):
+    """The attack: an agent writes a key into its turn folder; as for a single-turn pair, no file of
+    the run keeps it."""
+    secret = "sk-test-session-0123456789abcdef"
+    monkeypatch.setenv("PPTARENA_TEST_API_KEY", secret)
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(
+        '[dataset]\nuse = "fake"\nroot = "data"\ncount = 1\nturns = 2\n'
+        '[renderer]\nuse = "dummy"\n[[agents]]\nuse = "leaky"\n[[judges]]\nuse = "title"\n'
+    )
+    Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
+    transcripts = sorted((tmp_path / "out" / "tasks" / "leaky").glob("*/transcript.txt"))
+    assert len(transcripts) == 2
+    assert all(t.read_text() == "key=***\n" for t in transcripts)

@@ -108,14 +108,26 @@ def _run_turn(
     turn_rows: list[dict[str, Any]],
 ) -> tuple[str, str] | bool | None:
     """Run and judge one turn. False = fine; (status, error) = the session stops; None = interrupted."""
-    from pptarena.models.messages import add_counts
-    from pptarena.run.results import write_json_atomic
-    from pptarena.run.rundir import VERDICTS
-
     try:
         ws = runner._workspace(agent, task, epoch)
     except OSError as exc:
         return (Status.INFRA_ERROR, f"could not prepare the workspace: {exc}")
+    from pptarena.redact import redact_tree
+
+    try:
+        return _judge_turn(runner, agent, task, ws, row, turn_rows)
+    finally:
+        redact_tree(ws.dir)  # files plugins wrote themselves hold no secret, as in a single-turn pair
+
+
+def _judge_turn(
+    runner: Any, agent: Any, task: Task, ws: Any, row: dict[str, Any], turn_rows: list[dict[str, Any]]
+) -> tuple[str, str] | bool | None:
+    """Run the agent on one turn in ``ws`` and judge what it handed in (see :func:`_run_turn`)."""
+    from pptarena.models.messages import add_counts
+    from pptarena.run.results import write_json_atomic
+    from pptarena.run.rundir import VERDICTS
+
     outcome = runner.launch_agent(agent, task, ws)
     if runner._stop.is_set():
         return None
