@@ -197,6 +197,19 @@ class InProcessCopy(Component):
         return Prediction(path=workspace.output_deck)
 
 
+class SwallowingCopy(InProcessCopy):
+    """Like ``slowcopy``, but its sleep sits in code that catches ``BaseException``, as some libraries do:
+    a Ctrl-C pressed meanwhile never reaches the runner as an exception."""
+
+    def edit(self, task, workspace):
+        try:
+            time.sleep(self.options.sleep)
+        except BaseException:  # noqa: BLE001 - the point of this agent
+            pass
+        shutil.copyfile(task.target, workspace.output_deck)
+        return Prediction(path=workspace.output_deck)
+
+
 class LeakyCopy(InProcessCopy):
     """Copies the target and writes ``PPTARENA_TEST_API_KEY``'s value into a transcript file."""
 
@@ -251,24 +264,32 @@ class DummyRenderer(Component):
         raise InfraError("dummy renderer cannot render")
 
 
-class CrashOnStopExecutor(Component):
-    """Runs pairs one by one in the driver; stopping it ends the process at once, as Ray's driver does
-    when a task cancellation races a task's reply (a RAY_CHECK failure exits the process)."""
+class InlineExecutor(Component):
+    """Runs pairs one by one in the driver's main thread, where a Ctrl-C lands in the agent's code."""
 
     def execute(self, jobs, run):
         for job in jobs:
             yield job, run.compute_pair(job.agent, job.task, job.epoch)
 
     def stop(self):
-        os._exit(1)
+        pass
 
     def close(self):
         pass
 
 
+class CrashOnStopExecutor(InlineExecutor):
+    """Stopping it ends the process at once, as Ray's driver does when a task cancellation races a
+    task's reply (a RAY_CHECK failure exits the process)."""
+
+    def stop(self):
+        os._exit(1)
+
+
 @pptarena.hookimpl
 def register_executors(register):
     register("crash-on-stop", CrashOnStopExecutor)
+    register("inline", InlineExecutor)
 
 
 @pptarena.hookimpl
@@ -285,6 +306,7 @@ def register_agents(register):
     register("resaving", ResavingAgent)
     register("crash", CrashAgent)
     register("slowcopy", InProcessCopy)
+    register("swallower", SwallowingCopy)
     register("leaky", LeakyCopy)
     register("exit", ExitAgent)
     register("stray", StrayAgent)

@@ -199,7 +199,7 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path, fake_plugins):
     cfg = config_file(tmp_path, '[[agents]]\nuse = "slowcopy"\nsleep = 0.5\n', count=8)
     out = tmp_path / "run"
     returncode, err = _interrupt_run(cfg, out)
-    assert returncode == 130
+    assert returncode == 130, err
     assert "Resume with: arena run --config" in err and str(out) in err
     assert 1 <= len(rows_of(out)) < 8
 
@@ -212,8 +212,22 @@ def test_ctrl_c_says_how_to_resume_even_when_the_executor_crashes_while_stopping
     )
     out = tmp_path / "run"
     returncode, err = _interrupt_run(cfg, out)
-    assert returncode == 1  # the executor's crash, not a clean 130
+    assert returncode == 1, err  # the executor's crash, not a clean 130
     assert "Interrupted." in err and "Resume with: arena run --config" in err and str(out) in err, err
+    assert 1 <= len(rows_of(out)) < 8
+
+
+def test_ctrl_c_stops_the_run_even_when_the_agent_swallows_the_keyboard_interrupt(tmp_path, fake_plugins):
+    """The attack: pairs run in the driver's main thread and the agent catches ``BaseException`` around
+    the moment Ctrl-C lands (a finalizer drops it the same way). The run must stop after that pair and
+    not record it, instead of running every remaining pair to the end."""
+    cfg = config_file(
+        tmp_path, '[[agents]]\nuse = "swallower"\nsleep = 0.5\n[executor]\nuse = "inline"\n', count=8
+    )
+    out = tmp_path / "run"
+    returncode, err = _interrupt_run(cfg, out)
+    assert returncode == 130, err
+    assert "Resume with: arena run --config" in err and str(out) in err, err
     assert 1 <= len(rows_of(out)) < 8
 
 

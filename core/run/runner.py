@@ -40,6 +40,7 @@ from pptarena.run.components import Components
 from pptarena.run.config import ComponentConfig, RunConfig
 from pptarena.run.executors import AgentLauncher, Executor, PairJob
 from pptarena.run.fingerprint import cached_fingerprint, check_fingerprints
+from pptarena.run.interrupts import CtrlC
 from pptarena.run.judging import judge_prediction
 from pptarena.run.progress import Progress
 from pptarena.run.records import AgentOutcome, JudgeOutcome, ResultLineProblem
@@ -605,17 +606,20 @@ class Runner:
         # with a budget, pairs are handed to the executor [run] jobs at a time,
         # so none starts once it is spent
         batch = self.jobs if self.max_cost is not None else max(1, len(queue))
+        ctrl_c = CtrlC()  # a Ctrl-C whose KeyboardInterrupt was swallowed still stops the run
         try:
-            with progress:
+            with progress, ctrl_c:
                 while queue and not self.budget.exhausted() and not self._stop.is_set():
                     jobs, queue = queue[:batch], queue[batch:]
                     for job, row in executor.execute(jobs, self):
+                        ctrl_c.check()
                         if job.key in recorded or self._stop.is_set():
                             continue  # an executor must hand back each pair once; never record a pair twice
                         recorded.add(job.key)
                         self.store.append(row)
                         self.budget.add(row)
                         progress.result(row)
+                ctrl_c.check()
         except KeyboardInterrupt:
             message = (
                 f"Interrupted. {len(self.store.done_attempts())} of {total} results are saved "
