@@ -269,6 +269,11 @@ def test_cli_epochs_and_max_cost_then_report(tmp_path, fake_plugins):
     assert "<title>95% interval" in html  # the score histograms draw each mean's interval
     assert manifest["budget"]["stopped"] and manifest["budget"]["not_started"] == 1
     assert "spent $5.0000 of max_cost $4.5000 (budget reached: 1 attempts not started)" in html
+    # a large run's index page opens like the single page: fingerprints, budget, intervals, comparisons
+    index = write_report(out, render=False, layout="pages").read_text()
+    assert "Judge fingerprints" in index and manifest["judge_fingerprints"]["title"]["id"] in index
+    assert "spent $5.0000 of max_cost $4.5000 (budget reached: 1 attempts not started)" in index
+    assert "Paired comparison · title" in index and "Cost (USD)" in index and "title pass@2" in index
 
 
 def test_changing_prices_does_not_block_resume():

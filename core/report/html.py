@@ -12,7 +12,6 @@ trees drawn as trees), re-scores, the agent's log and any GUI trajectory.
 from __future__ import annotations
 
 import os
-from datetime import UTC, datetime
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -20,7 +19,8 @@ from typing import Any
 from pptarena.report.data import RunData, load_run, run_config, tasks_or_problem
 from pptarena.report.plots import histogram_rows_svg
 from pptarena.report.renders import PairView, RenderBudget, pair_decks, pair_view
-from pptarena.report.tables import TableData, judge_kinds, summary_tables
+from pptarena.report.tables import TableData
+from pptarena.report.top import page_top
 from pptarena.report.verdicts import agent_log_html, esc, rel_url, score_cell, trajectory_html, verdict_html
 
 REPORT_NAME = "report.html"
@@ -260,53 +260,14 @@ def task_html(data: RunData, task_id: str, task: Any, budget: RenderBudget | Non
     return "".join(parts)
 
 
-def _budget_text(budget: Any) -> list[str]:
-    """The manifest's budget record as one header item (none without ``max_cost``)."""
-    if not isinstance(budget, dict) or budget.get("max_cost") is None:
-        return []
-    text = f"spent ${float(budget.get('spent_usd') or 0):.4f} of max_cost ${float(budget['max_cost']):.4f}"
-    if budget.get("stopped"):
-        text += f" (budget reached: {budget.get('not_started', 0)} attempts not started)"
-    return [text]
-
-
 def render_page(
     data: RunData, tasks: dict[str, Any], budget: RenderBudget | None, problems: list[str], base: Path
 ) -> str:
     """The whole page as a string."""
-    m = data.manifest
-    rescores = {k: v.summary for k, v in data.rescores.items()}
-    tables = summary_tables(data.summary, data.rows, rescores)
-    from pptarena.report.tables import fingerprint_table
-
-    fp_table = fingerprint_table(m)
-    if fp_table is not None:
-        tables.append(fp_table)
     task_ids = data.task_ids()
-    meta = " · ".join(
-        escape(str(x))
-        for x in (
-            f"config {m.get('config_path', '?')}",
-            f"started {m.get('started_at', '?')}",
-            f"finished {m.get('finished_at') or 'not finished'}",
-            f"{len(data.rows)} results",
-            f"judges: {', '.join(data.judges) or '-'}",
-            *_budget_text(m.get("budget")),
-            f"report written {datetime.now(UTC).isoformat(timespec='seconds')}",
-        )
-    )
-    kinds = judge_kinds(data.rows)
-    legend = ", ".join(f"{escape(j)} ({'/'.join(sorted(k))})" for j, k in kinds.items() if k)
     toc = "".join(f'<a href="#{escape(_anchor(t))}">{esc(t, 100)}</a><br>' for t in task_ids)
     body = [
-        f"<header><h1>pptarena run: {esc(data.run_dir.resolve().name, 200)}</h1>"
-        f"<div class='meta'>{meta}</div></header><main>",
-        *(f'<div class="problem">{esc(p, 1000)}</div>' for p in problems),
-        "<h2>Leaderboard</h2>",
-        *(table_html(t) for t in tables),
-        f'<p class="note">Benchmark figures: {legend}</p>' if legend else "",
-        "<h2>Score distributions</h2>",
-        plots_html(data),
+        *page_top(data, problems, table_html, plots_html, f"{len(data.rows)} results"),
         f"<h2>Tasks ({len(task_ids)})</h2><nav class='toc'>{toc}</nav>",
         *(task_html(data, t, tasks.get(t), budget, base) for t in task_ids),
         "</main>",

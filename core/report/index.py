@@ -14,13 +14,11 @@ bookmarked and shared. Everything is inline: no network, no external files.
 from __future__ import annotations
 
 import json
-from datetime import UTC, datetime
-from html import escape
 from typing import Any
 
 from pptarena.report.data import RunData
 from pptarena.report.pages import HtmlParts, write_pages
-from pptarena.report.tables import judge_kinds, summary_tables
+from pptarena.report.top import page_top
 from pptarena.report.verdicts import esc
 
 PAGE_ROWS = 100  # rows drawn per screen of the task table
@@ -216,32 +214,15 @@ def _json_for_script(obj: Any) -> str:
 
 def index_page(data: RunData, problems: list[str], links: dict[str, str], parts: HtmlParts) -> str:
     """The index page as a string (``links``: task id -> its page, relative to the index)."""
-    m = data.manifest
-    rescores = {k: v.summary for k, v in data.rescores.items()}
-    tables = summary_tables(data.summary, data.rows, rescores)
     table = task_table_data(data, links)
-    meta = " · ".join(
-        escape(str(x))
-        for x in (
-            f"config {m.get('config_path', '?')}",
-            f"started {m.get('started_at', '?')}",
-            f"finished {m.get('finished_at') or 'not finished'}",
-            f"{len(data.rows)} results, {len(table['tasks'])} tasks",
-            f"judges: {', '.join(data.judges) or '-'}",
-            f"report written {datetime.now(UTC).isoformat(timespec='seconds')}",
-        )
-    )
-    kinds = judge_kinds(data.rows)
-    legend = ", ".join(f"{escape(j)} ({'/'.join(sorted(k))})" for j, k in kinds.items() if k)
     body = [
-        f"<header><h1>pptarena run: {esc(data.run_dir.resolve().name, 200)}</h1>"
-        f"<div class='meta'>{meta}</div></header><main>",
-        *(f'<div class="problem">{esc(p, 1000)}</div>' for p in problems),
-        "<h2>Leaderboard</h2>",
-        *(parts.table_html(t) for t in tables),
-        f'<p class="note">Benchmark figures: {legend}</p>' if legend else "",
-        "<h2>Score distributions</h2>",
-        parts.plots_html(data),
+        *page_top(
+            data,
+            problems,
+            parts.table_html,
+            parts.plots_html,
+            f"{len(data.rows)} results, {len(table['tasks'])} tasks",
+        ),
         f"<h2>Tasks ({len(table['tasks'])}) and pairs ({len(data.rows)})</h2>",
         '<p class="note">Each task has its own page (click its id): renders, edits, verdicts and logs '
         "of every agent. Judge disagreement: max − min of the pair's judge scores (two judges or more). "
