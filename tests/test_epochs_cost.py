@@ -346,3 +346,41 @@ def test_files_an_agent_writes_during_a_session_turn_are_redacted(tmp_path, fake
     transcripts = sorted((tmp_path / "out" / "tasks" / "leaky").glob("*/transcript.txt"))
     assert len(transcripts) == 2
     assert all(t.read_text() == "key=***\n" for t in transcripts)
+
+
+def test_max_cost_counts_every_turn_of_a_session(tmp_path, fake_plugins):
+    """The attack: a paid agent on multi-turn sessions (PPTC) spends past ``max_cost`` when a session's
+    line carries no cost. Each turn costs $1 here, so a two-turn session costs $2: after sessions 1
+    and 2 ($2, then $4 > $2.5) no third may start."""
+    cfg = write(
+        tmp_path,
+        "[run]\njobs = 1\nmax_cost = 2.5\nbootstrap = 50\n"
+        + DATASET.format(count=6).replace("count = 6\n", "count = 6\nturns = 2\n")
+        + '[[agents]]\nuse = "asker-inproc"\nmodel = "scripted/echo-1"\n'
+        + PRICED.format(),
+    )
+    summary = Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
+    rows = rows_of(tmp_path / "out")
+    assert len(rows) == 2 and summary["budget"]["stopped"] and summary["budget"]["not_started"] == 4
+    for row in rows:
+        assert row["cost"]["usd"] == 2.0 and row["cost"]["agent"]["usd"] == 2.0
+        assert [t["cost"]["usd"] for t in row["turns"]] == [1.0, 1.0]
+        assert row["usage"]["calls"] == 2 and row["isolation"] == row["turns"][0]["isolation"]
+    assert summary["cost"]["usd"] == 4.0
+
+
+def test_a_failing_turn_is_recorded_like_a_failing_pair(tmp_path, fake_plugins):
+    """A turn is an ordinary attempt: the agent's traceback lands in the turn's folder, the session
+    stops there with the turn's status, and the turn's isolation and cost are on the line."""
+    cfg = write(
+        tmp_path,
+        '[dataset]\nuse = "fake"\nroot = "data"\ncount = 1\nturns = 3\n'
+        '[renderer]\nuse = "dummy"\n[[agents]]\nuse = "crash"\n[[judges]]\nuse = "title"\n',
+    )
+    Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
+    (row,) = rows_of(tmp_path / "out")
+    assert row["status"] == "agent_error" and row["error"].startswith("turn 0: RuntimeError: agent bug")
+    assert [t["turn"] for t in row["turns"]] == [0] and row["turns"][0]["status"] == "agent_error"
+    assert row["isolation"] and row["cost"] is not None and "scores" in row
+    trace = tmp_path / "out/tasks/crash/task-00--turn-0/agent.error.txt"
+    assert "RuntimeError: agent bug" in trace.read_text()

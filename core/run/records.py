@@ -79,7 +79,8 @@ class ResultRow(BaseModel):
         None  # what untrusted code ran in: bwrap, unshare, rlimits or none (docs/security.md)
     )
     #: multi-turn sessions only (see pptarena.run.sessions): one entry per turn run, in order,
-    #: with ``turn``, ``status``, ``scores``, ``error`` and ``prediction``
+    #: with ``turn``, ``status``, ``scores``, ``error``, ``prediction``, ``usage``, ``cost``, ``isolation``
+    #: and ``duration_s`` (the session's own ``usage``, ``cost`` and ``isolation`` add them up)
     turns: list[dict[str, Any]] | None = None
 
     @field_validator("schema_version")

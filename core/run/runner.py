@@ -475,14 +475,23 @@ class Runner:
         return self._originals_checked[key]
 
     def _compute_pair(self, agent: ComponentConfig, task: Task, epoch: int) -> dict[str, Any] | None:
-        if is_session(task):  # multi-turn: the turns run in order (see pptarena.run.sessions)
-            return run_session(self, agent, task, epoch)
-        t0 = time.monotonic()
         broken = self._original_problem(task.original)
         if broken:  # the dataset's fault, found before any agent is blamed for it
             failed = self._new_row(agent, task, {}, epoch)
             failed.update(status=Status.INFRA_ERROR, error=broken, isolation=self.isolation)
             return failed
+        if is_session(task):  # multi-turn: each turn is an attempt (see pptarena.run.sessions)
+            return run_session(self, agent, task, epoch)
+        return self.attempt(agent, task, epoch)
+
+    def attempt(self, agent: ComponentConfig, task: Task, epoch: int = 1) -> dict[str, Any] | None:
+        """Run ``agent`` on the single-turn ``task`` in a new task folder and judge what it hands in;
+        the row (None if the run is being stopped).
+
+        The row has the pair's status, scores, usage, cost, isolation and ``prediction`` (relative to
+        the run folder when inside it); the folder gets the verdicts and is redacted.
+        """
+        t0 = time.monotonic()
         try:
             ws = self._workspace(agent, task, epoch)
         except OSError as exc:  # cannot copy the input deck or write the task folder: the harness's fault

@@ -20,7 +20,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pptarena.types import Prediction, Status, Task
+from pptarena.types import Status, Task
 
 
 def is_session(task: Task) -> bool:
@@ -68,10 +68,25 @@ def session_scores(turn_rows: list[dict[str, Any]]) -> dict[str, Any]:
     return scores
 
 
+ISOLATION_RANK = {"none": 0, "rlimits": 1, "unshare": 2, "bwrap": 3}  # unknown names rank with "none"
+
+
+def weakest_isolation(levels: list[str]) -> str | None:
+    """The weakest of the turns' isolation levels: a session is as contained as its least contained turn."""
+    return min(levels, key=lambda level: ISOLATION_RANK.get(level, 0)) if levels else None
+
+
 def run_session(runner: Any, agent: Any, session: Task, epoch: int = 1) -> dict[str, Any] | None:
     """Run every turn of ``session`` with ``agent`` through ``runner``;
     return its one row (the caller appends it).
+
+    Each turn is an ordinary attempt (``runner.attempt``): its own task folder, judges, usage, cost
+    and isolation. The session's row adds them up (usage, cost, duration) and takes the weakest
+    isolation.
     """
+    from pptarena.models.messages import add_counts
+    from pptarena.models.pricing import cost_of_rows
+
     t0 = time.monotonic()
     row = runner._new_row(agent, session, {}, epoch)
     row["metadata"] = {k: v for k, v in session.metadata.items() if k != "turns"}
@@ -80,84 +95,28 @@ def run_session(runner: Any, agent: Any, session: Task, epoch: int = 1) -> dict[
     turn_rows: list[dict[str, Any]] = []
     for index in range(len(session.metadata["turns"])):
         task = turn_task(session, index, previous, history)
-        failure = _run_turn(runner, agent, task, epoch, row, turn_rows)
-        if failure is None:  # interrupted
+        turn = runner.attempt(agent, task, epoch)
+        if turn is None:  # interrupted
             return None
-        if isinstance(failure, tuple):
-            row["status"], row["error"] = failure[0], f"turn {index}: {failure[1]}"
+        turn_rows.append(_turn_entry(index, turn))
+        add_counts(row["usage"], turn["usage"])
+        if turn["status"] != Status.SCORED:
+            row["status"], row["error"] = turn["status"], f"turn {index}: {turn['error']}"
             break
-        previous = Path(turn_rows[-1]["prediction_path"])
+        previous = Path(runner.run_dir) / turn["prediction"]  # absolute when outside the run folder
         history.append({"turn": index, "instruction": task.instruction})
     if row["status"] == Status.SCORED:
         row["scores"] = session_scores(turn_rows)
-    for turn in turn_rows:
-        turn.pop("prediction_path", None)
     row["turns"] = turn_rows
+    row["cost"] = cost_of_rows(turn_rows)
+    row["isolation"] = weakest_isolation([t["isolation"] for t in turn_rows if t.get("isolation")])
     row["duration_s"] = round(time.monotonic() - t0, 3)
-    if runner._stop.is_set():
+    if runner.stopping():
         return None
     return row
 
 
-def _run_turn(
-    runner: Any,
-    agent: Any,
-    task: Task,
-    epoch: int,
-    row: dict[str, Any],
-    turn_rows: list[dict[str, Any]],
-) -> tuple[str, str] | bool | None:
-    """Run and judge one turn. False = fine; (status, error) = the session stops; None = interrupted."""
-    try:
-        ws = runner._workspace(agent, task, epoch)
-    except OSError as exc:
-        return (Status.INFRA_ERROR, f"could not prepare the workspace: {exc}")
-    from pptarena.redact import redact_tree
-
-    try:
-        return _judge_turn(runner, agent, task, ws, row, turn_rows)
-    finally:
-        redact_tree(ws.dir)  # files plugins wrote themselves hold no secret, as in a single-turn pair
-
-
-def _judge_turn(
-    runner: Any, agent: Any, task: Task, ws: Any, row: dict[str, Any], turn_rows: list[dict[str, Any]]
-) -> tuple[str, str] | bool | None:
-    """Run the agent on one turn in ``ws`` and judge what it handed in (see :func:`_run_turn`)."""
-    from pptarena.models.messages import add_counts
-    from pptarena.run.results import write_json_atomic
-    from pptarena.run.rundir import VERDICTS
-
-    outcome = runner.launch_agent(agent, task, ws)
-    if runner._stop.is_set():
-        return None
-    add_counts(row["usage"], outcome.model_usage)
-    if not outcome.ok or outcome.prediction is None:
-        return (outcome.status, str(outcome.error))
-    pred: Prediction = outcome.prediction
-    add_counts(row["usage"], pred.usage)
-    problem = runner._check_prediction(pred)
-    if problem:
-        return (Status.AGENT_ERROR, problem)
-    scratch: dict[str, Any] = {"status": Status.SCORED, "error": None}
-    if not runner._normalize_references(agent, task, ws, scratch):
-        return (scratch["status"], scratch["error"])
-    judged = runner._judge(task, pred, ws)
-    add_counts(row["usage"], judged.usage)
-    write_json_atomic(ws.dir / VERDICTS, {"status": judged.status, "error": judged.error, **judged.details()})
-    where = Path(pred.path).resolve()  # type: ignore[arg-type]
-    turn_rows.append(
-        {
-            "turn": task.metadata["turn"],
-            "status": judged.status,
-            "scores": judged.scores,
-            "error": judged.error,
-            "prediction_path": str(where),
-            "prediction": str(where.relative_to(runner.run_dir))
-            if where.is_relative_to(runner.run_dir)
-            else str(where),
-        }
-    )
-    if judged.status != Status.SCORED:
-        return (judged.status, judged.error or "")
-    return False
+def _turn_entry(index: int, turn: dict[str, Any]) -> dict[str, Any]:
+    """What a session's row keeps of one turn's attempt row."""
+    keep = ("status", "scores", "error", "prediction", "usage", "cost", "isolation", "duration_s")
+    return {"turn": index, **{k: turn.get(k) for k in keep}}
