@@ -277,7 +277,7 @@ def test_cli_epochs_and_max_cost_then_report(tmp_path, fake_plugins):
 
 
 def test_changing_prices_does_not_block_resume():
-    from pptarena.run.runner import resume_conflicts
+    from pptarena.run.resume import resume_conflicts
 
     before = {"backends": {"openai": {"cache": True, "pricing": {"gpt-5.2": {"input": 1.0, "output": 2.0}}}}}
     after = {"backends": {"openai": {"cache": True, "pricing": {"gpt-5.2": {"input": 1.75, "output": 14.0}}}}}

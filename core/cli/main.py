@@ -273,7 +273,8 @@ def run_command(
     max_cost: float | None = None,
 ) -> None:
     """Run every agent of a config on every task and judge the predictions."""
-    from pptarena.run.runner import RunInterrupted, Runner, choose_run_dir
+    from pptarena.run.resume import choose_run_dir
+    from pptarena.run.runner import RunInterrupted, Runner
     from pptarena.types import PptArenaError
 
     config, registry = load_run_config(ctx, config_path)

@@ -16,7 +16,6 @@ the same command resumes: finished pairs are skipped.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import platform
@@ -48,6 +47,7 @@ from pptarena.run.references import normalized_references, normalizer_of
 from pptarena.run.registry import Registry
 from pptarena.run.requirements import unmet_requirements
 from pptarena.run.results import SCHEMA_VERSION, ResultsStore, summarize_results, write_json_atomic
+from pptarena.run.resume import config_hash, resume_conflicts
 from pptarena.run.rundir import AGENT_ERROR, AGENT_LOG, AGENT_STDERR, INPUT, VERDICTS, RunDir, safe_name
 from pptarena.run.runlock import MAX_CRASHES, AttemptLedger, RunLock
 from pptarena.run.sessions import is_session, run_session
@@ -74,82 +74,6 @@ from pptarena.types import (
 
 class RunInterrupted(PptArenaError):
     """The run was stopped by Ctrl-C; the message says how to resume."""
-
-
-def config_hash(config: RunConfig) -> str:
-    """A stable hash of the config (secrets elided), used to find a run to resume."""
-    raw = dict(config.redacted())
-    raw.get("run", {}).pop("out", None) if isinstance(raw.get("run"), dict) else None
-    raw.pop("executor", None)  # where pairs run does not change their results: resume across executors
-    return hashlib.sha256(json.dumps(raw, sort_keys=True, default=str).encode()).hexdigest()[:16]
-
-
-def choose_run_dir(config: RunConfig, out: str | None, new: bool = False) -> tuple[Path, bool]:
-    """The run directory and whether it already holds a run to resume.
-
-    Explicit ``out`` (CLI or ``[run] out``) is used as is. Otherwise the newest
-    ``runs/<stem>-<timestamp>`` started from the same config is resumed (a finished
-    one just reports its results again; pairs added since, e.g. new tasks, run);
-    ``new`` or no such folder makes a new timestamped folder.
-    """
-    chosen = out or config.run.out
-    if chosen:
-        p = Path(chosen).expanduser()
-        return p, RunDir(p).results.exists()
-    runs = Path("runs")
-    if not new and runs.is_dir():
-        h = config_hash(config)
-        for cand in sorted(runs.glob(f"{config.stem}-*"), reverse=True):
-            try:
-                manifest = json.loads(RunDir(cand).manifest.read_text())
-            except (OSError, ValueError):
-                continue
-            if manifest.get("config_hash") == h:
-                return cand, True
-    stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
-    candidate, n = runs / f"{config.stem}-{stamp}", 1
-    while candidate.exists():  # two runs started in the same second
-        n += 1
-        candidate = runs / f"{config.stem}-{stamp}-{n}"
-    return candidate, False
-
-
-def _agent_tables(config: dict[str, Any]) -> dict[str, Any]:
-    tables = config.get("agents", [config["agent"]] if "agent" in config else [])
-    if isinstance(tables, dict):
-        tables = [tables]
-    labels = {}
-    for t in tables:
-        if isinstance(t, dict):
-            labels[str(t.get("label") or t.get("use") or "?").rpartition(":")[2]] = t
-    return labels
-
-
-def _without_pricing(key: str, table: Any) -> Any:
-    """Backend tables minus ``pricing`` (prices change what a run cost, never its results)."""
-    if key != "backends" or not isinstance(table, dict):
-        return table
-    return {
-        k: {o: v for o, v in t.items() if o != "pricing"} if isinstance(t, dict) else t
-        for k, t in table.items()
-    }
-
-
-def resume_conflicts(previous: dict[str, Any], current: dict[str, Any]) -> list[str]:
-    """How a config differs from the one a run folder was started with, in ways that make old results stale.
-
-    The dataset, renderer, judges and backends must be the same, and every agent label present in
-    both must have the same table. Adding agents (or changing ``[run]``) is fine.
-    """
-    problems = []
-    for key in ("dataset", "datasets", "renderer", "judges", "backends"):
-        if _without_pricing(key, previous.get(key)) != _without_pricing(key, current.get(key)):
-            problems.append(f"[{key}] differs")
-    before, after = _agent_tables(previous), _agent_tables(current)
-    for label in sorted(set(before) & set(after)):
-        if before[label] != after[label]:
-            problems.append(f"agent {label!r} differs")
-    return problems
 
 
 class Runner:
