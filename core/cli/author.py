@@ -85,6 +85,22 @@ config_option = click.option(
     default=None,
     help="Run config: [backends.*] options, [renderer]; its dataset for --task-id.",
 )
+
+
+def one_task_options(command: Any) -> Any:
+    """``--task FOLDER`` or ``--task-id ID`` (with ``--config``): the task an authoring command works on."""
+    command = click.option("--task-id", "task_id", default=None, help="Task id in the --config dataset.")(
+        command
+    )
+    return click.option(
+        "--task",
+        "task_path",
+        type=click.Path(exists=True, file_okay=False, path_type=Path),
+        default=None,
+        help="Task folder (holding task.toml).",
+    )(command)
+
+
 attempts_option = click.option(
     "--attempts",
     type=click.IntRange(1, 10),
@@ -207,14 +223,7 @@ def _reply_of(result: Any, rejected_index: int) -> int:
 
 
 @author_group.command("rubric")
-@click.option(
-    "--task",
-    "task_path",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=None,
-    help="Task folder (holding task.toml).",
-)
-@click.option("--task-id", "task_id", default=None, help="Task id in the --config dataset.")
+@one_task_options
 @model_option
 @config_option
 @click.option(
@@ -309,14 +318,7 @@ def rubric_command(
 
 
 @author_group.command("style-target")
-@click.option(
-    "--task",
-    "task_path",
-    type=click.Path(exists=True, file_okay=False, path_type=Path),
-    default=None,
-    help="Task folder (holding task.toml).",
-)
-@click.option("--task-id", "task_id", default=None, help="Task id in the --config dataset.")
+@one_task_options
 @model_option
 @config_option
 @click.option(
