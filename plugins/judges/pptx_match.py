@@ -116,11 +116,15 @@ def _shape_features(shape: Any, counters: dict[str, int]) -> tuple[Any, ...] | N
     return None
 
 
-def deck_features(path: Any) -> list[tuple[Any, ...]]:
-    """What PPTX-Match compares, as one list of tuples (slides in order, shapes in tree order)."""
+def load_deck(path: Any) -> Any:
+    """python-pptx's ``Presentation`` of ``path`` (PPTC reads decks with python-pptx as they are)."""
     from pptx import Presentation
 
-    prs = Presentation(str(path))
+    return Presentation(str(path))
+
+
+def deck_features(prs: Any) -> list[tuple[Any, ...]]:
+    """What PPTX-Match compares in a loaded deck, as tuples (slides in order, shapes in tree order)."""
     rows: list[tuple[Any, ...]] = []
     for number, slide in enumerate(prs.slides):
         notes = slide.notes_slide.notes_text_frame.text
@@ -201,11 +205,8 @@ def split_restriction(text: str) -> tuple[str, str, str, str]:
     return parts[0], parts[1], parts[2], parts[3]
 
 
-def check_positions(path: Any, restrictions: list[str]) -> tuple[bool, str]:
-    """(all restrictions hold, the first that fails)."""
-    from pptx import Presentation
-
-    prs = Presentation(str(path))
+def check_positions(prs: Any, restrictions: list[str]) -> tuple[bool, str]:
+    """(all restrictions hold in the loaded deck, the first that fails)."""
     for text in restrictions:
         slide_no, a_name, b_name, relation = split_restriction(text)
         try:
@@ -238,8 +239,9 @@ class PptxMatchJudge(Component):
             raise JudgeError(f"task {task.id}: the prediction has no deck")
         restrictions = list(((task.metadata or {}).get("pptc") or {}).get("restrictions") or [])
         try:
-            positions_ok, why = check_positions(prediction.path, restrictions)
-            label, pred = deck_features(task.target), deck_features(prediction.path)
+            predicted = load_deck(prediction.path)  # read once for both checks
+            positions_ok, why = check_positions(predicted, restrictions)
+            label, pred = deck_features(load_deck(task.target)), deck_features(predicted)
         except ValueError as exc:
             raise JudgeError(f"task {task.id}: {exc}") from exc
         except (PptArenaError, KeyError, AttributeError) as exc:
