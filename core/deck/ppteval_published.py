@@ -60,6 +60,7 @@ class _Deck:
     def __init__(self, path: Path):
         self.pkg: Package | None = None
         self.prs: Any = None
+        self._slides: list[Any] | None = None
         try:
             pkg = open_package(path)
         except DeckError:
@@ -81,16 +82,17 @@ class _Deck:
             self.prs = None
 
     def slides(self) -> list[Any]:
-        """The slides python-pptx yields, up to the first one it cannot load (as PPT-Eval's loop)."""
-        out: list[Any] = []
-        if self.prs is None:
-            return out
-        try:
-            for slide in self.prs.slides:
-                out.append(slide)
-        except Exception:  # noqa: BLE001 - e.g. a dangling slide relationship
-            pass
-        return out
+        """The slides python-pptx yields, up to the first one it cannot load (as PPT-Eval's loop);
+        listed once per deck."""
+        if self._slides is None:
+            self._slides = []
+            if self.prs is not None:
+                try:
+                    for slide in self.prs.slides:
+                        self._slides.append(slide)
+                except Exception:  # noqa: BLE001 - e.g. a dangling slide relationship
+                    pass
+        return self._slides
 
     def member(self, name: str) -> etree._Element:
         assert self.pkg is not None
