@@ -247,12 +247,18 @@ def agreement(
 
 
 def label_agreement(
-    rows: list[dict[str, Any]], labels: list[Label], class_scale: str, *, n_boot: int = 1000, seed: int = 0
+    rows: list[dict[str, Any]] | dict[str, dict[tuple[str, str], float]],
+    labels: list[Label],
+    class_scale: str,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
 ) -> dict[str, Any]:
-    """:func:`agreement` for every series of the run."""
+    """:func:`agreement` for every series of the run (its rows, or their :func:`judge_series`)."""
+    series = rows if isinstance(rows, dict) else judge_series(rows)
     return {
         name: agreement(labels, values, class_scale, n_boot=n_boot, seed=seed)
-        for name, values in judge_series(rows).items()
+        for name, values in series.items()
     }
 
 
@@ -364,8 +370,8 @@ def meta_eval(
             "scale": class_scale,
             "classes": sorted({lab.cls for lab in labels}),
         }
-        report["agreement"] = label_agreement(data.rows, labels, class_scale, n_boot=n_boot, seed=seed)
         series = judge_series(data.rows)
+        report["agreement"] = label_agreement(series, labels, class_scale, n_boot=n_boot, seed=seed)
         report["within_task"] = {name: within_task_order(labels, values) for name, values in series.items()}
         if any(lab.kind for lab in labels):
             report["kinds"] = kind_means(labels, series)
