@@ -22,13 +22,18 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 from urllib.parse import urlparse
 
-from pptarena.plugins.judges.osworld.evaluator import CHECKERS, normalise, spec_problems
+from pptarena.plugins.judges.osworld.evaluator import (
+    CHECKERS,
+    DECK_SUFFIXES,
+    inert_option,
+    normalise,
+    spec_problems,
+)
 from pptarena.plugins.judges.osworld.pptx_compare import EXAMINE_DEFAULTS, OPTION_KEYS
 from pptarena.types import Task
 
 from ..common import DatasetError, read_json_file, select_ids
 
-DECK_SUFFIXES = (".pptx", ".ppt", ".odp")
 #: compare_pptx_files options that check a move relative to the expected deck: that deck is a
 #: position reference (the unedited original, or a gold the result must be strictly beyond), not
 #: an answer, so such tasks get no target.
@@ -104,9 +109,7 @@ def _clean_options(task_id: str, spec: dict[str, Any], out: Loaded, strict: bool
     cleaned = []
     for func, options in zip(norm["func"], norm["options"], strict=False):
         if func == "compare_pptx_files" and isinstance(options, dict):
-            unknown = sorted(
-                k for k in options if k not in OPTION_KEYS and not (k.startswith("_") and k.endswith("note"))
-            )
+            unknown = sorted(k for k in options if k not in OPTION_KEYS and not inert_option(k))
             if unknown and strict:
                 raise DatasetError(f"OSWorld task {task_id}: unknown compare_pptx_files option(s) {unknown}")
             for key in unknown:

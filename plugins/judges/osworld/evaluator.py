@@ -105,13 +105,13 @@ def spec_problems(spec: dict[str, Any]) -> list[str]:
         if not isinstance(options, dict):
             problems.append(f"{func}: options must be an object")
             continue
-        live = {k: v for k, v in options.items() if not _inert(k)}
+        live = {k: v for k, v in options.items() if not inert_option(k)}
         problems.extend(f"{func}: {p}" for p in checker.options(live))
     return problems
 
 
-def _inert(key: str) -> bool:
-    # OSWorld task files annotate options with "_note"/"_config_note" keys that no checker reads
+def inert_option(key: str) -> bool:
+    """Whether an option key is an annotation no checker reads (OSWorld's ``_note``/``_config_note``)."""
     return key.startswith("_") and key.endswith("note")
 
 
@@ -171,7 +171,7 @@ def run_one(func: str, result: Any, expected: Any, options: dict[str, Any], side
         if missing:
             raise SpecError(f"{func}: {missing}")
         args.append(other)
-    live = {k: v for k, v in options.items() if not _inert(k)}
+    live = {k: v for k, v in options.items() if not inert_option(k)}
     problems = checker.options(live)
     if problems:
         raise CheckerOptionError(f"{func}: " + "; ".join(problems))
