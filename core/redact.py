@@ -13,12 +13,16 @@ key, in a URL's user-info, or shaped like a provider key) so the loader can refu
 
 from __future__ import annotations
 
+import base64
+import functools
+import json
 import os
 import re
 import threading
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 from typing import Any
+from urllib.parse import quote
 
 MASK = "***"
 MIN_SECRET_CHARS = 8  # shorter values are too common to replace safely
@@ -58,11 +62,31 @@ def env_secrets(environ: Mapping[str, str] | None = None) -> set[str]:
     return out
 
 
+@functools.lru_cache(maxsize=256)
+def encoded_forms(value: str) -> frozenset[str]:
+    """``value`` as code that copies it out usually writes it: base64 (standard and URL-safe, at
+    each of the three offsets it can have inside a longer encoded text), hex, percent-encoding and
+    JSON escaping. Only characters that depend on ``value`` alone are kept, so the form is found
+    whatever surrounds the secret. (A secret transformed any other way is not recognised.)
+    """
+    raw = value.encode("utf-8")
+    forms = {raw.hex(), raw.hex().upper(), quote(value, safe=""), json.dumps(value)[1:-1]}
+    for offset in range(3):  # the secret starts at byte offset 0, 1 or 2 of a base64 group
+        encoded = base64.b64encode(b"\0" * offset + raw).decode("ascii")
+        part = encoded[-(-8 * offset // 6) : 8 * (offset + len(raw)) // 6]
+        forms |= {part, part.replace("+", "-").replace("/", "_")}
+    forms.discard(value)
+    return frozenset(f for f in forms if len(f) >= MIN_SECRET_CHARS)
+
+
 def secrets() -> list[str]:
-    """Every secret known now, longest first (so a secret containing another is masked whole)."""
+    """Every secret known now with its :func:`encoded_forms`, longest first (so a secret containing
+    another is masked whole)."""
     with _lock:
         known = set(_added)
     known |= env_secrets()
+    for value in list(known):
+        known |= encoded_forms(value)
     return sorted(known, key=len, reverse=True)
 
 

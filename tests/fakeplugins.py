@@ -218,6 +218,34 @@ class LeakyCopy(InProcessCopy):
         return super().edit(task, workspace)
 
 
+def encoded_leaks(secret: str) -> dict[str, str]:
+    """Ways code copies a key out without writing it as is: base64 (plain and URL-safe, with 0-2
+    bytes before the key so every alignment occurs), hex, percent-encoding."""
+    import base64
+    from urllib.parse import quote
+
+    out = {}
+    for pad in range(3):
+        blob = ("k" * pad + "=" + secret + ";").encode()
+        out[f"b64-{pad}"] = base64.b64encode(blob).decode()
+        out[f"urlsafe-{pad}"] = base64.urlsafe_b64encode(blob).decode()
+    out["hex"] = secret.encode().hex()
+    out["HEX"] = secret.encode().hex().upper()
+    out["percent"] = quote("key=" + secret, safe="")
+    return out
+
+
+class EncodingLeaker(InProcessCopy):
+    """Writes ``PPTARENA_TEST_API_KEY`` in every :func:`encoded_leaks` form into a transcript and its
+    prediction's notes."""
+
+    def edit(self, task, workspace):
+        leaks = encoded_leaks(os.environ["PPTARENA_TEST_API_KEY"])
+        (workspace.dir / "transcript.txt").write_text("\n".join(f"{k}: {v}" for k, v in leaks.items()))
+        pred = super().edit(task, workspace)
+        return Prediction(path=pred.path, notes=" ".join(leaks.values()))
+
+
 class ResavingAgent(InProcessCopy):
     """Like ``slowcopy``, but its "tool" re-saves every deck with a marker in the core properties."""
 
@@ -308,6 +336,7 @@ def register_agents(register):
     register("slowcopy", InProcessCopy)
     register("swallower", SwallowingCopy)
     register("leaky", LeakyCopy)
+    register("encoding-leaker", EncodingLeaker)
     register("exit", ExitAgent)
     register("stray", StrayAgent)
     register("desktop", DesktopAgent)

@@ -237,3 +237,32 @@ def test_redaction_covers_masked_forms():
     key = "sk-proj-ABCDEFGHIJKLMNOP1234"
     text = f"bad key {key}; shown as {key[:8]}...{key[-8:]}"
     assert key[:8] not in redact_secrets(text, [key]) and key[-8:] not in redact_secrets(text, [key, None])
+
+
+def test_redaction_finds_a_key_encoded_inside_any_text():
+    """Base64 (both alphabets), hex and percent forms of a key are masked wherever the key sits in
+    the encoded text: 300 seeded keys with random text around them."""
+    import base64
+    import random
+    import string
+    from urllib.parse import quote
+
+    from pptarena.redact import encoded_forms, redact_text
+
+    rng = random.Random(5)
+    for _ in range(300):
+        key = "sk-" + "".join(
+            rng.choice(string.ascii_letters + string.digits + "/+_-") for _ in range(rng.randint(8, 40))
+        )
+        around = ["".join(rng.choice(string.printable) for _ in range(rng.randint(0, 7))) for _ in range(2)]
+        blob = (around[0] + key + around[1]).encode()
+        known = [key, *encoded_forms(key)]
+        for text in (
+            base64.b64encode(blob).decode(),
+            base64.urlsafe_b64encode(blob).decode(),
+            blob.hex(),
+            blob.hex().upper(),
+            quote(blob.decode(), safe=""),
+        ):
+            masked = redact_text(text, known)
+            assert "***" in masked and len(masked) < len(text), (key, text)

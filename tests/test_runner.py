@@ -361,3 +361,23 @@ def test_rerunning_without_out_resumes_the_same_configs_run(tmp_path, fake_plugi
     assert fresh.returncode == 0 and "Starting run in" in fresh.stderr
     runs = sorted((tmp_path / "runs").iterdir())
     assert len(runs) == 2 and all(len(rows_of(r)) == 2 for r in runs)
+
+
+def test_a_key_copied_out_encoded_is_masked_in_every_file_of_the_run(tmp_path, fake_plugins, monkeypatch):
+    """The attack: an agent that can read the environment writes the API key base64-, hex- and
+    percent-encoded into its transcript and its prediction's notes (the row, verdicts, report)."""
+    from fakeplugins import encoded_leaks
+    from trust_fixtures import files_holding
+
+    from pptarena.report.html import write_report
+
+    secret = "sk-test-encoded-0123456789abcdef"
+    monkeypatch.setenv("PPTARENA_TEST_API_KEY", secret)
+    cfg = config_file(tmp_path, '[[agents]]\nuse = "encoding-leaker"\n', count=1)
+    out = tmp_path / "run"
+    Runner(load_config(cfg, get_registry()), get_registry(), out, quiet=True).run()
+    write_report(out, render=False)
+    leaks = encoded_leaks(secret)
+    assert files_holding(out, list(leaks.values())) == []
+    transcript = (out / "tasks/encoding-leaker/task-00/transcript.txt").read_text()
+    assert transcript.count("***") == len(leaks)  # every form found, none left whole
