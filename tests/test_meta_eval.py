@@ -249,12 +249,12 @@ def test_graded_set_kinds_and_order_within_tasks(tmp_path):
     assert [lab.kind for lab in labels] == ["complete", "damage", "none"] * 2
     # the judge reverses complete/damage in t2 and ties damage/none in t1
     values = {
-        ("t1", "a"): 1.0,
-        ("t1", "b"): 0.0,
-        ("t1", "c"): 0.0,
-        ("t2", "a"): 0.4,
-        ("t2", "b"): 0.6,
-        ("t2", "c"): 0.0,
+        ("t1", "a", 1): 1.0,
+        ("t1", "b", 1): 0.0,
+        ("t1", "c", 1): 0.0,
+        ("t2", "a", 1): 0.4,
+        ("t2", "b", 1): 0.6,
+        ("t2", "c", 1): 0.0,
     }
     order = within_task_order(labels, values)
     assert (order["pairs"], order["concordant"], order["tied"], order["discordant"]) == (6, 4, 1, 1)
@@ -293,3 +293,34 @@ def test_meta_eval_command_reports_kinds_on_a_run(tmp_path, fake_plugins):
     report = json.loads((run_dir / "meta-eval" / "meta_eval.json").read_text())
     assert report["kinds"]["retitle-kind"]["label_mean"] == 1.0
     assert report["within_task"]["title"]["pairs"] > 0
+
+
+def test_labels_of_later_epochs_are_matched_to_their_own_attempt(tmp_path):
+    """With ``[run] epochs`` every attempt has its own score; a label names its attempt in an
+    ``epoch`` column (1 when absent) and is compared with that attempt's score only."""
+    from pptarena.report.meta_eval import judge_series
+
+    rows = [
+        {"task_id": f"t{i}", "agent": "a", "epoch": e, "scores": {"j": {"score": s}}}
+        for i in range(1, 6)
+        for e, s in ((1, (6 - i) / 5), (2, i / 5))  # epoch 1 ranks the tasks backwards, epoch 2 forwards
+    ]
+    labels, scale = read_labels(
+        _csv(tmp_path, "task_id,agent,label,epoch\n" + "".join(f"t{i},a,{i / 5},2\n" for i in range(1, 6)))
+    )
+    assert [lab.epoch for lab in labels] == [2] * 5
+    assert label_agreement(rows, labels, scale, n_boot=50)["j"]["kendall_tau_b"]["value"] == 1.0
+    first, _ = read_labels(
+        _csv(tmp_path, "task_id,agent,label\n" + "".join(f"t{i},a,{i / 5}\n" for i in range(1, 6)))
+    )
+    assert label_agreement(judge_series(rows), first, scale, n_boot=50)["j"]["kendall_tau_b"]["value"] == -1.0
+    # the same pair may be labelled once per attempt, not twice for one
+    both, _ = read_labels(_csv(tmp_path, "task_id,agent,label,epoch\nt1,a,1,1\nt1,a,0,2\n"))
+    assert [(lab.epoch, lab.value) for lab in both] == [(1, 1.0), (2, 0.0)]
+    with pytest.raises(LabelError, match=r"labels.csv:3: a second label for \(t1, a, epoch 2\)"):
+        read_labels(_csv(tmp_path, "task_id,agent,label,epoch\nt1,a,1,2\nt1,a,0,2\n"))
+    for bad in ("0", "two", "1.5", "1001"):
+        with pytest.raises(
+            LabelError, match=rf"labels.csv:2: epoch '{bad}' is not a whole number from 1 to 1000"
+        ):
+            read_labels(_csv(tmp_path, f"task_id,agent,label,epoch\nt1,a,1,{bad}\n"))

@@ -26,7 +26,7 @@ from __future__ import annotations
 import csv
 import io
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -44,6 +44,7 @@ from pptarena.types import PptArenaError, Status
 
 MAX_LABEL_BYTES = 20 * 1024 * 1024
 MAX_LABEL_ROWS = 200_000
+MAX_EPOCH = 1000  # as [run] epochs
 CLASSES = ("no_progress", "partial", "substantial", "complete")
 CLASS_ALIASES = {
     "no_progress": "no_progress",
@@ -83,6 +84,12 @@ class Label:
     value: float
     cls: str
     kind: str = ""  # the attempt kind of a graded set (optional ``kind`` column)
+    epoch: int = 1  # the attempt labelled, in a run with ``[run] epochs`` (optional ``epoch`` column)
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """(task_id, agent, epoch): the attempt this label is about, as :func:`judge_series` keys it."""
+        return (self.task_id, self.agent, self.epoch)
 
 
 def to_class(value01: float, scale: str) -> str:
@@ -129,7 +136,8 @@ def read_labels(path: Path, scale: str = "auto") -> tuple[list[Label], str]:
         )
     raw_rows: list[tuple[int, str, str, str]] = []
     kinds: dict[int, str] = {}
-    seen: dict[tuple[str, str], int] = {}
+    epochs: dict[int, int] = {}
+    seen: dict[tuple[str, str, int], int] = {}
     for line_no, rec in enumerate(reader, start=2):
         if len(raw_rows) >= MAX_LABEL_ROWS:
             raise LabelError(f"{path}: more than {MAX_LABEL_ROWS} labels")
@@ -138,14 +146,17 @@ def read_labels(path: Path, scale: str = "auto") -> tuple[list[Label], str]:
             continue
         if not task or not agent or not label:
             raise LabelError(f"{path}:{line_no}: task_id, agent and label must all be set")
-        if (task, agent) in seen:
+        epoch = _epoch_cell(str(rec.get("epoch") or "").strip(), f"{path}:{line_no}")
+        if (task, agent, epoch) in seen:
+            attempt = f", epoch {epoch}" if epoch > 1 else ""
             raise LabelError(
-                f"{path}:{line_no}: a second label for ({task}, {agent}) "
-                f"(first on line {seen[(task, agent)]})"
+                f"{path}:{line_no}: a second label for ({task}, {agent}{attempt}) "
+                f"(first on line {seen[(task, agent, epoch)]})"
             )
-        seen[(task, agent)] = line_no
+        seen[(task, agent, epoch)] = line_no
         raw_rows.append((line_no, task, agent, label))
         kinds[line_no] = str(rec.get("kind") or "").strip()[:100]
+        epochs[line_no] = epoch
     if not raw_rows:
         raise LabelError(f"{path}: no labels")
     numbers: dict[int, float] = {}
@@ -171,34 +182,46 @@ def read_labels(path: Path, scale: str = "auto") -> tuple[list[Label], str]:
                 raise LabelError(
                     f"{path}:{line_no}: label {label!r} is not a progress class ({', '.join(CLASSES)})"
                 )
-            labels.append(Label(task, agent, label, CLASSES.index(cls) / 3, cls, kinds[line_no]))
+            labels.append(
+                Label(task, agent, label, CLASSES.index(cls) / 3, cls, kinds[line_no], epochs[line_no])
+            )
             continue
         if line_no not in numbers:
             raise LabelError(f"{path}:{line_no}: label {label!r} is not a number (scale {scale})")
         v, top = numbers[line_no], (1.0 if scale == "unit" else 5.0)
         if not 0 <= v <= top:
             raise LabelError(f"{path}:{line_no}: label {v:g} is outside 0-{top:g} (scale {scale})")
-        labels.append(Label(task, agent, label, v / top, "", kinds[line_no]))
+        labels.append(Label(task, agent, label, v / top, "", kinds[line_no], epochs[line_no]))
     class_scale = scale
     if scale == "unit" and all(lab.value in (0.0, 1.0) for lab in labels):
         class_scale = "binary"
-    labels = [
-        lab
-        if lab.cls
-        else Label(lab.task_id, lab.agent, lab.raw, lab.value, to_class(lab.value, class_scale), lab.kind)
-        for lab in labels
-    ]
+    labels = [lab if lab.cls else replace(lab, cls=to_class(lab.value, class_scale)) for lab in labels]
     return labels, class_scale
 
 
-def judge_series(rows: list[dict[str, Any]]) -> dict[str, dict[tuple[str, str], float]]:
-    """Per series name (judge label, or ``judge.if_score``...): (task_id, agent) → value on 0-1."""
-    out: dict[str, dict[tuple[str, str], float]] = {}
+def _epoch_cell(text: str, where: str) -> int:
+    """The ``epoch`` column of a label (1 when empty)."""
+    if not text:
+        return 1
+    try:
+        epoch = int(text)
+    except ValueError:
+        epoch = 0
+    if not 1 <= epoch <= MAX_EPOCH:
+        raise LabelError(f"{where}: epoch {text!r} is not a whole number from 1 to {MAX_EPOCH}")
+    return epoch
+
+
+def judge_series(rows: list[dict[str, Any]]) -> dict[str, dict[tuple[str, str, int], float]]:
+    """Per series name (judge label, or ``judge.if_score``...): (task_id, agent, epoch) → value on 0-1."""
+    from pptarena.run.stats import epoch_of
+
+    out: dict[str, dict[tuple[str, str, int], float]] = {}
     for r in rows:
         for judge, block in (r.get("scores") or {}).items():
             if not isinstance(block, dict) or not isinstance(block.get("score"), int | float):
                 continue
-            key = (r["task_id"], r["agent"])
+            key = (r["task_id"], r["agent"], epoch_of(r))
             out.setdefault(judge, {})[key] = float(block["score"])
             metrics = block.get("metrics") or {}
             for m in SUB_METRICS:
@@ -213,14 +236,14 @@ def _round(v: float | None) -> float | None:
 
 def agreement(
     labels: list[Label],
-    values: dict[tuple[str, str], float],
+    values: dict[tuple[str, str, int], float],
     class_scale: str,
     *,
     n_boot: int = 1000,
     seed: int = 0,
 ) -> dict[str, Any]:
     """Agreement of one series with the labels (on the pairs present in both)."""
-    paired = [(lab, values[(lab.task_id, lab.agent)]) for lab in labels if (lab.task_id, lab.agent) in values]
+    paired = [(lab, values[lab.key]) for lab in labels if lab.key in values]
     human = [lab.value for lab, _ in paired]
     judge = [v for _, v in paired]
     out: dict[str, Any] = {"n": len(paired), "missing": len(labels) - len(paired)}
@@ -247,7 +270,7 @@ def agreement(
 
 
 def label_agreement(
-    rows: list[dict[str, Any]] | dict[str, dict[tuple[str, str], float]],
+    rows: list[dict[str, Any]] | dict[str, dict[tuple[str, str, int], float]],
     labels: list[Label],
     class_scale: str,
     *,
@@ -268,17 +291,18 @@ def repeat_judges(
     k: int,
     *,
     config_path: Path | None = None,
-    pairs: set[tuple[str, str]] | None = None,
+    pairs: set[tuple[str, str, int]] | None = None,
 ) -> tuple[dict[str, Any], list[str]]:
-    """Judge every recorded prediction (or only ``pairs`` of (task_id, agent)) ``k`` times.
+    """Judge every recorded prediction (or only the attempts ``pairs``, (task_id, agent, epoch)) ``k`` times.
 
     :returns: ``({series: stability}, warnings)``.
     """
-    from pptarena.report.data import load_run, load_run_tasks, pair_dir, run_config
+    from pptarena.report.data import load_run, load_run_tasks, run_config
     from pptarena.report.rescore import prediction_path
     from pptarena.run.components import Components
     from pptarena.run.config import model_refs
     from pptarena.run.judging import judge_prediction
+    from pptarena.run.stats import epoch_of
     from pptarena.types import Prediction
 
     if k < 2:
@@ -299,19 +323,20 @@ def repeat_judges(
     todo = [
         r
         for r in data.rows
-        if (pairs is None or (r["task_id"], r["agent"]) in pairs)
+        if (pairs is None or (r["task_id"], r["agent"], epoch_of(r)) in pairs)
         and r.get("status") not in (Status.AGENT_ERROR, Status.TIMEOUT)
         and prediction_path(run_dir, r) is not None
         and r["task_id"] in tasks
     ]
-    scores: dict[str, dict[tuple[str, str], list[float]]] = {}
+    scores: dict[str, dict[tuple[str, str, int], list[float]]] = {}
     errors = 0
     components = Components(judge_cfg, registry)
     try:
         judges = [(j, components.build(j)) for j in judge_cfg.judges]
         for rep in range(k):
             for r in todo:
-                folder = RunDir(run_dir).meta_eval_repeat(rep + 1).pair(r["agent"], r["task_id"])
+                epoch = epoch_of(r)
+                folder = RunDir(run_dir).meta_eval_repeat(rep + 1).attempt(r["agent"], r["task_id"], epoch)
                 folder.mkdir(parents=True, exist_ok=True)
                 pred = Prediction(path=prediction_path(run_dir, r))
                 outcome = judge_prediction(
@@ -320,11 +345,11 @@ def repeat_judges(
                     judges,
                     folder,
                     components,
-                    pair_dir=pair_dir(Path(run_dir), r["agent"], r["task_id"]),
+                    pair_dir=RunDir(run_dir).attempt(r["agent"], r["task_id"], epoch),
                 )
                 errors += len(outcome.errors)
                 got = outcome.scores
-                fake_row = {"task_id": r["task_id"], "agent": r["agent"], "scores": got}
+                fake_row = {"task_id": r["task_id"], "agent": r["agent"], "epoch": epoch, "scores": got}
                 for name, values in judge_series([fake_row]).items():
                     for key, v in values.items():
                         scores.setdefault(name, {}).setdefault(key, []).append(v)
@@ -376,13 +401,13 @@ def meta_eval(
         if any(lab.kind for lab in labels):
             report["kinds"] = kind_means(labels, series)
         report["bootstrap"] = {"resamples": n_boot, "seed": seed, "level": 0.95}
-        unknown = [lab for lab in labels if data.row(lab.agent, lab.task_id) is None]
+        unknown = [lab for lab in labels if data.row(lab.agent, lab.task_id, lab.epoch) is None]
         if unknown:
             report["warnings"].append(
                 f"{len(unknown)} label(s) name a pair not in the run, "
                 f"e.g. ({unknown[0].task_id}, {unknown[0].agent})"
             )
-        pairs = {(lab.task_id, lab.agent) for lab in labels}
+        pairs = {lab.key for lab in labels}
     if repeat:
         if registry is None:
             from pptarena.run.registry import get_registry

@@ -20,7 +20,7 @@ from typing import Any
 MAX_LISTED_KIND_PAIRS = 200
 
 
-def kind_means(labels: list[Any], series: dict[str, dict[tuple[str, str], float]]) -> dict[str, Any]:
+def kind_means(labels: list[Any], series: dict[str, dict[tuple[str, str, int], float]]) -> dict[str, Any]:
     """``{kind: {"n", "label_mean", "series": {name: mean or None}}}`` over labels that have a kind."""
     by_kind: dict[str, list[Any]] = defaultdict(list)
     for lab in labels:
@@ -30,7 +30,7 @@ def kind_means(labels: list[Any], series: dict[str, dict[tuple[str, str], float]
     for kind, labs in by_kind.items():
         means = {}
         for name, values in series.items():
-            got = [values[(lab.task_id, lab.agent)] for lab in labs if (lab.task_id, lab.agent) in values]
+            got = [values[lab.key] for lab in labs if lab.key in values]
             means[name] = round(sum(got) / len(got), 4) if got else None
         out[kind] = {
             "n": len(labs),
@@ -40,13 +40,13 @@ def kind_means(labels: list[Any], series: dict[str, dict[tuple[str, str], float]
     return out
 
 
-def within_task_order(labels: list[Any], values: dict[tuple[str, str], float]) -> dict[str, Any]:
+def within_task_order(labels: list[Any], values: dict[tuple[str, str, int], float]) -> dict[str, Any]:
     """Concordant / tied / discordant counts over same-task pairs with different labels
     (see the module doc).
     """
     by_task: dict[str, list[Any]] = defaultdict(list)
     for lab in labels:
-        if (lab.task_id, lab.agent) in values:
+        if lab.key in values:
             by_task[lab.task_id].append(lab)
     total = {"pairs": 0, "concordant": 0, "tied": 0, "discordant": 0}
     per_kind: dict[str, dict[str, int]] = defaultdict(
@@ -58,7 +58,7 @@ def within_task_order(labels: list[Any], values: dict[tuple[str, str], float]) -
                 if a.value == b.value:
                     continue
                 hi, lo = (a, b) if a.value > b.value else (b, a)
-                d = values[(hi.task_id, hi.agent)] - values[(lo.task_id, lo.agent)]
+                d = values[hi.key] - values[lo.key]
                 verdict = "concordant" if d > 0 else ("tied" if d == 0 else "discordant")
                 total["pairs"] += 1
                 total[verdict] += 1
