@@ -63,6 +63,8 @@ class Reply:
     delay: float = 0.0  # seconds to wait before answering (for concurrency tests)
     finish_reason: str = "stop"
     cached_input_tokens: int = 0  # of input_tokens, served from the provider's prompt cache
+    cache_write_5m_tokens: int = 0  # of input_tokens, written to Anthropic's prompt cache for 5 minutes
+    cache_write_1h_tokens: int = 0  # ... and for one hour
 
 
 @dataclass(frozen=True)
@@ -477,6 +479,7 @@ class StubLLMServer:
                 },
             }
         else:
+            written = action.cache_write_5m_tokens + action.cache_write_1h_tokens
             payload = {
                 "id": f"msg_stub{n}",
                 "type": "message",
@@ -485,12 +488,17 @@ class StubLLMServer:
                 "content": [{"type": "text", "text": action.text}],
                 "stop_reason": "end_turn" if action.finish_reason == "stop" else action.finish_reason,
                 "stop_sequence": None,
-                # Anthropic reports prompt-cache reads apart from input_tokens
+                # Anthropic reports prompt-cache reads and writes apart from input_tokens, the writes
+                # also split by lifetime
                 "usage": {
-                    "input_tokens": usage_in - action.cached_input_tokens,
+                    "input_tokens": usage_in - action.cached_input_tokens - written,
                     "output_tokens": usage_out,
                     "cache_read_input_tokens": action.cached_input_tokens,
-                    "cache_creation_input_tokens": 0,
+                    "cache_creation_input_tokens": written,
+                    "cache_creation": {
+                        "ephemeral_5m_input_tokens": action.cache_write_5m_tokens,
+                        "ephemeral_1h_input_tokens": action.cache_write_1h_tokens,
+                    },
                 },
             }
         h._send_json(200, payload, headers)

@@ -43,6 +43,41 @@ def test_anthropic_cache_reads_count_as_cached_input(anthropic_backend, llm_serv
     assert client.cost_usd == pytest.approx((200 * 1.0 + 800 * 0.10 + 10 * 5.0) / 1e6)
 
 
+def test_anthropic_cache_writes_cost_more_than_input_by_lifetime(anthropic_backend, llm_server):
+    """Anthropic bills prompt-cache writes at 1.25x the input rate (five minutes) and 2x (one hour)."""
+    llm_server.enqueue(
+        Reply(
+            "a",
+            input_tokens=1000,
+            output_tokens=10,
+            cached_input_tokens=100,
+            cache_write_5m_tokens=300,
+            cache_write_1h_tokens=200,
+        )
+    )
+    client = ModelClient(anthropic_backend(), "anthropic", "claude-haiku-4-5-20251001")
+    client.complete([Message.user("x")])
+    u = client.usage
+    assert (
+        u.input_tokens,
+        u.cached_input_tokens,
+        u.cache_write_input_tokens,
+        u.cache_write_1h_input_tokens,
+    ) == (
+        1000,
+        100,
+        500,
+        200,
+    )
+    # 400 plain x $1 + 100 read x $0.10 + 300 5-minute writes x $1.25 + 200 1-hour writes x $2 + 10 out x $5
+    assert client.cost_usd == pytest.approx(
+        (400 * 1.0 + 100 * 0.10 + 300 * 1.25 + 200 * 2.0 + 10 * 5.0) / 1e6
+    )
+    # without write rates (an override, or a provider that bills writes as input) writes cost the input rate
+    plain = ModelPrice(input=1.0, output=5.0, cached_input=0.1)
+    assert plain.cost(1000, 10, 100, 500, 200) == pytest.approx((900 * 1.0 + 100 * 0.1 + 10 * 5.0) / 1e6)
+
+
 def test_unknown_model_is_unpriced_and_response_cache_hits_are_free(openai_backend, llm_server, tmp_path):
     backend = openai_backend(cache=tmp_path / "cache.sqlite")
     llm_server.enqueue(Reply("a", input_tokens=50, output_tokens=5))

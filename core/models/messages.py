@@ -158,7 +158,10 @@ class Usage:
     are those the answers cost when they were made, also for cache hits, so a
     re-run from the cache reports the same usage as the original run.
     ``cached_input_tokens`` is the part of ``input_tokens`` the provider served
-    from its prompt cache (priced at the ``cached_input`` rate).
+    from its prompt cache (priced at the ``cached_input`` rate);
+    ``cache_write_input_tokens`` the part it wrote to its prompt cache (Anthropic
+    bills writes above the input rate), ``cache_write_1h_input_tokens`` of which
+    with a one-hour lifetime.
     """
 
     input_tokens: int = 0
@@ -167,7 +170,9 @@ class Usage:
     cached_calls: int = 0
     retries: int = 0
     errors: int = 0
-    cached_input_tokens: int = 0  # last, so positional construction keeps its meaning
+    cached_input_tokens: int = 0  # new fields go last, so positional construction keeps its meaning
+    cache_write_input_tokens: int = 0
+    cache_write_1h_input_tokens: int = 0
 
     def add(self, other: Usage) -> None:
         """Accumulate another usage into this one."""

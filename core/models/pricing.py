@@ -7,8 +7,10 @@ else from the bundled table ``data/pricing.toml``, else from the backend's ``def
 *unknown* cost (``None``), never 0; totals that include such a call are unknown too, and keep
 the priced part as ``known_usd``.
 
-Cost of one call = (input - cached_input) x input + cached_input x cached_input_rate + output x
-output_rate, divided by 10^6; a response served from pptarena's own response cache costs 0.
+Cost of one call = (input - cached - written) x input + cached x cached_input + written (five-minute
+lifetime) x cache_write + written (one-hour lifetime) x cache_write_1h + output x output, divided by
+10^6, where ``cached`` and ``written`` are the input tokens the provider read from and wrote to its
+prompt cache; a response served from pptarena's own response cache costs 0.
 """
 
 from __future__ import annotations
@@ -36,12 +38,38 @@ class ModelPrice(BaseModel):
     cached_input: float | None = Field(
         None, ge=0, le=10_000, description="USD per million cached input tokens"
     )
+    cache_write: float | None = Field(
+        None,
+        ge=0,
+        le=10_000,
+        description="USD per million input tokens written to the prompt cache (default: input)",
+    )
+    cache_write_1h: float | None = Field(
+        None, ge=0, le=10_000, description="the same for one-hour cache entries (default: cache_write)"
+    )
 
-    def cost(self, input_tokens: int, output_tokens: int, cached_input_tokens: int = 0) -> float:
-        """The dollar cost of one call's tokens."""
+    def cost(
+        self,
+        input_tokens: int,
+        output_tokens: int,
+        cached_input_tokens: int = 0,
+        cache_write_tokens: int = 0,
+        cache_write_1h_tokens: int = 0,
+    ) -> float:
+        """The dollar cost of one call's tokens (cache reads and writes are parts of ``input_tokens``)."""
         cached = max(0, min(cached_input_tokens, input_tokens))
-        rate = self.input if self.cached_input is None else self.cached_input
-        return ((input_tokens - cached) * self.input + cached * rate + output_tokens * self.output) / 1e6
+        written = max(0, min(cache_write_tokens, input_tokens - cached))
+        written_1h = max(0, min(cache_write_1h_tokens, written))
+        read_rate = self.input if self.cached_input is None else self.cached_input
+        write_rate = self.input if self.cache_write is None else self.cache_write
+        write_1h_rate = write_rate if self.cache_write_1h is None else self.cache_write_1h
+        return (
+            (input_tokens - cached - written) * self.input
+            + cached * read_rate
+            + (written - written_1h) * write_rate
+            + written_1h * write_1h_rate
+            + output_tokens * self.output
+        ) / 1e6
 
 
 @lru_cache(maxsize=1)
@@ -88,7 +116,13 @@ def call_cost(backend: Any, model: str, usage: Any, *, cached: bool = False) -> 
     price = price_for(backend, model)
     if price is None:
         return None
-    return price.cost(tokens_in, tokens_out, int(getattr(usage, "cached_input_tokens", 0)))
+    return price.cost(
+        tokens_in,
+        tokens_out,
+        int(getattr(usage, "cached_input_tokens", 0)),
+        int(getattr(usage, "cache_write_input_tokens", 0)),
+        int(getattr(usage, "cache_write_1h_input_tokens", 0)),
+    )
 
 
 def clients_cost(clients: Iterable[Any]) -> dict[str, Any]:

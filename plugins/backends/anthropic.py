@@ -281,9 +281,13 @@ class AnthropicBackend(BackendBase):
         )
         usage = getattr(response, "usage", None)
         # Anthropic counts prompt-cache reads and writes apart from input_tokens; pptarena's input_tokens
-        # include them, and cached_input_tokens says how many were cache reads (priced at the cached rate)
+        # include them, cached_input_tokens are the reads and cache_write_input_tokens the writes (each
+        # with its own rate), with usage.cache_creation splitting the writes by lifetime (5 min / 1 h)
         cache_read = int(getattr(usage, "cache_read_input_tokens", 0) or 0)
         cache_write = int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
+        cache_write_1h = int(
+            getattr(getattr(usage, "cache_creation", None), "ephemeral_1h_input_tokens", 0) or 0
+        )
         return Completion(
             text=text,
             model=getattr(response, "model", None) or model,
@@ -291,6 +295,8 @@ class AnthropicBackend(BackendBase):
                 input_tokens=int(getattr(usage, "input_tokens", 0) or 0) + cache_read + cache_write,
                 output_tokens=int(getattr(usage, "output_tokens", 0) or 0),
                 cached_input_tokens=cache_read,
+                cache_write_input_tokens=cache_write,
+                cache_write_1h_input_tokens=cache_write_1h,
                 calls=1,
             ),
             raw=response.model_dump(mode="json", exclude_none=True),
