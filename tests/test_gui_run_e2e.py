@@ -120,3 +120,65 @@ responses = [{json.dumps(KEYBOARD_RETITLE)}, '{{"action": "done"}}']
     assert (pair / "trajectory" / "trajectory.jsonl").is_file()
     # noop is judged against the dataset's own decks (it has no tool that re-saves them)
     assert not (tmp_path / "run" / "tasks" / "noop" / "retitle" / "references").exists()
+
+
+def test_gui_agent_hands_its_office_settings_to_the_osworld_checker(tmp_path):
+    """OSWorld task 0f84bef9 is scored on LibreOffice's settings file, not the deck: only the gui
+    agent provides it (noop is skipped with the reason). The scripted model answers "done" at once,
+    so the presenter console is still enabled; the checker must read the settings file the episode
+    left behind and say so, instead of "the agent did not hand back" it."""
+    import osworld_standin as standin
+
+    if not (standin.SHARED_OSWORLD.is_dir() and standin.CORPUS.is_dir()):
+        pytest.skip("../shared/osworld or ../shared/corpus is absent")
+    root, files = standin.build(tmp_path / "osworld")
+    task_id = "0f84bef9-9790-432e-92b7-eece357603fb"
+    cfg = tmp_path / "gui.toml"
+    cfg.write_text(
+        f"""
+[run]
+task_timeout = 400
+
+[dataset]
+use = "osworld"
+root = "{root}"
+files_dir = "{files}"
+ids = ["{task_id}"]
+
+[[agents]]
+use = "gui"
+model = "scripted/done"
+max_steps = 2
+
+[[agents]]
+use = "noop"
+
+[[judges]]
+use = "osworld"
+
+[backends.scripted]
+responses = ['{{"action": "done"}}']
+"""
+    )
+    out = subprocess.run(
+        [sys.executable, "-m", "pptarena.cli", "run", "--config", str(cfg), "--out", str(tmp_path / "run")]
+        + ["--no-report", "--quiet"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+        env=dict(os.environ),
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert [r["agent"] for r in rows] == ["gui"]  # noop cannot hand back settings: skipped
+    manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
+    assert [(s["agent"], s["task_id"]) for s in manifest["skipped"]] == [("noop", task_id)]
+    (gui,) = rows
+    assert gui["status"] == "scored", gui["error"]
+    assert gui["scores"]["osworld"]["score"] == 0.0
+    verdicts = json.loads((tmp_path / "run" / "tasks" / "gui" / task_id / "verdicts.json").read_text())
+    explanation = verdicts["verdicts"]["osworld"]["explanation"]
+    assert "did not hand back" not in explanation and "EnablePresenterScreen" in explanation, explanation
+    kept = tmp_path / "run" / "tasks" / "gui" / task_id / "registrymodifications.xcu"
+    assert kept.is_file() and b"org.openoffice" in kept.read_bytes()
