@@ -265,6 +265,13 @@ def test_cli_epochs_and_max_cost_then_report(tmp_path, fake_plugins):
     assert "Paired comparison · title" in html and "Judge fingerprints" in html
     assert manifest["judge_fingerprints"]["title"]["id"] in html
     assert "Cost (USD)" in html and "$5.00" in html and "2 attempts (shown: epoch 1" in html
+    # each later attempt has its own folded section: its folder, its verdicts, or the reused line
+    later = [r for r in rows if r["epoch"] == 2]
+    sections = html.split('<details class="attempt">')[1:]
+    assert len(sections) == len(later) >= 2
+    asker_e2 = next(x for x in sections if "@e2</code>" in x and "titles compared" in x)
+    assert "epoch 2:" in asker_e2
+    assert any("a deterministic agent: epoch 1's result, reused" in x for x in sections)
     assert "title pass@2" in html
     assert "<title>95% interval" in html  # the score histograms draw each mean's interval
     assert manifest["budget"]["stopped"] and manifest["budget"]["not_started"] == 1

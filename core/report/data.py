@@ -102,9 +102,15 @@ class RunData:
             found = cache[(agent, task_id)] = pair_dir(self.run_dir, agent, task_id)
         return found
 
-    def verdicts(self, agent: str, task_id: str) -> dict[str, Any]:
-        """The pair's ``verdicts.json`` (empty when missing, not a regular file, too large or unreadable)."""
-        raw = read_regular(os.path.join(self.pair_dir(agent, task_id), VERDICTS), MAX_JSON_BYTES)
+    def verdicts(self, agent: str, task_id: str, epoch: int = 1) -> dict[str, Any]:
+        """The ``verdicts.json`` of the pair's attempt ``epoch`` (empty when missing, not a regular file,
+        too large or unreadable)."""
+        folder = (
+            self.pair_dir(agent, task_id)
+            if epoch <= 1
+            else RunDir(self.run_dir).attempt(agent, task_id, epoch)
+        )
+        raw = read_regular(os.path.join(folder, VERDICTS), MAX_JSON_BYTES)
         if raw is None:
             return {}
         try:

@@ -200,8 +200,9 @@ def pair_html(
         )
         parts.append(
             f'<p class="muted">{len(others) + 1} attempts (shown: epoch 1; files of epoch N in '
-            f"<code>{esc(folder.name, 200)}@eN</code>): {attempts}</p>"
+            f"<code>{esc(folder.name, 200)}@eN</code>, each below): {attempts}</p>"
         )
+        parts += [later_attempt_html(data, task, r) for r in sorted(others, key=epoch_of)]
     if row.get("error"):
         parts.append(f'<div class="err">{esc(row["error"])}</div>')
     decks = pair_decks(data.run_dir, folder, row, task)
@@ -224,6 +225,33 @@ def pair_html(
     parts.append(trajectory_html(folder, base))
     parts.append("</div>")
     return "".join(parts)
+
+
+def later_attempt_html(data: RunData, task: Any, row: dict[str, Any]) -> str:
+    """A folded section for an attempt after epoch 1: its error, its edits (as text, no renders),
+    its verdicts and its agent log (a deterministic agent's reused line only says so)."""
+    from pptarena.run.rundir import RunDir
+    from pptarena.run.stats import epoch_of
+
+    agent, task_id, epoch = row["agent"], row["task_id"], epoch_of(row)
+    folder = RunDir(data.run_dir).attempt(agent, task_id, epoch)
+    status = str(row.get("status"))
+    inner = [f'<div class="err">{esc(row["error"])}</div>'] if row.get("error") else []
+    if row.get("reused_from_epoch"):
+        reused = esc(row["reused_from_epoch"], 10)
+        inner.append(f'<p class="muted">a deterministic agent: epoch {reused}\'s result, reused</p>')
+    else:
+        view = pair_view(pair_decks(data.run_dir, folder, row, task), None)
+        inner += [f'<div class="problem">{esc(n, 600)}</div>' for n in view.notes if "not rendered" not in n]
+        if view.prediction_edits:
+            inner.append(f"<b>Edits original → prediction</b><pre>{esc(view.prediction_edits, 30_000)}</pre>")
+        for label, verdict in (data.verdicts(agent, task_id, epoch).get("verdicts") or {}).items():
+            inner.append(verdict_html(label, verdict))
+        inner.append(agent_log_html(folder))
+    return (
+        f'<details class="attempt"><summary>epoch {epoch}: <span class="badge {escape(status)}">'
+        f"{escape(status)}</span> <code>{esc(folder.name, 200)}</code></summary>{''.join(inner)}</details>"
+    )
 
 
 def _anchor(text: str) -> str:
