@@ -65,12 +65,17 @@ def env_secrets(environ: Mapping[str, str] | None = None) -> set[str]:
 @functools.lru_cache(maxsize=256)
 def encoded_forms(value: str) -> frozenset[str]:
     """``value`` as code that copies it out usually writes it: base64 (standard and URL-safe, at
-    each of the three offsets it can have inside a longer encoded text), hex, percent-encoding and
-    JSON escaping. Only characters that depend on ``value`` alone are kept, so the form is found
-    whatever surrounds the secret. (A secret transformed any other way is not recognised.)
+    each of the three offsets it can have inside a longer encoded text), hex, percent-encoding (upper-
+    and lower-case escapes) and JSON escaping; none for values shorter than ``MIN_SECRET_CHARS``.
+    Only characters that depend on ``value`` alone are kept, so the form is found whatever surrounds
+    the secret. (A secret transformed any other way is not recognised.)
     """
+    if len(value) < MIN_SECRET_CHARS:  # e.g. a short URL password: its hex would be a plain number
+        return frozenset()
     raw = value.encode("utf-8")
-    forms = {raw.hex(), raw.hex().upper(), quote(value, safe=""), json.dumps(value)[1:-1]}
+    percent = quote(value, safe="")
+    lower_escapes = re.sub(r"%[0-9A-F]{2}", lambda m: m.group(0).lower(), percent)
+    forms = {raw.hex(), raw.hex().upper(), percent, lower_escapes, json.dumps(value)[1:-1]}
     for offset in range(3):  # the secret starts at byte offset 0, 1 or 2 of a base64 group
         encoded = base64.b64encode(b"\0" * offset + raw).decode("ascii")
         part = encoded[-(-8 * offset // 6) : 8 * (offset + len(raw)) // 6]

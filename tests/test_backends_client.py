@@ -266,3 +266,15 @@ def test_redaction_finds_a_key_encoded_inside_any_text():
         ):
             masked = redact_text(text, known)
             assert "***" in masked and len(masked) < len(text), (key, text)
+
+
+def test_encoded_forms_leave_short_values_and_innocent_numbers_alone():
+    """A 4-character URL password is a secret as itself only: its hex would be an 8-digit number
+    that occurs in innocent text. Percent forms are found with either case of escapes."""
+    from pptarena.redact import encoded_forms, redact_text
+
+    assert encoded_forms("1234") == frozenset()
+    assert redact_text("job 31323334 done", ["1234", *encoded_forms("1234")]) == "job 31323334 done"
+    key = "sk-a/b+c=d?e&f"
+    lower = "token%3dsk-a%2fb%2bc%3dd%3fe%26f"  # quote() writes %2F; other encoders write %2f
+    assert "***" in redact_text(lower, [key, *encoded_forms(key)])

@@ -58,6 +58,8 @@ def test_text_and_images_use_the_chat_completions_wire_format(openai_backend, ll
         "retries": 0,
         "errors": 0,
         "cached_input_tokens": 0,
+        "cache_write_input_tokens": 0,
+        "cache_write_1h_input_tokens": 0,
     }
 
 

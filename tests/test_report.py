@@ -111,3 +111,24 @@ def test_arena_report_command(tmp_path, fake_plugins):
     assert "rendering disabled" in html
     bad = CliRunner().invoke(cli, ["report", str(tmp_path)])
     assert bad.exit_code != 0 and "no results.jsonl" in bad.output
+
+
+def test_tokens_column_counts_prompt_cache_reads_and_writes_once():
+    """Cache reads and writes are parts of the input tokens (pptarena.models.Usage): the leaderboard
+    adds input and output tokens only, the agent's and the judges'."""
+    line = _line("a", "t1", "scored", {}, {})
+    line["usage"] = {
+        "input_tokens": 1000,
+        "output_tokens": 10,
+        "cached_input_tokens": 300,
+        "cache_write_input_tokens": 500,
+        "cache_write_1h_input_tokens": 200,
+        "judge_input_tokens": 4,
+        "judge_output_tokens": 1,
+        "judge_cache_write_input_tokens": 4,
+        "calls": 3,
+    }
+    row = dict(
+        zip(*(lambda t: (t.headers, t.rows[0]))(leaderboard_table(summarize_results([line]))), strict=True)
+    )
+    assert row["tokens"] == "1015"

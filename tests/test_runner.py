@@ -183,12 +183,15 @@ def test_filters_limit_and_globs(tmp_path, fake_plugins):
     assert len(rows_of(tmp_path / "l")) == 2
 
 
-def _interrupt_run(cfg: Path, out: Path) -> tuple[int, str]:
-    """Start ``arena run``, press Ctrl-C once the first result is saved; its exit code and stderr."""
+def _interrupt_run(cfg: Path, out: Path, ready=None) -> tuple[int, str]:
+    """Start ``arena run``, press Ctrl-C once the first result is saved (or once ``ready()``);
+    its exit code and stderr."""
     cmd = [sys.executable, "-m", "pptarena.cli", "run", "--config", str(cfg), "--out", str(out)]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and not ((out / "results.jsonl").exists() and rows_of(out)):
+    if ready is None:
+        ready = lambda: (out / "results.jsonl").exists() and bool(rows_of(out))  # noqa: E731
+    while time.monotonic() < deadline and not ready():
         time.sleep(0.05)
     proc.send_signal(signal.SIGINT)
     _, err = proc.communicate(timeout=60)
@@ -371,7 +374,7 @@ def test_a_key_copied_out_encoded_is_masked_in_every_file_of_the_run(tmp_path, f
 
     from pptarena.report.html import write_report
 
-    secret = "sk-test-encoded-0123456789abcdef"
+    secret = "sk-test/encoded+0123456789abcdef"  # "/" and "+" change under percent-encoding
     monkeypatch.setenv("PPTARENA_TEST_API_KEY", secret)
     cfg = config_file(tmp_path, '[[agents]]\nuse = "encoding-leaker"\n', count=1)
     out = tmp_path / "run"
@@ -381,3 +384,22 @@ def test_a_key_copied_out_encoded_is_masked_in_every_file_of_the_run(tmp_path, f
     assert files_holding(out, list(leaks.values())) == []
     transcript = (out / "tasks/encoding-leaker/task-00/transcript.txt").read_text()
     assert transcript.count("***") == len(leaks)  # every form found, none left whole
+
+
+def test_ctrl_c_mid_pair_leaves_no_key_in_the_run_folder(tmp_path, fake_plugins, monkeypatch):
+    """The attack: an agent writes the API key into its folder and is still working when Ctrl-C
+    comes; the run exits at once, before the pair's own clean-up, and must not leave the key behind."""
+    from trust_fixtures import files_holding
+
+    secret = "sk-test-interrupt-0123456789abcdef"
+    monkeypatch.setenv("PPTARENA_TEST_API_KEY", secret)
+    cfg = config_file(tmp_path, '[[agents]]\nuse = "leaky"\nsleep = 1.5\n', count=6)
+    out = tmp_path / "run"
+    # Ctrl-C while the second pair sleeps, its transcript written and its result not
+    returncode, err = _interrupt_run(
+        cfg, out, lambda: len(list(out.glob("tasks/leaky/*/transcript.txt"))) >= 2
+    )
+    assert returncode == 130, err
+    transcripts = list((out / "tasks" / "leaky").glob("*/transcript.txt"))
+    assert len(transcripts) > len(rows_of(out))  # the interrupted pairs had written theirs
+    assert files_holding(out, [secret]) == []

@@ -248,7 +248,8 @@ def _meta_tables(report: dict[str, Any]) -> list[Any]:
     "labels_path",
     type=click.Path(exists=True, dir_okay=False, path_type=Path),
     default=None,
-    help="CSV with columns task_id, agent, label (0-1, 0-5 or a progress class) and optionally kind.",
+    help="CSV with columns task_id, agent, label (0-1, 0-5 or a progress class) and optionally kind "
+    "and epoch (the attempt labelled; 1 by default).",
 )
 @click.option(
     "--scale",

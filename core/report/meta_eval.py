@@ -404,8 +404,8 @@ def meta_eval(
         unknown = [lab for lab in labels if data.row(lab.agent, lab.task_id, lab.epoch) is None]
         if unknown:
             report["warnings"].append(
-                f"{len(unknown)} label(s) name a pair not in the run, "
-                f"e.g. ({unknown[0].task_id}, {unknown[0].agent})"
+                f"{len(unknown)} label(s) name an attempt not in the run, "
+                f"e.g. ({unknown[0].task_id}, {unknown[0].agent}, epoch {unknown[0].epoch})"
             )
         pairs = {lab.key for lab in labels}
     if repeat:

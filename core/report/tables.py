@@ -134,8 +134,10 @@ def leaderboard_table(
             if k > 1:
                 row += epoch_cells(b, k)
         usage = entry.get("usage") or {}
-        tokens = sum(
-            v for k, v in usage.items() if k.endswith("tokens") and "cached_" not in k and isinstance(v, int)
+        tokens = sum(  # cache reads and writes are parts of the input tokens
+            v
+            for k, v in usage.items()
+            if k.endswith(("input_tokens", "output_tokens")) and "cache" not in k and isinstance(v, int)
         )
         row += [fmt(entry.get("duration_s"), 1), str(tokens) if tokens else "–", fmt_usd(entry.get("cost"))]
         table.rows.append(row)

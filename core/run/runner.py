@@ -113,6 +113,7 @@ class Runner:
         self._stop = threading.Event()
         self._procs: set[subprocess.Popen[bytes]] = set()
         self._procs_lock = threading.Lock()
+        self._in_flight: set[Path] = set()  # folders of attempts running in this process
         self._judges: list[tuple[ComponentConfig, Any]] | None = None
         self._judges_lock = threading.Lock()
         self.agent_launcher: AgentLauncher | None = None  # set by an executor (e.g. a warm worker pool)
@@ -425,6 +426,21 @@ class Runner:
             failed.update(status=Status.INFRA_ERROR, error=f"could not prepare the workspace: {exc}")
             failed["duration_s"] = round(time.monotonic() - t0, 3)
             return failed
+        from pptarena.redact import redact_tree
+
+        with self._procs_lock:
+            self._in_flight.add(ws.dir)
+        try:
+            return self._attempt_in(agent, task, epoch, ws, t0)
+        finally:  # also when stopped or failing: files plugins wrote (programs, transcripts) hold no secret
+            redact_tree(ws.dir)
+            with self._procs_lock:
+                self._in_flight.discard(ws.dir)
+
+    def _attempt_in(
+        self, agent: ComponentConfig, task: Task, epoch: int, ws: Workspace, t0: float
+    ) -> dict[str, Any] | None:
+        """:meth:`attempt` once its workspace ``ws`` exists."""
         in_process = bool(getattr(agent.spec.factory, "in_process", False))
         outcome = self.launch_agent(agent, task, ws)
         if self._stop.is_set():
@@ -477,9 +493,6 @@ class Runner:
         row["isolation"] = (
             pred_meta.get("isolation") or self.isolation
         )  # e.g. a command agent run unsandboxed
-        from pptarena.redact import redact_tree
-
-        redact_tree(ws.dir)  # files plugins wrote themselves (programs, transcripts) hold no secret either
         write_json_atomic(ws.dir / VERDICTS, {"status": row["status"], "error": row["error"], **details})
         if self._stop.is_set():
             return None
@@ -562,6 +575,7 @@ class Runner:
             if self.on_interrupt is not None:
                 self.on_interrupt(message)
             self.stop()
+            self._redact_in_flight()  # the process may exit before their own clean-up runs
             executor.close()
             self.components.close()
             raise RunInterrupted(message) from None
@@ -613,6 +627,15 @@ class Runner:
         if comp is None:
             return self.registry.create("executors", "local", {}, self.components.context())
         return self.components.build(comp)
+
+    def _redact_in_flight(self) -> None:
+        """Mask secrets in the folders of attempts still running here (their agents were just stopped)."""
+        from pptarena.redact import redact_tree
+
+        with self._procs_lock:
+            folders = list(self._in_flight)
+        for folder in folders:
+            redact_tree(folder)
 
     def stop(self) -> None:
         """Stop: no new results are written and running workers (and the executor's) are killed."""

@@ -101,7 +101,7 @@ def run_session(runner: Any, agent: Any, session: Task, epoch: int = 1) -> dict[
         turn_rows.append(_turn_entry(index, turn))
         add_counts(row["usage"], turn["usage"])
         if turn["status"] != Status.SCORED:
-            row["status"], row["error"] = turn["status"], f"turn {index}: {turn['error']}"
+            row["status"], row["error"] = turn["status"], f"turn {index}: {turn['error'] or turn['status']}"
             break
         previous = Path(runner.run_dir) / turn["prediction"]  # absolute when outside the run folder
         history.append({"turn": index, "instruction": task.instruction})
