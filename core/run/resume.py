@@ -1,4 +1,4 @@
-"""Which folder a run uses, and whether an existing run folder may be resumed with a config.
+"""Which folder a run uses, its ``manifest.json``, and whether a run folder may be resumed with a config.
 
 A run folder records the config it was started with (``manifest.json``). ``arena run`` without
 ``--out`` resumes the newest run of the same config; an explicit folder is resumed only if the
@@ -9,12 +9,16 @@ from __future__ import annotations
 
 import hashlib
 import json
-from datetime import datetime
+import platform
+import sys
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from pptarena.run.config import RunConfig
+from pptarena.run.results import SCHEMA_VERSION, write_json_atomic
 from pptarena.run.rundir import RunDir
+from pptarena.types import PptArenaError
 
 
 def config_hash(config: RunConfig) -> str:
@@ -91,3 +95,81 @@ def resume_conflicts(previous: dict[str, Any], current: dict[str, Any]) -> list[
         if before[label] != after[label]:
             problems.append(f"agent {label!r} differs")
     return problems
+
+
+def write_start_manifest(
+    path: Path,
+    config: RunConfig,
+    registry: Any,
+    *,
+    tasks: int,
+    skipped: dict[tuple[str, str], str],
+    judge_fingerprints: dict[str, Any],
+    epochs: int,
+    max_cost: float | None,
+) -> None:
+    """Write the run's ``manifest.json`` as a run (or a resume) starts: the config (secrets elided),
+    components, plugins, fingerprints and start times (a resume keeps ``started_at`` and adds to
+    ``resumed_at``); ``finished_at`` is None until :func:`finish_manifest`."""
+    from pptarena import __version__
+
+    now = datetime.now(UTC).isoformat(timespec="seconds")
+    previous: dict[str, Any] = {}
+    if path.exists():
+        try:
+            previous = json.loads(path.read_text())
+        except ValueError:
+            previous = {}
+    manifest = {
+        "schema_version": SCHEMA_VERSION,
+        "pptarena_version": __version__,
+        "config_path": str(config.path),
+        "config_hash": config_hash(config),
+        "config": config.redacted(),
+        "components": [
+            {"key": c.key_path, "label": c.label, **c.spec.provenance()} for c in config.components()
+        ],
+        "plugins": [p.to_json() for p in registry.plugins.values()],
+        "started_at": previous.get("started_at", now),
+        "resumed_at": [*previous.get("resumed_at", []), now] if previous else [],
+        "finished_at": None,
+        "tasks": tasks,
+        "agents": [a.label for a in config.agents],
+        "judges": [j.label for j in config.judges],
+        "judge_fingerprints": judge_fingerprints,
+        "epochs": epochs,
+        "max_cost": max_cost,
+        "skipped": [{"agent": a, "task_id": t, "reason": why} for (a, t), why in skipped.items()],
+        "python": sys.version.split()[0],
+        "platform": platform.platform(),
+    }
+    write_json_atomic(path, manifest)
+
+
+def finish_manifest(path: Path, finished: bool, budget: dict[str, Any] | None) -> None:
+    """Record the end of a run: ``finished_at`` when every attempt has a result, the budget record."""
+    manifest = json.loads(path.read_text())
+    if finished:
+        manifest["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+    if budget is not None:
+        manifest["budget"] = budget
+    write_json_atomic(path, manifest)
+
+
+def check_resumable(path: Path, config: RunConfig, run_dir: Path) -> None:
+    """Raise :class:`~pptarena.types.PptArenaError` when the run folder's manifest (``path``) was written
+    for a config whose results-deciding parts differ from ``config`` (see :func:`resume_conflicts`)."""
+    if not path.exists():
+        return
+    try:
+        previous = json.loads(path.read_text()).get("config") or {}
+    except ValueError:
+        return
+    problems = resume_conflicts(previous, config.redacted())
+    if problems:
+        raise PptArenaError(
+            f"{run_dir} holds results of a different config ({'; '.join(problems)}), "
+            "so resuming would mix them. Use another --out (or --new), "
+            "or re-judge the existing predictions with "
+            f"`arena rescore {run_dir} --config {config.path}`."
+        )

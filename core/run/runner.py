@@ -18,7 +18,6 @@ from __future__ import annotations
 import functools
 import json
 import os
-import platform
 import shutil
 import subprocess
 import sys
@@ -26,7 +25,6 @@ import threading
 import time
 import traceback
 from collections.abc import Callable
-from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -46,8 +44,8 @@ from pptarena.run.records import AgentOutcome, JudgeOutcome, ResultLineProblem
 from pptarena.run.references import normalized_references, normalizer_of
 from pptarena.run.registry import Registry
 from pptarena.run.requirements import unmet_requirements
-from pptarena.run.results import SCHEMA_VERSION, ResultsStore, summarize_results, write_json_atomic
-from pptarena.run.resume import config_hash, resume_conflicts
+from pptarena.run.results import ResultsStore, summarize_results, write_json_atomic
+from pptarena.run.resume import check_resumable, finish_manifest, write_start_manifest
 from pptarena.run.rundir import AGENT_ERROR, AGENT_LOG, AGENT_STDERR, INPUT, VERDICTS, RunDir, safe_name
 from pptarena.run.runlock import MAX_CRASHES, AttemptLedger, RunLock
 from pptarena.run.sessions import is_session, run_session
@@ -126,71 +124,29 @@ class Runner:
     # ------------------------------------------------------------------ setup
 
     def _write_manifest(self, tasks: list[Task], skipped: dict[tuple[str, str], str] | None = None) -> None:
-        path = RunDir(self.run_dir).manifest
-        now = datetime.now(UTC).isoformat(timespec="seconds")
-        previous: dict[str, Any] = {}
-        if path.exists():
-            try:
-                previous = json.loads(path.read_text())
-            except ValueError:
-                previous = {}
-        from pptarena import __version__
-
-        manifest = {
-            "schema_version": SCHEMA_VERSION,
-            "pptarena_version": __version__,
-            "config_path": str(self.config.path),
-            "config_hash": config_hash(self.config),
-            "config": self.config.redacted(),
-            "components": [
-                {"key": c.key_path, "label": c.label, **c.spec.provenance()} for c in self.config.components()
-            ],
-            "plugins": [p.to_json() for p in self.registry.plugins.values()],
-            "started_at": previous.get("started_at", now),
-            "resumed_at": [*previous.get("resumed_at", []), now] if previous else [],
-            "finished_at": None,
-            "tasks": len(tasks),
-            "agents": [a.label for a in self.config.agents],
-            "judges": [j.label for j in self.config.judges],
-            "judge_fingerprints": getattr(self, "judge_fingerprints", {}),
-            "epochs": self.epochs,
-            "max_cost": self.max_cost,
-            "skipped": [{"agent": a, "task_id": t, "reason": why} for (a, t), why in (skipped or {}).items()],
-            "python": sys.version.split()[0],
-            "platform": platform.platform(),
-        }
-        write_json_atomic(path, manifest)
+        write_start_manifest(
+            RunDir(self.run_dir).manifest,
+            self.config,
+            self.registry,
+            tasks=len(tasks),
+            skipped=skipped or {},
+            judge_fingerprints=getattr(self, "judge_fingerprints", {}),
+            epochs=self.epochs,
+            max_cost=self.max_cost,
+        )
 
     def _check_resume(self) -> None:
         """Refuse to mix results of two different configs in one run folder; warn about unreadable lines."""
-        path = RunDir(self.run_dir).manifest
         problems_found: list[ResultLineProblem] = []
         rows = self.store.read(problems_found)
         for problem in problems_found:
             print(f"warning: skipped a result line (its pair runs again): {problem}", file=sys.stderr)
-        if not path.exists() or not rows:
-            return
-        try:
-            previous = json.loads(path.read_text()).get("config") or {}
-        except ValueError:
-            return
-        problems = resume_conflicts(previous, self.config.redacted())
-        if problems:
-            raise PptArenaError(
-                f"{self.run_dir} holds results of a different config ({'; '.join(problems)}), "
-                "so resuming would mix them. Use another --out (or --new), "
-                "or re-judge the existing predictions with "
-                f"`arena rescore {self.run_dir} --config {self.config.path}`."
-            )
+        if rows:
+            check_resumable(RunDir(self.run_dir).manifest, self.config, self.run_dir)
 
     def _finish_manifest(self, finished: bool = True) -> None:
-        path = RunDir(self.run_dir).manifest
-        manifest = json.loads(path.read_text())
-        if finished:
-            manifest["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
-        if self.budget is not None and self.max_cost is not None:
-            manifest["budget"] = self.budget.to_json()
-        write_json_atomic(path, manifest)
+        budget = self.budget.to_json() if self.budget is not None and self.max_cost is not None else None
+        finish_manifest(RunDir(self.run_dir).manifest, finished, budget)
 
     def judges(self) -> list[tuple[ComponentConfig, Any]]:
         """The run's judges, built once."""
