@@ -47,6 +47,20 @@ KEYBOARD_RETITLE = json.dumps(
 )
 
 
+def arena_run(cfg, tmp_path) -> None:
+    """``arena run --config CFG --out tmp_path/run --no-report`` as a user runs it; asserts it succeeds."""
+    out = subprocess.run(
+        [sys.executable, "-m", "pptarena.cli", "run", "--config", str(cfg), "--out", str(tmp_path / "run")]
+        + ["--no-report"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=600,
+        env=dict(os.environ),
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+
+
 def test_gui_agent_run_on_a_demo_deck_is_judged_against_impress_round_trips(tmp_path):
     from pptarena.plugins.datasets.demo.dataset import ensure_demo_set
     from pptarena.run.components import default_cache_dir
@@ -88,25 +102,7 @@ use = "structural"
 responses = [{json.dumps(KEYBOARD_RETITLE)}, '{{"action": "done"}}']
 """
     )
-    out = subprocess.run(
-        [
-            sys.executable,
-            "-m",
-            "pptarena.cli",
-            "run",
-            "--config",
-            str(cfg),
-            "--out",
-            str(tmp_path / "run"),
-            "--no-report",
-        ],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=600,
-        env=dict(os.environ),
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
+    arena_run(cfg, tmp_path)
     rows = {
         r["agent"]: r for r in map(json.loads, (tmp_path / "run" / "results.jsonl").read_text().splitlines())
     }
@@ -160,16 +156,7 @@ use = "osworld"
 responses = ['{{"action": "done"}}']
 """
     )
-    out = subprocess.run(
-        [sys.executable, "-m", "pptarena.cli", "run", "--config", str(cfg), "--out", str(tmp_path / "run")]
-        + ["--no-report", "--quiet"],
-        capture_output=True,
-        text=True,
-        cwd=tmp_path,
-        timeout=600,
-        env=dict(os.environ),
-    )
-    assert out.returncode == 0, out.stderr[-3000:]
+    arena_run(cfg, tmp_path)
     rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     assert [r["agent"] for r in rows] == ["gui"]  # noop cannot hand back settings: skipped
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
