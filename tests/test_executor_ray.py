@@ -286,7 +286,8 @@ def test_killing_the_driver_leaves_nothing_running_and_rerunning_resumes(
         "--no-report",
     ]
     raylets = [_raylet_pid(n) for n in [cluster.head_node, *cluster.worker_nodes]]
-    assert not _agent_workers(raylets)
+    # Ray reaps the idle workers of earlier tests' runs (and their agent workers) shortly after they end
+    assert _wait(lambda: not _agent_workers(raylets), 30), [_cmdline(p) for p in _agent_workers(raylets)]
     proc = subprocess.Popen(
         cmd, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True, cwd=tmp_path
     )
