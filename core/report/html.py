@@ -241,7 +241,9 @@ def later_attempt_html(data: RunData, task: Any, row: dict[str, Any]) -> str:
         reused = esc(row["reused_from_epoch"], 10)
         inner.append(f'<p class="muted">a deterministic agent: epoch {reused}\'s result, reused</p>')
     else:
-        view = pair_view(pair_decks(data.run_dir, folder, row, task), None)
+        decks = pair_decks(data.run_dir, folder, row, task)
+        decks.target = None  # epoch 1's section shows the target's edits: not diffed again per attempt
+        view = pair_view(decks, None)
         inner += [f'<div class="problem">{esc(n, 600)}</div>' for n in view.notes if "not rendered" not in n]
         if view.prediction_edits:
             inner.append(f"<b>Edits original → prediction</b><pre>{esc(view.prediction_edits, 30_000)}</pre>")
