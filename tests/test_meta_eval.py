@@ -298,7 +298,7 @@ def test_meta_eval_command_reports_kinds_on_a_run(tmp_path, fake_plugins):
 def test_labels_of_later_epochs_are_matched_to_their_own_attempt(tmp_path):
     """With ``[run] epochs`` every attempt has its own score; a label names its attempt in an
     ``epoch`` column (1 when absent) and is compared with that attempt's score only."""
-    from pptarena.report.meta_eval import judge_series
+    from pptarena.report.meta_eval import judge_series, series_agreement
 
     rows = [
         {"task_id": f"t{i}", "agent": "a", "epoch": e, "scores": {"j": {"score": s}}}
@@ -313,7 +313,9 @@ def test_labels_of_later_epochs_are_matched_to_their_own_attempt(tmp_path):
     first, _ = read_labels(
         _csv(tmp_path, "task_id,agent,label\n" + "".join(f"t{i},a,{i / 5}\n" for i in range(1, 6)))
     )
-    assert label_agreement(judge_series(rows), first, scale, n_boot=50)["j"]["kendall_tau_b"]["value"] == -1.0
+    assert (
+        series_agreement(judge_series(rows), first, scale, n_boot=50)["j"]["kendall_tau_b"]["value"] == -1.0
+    )
     # the same pair may be labelled once per attempt, not twice for one
     both, _ = read_labels(_csv(tmp_path, "task_id,agent,label,epoch\nt1,a,1,1\nt1,a,0,2\n"))
     assert [(lab.epoch, lab.value) for lab in both] == [(1, 1.0), (2, 0.0)]

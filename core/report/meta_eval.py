@@ -39,12 +39,12 @@ from pptarena.report.meta_stats import (
     spearman,
     stability,
 )
+from pptarena.run.records import MAX_EPOCH
 from pptarena.run.rundir import RunDir
 from pptarena.types import PptArenaError, Status
 
 MAX_LABEL_BYTES = 20 * 1024 * 1024
 MAX_LABEL_ROWS = 200_000
-MAX_EPOCH = 1000  # as [run] epochs
 CLASSES = ("no_progress", "partial", "substantial", "complete")
 CLASS_ALIASES = {
     "no_progress": "no_progress",
@@ -270,15 +270,21 @@ def agreement(
 
 
 def label_agreement(
-    rows: list[dict[str, Any]] | dict[str, dict[tuple[str, str, int], float]],
+    rows: list[dict[str, Any]], labels: list[Label], class_scale: str, *, n_boot: int = 1000, seed: int = 0
+) -> dict[str, Any]:
+    """:func:`agreement` for every series of the run's rows."""
+    return series_agreement(judge_series(rows), labels, class_scale, n_boot=n_boot, seed=seed)
+
+
+def series_agreement(
+    series: dict[str, dict[tuple[str, str, int], float]],
     labels: list[Label],
     class_scale: str,
     *,
     n_boot: int = 1000,
     seed: int = 0,
 ) -> dict[str, Any]:
-    """:func:`agreement` for every series of the run (its rows, or their :func:`judge_series`)."""
-    series = rows if isinstance(rows, dict) else judge_series(rows)
+    """:func:`agreement` for every series of :func:`judge_series`."""
     return {
         name: agreement(labels, values, class_scale, n_boot=n_boot, seed=seed)
         for name, values in series.items()
@@ -396,7 +402,7 @@ def meta_eval(
             "classes": sorted({lab.cls for lab in labels}),
         }
         series = judge_series(data.rows)
-        report["agreement"] = label_agreement(series, labels, class_scale, n_boot=n_boot, seed=seed)
+        report["agreement"] = series_agreement(series, labels, class_scale, n_boot=n_boot, seed=seed)
         report["within_task"] = {name: within_task_order(labels, values) for name, values in series.items()}
         if any(lab.kind for lab in labels):
             report["kinds"] = kind_means(labels, series)

@@ -26,6 +26,7 @@ from pydantic import (
 from pptarena.types import Prediction, Status
 
 RESULTS_SCHEMA = 1
+MAX_EPOCH = 1000  # the largest attempt number a result line (or a label naming one) may carry
 """The version of the result-line shape, written in every line as ``schema_version``."""
 
 
@@ -67,7 +68,10 @@ class ResultRow(BaseModel):
     usage: dict[str, Any] = Field(default_factory=dict)
     metadata: dict[str, Any] = Field(default_factory=dict)
     epoch: int = Field(
-        1, ge=1, le=1000, description="the attempt number (``[run] epochs``); 1 for lines from before epochs"
+        1,
+        ge=1,
+        le=MAX_EPOCH,
+        description="the attempt number (``[run] epochs``); 1 for lines from before epochs",
     )
     reused_from_epoch: int | None = Field(
         None, ge=1, description="a deterministic agent's line copied from this epoch"
