@@ -192,22 +192,23 @@ class InProcessCopy(Component):
         sleep: float = 0.0
 
     def edit(self, task, workspace):
-        time.sleep(self.options.sleep)
+        self.wait()
         shutil.copyfile(task.target, workspace.output_deck)
         return Prediction(path=workspace.output_deck)
+
+    def wait(self):
+        time.sleep(self.options.sleep)
 
 
 class SwallowingCopy(InProcessCopy):
     """Like ``slowcopy``, but its sleep sits in code that catches ``BaseException``, as some libraries do:
     a Ctrl-C pressed meanwhile never reaches the runner as an exception."""
 
-    def edit(self, task, workspace):
+    def wait(self):
         try:
-            time.sleep(self.options.sleep)
+            super().wait()
         except BaseException:  # noqa: BLE001 - the point of this agent
             pass
-        shutil.copyfile(task.target, workspace.output_deck)
-        return Prediction(path=workspace.output_deck)
 
 
 class LeakyCopy(InProcessCopy):
