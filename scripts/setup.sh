@@ -2,7 +2,8 @@
 # Set up pptarena on a fresh Debian/Ubuntu machine:
 #   - system packages: LibreOffice Impress (renderer, GUI agent), metric-compatible fonts,
 #     Xvfb + xdotool (GUI agent), Chromium (HTML report screenshot test), poppler-utils (pdftoppm:
-#     the PPT-Eval baseline of the rendering benchmarks), python3-venv;
+#     the PPT-Eval baseline of the rendering benchmarks), bubblewrap + slirp4netns (sandboxes; the
+#     command agent's network = "open"), python3-venv;
 #   - a virtualenv in .venv with pptarena installed in editable mode with the test and SDK extras.
 # Safe to run again: it only installs what is missing.
 set -euo pipefail
@@ -13,7 +14,7 @@ PACKAGES=(
   libreoffice-impress libreoffice-core python3-uno
   fonts-crosextra-carlito fonts-crosextra-caladea fonts-liberation fonts-liberation2 fonts-dejavu-core fonts-noto-cjk
   xvfb xdotool x11-utils
-  bubblewrap
+  bubblewrap slirp4netns
   poppler-utils
   python3-venv
 )
