@@ -5,7 +5,10 @@ It knows every secret *value* in play: the values of environment variables named
 (``scheme://user:password@host``) and every ``{ env = "VAR" }`` value the run config resolved
 (:func:`add_secret`, called by the config loader). :func:`redact_text` replaces each occurrence by
 ``***``; :func:`redact_obj` does it inside JSON-like data, :func:`redact_file` rewrites a file in
-place and :func:`redact_messages` cleans chat messages before they are sent to a model.
+place (never through a link: :mod:`pptarena.safeio`) and :func:`redact_tree` every text file of a
+pair's folder. (Chat messages are cleaned before they are sent to a model by
+:func:`pptarena.models.messages.redact_messages`, which uses :func:`redact_text`: this module
+imports nothing of the model layer.)
 
 :func:`literal_secret_problems` finds secrets written literally in a config (under a secret-named
 key, in a URL's user-info, or shaped like a provider key) so the loader can refuse them.
@@ -146,37 +149,6 @@ def redact_file(path: Path, known: list[str] | None = None) -> None:
         tmp = path.with_name(f".{path.name}.redact")
         tmp.write_bytes(raw)
         os.replace(tmp, path)
-
-
-def redact_messages(messages: list[Any]) -> list[Any]:
-    """Chat messages (:class:`pptarena.models.Message`) with secrets masked in their text parts."""
-    import dataclasses
-
-    from .models import Message, ToolResult
-
-    known = secrets()
-    if not known:
-        return messages
-
-    def part(p: Any) -> Any:
-        if isinstance(p, str):
-            return redact_text(p, known)
-        if isinstance(p, ToolResult):
-            return dataclasses.replace(p, content=tuple(part(c) for c in p.content))
-        return p
-
-    out = []
-    for m in messages:
-        if isinstance(m, Message):
-            content = (
-                redact_text(m.content, known)
-                if isinstance(m.content, str)
-                else tuple(part(p) for p in m.content)
-            )
-            out.append(Message(m.role, content) if content != m.content else m)
-        else:
-            out.append(m)
-    return out
 
 
 def literal_secret_problems(raw: Any, path: str = "") -> list[str]:

@@ -243,8 +243,8 @@ class ModelClient:
         Raises :class:`TransientModelError` when retries are exhausted and
         :class:`ModelError` for non-retryable failures (bad key, bad request).
         """
+        from pptarena.models.messages import redact_messages
         from pptarena.models.retry import call_with_deadline, call_with_retries
-        from pptarena.redact import redact_messages
 
         messages = redact_messages(list(messages))  # no secret is ever sent to a model provider
         params = {**self.policy.defaults, **params}

@@ -13,7 +13,7 @@ import logging
 import mimetypes
 import threading
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, Literal
 
@@ -330,3 +330,33 @@ def redact_secrets(text: str, secrets: Iterable[str | None]) -> str:
     from pptarena.redact import redact_text
 
     return redact_text(text, list(secrets), fragments=True)
+
+
+def redact_messages(messages: list[Any]) -> list[Any]:
+    """Chat messages (:class:`Message`) with secrets (:func:`pptarena.redact.secrets`) masked in
+    their text parts, tool results included; other parts (images) and other objects pass unchanged."""
+    from pptarena.redact import redact_text, secrets
+
+    known = secrets()
+    if not known:
+        return messages
+
+    def part(p: Any) -> Any:
+        if isinstance(p, str):
+            return redact_text(p, known)
+        if isinstance(p, ToolResult):
+            return replace(p, content=tuple(part(c) for c in p.content))
+        return p
+
+    out = []
+    for m in messages:
+        if isinstance(m, Message):
+            content = (
+                redact_text(m.content, known)
+                if isinstance(m.content, str)
+                else tuple(part(p) for p in m.content)
+            )
+            out.append(Message(m.role, content) if content != m.content else m)
+        else:
+            out.append(m)
+    return out
