@@ -27,8 +27,12 @@ def read(name: str) -> str:
 
 
 def summary(name: str) -> str:
-    """The first line of an example's comment header (what it runs)."""
+    """The first sentence of an example's comment header (what it runs)."""
+    words: list[str] = []
     for line in read(name).splitlines():
-        if line.startswith("#"):
-            return line.lstrip("# ").strip()
-    return ""
+        text = line.lstrip("#").strip()
+        if not line.startswith("#") or not text:
+            break
+        words.append(text)
+    sentence = " ".join(words).split(". ")[0].rstrip(".")
+    return sentence if len(sentence) <= 100 else sentence[:99] + "…"

@@ -18,6 +18,7 @@ import click
 from pptarena._version import __version__
 
 LAZY_COMMANDS = {
+    "init": ("pptarena.cli.init", "init_command", "Write an example run config (`arena init --list`)."),
     "summarize": ("pptarena.cli.deck", "summarize_command", "Summarize a deck as JSON or text."),
     "diff": ("pptarena.cli.deck", "diff_command", "Show the structural edits from deck A to deck B."),
     "render": ("pptarena.cli.render", "render_command", "Render decks to one PNG per slide."),

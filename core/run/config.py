@@ -63,6 +63,11 @@ class RunOptions(BaseModel):
         description="score counted as success for pass@k (rubric judges use their own `success`)",
     )
     seed: int = Field(0, description="seed of the bootstrap intervals and permutation tests")
+    allow_weak_isolation: bool = Field(
+        False,
+        description="run agents even where bubblewrap is unusable (they can then read the answer key); "
+        "same as `arena run --allow-weak-isolation`",
+    )
     bootstrap: int = Field(2000, ge=0, le=100_000, description="bootstrap resamples per interval")
 
 
@@ -77,6 +82,8 @@ class ComponentConfig:
     raw: dict[str, Any]
     key_path: str
     spec: Any = None
+    #: ``trusted = true`` in an ``[[agents]]`` table: the agent runs in the harness's process, unsandboxed
+    trusted: bool = False
 
 
 @dataclass
@@ -298,6 +305,10 @@ def _component(
         errors.append(f"{key_path}.label: must be a non-empty name without '/', got {label!r}")
         return None
     raw_opts = {k: v for k, v in table.items() if k not in ("use", "label" if label_allowed else "use")}
+    trusted = raw_opts.pop("trusted", False) if kind == "agents" else False
+    if not isinstance(trusted, bool):
+        errors.append(f"{key_path}.trusted: expected true or false, got {trusted!r}")
+        return None
     opts_with_secrets = _resolve_secrets(raw_opts, key_path, errors, missing)
     model = spec.options_model
     try:
@@ -306,7 +317,7 @@ def _component(
         errors.extend(_format_validation(exc, key_path, model, raw_opts))
         return None
     options = _absolutize_paths(options, base)
-    return ComponentConfig(kind, use, label, options, table, key_path, spec)
+    return ComponentConfig(kind, use, label, options, table, key_path, spec, trusted=trusted)
 
 
 def _table_list(data: dict[str, Any], key: str, default: list[Any], errors: list[str]) -> list[Any]:
@@ -495,7 +506,7 @@ def load_config(path: str | Path, registry: Registry, *, require_secrets: bool =
     """
     p = Path(path).expanduser()
     if not p.is_file():
-        raise ConfigError(f"config file {p} does not exist")
+        raise ConfigError(f"config file {p} does not exist (`arena init` writes an example: `arena init --list`)")
     if p.stat().st_size > MAX_CONFIG_BYTES:
         raise ConfigError(f"config file {p} is larger than {MAX_CONFIG_BYTES} bytes")
     try:
