@@ -122,6 +122,36 @@ class _Proxy:
 _proxy = _Proxy(None)
 
 
+class _Control:
+    """The driver's own connection to the judge's model bridge: announces each leaf before it runs.
+
+    The judge charges every model call to the leaf announced last, so the per-leaf cap does not
+    depend on anything a leaf can change (the leaf's copy of :data:`_proxy` counts only to fail
+    early with a clear message). The connection is opened before any leaf runs (the judge takes
+    the first ``hello`` as the driver's) and closed in every leaf's process.
+    """
+
+    def __init__(self, path: str):
+        self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        self.sock.connect(path)
+        self.file = self.sock.makefile("rb")
+        self._say({"control": "hello"})
+
+    def _say(self, message: dict[str, Any]) -> None:
+        self.sock.sendall(json.dumps(message).encode("utf-8") + b"\n")
+        answer = json.loads(self.file.readline(MAX_REPLY_BYTES) or b"{}")
+        if not answer.get("ok"):
+            raise ModelCallError(answer.get("error") or "the judge refused the driver's control message")
+
+    def start(self, leaf_id: str) -> None:
+        """Tell the judge ``leaf_id`` runs now (returns once the judge has taken note)."""
+        self._say({"control": "start", "leaf": leaf_id})
+
+    def fileno(self) -> int:
+        """The socket's descriptor (closed in each leaf's process)."""
+        return self.sock.fileno()
+
+
 def _image_payload(image: Any) -> dict[str, str]:
     if isinstance(image, bytes | bytearray):
         if len(image) > MAX_IMAGE_BYTES:
@@ -449,10 +479,21 @@ def main(inputs: dict[str, Any]) -> None:
     preload(inputs.get("preload") or [])
     _emit({"event": "ready", "t": time.monotonic()})  # timing only: start-up ends here
     _proxy.path = inputs.get("socket_path")
+    control = None
+    if _proxy.path:
+        try:
+            control = _Control(_proxy.path)
+        except (OSError, ValueError, ModelCallError):
+            control = None  # the judge then refuses every model call: "no rubric leaf is running"
     shots = inputs.get("screenshots") or {}
     budget = float(inputs.get("leaf_timeout", 60.0))
     for leaf in inputs["leaves"]:
         _emit({"event": "start", "leaf": leaf["id"]})
+        if control is not None:
+            try:
+                control.start(leaf["id"])
+            except (OSError, ValueError, ModelCallError):
+                control = None  # the judge refuses later calls: the driver's connection is gone
         try:
             context = {
                 "ppt_diff": _build_diff(inputs.get("ppt_diff")),
@@ -475,7 +516,8 @@ def main(inputs: dict[str, Any]) -> None:
                 "context_error": True,
             }
         else:
-            record = _run_forked(leaf, context, budget, (3, 4))
+            channels = (3, 4) if control is None else (3, 4, control.fileno())
+            record = _run_forked(leaf, context, budget, channels)
         _emit(record)
         if inputs.get("stop_on_error") and record.get("error"):
             break  # PPT-Eval semantics: the first raising leaf aborts the tree, later leaves never run

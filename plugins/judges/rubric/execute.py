@@ -23,6 +23,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import math
 import shutil
 import socketserver
 import tempfile
@@ -37,6 +38,8 @@ from pptarena.sandbox import SandboxLimits, SandboxResult, run_python
 from pptarena.types import InfraError
 
 MAX_REQUEST_BYTES = 64 * 1024 * 1024
+MAX_CALLS_PER_LEAF = 20  # model calls one leaf may make (enforced by ModelBridge, in the judge)
+MAX_TOKENS_PER_CALL = 4096  # a leaf's max_tokens is clamped to this (PPT-Eval's leaves ask for <= 300)
 STARTUP_SECONDS = 20.0  # interpreter start, imports and context building, per process
 
 _VERIFIER_SHIM = (
@@ -162,27 +165,70 @@ class ModelBridge:
 
     With ``client=None`` every request is refused with a clear error (the leaf then fails or
     uses its own fallback). :attr:`calls` records every request in arrival order.
+
+    The limits are enforced here, in the judge's process, which no leaf can reach: each leaf may
+    make at most ``max_calls_per_leaf`` calls (counted per leaf id the *driver* announced on its
+    control connection, never per id a request claims), and a requested ``max_tokens`` is
+    clamped to ``max_tokens`` (``temperature`` to [0, 2]). Calls over the cap are refused and
+    counted in :attr:`refused` (``{leaf id: count}``) without being recorded one by one.
     """
 
-    def __init__(self, client: Any | None, ref: str | None = None):
+    def __init__(
+        self,
+        client: Any | None,
+        ref: str | None = None,
+        *,
+        max_calls_per_leaf: int = MAX_CALLS_PER_LEAF,
+        max_tokens: int = MAX_TOKENS_PER_CALL,
+    ):
         self.client = client
         self.ref = ref
+        self.max_calls_per_leaf = max_calls_per_leaf
+        self.max_tokens = max_tokens
         self.calls: list[ModelCallRecord] = []
+        self.refused: dict[str, int] = {}
+        self._counts: dict[str, int] = {}
         self._lock = threading.Lock()
 
-    def answer(self, request: dict[str, Any]) -> dict[str, Any]:
+    def _params(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The request's sampling parameters, clamped to what the judge allows."""
+        params: dict[str, Any] = {}
+        temperature = request.get("temperature")
+        if type(temperature) in (int, float) and math.isfinite(temperature):
+            params["temperature"] = min(2.0, max(0.0, float(temperature)))
+        tokens = request.get("max_tokens")
+        if type(tokens) is int:
+            params["max_tokens"] = min(self.max_tokens, max(1, tokens))
+        return params
+
+    def _admit(self, leaf: str) -> bool:
+        """Count one call of ``leaf``; False (and counted as refused) once it is over the cap."""
+        with self._lock:
+            used = self._counts.get(leaf, 0)
+            if used >= self.max_calls_per_leaf:
+                self.refused[leaf] = self.refused.get(leaf, 0) + 1
+                return False
+            self._counts[leaf] = used + 1
+            return True
+
+    def answer(self, request: dict[str, Any], leaf: str | None = None) -> dict[str, Any]:
         """Handle one decoded request; returns ``{"ok": True, "text": ...}`` or
         ``{"ok": False, "error": ...}``.
+
+        :param leaf: the leaf the call is charged to (the bridge server passes the leaf the driver
+            announced); None charges the leaf the request names (direct use, tests).
         """
         from pptarena.models import ImagePart, Message
 
-        kind = str(request.get("kind", "llm"))
-        params = {k: request.get(k) for k in ("temperature", "max_tokens") if request.get(k) is not None}
+        kind = "vlm" if request.get("kind") == "vlm" else "llm"
+        charged = str(request.get("leaf", "")) if leaf is None else leaf
+        if not self._admit(charged):
+            cap = self.max_calls_per_leaf
+            return {"ok": False, "error": f"more than {cap} model calls in one leaf (refused by the judge)"}
+        params = self._params(request)
         images: list[ImagePart] = []
         meta: list[dict[str, Any]] = []
-        record = ModelCallRecord(
-            str(request.get("leaf", "")), kind, str(request.get("prompt", "")), meta, params
-        )
+        record = ModelCallRecord(charged, kind, str(request.get("prompt", "")), meta, params)
         t0 = time.monotonic()
         try:
             for item in request.get("images") or []:
@@ -217,30 +263,80 @@ class ModelBridge:
 
 
 class _Handler(socketserver.StreamRequestHandler):
+    """One connection: the driver's control connection (the first to say ``hello``) or a leaf's."""
+
     def handle(self) -> None:
-        bridge: ModelBridge = self.server.bridge  # type: ignore[attr-defined]
-        while True:
-            line = self.rfile.readline(MAX_REQUEST_BYTES + 1)
-            if not line:
-                return
-            if len(line) > MAX_REQUEST_BYTES:
-                answer = {"ok": False, "error": f"request over {MAX_REQUEST_BYTES} bytes"}
-                self.wfile.write(json.dumps(answer).encode() + b"\n")
-                return
-            try:
-                request = json.loads(line)
-                if not isinstance(request, dict):
-                    raise ValueError("request must be a JSON object")
-            except ValueError as exc:
-                answer = {"ok": False, "error": f"bad request: {exc}"}
-            else:
-                answer = bridge.answer(request)
-            self.wfile.write(json.dumps(answer).encode("utf-8") + b"\n")
-            self.wfile.flush()
+        server: _Server = self.server  # type: ignore[assignment]
+        control = False
+        try:
+            while True:
+                line = self.rfile.readline(MAX_REQUEST_BYTES + 1)
+                if not line:
+                    return
+                if len(line) > MAX_REQUEST_BYTES:
+                    self._send({"ok": False, "error": f"request over {MAX_REQUEST_BYTES} bytes"})
+                    return
+                try:
+                    request = json.loads(line)
+                    if not isinstance(request, dict):
+                        raise ValueError("request must be a JSON object")
+                except ValueError as exc:
+                    self._send({"ok": False, "error": f"bad request: {exc}"})
+                    continue
+                if "control" in request:
+                    control = server.control(request, self, control)
+                    continue
+                leaf = server.current_leaf
+                if leaf is None:
+                    self._send({"ok": False, "error": "no rubric leaf is running (refused by the judge)"})
+                    continue
+                self._send(server.bridge.answer(request, leaf))
+        finally:
+            if control:
+                server.driver_gone()
+
+    def _send(self, answer: dict[str, Any]) -> None:
+        self.wfile.write(json.dumps(answer).encode("utf-8") + b"\n")
+        self.wfile.flush()
 
 
 class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
+    """The bridge's socket server; knows which leaf the driver said is running."""
+
     daemon_threads = True
+    bridge: ModelBridge
+
+    def __init__(self, path: str, bridge: ModelBridge):
+        super().__init__(path, _Handler)
+        self.bridge = bridge
+        self.current_leaf: str | None = None
+        self._driver: Any = None
+        self._ended = False
+        self._lock = threading.Lock()
+
+    def control(self, request: dict[str, Any], handler: _Handler, is_control: bool) -> bool:
+        """Apply a control message; returns whether ``handler``'s connection is the driver's.
+
+        The first connection to say ``hello`` is the driver's (it connects before any leaf runs);
+        every other connection's control message is refused, so a leaf cannot announce a leaf.
+        """
+        with self._lock:
+            if request.get("control") == "hello" and self._driver is None and not self._ended:
+                self._driver = handler
+                handler._send({"ok": True})
+                return True
+            if is_control and self._driver is handler and request.get("control") == "start":
+                self.current_leaf = str(request.get("leaf", ""))
+                handler._send({"ok": True})
+                return True
+        handler._send({"ok": False, "error": "control messages are the driver's (refused by the judge)"})
+        return is_control
+
+    def driver_gone(self) -> None:
+        """The driver's connection closed: no leaf is announced any more, later calls are refused."""
+        with self._lock:
+            self._ended = True
+            self.current_leaf = None
 
 
 class _BridgeServer:
@@ -248,8 +344,7 @@ class _BridgeServer:
 
     def __init__(self, bridge: ModelBridge, path: Path):
         self.path = path
-        self.server = _Server(str(path), _Handler)
-        self.server.bridge = bridge  # type: ignore[attr-defined]
+        self.server = _Server(str(path), bridge)
         self.thread = threading.Thread(
             target=self.server.serve_forever,
             kwargs={"poll_interval": 0.02},

@@ -210,6 +210,8 @@ class RubricJudge(Component):
                 records[leaf.node_id] = self._llm_leaf(leaf, client, inputs, diff_obj)
         for call in bridge.calls:
             records.setdefault(call.leaf, {}).setdefault("model_calls", []).append(call.to_json())
+        for leaf_id, refused in bridge.refused.items():  # calls over the per-leaf cap, refused by the bridge
+            records.setdefault(leaf_id, {})["model_calls_refused"] = refused
         culprit = first_error(order, records) if semantics == "ppteval" else None
         if culprit is not None:
             mark_not_run(order, records, culprit)
@@ -332,7 +334,16 @@ class RubricJudge(Component):
                 score=float(rec.get("score", 0.0)),
                 reason=rec.get("reason", ""),
             )
-            for key in ("error", "error_type", "traceback", "stdout", "duration_s", "model_calls", "not_run"):
+            for key in (
+                "error",
+                "error_type",
+                "traceback",
+                "stdout",
+                "duration_s",
+                "model_calls",
+                "model_calls_refused",
+                "not_run",
+            ):
                 if rec.get(key):
                     out[key] = rec[key]
             return out
