@@ -50,7 +50,7 @@ def test_turn_tasks(decks):
     assert len(tasks) == sum(lengths.values()) + len(ref.session_turns("long", 43))
     t = next(t for t in tasks if t.id == "short-3-1")
     assert t.instruction == "Create a square. Move it to the middle of the slide."
-    assert t.metadata["pptc"]["restrictions"] == ["0, rectangle, slide, center"]
+    assert t.metadata["pptc"]["restrictions"] == [" 0, rectangle, slide, center"]  # as written
     assert t.original.name == "3_1.pptx" and "PPT_Base_File" in str(t.original)
     assert t.target.name == "3_1.pptx" and "PPT_Label_File" in str(t.target)
     assert [h["turn"] for h in t.metadata["turn_history"]] == [0]
@@ -58,20 +58,29 @@ def test_turn_tasks(decks):
 
 
 def test_session_tasks_carry_ordered_turns(decks):
-    sessions = _tasks(decks, "session")
+    sessions = load_pptc(
+        ref.PPTC,
+        decks_dir=decks,
+        sets=["short", "long"],
+        mode="session",
+        ids=[i[:-2] for i in IDS],
+        session_check="every",
+    )
     assert [s.id for s in sessions] == [f"short-{k}" for k in SHORT] + ["long-43"]
     s3 = sessions[2]
     turns = s3.metadata["turns"]
     assert len(turns) == len(ref.session_turns("short", 3))
     assert [Path(t["target"]).name for t in turns] == [f"3_{i}.pptx" for i in range(len(turns))]
-    assert turns[7]["metadata"]["pptc"]["restrictions"] == ["1, picture, slide, center"]  # its own
+    assert turns[7]["metadata"]["pptc"]["restrictions"] == [" 1, picture, slide, center"]  # its own
     assert turns[-1]["metadata"]["pptc"]["restrictions"] == []
     assert len(s3.metadata["pptc"]["restrictions"]) == 3  # every turn's, for PPTC's own session check
-    pptc_check = load_pptc(ref.PPTC, decks_dir=decks, mode="session", ids=["short-3"], session_check="pptc")
+    assert "session_score" not in s3.metadata  # every turn counts
+    pptc_check = load_pptc(ref.PPTC, decks_dir=decks, mode="session", ids=["short-3"])  # the default
     assert (
         pptc_check[0].metadata["turns"][-1]["metadata"]["pptc"]["restrictions"]
         == s3.metadata["pptc"]["restrictions"]
     )
+    assert pptc_check[0].metadata["session_score"] == "final"  # PPTC scores the final deck only
 
 
 def test_missing_decks_are_named_at_once(tmp_path):
@@ -200,7 +209,7 @@ def _run(
         f'{agent_tables}[[judges]]\nuse = "pptx_match"\n',
         encoding="utf-8",
     )
-    out = tmp_path / (mode + ("-pptc" if extra else ""))
+    out = tmp_path / (mode + ("-custom" if extra else ""))
     Runner(load_config(cfg, get_registry()), get_registry(), out, quiet=True).run()
     rows = [json.loads(line) for line in (out / "results.jsonl").read_text().splitlines()]
     return {(r["agent"], r["task_id"]): r for r in rows}
@@ -233,7 +242,7 @@ def test_turn_mode_oracle_and_noop(decks, tmp_path):
 
 
 def test_session_mode_chains_turns(decks, tmp_path):
-    rows = _run(decks, tmp_path, "session")
+    rows = _run(decks, tmp_path, "session", 'session_check = "every"\n')
     for k in (3, 6):
         row = rows[("oracle", f"short-{k}")]
         turns = len(ref.session_turns("short", k))
@@ -248,7 +257,7 @@ def test_session_mode_chains_turns(decks, tmp_path):
         assert row["scores"]["pptx_match"]["metrics"]["turns_passed"] == turns
     assert rows[("oracle", "long-43")]["scores"]["pptx_match"]["score"] == 1.0
     # turn 1 started from the agent's own turn-0 output
-    run = tmp_path / "session" / "tasks" / "oracle"
+    run = tmp_path / "session-custom" / "tasks" / "oracle"
     turn0 = run / "short-3--turn-0" / "prediction.pptx"
     turn1_input = next((run / "short-3--turn-1" / "input").iterdir())
     assert filecmp.cmp(turn0, turn1_input, shallow=False)
@@ -267,4 +276,5 @@ def test_pptc_session_check_fails_gold_decks_where_pptc_does(decks, tmp_path):
     )
     assert ref.calc_acc(label, label, everything)[0] == 0  # PPTC fails its own final label
     assert row["scores"]["pptx_match"]["metrics"]["final_turn_score"] == 0.0
+    assert row["scores"]["pptx_match"]["score"] == 0.0  # the session is scored by its final deck
     assert rows[("oracle", "short-3")]["scores"]["pptx_match"]["score"] == 1.0

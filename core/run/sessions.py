@@ -12,6 +12,11 @@ the history. Every turn is judged; the session stops at the first turn the agent
 on. A session's score per judge is the **lowest** turn score (for 0/1 judges: it succeeds only if
 every turn does); the metrics give ``turns``, ``turns_passed``, ``final_turn_score`` and
 ``turn_scores``, and the result line lists the turns under ``turns``.
+
+``task.metadata["session_score"] = "final"`` scores a session by its **last** turn alone (PPTC's
+session accuracy: the final deck against the final label): its score per judge is the last turn's,
+the earlier turns' scores stay in the metrics, and a judge that fails on an earlier turn does not
+end the session (only the final deck is scored; the earlier turn's error stays in its entry).
 """
 
 from __future__ import annotations
@@ -50,14 +55,22 @@ def turn_task(session: Task, index: int, original: Path, history: list[dict[str,
     )
 
 
-def session_scores(turn_rows: list[dict[str, Any]]) -> dict[str, Any]:
-    """Per judge: the lowest turn score, with per-turn metrics."""
-    judges = sorted({name for row in turn_rows for name in row["scores"]})
+def final_only(session: Task) -> bool:
+    """Whether ``session`` is scored by its last turn alone (``metadata["session_score"] == "final"``)."""
+    return (session.metadata or {}).get("session_score") == "final"
+
+
+def session_scores(turn_rows: list[dict[str, Any]], final: bool = False) -> dict[str, Any]:
+    """Per judge: the lowest turn score (``final``: the last turn's), with per-turn metrics."""
+    last = turn_rows[-1]["scores"] or {} if turn_rows else {}
+    judges = sorted({name for row in turn_rows for name in (row["scores"] or {})})
     scores: dict[str, Any] = {}
     for name in judges:
-        values = [float(row["scores"][name]["score"]) for row in turn_rows if name in row["scores"]]
+        if final and name not in last:
+            continue
+        values = [float(row["scores"][name]["score"]) for row in turn_rows if name in (row["scores"] or {})]
         scores[name] = {
-            "score": min(values),
+            "score": values[-1] if final else min(values),
             "metrics": {
                 "turns": len(values),
                 "turns_passed": sum(1 for v in values if v >= 1.0),
@@ -100,13 +113,15 @@ def run_session(runner: Any, agent: Any, session: Task, epoch: int = 1) -> dict[
             return None
         turn_rows.append(_turn_entry(index, turn))
         add_counts(row["usage"], turn["usage"])
-        if turn["status"] != Status.SCORED:
+        judged_later = final_only(session) and turn["status"] == Status.JUDGE_ERROR and turn.get("prediction")
+        last = index == len(session.metadata["turns"]) - 1
+        if turn["status"] != Status.SCORED and (last or not judged_later):
             row["status"], row["error"] = turn["status"], f"turn {index}: {turn['error'] or turn['status']}"
             break
         previous = Path(runner.run_dir) / turn["prediction"]  # absolute when outside the run folder
         history.append({"turn": index, "instruction": task.instruction})
     if row["status"] == Status.SCORED:
-        row["scores"] = session_scores(turn_rows)
+        row["scores"] = session_scores(turn_rows, final=final_only(session))
     row["turns"] = turn_rows
     row["cost"] = cost_of_rows(turn_rows)
     row["isolation"] = weakest_isolation([t["isolation"] for t in turn_rows if t.get("isolation")])

@@ -13,11 +13,17 @@ Two modes, as PPTC evaluates:
   deck; ``metadata["turn_history"]`` lists the earlier turns' instructions with their reference API
   sequences (PPTC's teacher forcing). Turn accuracy = mean ``pptx_match`` score.
 * ``session``: one task per session with ``metadata["turns"]``; the runner gives the turns to the
-  agent in order, each on the agent's own previous output (see :mod:`pptarena.run.sessions`). The
-  session succeeds only if every turn does, each judged against its label with its own
-  restrictions. ``session_check = "pptc"`` adds PPTC's own session check: the last turn is judged
-  with the restrictions of *all* turns, on the final deck (PPTC's gold decks fail it where a later
-  turn moves an object an earlier restriction placed).
+  agent in order, each on the agent's own previous output (see :mod:`pptarena.run.sessions`).
+  ``session_check`` says how a session is scored:
+
+  - ``"pptc"`` (default), PPTC's session accuracy as its ``evaluate.py --sess`` computes it: the
+    **final** deck against the final label, with the position restrictions of **every** turn
+    (``metadata["session_score"] = "final"``). The earlier turns are judged too, each against its
+    own label with its own restrictions, for information only (``turn_scores``). PPTC's gold
+    decks fail it where a later turn moves an object an earlier restriction placed.
+  - ``"every"``: stricter than PPTC: the session succeeds only if every turn does, each
+    judged against its label with its own restrictions. (Not ``"every_turn"``: the config loader
+    takes a value of 8+ characters under a key containing ``session`` for a secret.)
 
 The instruction an agent sees is the text before ``##``; the restrictions go to the judge
 (``metadata["pptc"]["restrictions"]``).
@@ -49,9 +55,13 @@ _SESSION = re.compile(r"^session_(\d+)\.json$")
 
 
 def split_instruction(text: str) -> tuple[str, list[str]]:
-    """``"Do X. ## 0, star, slide, right"`` → ``("Do X.", ["0, star, slide, right"])``."""
+    """``"Do X. ## 0, star, slide, right"`` → ``("Do X.", [" 0, star, slide, right"])``.
+
+    The restrictions are kept as written (the judge splits them on ``,`` and strips each field of
+    spaces, as PPTC does).
+    """
     head, *restrictions = text.split("##")
-    return head.strip(), [r.strip() for r in restrictions]
+    return head.strip(), restrictions
 
 
 def _read_session(path: Path) -> list[dict[str, Any]]:
@@ -85,7 +95,7 @@ def load_pptc(
     api_lack: bool = False,
     ids: list[str] | tuple[str, ...] = (),
     check_decks: bool = True,
-    session_check: str = "every_turn",
+    session_check: str = "pptc",
 ) -> list[Task]:
     """Read PPTC's sessions under ``root`` into turn or session tasks (see the module docstring)."""
     root = Path(root).expanduser()
@@ -170,15 +180,20 @@ def load_pptc(
                     }
                     for e in entries
                 ]
-                if session_check == "pptc":  # PPTC's own: the restrictions of every turn, on the final deck
+                session_meta: dict[str, Any] = {**common, "turns": turn_rows}
+                session_meta["pptc"] = {"restrictions": all_restrictions, "session_check": session_check}
+                if session_check == "pptc":  # PPTC's own: the final deck, with every turn's restrictions
                     turn_rows[-1]["metadata"]["pptc"]["restrictions"] = all_restrictions
+                    session_meta["session_score"] = "final"
+                elif session_check != "every":
+                    raise DatasetError(f"pptc dataset: unknown session_check {session_check!r}")
                 tasks.append(
                     Task(
                         id=f"{set_name}-{k}",
                         instruction=entries[0]["instruction"],
                         original=entries[0]["base"],
                         target=entries[-1]["label"],
-                        metadata={**common, "turns": turn_rows, "pptc": {"restrictions": all_restrictions}},
+                        metadata=session_meta,
                     )
                 )
                 extra_labels[tasks[-1].id] = [e["label"] for e in entries[:-1]]
@@ -213,9 +228,12 @@ class PptcDataset(LoadedDataset):
             "turn", description="turn: each turn from its gold base; session: chained"
         )
         api_lack: bool = Field(False, description="use the API-lack base/label decks")
-        session_check: Literal["every_turn", "pptc"] = Field(
-            "every_turn",
-            description="session mode: each turn with its own restrictions, or PPTC's final check of all",
+        session_check: Literal["pptc", "every"] = Field(
+            "pptc",
+            description=(
+                "session mode: pptc = PPTC's session accuracy (the final deck with every turn's "
+                "restrictions); every = every turn must pass with its own restrictions"
+            ),
         )
         ids: list[str] = Field(
             default_factory=list, description="shell-style globs on task ids (e.g. short-3-*)"
