@@ -1,0 +1,255 @@
+"""The ``command`` agent itself: fills in the command, builds its environment, runs it and takes its deck."""
+
+from __future__ import annotations
+
+import os
+import shlex
+import shutil
+import stat
+import sys
+import time
+from pathlib import Path
+
+from pydantic import SecretStr
+
+from pptarena.procs import run_in_session
+from pptarena.types import AgentError, Component, ComponentUnavailable, Prediction, Task, Workspace
+
+from . import jail as cli_jail
+from .network import allow_entries, slirp_executable
+from .options import CommandOptions
+from .workspace import prepare_workspace, workspace_paths
+
+DEFAULT_PROMPT = (
+    "Read TASK.md and OUTPUT_INSTRUCTIONS.md in the current directory, do the task, write the edited deck "
+    "to the exact output path given there, then exit."
+)
+TAIL_CHARS = 2000
+MINIMAL_ENV = ("PATH", "HOME", "LANG", "LC_ALL", "TMPDIR")
+
+
+def _tail(path: Path) -> str:
+    try:
+        data = path.read_bytes()[-TAIL_CHARS:]
+    except OSError:
+        return ""
+    return data.decode("utf-8", errors="replace")
+
+
+def _regular(path: Path) -> bool:
+    """True when ``path`` is a regular file itself (not a link to one)."""
+    try:
+        return stat.S_ISREG(os.lstat(path).st_mode)
+    except OSError:
+        return False
+
+
+class CommandAgent(Component):
+    """Runs a CLI agent in a PPT-Eval-style workspace and hands in the deck it writes."""
+
+    Options = CommandOptions
+
+    def argv(self, paths: dict[str, Path], task: Task) -> list[str]:
+        """The command with its placeholders filled in."""
+        opts: CommandOptions = self.options  # type: ignore[assignment]
+        raw = shlex.split(opts.command) if isinstance(opts.command, str) else list(opts.command)
+        values = {k: str(v) for k, v in paths.items()}
+        values.update(task_id=task.id, prompt=DEFAULT_PROMPT)
+        return [arg.format(**values) for arg in raw]
+
+    def environment(self) -> dict[str, str]:
+        """The child's environment: PATH/HOME/LANG/LC_ALL/TMPDIR (or, with ``inherit_env``, the
+        harness's whole environment) plus ``env`` with secrets revealed."""
+        opts: CommandOptions = self.options  # type: ignore[assignment]
+        if opts.inherit_env:
+            env = dict(os.environ)
+        else:
+            env = {k: os.environ[k] for k in MINIMAL_ENV if k in os.environ}
+        for key, value in opts.env.items():
+            env[key] = value.get_secret_value() if isinstance(value, SecretStr) else value
+        return env
+
+    def isolation_level(self) -> str:
+        """``"bwrap"`` when the command will run jailed here, else ``"none"``."""
+        from pptarena import isolation
+
+        opts: CommandOptions = self.options  # type: ignore[assignment]
+        if opts.sandbox == "off" or isolation.base_flags() is None:
+            return "none"
+        return isolation.BWRAP_LEVEL
+
+    def edit(self, task: Task, workspace: Workspace) -> Prediction:
+        """Prepare the workspace, run the command, check and hand in ``output/<task_id><suffix>``."""
+        from pptarena.deck import DeckError, open_presentation
+        from pptarena.redact import redact_file
+        from pptarena.safeio import UnsafeFileError, copy_regular
+
+        opts: CommandOptions = self.options  # type: ignore[assignment]
+        root = workspace.dir / "cli"
+        paths = workspace_paths(root, task, workspace.input_deck)
+        argv = self.argv(paths, task)
+        cwd = Path(opts.cwd or root)
+        timeout = opts.timeout or (workspace.timeout * 0.95 if workspace.timeout else None)
+        out_file, err_file = workspace.dir / "cli.stdout.txt", workspace.dir / "cli.stderr.txt"
+        env = self.environment()
+        level = self.isolation_level()
+        workspace.log.write(
+            "command_start",
+            argv=argv,
+            cwd=str(cwd),
+            timeout=timeout,
+            env_keys=sorted(opts.env),
+            isolation=level,
+            network=opts.network if level != "none" else "host",
+        )
+        started = time.monotonic()
+        with out_file.open("wb") as out, err_file.open("wb") as err:
+            if level == "none":
+                prepare_workspace(root, task, workspace.input_deck, opts.customization_dir)
+                code, timed_out = self._run_plain(argv, cwd, env, out, err, timeout)
+            else:
+                code, timed_out = self._run_jailed(task, workspace, argv, cwd, env, out, err, timeout)
+        duration = round(time.monotonic() - started, 3)
+        workspace.log.write(
+            "command_end",
+            returncode=code,
+            timed_out=timed_out,
+            duration_s=duration,
+            stdout=str(out_file),
+            stderr=str(err_file),
+        )
+        for f in (out_file, err_file):
+            redact_file(f)
+        expected = paths["output"]
+        if timed_out and not _regular(expected):
+            raise AgentError(f"command timed out after {timeout:.0f}s without writing {expected}")
+        if not _regular(expected):
+            try:
+                found = sorted(p.name for p in paths["output_dir"].iterdir())
+            except OSError:
+                found = []
+            raise AgentError(
+                f"command did not write the output deck {expected} (exit status {code}; output/ holds "
+                f"{', '.join(found) or 'nothing'}); stderr tail: {_tail(err_file)[-500:]}"
+            )
+        try:
+            copy_regular(expected, workspace.output_deck, opts.max_output_mb * 1024 * 1024)
+        except (UnsafeFileError, OSError) as exc:
+            raise AgentError(f"the command's output deck cannot be taken: {exc}") from None
+        try:
+            open_presentation(workspace.output_deck)
+        except DeckError as exc:
+            raise AgentError(f"the command's output deck does not open: {exc}") from None
+        notes = (
+            f"command exited with status {code}"
+            if not timed_out
+            else "command timed out after writing its output"
+        )
+        return Prediction(
+            path=workspace.output_deck,
+            notes=notes,
+            metadata={
+                "returncode": code,
+                "timed_out": timed_out,
+                "duration_s": duration,
+                "argv0": argv[0],
+                "isolation": level,
+            },
+        )
+
+    @staticmethod
+    def _run_plain(
+        argv: list[str], cwd: Path, env: dict[str, str], out: object, err: object, timeout: float | None
+    ) -> tuple[int | None, bool]:
+        """The command without a jail (``sandbox = "off"`` or no bubblewrap here)."""
+        try:
+            return run_in_session(argv, cwd=cwd, env=env, stdout=out, stderr=err, timeout=timeout)  # type: ignore[arg-type]
+        except FileNotFoundError as exc:  # the program is missing here: infra_error, not the agent's failure
+            raise ComponentUnavailable(f"command not found: {argv[0]!r} ({exc.strerror})") from None
+        except OSError as exc:
+            raise ComponentUnavailable(f"cannot start command {argv[0]!r}: {exc}") from None
+
+    def _visible(self, argv: list[str], cwd: Path, root: Path, env: dict[str, str]) -> list[Path]:
+        """Host paths the jailed command may read: its program's folder, files named in the command,
+        ``read_only_paths``, ``cwd`` when outside the workspace."""
+        opts: CommandOptions = self.options  # type: ignore[assignment]
+        visible = [Path(p).expanduser() for p in opts.read_only_paths]
+        program = shutil.which(argv[0], path=env.get("PATH"))
+        if program and Path(program).resolve() != Path(sys.executable).resolve():
+            visible += [
+                Path(program).parent,
+                Path(program).resolve().parent,
+            ]  # (the interpreter is always in)
+        elif not Path(argv[0]).exists() and not (cwd / argv[0]).exists() and not argv[0].startswith("./"):
+            raise ComponentUnavailable(f"command not found: {argv[0]!r}")
+        # files named in the command (a script, a config) are the user's choice: readable inside
+        visible += [Path(a) for a in argv[1:] if a.startswith("/") and Path(a).is_file()]
+        if cwd != root and not cwd.is_relative_to(root):
+            visible.append(cwd)
+        return [p for p in visible if p.exists()]
+
+    def _run_jailed(
+        self,
+        task: Task,
+        workspace: Workspace,
+        argv: list[str],
+        cwd: Path,
+        env: dict[str, str],
+        out: object,
+        err: object,
+        timeout: float | None,
+    ) -> tuple[int | None, bool]:
+        """The command in its jail (:mod:`.jail`); its workspace is copied out to ``cli/`` at the end."""
+        opts: CommandOptions = self.options  # type: ignore[assignment]
+        root = workspace.dir / "cli"
+        if opts.network == "open" and slirp_executable() is None:
+            raise ComponentUnavailable(
+                'network = "open" needs slirp4netns (Debian/Ubuntu package slirp4netns; scripts/setup.sh '
+                'installs it), or use network = "allowlist" with allow_hosts'
+            )
+        env["HOME"] = str(root)
+        env["TMPDIR"] = "/tmp"
+        if root.exists() or root.is_symlink():
+            shutil.rmtree(root) if root.is_dir() and not root.is_symlink() else root.unlink()
+
+        def prepare(stage: Path) -> None:
+            prepare_workspace(stage, task, workspace.input_deck, opts.customization_dir)
+
+        spec = cli_jail.JailSpec(
+            argv=argv,
+            workspace=root,
+            prepare=lambda stage: prepare_workspace(
+                stage, task, workspace.input_deck, opts.customization_dir
+            ),
+            cwd=cwd,
+            env=env,
+            read_only=self._visible(argv, cwd, root, env),
+            timeout=timeout,
+            network=opts.network,
+            allow=allow_entries(
+                opts.allow_hosts,
+                [v.get_secret_value() if isinstance(v, SecretStr) else v for v in opts.env.values()],
+            ),
+            workspace_mb=opts.workspace_mb,
+            max_processes=opts.max_processes,
+            memory_mb=opts.memory_mb,
+        )
+        outcome = cli_jail.run(spec, out, err)  # type: ignore[arg-type]
+        egress = outcome.egress
+        workspace.log.write(
+            "command_jail",
+            limits=outcome.limits,
+            network=opts.network,
+            allowed_hosts=[f"{e.host}:{'/'.join(map(str, e.ports))}" for e in spec.allow],
+            egress_allowed=dict(egress.allowed) if egress else {},
+            egress_refused=dict(egress.refused) if egress else {},
+            copied_files=outcome.copy.files if outcome.copy else 0,
+            copied_bytes=outcome.copy.bytes if outcome.copy else 0,
+            skipped=outcome.copy.skipped if outcome.copy else {},
+            error=outcome.error,
+        )
+        if outcome.start_error:
+            raise ComponentUnavailable(f"cannot start command {argv[0]!r} in its jail: {outcome.start_error}")
+        if outcome.error and not outcome.timed_out:
+            raise AgentError(f"the command's jail failed: {outcome.error}")
+        return outcome.returncode, outcome.timed_out

@@ -1,0 +1,234 @@
+"""Running a CLI agent in its jail: bubblewrap, its own network, a tmpfs workspace, cgroup limits.
+
+The order of one run (:func:`run`):
+
+1. a private host folder (``0711``) holds the staged workspace (``spec.prepare`` lays it out:
+   TASK.md, inputs/, output/, the customization) and, with ``network = "allowlist"``, the egress
+   proxy's unix socket (:mod:`.proxy`), both bound read-only into the jail;
+2. bubblewrap starts :mod:`.launcher` with every namespace of its own, network included, the
+   workspace a size-capped tmpfs at the workspace's path (``workspace_mb``; so is ``/tmp``), inside a
+   fresh cgroup (:mod:`.limits`: ``max_processes``, ``memory_mb``) it joins before bubblewrap runs;
+3. the harness learns the jail's first process from ``--info-fd``, attaches slirp4netns for
+   ``network = "open"`` (:mod:`.network`), then lets the launcher start the CLI;
+4. the launcher reports the CLI's exit after killing every other process of the jail; the harness
+   copies the workspace out of the jail's mount namespace (``/proc/<pid>/root/<workspace>``) into the
+   pair folder, regular files only and capped (:mod:`.copyout`), then ends the jail.
+
+Nothing the CLI wrote is followed or edited in place: the pair folder gets copies of its regular
+files, made by the harness.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import select
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+from . import limits as cgroup_limits
+from .copyout import CopyCaps, CopyReport, copy_out
+from .network import PROXY_PORT, SLIRP_RESOLV, attach_slirp, proxy_environment
+from .proxy import AllowEntry, EgressLog, EgressProxy
+
+LAUNCHER = Path(__file__).with_name("launcher.py")
+GRACE_S = 20.0  # beyond the CLI's timeout: launching, killing the tree, reporting
+START_TIMEOUT_S = 30.0
+
+
+@dataclass
+class JailSpec:
+    """One jailed CLI run: the command, its workspace (a path inside and the copy-out destination
+    outside), what it may read, its network and its limits."""
+
+    argv: list[str]
+    workspace: Path
+    prepare: Callable[[Path], None]  # lays the workspace out in the folder given (the stage)
+    cwd: Path
+    env: dict[str, str]
+    read_only: list[Path] = field(default_factory=list)
+    timeout: float | None = None
+    network: str = "allowlist"
+    allow: list[AllowEntry] = field(default_factory=list)
+    workspace_mb: int = 1024
+    max_processes: int = 512
+    memory_mb: int = 4096
+
+
+@dataclass
+class JailOutcome:
+    """How a jailed run ended."""
+
+    returncode: int | None = None
+    timed_out: bool = False
+    start_error: str | None = None  # the launcher could not start the CLI (e.g. not found)
+    error: str | None = None  # the jail itself failed (the workspace may be lost)
+    copy: CopyReport | None = None
+    egress: EgressLog | None = None
+    limits: str = ""
+
+
+def launcher_command(
+    spec: JailSpec, stage: Path | None, fds: dict[str, int], socket: Path | None
+) -> list[str]:
+    """``python -I -S -c <launcher> <spec JSON>`` for the jail."""
+    payload = {
+        "argv": spec.argv,
+        "cwd": str(spec.cwd),
+        "workspace": str(spec.workspace),
+        "stage": str(stage) if stage else None,
+        "timeout": spec.timeout,
+        "proxy": {"port": PROXY_PORT, "socket": str(socket)} if socket else None,
+        **fds,
+    }
+    return [sys.executable, "-I", "-S", "-c", LAUNCHER.read_text(encoding="utf-8"), json.dumps(payload)]
+
+
+def _insert(command: list[str], extra: list[str]) -> list[str]:
+    """bwrap options added before the final remount (mounts after it would fail)."""
+    at = command.index("--remount-ro") if "--remount-ro" in command else command.index("--chdir")
+    return command[:at] + extra + command[at:]
+
+
+def _read_info(fd: int, deadline: float) -> dict[str, int]:
+    data = b""
+    while time.monotonic() < deadline:
+        if not select.select([fd], [], [], max(0.0, deadline - time.monotonic()))[0]:
+            break
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            break
+        data += chunk
+        try:
+            return json.loads(data)
+        except ValueError:
+            continue
+    raise RuntimeError("bubblewrap did not report its sandbox's process")
+
+
+def _read_status(fd: int, deadline: float | None, proc: subprocess.Popen[bytes]) -> dict[str, object] | None:
+    data = b""
+    while b"\n" not in data:
+        wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+        if not select.select([fd], [], [], wait)[0]:
+            return None  # deadline
+        chunk = os.read(fd, 4096)
+        if not chunk:
+            return None  # the jail ended without reporting
+        data += chunk
+        if len(data) > 65536:
+            return None
+    try:
+        status = json.loads(data.split(b"\n", 1)[0])
+    except ValueError:
+        return None
+    return status if isinstance(status, dict) else None
+
+
+def run(spec: JailSpec, stdout: IO[bytes], stderr: IO[bytes]) -> JailOutcome:
+    """Run ``spec`` jailed; copy its workspace out to ``spec.workspace`` (which must not exist)."""
+    from pptarena import isolation
+    from pptarena.procs import kill_group
+
+    outcome = JailOutcome()
+    private = Path(tempfile.mkdtemp(prefix="pptarena-cli-"))
+    os.chmod(private, 0o711)
+    stage = private / "stage"
+    stage.mkdir(mode=0o755)
+    net = private / "net"
+    net.mkdir(mode=0o711)
+    env = dict(spec.env)
+    extra: list[str] = []
+    proxy: EgressProxy | None = None
+    limits, outcome.limits = cgroup_limits.create(spec.max_processes, spec.memory_mb)
+    ours: list[int] = []
+    proc: subprocess.Popen[bytes] | None = None
+    slirp: subprocess.Popen[bytes] | None = None
+    release_w = -1
+    try:
+        spec.prepare(stage)
+        if spec.network == "allowlist":
+            proxy = EgressProxy(spec.allow, net).__enter__()
+            outcome.egress = proxy.log
+            env.update(proxy_environment())
+        elif spec.network == "open":
+            (private / "resolv.conf").write_text(SLIRP_RESOLV)
+            extra += ["--ro-bind", str(private / "resolv.conf"), "/etc/resolv.conf"]
+        status_r, status_w = os.pipe()
+        release_r, release_w = os.pipe()
+        info_r, info_w = os.pipe()
+        start_r, start_w = os.pipe()
+        ours = [status_r, info_r, start_w]
+        fds = {"status_fd": status_w, "release_fd": release_r, "start_fd": start_r}
+        jail = isolation.Jail(
+            workdir=spec.workspace,
+            tmpfs_mb=spec.workspace_mb,
+            read_only=[*spec.read_only, stage, net] if proxy else [*spec.read_only, stage],
+            network=False,
+        )
+        argv = launcher_command(spec, stage, fds, proxy.socket_path if proxy else None)
+        command = _insert(isolation.command(jail, argv), ["--info-fd", str(info_w), *extra])
+        if limits is not None:
+            command = limits.wrap(command)
+        try:
+            proc = subprocess.Popen(
+                command,
+                env=env,
+                stdin=subprocess.DEVNULL,
+                stdout=stdout,
+                stderr=stderr,
+                start_new_session=True,
+                pass_fds=(status_w, release_r, info_w, start_r),
+            )
+        finally:
+            for fd in (status_w, release_r, info_w, start_r):
+                os.close(fd)
+        info = _read_info(info_r, time.monotonic() + START_TIMEOUT_S)
+        pid = int(info["child-pid"])
+        if spec.network == "open":
+            slirp = attach_slirp(pid)
+        os.write(start_w, b"1")
+        deadline = None if spec.timeout is None else time.monotonic() + spec.timeout + GRACE_S
+        status = _read_status(status_r, deadline, proc)
+        if status is None:
+            outcome.timed_out = deadline is not None and time.monotonic() >= deadline
+            outcome.error = (
+                "the jail did not report the CLI's end in time"
+                if outcome.timed_out
+                else "the jail ended before its workspace could be copied out"
+            )
+            return outcome
+        outcome.returncode = status.get("returncode")  # type: ignore[assignment]
+        outcome.timed_out = bool(status.get("timed_out"))
+        outcome.start_error = status.get("error")  # type: ignore[assignment]
+        mb = 1024 * 1024
+        caps = CopyCaps(max_total_bytes=spec.workspace_mb * mb, max_file_bytes=spec.workspace_mb * mb)
+        outcome.copy = copy_out(f"/proc/{pid}/root{spec.workspace}", spec.workspace, caps)
+        return outcome
+    except (OSError, RuntimeError) as exc:
+        outcome.error = f"{type(exc).__name__}: {exc}"
+        return outcome
+    finally:
+        for fd in [*ours, release_w]:
+            if fd >= 0:
+                try:
+                    os.close(fd)
+                except OSError:
+                    pass
+        if proc is not None:
+            kill_group(proc)
+        if slirp is not None:
+            slirp.kill()
+            slirp.wait()
+        if proxy is not None:
+            proxy.__exit__(None, None, None)
+        if limits is not None:
+            limits.remove()
+        shutil.rmtree(private, ignore_errors=True)
