@@ -6,8 +6,9 @@ decks) runs under `bubblewrap <https://github.com/containers/bubblewrap>`_ where
 - new PID, mount, IPC, UTS, cgroup and (unless network is asked for) network namespaces;
 - a new user namespace with every capability dropped and no further user namespaces;
 - a root file system that is an empty tmpfs holding only read-only binds of what the code
-  needs (``/usr`` and the library folders, a few files of ``/etc``, fonts, the Python prefix,
-  site-packages and pptarena's own packages) plus the paths the caller names;
+  needs (``/usr`` and the library folders, a few files of ``/etc``, fonts, the Python
+  interpreter and, of site-packages, only the distributions the code may import:
+  :func:`python_view`) plus the paths the caller names;
 - a size-limited tmpfs as its working directory, HOME and TMPDIR (the disk quota);
 - ``--die-with-parent`` and ``--new-session``: when the harness dies or kills bwrap, every
   process of the sandbox dies with it (PID 1 of the namespace is bwrap's reaper).
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import functools
 import os
+import re
 import shutil
 import site
 import subprocess
@@ -28,6 +30,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 BWRAP_LEVEL = "bwrap"
 
@@ -81,6 +84,8 @@ class Jail:
     :param read_only: host paths bound read-only at the same path.
     :param writable: host paths bound writable at the same path.
     :param files: ``{path inside: host path}`` bound read-only (e.g. into the tmpfs workdir).
+    :param python: show the Python interpreter and the libraries of ``python_view`` (by default
+        :func:`python_view`'s: python-pptx, lxml, Pillow, XlsxWriter and their requirements).
     """
 
     workdir: Path
@@ -90,7 +95,8 @@ class Jail:
     writable: Sequence[Path] = ()
     files: dict[str, Path] = field(default_factory=dict)
     network: bool = False
-    python: bool = True  # bind the Python prefix, site-packages and pptarena's packages
+    python: bool = True  # bind the interpreter and the libraries of ``python_view`` (see below)
+    python_view: PythonView | None = None  # what of Python to show; None: python_view() (model programs)
 
 
 def bwrap_executable() -> str | None:
@@ -124,24 +130,147 @@ def base_flags() -> tuple[str, ...] | None:
     return None
 
 
-def python_paths() -> list[Path]:
-    """Folders the Python interpreter and pptarena need: prefixes, site-packages, pptarena's packages."""
-    import importlib.util
+#: What a model-written program may import (python-pptx and the libraries it is written with);
+#: each distribution's requirements come too (python-pptx needs typing_extensions).
+CODE_DISTRIBUTIONS: tuple[str, ...] = ("python-pptx", "lxml", "Pillow", "XlsxWriter")
+#: What rubric leaves may import: the above and numpy (one published PPT-Eval leaf imports it).
+RUBRIC_DISTRIBUTIONS: tuple[str, ...] = (*CODE_DISTRIBUTIONS, "numpy")
+#: The parts of pptarena's core package rubric leaves need: ``ppt_diff`` is rebuilt in the sandbox
+#: from ``pptarena.deck.ppteval_items`` (or ``pptarena.deck.ppteval``). Never ``pptarena.plugins``.
+RUBRIC_CORE_PARTS: tuple[str, ...] = ("__init__.py", "_version.py", "errors.py", "safeio.py", "deck")
 
-    paths = {Path(sys.prefix), Path(sys.base_prefix), Path(sys.exec_prefix), Path(sys.base_exec_prefix)}
-    for entry in [*site.getsitepackages(), site.getusersitepackages()]:
-        paths.add(Path(entry))
-    for package in ("pptarena", "pptarena.plugins"):  # located, not imported: the core never imports plugins
-        spec = importlib.util.find_spec(package)
-        if spec is not None:
-            paths.update(Path(p) for p in spec.submodule_search_locations or [])
+_REQUIREMENT_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
+
+
+@dataclass(frozen=True)
+class PythonView:
+    """What of the Python installation a sandbox sees (see :func:`python_view`).
+
+    :param read_only: host paths bound read-only at the same path (the interpreter, its standard
+        library, and each allowed distribution's top-level packages, modules and metadata).
+    :param masked: folders (site-packages inside a bound prefix) hidden under an empty read-only
+        tmpfs, so only the distributions bound into them are visible.
+    :param placed: ``(host path, path inside)`` read-only binds at another path (pptarena's core
+        parts, placed into site-packages so ``import pptarena`` finds them without the editable
+        install's import hook).
+    """
+
+    read_only: tuple[Path, ...] = ()
+    masked: tuple[Path, ...] = ()
+    placed: tuple[tuple[Path, Path], ...] = ()
+
+
+def _requirement_names(dist: Any) -> list[str]:
+    """Names of the distributions ``dist`` requires unconditionally (requirements of extras skipped)."""
+    names = []
+    for req in dist.requires or []:
+        spec, _, marker = req.partition(";")
+        if "extra" in marker:
+            continue
+        match = _REQUIREMENT_NAME.match(spec)
+        if match:
+            names.append(match.group(1))
+    return names
+
+
+def distribution_paths(names: Sequence[str]) -> list[Path]:
+    """The installed files of distributions ``names`` and of everything they require, as top-level
+    entries of their site-packages folder (package folders, single modules, ``*.dist-info``, shared
+    library folders such as ``pillow.libs``), found from each distribution's metadata (``RECORD``).
+
+    A byte-code file in a top-level ``__pycache__`` is listed itself, never the folder (which holds
+    other distributions' files too). Distributions that are not installed are skipped.
+    """
+    from importlib import metadata
+
+    seen: set[str] = set()
+    todo = list(names)
+    paths: set[Path] = set()
+    while todo:
+        name = todo.pop()
+        key = re.sub(r"[-_.]+", "-", name).lower()
+        if key in seen:
+            continue
+        seen.add(key)
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        root = Path(dist.locate_file(""))
+        for item in dist.files or []:
+            parts = Path(item).parts
+            if not parts or parts[0] == "..":
+                continue  # console scripts and data outside site-packages
+            entry = root / parts[0] if parts[0] != "__pycache__" else root / Path(item)
+            if entry.exists():
+                paths.add(entry)
+        todo += _requirement_names(dist)
+    return sorted(paths)
+
+
+def _site_dirs() -> list[Path]:
+    """Every site-packages folder of this interpreter and of its base installation."""
+    import sysconfig
+
+    dirs = {Path(p) for p in site.getsitepackages()}
+    dirs.add(Path(site.getusersitepackages()))
+    for base in {sys.base_prefix, sys.base_exec_prefix, sys.prefix}:
+        for key in ("purelib", "platlib"):
+            dirs.add(Path(sysconfig.get_paths(vars={"base": base, "platbase": base})[key]))
+    return sorted(d for d in dirs if d.is_dir())
+
+
+@functools.cache
+def python_view(
+    distributions: tuple[str, ...] = CODE_DISTRIBUTIONS, core_parts: tuple[str, ...] = ()
+) -> PythonView:
+    """The minimal view of the Python installation for code that imports ``distributions``.
+
+    The sandbox sees the interpreter (a virtual environment's ``pyvenv.cfg`` and executable, the base
+    installation's prefix with its site-packages masked), the files of ``distributions`` and their
+    requirements (:func:`distribution_paths`), and, when ``core_parts`` names any, those entries of
+    pptarena's core package placed at ``<site-packages>/pptarena/``. Nothing else of
+    site-packages, never ``pptarena.plugins`` (datasets, other plugins, their package data).
+    Works for an editable install (the core found through its import hook) and a wheel.
+    """
+    import importlib.util
+    import sysconfig
+
+    read_only: set[Path] = set()
     exe = Path(sys.executable)
-    paths.add(exe.parent)
+    read_only.add(exe)
+    if sys.prefix != sys.base_prefix:
+        read_only.add(Path(sys.prefix) / "pyvenv.cfg")
+    prefixes = {Path(sys.base_prefix), Path(sys.base_exec_prefix)}
     try:
-        paths.add(exe.resolve().parent.parent)  # the real interpreter's prefix behind a venv symlink
+        prefixes.add(exe.resolve().parent.parent)  # the real interpreter's prefix behind a venv symlink
     except OSError:
         pass
-    return sorted(p for p in paths if p.exists() and str(p) != "/")
+    read_only |= {p for p in prefixes if str(p) != "/"}
+    bound = [*read_only, *(Path(d) for d in SYSTEM_DIRS)]
+    masked = [d for d in _site_dirs() if any(d != b and d.is_relative_to(b) for b in bound)]
+    read_only |= set(distribution_paths(distributions))
+    placed: list[tuple[Path, Path]] = []
+    if core_parts:
+        spec = importlib.util.find_spec("pptarena")  # located, not imported
+        source = Path(next(iter(spec.submodule_search_locations or []))) if spec else None
+        inside = Path(sysconfig.get_paths()["purelib"]) / "pptarena"
+        for part in core_parts:
+            if source is not None and part != "plugins" and (source / part).exists():
+                placed.append((source / part, inside / part))
+    return PythonView(
+        read_only=tuple(sorted(p for p in read_only if p.exists())),
+        masked=tuple(masked),
+        placed=tuple(placed),
+    )
+
+
+def python_paths(distributions: Sequence[str] = CODE_DISTRIBUTIONS) -> list[Path]:
+    """Host paths bound read-only for code that imports ``distributions``: the interpreter and those
+    distributions' files (the ``read_only`` part of :func:`python_view`; use the view itself to also
+    hide the site-packages folders a bound prefix contains).
+    """
+    return list(python_view(tuple(distributions)).read_only)
 
 
 def command(jail: Jail, argv: Sequence[str]) -> list[str]:
@@ -155,18 +284,23 @@ def command(jail: Jail, argv: Sequence[str]) -> list[str]:
         out.append("--share-net")
     out += ["--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev"]
     out += ["--size", str(jail.tmpfs_mb * 1024 * 1024), "--tmpfs", "/tmp"]
-    binds: list[tuple[str, str]] = []
+    binds: list[tuple[str, str, str]] = []  # (flag, host path, path inside)
     for d in SYSTEM_DIRS + ETC_PATHS:
         p = Path(d)
         if p.is_symlink():
             out += ["--symlink", os.readlink(p), d]
         elif p.exists():
-            binds.append(("--ro-bind", d))
+            binds.append(("--ro-bind", d, d))
+    masks: list[str] = []
     if jail.python:
-        binds += [("--ro-bind", str(p)) for p in python_paths()]
-    binds += [("--ro-bind", str(Path(p))) for p in jail.read_only]
-    for kind, path in sorted(set(binds), key=lambda b: (b[1].count("/"), b[1])):
-        out += [kind, path, path]
+        view = jail.python_view if jail.python_view is not None else python_view()
+        binds += [("--ro-bind", str(p), str(p)) for p in view.read_only]
+        binds += [("--ro-bind", str(host), str(inside)) for host, inside in view.placed]
+        masks = [str(m) for m in view.masked]
+        binds += [("--tmpfs", "", m) for m in masks]
+    binds += [("--ro-bind", str(Path(p)), str(Path(p))) for p in jail.read_only]
+    for kind, host, inside in sorted(set(binds), key=lambda b: (b[2].count("/"), b[2], b[0] == "--ro-bind")):
+        out += [kind, inside] if kind == "--tmpfs" else [kind, host, inside]
     if jail.workdir_host is not None:
         out += ["--bind", str(jail.workdir_host), str(jail.workdir)]
     else:
@@ -175,5 +309,7 @@ def command(jail: Jail, argv: Sequence[str]) -> list[str]:
         out += ["--bind", str(p), str(p)]
     for inside, host in jail.files.items():
         out += ["--ro-bind", str(host), str(jail.workdir / inside)]
+    for m in masks:
+        out += ["--remount-ro", m]
     out += ["--remount-ro", "/", "--chdir", str(jail.workdir), "--", *argv]
     return out

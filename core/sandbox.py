@@ -292,6 +292,7 @@ def run_command(
     files: Mapping[str, Path] | None = None,
     export: str | None = None,
     export_to: Path | None = None,
+    python_view: isolation.PythonView | None = None,
 ) -> SandboxResult:
     """Run ``argv`` under the sandbox in a fresh working directory.
 
@@ -303,6 +304,9 @@ def run_command(
     :param files: ``{name: host file}`` placed read-only in the working directory.
     :param export: a file name in the working directory whose bytes the code sends back on
         descriptor 4 (``sandbox_export``), written by the parent to ``export_to``.
+    :param python_view: what of the Python installation the code sees under bubblewrap (default
+        :func:`pptarena.isolation.python_view`: the interpreter, python-pptx, lxml, Pillow,
+        XlsxWriter and their requirements; nothing of pptarena, its plugins or other packages).
     The argv may name ``{workdir}``: it is replaced by the working directory's path as the code sees it.
     """
     own_dir = workdir is None
@@ -336,6 +340,7 @@ def run_command(
             writable=list(writable),
             files=placed,
             network=limits.network,
+            python_view=python_view,
         )
         cmd = isolation.command(jail, cmd)
         net_iso, fs_iso, level = not limits.network, True, isolation.BWRAP_LEVEL
@@ -449,6 +454,7 @@ def run_python(
     files: Mapping[str, Path] | None = None,
     export: str | None = None,
     export_to: Path | None = None,
+    python_view: isolation.PythonView | None = None,
 ) -> SandboxResult:
     """Run Python ``source`` in the sandbox.
 
@@ -489,6 +495,7 @@ def run_python(
             files=files,
             export=export,
             export_to=export_to,
+            python_view=python_view,
         )
     finally:
         shutil.rmtree(stage, ignore_errors=True)

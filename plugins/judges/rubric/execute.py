@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pptarena.plugins.judges.rubric import child
 from pptarena.sandbox import SandboxLimits, SandboxResult, run_python
 from pptarena.types import InfraError
 
@@ -45,7 +46,7 @@ STARTUP_SECONDS = 20.0  # interpreter start, imports and context building, per p
 _VERIFIER_SHIM = (
     '''"""pptarena shim of PPT-Eval's ppteval.verify.ppt.verifier '''
     '''(only what rubric code imports)."""
-from pptarena.plugins.judges.rubric.child import (  # noqa: F401
+from _pptarena_rubric_child import (  # noqa: F401
     ScreenshotsUnavailableError, SlideScreenshot, llm_call, vlm_call,
 )
 
@@ -59,7 +60,7 @@ class PPTVerifier:
 )
 
 _LLM_TOOLS_SHIM = '''"""pptarena shim of ai-rubric's rubric.utils.llm_tools."""
-from pptarena.plugins.judges.rubric.child import llm_call, vlm_call  # noqa: F401
+from _pptarena_rubric_child import llm_call, vlm_call  # noqa: F401
 '''
 
 _DOTENV_SHIM = '''"""pptarena's no-op python-dotenv: rubric leaves never read .env files."""
@@ -116,10 +117,25 @@ def preload_for(leaves: Sequence[dict[str, str]], modules: Sequence[str] | None 
     return [m for m in wanted if m.split(".")[0] in named]
 
 
+#: The name :mod:`.child` has inside the sandbox: its source file is bound into the working directory,
+#: so the sandbox needs nothing of ``pptarena.plugins`` (which it never sees).
+CHILD_MODULE = "_pptarena_rubric_child"
+
+
+def rubric_view() -> Any:
+    """What of the Python installation rubric leaves see: :data:`pptarena.isolation.RUBRIC_DISTRIBUTIONS`
+    (python-pptx, lxml, Pillow, XlsxWriter, numpy and their requirements) and the core parts that
+    rebuild ``ppt_diff`` (:data:`pptarena.isolation.RUBRIC_CORE_PARTS`); no plugin, no dataset.
+    """
+    from pptarena import isolation
+
+    return isolation.python_view(isolation.RUBRIC_DISTRIBUTIONS, isolation.RUBRIC_CORE_PARTS)
+
+
 # After main() every record is on descriptor 3: the driver ends at once (os._exit) instead of
 # finalising an interpreter full of preloaded modules; an exception in main() still exits with 1.
 _DRIVER = (
-    "from pptarena.plugins.judges.rubric.child import main\n"
+    "from _pptarena_rubric_child import main\n"
     "main(SANDBOX_INPUT)\n"
     "import os as _os, sys as _sys\n"
     "_sys.stdout.flush()\n"
@@ -461,8 +477,10 @@ def run_function_leaves(
                     inputs=payload,
                     limits=limits,
                     extra_files=SHIM_FILES,
+                    files={f"{CHILD_MODULE}.py": Path(child.__file__)},
                     python=run.python,
                     read_only=[*visible, socket_path],
+                    python_view=rubric_view(),
                 )
         finally:
             shutil.rmtree(private, ignore_errors=True)
