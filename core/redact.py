@@ -131,24 +131,32 @@ def redact_obj(data: Any, known: list[str] | None = None) -> Any:
     return data
 
 
-def redact_file(path: Path, known: list[str] | None = None) -> None:
-    """Rewrite a text file of the run folder with secrets masked (links and non-regular files are
-    left alone). ``known``: the secrets (default: :func:`secrets`).
-    """
-    from .safeio import UnsafeFileError, read_regular
-
-    try:
-        data = read_regular(path, MAX_FILE_BYTES)
-    except (OSError, UnsafeFileError):
-        return
-    known = secrets() if known is None else known
-    raw = data
+def mask_bytes(data: bytes, known: Iterable[str | None]) -> bytes:
+    """``data`` with every secret of ``known`` (as UTF-8) replaced by ``***``."""
     for value in known:
-        raw = raw.replace(value.encode("utf-8"), MASK.encode())
-    if raw != data:
-        tmp = path.with_name(f".{path.name}.redact")
-        tmp.write_bytes(raw)
-        os.replace(tmp, path)
+        if value:
+            data = data.replace(value.encode("utf-8"), MASK.encode())
+    return data
+
+
+def redact_file(path: Path, known: list[str] | None = None, *, root: Path | None = None) -> bool:
+    """Mask secrets in a text file the agent side may have written; True when it was rewritten.
+
+    Through :mod:`pptarena.safeio`: the file is read only when it is a regular file (a link, FIFO or
+    device is left alone, never opened), and a changed file is replaced by a new one (``O_EXCL``
+    temporary file + rename in the same folder), never written through a link or into a file
+    hard-linked elsewhere. With ``root`` (a folder the harness made), no folder between ``root``
+    and the file is followed either. ``known``: the secrets (default: :func:`secrets`).
+    """
+    from .safeio import UnsafeFileError, rewrite_regular
+
+    known = secrets() if known is None else known
+    if not known:
+        return False
+    try:
+        return rewrite_regular(path, lambda data: mask_bytes(data, known), MAX_FILE_BYTES, root=root)
+    except (OSError, UnsafeFileError):
+        return False
 
 
 def literal_secret_problems(raw: Any, path: str = "") -> list[str]:
@@ -196,15 +204,37 @@ TEXT_SUFFIXES = (
 )
 
 
-def redact_tree(root: Path) -> None:
+def redact_tree(root: Path) -> list[str]:
     """Mask secrets in every text file under ``root`` (a pair's folder, after its agent ran).
 
     Files a plugin wrote directly (programs, patches, CLI transcripts) get the same treatment as
-    the harness's own writes. Binary files (decks, images) are not rewritten.
+    the harness's own writes. Binary files (decks, images) are not rewritten. The folder is walked
+    with :func:`pptarena.safeio.walk_tree` (no link is followed, not even one planted in place of a
+    folder) and each file rewritten with :func:`pptarena.safeio.rewrite_at` (regular files only,
+    replaced by a new file: a link, FIFO or hard link the agent left is never written through).
+    Returns the names (relative to ``root``) it could not check: links, special files, folders it
+    did not enter, files too large or unreadable.
     """
+    from .safeio import UnsafeFileError, rewrite_at, walk_tree
+
     known = secrets()
     if not known:
-        return
-    for path in Path(root).rglob("*"):
-        if path.suffix.lower() in TEXT_SUFFIXES and not path.is_symlink() and path.is_file():
-            redact_file(path, known)
+        return []
+    left: list[str] = []
+    try:
+        for entry in walk_tree(root):
+            if entry.kind == "skipped":
+                left.append(f"{entry.rel}: {entry.problem}")
+                continue
+            if entry.kind == "dir" or Path(entry.name).suffix.lower() not in TEXT_SUFFIXES:
+                continue
+            if entry.kind != "file":
+                left.append(f"{entry.rel}: {entry.problem or entry.kind}")
+                continue
+            try:
+                rewrite_at(entry.dir_fd, entry.name, lambda data: mask_bytes(data, known), MAX_FILE_BYTES)
+            except (OSError, UnsafeFileError) as exc:
+                left.append(f"{entry.rel}: {exc}")
+    except (OSError, UnsafeFileError) as exc:  # the folder is gone, or holds too many names
+        left.append(f"{root}: {exc}")
+    return left

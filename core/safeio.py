@@ -1,94 +1,508 @@
-"""Reading files that untrusted code could have written or replaced.
+"""The safe-file layer: how the harness reads, copies and rewrites files the agent side could have written.
 
-A sandboxed program may leave a symbolic link (to ``/proc/self/environ``, to the answer key), a
-FIFO (that blocks a reader for ever), a device (``/dev/zero``, endless) or a huge file where the
-harness expects its output. Every function here opens the *last* path component without following
-links (``O_NOFOLLOW``), without blocking (``O_NONBLOCK``), checks on the open descriptor that it is
-a regular file, and never reads more than a cap.
+An agent (or a program it started) may leave a symbolic link (to ``/proc/self/environ``, to the
+answer key, to a file of the dataset cache), a FIFO (that blocks a reader for ever), a device
+(``/dev/zero``, endless), a hard link to a host file, or a huge (sparse) file where the harness
+expects its output, and it may plant a link in place of a *folder* on the way to a file. The
+harness runs as the user (often root): following any of these would make it read, or write, a
+file the agent chose. Everything here therefore:
+
+- walks paths **below a trusted folder** (``root``: a folder the harness created, such as a
+  pair's folder) one component at a time with directory descriptors, opening every component
+  with ``O_NOFOLLOW`` (``openat`` semantics: a folder swapped for a link mid-way is refused, and
+  a folder renamed while we work stays the folder we opened). Without ``root`` only the last
+  component is protected (the parent is a folder the caller chose);
+- opens files with ``O_NONBLOCK`` and checks **on the open descriptor** (``fstat``) that it is a
+  regular file, so FIFOs, sockets and devices are refused at once, never read;
+- caps sizes (checked on ``st_size`` before a byte is read, and again while reading, for files
+  that grow);
+- writes only through **new** files: a temporary file created with ``O_CREAT | O_EXCL |
+  O_NOFOLLOW`` in the same folder descriptor, then renamed over the name with
+  :func:`os.replace` (``src_dir_fd`` / ``dst_dir_fd``). A rename replaces the directory entry: it
+  never writes through a link, and never changes the other names of a hard-linked file.
+
+Public functions (all raise :class:`UnsafeFileError` for links, non-regular files, escapes and
+sizes over a cap):
+
+- :func:`open_regular`, :func:`read_regular`: open or read one file;
+- :func:`copy_regular`: copy one file out (hand-back copies of decks);
+- :func:`write_replacing`, :func:`rewrite_regular`: replace one file's content (new file + rename);
+- :func:`walk_tree`: list an agent-written folder without following anything;
+- :func:`copy_tree`: copy an agent-written folder out (regular files only, caps on count and
+  size; links and special files skipped and reported);
+- :func:`ensure_dir`: create (or check) a folder below ``root`` without following links;
+- descriptor-level helpers for callers that already hold a folder open: :func:`open_dir`,
+  :func:`open_at`, :func:`rewrite_at`, :func:`write_at`.
+
+Where it ends: the ``root`` itself, and the folders above it, are trusted (the harness made
+them); a process still running on the agent side can change a file *after* it was checked
+(the layer checks the descriptor it reads, not the name later users open): take copies with
+:func:`copy_regular` / :func:`copy_tree` once the agent side has stopped, and read the copies.
 """
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
-from pathlib import Path
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path, PurePosixPath
 
 from .errors import PptArenaError
 
 CHUNK = 1024 * 1024
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+NONBLOCK = getattr(os, "O_NONBLOCK", 0)
+CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+READ_FLAGS = os.O_RDONLY | NONBLOCK | CLOEXEC
+DIR_FLAGS = os.O_RDONLY | DIRECTORY | CLOEXEC
+MAX_DEPTH = 64
+MAX_ENTRIES = 200_000
+LINK_ERRORS = (errno.ELOOP, errno.ENOTDIR, getattr(errno, "EMLINK", errno.ELOOP))
 
 
 class UnsafeFileError(PptArenaError):
-    """A file is a link, not a regular file, or larger than allowed."""
+    """A file is a link, not a regular file, outside its root, or larger than allowed."""
 
 
-def open_regular(path: str | Path, max_bytes: int | None = None, follow_links: bool = False) -> int:
-    """Open ``path`` for reading as a regular file (no link, FIFO or device); returns the descriptor.
+# ---------------------------------------------------------------- folders
 
-    ``follow_links=True`` accepts a link whose target is a regular file (for paths the user chose).
 
-    :raises UnsafeFileError: a symbolic link, not a regular file, or over ``max_bytes``.
-    :raises FileNotFoundError: it does not exist.
-    """
-    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0)
-    if not follow_links:
-        flags |= getattr(os, "O_NOFOLLOW", 0)
+def open_dir(path: str | os.PathLike[str]) -> int:
+    """A descriptor of a folder the caller chose and trusts (links in ``path`` itself are followed)."""
+    return os.open(path, DIR_FLAGS)
+
+
+def _subdir(dir_fd: int, name: str, shown: str) -> int:
+    """The sub-folder ``name`` of ``dir_fd``, never through a link."""
     try:
-        fd = os.open(path, flags)
+        return os.open(name, DIR_FLAGS | NOFOLLOW, dir_fd=dir_fd)
     except OSError as exc:
-        if exc.errno == __import__("errno").ELOOP:
-            raise UnsafeFileError(f"{path} is a symbolic link; refusing to follow it") from None
+        if exc.errno in LINK_ERRORS:
+            raise UnsafeFileError(
+                f"{shown} is a symbolic link or not a folder; refusing to follow it"
+            ) from None
         raise
+
+
+def _parts(rel: str | os.PathLike[str]) -> tuple[str, ...]:
+    parts = PurePosixPath(os.fspath(rel)).parts
+    if not parts or PurePosixPath(os.fspath(rel)).is_absolute() or ".." in parts:
+        raise UnsafeFileError(f"{os.fspath(rel)!r} is not a path below its folder")
+    return tuple(p for p in parts if p != ".")
+
+
+def _split(path: str | os.PathLike[str], root: str | os.PathLike[str] | None) -> tuple[str, tuple[str, ...]]:
+    """(the trusted folder, the components below it) for ``path``. Without ``root``: its parent."""
+    full = os.path.abspath(os.fspath(path))
+    if root is None:
+        parent, name = os.path.split(full)
+        if not name:
+            raise UnsafeFileError(f"{path} names no file")
+        return parent, (name,)
+    base = os.path.abspath(os.fspath(root))
+    rel = os.path.relpath(full, base)
+    if rel == "." or rel == ".." or rel.startswith(".." + os.sep):
+        raise UnsafeFileError(f"{path} is not inside {root}")
+    return base, _parts(rel)
+
+
+def _open_parent(path: str | os.PathLike[str], root: str | os.PathLike[str] | None) -> tuple[int, str]:
+    """(a descriptor of the folder holding ``path``, walked below ``root`` without links; its name)."""
+    base, parts = _split(path, root)
+    fd = open_dir(base)
+    try:
+        for i, part in enumerate(parts[:-1]):
+            nxt = _subdir(fd, part, os.path.join(base, *parts[: i + 1]))
+            os.close(fd)
+            fd = nxt
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd, parts[-1]
+
+
+def ensure_dir(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> Path:
+    """Create the folder ``path`` below ``root`` (and the folders between) where missing; an existing
+    component that is a link or not a folder is refused, never followed. Returns ``path``."""
+    base, parts = _split(path, root)
+    fd = open_dir(base)
+    try:
+        for i, part in enumerate(parts):
+            shown = os.path.join(base, *parts[: i + 1])
+            try:
+                os.mkdir(part, 0o755, dir_fd=fd)
+            except FileExistsError:
+                pass
+            nxt = _subdir(fd, part, shown)
+            os.close(fd)
+            fd = nxt
+    finally:
+        os.close(fd)
+    return Path(path)
+
+
+# ---------------------------------------------------------------- reading
+
+
+def open_at(dir_fd: int, name: str, max_bytes: int | None = None, shown: str | None = None) -> int:
+    """Open the regular file ``name`` of the folder ``dir_fd`` for reading (no link, FIFO, socket or
+    device; at most ``max_bytes`` bytes); returns the descriptor."""
+    shown = shown or name
+    try:
+        fd = os.open(name, READ_FLAGS | NOFOLLOW, dir_fd=dir_fd)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise UnsafeFileError(f"{shown} is a symbolic link; refusing to follow it") from None
+        raise
+    return _checked(fd, shown, max_bytes)
+
+
+def _checked(fd: int, shown: str, max_bytes: int | None) -> int:
     info = os.fstat(fd)
     if not stat.S_ISREG(info.st_mode):
         os.close(fd)
-        raise UnsafeFileError(f"{path} is not a regular file")
+        raise UnsafeFileError(f"{shown} is not a regular file")
     if max_bytes is not None and info.st_size > max_bytes:
         os.close(fd)
-        raise UnsafeFileError(f"{path} has {info.st_size} bytes, over the {max_bytes}-byte limit")
+        raise UnsafeFileError(f"{shown} has {info.st_size} bytes, over the {max_bytes}-byte limit")
     return fd
 
 
-def read_regular(path: str | Path, max_bytes: int, follow_links: bool = False) -> bytes:
-    """The bytes of a regular file of at most ``max_bytes`` (links, FIFOs and devices refused;
-    ``follow_links=True`` accepts a link to a regular file, see :func:`open_regular`)."""
-    fd = open_regular(path, max_bytes, follow_links)
+def open_regular(
+    path: str | os.PathLike[str],
+    max_bytes: int | None = None,
+    follow_links: bool = False,
+    *,
+    root: str | os.PathLike[str] | None = None,
+) -> int:
+    """Open ``path`` for reading as a regular file (no link, FIFO or device); returns the descriptor.
+
+    :param root: a trusted folder holding ``path``: no component below it is followed when it is a
+        link (without it only the last component is protected).
+    :param follow_links: accept links (for paths the user chose, never for agent-written ones).
+    :raises UnsafeFileError: a symbolic link, not a regular file, outside ``root`` or over ``max_bytes``.
+    :raises FileNotFoundError: it does not exist.
+    """
+    if follow_links:
+        return _checked(os.open(path, READ_FLAGS), os.fspath(path), max_bytes)
+    dir_fd, name = _open_parent(path, root)
     try:
-        parts, size = [], 0
-        while True:
-            chunk = os.read(fd, min(CHUNK, max_bytes + 1 - size))
-            if not chunk:
-                break
-            parts.append(chunk)
-            size += len(chunk)
-            if size > max_bytes:  # it grew while we read
-                raise UnsafeFileError(f"{path} grew over the {max_bytes}-byte limit")
-        return b"".join(parts)
+        return open_at(dir_fd, name, max_bytes, os.fspath(path))
+    finally:
+        os.close(dir_fd)
+
+
+def _read_fd(fd: int, max_bytes: int, shown: str) -> bytes:
+    parts, size = [], 0
+    while chunk := os.read(fd, min(CHUNK, max_bytes + 1 - size)):
+        parts.append(chunk)
+        size += len(chunk)
+        if size > max_bytes:  # it grew while we read
+            raise UnsafeFileError(f"{shown} grew over the {max_bytes}-byte limit")
+    return b"".join(parts)
+
+
+def read_regular(
+    path: str | os.PathLike[str],
+    max_bytes: int,
+    follow_links: bool = False,
+    *,
+    root: str | os.PathLike[str] | None = None,
+) -> bytes:
+    """The bytes of a regular file of at most ``max_bytes`` (links, FIFOs and devices refused; see
+    :func:`open_regular` for ``root`` and ``follow_links``)."""
+    fd = open_regular(path, max_bytes, follow_links, root=root)
+    try:
+        return _read_fd(fd, max_bytes, os.fspath(path))
     finally:
         os.close(fd)
 
 
-def copy_regular(src: str | Path, dst: str | Path, max_bytes: int) -> None:
-    """Copy a regular file (links, FIFOs and devices refused) of at most ``max_bytes`` to ``dst``.
+# ---------------------------------------------------------------- writing
 
-    ``dst`` is replaced, never followed: an existing link at ``dst`` is removed first.
-    """
-    data_fd = open_regular(src, max_bytes)
-    dst = Path(dst)
-    tmp = dst.with_name(f".{dst.name}.{os.getpid()}.part")
-    try:
-        tmp.unlink(missing_ok=True)
-        out = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o644)
-        size = 0
+
+def _temp_at(dir_fd: int, name: str, mode: int) -> tuple[int, str]:
+    """A new, empty file beside ``name`` (never an existing file, link or FIFO): (descriptor, name)."""
+    for _ in range(100):
+        tmp = f".{name[:80]}.{os.urandom(6).hex()}.part"
         try:
-            while chunk := os.read(data_fd, CHUNK):
-                size += len(chunk)
-                if size > max_bytes:
-                    raise UnsafeFileError(f"{src} grew over the {max_bytes}-byte limit")
-                os.write(out, chunk)
+            return os.open(
+                tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | NOFOLLOW | CLOEXEC, mode, dir_fd=dir_fd
+            ), tmp
+        except FileExistsError:
+            continue
+    raise UnsafeFileError(f"cannot create a temporary file beside {name}")
+
+
+def write_at(
+    dir_fd: int, name: str, data: bytes | int, mode: int = 0o644, max_bytes: int | None = None
+) -> int:
+    """Replace ``name`` in the folder ``dir_fd`` by a new file holding ``data`` (bytes, or everything
+    readable from a descriptor, at most ``max_bytes``); returns the bytes written.
+
+    The new file is created under a fresh name with ``O_EXCL | O_NOFOLLOW`` and renamed over
+    ``name``: a link, FIFO or hard-linked file at ``name`` is replaced, never written through.
+    """
+    out, tmp = _temp_at(dir_fd, name, mode & 0o777)
+    size = 0
+    try:
+        try:
+            if isinstance(data, bytes):
+                view = memoryview(data)
+                while view:
+                    view = view[os.write(out, view) :]
+                size = len(data)
+            else:
+                while chunk := os.read(data, CHUNK):
+                    size += len(chunk)
+                    if max_bytes is not None and size > max_bytes:
+                        raise UnsafeFileError(f"{name} grew over the {max_bytes}-byte limit")
+                    view = memoryview(chunk)
+                    while view:
+                        view = view[os.write(out, view) :]
         finally:
             os.close(out)
-        os.replace(tmp, dst)
+        os.replace(tmp, name, src_dir_fd=dir_fd, dst_dir_fd=dir_fd)
+    except BaseException:
+        try:
+            os.unlink(tmp, dir_fd=dir_fd)
+        except OSError:
+            pass
+        raise
+    return size
+
+
+def write_replacing(
+    path: str | os.PathLike[str],
+    data: bytes,
+    mode: int = 0o644,
+    *,
+    root: str | os.PathLike[str] | None = None,
+) -> None:
+    """Replace the file ``path`` by one holding ``data`` (new file + rename, see :func:`write_at`);
+    with ``root``, no folder below it is followed on the way."""
+    dir_fd, name = _open_parent(path, root)
+    try:
+        write_at(dir_fd, name, data, mode)
+    finally:
+        os.close(dir_fd)
+
+
+def rewrite_at(dir_fd: int, name: str, transform: Callable[[bytes], bytes], max_bytes: int) -> bool:
+    """Pass the regular file ``name`` of ``dir_fd`` (at most ``max_bytes``) through ``transform`` and,
+    when the bytes change, replace it by a new file (:func:`write_at`, same permission bits).
+    Returns True when it was rewritten. A hard-linked file gets a new inode: its other names keep
+    their content."""
+    fd = open_at(dir_fd, name, max_bytes)
+    try:
+        data = _read_fd(fd, max_bytes, name)
+        mode = os.fstat(fd).st_mode
+    finally:
+        os.close(fd)
+    new = transform(data)
+    if new == data:
+        return False
+    write_at(dir_fd, name, new, mode & 0o777)
+    return True
+
+
+def rewrite_regular(
+    path: str | os.PathLike[str],
+    transform: Callable[[bytes], bytes],
+    max_bytes: int,
+    *,
+    root: str | os.PathLike[str] | None = None,
+) -> bool:
+    """:func:`rewrite_at` for a path (with ``root``, no folder below it is followed)."""
+    dir_fd, name = _open_parent(path, root)
+    try:
+        return rewrite_at(dir_fd, name, transform, max_bytes)
+    finally:
+        os.close(dir_fd)
+
+
+def copy_regular(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    max_bytes: int,
+    *,
+    root: str | os.PathLike[str] | None = None,
+) -> int:
+    """Copy the regular file ``src`` (links, FIFOs and devices refused; with ``root``, no folder
+    below it followed) of at most ``max_bytes`` to ``dst``; returns the bytes copied.
+
+    ``dst`` (a path the harness chose) is replaced by a new file, never written through.
+    """
+    data_fd = open_regular(src, max_bytes, root=root)
+    try:
+        dst_dir, dst_name = os.path.split(os.path.abspath(os.fspath(dst)))
+        dir_fd = open_dir(dst_dir)
+        try:
+            return write_at(dir_fd, dst_name, data_fd, 0o644, max_bytes)
+        finally:
+            os.close(dir_fd)
     finally:
         os.close(data_fd)
-        tmp.unlink(missing_ok=True)
+
+
+# ---------------------------------------------------------------- folders an agent wrote
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One name met by :func:`walk_tree`.
+
+    ``kind``: ``file`` (regular), ``dir``, ``link`` (symbolic), ``special`` (FIFO, socket, device)
+    or ``skipped`` (a folder not entered: ``problem`` says why). ``dir_fd`` is the open folder
+    holding it, valid until the walk moves on (for :func:`open_at`, :func:`rewrite_at`).
+    """
+
+    rel: str
+    name: str
+    kind: str
+    size: int
+    nlink: int
+    dir_fd: int
+    problem: str | None = None
+
+
+def walk_tree(
+    root: str | os.PathLike[str], *, max_entries: int = MAX_ENTRIES, max_depth: int = MAX_DEPTH
+) -> Iterator[Entry]:
+    """Every name below the folder ``root``, depth first in name order, without following links:
+    folders are entered through descriptors opened with ``O_NOFOLLOW``, so a link planted in place
+    of a folder (or swapped in while walking) is reported as a ``link``, never entered.
+
+    :raises UnsafeFileError: more than ``max_entries`` names (the walk stops there).
+    """
+    top = open_dir(root)
+    count = [0]
+    try:
+        yield from _walk(top, "", 0, count, max_entries, max_depth)
+    finally:
+        os.close(top)
+
+
+def _walk(
+    dir_fd: int, prefix: str, depth: int, count: list[int], max_entries: int, max_depth: int
+) -> Iterator[Entry]:
+    with os.scandir(dir_fd) as it:
+        names = sorted((e.name, e) for e in it)
+    for name, entry in names:
+        count[0] += 1
+        if count[0] > max_entries:
+            raise UnsafeFileError(f"more than {max_entries} files and folders below the walked folder")
+        rel = f"{prefix}{name}"
+        try:
+            info = entry.stat(follow_symlinks=False)
+        except OSError:  # vanished
+            continue
+        mode = info.st_mode
+        kind = (
+            "link"
+            if stat.S_ISLNK(mode)
+            else "dir"
+            if stat.S_ISDIR(mode)
+            else "file"
+            if stat.S_ISREG(mode)
+            else "special"
+        )
+        size = info.st_size if kind == "file" else 0
+        if kind != "dir":
+            yield Entry(rel, name, kind, size, info.st_nlink, dir_fd)
+            continue
+        if depth + 1 > max_depth:
+            yield Entry(rel, name, "skipped", 0, info.st_nlink, dir_fd, f"deeper than {max_depth} folders")
+            continue
+        try:
+            sub = _subdir(dir_fd, name, rel)
+        except (OSError, UnsafeFileError) as exc:
+            yield Entry(rel, name, "skipped", 0, info.st_nlink, dir_fd, str(exc))
+            continue
+        try:
+            yield Entry(rel, name, "dir", 0, info.st_nlink, dir_fd)
+            yield from _walk(sub, rel + "/", depth + 1, count, max_entries, max_depth)
+        finally:
+            os.close(sub)
+
+
+@dataclass
+class TreeCopy:
+    """What :func:`copy_tree` did: files and bytes copied, and every name left out with the reason."""
+
+    files: int = 0
+    bytes: int = 0
+    skipped: list[tuple[str, str]] = field(default_factory=list)
+
+
+def copy_tree(
+    src: str | os.PathLike[str],
+    dst: str | os.PathLike[str],
+    *,
+    max_files: int = 10_000,
+    max_bytes: int = 1024 * 1024 * 1024,
+    max_file_bytes: int | None = None,
+    max_depth: int = MAX_DEPTH,
+) -> TreeCopy:
+    """Copy the agent-written folder ``src`` into ``dst`` (created where missing; a folder the
+    harness chose): regular files and folders only, never following a link.
+
+    Links, FIFOs, sockets and devices are skipped; so is a file over ``max_file_bytes``, or that
+    would take the copy over ``max_files`` files or ``max_bytes`` bytes (sizes are checked before a
+    byte is read: a sparse 2 GiB file costs nothing). Each skip is in :attr:`TreeCopy.skipped`.
+    Copies are new files (permission bits kept, set-id bits dropped); existing names in ``dst`` are
+    replaced, never written through.
+    """
+    os.makedirs(dst, exist_ok=True)
+    done = TreeCopy()
+    out_fds: dict[str, int] = {"": open_dir(dst)}
+    try:
+        for e in walk_tree(src, max_entries=max(MAX_ENTRIES, 4 * max_files), max_depth=max_depth):
+            parent = e.rel.rpartition("/")[0]
+            for key in [k for k in out_fds if k and k != parent and not parent.startswith(k + "/")]:
+                os.close(out_fds.pop(key))  # a folder the depth-first walk has left for good
+            out = out_fds.get(parent)
+            if out is None:  # its folder was not copied
+                continue
+            if e.kind == "dir":
+                try:
+                    try:
+                        os.mkdir(e.name, 0o755, dir_fd=out)
+                    except FileExistsError:
+                        pass
+                    out_fds[e.rel] = _subdir(out, e.name, os.path.join(os.fspath(dst), e.rel))
+                except (OSError, UnsafeFileError) as exc:
+                    done.skipped.append((e.rel, f"folder not copied: {exc}"))
+                continue
+            if e.kind != "file":
+                why = e.problem or ("a symbolic link" if e.kind == "link" else "not a regular file")
+                done.skipped.append((e.rel, why))
+                continue
+            cap = (
+                max_bytes - done.bytes
+                if max_file_bytes is None
+                else min(max_file_bytes, max_bytes - done.bytes)
+            )
+            if done.files >= max_files:
+                done.skipped.append((e.rel, f"over the {max_files}-file limit"))
+                continue
+            if e.size > cap:
+                done.skipped.append((e.rel, f"{e.size} bytes: over the size limit"))
+                continue
+            try:
+                fd = open_at(e.dir_fd, e.name, cap, e.rel)
+                try:
+                    mode = os.fstat(fd).st_mode
+                    done.bytes += write_at(out, e.name, fd, mode & 0o777, cap)
+                finally:
+                    os.close(fd)
+                done.files += 1
+            except (OSError, UnsafeFileError) as exc:
+                done.skipped.append((e.rel, str(exc)))
+    finally:
+        for fd in out_fds.values():
+            os.close(fd)
+    return done

@@ -1,0 +1,207 @@
+"""Attacks on the harness through files the agent side leaves behind (issue 23, item 1, and "the
+harness never follows what the agent side wrote").
+
+After a pair the harness masks secrets in every text file of the pair's folder. An agent that leaves
+a link where the redactor writes its temporary file (``.notes.txt.redact``), a link or hard link in
+place of a text file holding a secret, or a FIFO, used to make the harness (root) overwrite a host
+file (the dataset cache's ``target.pptx``: a forged answer key for every later run) or hang for
+ever. Each test performs the attack; each fails on the redactor of commit 9b36a35.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from trust_fixtures import SECRET, arena
+
+from pptarena.redact import redact_file, redact_tree
+
+
+def host_file(tmp_path: Path, data: bytes) -> Path:
+    """A file outside the pair's folder (a stand-in for a dataset cache file or a user's file)."""
+    host = tmp_path / "host"
+    host.mkdir(exist_ok=True)
+    path = host / "target.pptx"
+    path.write_bytes(data)
+    return path
+
+
+def pair_folder(tmp_path: Path) -> Path:
+    """A pair's folder as an agent leaves it: a CLI workspace with a transcript holding the secret."""
+    cli = tmp_path / "run" / "tasks" / "cli" / "t1" / "cli"
+    cli.mkdir(parents=True)
+    (cli / "notes.txt").write_bytes(b"the key is " + SECRET.encode() + b"\n")
+    return cli.parent
+
+
+@pytest.fixture
+def secret_env(monkeypatch):
+    monkeypatch.setenv("STUB_KEY", SECRET)
+
+
+def test_a_link_at_the_redactors_temporary_name_never_makes_it_write_a_host_file(tmp_path, secret_env):
+    before = b"PK\x03\x04 the cached target deck"
+    target = host_file(tmp_path, before)
+    folder = pair_folder(tmp_path)
+    (folder / "cli" / ".notes.txt.redact").symlink_to(target)
+    redact_tree(folder)
+    assert target.read_bytes() == before
+    notes = folder / "cli" / "notes.txt"
+    assert not notes.is_symlink() and notes.read_bytes() == b"the key is ***\n"
+
+
+def test_a_link_in_place_of_a_text_file_is_not_rewritten(tmp_path, secret_env):
+    before = b"host notes: " + SECRET.encode()
+    target = host_file(tmp_path, before)
+    folder = pair_folder(tmp_path)
+    (folder / "cli" / "host.txt").symlink_to(target)
+    left = redact_tree(folder)
+    assert target.read_bytes() == before  # the host file keeps its bytes (and its inode)
+    assert (folder / "cli" / "host.txt").is_symlink()
+    assert any(item.startswith("cli/host.txt") for item in left)  # reported, not silently skipped
+
+
+def test_a_link_in_place_of_a_folder_is_not_entered(tmp_path, secret_env):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "keys.txt").write_text(SECRET)
+    folder = pair_folder(tmp_path)
+    (folder / "cli" / "sub").symlink_to(outside, target_is_directory=True)
+    redact_tree(folder)
+    assert (outside / "keys.txt").read_text() == SECRET
+
+
+def test_a_hard_link_to_a_host_file_is_replaced_not_written_in_place(tmp_path, secret_env):
+    """A hard link shares its inode with the host file: the pair's name gets a new, masked file and
+    the host file (its other name) keeps its bytes."""
+    before = b"host: " + SECRET.encode()
+    target = host_file(tmp_path, before)
+    folder = pair_folder(tmp_path)
+    linked = folder / "cli" / "linked.txt"
+    os.link(target, linked)
+    assert os.stat(target).st_nlink == 2
+    redact_tree(folder)
+    assert target.read_bytes() == before
+    assert linked.read_bytes() == b"host: ***"
+    assert os.stat(target).st_nlink == 1 and not os.path.samefile(target, linked)
+
+
+def test_redact_file_with_a_root_refuses_a_link_planted_in_place_of_a_folder(tmp_path, secret_env):
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "out.txt").write_text(SECRET)
+    folder = pair_folder(tmp_path)
+    (folder / "cli" / "output").symlink_to(outside, target_is_directory=True)
+    assert redact_file(folder / "cli" / "output" / "out.txt", root=folder) is False
+    assert (outside / "out.txt").read_text() == SECRET
+    assert redact_file(folder / "cli" / "notes.txt", root=folder) is True
+
+
+def redact_in_child(folder: Path, timeout: float = 30) -> subprocess.CompletedProcess[str]:
+    """redact_tree(folder) in a child process (the secret in its environment), killed after ``timeout``
+    seconds: an attack that blocks the redactor must not block the test run too."""
+    code = f"from pptarena.redact import redact_tree; print(redact_tree({str(folder)!r}))"
+    return subprocess.run(
+        [sys.executable, "-c", code],
+        env={**os.environ, "STUB_KEY": SECRET},
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+    )
+
+
+def test_fifos_at_the_temporary_name_and_in_place_of_a_text_file_never_block(tmp_path):
+    folder = pair_folder(tmp_path)
+    os.mkfifo(folder / "cli" / ".notes.txt.redact")  # where the old redactor wrote its copy
+    os.mkfifo(folder / "cli" / "transcript.txt")  # a text file name: the old redactor skipped it,
+    os.mkfifo(folder / "cli" / "log")  # but nothing may ever open one
+    try:
+        done = redact_in_child(folder)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the redactor blocked on a FIFO the agent left")
+    assert done.returncode == 0, done.stderr
+    assert (folder / "cli" / "notes.txt").read_bytes() == b"the key is ***\n"
+    assert "transcript.txt" in done.stdout and "log" in done.stdout  # reported as not checked
+
+
+# ---------------------------------------------------------------- end to end: the forged answer key
+
+FORGER = """
+import os, shutil, sys
+src, out = sys.argv[1], sys.argv[2]
+shutil.copyfile(src, out)  # the agent does nothing to the deck
+# the original deck with the key after its last byte (zip readers ignore what follows the directory)
+with open("notes.txt", "wb") as fh:
+    fh.write(open(src, "rb").read() + os.environ["STUB_KEY"].encode())
+os.symlink({target!r}, ".notes.txt.redact")  # where the redactor writes its masked copy
+print("planted")
+"""
+
+
+def test_a_do_nothing_cli_agent_cannot_forge_the_cached_target_for_its_next_epoch(tmp_path):
+    """The attack of issue 23 through `arena run`: epoch 1 plants the link; had the harness written
+    through it, the cached target would become the original deck and epoch 2 would score 1.0."""
+    from pptarena.plugins.datasets.demo.dataset import ensure_demo_set
+
+    cache = tmp_path / "cache"
+    target = ensure_demo_set(cache) / "qbr-fix-typos" / "target.pptx"
+    before = target.read_bytes()
+    script = tmp_path / "forger.py"
+    script.write_text(FORGER.format(target=str(target)))
+    (tmp_path / "c.toml").write_text(
+        f'[run]\ntask_timeout = 60\njobs = 1\nepochs = 2\ncache_dir = "{cache}"\n'
+        '[dataset]\nuse = "demo"\nids = ["qbr-fix-typos"]\n'
+        '[[agents]]\nuse = "command"\nlabel = "cli"\nenv = { STUB_KEY = { env = "STUB_KEY" } }\n'
+        f'command = ["{sys.executable}", "{script}", "{{input}}", "{{output}}"]\n'
+        '[[judges]]\nuse = "structural"\n'
+    )
+    out = arena(["run", "--config", "c.toml", "--out", "run"], tmp_path, timeout=240)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert target.read_bytes() == before  # the answer key is byte-identical after the run
+    lines = [json.loads(x) for x in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    scores = {r["epoch"]: (r["scores"].get("structural") or {}).get("score") for r in lines}
+    assert sorted(scores) == [1, 2], lines
+    assert scores[1] is not None and scores[1] < 1.0  # the do-nothing deck is not the answer
+    assert scores[2] == scores[1]  # and did not become it
+    first = tmp_path / "run" / "tasks" / "cli" / "qbr-fix-typos"
+    assert "planted" in (first / "cli.stdout.txt").read_text()  # the attack was made
+    planted = tmp_path / "run" / "tasks" / "cli" / "qbr-fix-typos" / "cli" / "notes.txt"
+    if planted.exists():  # masked in place, through a new file
+        assert SECRET.encode() not in planted.read_bytes()
+
+
+FIFO_LAYER = """
+import os, shutil, sys
+shutil.copyfile(sys.argv[1], sys.argv[2])
+with open("notes.txt", "w") as fh:
+    fh.write("key: " + os.environ["STUB_KEY"])
+os.mkfifo(".notes.txt.redact")  # the old redactor opened its temporary file here, for writing: for ever
+os.mkfifo("transcript.txt")
+print("planted")
+"""
+
+
+def test_fifos_left_by_a_cli_agent_do_not_block_the_run(tmp_path):
+    script = tmp_path / "fifos.py"
+    script.write_text(FIFO_LAYER)
+    (tmp_path / "c.toml").write_text(
+        '[run]\ntask_timeout = 30\njobs = 1\n[dataset]\nuse = "demo"\nids = ["qbr-fix-typos"]\n'
+        '[[agents]]\nuse = "command"\nlabel = "cli"\nenv = { STUB_KEY = { env = "STUB_KEY" } }\n'
+        f'command = ["{sys.executable}", "{script}", "{{input}}", "{{output}}"]\n'
+        '[[judges]]\nuse = "structural"\n'
+    )
+    try:  # a run of one pair with task_timeout = 30 that takes 2 minutes is blocked
+        out = arena(["run", "--config", "c.toml", "--out", "run"], tmp_path, timeout=120)
+    except subprocess.TimeoutExpired:
+        pytest.fail("the run blocked on a FIFO the agent left in its folder")
+    assert out.returncode == 0, out.stderr[-2000:]
+    [line] = (tmp_path / "run" / "results.jsonl").read_text().splitlines()
+    assert json.loads(line)["status"] == "scored", line
+    folder = tmp_path / "run" / "tasks" / "cli" / "qbr-fix-typos"
+    assert "planted" in (folder / "cli.stdout.txt").read_text()  # the FIFOs were made
+    assert (folder / "cli" / "notes.txt").read_text() == "key: ***"
