@@ -48,6 +48,7 @@ class CommandAgent(Component):
     """Runs a CLI agent in a PPT-Eval-style workspace and hands in the deck it writes."""
 
     Options = CommandOptions
+    host_worker = True  # the CLI runs in a jail of its own (bubblewrap cannot nest): pptarena.run.agent_view
 
     def argv(self, paths: dict[str, Path], task: Task) -> list[str]:
         """The command with its placeholders filled in."""
@@ -233,6 +234,8 @@ class CommandAgent(Component):
             workspace_mb=opts.workspace_mb,
             max_processes=opts.max_processes,
             memory_mb=opts.memory_mb,
+            output_mb=opts.max_output_mb,
+            keep_mb=opts.keep_mb,
         )
         outcome = cli_jail.run(spec, out, err)  # type: ignore[arg-type]
         egress = outcome.egress

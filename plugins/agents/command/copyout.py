@@ -44,11 +44,15 @@ class CopyReport:
         self.skipped[reason] = self.skipped.get(reason, 0) + 1
 
 
-def copy_out(src: str | Path, dst: Path, caps: CopyCaps | None = None) -> CopyReport:
+def copy_out(
+    src: str | Path, dst: Path, caps: CopyCaps | None = None, first: dict[str, CopyCaps] | None = None
+) -> CopyReport:
     """Copy the regular files and folders under ``src`` to the new folder ``dst`` (created here).
 
     ``src`` itself is opened following links (the caller names it, e.g. ``/proc/<pid>/root/…``);
-    nothing below it is.
+    nothing below it is. The top-level folders named in ``first`` are copied before anything else,
+    each within its own caps (e.g. ``output/``, so a workspace full of other files cannot crowd
+    out the deck); ``caps`` bound the rest.
 
     :raises FileExistsError: ``dst`` exists.
     """
@@ -57,15 +61,32 @@ def copy_out(src: str | Path, dst: Path, caps: CopyCaps | None = None) -> CopyRe
     top = os.open(src, os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0))
     try:
         os.mkdir(dst, 0o755)
-        _copy_dir(top, dst, caps, report, 0)
+        for name, own_caps in (first or {}).items():
+            try:
+                sub = os.open(name, DIR_FLAGS, dir_fd=top)
+            except OSError:
+                continue  # missing, or not a folder (a link is never followed)
+            part = CopyReport()
+            try:
+                os.mkdir(dst / name, 0o755)
+                _copy_dir(sub, dst / name, own_caps, part, 1)
+            finally:
+                os.close(sub)
+            report.files += part.files
+            report.bytes += part.bytes
+            for reason, count in part.skipped.items():
+                report.skipped[reason] = report.skipped.get(reason, 0) + count
+        _copy_dir(top, dst, caps, report, 0, skip=frozenset(first or ()))
     finally:
         os.close(top)
     return report
 
 
-def _copy_dir(fd: int, dst: Path, caps: CopyCaps, report: CopyReport, depth: int) -> None:
+def _copy_dir(
+    fd: int, dst: Path, caps: CopyCaps, report: CopyReport, depth: int, skip: frozenset[str] = frozenset()
+) -> None:
     with os.scandir(fd) as entries:
-        names = sorted(e.name for e in entries)
+        names = sorted(e.name for e in entries if e.name not in skip)
     for name in names:
         try:
             info = os.stat(name, dir_fd=fd, follow_symlinks=False)

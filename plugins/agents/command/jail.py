@@ -60,6 +60,8 @@ class JailSpec:
     workspace_mb: int = 1024
     max_processes: int = 512
     memory_mb: int = 4096
+    output_mb: int = 300  # copied out of output/
+    keep_mb: int = 64  # copied out of the rest of the workspace
 
 
 @dataclass
@@ -209,8 +211,10 @@ def run(spec: JailSpec, stdout: IO[bytes], stderr: IO[bytes]) -> JailOutcome:
         outcome.timed_out = bool(status.get("timed_out"))
         outcome.start_error = status.get("error")  # type: ignore[assignment]
         mb = 1024 * 1024
-        caps = CopyCaps(max_total_bytes=spec.workspace_mb * mb, max_file_bytes=spec.workspace_mb * mb)
-        outcome.copy = copy_out(f"/proc/{pid}/root{spec.workspace}", spec.workspace, caps)
+        rest = CopyCaps(max_total_bytes=spec.keep_mb * mb, max_file_bytes=spec.keep_mb * mb)
+        output = CopyCaps(max_total_bytes=spec.output_mb * mb, max_file_bytes=spec.output_mb * mb)
+        source = f"/proc/{pid}/root{spec.workspace}"
+        outcome.copy = copy_out(source, spec.workspace, rest, first={"output": output})
         return outcome
     except (OSError, RuntimeError) as exc:
         outcome.error = f"{type(exc).__name__}: {exc}"

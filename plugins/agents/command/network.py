@@ -75,7 +75,7 @@ def attach_slirp(pid: int, timeout: float = 20.0) -> subprocess.Popen[bytes]:
     try:
         proc = subprocess.Popen(
             [exe, "--configure", "--mtu=65520", "--disable-host-loopback", f"--ready-fd={ready_w}"]
-            + [str(pid), "tap0"],
+            + ["--netns-type=path", f"/proc/{pid}/ns/net", "tap0"],  # (a PID would join its userns: EPERM)
             stdin=subprocess.DEVNULL,
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,

@@ -53,6 +53,9 @@ class CommandOptions(Options):
     max_processes: int = Field(512, gt=0, description="processes and threads the jail may have at once")
     memory_mb: int = Field(4096, gt=0, description="memory of the whole jail, its tmpfs files included")
     max_output_mb: int = Field(300, gt=0, description="largest output deck accepted, in MB")
+    keep_mb: int = Field(
+        64, ge=0, description="of the jailed workspace's other files, MB copied out to the pair folder"
+    )
 
     @field_validator("command")
     @classmethod
