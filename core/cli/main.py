@@ -32,6 +32,8 @@ LAZY_COMMANDS = {
         "Compare runs: score differences with intervals, moved tasks, τ_b.",
     ),
     "author": ("pptarena.cli.author", "author_group", "Draft and check tasks, rubrics and style targets."),
+    "view": ("pptarena.cli.view", "view_command", "Browse runs live in a local web app and label them."),
+    "label": ("pptarena.cli.label", "label_group", "Labelling campaigns: create, agreement, export, import."),
 }
 
 
@@ -242,6 +244,11 @@ def tasks_command(
     "--retry-errors", is_flag=True, help="On resume, re-run pairs that ended in infra_error or timeout."
 )
 @click.option("--new", is_flag=True, help="Start a new run directory instead of resuming an unfinished one.")
+@click.option(
+    "--allow-weak-isolation",
+    is_flag=True,
+    help="Run agents even where bubblewrap is unusable (their code can then read the answer key).",
+)
 @click.option("--quiet", is_flag=True, help="No progress output.")
 @click.option(
     "--no-report", is_flag=True, help="Skip writing report.html (write it later with `arena report`)."
@@ -272,6 +279,7 @@ def run_command(
     no_report: bool,
     epochs: int | None = None,
     max_cost: float | None = None,
+    allow_weak_isolation: bool = False,
 ) -> None:
     """Run every agent of a config on every task and judge the predictions."""
     from pptarena.run.resume import choose_run_dir
@@ -294,6 +302,7 @@ def run_command(
         quiet=quiet,
         epochs=epochs,
         max_cost=max_cost,
+        allow_weak_isolation=allow_weak_isolation,
     )
     runner.on_interrupt = _say_interrupted
     try:

@@ -1,7 +1,8 @@
 """Judge meta-evaluation: agreement of each judge with human labels, and stability over repeated judging.
 
 Labels come from a CSV with columns ``task_id``, ``agent``, ``label`` and optionally ``kind`` (the
-attempt kind of a graded set, e.g. ``complete``, ``damage``, ``wrong_value``; other columns ignored).
+attempt kind of a graded set, e.g. ``complete``, ``damage``, ``wrong_value``), ``epoch`` and
+``annotator`` (several people may label one attempt: their values are averaged; other columns ignored).
 A label is one of:
 
 * a number in [0, 1] (scale ``unit``), or in [0, 5] (scale ``five``, e.g. PPTArena's IF/VQ);
@@ -137,7 +138,7 @@ def read_labels(path: Path, scale: str = "auto") -> tuple[list[Label], str]:
     raw_rows: list[tuple[int, str, str, str]] = []
     kinds: dict[int, str] = {}
     epochs: dict[int, int] = {}
-    seen: dict[tuple[str, str, int], int] = {}
+    seen: dict[tuple[str, str, int, str], int] = {}
     for line_no, rec in enumerate(reader, start=2):
         if len(raw_rows) >= MAX_LABEL_ROWS:
             raise LabelError(f"{path}: more than {MAX_LABEL_ROWS} labels")
@@ -147,13 +148,14 @@ def read_labels(path: Path, scale: str = "auto") -> tuple[list[Label], str]:
         if not task or not agent or not label:
             raise LabelError(f"{path}:{line_no}: task_id, agent and label must all be set")
         epoch = _epoch_cell(str(rec.get("epoch") or "").strip(), f"{path}:{line_no}")
-        if (task, agent, epoch) in seen:
+        who = str(rec.get("annotator") or "").strip()  # several people may label one attempt
+        if (task, agent, epoch, who) in seen:
             attempt = f", epoch {epoch}" if epoch > 1 else ""
             raise LabelError(
                 f"{path}:{line_no}: a second label for ({task}, {agent}{attempt}) "
-                f"(first on line {seen[(task, agent, epoch)]})"
+                f"(first on line {seen[(task, agent, epoch, who)]})"
             )
-        seen[(task, agent, epoch)] = line_no
+        seen[(task, agent, epoch, who)] = line_no
         raw_rows.append((line_no, task, agent, label))
         kinds[line_no] = str(rec.get("kind") or "").strip()[:100]
         epochs[line_no] = epoch
@@ -196,7 +198,24 @@ def read_labels(path: Path, scale: str = "auto") -> tuple[list[Label], str]:
     if scale == "unit" and all(lab.value in (0.0, 1.0) for lab in labels):
         class_scale = "binary"
     labels = [lab if lab.cls else replace(lab, cls=to_class(lab.value, class_scale)) for lab in labels]
-    return labels, class_scale
+    return _mean_per_attempt(labels, class_scale), class_scale
+
+
+def _mean_per_attempt(labels: list[Label], class_scale: str) -> list[Label]:
+    """One label per attempt: the mean of its annotators' values (``annotator`` column), in the
+    order attempts first appear; an attempt labelled once keeps its label as it is."""
+    groups: dict[tuple[str, str, int], list[Label]] = {}
+    for lab in labels:
+        groups.setdefault(lab.key, []).append(lab)
+    out = []
+    for group in groups.values():
+        if len(group) == 1:
+            out.append(group[0])
+            continue
+        mean = sum(lab.value for lab in group) / len(group)
+        raw = "mean of " + ", ".join(lab.raw for lab in group)
+        out.append(replace(group[0], raw=raw, value=mean, cls=to_class(mean, class_scale)))
+    return out
 
 
 def _epoch_cell(text: str, where: str) -> int:

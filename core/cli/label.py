@@ -1,0 +1,109 @@
+"""``arena label``: labelling campaigns — create one, see agreement, export and import labels."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import click
+
+
+def _open(path: str):  # noqa: ANN202 - a Campaign
+    from pptarena.label.store import Campaign, CampaignError
+
+    try:
+        return Campaign.open(Path(path))
+    except CampaignError as exc:
+        raise click.ClickException(str(exc)) from exc
+
+
+@click.group("label")
+def label_group() -> None:
+    """Human labelling campaigns over run folders (work through them in `arena view`)."""
+
+
+@label_group.command("new")
+@click.option("--run", "runs", multiple=True, required=True, type=click.Path(exists=True, file_okay=False))
+@click.option(
+    "--protocol", type=click.Choice(["absolute", "pairwise"]), default="absolute", show_default=True
+)
+@click.option("--annotators", required=True, help="Comma-separated names, e.g. alice,bob.")
+@click.option("--overlap", type=click.FloatRange(0, 1), default=0.2, show_default=True,
+              help="Share of items every annotator labels (agreement between people).")  # fmt: skip
+@click.option("--sample", type=click.IntRange(1), default=None, help="Only K items, drawn with --seed.")
+@click.option("--seed", type=int, default=0, show_default=True)
+@click.option(
+    "--blind/--no-blind", default=True, show_default=True, help="Hide agent names and judge scores."
+)
+@click.option("--name", default=None, help="Campaign name (default: protocol and time).")
+@click.option("--out", type=click.Path(dir_okay=False), default=None,
+              help="Campaign file (default RUN_DIR/campaigns/<name>.sqlite of the first run).")  # fmt: skip
+@click.option("--host", default="127.0.0.1", show_default=True, help="Host for the printed links.")
+@click.option("--port", type=int, default=8000, show_default=True, help="Port for the printed links.")
+def new_command(runs, protocol, annotators, overlap, sample, seed, blind, name, out, host, port) -> None:  # noqa: ANN001
+    """Create a campaign and print each annotator's link (shown once; only digests are stored)."""
+    from pptarena.label.campaign import new_campaign, parse_annotators
+    from pptarena.label.store import CampaignError
+
+    try:
+        campaign, tokens = new_campaign(
+            [Path(r) for r in runs], protocol=protocol, annotators=parse_annotators(annotators),
+            overlap=overlap, sample=sample, seed=seed, blind=blind, name=name,
+            out=Path(out) if out else None,
+        )  # fmt: skip
+    except CampaignError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(
+        f"Campaign {campaign.name}: {len(campaign.items)} {protocol} items, "
+        f"overlap {100 * campaign.overlap():.0f}%, {'blind' if blind else 'not blind'}"
+    )
+    click.echo(f"File: {campaign.path}")
+    click.echo(f"Serve it: arena view {' '.join(runs)} --host {host} --port {port}")
+    shown = f"[{host}]" if ":" in host else host
+    for who, token in tokens.items():
+        click.echo(f"  {who}: http://{shown}:{port}/login?token={token}")
+
+
+@label_group.command("stats")
+@click.argument("campaign", type=click.Path(exists=True, dir_okay=False))
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+@click.option("--bootstrap", type=click.IntRange(10, 100_000), default=1000, show_default=True)
+@click.option("--seed", type=int, default=0, show_default=True)
+def stats_command(campaign: str, as_json: bool, bootstrap: int, seed: int) -> None:
+    """Agreement between annotators (Krippendorff's α, κ) and with the judges (as `arena meta-eval`)."""
+    from pptarena.label.stats import campaign_stats, stats_text
+
+    stats = campaign_stats(_open(campaign), n_boot=bootstrap, seed=seed)
+    click.echo(json.dumps(stats, indent=2) if as_json else stats_text(stats))
+
+
+@label_group.command("export")
+@click.argument("campaign", type=click.Path(exists=True, dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["csv", "jsonl", "label-studio"]), default="csv")
+@click.option("--out", type=click.Path(dir_okay=False), required=True, help="File to write.")
+def export_command(campaign: str, fmt: str, out: str) -> None:
+    """Write the labels (csv: the `arena meta-eval --labels` format, with annotator and epoch)."""
+    from pptarena.label.exchange import export
+
+    for path in export(_open(campaign), fmt, Path(out)):
+        click.echo(f"wrote {path}")
+
+
+@label_group.command("import")
+@click.argument("campaign", type=click.Path(exists=True, dir_okay=False))
+@click.argument("file", type=click.Path(exists=True, dir_okay=False))
+@click.option("--format", "fmt", type=click.Choice(["label-studio"]), default="label-studio")
+def import_command(campaign: str, file: str, fmt: str) -> None:
+    """Append the annotations of a Label Studio JSON export as new label versions."""
+    from pptarena.label.exchange import import_label_studio
+    from pptarena.label.store import CampaignError
+
+    try:
+        got = import_label_studio(_open(campaign), Path(file))
+    except CampaignError as exc:
+        raise click.ClickException(str(exc)) from exc
+    click.echo(f"imported {got['added']} label(s)")
+    for why in got["skipped"][:20]:
+        click.echo(f"  skipped: {why}", err=True)
+    for who, token in got["new_annotators"].items():
+        click.echo(f"  new annotator {who}: /login?token={token}")

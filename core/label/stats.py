@@ -1,0 +1,185 @@
+"""``arena label stats``: agreement between the campaign's annotators and between them and the judges.
+
+People against judges goes through :mod:`pptarena.report.meta_eval` (the code of ``arena meta-eval``):
+the current labels become :class:`~pptarena.report.meta_eval.Label` objects (the mean over
+annotators of an attempt, on 0-1) and each run's judge series (:func:`~pptarena.report.meta_eval.
+judge_series`) are compared with :func:`~pptarena.report.meta_eval.series_agreement` — human IF
+against every judge's score and the dual judge's ``if_score``, human VQ against ``vq_score``.
+Pairwise labels are compared with :func:`~pptarena.report.meta_kinds.within_task_order`: for each
+item people preferred one side of, whether the judge orders the two predictions the same way.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from pathlib import Path
+from typing import Any
+
+from pptarena.label.agreement import choice_agreement, scale_agreement
+from pptarena.label.scales import ABSOLUTE_SCALES
+from pptarena.label.store import Campaign
+
+HUMAN_SERIES = {
+    "if": lambda name: not name.endswith(".vq_score"),
+    "vq": lambda name: name.endswith(".vq_score"),
+}
+"""Which judge series each human scale is compared with."""
+
+
+def _units(campaign: Campaign, key: str) -> dict[int, dict[str, Any]]:
+    units: dict[int, dict[str, Any]] = {}
+    for (annotator, item), v in campaign.current().items():
+        if v.fields is not None and key in v.fields:
+            units.setdefault(item, {})[annotator] = v.fields[key]
+    return units
+
+
+def people_agreement(campaign: Campaign, *, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Agreement between annotators: per scale (absolute) or on the choices (pairwise)."""
+    if campaign.protocol == "pairwise":
+        return {"choice": choice_agreement(_units(campaign, "choice"))}
+    out = {
+        k: scale_agreement(_units(campaign, k), "ordinal", n_boot=n_boot, seed=seed) for k in ABSOLUTE_SCALES
+    }
+    out["damage"] = scale_agreement(_units(campaign, "damage"), "nominal", n_boot=n_boot, seed=seed)
+    return out
+
+
+def _labels_for(campaign: Campaign, run: str, key: str) -> list[Any]:
+    from pptarena.report.meta_eval import Label, to_class
+
+    by_attempt: dict[tuple[str, str, int], list[int]] = {}
+    for (_, item_id), v in campaign.current().items():
+        item = campaign.items[item_id]
+        if item.run == run and v.fields is not None and key in v.fields:
+            by_attempt.setdefault((item.task_id, item.agent, item.epoch), []).append(v.fields[key])
+    labels = []
+    for (task, agent, epoch), values in sorted(by_attempt.items()):
+        mean = sum(values) / len(values) / 4
+        labels.append(Label(task, agent, f"{mean * 4:g}", mean, to_class(mean, "unit"), "", epoch))
+    return labels
+
+
+def _pairwise_vs_judges(campaign: Campaign, run: str, series: dict[str, Any]) -> dict[str, Any]:
+    from pptarena.report.meta_eval import Label
+    from pptarena.report.meta_kinds import within_task_order
+
+    votes: dict[int, Counter[str]] = {}
+    for (_, item_id), v in campaign.current().items():
+        if campaign.items[item_id].run == run and v.fields is not None:
+            votes.setdefault(item_id, Counter())[v.fields["choice"]] += 1
+    out: dict[str, Any] = {}
+    for name, values in series.items():
+        total = {"items": 0, "concordant": 0, "tied": 0, "discordant": 0}
+        for item_id, count in votes.items():
+            item = campaign.items[item_id]
+            if item.run_b not in (None, run):
+                continue  # an item across two runs: the two sides are scored in different runs
+            a, b = count.get("a", 0), count.get("b", 0)
+            if a == b:
+                continue
+            task = item.task_id
+            # the two sides as labels of one task: the preferred one higher, the judge asked to agree
+            la = Label(task, item.agent, "a", 1.0 if a > b else 0.0, "", "", item.epoch)
+            lb = Label(task, item.agent_b or "", "b", 1.0 if b > a else 0.0, "", "", item.epoch_b or 1)
+            got = within_task_order([la, lb], values)
+            if got["pairs"]:
+                total["items"] += 1
+                for k in ("concordant", "tied", "discordant"):
+                    total[k] += got[k]
+        total["rate"] = round(total["concordant"] / total["items"], 4) if total["items"] else None
+        out[name] = total
+    return out
+
+
+def judge_agreement(campaign: Campaign, *, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Per run of the campaign: human scales against the run's judge series (see the module doc)."""
+    from pptarena.report.meta_eval import judge_series, series_agreement
+    from pptarena.run.results import read_results
+
+    out: dict[str, Any] = {}
+    for run in dict.fromkeys(campaign.runs.values()):
+        results = Path(run) / "results.jsonl"
+        series = judge_series(read_results(results)) if results.is_file() else {}
+        if campaign.protocol == "pairwise":
+            out[run] = {"choice": _pairwise_vs_judges(campaign, run, series)}
+            continue
+        block = {}
+        for key, wanted in HUMAN_SERIES.items():
+            labels = _labels_for(campaign, run, key)
+            chosen = {n: v for n, v in series.items() if wanted(n)}
+            block[key] = series_agreement(chosen, labels, "unit", n_boot=n_boot, seed=seed) if labels else {}
+        out[run] = block
+    return out
+
+
+def progress(campaign: Campaign) -> dict[str, dict[str, int]]:
+    """Per annotator: items in the queue and items with a current label."""
+    done = Counter(a for a, _ in campaign.current())
+    return {a: {"queue": len(campaign.queue(a)), "labelled": done.get(a, 0)} for a in campaign.annotators}
+
+
+def campaign_stats(campaign: Campaign, *, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
+    """Everything ``arena label stats`` prints, as JSON-ready data."""
+    return {
+        "campaign": campaign.name,
+        "protocol": campaign.protocol,
+        "items": len(campaign.items),
+        "overlap": round(campaign.overlap(), 4),
+        "progress": progress(campaign),
+        "people": people_agreement(campaign, n_boot=n_boot, seed=seed),
+        "judges": judge_agreement(campaign, n_boot=n_boot, seed=seed),
+        "bootstrap": {"resamples": n_boot, "seed": seed, "level": 0.95},
+    }
+
+
+def stats_text(stats: dict[str, Any]) -> str:
+    """The stats as plain text lines for the terminal."""
+    lines = [
+        f"campaign {stats['campaign']} ({stats['protocol']}): {stats['items']} items, "
+        f"overlap {100 * stats['overlap']:.0f}%"
+    ]
+    for a, p in stats["progress"].items():
+        lines.append(f"  {a}: {p['labelled']} of {p['queue']} labelled")
+    lines.append("Between people:")
+    for scale, block in stats["people"].items():
+        if "alpha" in block:
+            lines.append(
+                f"  {scale} ({block['level']}): α = {_num(block['alpha'])} {_ci(block['ci95'])} "
+                f"on {block['items']} items"
+            )
+        for pair, p in block.get("pairs", {}).items():
+            extra = f", κ = {_num(p['cohen_kappa'])}" if "cohen_kappa" in p else ""
+            alpha = f"α = {_num(p['alpha'])} {_ci(p.get('ci95'))}, " if "alpha" in p else ""
+            lines.append(f"    {pair}: {alpha}agreement {_num(p['agreement'])}{extra} on {p['items']} items")
+        if "fleiss_kappa" in block:
+            lines.append(
+                f"  Fleiss' κ = {_num(block['fleiss_kappa'])} on {block['fleiss_items']} items "
+                f"({block['fleiss_annotators']} annotators each)"
+            )
+    lines.append("People against judges:")
+    for run, block in stats["judges"].items():
+        lines.append(f"  run {run}")
+        for scale, series in block.items():
+            for name, a in series.items():
+                if "rate" in a:
+                    lines.append(
+                        f"    {scale} vs {name}: same order on {a['concordant']} of {a['items']} "
+                        f"items ({_num(a['rate'])}), tied {a['tied']}"
+                    )
+                    continue
+                tau, rho, r = (a.get(k) or {} for k in ("kendall_tau_b", "spearman", "pearson"))
+                lines.append(
+                    f"    {scale} vs {name}: τ_b {_num(tau.get('value'))} {_ci(tau.get('ci95'))}, "
+                    f"ρ {_num(rho.get('value'))} {_ci(rho.get('ci95'))}, "
+                    f"r {_num(r.get('value'))} {_ci(r.get('ci95'))} (n={a.get('n')})"
+                )
+    return "\n".join(lines)
+
+
+def _num(x: Any) -> str:
+    return "–" if x is None else f"{x:.3f}"
+
+
+def _ci(ci: Any) -> str:
+    return f"[{ci[0]:.3f}, {ci[1]:.3f}]" if ci and None not in ci else ""

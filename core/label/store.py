@@ -1,0 +1,318 @@
+"""A labelling campaign's SQLite file: items, annotators, queues and append-only label versions.
+
+One file per campaign, in WAL mode with ``synchronous=FULL``: a label is acknowledged only after
+its transaction is in the write-ahead log on disk, so killing the server (``kill -9``) loses no
+acknowledged label, and several annotators can write at once (SQLite serialises the writers).
+Labels are never updated or deleted: changing a label, or undoing it, appends a new version; the
+current label of (annotator, item) is its latest version, and the whole history stays readable.
+
+Tokens are stored as SHA-256 digests only; the links holding them are printed once at creation.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pptarena.types import PptArenaError
+
+SCHEMA_VERSION = 1
+PROTOCOLS = ("absolute", "pairwise")
+UNDO_NOTE = "undo of version "
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS runs (id INTEGER PRIMARY KEY, path TEXT NOT NULL);
+CREATE TABLE IF NOT EXISTS items (
+    id INTEGER PRIMARY KEY, run INTEGER NOT NULL REFERENCES runs(id), task_id TEXT NOT NULL,
+    agent TEXT NOT NULL, epoch INTEGER NOT NULL DEFAULT 1,
+    agent_b TEXT, epoch_b INTEGER, run_b INTEGER REFERENCES runs(id));
+CREATE TABLE IF NOT EXISTS annotators (name TEXT PRIMARY KEY, token_sha256 TEXT NOT NULL UNIQUE);
+CREATE TABLE IF NOT EXISTS queue (
+    annotator TEXT NOT NULL REFERENCES annotators(name), position INTEGER NOT NULL,
+    item INTEGER NOT NULL REFERENCES items(id), swapped INTEGER NOT NULL DEFAULT 0,
+    PRIMARY KEY (annotator, position));
+CREATE TABLE IF NOT EXISTS labels (
+    id INTEGER PRIMARY KEY AUTOINCREMENT, item INTEGER NOT NULL REFERENCES items(id),
+    annotator TEXT NOT NULL REFERENCES annotators(name), fields TEXT, created_at REAL NOT NULL,
+    seconds REAL, note TEXT NOT NULL DEFAULT '');
+CREATE INDEX IF NOT EXISTS labels_by_item ON labels(annotator, item, id);
+CREATE TRIGGER IF NOT EXISTS labels_append_only_u BEFORE UPDATE ON labels
+    BEGIN SELECT RAISE(ABORT, 'labels are append-only'); END;
+CREATE TRIGGER IF NOT EXISTS labels_append_only_d BEFORE DELETE ON labels
+    BEGIN SELECT RAISE(ABORT, 'labels are append-only'); END;
+"""
+
+
+class CampaignError(PptArenaError):
+    """The campaign file is missing, not a campaign, or a label is invalid."""
+
+
+def token_digest(token: str) -> str:
+    """The SHA-256 hex digest under which an annotator's token is stored."""
+    return hashlib.sha256(token.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Item:
+    """One thing to label: an attempt (absolute) or two attempts of the same task (pairwise)."""
+
+    id: int
+    run: str
+    task_id: str
+    agent: str
+    epoch: int
+    agent_b: str | None = None
+    epoch_b: int | None = None
+    run_b: str | None = None
+
+
+@dataclass(frozen=True)
+class LabelVersion:
+    """One appended label version (``fields`` None: the label was cleared by an undo)."""
+
+    id: int
+    item: int
+    annotator: str
+    fields: dict[str, Any] | None
+    created_at: float
+    seconds: float | None
+    note: str
+
+
+def connect(path: Path) -> sqlite3.Connection:
+    """A connection in WAL mode with full synchronous commits (see the module doc)."""
+    conn = sqlite3.connect(str(path), timeout=30, check_same_thread=False, isolation_level=None)
+    conn.execute("PRAGMA journal_mode=WAL")
+    conn.execute("PRAGMA synchronous=FULL")
+    conn.execute("PRAGMA foreign_keys=ON")
+    return conn
+
+
+class Campaign:
+    """An open campaign file; safe to share between threads (one connection behind a lock)."""
+
+    def __init__(self, path: Path, conn: sqlite3.Connection):
+        self.path = Path(path)
+        self._conn = conn
+        self._lock = threading.Lock()
+        self.meta = {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")}
+        self.runs = {i: p for i, p in conn.execute("SELECT id, path FROM runs")}
+        self.items: dict[int, Item] = {}
+        for row in conn.execute(
+            "SELECT id, run, task_id, agent, epoch, agent_b, epoch_b, run_b FROM items ORDER BY id"
+        ):
+            rid = row[7]
+            self.items[row[0]] = Item(
+                row[0], self.runs[row[1]], row[2], row[3], row[4], row[5], row[6],
+                self.runs[rid] if rid is not None else None,
+            )  # fmt: skip
+        self.annotators = [n for (n,) in conn.execute("SELECT name FROM annotators ORDER BY rowid")]
+
+    @classmethod
+    def open(cls, path: Path) -> Campaign:
+        """Open an existing campaign file.
+
+        :raises CampaignError: when it is missing or not a campaign of this schema.
+        """
+        path = Path(path)
+        if not path.is_file():
+            raise CampaignError(f"{path}: no such campaign file")
+        try:
+            conn = connect(path)
+            version = conn.execute("SELECT value FROM meta WHERE key='schema_version'").fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise CampaignError(f"{path}: not a campaign file ({exc})") from exc
+        if version is None or json.loads(version[0]) != SCHEMA_VERSION:
+            conn.close()
+            raise CampaignError(f"{path}: not a campaign file of schema {SCHEMA_VERSION}")
+        return cls(path, conn)
+
+    @property
+    def protocol(self) -> str:
+        """``absolute`` or ``pairwise``."""
+        return str(self.meta.get("protocol"))
+
+    @property
+    def blind(self) -> bool:
+        """Whether annotators see neither agent names nor judge scores."""
+        return bool(self.meta.get("blind", True))
+
+    @property
+    def name(self) -> str:
+        """The campaign's name."""
+        return str(self.meta.get("name") or self.path.stem)
+
+    def close(self) -> None:
+        """Close the connection."""
+        with self._lock:
+            self._conn.close()
+
+    def annotator_for_token(self, token: str) -> str | None:
+        """The annotator whose token this is (None when no annotator has it)."""
+        with self._lock:
+            row = self._conn.execute(
+                "SELECT name FROM annotators WHERE token_sha256=?", (token_digest(token),)
+            ).fetchone()
+        return row[0] if row else None
+
+    def queue(self, annotator: str) -> list[tuple[int, bool]]:
+        """The annotator's items in their order, each with whether its two predictions are shown swapped."""
+        with self._lock:
+            rows = self._conn.execute(
+                "SELECT item, swapped FROM queue WHERE annotator=? ORDER BY position", (annotator,)
+            ).fetchall()
+        return [(i, bool(s)) for i, s in rows]
+
+    def append(
+        self, annotator: str, item: int, fields: dict[str, Any] | None, seconds: float | None, note: str = ""
+    ) -> LabelVersion:
+        """Append a label version (committed and synced before this returns).
+
+        :raises CampaignError: when the item is not in the annotator's queue or the fields are invalid.
+        """
+        from pptarena.label.scales import validate_fields
+
+        if fields is not None:
+            fields = validate_fields(self.protocol, fields)
+        if seconds is not None and not (0 <= float(seconds) < 86_400 * 7):
+            raise CampaignError("seconds spent must be between 0 and a week")
+        now = time.time()
+        text = None if fields is None else json.dumps(fields, sort_keys=True)
+        with self._lock:
+            found = self._conn.execute(
+                "SELECT 1 FROM queue WHERE annotator=? AND item=?", (annotator, item)
+            ).fetchone()
+            if found is None:
+                raise CampaignError(f"item {item} is not in {annotator}'s queue")
+            cur = self._conn.execute(
+                "INSERT INTO labels (item, annotator, fields, created_at, seconds, note) "
+                "VALUES (?,?,?,?,?,?)",
+                (item, annotator, text, now, None if seconds is None else float(seconds), note[:200]),
+            )
+            lid = int(cur.lastrowid or 0)
+        return LabelVersion(lid, item, annotator, fields, now, seconds, note)
+
+    def undo(self, annotator: str, item: int) -> LabelVersion:
+        """Append a version restoring the label before the current one (cleared when there was none).
+
+        Undo versions are marked (``note``), so undoing twice goes back two labels, not forth again.
+        """
+        stack: list[LabelVersion] = []
+        for v in self.history(annotator, item):
+            if v.note.startswith(UNDO_NOTE):
+                if stack:
+                    stack.pop()
+            else:
+                stack.append(v)
+        if not stack:
+            raise CampaignError("nothing to undo")
+        undone = stack.pop()
+        previous = stack[-1].fields if stack else None
+        return self.append(annotator, item, previous, None, note=f"{UNDO_NOTE}{undone.id}")
+
+    def history(self, annotator: str | None = None, item: int | None = None) -> list[LabelVersion]:
+        """Every label version (of one annotator and/or item), oldest first."""
+        sql = "SELECT id, item, annotator, fields, created_at, seconds, note FROM labels"
+        where, args = [], []
+        if annotator is not None:
+            where.append("annotator=?")
+            args.append(annotator)
+        if item is not None:
+            where.append("item=?")
+            args.append(item)
+        if where:
+            sql += " WHERE " + " AND ".join(where)
+        with self._lock:
+            rows = self._conn.execute(sql + " ORDER BY id", args).fetchall()
+        return [
+            LabelVersion(r[0], r[1], r[2], json.loads(r[3]) if r[3] is not None else None, r[4], r[5], r[6])
+            for r in rows
+        ]
+
+    def current(self, annotator: str | None = None) -> dict[tuple[str, int], LabelVersion]:
+        """The latest version per (annotator, item), cleared labels left out."""
+        latest: dict[tuple[str, int], LabelVersion] = {}
+        for v in self.history(annotator):
+            latest[(v.annotator, v.item)] = v
+        return {k: v for k, v in latest.items() if v.fields is not None}
+
+    def overlap(self) -> float:
+        """The share of items in the queues of two annotators or more."""
+        with self._lock:
+            counts = [n for (n,) in self._conn.execute("SELECT COUNT(*) FROM queue GROUP BY item")]
+        return sum(1 for n in counts if n >= 2) / len(counts) if counts else 0.0
+
+
+def create_campaign(
+    path: Path,
+    *,
+    name: str,
+    protocol: str,
+    runs: list[str],
+    items: list[tuple[int, str, str, int, str | None, int | None, int | None]],
+    queues: dict[str, list[tuple[int, bool]]],
+    tokens: dict[str, str],
+    meta: dict[str, Any],
+) -> Campaign:
+    """Write a new campaign file (refusing to overwrite one) and open it.
+
+    ``items`` are ``(run index, task_id, agent, epoch, agent_b, epoch_b, run_b index)``, numbered
+    from 1 in this order; ``queues`` map annotators to (item number, swapped) lists.
+    """
+    path = Path(path)
+    if path.exists():
+        raise CampaignError(f"{path} exists already (a campaign is never overwritten)")
+    if protocol not in PROTOCOLS:
+        raise CampaignError(f"protocol {protocol!r}: expected one of {', '.join(PROTOCOLS)}")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = connect(path)
+    try:
+        conn.executescript(SCHEMA)
+        conn.execute("BEGIN")
+        info = {**meta, "name": name, "protocol": protocol, "schema_version": SCHEMA_VERSION}
+        conn.executemany("INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v)) for k, v in info.items()])
+        conn.executemany("INSERT INTO runs VALUES (?, ?)", list(enumerate(runs)))
+        conn.executemany(
+            "INSERT INTO items (id, run, task_id, agent, epoch, agent_b, epoch_b, run_b) "
+            "VALUES (?,?,?,?,?,?,?,?)",
+            [(i + 1, *it) for i, it in enumerate(items)],
+        )
+        conn.executemany(
+            "INSERT INTO annotators VALUES (?, ?)", [(a, token_digest(t)) for a, t in tokens.items()]
+        )
+        conn.executemany(
+            "INSERT INTO queue VALUES (?, ?, ?, ?)",
+            [(a, pos, item, int(sw)) for a, q in queues.items() for pos, (item, sw) in enumerate(q)],
+        )
+        conn.execute("COMMIT")
+    except BaseException:
+        conn.close()
+        path.unlink(missing_ok=True)
+        raise
+    return Campaign(path, conn)
+
+
+def add_annotator(campaign: Campaign, name: str, token: str) -> None:
+    """Add an annotator (for imported labels by a person the campaign did not list)."""
+    with campaign._lock:
+        campaign._conn.execute("INSERT INTO annotators VALUES (?, ?)", (name, token_digest(token)))
+    campaign.annotators.append(name)
+
+
+def add_to_queue(campaign: Campaign, annotator: str, item: int) -> None:
+    """Put an item at the end of an annotator's queue unless it is there already."""
+    with campaign._lock:
+        conn = campaign._conn
+        if conn.execute("SELECT 1 FROM queue WHERE annotator=? AND item=?", (annotator, item)).fetchone():
+            return
+        (last,) = conn.execute(
+            "SELECT COALESCE(MAX(position), -1) FROM queue WHERE annotator=?", (annotator,)
+        ).fetchone()
+        conn.execute("INSERT INTO queue VALUES (?, ?, ?, 0)", (annotator, last + 1, item))

@@ -1,0 +1,382 @@
+"""The labelling workbench of ``arena view``: an annotator's queue, one item per page, label writes.
+
+An item page shows what a person needs: the instruction, the changed slides of original,
+prediction(s) and target, and the edits as text. In a blind campaign (the default) nothing on the
+page names an agent or shows a judge's score: slide images are served through opaque item URLs
+(``/c/<campaign>/img/<item>/<left|right>/<role>/<n>``), never through the run folder's paths, which
+hold agent names. Writes go through :meth:`pptarena.label.store.Campaign.append` (appended and synced
+before the answer), after the checks of :mod:`pptarena.view.security`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from collections import OrderedDict
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse, Response
+from starlette.routing import Route
+
+from pptarena.label.scales import ABSOLUTE_SCALES
+from pptarena.label.store import Campaign, CampaignError, Item
+from pptarena.view.security import COOKIE, same_origin
+
+MAX_BODY = 64 * 1024
+SCALE_TITLES = {"if": "Instruction following", "vq": "Visual quality"}
+MAX_CACHED_VIEWS = 256
+
+
+class CampaignState:
+    """One campaign served: its file and a small cache of item slide views."""
+
+    def __init__(self, campaign: Campaign, view: Any):
+        self.campaign = campaign
+        self.view = view
+        self.id = hashlib.sha256(str(campaign.path.resolve()).encode()).hexdigest()[:12]
+        self._views: OrderedDict[tuple[int, str], Any] = OrderedDict()
+        self._lock = threading.Lock()
+
+    @classmethod
+    def open(cls, path: Path, view: Any) -> CampaignState:
+        """Open a campaign file for serving."""
+        return cls(Campaign.open(path), view)
+
+    def to_json(self) -> dict[str, Any]:
+        """What the runs page lists."""
+        c = self.campaign
+        return {
+            "id": self.id,
+            "name": c.name,
+            "protocol": c.protocol,
+            "blind": c.blind,
+            "items": len(c.items),
+            "annotators": c.annotators,
+            "path": str(c.path),
+        }
+
+    def run_state(self, run: str) -> Any:
+        """The served :class:`pptarena.view.runs.RunState` of a campaign run (opened when not served)."""
+        from pptarena.view.runs import RunState, run_id
+
+        rid = run_id(Path(run))
+        state = self.view.runs.get(rid)
+        if state is None:
+            state = self.view.runs[rid] = RunState(Path(run))
+        return state
+
+    def side_view(self, item: Item, side: str) -> tuple[Any, str]:
+        """(PairView of one side of an item, the task's instruction), computed once and cached."""
+        key = (item.id, side)
+        with self._lock:
+            if key in self._views:
+                self._views.move_to_end(key)
+                return self._views[key]
+        from pptarena.report.renders import pair_decks, pair_view
+        from pptarena.run.rundir import RunDir
+        from pptarena.view.runindex import attempt_row
+
+        run_path = item.run if side == "a" else (item.run_b or item.run)
+        agent = item.agent if side == "a" else (item.agent_b or "")
+        epoch = item.epoch if side == "a" else (item.epoch_b or 1)
+        run = self.run_state(run_path)
+        run.index.refresh()
+        row = attempt_row(run.index, item.task_id, agent, epoch)
+        tasks, _ = run.tasks()
+        task = tasks.get(item.task_id)
+        if row is None:
+            from pptarena.report.renders import PairView
+
+            got = (PairView(notes=["this attempt is no longer in the run"]), "")
+        else:
+            folder = RunDir(run.path).attempt(agent, item.task_id, epoch)
+            decks = pair_decks(run.path, folder, row, task)
+            with run.render_lock:
+                got = (pair_view(decks, run.budget()), task.instruction if task else "")
+        with self._lock:
+            self._views[key] = got
+            while len(self._views) > MAX_CACHED_VIEWS:
+                self._views.popitem(last=False)
+        return got
+
+
+def _slides(view: Any, url: str) -> str:
+    """The changed slides side by side, images through the item's opaque URLs (``url`` + role/n)."""
+    from html import escape
+
+    if not view.rows:
+        return '<p class="muted">No slide was edited in this prediction or in the target.</p>'
+    cells = [
+        '<div class="slides"><div></div><div class="h">original</div>'
+        '<div class="h">prediction</div><div class="h">target</div>'
+    ]
+    for row in view.rows:
+        label = row.original if row.original is not None else "new"
+        cells.append(f'<div class="num">slide {escape(str(label))}</div>')
+        for role in ("original", "prediction", "target"):
+            n = getattr(row, role)
+            if n is not None and view.images.get(role, {}).get(n) is not None:
+                cells.append(
+                    f'<div><img loading="lazy" src="{url}/{role}/{int(n)}" alt="{role} slide {int(n)}">'
+                    f'<div class="muted">{role} slide {int(n)}</div></div>'
+                )
+            elif n is None:
+                cells.append(f'<div class="none">absent in {role}</div>')
+            else:
+                cells.append(f'<div class="none">{role} slide {int(n)}: no image</div>')
+    cells.append("</div>")
+    if view.more_rows:
+        cells.append(f'<p class="muted">{int(view.more_rows)} more changed slide(s) not shown.</p>')
+    return "".join(cells)
+
+
+def _annotator(request: Request) -> tuple[CampaignState | None, str | None, Any]:
+    """(campaign, annotator, session) when the request's session is an annotator of the URL's campaign."""
+    view = request.app.state.view
+    c = view.campaigns.get(request.path_params.get("cid", ""))
+    session = view.access.session(request.cookies.get(COOKIE))
+    if c is None or session is None or session.kind != "annotator" or session.campaign != c.id:
+        return c, None, session
+    return c, session.annotator, session
+
+
+def _sides(c: CampaignState, item: Item, swapped: bool) -> list[tuple[str, str]]:
+    """(screen side, campaign side) pairs in the order the annotator sees them."""
+    if c.campaign.protocol != "pairwise":
+        return [("left", "a")]
+    return [("left", "b"), ("right", "a")] if swapped else [("left", "a"), ("right", "b")]
+
+
+def _scrub(text: str, names: list[str]) -> str:
+    """``text`` with every agent name of the item replaced (blind campaigns)."""
+    for name in sorted(names, key=len, reverse=True):
+        text = text.replace(name, "[hidden]")
+    return text
+
+
+def _when(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
+
+
+async def label_page(request: Request) -> Response:
+    """One item of the annotator's queue (``?pos=N``; the first unlabelled one by default)."""
+    view = request.app.state.view
+    c, who, session = _annotator(request)
+    if c is None:
+        return view.error(404, "No such campaign.")
+    if who is None:
+        return view.error(403, "Open this campaign with the link printed for you by `arena label new`.")
+    campaign = c.campaign
+    queue = campaign.queue(who)
+    current = campaign.current(who)
+    open_positions = [i for i, (item, _) in enumerate(queue) if (who, item) not in current]
+    try:
+        pos = int(request.query_params["pos"]) if "pos" in request.query_params else None
+    except ValueError:
+        pos = None
+    if pos is None:
+        pos = open_positions[0] if open_positions else max(0, len(queue) - 1)
+    if not queue:
+        return view.error(404, "Your queue is empty.")
+    pos = min(max(0, pos), len(queue) - 1)
+    item_id, swapped = queue[pos]
+    item = campaign.items[item_id]
+    sides, instruction, problems = [], "", []
+    for screen, side in _sides(c, item, swapped):
+        pv, instr = await run_in_threadpool(c.side_view, item, side)
+        instruction = instruction or instr
+        problems += [n for n in pv.notes if n not in problems]
+        title = "The edited deck" if campaign.protocol == "absolute" else f"Prediction on the {screen}"
+        sides.append(
+            {
+                "title": title,
+                "short": screen,
+                "slides": _slides(pv, f"/c/{c.id}/img/{item_id}/{screen}"),
+                "edits": pv.prediction_edits,
+            }
+        )
+    if campaign.blind:  # text from decks and renderers may still name an agent (paths, messages)
+        names = [n for n in (item.agent, item.agent_b) if n]
+        instruction = _scrub(instruction, names)
+        problems = [_scrub(p, names) for p in problems]
+        for s in sides:
+            s["edits"] = _scrub(s["edits"], names)
+    mine = current.get((who, item_id))
+    fields = mine.fields if mine else None
+    current_side = None
+    if fields and campaign.protocol == "pairwise":
+        choice = fields.get("choice")
+        current_side = (
+            "tie" if choice == "tie" else next(s for s, x in _sides(c, item, swapped) if x == choice)
+        )
+    history = [
+        {
+            "when": _when(v.created_at),
+            "text": json.dumps(v.fields) if v.fields else "(cleared)",
+            "note": v.note,
+        }
+        for v in campaign.history(who, item_id)
+    ]
+    base = f"/c/{c.id}/label?pos="
+    reveal = f"{item.agent} (epoch {item.epoch})" + (
+        f" vs {item.agent_b} (epoch {item.epoch_b})" if item.agent_b else ""
+    )
+    return view.page(
+        "label.html",
+        title=f"{campaign.name} · item {pos + 1}",
+        page="label",
+        campaign_id=c.id,
+        campaign_name=campaign.name,
+        annotator=who,
+        item_id=item_id,
+        protocol=campaign.protocol,
+        csrf=session.csrf,
+        position=pos,
+        queue_len=len(queue),
+        labelled=len(queue) - len(open_positions),
+        prev_url=f"{base}{pos - 1}" if pos > 0 else "",
+        next_url=f"{base}{pos + 1}" if pos + 1 < len(queue) else "",
+        first_open_url=f"{base}{open_positions[0]}" if open_positions and open_positions[0] != pos else "",
+        blind=campaign.blind,
+        reveal=reveal,
+        instruction=instruction,
+        problems=problems,
+        sides=sides,
+        scales=[(k, SCALE_TITLES[k], anchors) for k, anchors in ABSOLUTE_SCALES.items()],
+        current=fields,
+        current_side=current_side,
+        history=history,
+    )
+
+
+async def item_image(request: Request) -> Response:
+    """A slide image of an item, for its annotators (or the admin / a local user when not blind)."""
+    from pptarena.view.app import file_response
+
+    view = request.app.state.view
+    c, who, session = _annotator(request)
+    if c is None:
+        return view.error(404, "No such campaign.")
+    try:
+        item_id = int(request.path_params["item"])
+        n = int(request.path_params["n"])
+    except ValueError:
+        return view.error(404, "No such image.")
+    screen, role = request.path_params["side"], request.path_params["role"]
+    item = c.campaign.items.get(item_id)
+    if item is None or screen not in ("left", "right") or role not in ("original", "prediction", "target"):
+        return view.error(404, "No such image.")
+    if who is not None:
+        queue = dict(c.campaign.queue(who))
+        if item_id not in queue:
+            return view.error(403, "This item is not in your queue.")
+        swapped = queue[item_id]
+    elif view.access.may_browse(session):
+        swapped = False
+    else:
+        return view.error(403, "Open this campaign with the link printed for you.")
+    side = dict(_sides(c, item, swapped)).get(screen)
+    if side is None:
+        return view.error(404, "No such image.")
+    pv, _ = await run_in_threadpool(c.side_view, item, side)
+    path = pv.images.get(role, {}).get(n)
+    if path is None or not Path(path).is_file():
+        return view.error(404, "No such image.")
+    return file_response(Path(path))
+
+
+async def _write_checks(request: Request) -> tuple[Any, str, dict[str, Any]] | Response:
+    view = request.app.state.view
+    c, who, session = _annotator(request)
+    if c is None:
+        return JSONResponse({"error": "no such campaign"}, status_code=404)
+    if who is None:
+        return JSONResponse({"error": "a label needs your token's session"}, status_code=403)
+    headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in request.scope["headers"]}
+    if not same_origin(headers, request.url.scheme, headers.get("host", "")):
+        return JSONResponse({"error": "cross-origin write refused"}, status_code=403)
+    if headers.get("x-csrf-token") != session.csrf:
+        return JSONResponse({"error": "missing or wrong CSRF token"}, status_code=403)
+    body = await request.body()
+    if len(body) > MAX_BODY:
+        return JSONResponse({"error": "label too large"}, status_code=413)
+    try:
+        data = json.loads(body)
+        if not isinstance(data, dict) or type(data.get("item")) is not int:
+            raise ValueError("no item")
+    except ValueError:
+        return JSONResponse({"error": "expected a JSON object with an item"}, status_code=400)
+    _ = view
+    return c, who, data
+
+
+async def label_api(request: Request) -> Response:
+    """Append a label version (answered once it is on disk)."""
+    got = await _write_checks(request)
+    if isinstance(got, Response):
+        return got
+    c, who, data = got
+    fields = data.get("fields")
+    campaign: Campaign = c.campaign
+    if campaign.protocol == "pairwise" and isinstance(fields, dict):
+        queue = dict(campaign.queue(who))
+        item = campaign.items.get(data["item"])
+        if item is not None and data["item"] in queue and fields.get("choice") in ("left", "right"):
+            fields = {**fields, "choice": dict(_sides(c, item, queue[data["item"]]))[fields["choice"]]}
+    seconds = data.get("seconds")
+    try:
+        seconds = None if seconds is None else float(seconds)
+        v = await run_in_threadpool(campaign.append, who, data["item"], fields, seconds)
+    except (CampaignError, TypeError, ValueError) as exc:
+        return JSONResponse({"error": str(exc)}, status_code=400)
+    return JSONResponse({"version": v.id, "item": v.item})
+
+
+async def undo_api(request: Request) -> Response:
+    """Append a version restoring the item's previous label."""
+    got = await _write_checks(request)
+    if isinstance(got, Response):
+        return got
+    c, who, data = got
+    try:
+        v = await run_in_threadpool(c.campaign.undo, who, data["item"])
+    except CampaignError as exc:
+        return JSONResponse({"error": str(exc)}, status_code=400)
+    return JSONResponse({"version": v.id, "item": v.item, "fields": v.fields})
+
+
+async def campaign_page(request: Request) -> Response:
+    """Progress and agreement of a campaign (run pages' access rules: it names agents and judges)."""
+    from pptarena.label.stats import campaign_stats, stats_text
+
+    view = request.app.state.view
+    c = view.campaigns.get(request.path_params.get("cid", ""))
+    if c is None:
+        return view.error(404, "No such campaign.")
+    if not view.access.may_browse(view.access.session(request.cookies.get(COOKIE))):
+        return view.error(403, "This server needs a token: open the link printed when it started.")
+    stats = await run_in_threadpool(campaign_stats, c.campaign, n_boot=300)
+    return view.page(
+        "campaign.html",
+        title=c.campaign.name,
+        page="campaign",
+        c=c.to_json(),
+        stats=stats,
+        text=stats_text(stats),
+    )
+
+
+def routes() -> list[Route]:
+    """The workbench's routes."""
+    return [
+        Route("/c/{cid}", campaign_page),
+        Route("/c/{cid}/label", label_page),
+        Route("/c/{cid}/img/{item}/{side}/{role}/{n}", item_image),
+        Route("/c/{cid}/api/label", label_api, methods=["POST"]),
+        Route("/c/{cid}/api/undo", undo_api, methods=["POST"]),
+    ]

@@ -1,0 +1,323 @@
+"""A run's task table as columns in memory, built by reading ``results.jsonl`` once and extended by
+byte offset as the runner appends lines (the file is never read again from the start unless it
+shrank or was replaced).
+
+Per attempt (the last line of each (agent, task, epoch) wins, as in
+:func:`pptarena.run.results.read_results`) it keeps the task, agent, status, epoch, duration, each
+judge's score, the line's sequence number and where the line lies in the file — a pair page reads
+its lines back with ``pread``. Filters and sorts run on NumPy arrays made from the columns when
+they changed, so a page of a 100,000-pair run costs milliseconds.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+READ_CHUNK = 8 * 1024 * 1024
+SORTS = ("line", "task", "agent", "status", "epoch", "duration", "disagreement")
+
+
+@dataclass(frozen=True)
+class Query:
+    """A task-table request: filters, sort (a column of :data:`SORTS` or ``judge:<label>``), page."""
+
+    status: str = ""
+    agent: str = ""
+    text: str = ""
+    min_disagreement: float | None = None
+    sort: str = "line"
+    descending: bool = False
+    page: int = 0
+    per_page: int = 50
+
+
+def _number(value: Any) -> float:
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return math.nan
+    return float(value)
+
+
+class RunIndex:
+    """The columns of one run's ``results.jsonl`` (thread-safe; see the module doc)."""
+
+    def __init__(self, results: Path):
+        self.path = Path(results)
+        self._lock = threading.RLock()
+        self._reset()
+
+    def _reset(self) -> None:
+        self.offset = 0
+        self.inode: tuple[int, int] | None = None
+        self.lines = 0
+        self.problems = 0
+        self.version = 0
+        self.tasks: list[str] = []
+        self.agents: list[str] = []
+        self.statuses: list[str] = []
+        self.judges: list[str] = []
+        self._task_ix: dict[str, int] = {}
+        self._agent_ix: dict[str, int] = {}
+        self._status_ix: dict[str, int] = {}
+        self._cols: dict[str, list[Any]] = {k: [] for k in ("t", "a", "s", "e", "dur", "seq", "off", "len")}
+        self._scores: dict[str, list[float]] = {}
+        self._pos: dict[tuple[str, str, int], int] = {}
+        self._by_task: dict[int, list[int]] = {}
+        self._np: tuple[int, dict[str, np.ndarray]] | None = None
+        self._task_rank: tuple[int, np.ndarray] | None = None
+
+    def __len__(self) -> int:
+        return len(self._cols["t"])
+
+    # ------------------------------------------------------------------ reading
+
+    def refresh(self) -> int:
+        """Read what was appended since the last call; returns the number of new lines read."""
+        from pptarena.run.records import parse_row
+
+        with self._lock:
+            try:
+                st = os.stat(self.path)
+            except OSError:
+                return 0
+            ident = (st.st_dev, st.st_ino)
+            if self.inode is not None and (ident != self.inode or st.st_size < self.offset):
+                self._reset()  # replaced or truncated: start over
+            self.inode = ident
+            if st.st_size <= self.offset:
+                return 0
+            new = 0
+            with open(self.path, "rb") as fh:
+                fh.seek(self.offset)
+                while self.offset < st.st_size:
+                    data = fh.read(min(READ_CHUNK, st.st_size - self.offset))
+                    end = data.rfind(b"\n")
+                    if end < 0:
+                        if len(data) >= READ_CHUNK:  # a line longer than a chunk: skip it whole
+                            self.offset += len(data)
+                            continue
+                        break  # the last line is still being written
+                    start = 0
+                    while start <= end:
+                        stop = data.index(b"\n", start)
+                        raw = data[start:stop]
+                        self.lines += 1
+                        if raw.strip():
+                            try:
+                                row = parse_row(json.loads(raw)).to_json()
+                            except ValueError:
+                                self.problems += 1
+                            else:
+                                self._add(row, self.offset + start, stop - start)
+                                new += 1
+                        start = stop + 1
+                    self.offset += end + 1
+                    fh.seek(self.offset)
+            if new:
+                self.version += 1
+            return new
+
+    def _intern(self, table: dict[str, int], names: list[str], value: str) -> int:
+        ix = table.get(value)
+        if ix is None:
+            ix = table[value] = len(names)
+            names.append(value)
+        return ix
+
+    def _add(self, row: dict[str, Any], offset: int, length: int) -> None:
+        from pptarena.run.stats import epoch_of
+
+        epoch = epoch_of(row)
+        key = (row["task_id"], row["agent"], epoch)
+        t = self._intern(self._task_ix, self.tasks, row["task_id"])
+        values = {
+            "t": t,
+            "a": self._intern(self._agent_ix, self.agents, row["agent"]),
+            "s": self._intern(self._status_ix, self.statuses, str(row.get("status"))),
+            "e": epoch,
+            "dur": _number(row.get("duration_s")),
+            "seq": self.lines,
+            "off": offset,
+            "len": length,
+        }
+        scores = row.get("scores") or {}
+        for judge in scores:
+            if judge not in self._scores:
+                self.judges.append(judge)
+                self._scores[judge] = [math.nan] * len(self)
+        pos = self._pos.get(key)
+        if pos is None:
+            pos = self._pos[key] = len(self)
+            for k, v in values.items():
+                self._cols[k].append(v)
+            for judge, col in self._scores.items():
+                col.append(_number((scores.get(judge) or {}).get("score")))
+            self._by_task.setdefault(t, []).append(pos)
+        else:  # a later line for the same attempt replaces the earlier one
+            for k, v in values.items():
+                self._cols[k][pos] = v
+            for judge, col in self._scores.items():
+                col[pos] = _number((scores.get(judge) or {}).get("score"))
+
+    def read_rows(self, positions: list[int]) -> list[dict[str, Any]]:
+        """The result lines at these positions, read back from the file."""
+        from pptarena.run.records import parse_row
+
+        with self._lock:
+            where = [(self._cols["off"][p], self._cols["len"][p]) for p in positions]
+        out = []
+        fd = os.open(self.path, os.O_RDONLY)
+        try:
+            for off, length in where:
+                out.append(parse_row(json.loads(os.pread(fd, length, off))).to_json())
+        finally:
+            os.close(fd)
+        return out
+
+    def task_rows(self, task_id: str) -> list[dict[str, Any]]:
+        """Every attempt of one task (all agents and epochs)."""
+        with self._lock:
+            t = self._task_ix.get(task_id)
+            positions = list(self._by_task.get(t, [])) if t is not None else []
+        return self.read_rows(positions)
+
+    # ------------------------------------------------------------------ querying
+
+    def arrays(self) -> dict[str, np.ndarray]:
+        """The columns as arrays (rebuilt only when lines were added since the last call)."""
+        with self._lock:
+            if self._np is not None and self._np[0] == self.version:
+                return self._np[1]
+            arrs = {
+                k: np.asarray(v, dtype=np.float64 if k == "dur" else np.int64) for k, v in self._cols.items()
+            }
+            for judge, col in self._scores.items():
+                arrs["judge:" + judge] = np.asarray(col, dtype=np.float64)
+            if len(self._scores) >= 2:
+                stack = np.vstack([arrs["judge:" + j] for j in self._scores])
+                counts = np.sum(~np.isnan(stack), axis=0)
+                with np.errstate(all="ignore"):
+                    spread = np.nanmax(np.where(counts >= 1, stack, 0), axis=0) - np.nanmin(
+                        np.where(counts >= 1, stack, 0), axis=0
+                    )
+                arrs["disagreement"] = np.where(counts >= 2, spread, np.nan)
+            else:
+                arrs["disagreement"] = np.full(len(self), np.nan)
+            self._np = (self.version, arrs)
+            return arrs
+
+    def _task_ranks(self) -> np.ndarray:
+        if self._task_rank is None or self._task_rank[0] != len(self.tasks):
+            order = sorted(range(len(self.tasks)), key=self.tasks.__getitem__)
+            rank = np.empty(len(self.tasks), dtype=np.int64)
+            rank[order] = np.arange(len(order))
+            self._task_rank = (len(self.tasks), rank)
+        return self._task_rank[1]
+
+    def query(self, q: Query) -> tuple[int, list[dict[str, Any]]]:
+        """``(matching pairs, the page's rows)``; each row holds task, agent, status, epoch, duration,
+        the judges' scores and the disagreement."""
+        with self._lock:
+            arrs = self.arrays()
+            n = len(self)
+            mask = np.ones(n, dtype=bool)
+            if q.status:
+                mask &= arrs["s"] == self._status_ix.get(q.status, -1)
+            if q.agent:
+                mask &= arrs["a"] == self._agent_ix.get(q.agent, -1)
+            if q.text:
+                needle = q.text.lower()
+                hits = np.fromiter(
+                    (needle in t.lower() for t in self.tasks), dtype=bool, count=len(self.tasks)
+                )
+                mask &= hits[arrs["t"]] if len(self.tasks) else mask
+            if q.min_disagreement is not None:
+                with np.errstate(invalid="ignore"):
+                    mask &= arrs["disagreement"] >= q.min_disagreement
+            chosen = np.flatnonzero(mask)
+            key = self._sort_key(q.sort, arrs)
+            if key is not None:
+                values = key[chosen]
+                if values.dtype.kind == "f":
+                    nan = np.isnan(values)
+                    values = np.where(nan, np.inf if not q.descending else -np.inf, values)
+                order = np.argsort(-values if q.descending else values, kind="stable")
+                chosen = chosen[order]
+            elif q.descending:
+                chosen = chosen[::-1]
+            page = chosen[q.page * q.per_page : (q.page + 1) * q.per_page]
+            rows = [self._row(int(p), arrs) for p in page]
+            return len(chosen), rows
+
+    def _sort_key(self, sort: str, arrs: dict[str, np.ndarray]) -> np.ndarray | None:
+        if sort == "task":
+            return self._task_ranks()[arrs["t"]]
+        if sort == "agent":
+            ranks = (
+                np.argsort(np.argsort(np.array(self.agents, dtype=object))) if self.agents else np.array([])
+            )
+            return ranks[arrs["a"]].astype(np.int64)
+        if sort == "status":
+            ranks = (
+                np.argsort(np.argsort(np.array(self.statuses, dtype=object)))
+                if self.statuses
+                else np.array([])
+            )
+            return ranks[arrs["s"]].astype(np.int64)
+        if sort == "epoch":
+            return arrs["e"]
+        if sort == "duration":
+            return arrs["dur"]
+        if sort == "disagreement":
+            return arrs["disagreement"]
+        if sort.startswith("judge:") and sort in arrs:
+            return arrs[sort]
+        return None  # "line": file order
+
+    def _row(self, p: int, arrs: dict[str, np.ndarray]) -> dict[str, Any]:
+        def num(x: float) -> float | None:
+            return None if math.isnan(x) else round(float(x), 4)
+
+        return {
+            "task_id": self.tasks[int(arrs["t"][p])],
+            "agent": self.agents[int(arrs["a"][p])],
+            "status": self.statuses[int(arrs["s"][p])],
+            "epoch": int(arrs["e"][p]),
+            "duration_s": num(arrs["dur"][p]),
+            "scores": {j: num(arrs["judge:" + j][p]) for j in self.judges},
+            "disagreement": num(arrs["disagreement"][p]),
+            "seq": int(arrs["seq"][p]),
+        }
+
+    def since(self, seq: int, limit: int = 20) -> list[dict[str, Any]]:
+        """Attempts whose latest line came after line ``seq`` (newest first, at most ``limit``)."""
+        with self._lock:
+            arrs = self.arrays()
+            newer = np.flatnonzero(arrs["seq"] > seq)
+            newer = newer[np.argsort(-arrs["seq"][newer], kind="stable")][:limit]
+            return [self._row(int(p), arrs) for p in newer]
+
+    def counts(self) -> dict[str, dict[str, int]]:
+        """Pairs per status and per agent (for the filter menus)."""
+        with self._lock:
+            arrs = self.arrays()
+            s = np.bincount(arrs["s"], minlength=len(self.statuses)) if len(self) else []
+            a = np.bincount(arrs["a"], minlength=len(self.agents)) if len(self) else []
+            return {
+                "status": {name: int(s[i]) for i, name in enumerate(self.statuses)},
+                "agent": {name: int(a[i]) for i, name in enumerate(self.agents)},
+            }
+
+
+def attempt_row(index: RunIndex, task_id: str, agent: str, epoch: int = 1) -> dict[str, Any] | None:
+    """The result line of one attempt (None when the run has none)."""
+    with index._lock:
+        pos = index._pos.get((task_id, agent, epoch))
+    return index.read_rows([pos])[0] if pos is not None else None

@@ -1,0 +1,122 @@
+"""Who may see and write what in ``arena view``.
+
+* On a loopback address (the default, 127.0.0.1) the run pages are open to local users; on any
+  other address every page needs a session, opened by a link holding a token: the admin token
+  printed at start-up, or an annotator's token printed by ``arena label new``. An annotator's
+  session opens only their campaign's labelling pages and images.
+* The ``Host`` header must name the server (no DNS rebinding onto a loopback server).
+* A label write needs the annotator's session (cookie: ``HttpOnly``, ``SameSite=Strict``), the
+  session's CSRF token in the ``X-CSRF-Token`` header, and a same-origin request (``Origin`` equal
+  to the server's, or ``Sec-Fetch-Site: same-origin``).
+* Every response carries a Content-Security-Policy allowing scripts from the server only (no inline
+  script at all), no framing, and ``Referrer-Policy: no-referrer`` (links hold tokens).
+* Files are served only from inside a served run folder (:func:`safe_file`).
+"""
+
+from __future__ import annotations
+
+import hmac
+import ipaddress
+import secrets
+import threading
+from dataclasses import dataclass, field
+from pathlib import Path
+
+CSP = (
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
+    "object-src 'none'; base-uri 'self'; frame-ancestors 'none'; form-action 'self'; connect-src 'self'"
+)
+SECURITY_HEADERS = {
+    "Content-Security-Policy": CSP,
+    "X-Content-Type-Options": "nosniff",
+    "Referrer-Policy": "no-referrer",
+    "X-Frame-Options": "DENY",
+    "Cache-Control": "no-store",
+}
+COOKIE = "arena_session"
+MAX_SESSIONS = 10_000
+
+
+def is_loopback(host: str) -> bool:
+    """Whether ``host`` is a loopback address (or ``localhost``)."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host.strip("[]")).is_loopback
+    except ValueError:
+        return False
+
+
+@dataclass
+class Session:
+    """A browser session: the admin, or an annotator of one campaign."""
+
+    kind: str  # "admin" or "annotator"
+    csrf: str = field(default_factory=lambda: secrets.token_urlsafe(24))
+    campaign: str | None = None
+    annotator: str | None = None
+
+
+class Access:
+    """The server's tokens and sessions (see the module doc)."""
+
+    def __init__(self, host: str, admin_token: str | None = None):
+        self.loopback = is_loopback(host)
+        self.admin_token = admin_token or (None if self.loopback else secrets.token_urlsafe(24))
+        self._sessions: dict[str, Session] = {}
+        self._lock = threading.Lock()
+
+    def open_session(self, session: Session) -> str:
+        """Store a session; returns its id (the cookie's value)."""
+        sid = secrets.token_urlsafe(32)
+        with self._lock:
+            if len(self._sessions) >= MAX_SESSIONS:
+                self._sessions.pop(next(iter(self._sessions)))
+            self._sessions[sid] = session
+        return sid
+
+    def session(self, sid: str | None) -> Session | None:
+        """The session of a cookie value (None when unknown)."""
+        if not sid:
+            return None
+        with self._lock:
+            return self._sessions.get(sid)
+
+    def is_admin_token(self, token: str) -> bool:
+        """Whether ``token`` is the admin token (compared in constant time)."""
+        return self.admin_token is not None and hmac.compare_digest(token.encode(), self.admin_token.encode())
+
+    def may_browse(self, session: Session | None) -> bool:
+        """Whether run pages may be shown: on loopback, or to the admin."""
+        return self.loopback or (session is not None and session.kind == "admin")
+
+
+def same_origin(headers: dict[str, str], scheme: str, host: str) -> bool:
+    """Whether a state-changing request comes from a page of this server (see the module doc)."""
+    origin = headers.get("origin")
+    if origin is not None:
+        return origin == f"{scheme}://{host}"
+    return headers.get("sec-fetch-site") == "same-origin"
+
+
+def host_allowed(host_header: str, bound: str, port: int) -> bool:
+    """Whether the ``Host`` header names this server (any host when bound to a non-loopback address,
+    whose clients use whatever name reaches it; only loopback names on a loopback server)."""
+    if not is_loopback(bound):
+        return True
+    name = host_header.rsplit(":", 1)[0] if not host_header.endswith("]") else host_header
+    return is_loopback(name.strip("[]"))
+
+
+def safe_file(root: Path, relative: str) -> Path | None:
+    """``root/relative`` when it is a regular file inside ``root`` once every link is resolved; else None."""
+    if not relative or "\x00" in relative:
+        return None
+    base = Path(root).resolve()
+    try:
+        path = (base / relative).resolve()
+    except (OSError, RuntimeError):
+        return None
+    if not path.is_relative_to(base) or not path.is_file():
+        return None
+    return path
