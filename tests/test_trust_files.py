@@ -205,3 +205,19 @@ def test_fifos_left_by_a_cli_agent_do_not_block_the_run(tmp_path):
     folder = tmp_path / "run" / "tasks" / "cli" / "qbr-fix-typos"
     assert "planted" in (folder / "cli.stdout.txt").read_text()  # the FIFOs were made
     assert (folder / "cli" / "notes.txt").read_text() == "key: ***"
+
+
+def test_the_harness_json_writes_never_go_through_a_link_at_their_temporary_name(tmp_path):
+    """verdicts.json is written into the pair's folder after the agent ran, via a temporary file
+    whose name used to be predictable (``.verdicts.json.<pid>.tmp``)."""
+    from pptarena.run.results import write_json_atomic
+
+    before = b"PK\x03\x04 the cached target deck"
+    target = host_file(tmp_path, before)
+    folder = pair_folder(tmp_path)
+    (folder / f".verdicts.json.{os.getpid()}.tmp").symlink_to(target)
+    (folder / "verdicts.json").symlink_to(target)
+    write_json_atomic(folder / "verdicts.json", {"status": "scored"})
+    assert target.read_bytes() == before
+    assert json.loads((folder / "verdicts.json").read_text()) == {"status": "scored"}
+    assert not (folder / "verdicts.json").is_symlink()

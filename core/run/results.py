@@ -69,15 +69,15 @@ def attempt_key(row: dict[str, Any]) -> tuple[str, str, int]:
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
-    """Write JSON to ``path`` via a temporary file and rename (never a half-written file)."""
+    """Write JSON to ``path`` via a new temporary file and rename (never a half-written file, never
+    through a link an agent left in a pair's folder: :func:`pptarena.safeio.write_replacing`)."""
     from pptarena.redact import redact_obj, redact_text
+    from pptarena.safeio import write_replacing
 
     text = redact_text(
         json.dumps(redact_obj(data), indent=2, ensure_ascii=False, default=str)
     )  # never a secret
-    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    tmp.write_text(text + "\n", encoding="utf-8")
-    os.replace(tmp, path)
+    write_replacing(path, (text + "\n").encode("utf-8"))
 
 
 class ResultsStore:
