@@ -27,6 +27,7 @@ _LAZY = {
         for name in (
             "Agent",
             "AgentError",
+            "AgentTask",
             "AgentLog",
             "Component",
             "ComponentContext",
@@ -55,6 +56,7 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from .types import (
         Agent,
         AgentError,
+        AgentTask,
         AgentLog,
         Component,
         ComponentContext,
@@ -98,6 +100,7 @@ __all__ = [
     "Agent",
     "AgentError",
     "AgentLog",
+    "AgentTask",
     "Completion",
     "Component",
     "ComponentContext",

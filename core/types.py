@@ -1,7 +1,7 @@
 """Data types shared by the core and every plugin.
 
 Components never talk to each other directly: a dataset yields :class:`Task`,
-an agent turns it into a :class:`Prediction`, a renderer yields
+an agent turns its answer-free view (:class:`AgentTask`) into a :class:`Prediction`, a renderer yields
 :class:`SlideImage` lists and a judge returns a :class:`Verdict`.
 """
 
@@ -103,6 +103,66 @@ class Task:
         )
 
 
+PUBLIC_METADATA_KEYS = (
+    "category",
+    "edit_type",
+    "difficulty",
+    "tags",
+    "source",
+    "dataset",
+    "subset",
+    "requires",
+    "hint",
+    "turn",
+    "session_id",
+)
+"""Task metadata keys every agent may see (:class:`AgentTask`). A dataset makes more keys public by
+listing their names in ``metadata["public"]``; every other key stays on the judges' side."""
+
+HIDDEN_KEYS = frozenset({"target", "style_target", "rubric", "reference", "references", "label"})
+"""Keys never copied into an agent's view, wherever they appear (a turn-history entry, a public value)."""
+
+
+@dataclass(frozen=True, slots=True)
+class AgentTask:
+    """What an agent is given of a task: the task without its answer.
+
+    ``original`` is the agent's private copy of the input deck (the same file as
+    ``workspace.input_deck``), ``metadata`` holds only the keys the dataset marks as public
+    (:data:`PUBLIC_METADATA_KEYS` plus any listed in the task's ``metadata["public"]``), and
+    ``turn_history`` lists the earlier turns of a multi-turn session (``{"turn", "instruction", ...}``,
+    oldest first; also at ``metadata["turn_history"]``). The target deck, style target, rubric
+    and reference paths are not part of this type: they never cross to the agent side.
+    """
+
+    id: str
+    instruction: str
+    original: Path
+    metadata: dict[str, Any] = field(default_factory=dict)
+    turn_history: tuple[dict[str, Any], ...] = ()
+
+    def to_json(self) -> dict[str, Any]:
+        """A JSON-ready dict (what a worker process is sent)."""
+        return {
+            "id": self.id,
+            "instruction": self.instruction,
+            "original": str(self.original),
+            "metadata": self.metadata,
+            "turn_history": list(self.turn_history),
+        }
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any]) -> AgentTask:
+        """Inverse of :meth:`to_json` (unknown keys are ignored)."""
+        return cls(
+            id=str(data["id"]),
+            instruction=str(data["instruction"]),
+            original=Path(data["original"]),
+            metadata=dict(data.get("metadata") or {}),
+            turn_history=tuple(dict(h) for h in data.get("turn_history") or ()),
+        )
+
+
 @dataclass
 class Prediction:
     """What an agent hands in: the edited deck (or None when it produced none)."""
@@ -159,9 +219,9 @@ class Renderer(Protocol):
 
 @runtime_checkable
 class Agent(Protocol):
-    """The system under test."""
+    """The system under test: it gets the task without its answer (:class:`AgentTask`)."""
 
-    def edit(self, task: Task, workspace: Workspace) -> Prediction: ...
+    def edit(self, task: AgentTask, workspace: Workspace) -> Prediction: ...
 
 
 @runtime_checkable

@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import stat
 import subprocess
 import time
@@ -184,7 +183,7 @@ class DesktopAgent(RetitleAgent):
 
 
 class InProcessCopy(Component):
-    """Copies the input (in process), slowly: used for the SIGKILL resume test."""
+    """Writes the right title (in process with ``trusted = true``), slowly: used for the SIGKILL resume test."""
 
     in_process = True
 
@@ -193,7 +192,9 @@ class InProcessCopy(Component):
 
     def edit(self, task, workspace):
         self.wait()
-        shutil.copyfile(task.target, workspace.output_deck)
+        prs = Presentation(str(workspace.input_deck))  # the right answer, worked out (agents get no target)
+        prs.slides[0].shapes.title.text = task.instruction.split("'")[1]
+        prs.save(str(workspace.output_deck))
         return Prediction(path=workspace.output_deck)
 
     def wait(self):
@@ -212,7 +213,7 @@ class SwallowingCopy(InProcessCopy):
 
 
 class LeakyCopy(InProcessCopy):
-    """Copies the target and writes ``PPTARENA_TEST_API_KEY``'s value into a transcript file."""
+    """Writes the right title and ``PPTARENA_TEST_API_KEY``'s value into a transcript file."""
 
     def edit(self, task, workspace):
         (workspace.dir / "transcript.txt").write_text(f"key={os.environ.get('PPTARENA_TEST_API_KEY')}\n")

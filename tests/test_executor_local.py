@@ -25,9 +25,20 @@ def run(
 ) -> list[dict]:
     cfg = tmp_path / "run.toml"
     cfg.write_text(extra + BASE.format(count=count) + agents)
-    Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / out, jobs=jobs, quiet=True).run()
+    registry = get_registry()
+    Runner(
+        load_config(cfg, registry), registry, tmp_path / out, jobs=jobs, quiet=True, allow_weak_isolation=True
+    ).run()
     lines = (tmp_path / out / "results.jsonl").read_text().splitlines()
     return [json.loads(line) for line in lines if line.strip()]
+
+
+@pytest.fixture(autouse=True)
+def _plain_workers(monkeypatch):
+    """This file tests the pool of plain worker processes (built-in agents that jail their own tools,
+    and every agent where weak isolation is allowed): agents are not jailed here
+    (tests/test_trust_boundary.py tests the jailed workers)."""
+    monkeypatch.setenv("PPTARENA_SANDBOX", "off")
 
 
 def worker_pids(run_dir: Path, agent: str) -> list[int]:

@@ -99,13 +99,15 @@ def _alive(pid: int) -> bool:
     return stat.exists() and stat.read_text().split()[2] != "Z"
 
 
-def test_timeout_kills_agent_and_its_children(tmp_path, fake_plugins):
+def test_timeout_kills_agent_and_its_children(tmp_path, fake_plugins, monkeypatch):
+    """A plain worker process (weak isolation allowed; tests/test_trust_boundary.py times out a jail)."""
+    monkeypatch.setenv("PPTARENA_SANDBOX", "off")
     pidfile = tmp_path / "child.pid"
     cfg = config_file(
         tmp_path,
         f'[[agents]]\nuse = "hang"\npidfile = "{pidfile}"\n',
         count=1,
-        run="[run]\ntask_timeout = 3\n",
+        run="[run]\ntask_timeout = 3\nallow_weak_isolation = true\n",
     )
     t0 = time.monotonic()
     Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
@@ -225,7 +227,9 @@ def test_ctrl_c_stops_the_run_even_when_the_agent_swallows_the_keyboard_interrup
     the moment Ctrl-C lands (a finalizer drops it the same way). The run must stop after that pair and
     not record it, instead of running every remaining pair to the end."""
     cfg = config_file(
-        tmp_path, '[[agents]]\nuse = "swallower"\nsleep = 0.5\n[executor]\nuse = "inline"\n', count=8
+        tmp_path,
+        '[[agents]]\nuse = "swallower"\nsleep = 0.5\ntrusted = true\n[executor]\nuse = "inline"\n',
+        count=8,
     )
     out = tmp_path / "run"
     returncode, err = _interrupt_run(cfg, out)
@@ -376,7 +380,7 @@ def test_a_key_copied_out_encoded_is_masked_in_every_file_of_the_run(tmp_path, f
 
     secret = "sk-test/encoded+0123456789abcdef"  # "/" and "+" change under percent-encoding
     monkeypatch.setenv("PPTARENA_TEST_API_KEY", secret)
-    cfg = config_file(tmp_path, '[[agents]]\nuse = "encoding-leaker"\n', count=1)
+    cfg = config_file(tmp_path, '[[agents]]\nuse = "encoding-leaker"\ntrusted = true\n', count=1)
     out = tmp_path / "run"
     Runner(load_config(cfg, get_registry()), get_registry(), out, quiet=True).run()
     write_report(out, render=False)
@@ -393,7 +397,7 @@ def test_ctrl_c_mid_pair_leaves_no_key_in_the_run_folder(tmp_path, fake_plugins,
 
     secret = "sk-test-interrupt-0123456789abcdef"
     monkeypatch.setenv("PPTARENA_TEST_API_KEY", secret)
-    cfg = config_file(tmp_path, '[[agents]]\nuse = "leaky"\nsleep = 1.5\n', count=6)
+    cfg = config_file(tmp_path, '[[agents]]\nuse = "leaky"\nsleep = 1.5\ntrusted = true\n', count=6)
     out = tmp_path / "run"
     # Ctrl-C while the second pair sleeps, its transcript written and its result not
     returncode, err = _interrupt_run(

@@ -81,7 +81,7 @@ def leaderboard_table(
     kinds = kinds or {}
     judges = list(summary.get("judges") or [])
     k = max_epochs(summary)
-    headers = ["agent", "tasks", "scored", "errors"]
+    headers = ["agent", "isolation", "tasks", "scored", "errors"]
     for j in judges:
         headers.append(f"{j} mean")
     for j in judges:
@@ -105,6 +105,7 @@ def leaderboard_table(
         blocks = entry.get("judges") or {}
         row = [
             name,
+            str(entry.get("isolation") or "–"),  # what the agent's code ran in (docs/security.md)
             str(entry.get("tasks", 0)),
             str((entry.get("status") or {}).get("scored", 0)),
             errors_text(entry.get("status") or {}),
@@ -143,7 +144,8 @@ def leaderboard_table(
         table.rows.append(row)
     table.note = (
         "mean: over tasks of the per-task mean over epochs, a pair without a score counts 0; "
-        "n = attempts the judge scored; [95% bootstrap interval over tasks]"
+        "n = attempts the judge scored; [95% bootstrap interval over tasks]; "
+        "isolation: the weakest sandbox the agent's code ran in (bwrap; none: trusted, reference or unjailed)"
     )
     if k > 1:
         table.note += f"; pass@{k}/pass^{k}: unbiased estimators over {k} epochs"

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from pptarena.types import PptArenaError, Status, Task, Workspace
+from pptarena.types import AgentTask, PptArenaError, Status, Task, Workspace
 
 if TYPE_CHECKING:
     from pptarena.run.records import AgentOutcome
@@ -54,8 +54,9 @@ class PairJob:
         return (self.agent.label, self.task.id, self.epoch)
 
 
-AgentLauncher = Callable[[Any, Task, Workspace], "AgentOutcome"]
-"""Runs one agent on one task in a workspace and says what came of it (e.g. on a warm worker pool)."""
+AgentLauncher = Callable[[Any, AgentTask, Workspace], "AgentOutcome"]
+"""Runs one agent on one task (its answer-free view) in a workspace and says what came of it
+(e.g. on a warm worker pool)."""
 
 
 @runtime_checkable

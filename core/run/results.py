@@ -23,11 +23,12 @@ from pptarena.run.records import ResultLineProblem, parse_row
 from pptarena.run.rundir import RunDir
 from pptarena.run.stats import by_task, epoch_of
 from pptarena.run.summary_stats import StatsOptions, add_comparisons, judge_block
+from pptarena.run.trust import weakest as weakest_isolation
 from pptarena.types import STATUSES, PptArenaError
 
 SCHEMA_VERSION = 1
 MAX_RESULTS_BYTES = 512 * 1024 * 1024
-SUMMARY_REVISION = 1
+SUMMARY_REVISION = 2  # 2: each agent's entry has ``isolation`` (the weakest of its rows)
 """Bump when :func:`summarize_results` computes any figure differently: summaries stored with another
 revision are then recomputed by readers instead of reused (see :func:`rows_source`)."""
 
@@ -193,6 +194,7 @@ def summarize_results(
             "duration_s": round(sum(float(r.get("duration_s") or 0) for r in arows), 2),
             "usage": dict(usage),
             "cost": cost_of_rows(arows),
+            "isolation": weakest_isolation([r.get("isolation") for r in arows]),
             "groups": {},
         }
         for field in group_fields:

@@ -5,9 +5,11 @@ Where pairs run is the ``[executor]``'s business (:mod:`pptarena.run.executors`:
 decides what runs, and alone writes ``results.jsonl``, the manifest and the
 summary. Each pair gets a private workspace with a copy of the input deck (the
 dataset's file is never touched). Agents run in a worker process of their own
-(:mod:`pptarena.run.worker`) in a new session, so ``task_timeout`` really stops a
-runaway agent and anything it started; agents marked ``in_process = True``
-(trivial baselines) skip that cost. Judges run in the runner's process.
+in a new session, so ``task_timeout`` really stops a runaway agent and anything it
+started: by default a jailed worker (:mod:`pptarena.run.jail_pool`) that gets the task
+without its answer (:mod:`pptarena.run.agent_view`); built-in agents that jail their own
+tools run in a plain worker (:mod:`pptarena.run.worker`), ``trusted = true`` agents in
+the runner's process (see :mod:`pptarena.run.trust`). Judges run in the runner's process.
 
 Results are appended to ``results.jsonl`` as each pair finishes. Re-running
 the same command resumes: finished pairs are skipped.
@@ -32,6 +34,7 @@ from pptarena.models import UsageBook
 from pptarena.models.messages import add_counts
 from pptarena.models.pricing import pair_cost
 from pptarena.procs import kill_group, run_in_session
+from pptarena.run.agent_view import agent_task, placement
 from pptarena.run.attempts import Budget, is_deterministic, reused_rows
 from pptarena.run.components import Components
 from pptarena.run.config import ComponentConfig, RunConfig
@@ -51,6 +54,7 @@ from pptarena.run.runlock import MAX_CRASHES, AttemptLedger, RunLock
 from pptarena.run.sessions import is_session, run_session
 from pptarena.run.summary_stats import StatsOptions
 from pptarena.run.tasks import load_tasks, select_tasks
+from pptarena.run.trust import agent_process, check_isolation, isolation_record, row_isolation
 from pptarena.run.worker import (
     classify_exception,
     reported_outcome,
@@ -92,6 +96,7 @@ class Runner:
         quiet: bool = False,
         epochs: int | None = None,
         max_cost: float | None = None,
+        allow_weak_isolation: bool = False,
     ):
         self.config = config
         self.registry = registry
@@ -104,6 +109,8 @@ class Runner:
         self.quiet = quiet
         self.epochs = epochs or config.run.epochs
         self.max_cost = max_cost if max_cost is not None else config.run.max_cost
+        self.allow_weak_isolation = allow_weak_isolation or config.run.allow_weak_isolation
+        self._jails: Any = None  # the warm jailed agent workers (pptarena.run.jail_pool), made on first use
         self.budget: Budget | None = None
         self.components = Components(config, registry)
         self.store = ResultsStore(self.run_dir)
@@ -134,6 +141,10 @@ class Runner:
             epochs=self.epochs,
             max_cost=self.max_cost,
         )
+        path = RunDir(self.run_dir).manifest
+        manifest = json.loads(path.read_text())
+        manifest["isolation"] = self.isolation_record()
+        write_json_atomic(path, manifest)
 
     def _check_resume(self) -> None:
         """Refuse to mix results of two different configs in one run folder; warn about unreadable lines."""
@@ -175,18 +186,45 @@ class Runner:
         )
 
     def launch_agent(self, agent: ComponentConfig, task: Task, ws: Workspace) -> AgentOutcome:
-        """Run ``agent`` on ``task`` in ``ws`` where it belongs: in this process (``in_process``
-        agents), on the executor's launcher (a warm worker pool) or in a worker process of its own."""
-        in_process = bool(getattr(agent.spec.factory, "in_process", False))
-        launch = (
-            self._run_agent_in_process if in_process else (self.agent_launcher or self._run_agent_in_worker)
-        )
+        """Run ``agent`` on ``task`` in ``ws`` where it belongs (:func:`pptarena.run.trust.agent_process`):
+        a jailed worker (the default), a worker process on the executor's launcher or of its own
+        (built-in agents that jail their tools; any agent where weak isolation is allowed), or this
+        process (``trusted = true``; the reference baseline, the only one handed the full task).
+        Every other agent gets the task without its answer (:class:`~pptarena.types.AgentTask`)."""
+        where = agent_process(agent)
+        view = agent_task(task, ws.input_deck)
         try:
-            return launch(agent, task, ws)
+            if where == "reference":
+                return self._run_agent_in_process(agent, task, ws)
+            if where == "in-process":
+                return self._run_agent_in_process(agent, view, ws)
+            if where == "jail":
+                return self._run_agent_in_jail(agent, view, ws)
+            return (self.agent_launcher or self._run_agent_in_worker)(agent, view, ws)
         except Exception as exc:  # noqa: BLE001 - starting the worker failed: the harness's fault
             return AgentOutcome.failed(Status.INFRA_ERROR, f"could not run the agent: {exc}")
 
-    def _run_agent_in_process(self, agent: ComponentConfig, task: Task, ws: Workspace) -> AgentOutcome:
+    def _run_agent_in_jail(self, agent: ComponentConfig, task: Any, ws: Workspace) -> AgentOutcome:
+        from pptarena.run.bridge import BridgeHost
+        from pptarena.run.jail_pool import JailPool
+
+        with self._procs_lock:
+            if self._jails is None:
+                self._jails = JailPool(self.jobs)
+            jails = self._jails
+        book = UsageBook()
+        host = BridgeHost(
+            self.components.hub.factory(book=book, log=ws.log), self.components.renderer, ws.log
+        )
+        timeout = float(self.config.run.task_timeout)
+        out = jails.run_pair(agent, task, ws, host, timeout, renderer=True)
+        if self._stop.is_set():
+            return AgentOutcome.failed(Status.INFRA_ERROR, "interrupted")
+        out.model_usage = book.total().as_dict()  # counted here, never as the worker reports it
+        out.model_cost = book.cost()
+        return out
+
+    def _run_agent_in_process(self, agent: ComponentConfig, task: Any, ws: Workspace) -> AgentOutcome:
         book = UsageBook()
         model = self.components.hub.factory(book=book, log=ws.log)
         ws.model = model
@@ -202,7 +240,7 @@ class Runner:
         out.model_cost = book.cost()
         return out
 
-    def _run_agent_in_worker(self, agent: ComponentConfig, task: Task, ws: Workspace) -> AgentOutcome:
+    def _run_agent_in_worker(self, agent: ComponentConfig, task: Any, ws: Workspace) -> AgentOutcome:
         spec_path = ws.dir / ".worker-spec.json"
         result_path = ws.dir / ".worker-result.json"
         spec = {
@@ -302,6 +340,7 @@ class Runner:
             "duration_s": 0.0,
             "usage": dict(usage),
             "metadata": task.metadata,
+            "agent_process": placement(agent),
         }
 
     def stopping(self) -> bool:
@@ -397,7 +436,8 @@ class Runner:
         self, agent: ComponentConfig, task: Task, epoch: int, ws: Workspace, t0: float
     ) -> dict[str, Any] | None:
         """:meth:`attempt` once its workspace ``ws`` exists."""
-        in_process = bool(getattr(agent.spec.factory, "in_process", False))
+        process = agent_process(agent)
+        in_process = process in ("in-process", "reference")
         outcome = self.launch_agent(agent, task, ws)
         if self._stop.is_set():
             return None
@@ -446,9 +486,9 @@ class Runner:
             agent_cost, {k: v.get("cost") for k, v in details.get("verdicts", {}).items()}
         )
         pred_meta = outcome.prediction.metadata if outcome.ok and outcome.prediction else {}
-        row["isolation"] = (
-            pred_meta.get("isolation") or self.isolation
-        )  # e.g. a command agent run unsandboxed
+        # a built-in host worker reports its tools' sandbox (e.g. a command agent run unsandboxed)
+        row["isolation"] = row_isolation(process, pred_meta.get("isolation"), self.isolation)
+        row["agent_process"] = process
         write_json_atomic(ws.dir / VERDICTS, {"status": row["status"], "error": row["error"], **details})
         if self._stop.is_set():
             return None
@@ -472,6 +512,7 @@ class Runner:
             return self._run()
 
     def _run(self) -> dict[str, Any]:
+        check_isolation(self.config.agents, self.allow_weak_isolation)
         tasks = select_tasks(load_tasks(self.components), self.task_globs, self.limit)
         self._check_resume()
         self._check_judges()
@@ -497,6 +538,10 @@ class Runner:
         self.budget = Budget(self.max_cost, self.store.read())
         progress = self._progress or Progress(total, quiet=self.quiet)
         progress.done = total - len(pending)
+        for agent in self.config.agents:
+            where = agent_process(agent)
+            if where in ("reference", "in-process", "unjailed"):
+                progress.message(_PROCESS_NOTE[where].format(label=agent.label))
         for (label, task_id), why in skipped.items():
             progress.message(f"Skipped task {task_id} for agent {label}: {why}.")
         if progress.done:
@@ -541,6 +586,7 @@ class Runner:
             self.components.close()
             raise
         executor.close()
+        self._close_jails()
         self.components.close()
         if queue:
             self.budget.stopped, self.budget.not_started = True, len(queue)
@@ -553,12 +599,22 @@ class Runner:
         summary = summarize_results(
             self.store.read(), opts=StatsOptions(run.success_threshold, run.bootstrap, run.seed)
         )
+        summary["isolation"] = self.isolation_record()
         if self.max_cost is not None:
             summary["budget"] = self.budget.to_json()
         write_json_atomic(RunDir(self.run_dir).summary, summary)
         recorded = self.store.done_attempts()
         self._finish_manifest(not queue and all((a.label, t.id, e) in recorded for a, t, e in plan))
         return summary
+
+    def isolation_record(self) -> dict[str, Any]:
+        """The run's isolation (``manifest.json`` and ``summary.json``; see :mod:`pptarena.run.trust`)."""
+        return isolation_record(self.config.agents, self.isolation, self.allow_weak_isolation)
+
+    def _close_jails(self, kill: bool = False) -> None:
+        jails = self._jails
+        if jails is not None:
+            jails.kill_all() if kill else jails.close()
 
     def _check_judges(self) -> None:
         """Refuse to add verdicts of a changed judge under a label that already has verdicts."""
@@ -600,9 +656,20 @@ class Runner:
             procs = list(self._procs)
         for proc in procs:
             kill_group(proc)
+        self._close_jails(kill=True)
         executor = getattr(self, "_executor", None)
         if executor is not None:
             executor.stop()
+
+
+_PROCESS_NOTE = {
+    "reference": "Agent {label} is a reference baseline: it is handed each task's answer and runs without "
+    "a sandbox (isolation none); its scores are a ceiling, not a result.",
+    "in-process": "Agent {label} is trusted (trusted = true): it runs in the harness's process without a "
+    "sandbox (isolation none).",
+    "unjailed": "Agent {label} runs without a sandbox (--allow-weak-isolation): its code can read the answer "
+    "key (isolation none).",
+}
 
 
 def _ledger_key(task_id: str, epoch: int) -> str:

@@ -21,7 +21,15 @@ from typing import Any
 
 from pptarena.models import UsageBook
 from pptarena.run.records import AgentOutcome
-from pptarena.types import AgentLog, ComponentUnavailable, InfraError, Prediction, Status, Task, Workspace
+from pptarena.types import (
+    AgentLog,
+    AgentTask,
+    ComponentUnavailable,
+    InfraError,
+    Prediction,
+    Status,
+    Workspace,
+)
 
 
 def classify_exception(exc: BaseException) -> Status:
@@ -29,8 +37,9 @@ def classify_exception(exc: BaseException) -> Status:
     return Status.INFRA_ERROR if isinstance(exc, InfraError | ComponentUnavailable) else Status.AGENT_ERROR
 
 
-def run_agent(agent: Any, task: Task, workspace: Workspace) -> Prediction:
-    """Call ``agent.edit`` and normalise what it returns."""
+def run_agent(agent: Any, task: Any, workspace: Workspace) -> Prediction:
+    """Call ``agent.edit`` and normalise what it returns (``task``: an :class:`~pptarena.types.AgentTask`,
+    or the full task for the reference baseline)."""
     result = agent.edit(task, workspace)
     if result is None:
         result = Prediction(path=workspace.output_deck if workspace.output_deck.exists() else None)
@@ -129,7 +138,7 @@ def execute(spec: dict[str, Any], registry: Any = None, config: Any = None) -> A
 
         setting_up = False
         agent = components.build(agent_cfg, model=model)
-        task = Task.from_json(spec["task"])
+        task = AgentTask.from_json(spec["task"])  # the spec never holds the answer
         workspace = Workspace(
             dir=Path(ws["dir"]),
             input_deck=Path(ws["input_deck"]),

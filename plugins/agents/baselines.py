@@ -1,6 +1,13 @@
 """Baseline agents: ``noop`` (hands in the input deck unchanged), ``oracle``
 (hands in the task's reference target) and ``precomputed`` (predictions made
-elsewhere, one file per task)."""
+elsewhere, one file per task).
+
+``noop`` and ``precomputed`` run in a jailed worker like every agent (``precomputed`` names its
+folder through ``jail_paths`` so the jail can read it). ``oracle`` is the one reference baseline:
+``reference_agent = True`` makes the runner hand it the judge-side task (with its target) in the
+harness's process; its rows say ``isolation: none`` and ``agent_process: reference``, and the run
+says so when it starts (docs/security.md).
+"""
 
 from __future__ import annotations
 
@@ -10,29 +17,31 @@ from pathlib import Path
 from pydantic import Field
 
 import pptarena
-from pptarena.types import AgentError, Component, Prediction, Task, Workspace
+from pptarena.types import AgentError, AgentTask, Component, Prediction, Task, Workspace
 from pptarena.types import Options as OptionsBase
 
 
 class NoopAgent(Component):
     """Returns the input deck unchanged: the floor every real agent must beat."""
 
-    in_process = True
     deterministic = True  # every attempt gives the same deck: run once, reused for every epoch
 
     class Options(OptionsBase):
         """No options."""
 
-    def edit(self, task: Task, workspace: Workspace) -> Prediction:
+    def edit(self, task: AgentTask, workspace: Workspace) -> Prediction:
         """Copy the input deck to the output path."""
         shutil.copyfile(workspace.input_deck, workspace.output_deck)
         return Prediction(path=workspace.output_deck, notes="unchanged input deck")
 
 
 class OracleAgent(Component):
-    """Returns the task's human reference target: the ceiling judges should give full marks."""
+    """Returns the task's human reference target: the ceiling judges should give full marks.
 
-    in_process = True
+    A reference baseline, not an agent under test: the runner hands it the full :class:`Task`.
+    """
+
+    reference_agent = True
     deterministic = True  # every attempt gives the same deck: run once, reused for every epoch
 
     class Options(OptionsBase):
@@ -60,11 +69,15 @@ class PrecomputedOptions(OptionsBase):
 class PrecomputedAgent(Component):
     """Hands in predictions made elsewhere: ``dir``/``pattern`` per task."""
 
-    in_process = True
     deterministic = True  # every attempt gives the same deck: run once, reused for every epoch
     Options = PrecomputedOptions
 
-    def edit(self, task: Task, workspace: Workspace) -> Prediction:
+    @classmethod
+    def jail_paths(cls, options: PrecomputedOptions) -> list[Path]:
+        """The predictions' folder: bound read-only into the agent's jail."""
+        return [options.dir]
+
+    def edit(self, task: AgentTask, workspace: Workspace) -> Prediction:
         """Copy the task's precomputed deck; a missing file is an agent error for this task only."""
         opts: PrecomputedOptions = self.options  # type: ignore[assignment]
         name = opts.pattern.format(task_id=task.id)

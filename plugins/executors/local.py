@@ -1,7 +1,9 @@
 """The ``local`` executor: pairs run on this host, ``[run] jobs`` at a time.
 
-Judges run in the driver's threads (sharing one warm renderer). Agents that
-are not ``in_process`` run in a pool of long-lived worker processes
+Judges run in the driver's threads (sharing one warm renderer). Jailed agents
+run on the runner's warm jails (:mod:`pptarena.run.jail_pool`); built-in agents
+that jail their own tools (and every agent where weak isolation is allowed) run
+in a pool of long-lived worker processes
 (:mod:`.pool`): spawned once, plugins loaded once, one pair at a time each,
 replaced after ``recycle_after`` pairs, on a crash and on a timeout (then the
 worker's whole process group is killed, so a timeout still ends everything
@@ -19,6 +21,7 @@ from pydantic import Field
 
 import pptarena
 from pptarena.run.executors import PairJob, RunHandle
+from pptarena.run.trust import agent_process
 from pptarena.types import Component, Options
 
 from .pool import PoolLauncher, WorkerPool, boot_of
@@ -49,7 +52,7 @@ class LocalExecutor(Component):
         """Run ``jobs`` on ``run.jobs`` threads; yield each finished row."""
         opts: LocalOptions = self.options  # type: ignore[assignment]
         # a run under a budget calls execute once per batch: the pool and threads are made once
-        needs_pool = any(not getattr(j.agent.spec.factory, "in_process", False) for j in jobs)
+        needs_pool = any(agent_process(j.agent) in ("host", "unjailed") for j in jobs)
         if opts.pool and needs_pool and self.pool is None:
             self.pool = WorkerPool(run.jobs, opts.recycle_after, boot_of(run))
             run.agent_launcher = PoolLauncher(self.pool, run)

@@ -23,7 +23,7 @@ from pptarena.run.executors import RunHandle
 from pptarena.run.records import AgentOutcome
 from pptarena.run.rundir import AGENT_STDERR
 from pptarena.run.worker import reported_outcome, timed_out_outcome, vanished_outcome, workspace_spec
-from pptarena.types import InfraError, Status, Task, Workspace
+from pptarena.types import AgentTask, InfraError, Status, Workspace
 
 BOOT_TIMEOUT = 120.0
 WORKER_MODULE = "pptarena.plugins.executors.pool_worker"
@@ -234,7 +234,7 @@ class PoolLauncher:
         self.pool = pool
         self.run = run
 
-    def __call__(self, agent: Any, task: Task, ws: Workspace) -> AgentOutcome:
+    def __call__(self, agent: Any, task: AgentTask, ws: Workspace) -> AgentOutcome:
         config = self.run.config
         timeout = float(config.run.task_timeout)
         stderr_path = ws.dir / AGENT_STDERR

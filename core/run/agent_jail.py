@@ -1,0 +1,243 @@
+"""The bubblewrap jail an agent's worker process runs in: what it sees, and how it is started.
+
+An agent worker (:mod:`pptarena.run.jail_worker`) sees, read-only: the system folders
+(:data:`pptarena.isolation.SYSTEM_DIRS`, a few files of ``/etc``), the Python interpreter, pptarena's
+core package, the installed distributions pptarena needs and the agent plugin's own distribution with
+its requirements (each distribution's top-level folders in site-packages, nothing else of
+site-packages), and the host paths the agent class names through ``jail_paths(options)`` (e.g. the
+``precomputed`` agent's folder). Writable: a size-capped tmpfs at ``/agent`` (its workspace, HOME)
+and ``/tmp``. Not visible: the dataset (``pptarena.plugins.datasets`` and any dataset folder), the
+cache, the run folder, other pairs, the home folder, the host's processes; no network. Model calls
+and renders go through the harness over the worker's stdin/stdout (:mod:`pptarena.run.bridge`),
+so no key is ever inside the jail.
+
+The worker is started with a scrubbed environment (``PATH``, ``LANG``, ``HOME``, ``TMPDIR`` and
+``PYTHONPATH`` only) under :func:`pptarena.isolation.command`, which gives it its own PID, mount,
+IPC, UTS and network namespaces and kills it with the harness.
+"""
+
+from __future__ import annotations
+
+import functools
+import importlib.metadata as metadata
+import importlib.util
+import os
+import re
+import site
+import sys
+from collections.abc import Iterable
+from pathlib import Path
+from typing import Any
+
+from pptarena import isolation
+
+WORKER_MODULE = "pptarena.run.jail_worker"
+JAIL_HOME = Path("/agent")
+"""The agent's writable tmpfs inside the jail (HOME and working directory)."""
+JAIL_WORKSPACE = JAIL_HOME / "pair"
+"""The workspace of the pair being run, inside the jail (emptied between pairs)."""
+DEFAULT_DISK_MB = 1024
+BUILTIN_PLUGINS = "pptarena.plugins"
+
+
+def jail_available() -> bool:
+    """Whether agent workers can be jailed here (bubblewrap usable and ``PPTARENA_SANDBOX`` not off)."""
+    return isolation.bwrap_executable() is not None and isolation.base_flags() is not None
+
+
+def _site_dirs() -> list[Path]:
+    dirs = [Path(p) for p in site.getsitepackages()]
+    user = site.getusersitepackages()
+    if user:
+        dirs.append(Path(user))
+    return [d for d in dirs if d.is_dir()]
+
+
+def _requirement_names(dist: metadata.Distribution) -> list[str]:
+    """Names of the distributions ``dist`` requires (extras left out)."""
+    names = []
+    for text in dist.requires or []:
+        try:
+            from packaging.requirements import Requirement
+
+            req = Requirement(text)
+            if req.marker is not None and not req.marker.evaluate({"extra": ""}):
+                continue
+            names.append(req.name)
+        except Exception:  # noqa: BLE001 - packaging missing or an odd line: a plain parse
+            if "extra ==" in text:
+                continue
+            match = re.match(r"\s*([A-Za-z0-9._-]+)", text)
+            if match:
+                names.append(match.group(1))
+    return names
+
+
+def distribution_closure(names: Iterable[str]) -> list[metadata.Distribution]:
+    """The installed distributions ``names`` and everything they require, each once."""
+    seen: dict[str, metadata.Distribution] = {}
+    todo = list(names)
+    while todo:
+        name = todo.pop()
+        key = re.sub(r"[-_.]+", "-", name).lower()
+        if key in seen:
+            continue
+        try:
+            dist = metadata.distribution(name)
+        except metadata.PackageNotFoundError:
+            continue
+        seen[key] = dist
+        todo.extend(_requirement_names(dist))
+    return list(seen.values())
+
+
+def distribution_paths(dist: metadata.Distribution, sites: list[Path]) -> set[Path]:
+    """The top-level entries of site-packages a distribution installed (its packages, modules,
+    ``.dist-info``, ``.pth`` files), skipping everything of ``pptarena`` itself but its finder."""
+    out: set[Path] = set()
+    for f in dist.files or []:
+        path = Path(str(dist.locate_file(f)))
+        for sp in sites:
+            try:
+                rel = path.relative_to(sp)
+            except ValueError:
+                continue
+            if rel.parts and rel.parts[0] not in ("..", "bin"):
+                top = sp / rel.parts[0]
+                if top.exists() or top.is_symlink():
+                    out.add(top)
+    return out
+
+
+def _interpreter_paths() -> set[Path]:
+    """The interpreter: the venv's ``bin`` and ``pyvenv.cfg``, the base installation."""
+    paths = {Path(sys.base_prefix), Path(sys.base_exec_prefix), Path(sys.executable).parent}
+    cfg = Path(sys.prefix) / "pyvenv.cfg"
+    if cfg.exists():
+        paths.add(cfg)
+    try:
+        paths.add(Path(sys.executable).resolve().parent.parent)
+    except OSError:
+        pass
+    return paths
+
+
+def _module_root(module: str) -> tuple[Path, Path] | None:
+    """For a module outside every distribution: (its top-level package folder or module file, the
+    ``sys.path`` entry holding it)."""
+    top = module.partition(".")[0]
+    spec = importlib.util.find_spec(top)
+    if spec is None:
+        return None
+    if spec.submodule_search_locations:
+        where = Path(next(iter(spec.submodule_search_locations)))
+    elif spec.origin:
+        where = Path(spec.origin)
+    else:
+        return None
+    return where, where.parent
+
+
+def _builtin_plugin_paths(module: str) -> set[Path]:
+    """For a built-in agent (``pptarena.plugins.agents...``): the plugins package's ``__init__`` and the
+    agents' folder only (never ``pptarena.plugins.datasets`` or a judge)."""
+    spec = importlib.util.find_spec(BUILTIN_PLUGINS)
+    if spec is None or not spec.submodule_search_locations:
+        return set()
+    root = Path(next(iter(spec.submodule_search_locations)))
+    kind = module.split(".")[2] if module.count(".") >= 2 else ""
+    out = {root / "__init__.py"}
+    if kind and (root / kind).is_dir():
+        out.add(root / kind)
+    return {p for p in out if p.exists()}
+
+
+def _pptarena_paths(sites: list[Path]) -> set[Path]:
+    """pptarena's own entries of site-packages (its package or editable finder, its metadata) and its
+    core package's folder."""
+    out: set[Path] = set()
+    for sp in sites:
+        for pattern in ("pptarena-*.dist-info", "__editable__*pptarena*", "pptarena"):
+            out.update(sp.glob(pattern))
+    core = importlib.util.find_spec("pptarena")
+    if core is not None and core.submodule_search_locations:
+        out.update(Path(p) for p in core.submodule_search_locations)
+    return out
+
+
+def _hide(binds: set[Path], hidden: Path) -> set[Path]:
+    """``binds`` with ``hidden`` left out: a bind holding it is replaced by its other children."""
+    out: set[Path] = set()
+    for bind in binds:
+        if bind == hidden:
+            continue
+        if bind in hidden.parents:
+            branch = bind / hidden.relative_to(bind).parts[0]
+            out |= {child for child in bind.iterdir() if child != branch}
+            if branch != hidden:
+                out |= _hide({branch}, hidden)
+        else:
+            out.add(bind)
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def plugin_paths(module: str) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
+    """``(read-only binds, extra PYTHONPATH entries)`` for an agent class defined in ``module``:
+    pptarena's core and requirements, plus the plugin's distribution and its requirements (or, for
+    a module outside every distribution, its top-level package or file). ``pptarena.plugins`` is
+    never bound whole: a built-in agent gets the plugins package's ``__init__`` and its own kind's
+    folder (``pptarena.plugins.agents``), never the datasets or judges."""
+    sites = _site_dirs()
+    binds: set[Path] = set(_interpreter_paths()) | _pptarena_paths(sites)
+    pythonpath: list[Path] = []
+    wanted = ["pptarena"]
+    if not module.startswith(BUILTIN_PLUGINS + "."):
+        top = module.partition(".")[0]
+        dists = metadata.packages_distributions().get(top) or []
+        wanted.extend(d for d in dists if re.sub(r"[-_.]+", "-", d).lower() != "pptarena")
+        root = _module_root(module)
+        if root is not None:
+            where, entry = root
+            if not any(where == s or s in where.parents for s in sites):  # not installed: bind it as is
+                binds.add(where)
+                pythonpath.append(entry)
+    for dist in distribution_closure(wanted):
+        binds.update(distribution_paths(dist, sites))
+    plugins_spec = importlib.util.find_spec(BUILTIN_PLUGINS)
+    if plugins_spec is not None and plugins_spec.submodule_search_locations:
+        binds = _hide(binds, Path(next(iter(plugins_spec.submodule_search_locations))))
+        if module.startswith(BUILTIN_PLUGINS + "."):
+            binds |= _builtin_plugin_paths(module)
+    return tuple(sorted(p for p in binds if str(p) != "/")), tuple(pythonpath)
+
+
+def jail_paths_of(factory: Any, options: Any) -> list[Path]:
+    """Host paths the agent class asks to read (``jail_paths(options)``), existing ones only."""
+    hook = getattr(factory, "jail_paths", None)
+    if not callable(hook):
+        return []
+    return [Path(p) for p in hook(options) or [] if Path(p).exists()]
+
+
+def worker_command(
+    factory: Any, options: Any, disk_mb: int = DEFAULT_DISK_MB
+) -> tuple[list[str], dict[str, str]]:
+    """The bwrap command line and environment of a jailed worker for the agent class ``factory``."""
+    binds, pythonpath = plugin_paths(factory.__module__)
+    jail = isolation.Jail(
+        workdir=JAIL_HOME,
+        tmpfs_mb=disk_mb,
+        read_only=[*binds, *jail_paths_of(factory, options)],
+        python=False,
+    )
+    argv = isolation.command(jail, [sys.executable, "-m", WORKER_MODULE])
+    env = {
+        "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
+        "LANG": os.environ.get("LANG", "C.UTF-8"),
+        "HOME": str(JAIL_HOME),
+        "TMPDIR": "/tmp",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "PYTHONPATH": os.pathsep.join(str(p) for p in pythonpath),
+    }
+    return argv, env

@@ -1,0 +1,349 @@
+"""Warm jailed agent workers on the harness's side (the other end of :mod:`.jail_worker`).
+
+:class:`JailPool` keeps up to ``size`` workers per agent (label), each a bubblewrap jail built by
+:mod:`.agent_jail` for that agent's plugin, started once and reused for up to ``recycle_after``
+pairs. A worker is killed (its whole jail) on a timeout, a crash, a protocol violation, and when
+the run stops. :meth:`JailPool.run_pair` sends one pair, answers the worker's bridge requests
+(:class:`~.bridge.BridgeHost`) until it is done, and copies the agent's workspace out into the
+pair's task folder: regular files and folders only, never over a file the harness wrote.
+"""
+
+from __future__ import annotations
+
+import base64
+import contextlib
+import io
+import json
+import os
+import select
+import subprocess
+import tarfile
+import tempfile
+import threading
+import time
+from pathlib import Path, PurePosixPath
+from typing import Any
+
+from pptarena.procs import kill_group
+from pptarena.run.agent_jail import JAIL_WORKSPACE, worker_command
+from pptarena.run.bridge import BridgeHost
+from pptarena.run.records import AgentOutcome
+from pptarena.run.rundir import AGENT_ERROR, AGENT_LOG, AGENT_STDERR, INPUT, VERDICTS
+from pptarena.run.worker import reported_outcome, timed_out_outcome, vanished_outcome
+from pptarena.types import AgentTask, InfraError
+
+BOOT_TIMEOUT = 120.0
+MAX_LINE_BYTES = 1024 * 1024 * 1024
+"""Largest protocol line a jailed worker may send (a deck or a workspace archive, base64)."""
+MAX_UNPACKED_BYTES = 2 * 1024 * 1024 * 1024
+MAX_STDERR_BYTES = 1024 * 1024
+RESERVED = frozenset(
+    {INPUT, "judges", "renders", "references", VERDICTS, AGENT_LOG, AGENT_ERROR, "executor.json"}
+)
+"""Top-level names of a task folder only the harness writes: never copied out of a jail."""
+
+
+class WorkerGone(Exception):
+    """The jailed worker ended (or broke the protocol) without finishing the pair."""
+
+
+class JailWorker:
+    """One jailed worker process and its pipes."""
+
+    def __init__(self, argv: list[str], env: dict[str, str]):
+        self.stderr = tempfile.TemporaryFile()  # what the agent prints: the harness's own file, read per pair
+        self.proc = subprocess.Popen(
+            argv,
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=self.stderr,
+            start_new_session=True,
+            env=env,
+        )
+        self.pairs = 0
+        self._buf = bytearray()
+        try:
+            ready = self.read(time.monotonic() + BOOT_TIMEOUT)
+        except WorkerGone as exc:
+            self.kill()
+            raise InfraError(
+                f"the agent's jailed worker exited while starting (code {self.proc.poll()})"
+            ) from exc
+        if not ready or not ready.get("ready"):
+            self.kill()
+            raise InfraError(f"the agent's jailed worker did not start within {BOOT_TIMEOUT:g}s")
+
+    def read(self, deadline: float) -> dict[str, Any] | None:
+        """The next message, None at ``deadline``; raises :class:`WorkerGone`."""
+        assert self.proc.stdout is not None
+        fd = self.proc.stdout.fileno()
+        while True:
+            end = self._buf.find(b"\n")
+            if end >= 0:
+                line = bytes(self._buf[:end])
+                del self._buf[: end + 1]
+                try:
+                    message = json.loads(line)
+                except ValueError as exc:
+                    raise WorkerGone("the worker sent a line that is not JSON") from exc
+                if not isinstance(message, dict):
+                    raise WorkerGone("the worker sent a message that is not an object")
+                return message
+            if len(self._buf) > MAX_LINE_BYTES:
+                raise WorkerGone(f"the worker sent a line longer than {MAX_LINE_BYTES} bytes")
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return None
+            ready, _, _ = select.select([fd], [], [], remaining)
+            if not ready:
+                continue
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                raise WorkerGone("the worker closed its output")
+            self._buf += chunk
+
+    def take_stderr(self, path: Path, cap: int = MAX_STDERR_BYTES) -> None:
+        """Move what the worker printed since the last pair into ``path`` (a new file; the tail beyond
+        ``cap`` bytes is kept)."""
+        size = self.stderr.seek(0, os.SEEK_END)
+        self.stderr.seek(max(0, size - cap))
+        data = self.stderr.read()
+        self.stderr.seek(0)
+        self.stderr.truncate()
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+        with os.fdopen(fd, "wb") as out:
+            out.write(data)
+
+    def send(self, message: dict[str, Any]) -> None:
+        """Write one message; raises :class:`WorkerGone` when the worker is gone."""
+        assert self.proc.stdin is not None
+        try:
+            self.proc.stdin.write(json.dumps(message, default=str).encode() + b"\n")
+            self.proc.stdin.flush()
+        except (BrokenPipeError, OSError, ValueError) as exc:
+            raise WorkerGone("the worker closed its input") from exc
+
+    def kill(self) -> None:
+        """SIGKILL the jail (bwrap's session: the worker and everything in its namespace)."""
+        kill_group(self.proc)
+        self.stderr.close()
+        for pipe in (self.proc.stdin, self.proc.stdout):
+            try:
+                if pipe is not None:
+                    pipe.close()
+            except OSError:
+                pass
+
+    def retire(self) -> None:
+        """Ask the worker to exit, then make sure the jail is gone."""
+        try:
+            self.send({"op": "exit"})
+            self.proc.wait(timeout=2)
+        except (WorkerGone, subprocess.TimeoutExpired):
+            pass
+        self.kill()
+
+
+class JailPool:
+    """Warm jailed workers, up to ``size`` per agent label, one pair at a time each."""
+
+    def __init__(self, size: int, recycle_after: int = 100):
+        self.size = max(1, size)
+        self.recycle_after = max(1, recycle_after)
+        self._idle: dict[str, list[JailWorker]] = {}
+        self._busy: set[JailWorker] = set()
+        self._count: dict[str, int] = {}
+        self._cond = threading.Condition()
+        self._closed = False
+        self.spawned = 0
+
+    def _checkout(self, key: str, agent: Any) -> JailWorker:
+        with self._cond:
+            while True:
+                if self._closed:
+                    raise InfraError("the jailed worker pool is closed")
+                idle = self._idle.get(key) or []
+                if idle:
+                    worker = idle.pop()
+                    self._busy.add(worker)
+                    return worker
+                if self._count.get(key, 0) < self.size:
+                    self._count[key] = self._count.get(key, 0) + 1
+                    break
+                self._cond.wait()
+        try:
+            argv, env = worker_command(agent.spec.factory, agent.options)
+            worker = JailWorker(argv, env)
+        except BaseException:
+            with self._cond:
+                self._count[key] -= 1
+                self._cond.notify_all()
+            raise
+        with self._cond:
+            self.spawned += 1
+            if self._closed:
+                worker.kill()
+                raise InfraError("the jailed worker pool is closed")
+            self._busy.add(worker)
+        return worker
+
+    def _checkin(self, key: str, worker: JailWorker, healthy: bool) -> None:
+        keep = healthy and worker.pairs < self.recycle_after
+        with self._cond:
+            self._busy.discard(worker)
+            if keep and not self._closed:
+                self._idle.setdefault(key, []).append(worker)
+            else:
+                self._count[key] -= 1
+            self._cond.notify_all()
+        if not keep:
+            (worker.retire if healthy else worker.kill)()
+
+    def run_pair(
+        self, agent: Any, task: AgentTask, ws: Any, host: BridgeHost, timeout: float, renderer: bool
+    ) -> AgentOutcome:
+        """Run ``agent`` (a ComponentConfig) on ``task`` in a jailed worker; copy its workspace into
+        ``ws.dir``."""
+        from pptarena.run.agent_view import options_json
+
+        key = agent.label
+        stderr_path = Path(ws.dir) / AGENT_STDERR
+        worker = self._checkout(key, agent)
+        message: dict[str, Any] | None = None
+        gone = False
+        try:
+            worker.pairs += 1
+            worker.send(
+                {
+                    "op": "pair",
+                    "agent": {
+                        "module": agent.spec.factory.__module__,
+                        "qualname": agent.spec.factory.__qualname__,
+                        "options": options_json(agent.options),
+                        "name": agent.use,
+                        "label": agent.label,
+                    },
+                    "task": task.to_json(),
+                    "deck": base64.b64encode(Path(ws.input_deck).read_bytes()).decode("ascii"),
+                    "deck_name": Path(ws.input_deck).name,
+                    "timeout": timeout,
+                    "renderer": renderer,
+                }
+            )
+            deadline = time.monotonic() + timeout
+            while True:
+                message = worker.read(deadline)
+                if message is None or message.get("op") == "done":
+                    break
+                answer = host.handle(message)
+                if answer is not None:
+                    worker.send(answer)
+        except WorkerGone:
+            gone = True
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                worker.proc.wait(timeout=2)
+        finally:
+            with contextlib.suppress(OSError, ValueError):
+                worker.take_stderr(stderr_path)
+            done = message is not None and message.get("op") == "done" and not gone
+            self._checkin(key, worker, healthy=done)
+        if gone:
+            return vanished_outcome(worker.proc.returncode, stderr_path)
+        if message is None:
+            return timed_out_outcome(timeout)
+        problem = unpack_workspace(message.get("archive"), Path(ws.dir))
+        outcome = reported_outcome(
+            message.get("outcome") if isinstance(message.get("outcome"), dict) else "null"
+        )
+        if outcome.prediction is not None:
+            outcome.prediction.path = host_path(outcome.prediction.path, Path(ws.dir))
+            files = outcome.prediction.metadata.get("files")
+            if isinstance(files, dict):
+                outcome.prediction.metadata["files"] = {
+                    str(k): str(host_path(v, Path(ws.dir)))
+                    for k, v in files.items()
+                    if host_path(v, Path(ws.dir))
+                }
+        if problem:
+            ws.log.write("workspace_copy", note=problem)
+        return outcome
+
+    def kill_all(self) -> None:
+        """Stop at once: kill every jail (busy ones included)."""
+        with self._cond:
+            self._closed = True
+            workers = [w for ws in self._idle.values() for w in ws] + list(self._busy)
+            self._idle.clear()
+            self._cond.notify_all()
+        for w in workers:
+            w.kill()
+
+    def close(self) -> None:
+        """Retire idle workers and kill busy ones."""
+        with self._cond:
+            self._closed = True
+            idle = [w for ws in self._idle.values() for w in ws]
+            busy = list(self._busy)
+            self._idle.clear()
+            self._cond.notify_all()
+        for w in idle:
+            w.retire()
+        for w in busy:
+            w.kill()
+
+
+def host_path(path: Any, ws_dir: Path) -> Path | None:
+    """A path the jailed agent named, as the file copied out into ``ws_dir`` (None: outside its workspace)."""
+    if path is None:
+        return None
+    p = PurePosixPath(str(path))
+    try:
+        rel = p.relative_to(JAIL_WORKSPACE.as_posix())
+    except ValueError:
+        return None
+    if ".." in rel.parts or not rel.parts or rel.parts[0] in RESERVED:
+        return None
+    return ws_dir.joinpath(*rel.parts)
+
+
+def unpack_workspace(archive: Any, dest: Path) -> str | None:
+    """Copy a jailed agent's workspace (base64 gzip'd tar) into ``dest``: regular files and folders only,
+    no absolute or ``..`` names, no reserved top-level name, never over an existing file; at most
+    :data:`MAX_UNPACKED_BYTES`. Returns a note on what was left out (None when everything was copied)."""
+    if not isinstance(archive, str):
+        return "the worker handed back no workspace"
+    skipped: list[str] = []
+    total = 0
+    try:
+        data = base64.b64decode(archive, validate=True)
+        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+            for member in tar:
+                name = PurePosixPath(member.name)
+                if name.is_absolute() or ".." in name.parts or not name.parts or name.parts[0] in RESERVED:
+                    skipped.append(member.name)
+                    continue
+                target = dest.joinpath(*name.parts)
+                if member.isdir():
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                if not member.isfile():
+                    skipped.append(member.name)
+                    continue
+                total += member.size
+                if total > MAX_UNPACKED_BYTES:
+                    return f"the workspace unpacks to more than {MAX_UNPACKED_BYTES} bytes; the rest left out"
+                target.parent.mkdir(parents=True, exist_ok=True)
+                src = tar.extractfile(member)
+                if src is None:
+                    continue
+                try:
+                    fd = os.open(target, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
+                except OSError:
+                    skipped.append(member.name)
+                    continue
+                with os.fdopen(fd, "wb") as out:
+                    while chunk := src.read(1 << 20):
+                        out.write(chunk)
+    except (ValueError, OSError, tarfile.TarError, EOFError) as exc:
+        return f"the workspace could not be copied out: {type(exc).__name__}: {exc}"
+    return f"left out: {', '.join(skipped[:20])}" if skipped else None

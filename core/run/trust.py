@@ -1,0 +1,85 @@
+"""What a run tells about its trust boundary: refusing weak isolation, and the isolation it records.
+
+Agents that run untrusted code (every agent but ``trusted = true`` ones and the built-in reference
+baseline, see :func:`pptarena.run.agent_view.placement`) need bubblewrap. Where it is unusable
+(not installed, no user namespaces, ``PPTARENA_SANDBOX=off``) such a run refuses to start with one
+line naming the fix, unless ``arena run --allow-weak-isolation`` (or ``[run] allow_weak_isolation =
+true``) says otherwise; the agents then run in plain worker processes and their rows say
+``isolation: none``.
+
+Each result row says what the agent's code ran in (``isolation``) and how its own process ran
+(``agent_process``: ``jail``, ``host``, ``in-process``, ``reference`` or ``unjailed``);
+``manifest.json`` and ``summary.json`` carry the run's :func:`isolation_record`.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from pptarena.run.agent_jail import jail_available
+from pptarena.run.agent_view import placement
+from pptarena.types import PptArenaError
+
+ISOLATION_RANK = {"none": 0, "rlimits": 1, "unshare": 2, "bwrap": 3}
+"""Weak to strong; unknown names rank with ``none``."""
+
+
+class WeakIsolationRefused(PptArenaError):
+    """A run with untrusted agents on a machine without bubblewrap, and no --allow-weak-isolation."""
+
+
+def untrusted_agents(agents: list[Any]) -> list[str]:
+    """Labels of the agents that run untrusted code (placement ``jail`` or ``host``)."""
+    return [a.label for a in agents if placement(a) in ("jail", "host")]
+
+
+def check_isolation(agents: list[Any], allow_weak: bool) -> None:
+    """Raise :class:`WeakIsolationRefused` when untrusted agents would run without bubblewrap."""
+    labels = untrusted_agents(agents)
+    if not labels or allow_weak or jail_available():
+        return
+    raise WeakIsolationRefused(
+        f"refusing to run {', '.join(labels)}: bubblewrap is not usable here (not installed, no user "
+        "namespaces, or PPTARENA_SANDBOX=off), so agent code could read the answer key; install "
+        "bubblewrap (scripts/setup.sh) or pass --allow-weak-isolation"
+    )
+
+
+def agent_process(agent: Any) -> str:
+    """How the agent's own process runs here: ``jail``, ``host``, ``in-process``, ``reference`` or
+    ``unjailed`` (a ``jail`` agent where bubblewrap is unusable, with weak isolation allowed)."""
+    where = placement(agent)
+    if where == "jail" and not jail_available():
+        return "unjailed"
+    return where
+
+
+def row_isolation(process: str, reported: Any, machine: str) -> str:
+    """The ``isolation`` of a row: what the agent's code ran in.
+
+    A jailed agent: ``bwrap``; trusted, reference and unjailed agents: ``none``; a built-in host
+    worker: the weaker of what it reports for the programs it jailed (``Prediction.metadata
+    ["isolation"]``, e.g. ``none`` for a ``command`` agent with ``sandbox = "off"``) and the machine's.
+    """
+    if process == "jail":
+        return "bwrap"
+    if process != "host":
+        return "none"
+    levels = [machine] + ([reported] if isinstance(reported, str) and reported else [])
+    return min(levels, key=lambda level: ISOLATION_RANK.get(level, 0))
+
+
+def weakest(levels: list[Any]) -> str | None:
+    """The weakest of some isolation levels (None when there are none)."""
+    found = [lv for lv in levels if isinstance(lv, str) and lv]
+    return min(found, key=lambda level: ISOLATION_RANK.get(level, 0)) if found else None
+
+
+def isolation_record(agents: list[Any], machine: str, allow_weak: bool) -> dict[str, Any]:
+    """The run's isolation for ``manifest.json`` and ``summary.json``."""
+    return {
+        "machine": machine,
+        "agent_jail": jail_available(),
+        "allow_weak_isolation": allow_weak,
+        "agents": {a.label: agent_process(a) for a in agents},
+    }
