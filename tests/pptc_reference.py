@@ -102,3 +102,73 @@ def calc_acc(label: Path, pred: Path, instruction: str) -> tuple[int, int, int]:
     _, evaluate = load()
     with contextlib.redirect_stdout(io.StringIO()):
         return evaluate.calc_acc(str(label), str(pred), instruction, [])
+
+
+def calc_acc_or_raise(label: Path, pred: Path, instruction: str, extra: list[str] | None = None) -> Any:
+    """PPTC's ``calc_acc`` verdict, or ``("raises", <exception class name>)`` where it raises
+    (its evaluation loop has no ``try``: a run of PPTC stops there)."""
+    import contextlib
+    import io
+
+    _, evaluate = load()
+    try:
+        with contextlib.redirect_stdout(io.StringIO()):
+            return tuple(evaluate.calc_acc(str(label), str(pred), instruction, list(extra or [])))
+    except Exception as exc:  # noqa: BLE001 - the verdict is the exception's class
+        return ("raises", type(exc).__name__)
+
+
+class _Tokenizer:
+    """Stands in for Moses (PPTC's eval counts prompt tokens with it; the count is not a verdict)."""
+
+    def tokenize(self, text: str) -> list[str]:
+        """Whitespace tokens."""
+        return text.split()
+
+
+def session_verdict(user_path: Path, k: int, turns: list[dict[str, str]]) -> Any:
+    """PPTC's own ``evaluate.eval`` in ``--sess`` mode on one session of ``Create_new_slides``.
+
+    ``turns``: ``{"instruction", "label", "pred"}`` with deck paths relative to ``user_path`` (they
+    are written into ``PPT_test_output`` as PPTC's test mode writes them). Returns the
+    ``str_correct`` PPTC prints for the session's final turn, or ``("raises", <class name>)``.
+    """
+    import contextlib
+    import io
+    import re
+
+    _, evaluate = load()
+    evaluate.MosesTokenizer = _Tokenizer
+    out = user_path / "PPT_test_output" / SETS["short"]
+    out.mkdir(parents=True, exist_ok=True)
+    prompt = user_path / "prompt.txt"
+    prompt.write_text("a prompt", encoding="utf-8")
+    exp = f"exp{k}-"
+    lines = [
+        json.dumps(
+            {
+                "Turn": i,
+                "User instruction": t["instruction"],
+                "Feasible API sequence": "",
+                "Reply": "",
+                "Pred API sequence": [],
+                "Pred File": t["pred"],
+                "Label File": t["label"],
+                "Prompt File": "prompt.txt",
+            }
+        )
+        for i, t in enumerate(turns)
+    ]
+    (out / f"{exp}_session_{k}.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
+    args = types.SimpleNamespace(
+        dataset="short", tf=False, sess=True, user_path=f"{user_path}/", exp_name=exp
+    )
+    printed = io.StringIO()
+    try:
+        with contextlib.redirect_stdout(printed):
+            evaluate.eval(args)
+    except Exception as exc:  # noqa: BLE001 - PPTC's evaluation aborts: the verdict is the exception
+        return ("raises", type(exc).__name__)
+    found = re.findall(r"String correct : (\d)", printed.getvalue())
+    assert len(found) == 1, printed.getvalue()[-2000:]
+    return int(found[0])

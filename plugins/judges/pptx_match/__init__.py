@@ -78,8 +78,8 @@ class PptxMatchJudge(Component):
             label = deck_blocks(load_deck(task.target), semantics)
             which = "prediction"
             pred = deck_blocks(predicted, semantics)  # the restriction checks change nothing it prints
-        except ValueError as exc:
-            raise JudgeError(f"task {task.id}: {exc}") from exc
+        except ValueError as exc:  # a malformed restriction, or not a deck
+            raise JudgeError(f"task {task.id}: {exc} (PPTC's check raises ValueError)") from exc
         except PptcUnreadable as exc:
             raise JudgeError(f"task {task.id}: PPTC's check cannot read the {which}: {exc}") from exc
         except Exception as exc:  # noqa: BLE001 - not a deck python-pptx can open
