@@ -318,3 +318,25 @@ def test_memory_of_the_whole_jail_is_capped(tmp_path):
     """
     _, report, _ = run_cli(tmp_path, body, memory_mb=256)
     assert report["exits"].count(0) < 3, report  # at least one was killed (SIGKILL by the OOM killer)
+
+
+def test_a_workspace_swapped_for_a_link_does_not_make_the_harness_copy_host_files(tmp_path):
+    """The workspace sits at its host path inside the jail, here below the jail's writable /tmp: the
+    CLI moves the folders above it away and puts a link to a host folder (holding a secret) where the
+    workspace was. The copy-out takes the workspace itself (the launcher's working directory), never
+    a path the CLI could re-point."""
+    secret_dir = tmp_path / "host-secrets"
+    secret_dir.mkdir()
+    (secret_dir / "answer.txt").write_text("HOST-ANSWER-KEY-1234")
+    body = f"""
+    ws = os.getcwd()
+    parent = os.path.dirname(ws)
+    os.rename(parent, parent + ".moved")
+    os.makedirs(parent)
+    os.symlink({str(secret_dir)!r}, ws)
+    report["swapped"] = os.path.islink(ws)
+    """
+    _, report, ws = run_cli(tmp_path, body)
+    assert report["swapped"] is True  # the attack itself worked inside the jail
+    copied = sorted(p.relative_to(ws.dir / "cli").as_posix() for p in (ws.dir / "cli").rglob("*"))
+    assert "answer.txt" not in copied and "output/demo-001.pptx" in copied, copied

@@ -246,9 +246,13 @@ class CommandAgent(Component):
             allowed_hosts=[f"{e.host}:{'/'.join(map(str, e.ports))}" for e in spec.allow],
             egress_allowed=dict(egress.allowed) if egress else {},
             egress_refused=dict(egress.refused) if egress else {},
-            copied_files=outcome.copy.files if outcome.copy else 0,
-            copied_bytes=outcome.copy.bytes if outcome.copy else 0,
+            copied=(
+                {k: v for k, v in vars(outcome.copy).items() if k not in ("skipped", "examples")}
+                if outcome.copy
+                else {}
+            ),
             skipped=outcome.copy.skipped if outcome.copy else {},
+            skipped_examples=outcome.copy.examples if outcome.copy else [],
             error=outcome.error,
         )
         if outcome.start_error:

@@ -11,8 +11,8 @@ The order of one run (:func:`run`):
 3. the harness learns the jail's first process from ``--info-fd``, attaches slirp4netns for
    ``network = "open"`` (:mod:`.network`), then lets the launcher start the CLI;
 4. the launcher reports the CLI's exit after killing every other process of the jail; the harness
-   copies the workspace out of the jail's mount namespace (``/proc/<pid>/root/<workspace>``) into the
-   pair folder, regular files only and capped (:mod:`.copyout`), then ends the jail.
+   copies the workspace out of the jail's mount namespace (the launcher's ``/proc/<pid>/cwd``) into the
+   pair folder, regular files only and capped (:mod:`.copyback`), then ends the jail.
 
 Nothing the CLI wrote is followed or edited in place: the pair folder gets copies of its regular
 files, made by the harness.
@@ -33,8 +33,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
 
+from pptarena.safeio import UnsafeFileError
+
 from . import limits as cgroup_limits
-from .copyout import CopyCaps, CopyReport, copy_out
+from .copyback import CopyReport, copy_workspace
 from .network import PROXY_PORT, SLIRP_RESOLV, attach_slirp, proxy_environment
 from .proxy import AllowEntry, EgressLog, EgressProxy
 
@@ -210,13 +212,9 @@ def run(spec: JailSpec, stdout: IO[bytes], stderr: IO[bytes]) -> JailOutcome:
         outcome.returncode = status.get("returncode")  # type: ignore[assignment]
         outcome.timed_out = bool(status.get("timed_out"))
         outcome.start_error = status.get("error")  # type: ignore[assignment]
-        mb = 1024 * 1024
-        rest = CopyCaps(max_total_bytes=spec.keep_mb * mb, max_file_bytes=spec.keep_mb * mb)
-        output = CopyCaps(max_total_bytes=spec.output_mb * mb, max_file_bytes=spec.output_mb * mb)
-        source = f"/proc/{pid}/root{spec.workspace}"
-        outcome.copy = copy_out(source, spec.workspace, rest, first={"output": output})
+        outcome.copy = copy_workspace(pid, spec.workspace, spec.output_mb, spec.keep_mb)
         return outcome
-    except (OSError, RuntimeError) as exc:
+    except (OSError, RuntimeError, UnsafeFileError) as exc:
         outcome.error = f"{type(exc).__name__}: {exc}"
         return outcome
     finally:

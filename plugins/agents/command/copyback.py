@@ -1,0 +1,119 @@
+"""Copying a finished jail's workspace out to the pair folder, through :mod:`pptarena.safeio`.
+
+The workspace is a tmpfs inside the jail's mount namespace. When the launcher reports the CLI's
+end, every other process of the jail is dead; the harness then opens the workspace through the
+launcher's working directory (``/proc/<launcher>/cwd``: the very folder, however the CLI renamed
+or replaced the folders above it, which may sit on the jail's writable ``/tmp``) and copies it with
+:func:`pptarena.safeio.copy_tree`: regular files and folders only, links never followed, FIFOs and
+devices skipped, size-capped. ``output/`` is copied first within its own cap (``max_output_mb``), so
+a workspace full of other files cannot crowd out the deck; the rest within ``keep_mb``.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from pptarena.safeio import TreeCopy, copy_tree
+
+DIRECTORY = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+MAX_FILES = 20_000
+
+
+@dataclass
+class CopyReport:
+    """What the copy-out did: files and bytes copied from ``output/`` and from the rest, and the
+    names left out, counted by reason."""
+
+    output_files: int = 0
+    output_bytes: int = 0
+    other_files: int = 0
+    other_bytes: int = 0
+    skipped: dict[str, int] = field(default_factory=dict)
+    examples: list[str] = field(default_factory=list)
+
+    def skip(self, rel: str, why: str) -> None:
+        """Count one name left out (the first few are kept as examples)."""
+        reason = _reason(why)
+        self.skipped[reason] = self.skipped.get(reason, 0) + 1
+        if len(self.examples) < 10:
+            self.examples.append(f"{rel}: {why}")
+
+
+def _reason(why: str) -> str:
+    if "link" in why:
+        return "link"
+    if "not a regular file" in why:
+        return "not a regular file"
+    if "size limit" in why or "bytes" in why:
+        return "over the size cap"
+    if "-file limit" in why:
+        return "over the file count cap"
+    return "unreadable"
+
+
+def launcher_pid(init_pid: int) -> int | None:
+    """The host PID of the jail's launcher: the child of bubblewrap's init that is PID 2 inside."""
+    try:
+        children = Path(f"/proc/{init_pid}/task/{init_pid}/children").read_text().split()
+    except OSError:
+        children = [p for p in os.listdir("/proc") if p.isdigit()]
+    for pid in children:
+        try:
+            status = Path(f"/proc/{pid}/status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        if fields.get("PPid", "").strip() == str(init_pid) and fields.get("NSpid", "").split()[-1:] == ["2"]:
+            return int(pid)
+    return None
+
+
+def copy_workspace(init_pid: int, dst: Path, output_mb: int, keep_mb: int) -> CopyReport:
+    """Copy the jail's workspace (the launcher's working directory) to the new folder ``dst``.
+
+    :raises OSError: the launcher or its working directory is gone; ``dst`` exists.
+    """
+    pid = launcher_pid(init_pid)
+    if pid is None:
+        raise ProcessLookupError("the jail's launcher is gone")
+    mb = 1024 * 1024
+    report = CopyReport()
+    top = os.open(f"/proc/{pid}/cwd", DIRECTORY)
+    try:
+        os.mkdir(dst, 0o755)
+        try:
+            out = os.open("output", DIRECTORY | getattr(os, "O_NOFOLLOW", 0), dir_fd=top)
+        except OSError:
+            out = -1  # no output folder, or a link / file in its place: nothing is taken from it
+        if out >= 0:
+            try:
+                first = copy_tree(
+                    f"/proc/self/fd/{out}", dst / "output", max_files=MAX_FILES, max_bytes=output_mb * mb
+                )
+            finally:
+                os.close(out)
+            report.output_files, report.output_bytes = first.files, first.bytes
+            _skips(report, first, "output/")
+        rest: TreeCopy = copy_tree(
+            f"/proc/self/fd/{top}",
+            dst,
+            max_files=MAX_FILES,
+            max_bytes=keep_mb * mb,
+            max_file_bytes=keep_mb * mb,
+        )
+        report.other_files, report.other_bytes = rest.files, rest.bytes
+        # output/ was taken above within its own cap; its names in this second pass do not count
+        rest.skipped = [
+            (rel, why) for rel, why in rest.skipped if rel != "output" and not rel.startswith("output/")
+        ]
+        _skips(report, rest, "")
+    finally:
+        os.close(top)
+    return report
+
+
+def _skips(report: CopyReport, copy: TreeCopy, prefix: str) -> None:
+    for rel, why in copy.skipped:
+        report.skip(prefix + rel, why)
