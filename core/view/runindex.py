@@ -207,7 +207,7 @@ class RunIndex:
                     spread = np.nanmax(np.where(counts >= 1, stack, 0), axis=0) - np.nanmin(
                         np.where(counts >= 1, stack, 0), axis=0
                     )
-                arrs["disagreement"] = np.where(counts >= 2, spread, np.nan)
+                arrs["disagreement"] = np.where(counts >= 2, np.round(spread, 4), np.nan)  # as shown
             else:
                 arrs["disagreement"] = np.full(len(self), np.nan)
             self._np = (self.version, arrs)
