@@ -6,6 +6,10 @@ prediction or original → target, from the structural diff). Renders the judges
 already made (``tasks/<agent>/<task>/renders/<role>/slide-NNN.png``) are reused;
 missing ones are made with the run's renderer (built from the manifest's
 config) into the same folders, so ``report.html`` refers to them relatively.
+
+A pair's folder holds what its agent wrote: the decks and renders are taken only when they are
+regular files reached without following a link (:mod:`pptarena.report.fileio`), and a render
+folder that is a link the agent planted is never rendered into (:func:`pptarena.safeio.ensure_dir`).
 """
 
 from __future__ import annotations
@@ -16,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pptarena.render import slide_file_name
+from pptarena.report.fileio import is_regular
 
 MAX_CHANGED_ROWS = 8
 MAX_DIFF_CHARS = 20_000
@@ -55,13 +60,15 @@ class PairView:
 def pair_decks(run_dir: Path, folder: Path, row: dict[str, Any], task: Any) -> PairDecks:
     """Locate the pair's decks: the input copy, the prediction named in the result line, the task's target."""
     inputs = sorted((folder / "input").glob("*")) if os.path.isdir(os.path.join(folder, "input")) else []
+    inputs = [p for p in inputs if is_regular(p, folder)]
     original = inputs[0] if inputs else (Path(task.original) if task is not None else None)
     pred = row.get("prediction")
     prediction = None
     if pred:
         p = Path(pred)
         prediction = p if p.is_absolute() else Path(run_dir) / p
-        if not prediction.is_file():
+        inside = os.path.abspath(prediction).startswith(os.path.abspath(folder) + os.sep)
+        if not is_regular(prediction, folder if inside else None):
             prediction = None
     target = Path(task.target) if task is not None and task.target else None
     return PairDecks(folder, original, prediction, target)
@@ -146,17 +153,19 @@ class RenderBudget:
         return {int(img.number): Path(img.path) for img in images}
 
 
-def existing_renders(out_dir: Path, numbers: list[int]) -> dict[int, Path] | None:
-    """The wanted ``slide-NNN.png`` files in ``out_dir`` when every one exists, else None."""
+def existing_renders(out_dir: Path, numbers: list[int], root: Path | None = None) -> dict[int, Path] | None:
+    """The wanted ``slide-NNN.png`` files in ``out_dir`` when every one is a regular file (reached
+    without following a link below ``root``, the pair's folder), else None."""
     if not numbers or not out_dir.is_dir():
         return None
     found = {n: out_dir / slide_file_name(n) for n in numbers}
-    return found if all(p.is_file() for p in found.values()) else None
+    return found if all(is_regular(p, root) for p in found.values()) else None
 
 
 def pair_view(decks: PairDecks, budget: RenderBudget | None) -> PairView:
     """Diffs as text, changed slides and their images for one pair (problems noted, never raised)."""
     from pptarena.deck import diff_decks
+    from pptarena.safeio import UnsafeFileError, ensure_dir
 
     view = PairView()
     pred_diff = target_diff = None
@@ -187,8 +196,13 @@ def pair_view(decks: PairDecks, budget: RenderBudget | None) -> PairView:
         if deck is None or not numbers:
             continue
         out_dir = decks.folder / "renders" / role
-        found = existing_renders(out_dir, numbers)
+        found = existing_renders(out_dir, numbers, decks.folder)
         if found is None and budget is not None:
+            try:
+                ensure_dir(out_dir, decks.folder)
+            except (OSError, UnsafeFileError) as exc:
+                view.notes.append(f"{role}: not rendered ({exc})")
+                continue
             got = budget.render(deck, out_dir)
             if isinstance(got, str):
                 if got not in view.notes:

@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
-from pptarena.report.fileio import read_regular, text_lines
+from pptarena.report.fileio import is_regular, open_text, read_regular, text_lines
 from pptarena.report.plots import score_bar
 
 MAX_TEXT = 4_000
@@ -218,8 +218,8 @@ def agent_log_html(folder: Path | str) -> str:
     data = read_regular(path, SMALL_LOG_BYTES)  # most logs: one read
     if data is not None:
         total = _log_events(text_lines(data), events)
-    elif os.path.isfile(path):  # a large log: streamed, only its first events kept
-        with open(path, encoding="utf-8", errors="replace") as fh:
+    elif (fh := open_text(path)) is not None:  # a large log: streamed, only its first events kept
+        with fh:
             total = _log_events(fh, events)
     else:
         return ""
@@ -251,11 +251,11 @@ def agent_log_html(folder: Path | str) -> str:
 
 def trajectory_html(folder: Path, base: Path) -> str:
     """A GUI agent's ``trajectory/`` (steps with their screenshots), or ''."""
-    if not os.path.isfile(os.path.join(folder, "trajectory", "trajectory.jsonl")):
+    fh = open_text(Path(folder) / "trajectory" / "trajectory.jsonl", root=folder)
+    if fh is None:  # missing, or a link the agent left: never followed
         return ""
-    path = folder / "trajectory" / "trajectory.jsonl"
     items = []
-    with path.open(encoding="utf-8", errors="replace") as fh:
+    with fh:
         for i, line in enumerate(fh):
             if i >= MAX_STEPS:
                 items.append('<li class="muted">… more steps in trajectory.jsonl</li>')
@@ -268,7 +268,7 @@ def trajectory_html(folder: Path, base: Path) -> str:
                 continue
             img = ""
             shot = step.get("screenshot")
-            if isinstance(shot, str) and "/" not in shot and (folder / "trajectory" / shot).is_file():
+            if isinstance(shot, str) and "/" not in shot and is_regular(folder / "trajectory" / shot, folder):
                 src = rel_url(folder / "trajectory" / shot, base)
                 img = f'<img class="thumb" loading="lazy" src="{src}" alt="step {esc(step.get("step"), 10)}">'
             acts = "; ".join(
