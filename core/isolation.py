@@ -313,3 +313,58 @@ def command(jail: Jail, argv: Sequence[str]) -> list[str]:
         out += ["--remount-ro", m]
     out += ["--remount-ro", "/", "--chdir", str(jail.workdir), "--", *argv]
     return out
+
+
+_PATH_BINDS = ("--ro-bind", "--bind")
+
+
+def staged_binds(cmd: Sequence[str], folder: Path) -> tuple[list[str], list[tuple[str, str]]]:
+    """A bwrap command line (from :func:`command`) whose bind sources are mount points in ``folder``.
+
+    For running bubblewrap as an unprivileged uid (the ``uid`` level of :mod:`pptarena.limits`) that
+    may not be able to walk to the sources (an interpreter under ``/root``, a private run folder):
+    the n-th source becomes ``folder/n`` (an empty folder or file made here), and
+    :func:`mount_staged`, run as root in the child, binds each source there in a mount namespace of
+    the child's own (nothing changes on the host; the mounts end with the sandbox). ``folder`` must be
+    traversable by the uid (mode 0711). Returns ``(command, [(source, mount point)])``.
+    """
+    out: list[str] = []
+    mounts: list[tuple[str, str]] = []
+    i = 0
+    while i < len(cmd):
+        arg = cmd[i]
+        if arg == "--":
+            out += cmd[i:]
+            break
+        if arg in _PATH_BINDS and i + 2 < len(cmd):
+            source = cmd[i + 1]
+            point = folder / str(len(mounts))
+            if os.path.isdir(source):
+                point.mkdir(mode=0o755)
+            else:
+                point.touch(mode=0o644)
+            mounts.append((source, str(point)))
+            out += [arg, str(point), cmd[i + 2]]
+            i += 3
+            continue
+        out.append(arg)
+        i += 1
+    return out, mounts
+
+
+def mount_staged(mounts: Sequence[tuple[str, str]]) -> None:
+    """In a child process running as root, before it drops to the sandbox's uid: enter a mount
+    namespace of its own and bind each source on its mount point (see :func:`staged_binds`).
+    Raises OSError when a step fails (the spawn then fails: nothing runs with a partial view).
+    """
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    clone_newns, ms_bind, ms_rec, ms_private = 0x00020000, 4096, 16384, 1 << 18
+    if libc.unshare(clone_newns) != 0:
+        raise OSError(ctypes.get_errno(), "unshare(CLONE_NEWNS) failed")
+    if libc.mount(b"none", b"/", None, ms_rec | ms_private, None) != 0:
+        raise OSError(ctypes.get_errno(), "making mounts private failed")
+    for source, point in mounts:
+        if libc.mount(source.encode(), point.encode(), None, ms_bind | ms_rec, None) != 0:
+            raise OSError(ctypes.get_errno(), f"bind of {source} failed")

@@ -48,6 +48,7 @@ from pathlib import Path
 from typing import Any
 
 from . import isolation
+from .limits import SandboxCgroup
 from .procs import run_in_session
 
 SAFE_ENV_KEYS = (
@@ -68,9 +69,9 @@ class SandboxLimits:
 
     timeout: float = 60.0  # wall clock, seconds
     cpu_seconds: int | None = None  # default: timeout rounded up
-    memory_mb: int = 2048  # address space
+    memory_mb: int = 2048  # address space of each process, and all processes together (memory cgroup)
     file_size_mb: int = 512  # largest file the code may write
-    max_processes: int | None = None  # RLIMIT_NPROC (per user; None = unchanged)
+    max_processes: int | None = 256  # alive at once in the sandbox (pids cgroup, see pptarena.limits)
     max_output_bytes: int = 200_000  # stdout / stderr kept per stream
     network: bool = False  # allow network access
     write_anywhere: bool = False  # allow writes outside the working directory (and ``writable`` paths)
@@ -93,6 +94,8 @@ class SandboxResult:
     filesystem_isolated: bool = False
     notes: list[str] = field(default_factory=list)
     isolation: str = "rlimits"  # "bwrap", "unshare" or "rlimits" (see pptarena.isolation)
+    limits: str = "rlimits"  # process/memory caps: "cgroup2", "cgroup1", "uid" or "rlimits" (pptarena.limits)
+    limit_events: dict[str, Any] = field(default_factory=dict)  # what the caps did (SandboxCgroup.events)
     results: list[Any] = field(default_factory=list)  # every value sent with sandbox_result, in order
     exported: bool = False  # the ``export`` file arrived complete at ``export_to``
 
@@ -199,8 +202,6 @@ def _limit_setter(limits: SandboxLimits, channel_fds: tuple[int, int] | None = N
         resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
         resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
         resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
-        if limits.max_processes is not None:
-            resource.setrlimit(resource.RLIMIT_NPROC, (limits.max_processes, limits.max_processes))
         if channel_fds is not None:  # the result and export pipes become descriptors 3 and 4
             copies = [os.dup(fd) for fd in channel_fds]
             for target, fd in zip((3, 4), copies, strict=True):
@@ -362,8 +363,16 @@ def run_command(
     try:
         for r in readers:
             r.start()
-        with (private / "stdout").open("w+b") as out, (private / "stderr").open("w+b") as err:
+        with (
+            (private / "stdout").open("w+b") as out,
+            (private / "stderr").open("w+b") as err,
+            SandboxCgroup(limits.max_processes, limits.memory_mb) as group,
+        ):
             try:
+                setter = _limit_setter(limits, (res_w, exp_w))
+                if group.uid is not None:  # the code runs as an unprivileged uid of its own
+                    cmd, mounts = _as_sandbox_uid(cmd, stage, private, group.uid, use_bwrap)
+                    setter = _then_mount(setter, mounts)
                 returncode, timed_out = run_in_session(
                     cmd,
                     cwd=stage if not use_bwrap else private,
@@ -372,12 +381,14 @@ def run_command(
                     stderr=err,
                     timeout=limits.timeout,
                     stdin_bytes=stdin_text.encode() if stdin_text is not None else None,
-                    preexec_fn=_limit_setter(limits, (res_w, exp_w)),
+                    preexec_fn=group.preexec(setter),
                     pass_fds=(3, 4, res_w, exp_w),
                 )
             finally:
                 os.close(res_w)
                 os.close(exp_w)
+            notes += group.notes + _limit_notes(group, limits)
+            limit_level, limit_events = group.level, group.events()
             for r in readers:
                 r.join(timeout=10)
             stdout_text = _read_back(out, limits.max_output_bytes)
@@ -403,11 +414,60 @@ def run_command(
             isolation=level,
             results=results,
             exported=exported,
+            limits=limit_level,
+            limit_events=limit_events,
         )
     finally:
         shutil.rmtree(private, ignore_errors=True)
         if own_dir:
             shutil.rmtree(stage, ignore_errors=True)
+
+
+def _then_mount(setter: Any, mounts: list[tuple[str, str]]) -> Any:
+    def apply() -> None:
+        setter()
+        if mounts:
+            isolation.mount_staged(mounts)
+
+    return apply
+
+
+def _limit_notes(group: SandboxCgroup, limits: SandboxLimits) -> list[str]:
+    """What the process and memory caps of a finished run did, in words."""
+    events = group.events()
+    notes = []
+    if events["oom_kills"]:
+        notes.append(
+            f"the sandbox reached its memory cap ({limits.memory_mb} MB for all its processes): "
+            f"{events['oom_kills']} process(es) killed"
+        )
+    if events["pids_max_hits"]:
+        notes.append(
+            f"the sandbox reached its process cap ({limits.max_processes}): "
+            f"{events['pids_max_hits']} fork(s) refused"
+        )
+    return notes
+
+
+def _as_sandbox_uid(
+    cmd: list[str], stage: Path, private: Path, uid: int, use_bwrap: bool
+) -> tuple[list[str], list[tuple[str, str]]]:
+    """``cmd`` made runnable by the sandbox's own unprivileged uid (the ``uid`` limit level).
+
+    The working folder is handed to the uid; under bubblewrap every bind source is staged under
+    ``private/view`` (see :func:`pptarena.isolation.staged_binds`), since the uid may not be able to
+    walk the host paths. Returns the command and the mounts the child makes before dropping to the uid.
+    """
+    for root, dirs, files in os.walk(stage):
+        for name in [*dirs, *files]:
+            os.chown(os.path.join(root, name), uid, uid, follow_symlinks=False)
+    os.chown(stage, uid, uid)
+    if not use_bwrap:
+        return cmd, []
+    private.chmod(0o711)
+    view = private / "view"
+    view.mkdir(mode=0o711)
+    return isolation.staged_binds(cmd, view)
 
 
 def _decode_results(reader: _PipeReader, notes: list[str]) -> list[Any]:

@@ -471,6 +471,7 @@ def run_function_leaves(
                 disk_mb=run.disk_mb,
             )
             with _BridgeServer(bridge, socket_path):
+                socket_path.chmod(0o666)  # its folder is private; the sandbox may run as a uid of its own
                 spawned = time.monotonic()
                 result = run_python(
                     _DRIVER,
