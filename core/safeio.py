@@ -24,7 +24,7 @@ file the agent chose. Everything here therefore:
 Public functions (all raise :class:`UnsafeFileError` for links, non-regular files, escapes and
 sizes over a cap):
 
-- :func:`open_regular`, :func:`read_regular`: open or read one file;
+- :func:`open_regular`, :func:`read_regular`, :func:`regular_file`: open, read or check one file;
 - :func:`copy_regular`: copy one file out (hand-back copies of decks);
 - :func:`write_replacing`, :func:`rewrite_regular`: replace one file's content (new file + rename);
 - :func:`walk_tree`: list an agent-written folder without following anything;
@@ -193,6 +193,15 @@ def open_regular(
         return open_at(dir_fd, name, max_bytes, os.fspath(path))
     finally:
         os.close(dir_fd)
+
+
+def regular_file(path: str | os.PathLike[str], *, root: str | os.PathLike[str] | None = None) -> bool:
+    """Whether ``path`` is a regular file reached without following a link (see :func:`open_regular`)."""
+    try:
+        os.close(open_regular(path, root=root))
+    except (OSError, UnsafeFileError):
+        return False
+    return True
 
 
 def _read_fd(fd: int, max_bytes: int, shown: str) -> bytes:

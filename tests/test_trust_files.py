@@ -221,3 +221,61 @@ def test_the_harness_json_writes_never_go_through_a_link_at_their_temporary_name
     assert target.read_bytes() == before
     assert json.loads((folder / "verdicts.json").read_text()) == {"status": "scored"}
     assert not (folder / "verdicts.json").is_symlink()
+
+
+LINKER = """
+import os
+from pathlib import Path
+
+import pptarena
+from pptarena.types import Component, Options, Prediction
+
+
+class Linker(Component):
+    '''Hands in a link to the answer key as its prediction.'''
+
+    in_process = True  # the pre-trust-boundary way to run in the harness's process
+
+    class Options(Options):
+        answers: Path
+
+    def edit(self, task, workspace):
+        n = int(task.id.rsplit("-", 1)[1])
+        os.symlink(self.options.answers / f"t{n}" / "target.pptx", workspace.output_deck)
+        return Prediction(path=workspace.output_deck)
+
+
+@pptarena.hookimpl
+def register_agents(register):
+    register("linker", Linker)
+"""
+
+
+@pytest.mark.parametrize("trusted", ["trusted = true\n", ""])
+def test_a_prediction_that_links_to_the_answer_key_is_not_judged(
+    tmp_path, fake_plugins, monkeypatch, trusted
+):
+    """In the harness's process (trusted) the link reaches the runner, which refuses it; jailed, it
+    never leaves the jail (the workspace is copied out regular files only)."""
+    from pptarena.run.config import load_config
+    from pptarena.run.registry import get_registry, reset_registry
+    from pptarena.run.runner import Runner
+
+    (tmp_path / "linkplugin.py").write_text(LINKER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PPTARENA_PLUGINS", "fakeplugins,linkplugin")
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
+    reset_registry()
+    data = tmp_path / "data"
+    (tmp_path / "c.toml").write_text(
+        f'[dataset]\nuse = "fake"\nroot = "{data}"\ncount = 1\n'
+        f'[[agents]]\nuse = "linker"\n{trusted}answers = "{data}"\n'
+        '[[judges]]\nuse = "title"\n'
+    )
+    config = load_config(tmp_path / "c.toml", get_registry())
+    Runner(config, get_registry(), tmp_path / "out", quiet=True, allow_weak_isolation=True).run()
+    [line] = (tmp_path / "out" / "results.jsonl").read_text().splitlines()
+    row = json.loads(line)
+    assert row["status"] == "agent_error" and row["scores"] == {}, row
+    if trusted:
+        assert "symbolic link" in row["error"]

@@ -63,6 +63,7 @@ from pptarena.run.worker import (
     vanished_outcome,
     workspace_spec,
 )
+from pptarena.safeio import regular_file, write_replacing
 from pptarena.types import (
     AgentLog,
     InfraError,
@@ -291,6 +292,8 @@ class Runner:
     def _check_prediction(self, pred: Prediction) -> str | None:
         if pred.path is None or not Path(pred.path).is_file():
             return "the agent produced no deck" + (f" (expected {pred.path})" if pred.path else "")
+        if not regular_file(pred.path):  # e.g. a link to the cached target: never taken as the deck
+            return f"the prediction {pred.path} is a symbolic link or not a regular file"
         try:
             from pptarena.deck import DeckError, slide_ids
         except ImportError:  # deck engine unavailable: judges will find out
@@ -449,7 +452,7 @@ class Runner:
             if outcome.traceback:
                 from pptarena.redact import redact_text
 
-                (ws.dir / AGENT_ERROR).write_text(redact_text(outcome.traceback), encoding="utf-8")
+                write_replacing(ws.dir / AGENT_ERROR, redact_text(outcome.traceback).encode("utf-8"))
         else:
             pred = outcome.prediction
             add_counts(row["usage"], pred.usage)
@@ -457,7 +460,7 @@ class Runner:
             if problem:
                 row["status"] = Status.AGENT_ERROR
                 row["error"] = problem
-                if pred.path is not None and Path(pred.path).is_file():
+                if pred.path is not None and regular_file(pred.path):
                     # an unreadable deck: some judges still grade it
                     lenient = [
                         (c, j)
