@@ -494,6 +494,7 @@ def run_function_leaves(
                 "startup_s": _startup_s(result.results, spawned),
                 "ok": result.ok,
                 "isolation": result.isolation,
+                "limits": result.limits,
                 "network_isolated": result.network_isolated,
                 "notes": result.notes,
             }
