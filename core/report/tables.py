@@ -10,7 +10,9 @@ Which judges count as what:
   success rate (``score == 1``) and average score, both over *all* tasks (failures count 0),
   as PPT-Eval's own summary does;
 * a judge whose metrics carry ``if_score`` / ``vq_score`` (the ``dual`` judge) gets the PPTArena
-  columns: mean IF and VQ on 0-5 over the pairs it scored.
+  columns: mean IF and VQ on 0-5 over the pairs it scored; on a dataset describing its published
+  splits (``pptarena``) it also gets PPTArena's own leaderboard tables, per split and category
+  (:mod:`pptarena.report.pptarena_figures`).
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ import sys
 from dataclasses import dataclass, field
 from typing import Any, TextIO
 
+from pptarena.report.pptarena_figures import split_tables
 from pptarena.run.mixed import rows_by_dataset
 from pptarena.run.results import summarize_results
 from pptarena.types import STATUSES, Status
@@ -218,6 +221,7 @@ def summary_tables(
 ) -> list[TableData]:
     """Every table of the summary: leaderboard, breakdowns, re-scores."""
     tables = [leaderboard_table(summary, judge_kinds(rows))]
+    tables += [TableData(t.title, t.headers, t.rows, t.note) for t in split_tables(summary)]  # PPTArena's
     tables += comparison_tables(summary)
     costs = cost_table(summary)
     if costs is not None:

@@ -21,6 +21,7 @@ from pptarena.models.messages import add_counts
 from pptarena.models.pricing import cost_of_rows
 from pptarena.run.records import ResultLineProblem, parse_row
 from pptarena.run.rundir import RunDir
+from pptarena.run.split_figures import split_figures
 from pptarena.run.stats import by_task, epoch_of
 from pptarena.run.summary_stats import StatsOptions, add_comparisons, judge_block
 from pptarena.run.trust import weakest as weakest_isolation
@@ -28,7 +29,7 @@ from pptarena.types import STATUSES, PptArenaError
 
 SCHEMA_VERSION = 1
 MAX_RESULTS_BYTES = 512 * 1024 * 1024
-SUMMARY_REVISION = 2  # 2: each agent's entry has ``isolation`` (the weakest of its rows)
+SUMMARY_REVISION = 3  # 2: agents have ``isolation`` (their weakest row); 3: ``leaderboard_splits``
 """Bump when :func:`summarize_results` computes any figure differently: summaries stored with another
 revision are then recomputed by readers instead of reused (see :func:`rows_source`)."""
 
@@ -210,5 +211,8 @@ def summarize_results(
         summary["agents"][agent] = entry
     summary["cost"] = cost_of_rows(rows)
     add_comparisons(summary, rows, opts)
+    splits = split_figures(rows)  # PPTArena's leaderboard figures, when the dataset describes its splits
+    if splits:
+        summary["leaderboard_splits"] = splits
     summary["source"] = rows_source(rows)
     return summary
