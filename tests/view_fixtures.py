@@ -79,12 +79,15 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def serve(paths: list[Path], *extra: str, host: str = "127.0.0.1", port: int | None = None):
+def serve(
+    paths: list[Path], *extra: str, host: str = "127.0.0.1", port: int | None = None, render: bool = False
+):
     """Start ``arena view`` (a process); returns ``(process, base url, admin token or None)``."""
     port = port or free_port()
     env = {**os.environ, "PYTHONUNBUFFERED": "1"}
     proc = subprocess.Popen(
-        [*ARENA, "view", *map(str, paths), "--host", host, "--port", str(port), "--no-render", *extra],
+        [*ARENA, "view", *map(str, paths), "--host", host, "--port", str(port), *extra]
+        + ([] if render else ["--no-render"]),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         env=env,
