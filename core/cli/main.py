@@ -25,6 +25,11 @@ LAZY_COMMANDS = {
     "dataset": ("pptarena.cli.dataset", "dataset_group", "Dataset tools (export to the published layouts)."),
     "report": ("pptarena.cli.report", "report_command", "Show a run's leaderboard and write report.html."),
     "rescore": ("pptarena.cli.report", "rescore_command", "Re-judge a run's predictions with other judges."),
+    "export": (
+        "pptarena.cli.export",
+        "export_group",
+        "Export a run's verdicts (PPTArena's judged-results CSV).",
+    ),
     "meta-eval": ("pptarena.cli.report", "meta_eval_command", "Agreement of judges with human labels."),
     "compare": (
         "pptarena.cli.report",

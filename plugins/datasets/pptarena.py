@@ -8,6 +8,12 @@ exactly as written: real names have leading spaces, ``&`` and typos, and are nev
 Task id: ``case-<N>`` when the case name starts with ``Case N:``, otherwise a stable slug of the
 name. Options select a subset file (e.g. ``agent_bench/subset25.json``, the 25-case hard
 subset), categories and edit types.
+
+Each task describes PPTArena's leaderboard splits in ``metadata["leaderboard"]`` (the block
+:mod:`pptarena.run.split_figures` reads): the Full Set (every case of the index) unless the run
+is limited to the subset, the subset the ``subset`` option names, and the sizes of each split and
+of its categories (Content, Layout, Styling, Structure, Interactivity) in the benchmark, so the
+leaderboard counts a case the run did not cover as 0, as PPTArena's does.
 """
 
 from __future__ import annotations
@@ -126,8 +132,12 @@ def load_pptarena_tasks(
     edit_types: list[str] | tuple[str, ...] = (),
     ids: list[str] | tuple[str, ...] = (),
     check_decks: bool = True,
+    subset_only: bool = True,
 ) -> list[Task]:
     """Read the PPTArena index into tasks (index order), filter, and check the decks.
+
+    With ``subset`` and ``subset_only=False`` every case is kept and the subset's are only marked
+    (``metadata["subset"]``), so the leaderboard figures cover the Full Set and the subset.
 
     Category and edit-type filters are case-insensitive; a case is kept when any of its
     categories is wanted. Raises :class:`DatasetError` with every problem of the index, or
@@ -194,16 +204,50 @@ def load_pptarena_tasks(
                 f"subset file {subset_path}: {len(unknown)} name(s) not in {index_file}: {unknown}"
             )
         keep = {by_key[n].id for n in names}
-        tasks = [t for t in tasks if t.id in keep]
-        for t in tasks:
+        members = [t for t in tasks if t.id in keep]
+        for t in members:
             t.metadata["subset"] = subset_path.stem
-        source += f" (subset {subset_path})"
+        describe_splits(tasks, members, subset_path.stem, full=not subset_only)
+        if subset_only:
+            tasks = members
+            source += f" (subset {subset_path})"
+    else:
+        describe_splits(tasks, [], None, full=True)
     tasks = _filter(tasks, "category", categories, source)
     tasks = _filter(tasks, "edit_type", edit_types, source)
     tasks = select_ids(tasks, list(ids), source=source)
     if check_decks:
         check_decks_exist(tasks, source=f"{source}, deck paths relative to {deck_root}", hint=DOWNLOAD_HINT)
     return tasks
+
+
+LEADERBOARD_CATEGORIES = ("Content", "Layout", "Styling", "Structure", "Interactivity")
+
+
+def _split_size(title: str, tasks: list[Task]) -> dict[str, Any]:
+    counts = {c: sum(1 for t in tasks if c in t.metadata["category"]) for c in LEADERBOARD_CATEGORIES}
+    return {"title": title, "cases": len(tasks), "categories": counts}
+
+
+def describe_splits(tasks: list[Task], members: list[Task], subset: str | None, *, full: bool) -> None:
+    """Write ``metadata["leaderboard"]`` on every task of the index (see the module docstring).
+
+    ``tasks``: every case of the index; ``members``: the subset's; ``full``: whether the run covers
+    the Full Set (False when it is limited to the subset, which PPTArena shows on the subset view only).
+    """
+    sizes: dict[str, Any] = {}
+    if full:
+        sizes["full"] = _split_size("Full Set", tasks)
+    if subset is not None:
+        sizes[subset] = _split_size(f"Subset {subset}", members)
+    in_subset = {t.id for t in members}
+    for t in tasks:
+        splits = (["full"] if full else []) + ([subset] if subset is not None and t.id in in_subset else [])
+        t.metadata["leaderboard"] = {
+            "splits": splits,
+            "categories": [c for c in LEADERBOARD_CATEGORIES if c in t.metadata["category"]],
+            "sizes": sizes,
+        }
 
 
 def _filter(tasks: list[Task], key: str, wanted: Iterable[str], source: str) -> list[Task]:
@@ -243,6 +287,11 @@ class PptArenaDataset(LoadedDataset):
         subset: str | None = Field(
             None, description='subset file, e.g. "agent_bench/subset25.json" (relative to root, or absolute)'
         )
+        subset_only: bool = Field(
+            True,
+            description="run only the subset's cases (false: run every case; the leaderboard then "
+            "gives the Full Set's and the subset's figures)",
+        )
         categories: list[str] = Field(
             default_factory=list, description='e.g. ["Layout", "Styling"]; case-insensitive'
         )
@@ -260,6 +309,7 @@ class PptArenaDataset(LoadedDataset):
             o.root,
             index=o.index,
             subset=o.subset,
+            subset_only=o.subset_only,
             categories=o.categories,
             edit_types=o.edit_types,
             ids=o.ids,
