@@ -87,15 +87,21 @@ class Evidence:
         return p
 
     def judge_dir(self, label: str) -> Path:
-        """A folder where judge ``label`` keeps what it looked at (prompts, leaf results...)."""
-        d = self.task_dir / "judges" / label
-        d.mkdir(parents=True, exist_ok=True)
-        return d
+        """A folder where judge ``label`` keeps what it looked at (prompts, leaf results...).
+
+        Made below the pair's folder without following links (:func:`pptarena.safeio.ensure_dir`):
+        a ``judges`` link an agent planted there is refused, never written through.
+        """
+        from .safeio import ensure_dir
+
+        return ensure_dir(self.task_dir / "judges" / label, self.task_dir)
 
     def write_json(self, label: str, name: str, data: Any) -> Path:
         """Write a JSON evidence file for judge ``label``; returns its path."""
+        from .safeio import write_replacing
+
         p = self.judge_dir(label) / name
-        p.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+        write_replacing(p, json.dumps(data, indent=2, ensure_ascii=False, default=str).encode("utf-8"))
         return p
 
     def model(self, ref: str) -> ModelClient:
@@ -145,9 +151,12 @@ class Evidence:
         """One image per slide of a deck (rendering failures raise :class:`InfraError`)."""
 
         def compute() -> list[SlideImage]:
+            from .safeio import ensure_dir
+
             deck = self._require(role)
-            try:
-                return self.renderer().render(deck, self.task_dir / "renders" / role)
+            try:  # a renders folder the agent planted as a link is refused, never rendered into
+                out = ensure_dir(self.task_dir / "renders" / role, self.task_dir)
+                return self.renderer().render(deck, out)
             except InfraError:
                 raise
             except PptArenaError:

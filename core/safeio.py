@@ -126,7 +126,9 @@ def _open_parent(path: str | os.PathLike[str], root: str | os.PathLike[str] | No
 
 def ensure_dir(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> Path:
     """Create the folder ``path`` below ``root`` (and the folders between) where missing; an existing
-    component that is a link or not a folder is refused, never followed. Returns ``path``."""
+    component that is a link or not a folder is refused, never followed. ``root`` itself (trusted)
+    is made where missing. Returns ``path``."""
+    os.makedirs(root, exist_ok=True)
     base, parts = _split(path, root)
     fd = open_dir(base)
     try:

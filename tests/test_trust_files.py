@@ -279,3 +279,45 @@ def test_a_prediction_that_links_to_the_answer_key_is_not_judged(
     assert row["status"] == "agent_error" and row["scores"] == {}, row
     if trusted:
         assert "symbolic link" in row["error"]
+
+
+class WritingRenderer:
+    """A renderer that writes a PNG into the folder it is given."""
+
+    def render(self, deck, out_dir):
+        from pptarena.types import SlideImage
+
+        Path(out_dir).mkdir(parents=True, exist_ok=True)
+        (Path(out_dir) / "slide-001.png").write_bytes(b"\x89PNG")
+        return [SlideImage(1, None, Path(out_dir) / "slide-001.png", 1, 1)]
+
+
+def test_judges_never_write_into_a_folder_the_agent_linked_elsewhere(tmp_path):
+    """The judges' evidence goes to ``judges/<label>/`` and ``renders/<role>/`` of the pair's folder,
+    which the agent wrote first: links planted there point at a host folder."""
+    from pptarena.evidence import Evidence
+    from pptarena.safeio import UnsafeFileError
+    from pptarena.types import Prediction, Task
+
+    host = tmp_path / "host"
+    host.mkdir()
+    folder = pair_folder(tmp_path)
+    (folder / "prediction.pptx").write_bytes(b"deck")
+    (folder / "renders").symlink_to(host, target_is_directory=True)
+    (folder / "judges").symlink_to(host, target_is_directory=True)
+    task = Task(id="t1", instruction="x", original=folder / "prediction.pptx")
+    ev = Evidence(task, Prediction(path=folder / "prediction.pptx"), folder, renderer=WritingRenderer())
+    with pytest.raises(UnsafeFileError):
+        ev.renders("prediction")
+    with pytest.raises(UnsafeFileError):
+        ev.write_json("rubric", "leaves.json", {"a": 1})
+    assert os.listdir(host) == []
+    for name in ("renders", "judges"):
+        (folder / name).unlink()
+    assert ev.write_json("rubric", "leaves.json", {"a": 1}).read_text() == '{\n  "a": 1\n}'
+    assert [
+        img.number
+        for img in Evidence(
+            task, Prediction(path=folder / "prediction.pptx"), folder, renderer=WritingRenderer()
+        ).renders("prediction")
+    ] == [1]
