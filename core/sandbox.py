@@ -8,7 +8,10 @@ it starts dies with it. Elsewhere the older, weaker mechanism below applies
 
 - its own working directory (also HOME and TMPDIR), removed afterwards;
 - a wall-clock timeout that kills the whole process group, a CPU-time limit,
-  an address-space (memory) limit, a file-size limit and a process-count limit;
+  an address-space (memory) limit per process and a file-size limit;
+- a process cap and a memory cap for all its processes together, which hold for root: a cgroup of
+  its own, or a host uid of its own where no cgroup can be made (:mod:`pptarena.limits`;
+  ``SandboxResult.limits`` records the level);
 - no network where the OS allows it (a new user + network namespace through
   ``unshare -rn``; see :func:`network_isolation_available`);
 - a read-only view of the whole file system except its working directory (and any

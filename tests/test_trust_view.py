@@ -14,6 +14,7 @@ import sys
 import textwrap
 from pathlib import Path
 
+import pytest
 from stub_llm_server import Reply, StubLLMServer
 from trust_fixtures import arena, code_agent_config, needs_bwrap, program_reply, rows
 
@@ -160,3 +161,48 @@ def test_views_come_from_distribution_metadata():
     assert "numpy" in {p.name for p in rubric.read_only}
     placed = {inside.relative_to(inside.parents[1]).as_posix() for _, inside in rubric.placed}
     assert "pptarena/deck" in placed and not any("plugins" in p for p in placed)
+
+
+WHEEL_PROBE = """
+import json
+from pptarena.sandbox import run_python
+from pptarena.plugins.judges.rubric.execute import rubric_view
+probe = '''
+import importlib
+seen = {}
+mods = ("pptx", "pptarena.plugins.datasets.demo.tasks", "pptarena.plugins", "pydantic")
+for mod in (*mods, "pptarena.deck.ppteval"):
+    try:
+        importlib.import_module(mod)
+        seen[mod] = "imported"
+    except ImportError as exc:
+        seen[mod] = type(exc).__name__
+sandbox_result(seen)
+'''
+code = run_python(probe)
+leaf = run_python(probe, python_view=rubric_view())
+errors = [code.stderr[-500:], leaf.stderr[-500:]]
+print(json.dumps({"code": code.result, "leaf": leaf.result, "errors": errors}))
+"""
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_wheel_install_shows_the_same_minimum(tmp_path_factory):
+    """From a regular wheel install (pptarena and its plugins in site-packages, no import hook)."""
+    from wheel_env import clean_env, fresh_venv, run
+
+    venv = fresh_venv(tmp_path_factory.getbasetemp() / "wheel-env")
+    out = run(
+        [str(venv / "bin" / "python"), "-c", WHEEL_PROBE], cwd=tmp_path_factory.mktemp("w"), env=clean_env()
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    seen = json.loads(out.stdout.strip().splitlines()[-1])
+    assert seen["code"] == {
+        "pptx": "imported",
+        "pptarena.plugins.datasets.demo.tasks": "ModuleNotFoundError",
+        "pptarena.plugins": "ModuleNotFoundError",
+        "pydantic": "ModuleNotFoundError",
+        "pptarena.deck.ppteval": "ModuleNotFoundError",
+    }, seen["errors"]
+    assert seen["leaf"] == {**seen["code"], "pptarena.deck.ppteval": "imported"}, seen["errors"]

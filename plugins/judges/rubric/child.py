@@ -1,8 +1,9 @@
 """The sandboxed side of the ``rubric`` judge: runs PPT-Eval leaf code with PPT-Eval's context.
 
-This module is imported inside the sandboxed process (see :mod:`rubric_exec`), never by the
-judge itself. :func:`main` runs a list of function leaves one after another. Each leaf gets
-what ai-rubric's ``FunctionScorer`` gives it:
+This module runs inside the sandboxed process, where its file is bound as
+``_pptarena_rubric_child`` (the sandbox holds no plugin package; see :mod:`.execute`).
+:func:`main` runs a list of function leaves one after another. Each leaf gets what ai-rubric's
+``FunctionScorer`` gives it:
 
 * ``exec(code, context, namespace)`` with a fresh ``context`` dict holding exactly the seven
   names ``ppt_diff``, ``original_ppt_screenshots``, ``modified_ppt_screenshots``,
@@ -16,7 +17,8 @@ unless ``inputs["stop_on_error"]`` is set (the judge's ``semantics="ppteval"``):
 failing leaf ends the batch, as ai-rubric's tree evaluation stops at the first raise. Each leaf
 has a wall-clock budget (a :class:`LeafTimeout`, which ``except Exception`` does not swallow)
 that pauses while a model call is answered, at most
-:data:`MAX_CALLS_PER_LEAF` model calls, and its stdout is captured (capped). ``ppt_diff`` and the
+:data:`MAX_CALLS_PER_LEAF` model calls (counted here to fail early; enforced by the judge's model
+bridge, which a leaf cannot reach), and its stdout is captured (capped). ``ppt_diff`` and the
 screenshot lists are rebuilt for every leaf, so one leaf mutating them cannot affect another.
 
 ``llm_call`` / ``vlm_call`` forward to the judge process over a Unix socket (the sandbox has no
