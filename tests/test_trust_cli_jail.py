@@ -70,7 +70,10 @@ class Listener:
             except OSError:
                 return
             self.accepted += 1
-            conn.sendall(b"host secret service\n")
+            try:
+                conn.sendall(b"host secret service\n")
+            except OSError:  # the prober already hung up
+                pass
             conn.close()
 
     def close(self) -> None:
@@ -293,10 +296,10 @@ def test_1500_processes_stop_at_the_process_cap(tmp_path):
     """
     _, report, ws = run_cli(tmp_path, body)  # the default max_processes = 512
     jail = events(ws, "command_jail")
-    if jail and "no process/memory limit" in jail[0]["limits"]:
-        pytest.skip(f"cgroups cannot be created here: {jail[0]['limits']}")
+    if jail and jail[0]["limits"].startswith("rlimits"):
+        pytest.skip(f"no cgroup and not root here: {jail[0]['limits']}")
     assert report.get("errno") == 11 and report["started"] < 512, report  # EAGAIN at the cap
-    assert "pids.max 512" in events(ws, "command_jail")[0]["limits"]
+    assert jail[0]["limits"].startswith(("cgroup", "uid")), jail
     assert wait_gone(marker) == [] and processes_with(marker) == []
 
 
@@ -316,8 +319,12 @@ def test_memory_of_the_whole_jail_is_capped(tmp_path):
         children.append(pid)
     report["exits"] = [os.waitpid(pid, 0)[1] for pid in children]
     """
-    _, report, _ = run_cli(tmp_path, body, memory_mb=256)
+    _, report, ws = run_cli(tmp_path, body, memory_mb=256)
+    limits = events(ws, "command_jail")[0]["limits"]
+    if not limits.startswith("cgroup"):
+        pytest.skip(f"no memory cgroup here: {limits}")
     assert report["exits"].count(0) < 3, report  # at least one was killed (SIGKILL by the OOM killer)
+    assert "OOM kills 0" not in limits
 
 
 def test_a_workspace_swapped_for_a_link_does_not_make_the_harness_copy_host_files(tmp_path):

@@ -14,7 +14,7 @@ environment instead, judge keys included.
 With ``sandbox = "auto"`` (the default) and bubblewrap usable (:mod:`pptarena.isolation`), the
 command runs in a jail (:mod:`.jail`): its own PID, mount, IPC and **network** namespaces; its
 workspace a size-capped tmpfs copied out to ``cli/`` in the pair folder when it ends (regular files
-only); a cgroup bounding its processes and memory (:mod:`.limits`); egress only to the hosts its
+only); a cgroup bounding its processes and memory (:mod:`pptarena.limits`); egress only to the hosts its
 config names, through a proxy (:mod:`.proxy`, :mod:`.network`). It sees the system folders, the
 Python installation, its program's folder, files named by absolute path in the command and
 ``read_only_paths``; the run folder, the cache, the dataset and your home stay hidden.

@@ -7,7 +7,8 @@ The order of one run (:func:`run`):
    proxy's unix socket (:mod:`.proxy`), both bound read-only into the jail;
 2. bubblewrap starts :mod:`.launcher` with every namespace of its own, network included, the
    workspace a size-capped tmpfs at the workspace's path (``workspace_mb``; so is ``/tmp``), inside a
-   fresh cgroup (:mod:`.limits`: ``max_processes``, ``memory_mb``) it joins before bubblewrap runs;
+   fresh cgroup (:class:`pptarena.limits.SandboxCgroup`: ``max_processes``, ``memory_mb``) it joins
+   before bubblewrap runs (where no cgroup can be made: an unprivileged host uid of its own);
 3. the harness learns the jail's first process from ``--info-fd``, attaches slirp4netns for
    ``network = "open"`` (:mod:`.network`), then lets the launcher start the CLI;
 4. the launcher reports the CLI's exit after killing every other process of the jail; the harness
@@ -20,6 +21,7 @@ files, made by the harness.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -31,11 +33,10 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO
+from typing import IO, Any
 
 from pptarena.safeio import UnsafeFileError
 
-from . import limits as cgroup_limits
 from .copyback import CopyReport, copy_workspace
 from .network import PROXY_PORT, SLIRP_RESOLV, attach_slirp, proxy_environment
 from .proxy import AllowEntry, EgressLog, EgressProxy
@@ -138,49 +139,86 @@ def _read_status(fd: int, deadline: float | None, proc: subprocess.Popen[bytes])
 
 def run(spec: JailSpec, stdout: IO[bytes], stderr: IO[bytes]) -> JailOutcome:
     """Run ``spec`` jailed; copy its workspace out to ``spec.workspace`` (which must not exist)."""
-    from pptarena import isolation
-    from pptarena.procs import kill_group
+    from pptarena.limits import SandboxCgroup
 
     outcome = JailOutcome()
     private = Path(tempfile.mkdtemp(prefix="pptarena-cli-"))
     os.chmod(private, 0o711)
-    stage = private / "stage"
-    stage.mkdir(mode=0o755)
-    net = private / "net"
-    net.mkdir(mode=0o711)
-    env = dict(spec.env)
-    extra: list[str] = []
     proxy: EgressProxy | None = None
-    limits, outcome.limits = cgroup_limits.create(spec.max_processes, spec.memory_mb)
-    ours: list[int] = []
-    proc: subprocess.Popen[bytes] | None = None
-    slirp: subprocess.Popen[bytes] | None = None
-    release_w = -1
     try:
+        stage = private / "stage"
+        stage.mkdir(mode=0o755)
         spec.prepare(stage)
+        env = dict(spec.env)
         if spec.network == "allowlist":
+            net = private / "net"
+            net.mkdir(mode=0o711)
             proxy = EgressProxy(spec.allow, net).__enter__()
             outcome.egress = proxy.log
             env.update(proxy_environment())
-        elif spec.network == "open":
-            (private / "resolv.conf").write_text(SLIRP_RESOLV)
-            extra += ["--ro-bind", str(private / "resolv.conf"), "/etc/resolv.conf"]
-        status_r, status_w = os.pipe()
-        release_r, release_w = os.pipe()
-        info_r, info_w = os.pipe()
-        start_r, start_w = os.pipe()
-        ours = [status_r, info_r, start_w]
+        with SandboxCgroup(spec.max_processes, spec.memory_mb) as group:
+            try:
+                _supervise(spec, env, private, proxy, group, stdout, stderr, outcome)
+            finally:
+                events = group.events()
+                notes = "; ".join(group.notes)
+                outcome.limits = (
+                    f"{group.level}: {spec.max_processes} processes, {spec.memory_mb} MB"
+                    + (f" ({notes})" if notes else "")
+                    + f"; forks refused {events['pids_max_hits']}, OOM kills {events['oom_kills']}"
+                )
+    except (OSError, RuntimeError, UnsafeFileError) as exc:
+        outcome.error = outcome.error or f"{type(exc).__name__}: {exc}"
+    finally:
+        if proxy is not None:
+            proxy.__exit__(None, None, None)
+        shutil.rmtree(private, ignore_errors=True)
+    return outcome
+
+
+def _supervise(
+    spec: JailSpec,
+    env: dict[str, str],
+    private: Path,
+    proxy: EgressProxy | None,
+    group: Any,
+    stdout: IO[bytes],
+    stderr: IO[bytes],
+    outcome: JailOutcome,
+) -> None:
+    """Start the jail in ``group`` (a :class:`pptarena.limits.SandboxCgroup`), let the CLI run, copy
+    the workspace out, end the jail; fills ``outcome``."""
+    from pptarena import isolation
+    from pptarena.procs import kill_group
+
+    extra: list[str] = []
+    if spec.network == "open":
+        (private / "resolv.conf").write_text(SLIRP_RESOLV)
+        extra += ["--ro-bind", str(private / "resolv.conf"), "/etc/resolv.conf"]
+    status_r, status_w = os.pipe()
+    release_r, release_w = os.pipe()
+    info_r, info_w = os.pipe()
+    start_r, start_w = os.pipe()
+    child_fds = (status_w, release_r, info_w, start_r)
+    proc: subprocess.Popen[bytes] | None = None
+    slirp: subprocess.Popen[bytes] | None = None
+    try:
+        stage = private / "stage"
+        shown = [*spec.read_only, stage] + ([proxy.socket_path.parent] if proxy else [])
+        jail = isolation.Jail(workdir=spec.workspace, tmpfs_mb=spec.workspace_mb, read_only=shown)
         fds = {"status_fd": status_w, "release_fd": release_r, "start_fd": start_r}
-        jail = isolation.Jail(
-            workdir=spec.workspace,
-            tmpfs_mb=spec.workspace_mb,
-            read_only=[*spec.read_only, stage, net] if proxy else [*spec.read_only, stage],
-            network=False,
-        )
         argv = launcher_command(spec, stage, fds, proxy.socket_path if proxy else None)
         command = _insert(isolation.command(jail, argv), ["--info-fd", str(info_w), *extra])
-        if limits is not None:
-            command = limits.wrap(command)
+        then = None
+        if group.uid is not None:  # no cgroup here: the jail runs as an unprivileged uid of its own
+            view = private / "view"
+            view.mkdir(mode=0o711)
+            command, mounts = isolation.staged_binds(command, view)
+
+            def then() -> None:
+                if mounts:
+                    isolation.mount_staged(mounts)
+
         try:
             proc = subprocess.Popen(
                 command,
@@ -189,13 +227,13 @@ def run(spec: JailSpec, stdout: IO[bytes], stderr: IO[bytes]) -> JailOutcome:
                 stdout=stdout,
                 stderr=stderr,
                 start_new_session=True,
-                pass_fds=(status_w, release_r, info_w, start_r),
+                pass_fds=child_fds,
+                preexec_fn=group.preexec(then),
             )
         finally:
-            for fd in (status_w, release_r, info_w, start_r):
+            for fd in child_fds:
                 os.close(fd)
-        info = _read_info(info_r, time.monotonic() + START_TIMEOUT_S)
-        pid = int(info["child-pid"])
+        pid = int(_read_info(info_r, time.monotonic() + START_TIMEOUT_S)["child-pid"])
         if spec.network == "open":
             slirp = attach_slirp(pid)
         os.write(start_w, b"1")
@@ -208,29 +246,17 @@ def run(spec: JailSpec, stdout: IO[bytes], stderr: IO[bytes]) -> JailOutcome:
                 if outcome.timed_out
                 else "the jail ended before its workspace could be copied out"
             )
-            return outcome
+            return
         outcome.returncode = status.get("returncode")  # type: ignore[assignment]
         outcome.timed_out = bool(status.get("timed_out"))
         outcome.start_error = status.get("error")  # type: ignore[assignment]
         outcome.copy = copy_workspace(pid, spec.workspace, spec.output_mb, spec.keep_mb)
-        return outcome
-    except (OSError, RuntimeError, UnsafeFileError) as exc:
-        outcome.error = f"{type(exc).__name__}: {exc}"
-        return outcome
     finally:
-        for fd in [*ours, release_w]:
-            if fd >= 0:
-                try:
-                    os.close(fd)
-                except OSError:
-                    pass
+        for fd in (status_r, info_r, start_w, release_w):
+            with contextlib.suppress(OSError):
+                os.close(fd)
         if proc is not None:
             kill_group(proc)
         if slirp is not None:
             slirp.kill()
             slirp.wait()
-        if proxy is not None:
-            proxy.__exit__(None, None, None)
-        if limits is not None:
-            limits.remove()
-        shutil.rmtree(private, ignore_errors=True)
