@@ -24,7 +24,8 @@ file the agent chose. Everything here therefore:
 Public functions (all raise :class:`UnsafeFileError` for links, non-regular files, escapes and
 sizes over a cap):
 
-- :func:`open_regular`, :func:`read_regular`, :func:`regular_file`: open, read or check one file;
+- :func:`open_regular`, :func:`read_regular`, :func:`read_tail`, :func:`regular_file`: open, read
+  (all of it, or its end) or check one file;
 - :func:`copy_regular`: copy one file out (hand-back copies of decks);
 - :func:`write_replacing`, :func:`rewrite_regular`: replace one file's content (new file + rename);
 - :func:`walk_tree`: list an agent-written folder without following anything;
@@ -204,6 +205,24 @@ def regular_file(path: str | os.PathLike[str], *, root: str | os.PathLike[str] |
     except (OSError, UnsafeFileError):
         return False
     return True
+
+
+def read_tail(
+    path: str | os.PathLike[str], max_bytes: int, *, root: str | os.PathLike[str] | None = None
+) -> bytes:
+    """The last ``max_bytes`` bytes of a regular file (see :func:`open_regular`); ``b""`` when it is
+    missing, a link or not a regular file (for the tails of logs shown in error messages)."""
+    try:
+        fd = open_regular(path, root=root)
+    except (OSError, UnsafeFileError):
+        return b""
+    try:
+        os.lseek(fd, max(0, os.fstat(fd).st_size - max_bytes), os.SEEK_SET)
+        return os.read(fd, max_bytes)
+    except OSError:
+        return b""
+    finally:
+        os.close(fd)
 
 
 def _read_fd(fd: int, max_bytes: int, shown: str) -> bytes:

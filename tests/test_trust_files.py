@@ -321,3 +321,18 @@ def test_judges_never_write_into_a_folder_the_agent_linked_elsewhere(tmp_path):
             task, Prediction(path=folder / "prediction.pptx"), folder, renderer=WritingRenderer()
         ).renders("prediction")
     ] == [1]
+
+
+def test_a_vanished_workers_stderr_replaced_by_a_link_is_not_quoted(tmp_path):
+    """The error of a worker that died quotes the tail of its stderr file, which the agent can swap
+    for a link to any host file before it dies."""
+    from pptarena.run.worker import vanished_outcome
+
+    target = host_file(tmp_path, b"host-only line 0451\n")
+    folder = pair_folder(tmp_path)
+    (folder / "agent.stderr.txt").symlink_to(target)
+    assert "0451" not in (vanished_outcome(1, folder / "agent.stderr.txt").error or "")
+    (folder / "agent.stderr.txt").unlink()
+    (folder / "agent.stderr.txt").write_bytes(b"x" * 10_000 + b"Traceback: boom\n")
+    error = vanished_outcome(1, folder / "agent.stderr.txt").error or ""
+    assert error.endswith("Traceback: boom\n") and len(error) < 2200

@@ -285,7 +285,7 @@ class Runner:
         from pptarena.redact import redact_file
 
         redact_file(stderr_path)
-        if not result_path.exists():
+        if not regular_file(result_path):  # missing, or a link the agent left: no result
             return vanished_outcome(returncode, stderr_path)
         return reported_outcome(result_path.read_text())
 

@@ -78,8 +78,13 @@ def timed_out_outcome(timeout: float) -> AgentOutcome:
 
 
 def vanished_outcome(returncode: int | None, stderr_path: Path) -> AgentOutcome:
-    """The outcome of a worker that ended without handing back a result (the agent's fault)."""
-    tail = stderr_path.read_text(errors="replace")[-2000:] if stderr_path.exists() else ""
+    """The outcome of a worker that ended without handing back a result (the agent's fault).
+
+    The tail of its stderr file is read without following a link the agent may have put in its
+    place (:func:`pptarena.safeio.read_tail`)."""
+    from pptarena.safeio import read_tail
+
+    tail = read_tail(stderr_path, 8000).decode("utf-8", errors="replace")[-2000:]
     return AgentOutcome.failed(
         Status.AGENT_ERROR, f"agent worker exited with code {returncode} without a result: {tail}"
     )
