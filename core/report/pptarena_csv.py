@@ -80,7 +80,7 @@ def case_rows(data: RunData, judge: str, agent: str) -> list[dict[str, Any]]:
         if row["agent"] != agent or epoch_of(row) != 1:
             continue
         metrics = (((row.get("scores") or {}).get(judge)) or {}).get("metrics") or {}
-        verdict = data.verdicts(agent, row["task_id"]).get(judge) or {}
+        verdict = (data.verdicts(agent, row["task_id"]).get("verdicts") or {}).get(judge) or {}
         scored = row.get("status") == "scored" and IF_KEY in metrics and VQ_KEY in metrics
         if_reason, vq_reason = _reasons(verdict)
         if not scored:
