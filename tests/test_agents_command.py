@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sys
 import textwrap
+from pathlib import Path
 
 import pytest
 from agents_fixtures import deck_texts, events, make_task, scripted_workspace
@@ -27,6 +28,12 @@ EDIT_SCRIPT = textwrap.dedent(
     print("warning on stderr", file=sys.stderr)
     """
 )
+
+
+def _jail_usable() -> bool:
+    from pptarena import isolation
+
+    return isolation.base_flags() is not None
 
 
 def make_agent(tmp_path, **options):
@@ -112,3 +119,95 @@ def test_command_options_are_checked(tmp_path):
     ws, _ = scripted_workspace(tmp_path, [])
     with pytest.raises(ComponentUnavailable, match="command not found"):
         make_agent(tmp_path, command=["/no/such/agent-binary"]).edit(make_task(tmp_path), ws)
+
+
+def test_environment_is_minimal_unless_inherited(tmp_path, monkeypatch):
+    monkeypatch.setenv("JUDGE_ONLY_TOKEN", "judge-token-123456789")
+    agent = make_agent(tmp_path, command=["x"], env={"MY_TOKEN": SecretStr("s3cr3t-value-123")})
+    env = agent.environment()
+    assert "JUDGE_ONLY_TOKEN" not in env and env["MY_TOKEN"] == "s3cr3t-value-123"
+    assert set(env) <= {"PATH", "HOME", "LANG", "LC_ALL", "TMPDIR", "MY_TOKEN"}
+    inherited = make_agent(tmp_path, command=["x"], inherit_env=True).environment()
+    assert inherited["JUDGE_ONLY_TOKEN"] == "judge-token-123456789"
+
+
+def test_allow_list_entries_and_matching():
+    from pptarena.plugins.agents.command.network import allow_entries
+    from pptarena.plugins.agents.command.proxy import parse_entry
+
+    assert parse_entry("api.anthropic.com").ports == (443, 80)
+    assert parse_entry("http://127.0.0.1:8000/v1") == parse_entry("127.0.0.1:8000")
+    assert parse_entry("[::1]:9000").host == "::1" and parse_entry("[::1]:9000").loopback
+    wild = parse_entry("*.example.com:443")
+    assert wild.matches("api.example.com", 443) and not wild.matches("example.com", 443)
+    assert not wild.matches("api.example.com.evil.org", 443) and not wild.matches("api.example.com", 80)
+    exact = parse_entry("example.com")
+    assert exact.matches("EXAMPLE.com.", 443) and not exact.matches("example.com.evil.org", 443)
+    for bad in ("", "a b", "host:99999", "user@host", "ho*st"):
+        with pytest.raises(ValueError):
+            parse_entry(bad)
+    with pytest.raises(ValueError, match="allow_hosts entry"):
+        make_agent(Path("/tmp"), command=["x"], allow_hosts=["a b"])
+    entries = allow_entries(["api.openai.com"], ["http://127.0.0.1:4000/v1", "not a url", "secret-value"])
+    assert [(e.host, e.ports) for e in entries] == [("api.openai.com", (443, 80)), ("127.0.0.1", (4000,))]
+
+
+FETCH = textwrap.dedent(
+    """\
+    import os, shutil, sys, urllib.request, urllib.error
+    shutil.copyfile(sys.argv[1], sys.argv[2])
+    try:
+        body = urllib.request.urlopen(sys.argv[3], timeout=10).read().decode()
+        print("FETCHED", body)
+    except urllib.error.HTTPError as exc:
+        print("HTTP", exc.code, exc.read().decode())
+    """
+)
+
+
+@pytest.mark.skipif(not _jail_usable(), reason="bubblewrap is not usable here")
+def test_allow_hosts_opens_a_loopback_port_through_the_proxy(tmp_path):
+    import http.server
+    import threading
+
+    class Handler(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):  # noqa: N802 - the stdlib's name
+            self.send_response(200)
+            self.end_headers()
+            self.wfile.write(b"model says hi")
+
+        def log_message(self, *args):
+            pass
+
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    url = f"http://127.0.0.1:{server.server_address[1]}/v1/models"
+    script = tmp_path / "fetch.py"
+    script.write_text(FETCH)
+    try:
+        outputs = {}
+        for name, hosts in (("allowed", [f"127.0.0.1:{server.server_address[1]}"]), ("refused", [])):
+            ws, _ = scripted_workspace(tmp_path / name, [])
+            agent = make_agent(
+                tmp_path, command=[sys.executable, str(script), "{input}", "{output}", url], allow_hosts=hosts
+            )
+            agent.edit(make_task(tmp_path / name), ws)
+            outputs[name] = (ws.dir / "cli.stdout.txt").read_text()
+    finally:
+        server.shutdown()
+    assert "FETCHED model says hi" in outputs["allowed"]
+    assert "HTTP 403" in outputs["refused"] and "allow-list" in outputs["refused"]
+
+
+@pytest.mark.skipif(not _jail_usable(), reason="bubblewrap is not usable here")
+def test_output_written_before_a_timeout_is_taken_and_a_killed_launcher_is_the_agents_error(tmp_path):
+    ws, _ = scripted_workspace(tmp_path, [])
+    code = "import shutil,sys,time; shutil.copy(sys.argv[1], sys.argv[2]); time.sleep(60)"
+    agent = make_agent(tmp_path, command=[sys.executable, "-c", code, "{input}", "{output}"], timeout=2)
+    pred = agent.edit(make_task(tmp_path), ws)
+    assert pred.metadata["timed_out"] is True and "timed out after writing" in pred.notes
+    ws2, _ = scripted_workspace(tmp_path / "second", [])
+    killer = "import os,signal,shutil,sys; shutil.copy(sys.argv[1], sys.argv[2]); os.kill(os.getppid(), 9)"
+    agent = make_agent(tmp_path, command=[sys.executable, "-c", killer, "{input}", "{output}"])
+    with pytest.raises(AgentError, match="jail ended before its workspace could be copied out"):
+        agent.edit(make_task(tmp_path / "second"), ws2)
