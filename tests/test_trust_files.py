@@ -336,3 +336,30 @@ def test_a_vanished_workers_stderr_replaced_by_a_link_is_not_quoted(tmp_path):
     (folder / "agent.stderr.txt").write_bytes(b"x" * 10_000 + b"Traceback: boom\n")
     error = vanished_outcome(1, folder / "agent.stderr.txt").error or ""
     assert error.endswith("Traceback: boom\n") and len(error) < 2200
+
+
+def test_packing_a_task_folder_drops_links_and_specials_and_refuses_a_giant_before_reading(tmp_path):
+    """Packing a pair's folder for a remote executor (Ray) walks what the agent wrote: links are
+    dropped, not followed; a FIFO never blocks; a 2 GiB sparse file is refused from its size."""
+    from pptarena.run.executors import ExecutorError, pack_task_folder, unpack_task_folder
+
+    target = host_file(tmp_path, b"host bytes")
+    folder = pair_folder(tmp_path)
+    (folder / "cli" / "sub").mkdir()
+    (folder / "cli" / "sub" / "a.py").write_text("print(1)\n")
+    (folder / "cli" / "to-host.txt").symlink_to(target)
+    (folder / "cli" / "dir-link").symlink_to(target.parent, target_is_directory=True)
+    os.mkfifo(folder / "cli" / "pipe")
+    out = tmp_path / "unpacked"
+    unpack_task_folder(pack_task_folder(folder), out)
+    assert sorted(str(p.relative_to(out)) for p in out.rglob("*")) == [
+        "cli",
+        "cli/notes.txt",
+        "cli/sub",
+        "cli/sub/a.py",
+    ]
+    assert (out / "cli" / "sub" / "a.py").read_text() == "print(1)\n"
+    with open(folder / "cli" / "sparse.bin", "wb") as fh:
+        fh.truncate(3 * 1024**3)
+    with pytest.raises(ExecutorError, match="bytes, over"):
+        pack_task_folder(folder)

@@ -17,6 +17,7 @@ file system.
 from __future__ import annotations
 
 import io
+import os
 import tarfile
 import threading
 from collections.abc import Callable, Iterator, Sequence
@@ -124,13 +125,40 @@ def infra_error_row(job: PairJob, error: str, duration_s: float = 0.0) -> dict[s
 
 
 def pack_task_folder(task_dir: Path) -> bytes:
-    """A gzip'd tar of one task folder (symlinks are dropped: they could point anywhere)."""
+    """A gzip'd tar of one task folder: regular files and folders only, walked without following a
+    link (:func:`pptarena.safeio.walk_tree`; links, FIFOs, sockets and devices are dropped).
+
+    The sizes are added up before anything is read: a folder over ``MAX_TASK_FOLDER_BYTES`` (a
+    2 GiB sparse file, say) is refused at once; the archive is capped at ``MAX_TASK_ARCHIVE_BYTES``.
+    """
+    from pptarena.safeio import UnsafeFileError, open_at, walk_tree
+
+    try:
+        entries = [e for e in walk_tree(task_dir) if e.kind in ("file", "dir")]
+    except (OSError, UnsafeFileError) as exc:
+        raise ExecutorError(f"task folder {task_dir} cannot be packed: {exc}") from None
+    total = sum(e.size for e in entries)
+    if total > MAX_TASK_FOLDER_BYTES:
+        raise ExecutorError(f"task folder {task_dir} holds {total} bytes, over {MAX_TASK_FOLDER_BYTES}")
     buf = io.BytesIO()
     with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=1) as tar:
-        for path in sorted(Path(task_dir).rglob("*")):
-            if path.is_symlink() or not (path.is_file() or path.is_dir()):
-                continue
-            tar.add(path, arcname=path.relative_to(task_dir).as_posix(), recursive=False)
+        for e in walk_tree(task_dir):  # again: each file is opened while its folder is held open
+            if e.kind == "dir":
+                info = tarfile.TarInfo(e.rel)
+                info.type, info.mode = tarfile.DIRTYPE, 0o755
+                tar.addfile(info)
+            elif e.kind == "file":
+                try:
+                    fd = open_at(e.dir_fd, e.name, MAX_TASK_FOLDER_BYTES, e.rel)
+                except (OSError, UnsafeFileError):
+                    continue  # swapped for something else meanwhile
+                with open(fd, "rb") as fh:
+                    st = os.fstat(fd)
+                    info = tarfile.TarInfo(e.rel)
+                    info.size, info.mode, info.mtime = st.st_size, st.st_mode & 0o777, int(st.st_mtime)
+                    tar.addfile(info, fh)
+            if buf.tell() > MAX_TASK_ARCHIVE_BYTES:
+                break
     data = buf.getvalue()
     if len(data) > MAX_TASK_ARCHIVE_BYTES:
         raise ExecutorError(
