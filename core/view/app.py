@@ -9,6 +9,7 @@ through the redactor like ``report.html`` does. Access rules: :mod:`pptarena.vie
 from __future__ import annotations
 
 import re
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -50,6 +51,8 @@ class ViewState:
         self.host, self.port = host, port
         self.access = Access(host, admin_token)
         self.runs = {s.id: s for s in (RunState(p, render=render) for p in find_runs(paths))}
+        for run in self.runs.values():  # index every run now, not on its first page view
+            threading.Thread(target=run.index.refresh, daemon=True).start()
         files = list(campaigns or [])
         for run in self.runs.values():
             files += find_campaigns(run.path)

@@ -45,6 +45,21 @@ def _number(value: Any) -> float:
     return float(value)
 
 
+def light_row(data: Any) -> dict[str, Any]:
+    """The fields the index keeps, checked cheaply (the full schema check of
+    :func:`pptarena.run.records.parse_row` costs 60 µs a line; it runs when a pair's lines are read).
+
+    :raises ValueError: when the line is not an object with string ``agent`` and ``task_id``.
+    """
+    if not isinstance(data, dict):
+        raise ValueError("not an object")
+    if not isinstance(data.get("agent"), str) or not isinstance(data.get("task_id"), str):
+        raise ValueError("agent and task_id must be strings")
+    if not isinstance(data.get("scores") or {}, dict):
+        raise ValueError("scores must be an object")
+    return data
+
+
 class RunIndex:
     """The columns of one run's ``results.jsonl`` (thread-safe; see the module doc)."""
 
@@ -80,8 +95,6 @@ class RunIndex:
 
     def refresh(self) -> int:
         """Read what was appended since the last call; returns the number of new lines read."""
-        from pptarena.run.records import parse_row
-
         with self._lock:
             try:
                 st = os.stat(self.path)
@@ -111,7 +124,7 @@ class RunIndex:
                         self.lines += 1
                         if raw.strip():
                             try:
-                                row = parse_row(json.loads(raw)).to_json()
+                                row = light_row(json.loads(raw))
                             except ValueError:
                                 self.problems += 1
                             else:
@@ -148,6 +161,7 @@ class RunIndex:
             "len": length,
         }
         scores = row.get("scores") or {}
+        scores = {j: b for j, b in scores.items() if isinstance(b, dict)}
         for judge in scores:
             if judge not in self._scores:
                 self.judges.append(judge)

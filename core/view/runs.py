@@ -4,8 +4,8 @@ leaderboard and paired comparisons of ``arena report``, computed in the backgrou
 The summary part of the run page is :func:`pptarena.report.top.page_top` — the same tables and
 plots as ``report.html``, from :func:`pptarena.report.data.load_run` (``summary.json`` reused when
 it matches the lines, else :func:`pptarena.run.results.summarize_results`). It is computed in a
-thread when the run has new lines and at most every :data:`SUMMARY_EVERY` seconds, so the page
-itself never waits for it.
+child process (:mod:`pptarena.view.summaryjob`) when the run has new lines, at most every
+:data:`SUMMARY_EVERY` seconds, so the page never waits for it and the server's memory stays small.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from typing import Any
 from pptarena.view.runindex import RunIndex
 
 SUMMARY_EVERY = 10.0
+SUMMARY_TIMEOUT = 1800
 MAX_DEPTH = 2
 
 
@@ -65,7 +66,7 @@ class RunState:
         self.render = render
         self.max_renders = max_renders
         self._lock = threading.Lock()
-        self._summary: tuple[int, str, dict[str, Any]] | None = None  # (index version, html, summary)
+        self._summary: tuple[int, str] | None = None  # (index version, html)
         self._computing = False
         self._last_start = 0.0
         self._tasks: tuple[dict[str, Any], str | None] | None = None
@@ -118,26 +119,36 @@ class RunState:
                 threading.Thread(target=self._compute, args=(version,), daemon=True).start()
         return (got[1] if got else None), fresh
 
-    def compute_summary(self) -> tuple[str, dict[str, Any]]:
-        """The run page's leaderboard part now (as :func:`pptarena.report.top.page_top` draws it)."""
-        from pptarena.report.data import load_run
-        from pptarena.report.html import plots_html, table_html
-        from pptarena.report.top import page_top
+    def compute_summary(self) -> str:
+        """The run page's leaderboard part now, computed by :mod:`pptarena.view.summaryjob` in a child
+        process (the server's memory does not grow with the run)."""
+        import subprocess
+        import sys
 
-        data = load_run(self.path)
-        problems = [f"skipped a result line: {p}" for p in data.problems[:20]]
-        parts = page_top(data, problems, table_html, plots_html, f"{len(data.rows)} results")
-        return "".join(parts[1:]), data.summary  # parts[0] is the report's own page header
+        done = subprocess.run(
+            [sys.executable, "-m", "pptarena.view.summaryjob", str(self.path)],
+            capture_output=True,
+            text=True,
+            timeout=SUMMARY_TIMEOUT,
+            check=False,
+        )
+        try:
+            out = json.loads(done.stdout)
+        except ValueError:
+            out = {"error": (done.stderr.strip().splitlines() or ["no output"])[-1]}
+        if "html" in out:
+            return str(out["html"])
+        raise RuntimeError(out.get("error") or "the summary could not be computed")
 
     def _compute(self, version: int) -> None:
         try:
-            html, summary = self.compute_summary()
+            html = self.compute_summary()
         except Exception as exc:  # noqa: BLE001 - shown on the page instead
             from pptarena.report.verdicts import esc
 
-            html, summary = f'<div class="problem">summary failed: {esc(exc, 600)}</div>', {}
+            html = f'<div class="problem">The leaderboard could not be computed: {esc(exc, 600)}</div>'
         with self._lock:
-            self._summary = (version, html, summary)
+            self._summary = (version, html)
             self._computing = False
 
     # ------------------------------------------------------------------ tasks and renders
