@@ -181,13 +181,22 @@ class CommandAgent(Component):
                 Path(program).parent,
                 Path(program).resolve().parent,
             ]  # (the interpreter is always in)
-        elif not Path(argv[0]).exists() and not (cwd / argv[0]).exists() and not argv[0].startswith("./"):
+        elif not any(
+            (base / argv[0]).exists() for base in (Path.cwd(), cwd, *filter(None, [opts.customization_dir]))
+        ) and not argv[0].startswith("./"):  # (the workspace is made inside the jail: a program there)
             raise ComponentUnavailable(f"command not found: {argv[0]!r}")
         # files named in the command (a script, a config) are the user's choice: readable inside
         visible += [Path(a) for a in argv[1:] if a.startswith("/") and Path(a).is_file()]
         if cwd != root and not cwd.is_relative_to(root):
             visible.append(cwd)
-        return [p for p in visible if p.exists()]
+        from pptarena import isolation
+
+        system = [Path(d) for d in isolation.SYSTEM_DIRS]
+        return [  # system folders are in every jail already (and /bin may be a link to usr/bin)
+            p
+            for p in visible
+            if p.exists() and not p.is_symlink() and not any(p.resolve().is_relative_to(d) for d in system)
+        ]
 
     def _run_jailed(
         self,
@@ -257,6 +266,14 @@ class CommandAgent(Component):
         )
         if outcome.start_error:
             raise ComponentUnavailable(f"cannot start command {argv[0]!r} in its jail: {outcome.start_error}")
+        if outcome.error and not outcome.started:
+            raise ComponentUnavailable(
+                f"the command's jail could not start: {outcome.error}; stderr tail: "
+                + _tail(workspace.dir / "cli.stderr.txt")[-500:]
+            )
         if outcome.error and not outcome.timed_out:
-            raise AgentError(f"the command's jail failed: {outcome.error}")
+            raise AgentError(
+                f"the command's jail failed: {outcome.error}; stderr tail: "
+                + _tail(workspace.dir / "cli.stderr.txt")[-500:]
+            )
         return outcome.returncode, outcome.timed_out

@@ -75,6 +75,7 @@ class JailOutcome:
     timed_out: bool = False
     start_error: str | None = None  # the launcher could not start the CLI (e.g. not found)
     error: str | None = None  # the jail itself failed (the workspace may be lost)
+    started: bool = False  # the CLI was started (an error before is the harness's or machine's)
     copy: CopyReport | None = None
     egress: EgressLog | None = None
     limits: str = ""
@@ -118,23 +119,31 @@ def _read_info(fd: int, deadline: float) -> dict[str, int]:
     raise RuntimeError("bubblewrap did not report its sandbox's process")
 
 
-def _read_status(fd: int, deadline: float | None, proc: subprocess.Popen[bytes]) -> dict[str, object] | None:
-    data = b""
-    while b"\n" not in data:
-        wait = None if deadline is None else max(0.0, deadline - time.monotonic())
-        if not select.select([fd], [], [], wait)[0]:
-            return None  # deadline
-        chunk = os.read(fd, 4096)
-        if not chunk:
-            return None  # the jail ended without reporting
-        data += chunk
-        if len(data) > 65536:
+class _Lines:
+    """JSON lines from the launcher's status pipe, each read by a deadline."""
+
+    def __init__(self, fd: int):
+        self.fd = fd
+        self.data = b""
+
+    def next(self, deadline: float | None) -> dict[str, object] | None:
+        """The next line as a dict; None at the deadline, at the end of the pipe or on garbage."""
+        while b"\n" not in self.data:
+            wait = None if deadline is None else max(0.0, deadline - time.monotonic())
+            if not select.select([self.fd], [], [], wait)[0]:
+                return None  # deadline
+            chunk = os.read(self.fd, 4096)
+            if not chunk:
+                return None  # the jail ended without reporting
+            self.data += chunk
+            if len(self.data) > 65536:
+                return None
+        line, self.data = self.data.split(b"\n", 1)
+        try:
+            status = json.loads(line)
+        except ValueError:
             return None
-    try:
-        status = json.loads(data.split(b"\n", 1)[0])
-    except ValueError:
-        return None
-    return status if isinstance(status, dict) else None
+        return status if isinstance(status, dict) else None
 
 
 def run(spec: JailSpec, stdout: IO[bytes], stderr: IO[bytes]) -> JailOutcome:
@@ -234,11 +243,16 @@ def _supervise(
             for fd in child_fds:
                 os.close(fd)
         pid = int(_read_info(info_r, time.monotonic() + START_TIMEOUT_S)["child-pid"])
-        if spec.network == "open":
+        lines = _Lines(status_r)
+        if lines.next(time.monotonic() + START_TIMEOUT_S) != {"ready": True}:
+            outcome.error = "the jail did not start (see cli.stderr.txt)"
+            return
+        if spec.network == "open":  # only now: bubblewrap has finished setting up the namespace
             slirp = attach_slirp(pid)
         os.write(start_w, b"1")
+        outcome.started = True
         deadline = None if spec.timeout is None else time.monotonic() + spec.timeout + GRACE_S
-        status = _read_status(status_r, deadline, proc)
+        status = lines.next(deadline)
         if status is None:
             outcome.timed_out = deadline is not None and time.monotonic() >= deadline
             outcome.error = (

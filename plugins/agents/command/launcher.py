@@ -15,8 +15,9 @@ The harness runs ``python -I -S -c <this file's source> <spec JSON>`` under bubb
    until the harness closes ``spec["release_fd"]`` (the harness copies the workspace out of this
    mount namespace meanwhile, then ends the jail).
 
-Before step 4 it waits for one byte on ``spec["start_fd"]`` when given (the harness attaches the
-user-space network of ``network = "open"`` first).
+Before step 4 it writes ``{"ready": true}`` on the status descriptor and waits for one byte on
+``spec["start_fd"]`` (the harness moves on once the namespaces are set up: it attaches the
+user-space network of ``network = "open"`` then, never while bubblewrap still configures them).
 """
 
 import ctypes
@@ -127,6 +128,8 @@ def main():
         shutil.copytree(spec["stage"], spec["workspace"], symlinks=True, dirs_exist_ok=True)
     if spec.get("proxy"):
         forward(spec["proxy"]["port"], spec["proxy"]["socket"])
+    status.write(json.dumps({"ready": True}) + "\n")
+    status.flush()
     if spec.get("start_fd") is not None:
         with os.fdopen(spec["start_fd"], "rb") as start:
             if start.read(1) != b"1":

@@ -282,7 +282,9 @@ class EgressProxy:
         server.proxy = self
         os.chmod(self.socket_path, 0o666)  # a jail may run under another uid
         self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="cli-egress-proxy", daemon=True)
+        self._thread = threading.Thread(
+            target=server.serve_forever, kwargs={"poll_interval": 0.05}, name="cli-egress-proxy", daemon=True
+        )
         self._thread.start()
         return self
 
