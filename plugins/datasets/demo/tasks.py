@@ -217,12 +217,24 @@ INCH = EMU_PER_INCH
 
 
 def _unchanged(skip: list[int], critical: bool = False) -> dict[str, Any]:
+    """The leaf "every slide but those in ``skip`` keeps its text" (tasks that edit some slides)."""
     return leaf(
         "Other slides unchanged",
         "The text of every other slide is unchanged.",
         critical,
         checks.check_other_slides_unchanged,
         skip=skip,
+    )
+
+
+def _text_kept() -> dict[str, Any]:
+    """The leaf "every slide keeps its text" (tasks whose edit changes no text)."""
+    return leaf(
+        "Text unchanged",
+        "Every slide keeps its text.",
+        False,
+        checks.check_other_slides_unchanged,
+        skip=[],
     )
 
 
@@ -391,13 +403,7 @@ TASKS: tuple[DemoTask, ...] = (
                 text="full report",
                 url=REPORT_URL,
             ),
-            leaf(
-                "Text unchanged",
-                "Every slide keeps its text.",
-                False,
-                checks.check_other_slides_unchanged,
-                skip=[],
-            ),
+            _text_kept(),
         ),
     ),
     DemoTask(
@@ -418,13 +424,7 @@ TASKS: tuple[DemoTask, ...] = (
                 checks.check_titles_coloured,
                 colour=TITLE_BLUE,
             ),
-            leaf(
-                "Text unchanged",
-                "Every slide keeps its text.",
-                False,
-                checks.check_other_slides_unchanged,
-                skip=[],
-            ),
+            _text_kept(),
         ),
     ),
     DemoTask(
@@ -484,13 +484,7 @@ TASKS: tuple[DemoTask, ...] = (
                 checks.check_transitions_added,
                 kind="fade",
             ),
-            leaf(
-                "Text unchanged",
-                "Every slide keeps its text.",
-                False,
-                checks.check_other_slides_unchanged,
-                skip=[],
-            ),
+            _text_kept(),
         ),
     ),
     DemoTask(
