@@ -64,9 +64,10 @@ def register_agents(register: RegisterFn) -> None:
         and ``label``); instances implement ``edit(task, workspace) -> Prediction``
         and write the edited deck to ``workspace.output_deck``.
 
-    Set the class attribute ``in_process = True`` on agents that do no
-    untrusted or long-running work (the runner then skips the worker process
-    it otherwise uses to enforce ``task_timeout``). Agents that can only save
+    ``edit`` receives a :class:`pptarena.AgentTask` (the task without its answer). Agents run in
+    a jailed worker (:mod:`pptarena.run.agent_jail`); an agent that must read a host folder names
+    it in a class method ``jail_paths(options)``. Only the user puts an agent in the harness's
+    process (``trusted = true`` in its ``[[agents]]`` table). Agents that can only save
     through a tool that rewrites decks may define a class method
     ``normalize_reference(src, dst)``; judges then see the task's original and
     target decks re-saved by that tool (:mod:`pptarena.run.references`).

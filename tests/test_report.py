@@ -37,9 +37,9 @@ def test_plain_summary_of_a_real_fake_run(tmp_path, fake_plugins):
     assert "\x1b[" not in text and "┃" not in text  # plain text, no colours or box drawing
     board = _table_rows(text, "Leaderboard")
     # retitle fixes both titles, noop fixes none, crash never produces a deck
-    assert board["retitle"][1:5] == ["2", "2", "0", "1.000 [1.000, 1.000] (n=2)"]  # [95% interval]
-    assert board["noop"][4] == "0.000 [0.000, 0.000] (n=2)"
-    assert board["crash"][1:5] == ["2", "0", "agent_error 2", "–"]
+    assert board["retitle"][1:6] == ["bwrap", "2", "2", "0", "1.000 [1.000, 1.000] (n=2)"]  # [95% interval]
+    assert board["noop"][5] == "0.000 [0.000, 0.000] (n=2)"
+    assert board["crash"][2:6] == ["2", "0", "agent_error 2", "–"]
     assert list(board)[0] == "retitle"  # best first
     diff = _table_rows(text, "By difficulty")
     assert set(diff) == {"easy", "hard"}

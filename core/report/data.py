@@ -126,8 +126,8 @@ def stored_summary(
     """``summary.json`` when it summarizes exactly ``rows`` with these ``statistics`` options and this
     code's summary revision (its ``source``, :func:`pptarena.run.results.rows_source`), else None.
 
-    What the runner added beside the figures (``budget``) is left out, so the result equals what
-    :func:`pptarena.run.results.summarize_results` would return.
+    What the runner added beside the figures (``budget``, ``isolation``) is left out, so the result
+    equals what :func:`pptarena.run.results.summarize_results` would return.
     """
     from pptarena.run.results import SCHEMA_VERSION, rows_source
 
@@ -146,6 +146,7 @@ def stored_summary(
     ):
         return None
     summary.pop("budget", None)
+    summary.pop("isolation", None)  # the run's isolation record (the runner's, like the budget)
     return summary
 
 

@@ -68,7 +68,8 @@ class RunHandle(Protocol):
     the task folder under ``run_dir``, runs the agent, judges the prediction,
     writes ``verdicts.json`` and returns the result row without appending it
     (None when the run is stopping). ``agent_launcher``, when set, replaces the
-    per-pair worker process used for agents that are not ``in_process``.
+    per-pair plain worker process (built-in agents that jail their own tools; agents where weak
+    isolation is allowed).
     """
 
     config: Any
@@ -85,7 +86,11 @@ class RunHandle(Protocol):
 
 @runtime_checkable
 class Executor(Protocol):
-    """Carries out pairs and hands back finished result rows."""
+    """Carries out pairs and hands back finished result rows.
+
+    An executor may also define ``start(run)``: the runner calls it before it creates the run
+    folder (the ``ray`` executor joins its cluster there), so one that cannot start leaves nothing.
+    """
 
     def execute(self, jobs: Sequence[PairJob], run: RunHandle) -> Iterator[tuple[PairJob, dict[str, Any]]]:
         """Yield ``(job, row)`` for every job as it finishes (any order, each job exactly once).
