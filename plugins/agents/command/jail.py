@@ -38,7 +38,7 @@ from typing import IO, Any
 from pptarena.safeio import UnsafeFileError
 
 from .copyback import CopyReport, copy_workspace
-from .network import PROXY_PORT, SLIRP_RESOLV, attach_slirp, proxy_environment
+from .network import PROXY_PORT, SLIRP_RESOLV, Slirp, attach_slirp, proxy_environment
 from .proxy import AllowEntry, EgressLog, EgressProxy
 
 LAUNCHER = Path(__file__).with_name("launcher.py")
@@ -210,7 +210,7 @@ def _supervise(
     start_r, start_w = os.pipe()
     child_fds = (status_w, release_r, info_w, start_r)
     proc: subprocess.Popen[bytes] | None = None
-    slirp: subprocess.Popen[bytes] | None = None
+    slirp: Slirp | None = None
     try:
         stage = private / "stage"
         shown = [*spec.read_only, stage] + ([proxy.socket_path.parent] if proxy else [])
@@ -272,5 +272,4 @@ def _supervise(
         if proc is not None:
             kill_group(proc)
         if slirp is not None:
-            slirp.kill()
-            slirp.wait()
+            slirp.stop()

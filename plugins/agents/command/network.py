@@ -11,10 +11,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import select
 import shutil
 import subprocess
+import tempfile
 import time
 from collections.abc import Iterable
 from urllib.parse import urlsplit
@@ -63,7 +65,22 @@ def slirp_executable() -> str | None:
     return shutil.which("slirp4netns")
 
 
-def attach_slirp(pid: int, timeout: float = 20.0) -> subprocess.Popen[bytes]:
+class Slirp:
+    """A running slirp4netns; it also ends by itself when this process dies (``--exit-fd``)."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], exit_w: int):
+        self.proc = proc
+        self.exit_w = exit_w
+
+    def stop(self) -> None:
+        """End slirp4netns."""
+        with contextlib.suppress(OSError):
+            os.close(self.exit_w)
+        self.proc.kill()
+        self.proc.wait()
+
+
+def attach_slirp(pid: int, timeout: float = 20.0) -> Slirp:
     """Attach slirp4netns to the network namespace of ``pid``; return once its interface is up.
 
     :raises RuntimeError: slirp4netns is missing, exits, or is not ready within ``timeout``.
@@ -72,30 +89,42 @@ def attach_slirp(pid: int, timeout: float = 20.0) -> subprocess.Popen[bytes]:
     if exe is None:
         raise RuntimeError('network = "open" needs slirp4netns (Debian/Ubuntu package slirp4netns)')
     ready_r, ready_w = os.pipe()
-    try:
-        proc = subprocess.Popen(
-            [exe, "--configure", "--mtu=65520", "--disable-host-loopback", f"--ready-fd={ready_w}"]
-            + ["--netns-type=path", f"/proc/{pid}/ns/net", "tap0"],  # (a PID would join its userns: EPERM)
-            stdin=subprocess.DEVNULL,
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.PIPE,
-            pass_fds=(ready_w,),
-            start_new_session=True,
-        )
-        os.close(ready_w)
-        ready_w = -1
-        deadline = time.monotonic() + timeout
-        while time.monotonic() < deadline:
-            if select.select([ready_r], [], [], 0.1)[0]:
-                if os.read(ready_r, 1) == b"1":
-                    return proc
-                break
-            if proc.poll() is not None:
-                break
-        proc.kill()
-        _, err = proc.communicate(timeout=5)
-        raise RuntimeError(f"slirp4netns did not come up: {err.decode(errors='replace')[-300:].strip()}")
-    finally:
-        os.close(ready_r)
-        if ready_w >= 0:
+    exit_r, exit_w = os.pipe()  # the write end stays here (close-on-exec): our death closes it
+    with tempfile.TemporaryFile() as err:
+        try:
+            proc = subprocess.Popen(
+                [exe, "--configure", "--mtu=65520", "--disable-host-loopback"]
+                + [f"--ready-fd={ready_w}", f"--exit-fd={exit_r}"]
+                + [
+                    "--netns-type=path",
+                    f"/proc/{pid}/ns/net",
+                    "tap0",
+                ],  # (a PID would join its userns: EPERM)
+                stdin=subprocess.DEVNULL,
+                stdout=subprocess.DEVNULL,
+                stderr=err,
+                pass_fds=(ready_w, exit_r),
+                start_new_session=True,
+            )
+        except OSError:
+            os.close(exit_w)
+            raise
+        finally:
             os.close(ready_w)
+            os.close(exit_r)
+        slirp = Slirp(proc, exit_w)
+        try:
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                if select.select([ready_r], [], [], 0.1)[0]:
+                    if os.read(ready_r, 1) == b"1":
+                        return slirp
+                    break
+                if proc.poll() is not None:
+                    break
+        finally:
+            os.close(ready_r)
+        slirp.stop()
+        err.seek(0)
+        text = err.read()[-300:].decode(errors="replace").strip()
+        raise RuntimeError(f"slirp4netns did not come up: {text}")
