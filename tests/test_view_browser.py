@@ -64,6 +64,16 @@ def browser():
         b.close()
 
 
+def _shot(page, path: Path) -> None:
+    """A screenshot; for the docs, reduced to a 64-colour palette (small files in git)."""
+    page.screenshot(path=str(path))
+    if DOCS:
+        from PIL import Image
+
+        with Image.open(path) as img:
+            img.convert("RGB").quantize(64).save(path, optimize=True)
+
+
 def _no_script_ran(page) -> None:
     for marker in (*MARKERS, "__pwned_f"):
         assert page.evaluate(f"typeof window.{marker}") == "undefined", marker
@@ -80,16 +90,23 @@ def test_open_a_run_filter_and_open_a_pair(site, browser):
     agents = page.locator("#task-body tr td:nth-child(2)").all_inner_texts()
     assert agents and set(agents) == {"oracle"}
     page.reload()  # the leaderboard is computed in the background: it is there on a later visit
-    page.screenshot(path=str(site["shots"] / "view-run.png"))
+    _shot(page, site["shots"] / "view-run.png")
     page.click("#task-body a >> text=task-1")
     page.wait_for_selector(".instruction")
     assert "Retitle slide 1 to New 1" in page.inner_text(".instruction")
     assert "Edits original → prediction" in page.content()
-    page.screenshot(path=str(site["shots"] / "view-pair.png"), full_page=False)
+    _shot(page, site["shots"] / "view-pair.png")
     page.goto(f"{site['url']}/r/{run_id(site['run'])}/pair?task=task-0&agent=oracle")
     assert "<script>window.__pwned_i=1</script>" in page.inner_text(".instruction")  # shown as text
     _no_script_ran(page)
     page.close()
+
+
+def _levels(site, page, good: tuple[str, str], bad: tuple[str, str]) -> tuple[str, str]:
+    """The keys a person would press for the item shown: the test knows (from the campaign file,
+    not the page) which agent made it, so the labels follow the agents' quality."""
+    item = int(page.get_attribute("body", "data-item"))
+    return good if Campaign.open(site["campaign"]).items[item].agent == "oracle" else bad
 
 
 def _label_with_keys(page, levels: tuple[str, str], damage: str = "n") -> None:
@@ -104,18 +121,23 @@ def test_label_ten_items_with_the_keyboard_and_reload(site, browser):
     page = ctx.new_page()
     page.goto(f"{site['url']}/login?token={site['tokens']['alice']}")
     page.wait_for_selector("#label-form")
-    page.screenshot(path=str(site["shots"] / "view-label.png"), full_page=False)
+    _shot(page, site["shots"] / "view-label.png")
+    typed = {}
     for k in range(10):
         content = page.content()
         for agent in AGENTS:  # blind: no agent name anywhere in the DOM
             assert agent not in content, (k, agent)
         _no_script_ran(page)
+        levels = _levels(site, page, ("4", "4"), ("0", str(k % 4)))
+        typed[int(page.get_attribute("body", "data-item"))] = levels
         with page.expect_navigation():
-            _label_with_keys(page, (str(k % 5), str((k + 1) % 5)))
+            _label_with_keys(page, levels)
     page.reload()
     assert "10 labelled" in page.inner_text("#progress")
     current = Campaign.open(site["campaign"]).current("alice")
     assert len(current) == 10
+    # what was typed is what was stored: first digit instruction following, second visual quality
+    assert {i: (str(v.fields["if"]), str(v.fields["vq"])) for (_, i), v in current.items()} == typed
     # u undoes the last label of the item shown; its history lists every version
     with page.expect_navigation():
         page.keyboard.press("u")
@@ -134,7 +156,7 @@ def test_two_annotators_label_at_once(site, browser):
     for k in range(4):  # interleaved: alice, bob, alice, bob...
         for page in pages:
             with page.expect_navigation():
-                _label_with_keys(page, ("2", "3"), "y" if k == 0 else "n")
+                _label_with_keys(page, _levels(site, page, ("3", "4"), ("1", "2")), "y" if k == 0 else "n")
     after = {who: len(Campaign.open(site["campaign"]).history(who)) for who in ("alice", "bob")}
     assert after["alice"] - before["alice"] == 4 and after["bob"] - before["bob"] == 4
     for c in contexts:
@@ -161,5 +183,5 @@ def test_campaign_page_shows_agreement(site, browser):
     page.click("a:text-is('pilot')")
     page.wait_for_selector("text=Between people")
     assert "α" in page.inner_text("pre") and str(cid) in page.content()
-    page.screenshot(path=str(site["shots"] / "view-campaign.png"), full_page=False)
+    _shot(page, site["shots"] / "view-campaign.png")
     page.close()

@@ -195,7 +195,7 @@ async def label_page(request: Request) -> Response:
         sides.append(
             {
                 "title": title,
-                "short": screen,
+                "short": screen if campaign.protocol == "pairwise" else "",
                 "slides": _slides(pv, f"/c/{c.id}/img/{item_id}/{screen}"),
                 "edits": pv.prediction_edits,
             }
