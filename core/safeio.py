@@ -32,6 +32,7 @@ sizes over a cap):
 - :func:`copy_tree`: copy an agent-written folder out (regular files only, caps on count and
   size; links and special files skipped and reported);
 - :func:`ensure_dir`: create (or check) a folder below ``root`` without following links;
+  :func:`remove_entry`: remove a name (a folder with its contents) without following links;
 - descriptor-level helpers for callers that already hold a folder open: :func:`open_dir`,
   :func:`open_at`, :func:`rewrite_at`, :func:`write_at`.
 
@@ -145,6 +146,26 @@ def ensure_dir(path: str | os.PathLike[str], root: str | os.PathLike[str]) -> Pa
     finally:
         os.close(fd)
     return Path(path)
+
+
+def remove_entry(folder: str | os.PathLike[str], name: str) -> bool:
+    """Remove ``name`` from the trusted ``folder`` whatever it is (file, link, FIFO, or a folder
+    with everything below it), never following a link; True when something was there."""
+    import shutil
+
+    fd = open_dir(folder)
+    try:
+        try:
+            info = os.stat(name, dir_fd=fd, follow_symlinks=False)
+        except FileNotFoundError:
+            return False
+        if stat.S_ISDIR(info.st_mode):
+            shutil.rmtree(name, dir_fd=fd)  # descriptor-based: links inside are unlinked, never followed
+        else:
+            os.unlink(name, dir_fd=fd)
+        return True
+    finally:
+        os.close(fd)
 
 
 # ---------------------------------------------------------------- reading

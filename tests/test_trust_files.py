@@ -363,3 +363,58 @@ def test_packing_a_task_folder_drops_links_and_specials_and_refuses_a_giant_befo
         fh.truncate(3 * 1024**3)
     with pytest.raises(ExecutorError, match="bytes, over"):
         pack_task_folder(folder)
+
+
+REFERENCE_FORGER = """
+import shutil
+
+import pptarena
+from pptarena.types import Component, Prediction
+
+
+class ReferenceForger(Component):
+    '''Hands in the input deck unchanged and leaves it as the judges' "re-saved target" too.'''
+
+    in_process = True
+
+    def edit(self, task, workspace):
+        shutil.copyfile(workspace.input_deck, workspace.output_deck)
+        refs = workspace.dir / "references"
+        refs.mkdir()
+        shutil.copyfile(workspace.input_deck, refs / "target.pptx")
+        shutil.copyfile(workspace.input_deck, refs / "original.pptx")
+        return Prediction(path=workspace.output_deck)
+
+
+@pptarena.hookimpl
+def register_agents(register):
+    register("refforger", ReferenceForger)
+"""
+
+
+def test_reference_decks_left_in_the_pair_folder_are_not_taken_as_the_target(tmp_path, monkeypatch):
+    """Judges compare with the re-saved references in ``references/`` of the pair's folder; only the
+    harness may put them there. Any code that can write the pair's folder (an agent in the harness's
+    process, a tool a built-in agent runs on the host) could leave its own deck as the target."""
+    from pptarena.run.config import load_config
+    from pptarena.run.registry import get_registry, reset_registry
+    from pptarena.run.runner import Runner
+
+    (tmp_path / "refplugin.py").write_text(REFERENCE_FORGER)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    monkeypatch.setenv("PPTARENA_PLUGINS", "refplugin")
+    reset_registry()
+    (tmp_path / "c.toml").write_text(
+        f'[run]\ncache_dir = "{tmp_path / "cache"}"\n[dataset]\nuse = "demo"\nids = ["qbr-fix-typos"]\n'
+        '[[agents]]\nuse = "refforger"\ntrusted = true\n[[judges]]\nuse = "structural"\n'
+    )
+    try:
+        config = load_config(tmp_path / "c.toml", get_registry())
+        Runner(config, get_registry(), tmp_path / "out", quiet=True).run()
+    finally:
+        reset_registry()
+    [line] = (tmp_path / "out" / "results.jsonl").read_text().splitlines()
+    row = json.loads(line)
+    # the judge saw the task's real target (its edits), not the agent's deck posing as the target
+    metrics = row["scores"]["structural"]["metrics"]
+    assert row["status"] == "scored" and metrics["target_edits"] > 0, row

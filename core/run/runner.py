@@ -44,6 +44,7 @@ from pptarena.run.interrupts import CtrlC
 from pptarena.run.judging import judge_prediction
 from pptarena.run.progress import Progress
 from pptarena.run.records import AgentOutcome, JudgeOutcome, ResultLineProblem
+from pptarena.run.references import FOLDER as REFERENCES
 from pptarena.run.references import normalized_references, normalizer_of
 from pptarena.run.registry import Registry
 from pptarena.run.requirements import unmet_requirements
@@ -63,7 +64,7 @@ from pptarena.run.worker import (
     vanished_outcome,
     workspace_spec,
 )
-from pptarena.safeio import regular_file, write_replacing
+from pptarena.safeio import regular_file, remove_entry, write_replacing
 from pptarena.types import (
     AgentLog,
     InfraError,
@@ -77,6 +78,11 @@ from pptarena.types import (
 
 class RunInterrupted(PptArenaError):
     """The run was stopped by Ctrl-C; the message says how to resume."""
+
+
+AFTER_AGENT = (VERDICTS, "judges", "renders", REFERENCES)
+"""Names of a pair's folder the harness writes after the agent ended (judges' evidence, re-saved
+reference decks, verdicts): whatever the agent side left there is removed before, never trusted."""
 
 
 class Runner:
@@ -442,6 +448,8 @@ class Runner:
         process = agent_process(agent)
         in_process = process in ("in-process", "reference")
         outcome = self.launch_agent(agent, task, ws)
+        for name in AFTER_AGENT:  # only the harness writes these, after the agent: what is there is forged
+            remove_entry(ws.dir, name)
         if self._stop.is_set():
             return None
         row = self._new_row(agent, task, outcome.model_usage, epoch)
