@@ -161,6 +161,19 @@ FETCH = textwrap.dedent(
         print("FETCHED", body)
     except urllib.error.HTTPError as exc:
         print("HTTP", exc.code, exc.read().decode())
+    import socket  # the same server through a CONNECT tunnel (what HTTPS clients do)
+    target = sys.argv[3].split("/")[2]
+    s = socket.create_connection(("127.0.0.1", 3128), timeout=10)
+    s.sendall(f"CONNECT {target} HTTP/1.1\\r\\nHost: {target}\\r\\n\\r\\n".encode())
+    head = s.recv(200).decode()
+    if head.startswith("HTTP/1.1 200"):
+        s.sendall(b"GET /v1/models HTTP/1.0\\r\\n\\r\\n")
+        reply = b""
+        while chunk := s.recv(4096):
+            reply += chunk
+        print("TUNNEL", reply.decode().splitlines()[-1])
+    else:
+        print("TUNNEL refused", head.splitlines()[0])
     """
 )
 
@@ -195,8 +208,9 @@ def test_allow_hosts_opens_a_loopback_port_through_the_proxy(tmp_path):
             outputs[name] = (ws.dir / "cli.stdout.txt").read_text()
     finally:
         server.shutdown()
-    assert "FETCHED model says hi" in outputs["allowed"]
+    assert "FETCHED model says hi" in outputs["allowed"] and "TUNNEL model says hi" in outputs["allowed"]
     assert "HTTP 403" in outputs["refused"] and "allow-list" in outputs["refused"]
+    assert "TUNNEL refused HTTP/1.1 403 Forbidden" in outputs["refused"]
 
 
 @pytest.mark.skipif(not _jail_usable(), reason="bubblewrap is not usable here")
