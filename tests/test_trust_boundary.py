@@ -234,12 +234,18 @@ def test_weak_isolation_is_refused_without_the_flag_and_said_everywhere_with_it(
 
 
 def test_trusted_and_reference_agents_run_where_bubblewrap_is_missing(tmp_path, plugins, monkeypatch):
-    """Only agents that run untrusted code need bubblewrap: a run of trusted and reference agents starts."""
+    """Only agents that run untrusted code need bubblewrap: a run of trusted and reference agents and
+    the built-in noop (it runs no untrusted code) starts; noop then runs unjailed and says so."""
     monkeypatch.setenv("PPTARENA_SANDBOX", "off")
-    rows = run(tmp_path, '[[agents]]\nuse = "retitle"\ntrusted = true\n[[agents]]\nuse = "oracle"\n', count=1)
+    rows = run(
+        tmp_path,
+        '[[agents]]\nuse = "retitle"\ntrusted = true\n[[agents]]\nuse = "oracle"\n[[agents]]\nuse = "noop"\n',
+        count=1,
+    )
     assert {(r["agent"], r["isolation"], r["agent_process"], r["status"]) for r in rows} == {
         ("retitle", "none", "in-process", "scored"),
         ("oracle", "none", "reference", "scored"),
+        ("noop", "none", "unjailed", "scored"),
     }
 
 

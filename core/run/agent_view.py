@@ -75,6 +75,12 @@ def is_reference(factory: Any) -> bool:
     return is_builtin(factory) and getattr(factory, "reference_agent", False) is True
 
 
+def runs_untrusted_code(factory: Any) -> bool:
+    """False only for built-in agents that declare ``untrusted_code = False`` (``noop``,
+    ``precomputed``: they copy a file); such agents do not make a run without bubblewrap refuse."""
+    return not (is_builtin(factory) and getattr(factory, "untrusted_code", True) is False)
+
+
 def placement(agent: Any) -> str:
     """Where the agent of a :class:`~pptarena.run.config.ComponentConfig` runs (see the module doc)."""
     factory = agent.spec.factory

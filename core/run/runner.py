@@ -34,7 +34,7 @@ from pptarena.models import UsageBook
 from pptarena.models.messages import add_counts
 from pptarena.models.pricing import pair_cost
 from pptarena.procs import kill_group, run_in_session
-from pptarena.run.agent_view import agent_task, placement
+from pptarena.run.agent_view import agent_task
 from pptarena.run.attempts import Budget, is_deterministic, reused_rows
 from pptarena.run.components import Components
 from pptarena.run.config import ComponentConfig, RunConfig
@@ -349,7 +349,7 @@ class Runner:
             "duration_s": 0.0,
             "usage": dict(usage),
             "metadata": task.metadata,
-            "agent_process": placement(agent),
+            "agent_process": agent_process(agent),
         }
 
     def stopping(self) -> bool:
@@ -678,8 +678,8 @@ _PROCESS_NOTE = {
     "a sandbox (isolation none); its scores are a ceiling, not a result.",
     "in-process": "Agent {label} is trusted (trusted = true): it runs in the harness's process without a "
     "sandbox (isolation none).",
-    "unjailed": "Agent {label} runs without a sandbox (--allow-weak-isolation): its code can read the answer "
-    "key (isolation none).",
+    "unjailed": "Agent {label} runs without a sandbox (bubblewrap is unusable here): its code can read the "
+    "answer key (isolation none).",
 }
 
 

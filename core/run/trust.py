@@ -1,11 +1,11 @@
 """What a run tells about its trust boundary: refusing weak isolation, and the isolation it records.
 
-Agents that run untrusted code (every agent but ``trusted = true`` ones and the built-in reference
-baseline, see :func:`pptarena.run.agent_view.placement`) need bubblewrap. Where it is unusable
-(not installed, no user namespaces, ``PPTARENA_SANDBOX=off``) such a run refuses to start with one
-line naming the fix, unless ``arena run --allow-weak-isolation`` (or ``[run] allow_weak_isolation =
-true``) says otherwise; the agents then run in plain worker processes and their rows say
-``isolation: none``.
+Agents that run untrusted code (every agent but ``trusted = true`` ones, the built-in reference
+baseline and the built-in ``noop`` and ``precomputed``, see :func:`untrusted_agents`) need
+bubblewrap. Where it is unusable (not installed, no user namespaces, ``PPTARENA_SANDBOX=off``) a
+run with such agents refuses to start with one line naming the fix, unless ``arena run
+--allow-weak-isolation`` (or ``[run] allow_weak_isolation = true``) says otherwise; the agents then
+run in plain worker processes and their rows say ``isolation: none``.
 
 Each result row says what the agent's code ran in (``isolation``) and how its own process ran
 (``agent_process``: ``jail``, ``host``, ``in-process``, ``reference`` or ``unjailed``);
@@ -17,7 +17,7 @@ from __future__ import annotations
 from typing import Any
 
 from pptarena.run.agent_jail import jail_available
-from pptarena.run.agent_view import placement
+from pptarena.run.agent_view import placement, runs_untrusted_code
 from pptarena.types import PptArenaError
 
 ISOLATION_RANK = {"none": 0, "rlimits": 1, "unshare": 2, "bwrap": 3}
@@ -29,8 +29,11 @@ class WeakIsolationRefused(PptArenaError):
 
 
 def untrusted_agents(agents: list[Any]) -> list[str]:
-    """Labels of the agents that run untrusted code (placement ``jail`` or ``host``)."""
-    return [a.label for a in agents if placement(a) in ("jail", "host")]
+    """Labels of the agents that run untrusted code (placement ``jail`` or ``host``, except built-ins
+    that declare they run none: :func:`~pptarena.run.agent_view.runs_untrusted_code`)."""
+    return [
+        a.label for a in agents if placement(a) in ("jail", "host") and runs_untrusted_code(a.spec.factory)
+    ]
 
 
 def check_isolation(agents: list[Any], allow_weak: bool) -> None:

@@ -24,6 +24,7 @@ from pptarena.types import Options as OptionsBase
 class NoopAgent(Component):
     """Returns the input deck unchanged: the floor every real agent must beat."""
 
+    untrusted_code = False  # runs no untrusted code: a run without bubblewrap need not refuse it
     deterministic = True  # every attempt gives the same deck: run once, reused for every epoch
 
     class Options(OptionsBase):
@@ -69,6 +70,7 @@ class PrecomputedOptions(OptionsBase):
 class PrecomputedAgent(Component):
     """Hands in predictions made elsewhere: ``dir``/``pattern`` per task."""
 
+    untrusted_code = False  # copies a file: a run without bubblewrap need not refuse it
     deterministic = True  # every attempt gives the same deck: run once, reused for every epoch
     Options = PrecomputedOptions
 

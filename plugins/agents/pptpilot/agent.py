@@ -44,7 +44,7 @@ from pptarena.plugins.agents.pptpilot.context import (
     find_json_object,
     request_text,
 )
-from pptarena.types import AgentError, Component, Options, Prediction, Task, Workspace
+from pptarena.types import AgentError, AgentTask, Component, Options, Prediction, Workspace
 
 Route = Literal["code", "xml"]
 
@@ -132,7 +132,7 @@ class PilotAgent(Component):
     #: its process is a plain worker, never a jail (pptarena.run.agent_view)
     host_worker = True
 
-    def edit(self, task: Task, workspace: Workspace) -> Prediction:
+    def edit(self, task: AgentTask, workspace: Workspace) -> Prediction:
         """Edit ``workspace.input_deck`` for ``task.instruction``; write ``workspace.output_deck``."""
         from pptarena.plugins.agents.pptpilot.code import CodeBranch
         from pptarena.plugins.agents.pptpilot.verify import DeckChecker, verify_loop

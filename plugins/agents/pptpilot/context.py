@@ -21,7 +21,7 @@ from typing import Any
 
 from pptarena.models import ImagePart, Message, Usage
 from pptarena.replyjson import first_json_object
-from pptarena.types import SlideImage, Task, Workspace
+from pptarena.types import AgentTask, SlideImage, Workspace
 
 REPLY_LOG_CHARS = 20_000
 
@@ -40,7 +40,7 @@ class EditRequest:
     diff: str | None = None
 
     @classmethod
-    def from_task(cls, task: Task) -> EditRequest:
+    def from_task(cls, task: AgentTask) -> EditRequest:
         """Only the id and the instruction are taken: never the target or style target."""
         return cls(task_id=task.id, instruction=task.instruction)
 
