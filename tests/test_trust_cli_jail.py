@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import os
+import shutil
 import socket
 import sys
 import textwrap
@@ -347,3 +348,37 @@ def test_a_workspace_swapped_for_a_link_does_not_make_the_harness_copy_host_file
     assert report["swapped"] is True  # the attack itself worked inside the jail
     copied = sorted(p.relative_to(ws.dir / "cli").as_posix() for p in (ws.dir / "cli").rglob("*"))
     assert "answer.txt" not in copied and "output/demo-001.pptx" in copied, copied
+
+
+@pytest.mark.skipif(
+    not (shutil.which("Xvfb") and shutil.which("xdpyinfo")), reason="Xvfb and xdpyinfo (x11-utils) needed"
+)
+def test_a_real_x_display_of_the_host_is_out_of_reach(tmp_path):
+    """Another display on this machine (a GUI pair's, the reference round trip's): the CLI asks
+    xdpyinfo for it, which tries the abstract socket, the socket file and TCP."""
+    import subprocess
+    import time
+
+    display = free_display()
+    xvfb = subprocess.Popen(
+        ["Xvfb", f":{display}", "-nolisten", "tcp", "-screen", "0", "320x240x24"],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        probe = ["xdpyinfo", "-display", f":{display}"]
+        end = time.monotonic() + 20
+        while subprocess.run(probe, capture_output=True).returncode != 0:  # reachable from the host
+            assert time.monotonic() < end and xvfb.poll() is None, "Xvfb did not start"
+            time.sleep(0.1)
+        body = f"""
+        import subprocess
+        run = subprocess.run({probe!r}, capture_output=True, text=True)
+        report["returncode"] = run.returncode
+        report["output"] = (run.stdout + run.stderr)[-300:]
+        """
+        _, report, _ = run_cli(tmp_path, body)
+    finally:
+        xvfb.kill()
+        xvfb.wait()
+    assert report["returncode"] != 0 and "unable to open display" in report["output"], report
