@@ -79,7 +79,6 @@ def _read_geometry(shape: Any) -> None:
             raise PptcUnreadable(
                 "", f"its {attr} is set nowhere in its placeholder inheritance chain", "TypeError"
             )
-    shape.name, shape.shape_id  # noqa: B018 - read as PPTC does (they cannot fail on a loaded shape)
 
 
 def _first_font(paragraphs: Any) -> Any:
