@@ -1,4 +1,4 @@
-"""Helpers shared by the SDK-based backends: credentials, error mapping, wire encoding checks.
+"""Helpers shared by the SDK-based backends: the SDK import, credentials, error mapping, wire checks.
 
 Both official SDKs (openai, anthropic) raise the same shapes of exception:
 ``APIStatusError`` subclasses with ``status_code`` and ``response``,
@@ -11,14 +11,17 @@ request object may carry the key).
 from __future__ import annotations
 
 import email.utils
+import importlib
 import os
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
+from types import ModuleType
 from typing import Any
 
 from pydantic import SecretStr
 
 from pptarena.models import ModelError, TransientModelError, redact_secrets
+from pptarena.types import ComponentUnavailable
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
 _MAX_SERVER_MESSAGE = 500
@@ -31,6 +34,67 @@ def resolve_secret(value: SecretStr | str | None, env_var: str) -> str | None:
     if value:
         return value
     return os.environ.get(env_var) or None
+
+
+def import_sdk(provider: str, install_hint: str) -> ModuleType:
+    """The official SDK module named ``provider`` (``openai``, ``anthropic``).
+
+    Raises :class:`ComponentUnavailable` with ``install_hint`` when it is not installed.
+    """
+    try:
+        return importlib.import_module(provider)
+    except ImportError as exc:
+        raise ComponentUnavailable(
+            f"the {provider} backend needs the {provider} SDK; {install_hint}"
+        ) from exc
+
+
+def api_key(value: SecretStr | str | None, env_var: str, *, provider: str, base_url: str | None) -> str:
+    """The key to hand the SDK: ``value``, else ``$env_var``.
+
+    Without either, a placeholder when ``base_url`` names a server of one's own (local
+    compatible servers usually ignore the key), else :class:`ComponentUnavailable` saying
+    where the key goes.
+    """
+    key = resolve_secret(value, env_var)
+    if key is not None:
+        return key
+    if base_url is None:
+        raise ComponentUnavailable(
+            f'the {provider} backend has no API key: set ${env_var} or api_key = {{ env = "VAR" }}'
+        )
+    return "not-needed"
+
+
+def open_sdk(
+    provider: str,
+    install_hint: str,
+    options: Any,
+    env_var: str,
+    extra_headers: dict[str, str] | None = None,
+) -> tuple[ModuleType, str, dict[str, str]]:
+    """What an SDK backend needs before it makes its client: the SDK, the key and the headers.
+
+    ``options`` has ``default_headers``, ``api_key`` and ``base_url``; ``extra_headers`` go on
+    top of the default ones. Raises :class:`ComponentUnavailable` (no SDK, then no key).
+    """
+    sdk = import_sdk(provider, install_hint)
+    headers = plain_headers(options.default_headers) | (extra_headers or {})
+    key = api_key(options.api_key, env_var, provider=provider, base_url=options.base_url)
+    return sdk, key, headers
+
+
+def call_sdk(
+    create: Callable[..., Any], body: dict[str, Any], provider: str, secrets: Sequence[str | None]
+) -> Any:
+    """``create(**body)``; an SDK API error is raised as the one :func:`map_sdk_error` makes of it."""
+    try:
+        return create(**body)
+    except Exception as exc:
+        mapped = map_sdk_error(exc, provider, secrets)
+        if mapped is None:
+            raise
+        raise mapped from None
 
 
 def plain_headers(headers: dict[str, Any]) -> dict[str, str]:

@@ -41,9 +41,9 @@ from pptarena.models import (
     Usage,
     redact_secrets,
 )
-from pptarena.types import ComponentContext, ComponentUnavailable
+from pptarena.types import ComponentContext
 
-from ._sdk import check_params, map_sdk_error, plain_headers, resolve_secret
+from ._sdk import call_sdk, check_params, open_sdk
 
 PROVIDER = "anthropic"
 INSTALL_HINT = "install with: pip install 'pptarena[anthropic]'"
@@ -172,24 +172,9 @@ class AnthropicBackend(BackendBase):
 
     def __init__(self, options: AnthropicOptions, context: ComponentContext):
         super().__init__(options, context)
-        try:
-            import anthropic
-        except ImportError as exc:
-            raise ComponentUnavailable(
-                f"the anthropic backend needs the anthropic SDK; {INSTALL_HINT}"
-            ) from exc
+        version = {"anthropic-version": options.api_version} if options.api_version else None
+        anthropic, key, headers = open_sdk(PROVIDER, INSTALL_HINT, options, "ANTHROPIC_API_KEY", version)
         self.options: AnthropicOptions = options
-        headers = plain_headers(options.default_headers)
-        if options.api_version:
-            headers["anthropic-version"] = options.api_version
-        key = resolve_secret(options.api_key, "ANTHROPIC_API_KEY")
-        if key is None:
-            if options.base_url is None:
-                raise ComponentUnavailable(
-                    "the anthropic backend has no API key: "
-                    'set $ANTHROPIC_API_KEY or api_key = { env = "VAR" }'
-                )
-            key = "not-needed"
         self._secrets = [key, *headers.values()]
         try:
             self._client = anthropic.Anthropic(
@@ -266,16 +251,9 @@ class AnthropicBackend(BackendBase):
     def complete(self, messages: list[Message], *, model: str, **params: Any) -> Completion:
         """One message; SDK errors become :class:`ModelError` / :class:`TransientModelError`."""
         body = self.request_body(messages, model, params)
-        try:
-            if "betas" in body:  # beta features (computer use): the beta endpoint sends anthropic-beta
-                response = self._client.beta.messages.create(**body)
-            else:
-                response = self._client.messages.create(**body)
-        except Exception as exc:
-            mapped = map_sdk_error(exc, PROVIDER, self._secrets)
-            if mapped is None:
-                raise
-            raise mapped from None
+        # beta features (computer use): the beta endpoint sends anthropic-beta
+        messages_api = self._client.beta.messages if "betas" in body else self._client.messages
+        response = call_sdk(messages_api.create, body, PROVIDER, self._secrets)
         text = "".join(
             getattr(b, "text", "") for b in (response.content or []) if getattr(b, "type", "") == "text"
         )

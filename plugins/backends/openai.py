@@ -29,40 +29,27 @@ from pptarena.models import (
     ToolResult,
     Usage,
 )
-from pptarena.types import ComponentContext, ComponentUnavailable
+from pptarena.types import ComponentContext
 
-from ._sdk import check_params, map_sdk_error, plain_headers, resolve_secret
+from ._sdk import call_sdk, check_params, open_sdk
 
 PROVIDER = "openai"
 INSTALL_HINT = "install with: pip install 'pptarena[openai]'"
-CHAT_PARAMS = frozenset(
-    {
-        "temperature",
-        "max_tokens",
-        "top_p",
-        "stop",
-        "seed",
-        "response_format",
-        "extra_body",
-        "tools",
-        "tool_choice",
-    }
+CHAT_PASSTHROUGH = ("temperature", "top_p", "stop", "seed", "response_format", "tools", "tool_choice")
+"""Call parameters a chat completion's body takes as they are (in this order)."""
+CHAT_PARAMS = frozenset({*CHAT_PASSTHROUGH, "max_tokens", "extra_body"})
+RESPONSES_PASSTHROUGH = (
+    "temperature",
+    "top_p",
+    "tool_choice",
+    "truncation",
+    "previous_response_id",
+    "reasoning",
+    "include",
+    "store",
 )
-RESPONSES_PARAMS = frozenset(
-    {
-        "temperature",
-        "max_tokens",
-        "top_p",
-        "extra_body",
-        "tools",
-        "tool_choice",
-        "truncation",
-        "previous_response_id",
-        "reasoning",
-        "include",
-        "store",
-    }
-)
+"""Call parameters a Responses API body takes as they are (in this order)."""
+RESPONSES_PARAMS = frozenset({*RESPONSES_PASSTHROUGH, "max_tokens", "extra_body", "tools"})
 KNOWN_PARAMS = CHAT_PARAMS | RESPONSES_PARAMS
 RESPONSES_TOOL_TYPES = frozenset({"computer_use_preview", "computer"})
 """Tool types only the Responses API has: a call with one of them goes to ``responses.create``."""
@@ -234,6 +221,23 @@ def to_responses_input(
     return ("\n\n".join(system) if system else None), items
 
 
+def _usage(response: Any, input_field: str, output_field: str) -> Usage:
+    """One call's :class:`Usage` from the SDK response's ``usage`` (none counts nothing).
+
+    Chat completions name the counts ``prompt_tokens`` / ``completion_tokens``, the Responses
+    API ``input_tokens`` / ``output_tokens``; cached input tokens sit in ``<input_field>_details``.
+    """
+    usage = getattr(response, "usage", None)
+    return Usage(
+        input_tokens=int(getattr(usage, input_field, 0) or 0),
+        output_tokens=int(getattr(usage, output_field, 0) or 0),
+        cached_input_tokens=int(
+            getattr(getattr(usage, f"{input_field}_details", None), "cached_tokens", 0) or 0
+        ),
+        calls=1,
+    )
+
+
 class OpenAIBackend(BackendBase):
     """Chat completions through the official ``openai`` SDK (OpenAI, Azure OpenAI, compatible servers)."""
 
@@ -241,20 +245,9 @@ class OpenAIBackend(BackendBase):
 
     def __init__(self, options: OpenAIOptions, context: ComponentContext):
         super().__init__(options, context)
-        try:
-            import openai
-        except ImportError as exc:
-            raise ComponentUnavailable(f"the openai backend needs the openai SDK; {INSTALL_HINT}") from exc
-        self.options: OpenAIOptions = options
-        headers = plain_headers(options.default_headers)
         env_var = "AZURE_OPENAI_API_KEY" if options.azure_endpoint else "OPENAI_API_KEY"
-        key = resolve_secret(options.api_key, env_var)
-        if key is None:
-            if options.base_url is None:
-                raise ComponentUnavailable(
-                    f'the openai backend has no API key: set ${env_var} or api_key = {{ env = "VAR" }}'
-                )
-            key = "not-needed"  # local OpenAI-compatible servers usually ignore the key
+        openai, key, headers = open_sdk(PROVIDER, INSTALL_HINT, options, env_var)
+        self.options: OpenAIOptions = options
         self._secrets = [key, *headers.values()]
         common: dict[str, Any] = {
             "api_key": key,
@@ -310,7 +303,7 @@ class OpenAIBackend(BackendBase):
             "model": model,
             "messages": to_openai_messages(messages, self.options.image_detail),
         }
-        for name in ("temperature", "top_p", "stop", "seed", "response_format", "tools", "tool_choice"):
+        for name in CHAT_PASSTHROUGH:
             if params.get(name) is not None:
                 body[name] = params[name]
         if params.get("max_tokens") is not None:
@@ -327,16 +320,7 @@ class OpenAIBackend(BackendBase):
         body: dict[str, Any] = {"model": model, "input": items}
         if instructions:
             body["instructions"] = instructions
-        for name in (
-            "temperature",
-            "top_p",
-            "tool_choice",
-            "truncation",
-            "previous_response_id",
-            "reasoning",
-            "include",
-            "store",
-        ):
+        for name in RESPONSES_PASSTHROUGH:
             if params.get(name) is not None:
                 body[name] = params[name]
         if params.get("tools"):
@@ -349,13 +333,7 @@ class OpenAIBackend(BackendBase):
         return body
 
     def _call(self, create: Any, body: dict[str, Any]) -> Any:
-        try:
-            return create(**body)
-        except Exception as exc:
-            mapped = map_sdk_error(exc, PROVIDER, self._secrets)
-            if mapped is None:
-                raise
-            raise mapped from None
+        return call_sdk(create, body, PROVIDER, self._secrets)
 
     def complete(self, messages: list[Message], *, model: str, **params: Any) -> Completion:
         """One chat completion, or one Responses API call when :func:`uses_responses_api` says so.
@@ -372,18 +350,10 @@ class OpenAIBackend(BackendBase):
             raise ModelError(f"openai: the response for {model} has no choices")
         choice = choices[0]
         text = choice.message.content or ""
-        usage = getattr(response, "usage", None)
         return Completion(
             text=text,
             model=getattr(response, "model", None) or model,
-            usage=Usage(
-                input_tokens=int(getattr(usage, "prompt_tokens", 0) or 0),
-                output_tokens=int(getattr(usage, "completion_tokens", 0) or 0),
-                cached_input_tokens=int(
-                    getattr(getattr(usage, "prompt_tokens_details", None), "cached_tokens", 0) or 0
-                ),
-                calls=1,
-            ),
+            usage=_usage(response, "prompt_tokens", "completion_tokens"),
             raw=response.model_dump(mode="json", exclude_none=True),
             finish_reason=choice.finish_reason,
         )
@@ -398,18 +368,10 @@ class OpenAIBackend(BackendBase):
             finish = str((raw.get("incomplete_details") or {}).get("reason") or "incomplete")
         else:
             finish = "stop"
-        usage = getattr(response, "usage", None)
         return Completion(
             text=response.output_text or "",
             model=getattr(response, "model", None) or model,
-            usage=Usage(
-                input_tokens=int(getattr(usage, "input_tokens", 0) or 0),
-                output_tokens=int(getattr(usage, "output_tokens", 0) or 0),
-                cached_input_tokens=int(
-                    getattr(getattr(usage, "input_tokens_details", None), "cached_tokens", 0) or 0
-                ),
-                calls=1,
-            ),
+            usage=_usage(response, "input_tokens", "output_tokens"),
             raw=raw,
             finish_reason=finish,
         )
