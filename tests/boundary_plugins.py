@@ -157,6 +157,27 @@ def _running(name: str) -> int:
     return count
 
 
+class Forker(Component):
+    """Starts up to ``count`` sleeping processes (a fork bomb), logs how many it got, hands in its input."""
+
+    class Options(Options):
+        count: int = 1500
+
+    def edit(self, task, workspace):
+        started, error = 0, ""
+        children = []
+        for _ in range(self.options.count):
+            try:
+                children.append(subprocess.Popen(["sleep", "60"]))
+                started += 1
+            except OSError as exc:
+                error = f"{type(exc).__name__}: {exc}"
+                break
+        workspace.log.write("forks", started=started, error=error)
+        shutil.copyfile(workspace.input_deck, workspace.output_deck)
+        return Prediction(path=workspace.output_deck)
+
+
 class RenderingAgent(Component):
     """Renders its input through ``workspace.renderer`` and hands it in; notes: the images it got."""
 
@@ -209,6 +230,7 @@ def register_agents(register):
     register("dataset-importer", DatasetImporter)
     register("lingerer", Lingerer)
     register("rendering", RenderingAgent)
+    register("forker", Forker)
 
 
 @pptarena.hookimpl

@@ -318,3 +318,18 @@ def test_a_jailed_agent_renders_through_the_bridge(tmp_path, plugins):
     assert rows[0]["isolation"] == "bwrap"
     renders = sorted((tmp_path / "out/tasks/rendering/task-00/renders-mine").glob("*.png"))
     assert [p.name for p in renders] == ["slide-001.png"]
+
+
+@needs_jail
+def test_a_fork_bomb_in_a_jailed_worker_stops_at_its_process_cap(tmp_path, plugins):
+    """Item 7 for the agent's own jail: 1,500 processes as root stop at the worker's cgroup cap."""
+    from pptarena.limits import limits_level
+    from pptarena.run.jail_pool import MAX_PROCESSES
+
+    if limits_level() not in ("cgroup1", "cgroup2"):
+        pytest.skip(f"no pids cgroup here ({limits_level()}): the jailed worker runs without a process cap")
+    rows = run(tmp_path, '[[agents]]\nuse = "forker"\n', count=1)
+    assert rows[0]["status"] == "scored", rows[0]
+    log = (tmp_path / "out/tasks/forker/task-00/agent.log.jsonl").read_text().splitlines()
+    forks = next(e for e in map(json.loads, log) if e["event"] == "forks")
+    assert forks["started"] < MAX_PROCESSES and forks["error"], forks

@@ -37,6 +37,10 @@ MAX_LINE_BYTES = 1024 * 1024 * 1024
 """Largest protocol line a jailed worker may send (a deck or a workspace archive, base64)."""
 MAX_UNPACKED_BYTES = 2 * 1024 * 1024 * 1024
 MAX_STDERR_BYTES = 1024 * 1024
+MAX_PROCESSES = 512
+"""Processes (threads included) alive at once in one jailed worker, where a cgroup can be made."""
+MEMORY_MB = 4096
+"""Memory of one jailed worker and everything it started (its tmpfs files too), where a cgroup can be made."""
 RESERVED = frozenset(
     {INPUT, "judges", "renders", "references", VERDICTS, AGENT_LOG, AGENT_ERROR, "executor.json"}
 )
@@ -47,19 +51,41 @@ class WorkerGone(Exception):
     """The jailed worker ended (or broke the protocol) without finishing the pair."""
 
 
+def _cgroup() -> Any:
+    """A process and memory cap for one jailed worker (:class:`pptarena.limits.SandboxCgroup`), or None
+    where no cgroup can be made (the ``uid`` level would run the worker as a uid that cannot read the
+    interpreter's folders)."""
+    from pptarena.limits import SandboxCgroup
+
+    group = SandboxCgroup(max_processes=MAX_PROCESSES, memory_mb=MEMORY_MB)
+    group.__enter__()
+    if group.level in ("cgroup1", "cgroup2"):
+        return group
+    group.__exit__(None, None, None)
+    return None
+
+
 class JailWorker:
-    """One jailed worker process and its pipes."""
+    """One jailed worker process and its pipes, in a cgroup of its own where the machine has one."""
 
     def __init__(self, argv: list[str], env: dict[str, str]):
         self.stderr = tempfile.TemporaryFile()  # what the agent prints: the harness's own file, read per pair
-        self.proc = subprocess.Popen(
-            argv,
-            stdin=subprocess.PIPE,
-            stdout=subprocess.PIPE,
-            stderr=self.stderr,
-            start_new_session=True,
-            env=env,
-        )
+        self.group = _cgroup()
+        try:
+            self.proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.PIPE,
+                stdout=subprocess.PIPE,
+                stderr=self.stderr,
+                start_new_session=True,
+                env=env,
+                preexec_fn=self.group.preexec() if self.group is not None else None,  # noqa: PLW1509
+            )
+        except BaseException:
+            if self.group is not None:
+                self.group.__exit__(None, None, None)
+            self.stderr.close()
+            raise
         self.pairs = 0
         self._buf = bytearray()
         try:
@@ -127,6 +153,9 @@ class JailWorker:
         """SIGKILL the jail (bwrap's session: the worker and everything in its namespace)."""
         kill_group(self.proc)
         self.stderr.close()
+        if self.group is not None:
+            group, self.group = self.group, None
+            group.__exit__(None, None, None)  # kills whatever is left in it and removes it
         for pipe in (self.proc.stdin, self.proc.stdout):
             try:
                 if pipe is not None:
