@@ -12,7 +12,7 @@ import click
 @click.option(
     "--host", default="127.0.0.1", show_default=True, help="Address to bind (non-loopback: tokens)."
 )
-@click.option("--port", type=click.IntRange(0, 65535), default=8000, show_default=True, help="Port (0: any).")
+@click.option("--port", type=click.IntRange(1, 65535), default=8000, show_default=True, help="Port.")
 @click.option(
     "--campaign",
     "campaigns",

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pptarena.label.errors import CampaignError
 from pptarena.types import PptArenaError
 
 MAX_COMMENT = 2000
@@ -39,8 +40,6 @@ def validate_fields(protocol: str, fields: dict[str, Any]) -> dict[str, Any]:
 
     :raises PptArenaError: naming the field that is missing or out of range.
     """
-    from pptarena.label.store import CampaignError
-
     if not isinstance(fields, dict):
         raise CampaignError("a label is an object of fields")
     if protocol == "pairwise":

@@ -20,7 +20,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from pptarena.types import PptArenaError
+from pptarena.label.errors import CampaignError
+from pptarena.label.scales import validate_fields
 
 SCHEMA_VERSION = 1
 PROTOCOLS = ("absolute", "pairwise")
@@ -48,10 +49,6 @@ CREATE TRIGGER IF NOT EXISTS labels_append_only_u BEFORE UPDATE ON labels
 CREATE TRIGGER IF NOT EXISTS labels_append_only_d BEFORE DELETE ON labels
     BEGIN SELECT RAISE(ABORT, 'labels are append-only'); END;
 """
-
-
-class CampaignError(PptArenaError):
-    """The campaign file is missing, not a campaign, or a label is invalid."""
 
 
 def token_digest(token: str) -> str:
@@ -177,8 +174,6 @@ class Campaign:
 
         :raises CampaignError: when the item is not in the annotator's queue or the fields are invalid.
         """
-        from pptarena.label.scales import validate_fields
-
         if fields is not None:
             fields = validate_fields(self.protocol, fields)
         if seconds is not None and not (0 <= float(seconds) < 86_400 * 7):

@@ -18,17 +18,16 @@ from urllib.parse import urlencode
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
 from starlette.requests import Request
-from starlette.responses import FileResponse, HTMLResponse, JSONResponse, RedirectResponse, Response
+from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from pptarena.view.files import file_response
 from pptarena.view.runindex import Query
 from pptarena.view.runs import RunState, find_runs
 from pptarena.view.security import COOKIE, SECURITY_HEADERS, Access, Session, host_allowed, safe_file
 
 HERE = Path(__file__).parent
-IMAGE_TYPES = {".png": "image/png", ".jpg": "image/jpeg", ".jpeg": "image/jpeg", ".gif": "image/gif"}
-TEXT_TYPES = (".json", ".jsonl", ".txt", ".log", ".toml", ".xml", ".csv")
 PER_PAGE = 50
 
 
@@ -345,18 +344,6 @@ async def run_file(request: Request) -> Response:
     if path is None:
         return state.error(404, "No such file in this run.")
     return file_response(path)
-
-
-def file_response(path: Path) -> Response:
-    """``path`` with a safe content type (never HTML or SVG, which could run scripts)."""
-    suffix = path.suffix.lower()
-    if suffix in IMAGE_TYPES:
-        return FileResponse(path, media_type=IMAGE_TYPES[suffix])
-    if suffix in TEXT_TYPES:
-        return FileResponse(path, media_type="text/plain; charset=utf-8")
-    return FileResponse(
-        path, media_type="application/octet-stream", headers={"Content-Disposition": "attachment"}
-    )
 
 
 async def report_css(request: Request) -> Response:

@@ -25,6 +25,7 @@ from starlette.routing import Route
 
 from pptarena.label.scales import ABSOLUTE_SCALES
 from pptarena.label.store import Campaign, CampaignError, Item
+from pptarena.view.files import file_response
 from pptarena.view.security import COOKIE, same_origin
 
 MAX_BODY = 64 * 1024
@@ -256,8 +257,6 @@ async def label_page(request: Request) -> Response:
 
 async def item_image(request: Request) -> Response:
     """A slide image of an item, for its annotators (or the admin / a local user when not blind)."""
-    from pptarena.view.app import file_response
-
     view = request.app.state.view
     c, who, session = _annotator(request)
     if c is None:
