@@ -337,7 +337,17 @@ def meta_eval_command(
     "--seed", type=int, default=0, show_default=True, help="Seed of the intervals and permutation tests."
 )
 @click.option("--json", "as_json", is_flag=True, help="Print the full JSON report.")
-def compare_command(run_dirs: tuple[Path, ...], n_boot: int, seed: int, as_json: bool) -> None:
+@click.option(
+    "--judge",
+    "judge_pairs",
+    multiple=True,
+    metavar="A=B",
+    help="Compare judge A of the first run with judge B of the others (repeatable), e.g. "
+    "--judge structural=structural-lenient for a re-score under another label.",
+)
+def compare_command(
+    run_dirs: tuple[Path, ...], n_boot: int, seed: int, as_json: bool, judge_pairs: tuple[str, ...] = ()
+) -> None:
     """Compare runs of the same agents and tasks (RUN_B... against RUN_A): score differences,
     moved tasks, τ_b.
     """
@@ -348,8 +358,14 @@ def compare_command(run_dirs: tuple[Path, ...], n_boot: int, seed: int, as_json:
 
     if len(run_dirs) < 2:
         raise click.UsageError("give at least two run directories")
+    judge_map = {}
+    for item in judge_pairs:
+        a, sep, b = item.partition("=")
+        if not sep or not a.strip() or not b.strip():
+            raise click.UsageError(f"--judge {item!r}: write it as A=B (a judge label of each run)")
+        judge_map[a.strip()] = b.strip()
     try:
-        report = compare_runs(list(run_dirs), n_boot=n_boot, seed=seed)
+        report = compare_runs(list(run_dirs), n_boot=n_boot, seed=seed, judge_map=judge_map or None)
     except (RunDirError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:

@@ -1,7 +1,9 @@
 """``arena compare RUN_A RUN_B [...]``: the same agents and tasks across runs (judge drift, agent versions).
 
 Every run after the first is compared with the first. For each agent present in both and each
-judge label present in both (or the only judge of each run, when each has exactly one):
+judge label present in both (or the only judge of each run, when each has exactly one; or the
+pairs given as ``judge_map``, ``--judge A=B`` on the command line, for a judge under another label
+such as a re-score's ``structural-lenient``):
 
 * ``diff``: mean over common tasks of (per-task mean score in B) - (per-task mean score in A),
   with a 95% bootstrap interval over tasks and the paired sign-flip permutation p-value
@@ -23,14 +25,28 @@ from typing import Any
 
 from pptarena.report.data import load_run
 from pptarena.report.meta_stats import kendall_tau_b
-from pptarena.report.tables import TableData, ci_text, comparison_tables, fmt, p_text
+from pptarena.report.tables import TableData, ci_text, comparison_tables, fmt, p_text, signed
 from pptarena.run.stats import DEFAULT_N_BOOT, DEFAULT_SEED, paired_comparison, task_means
 
 MOVED = 5
 
 
-def judge_pairs(a: list[str], b: list[str]) -> list[tuple[str, str]]:
-    """Judge labels to compare: those in both runs, else the only judge of each."""
+def judge_pairs(a: list[str], b: list[str], judge_map: dict[str, str] | None = None) -> list[tuple[str, str]]:
+    """Judge labels to compare: ``judge_map``'s pairs when given, else those in both runs, else the
+    only judge of each.
+
+    :raises ValueError: a label of ``judge_map`` that its run does not have (the labels listed).
+    """
+    if judge_map:
+        for label, labels, which in [(x, a, "first") for x in judge_map] + [
+            (y, b, "other") for y in judge_map.values()
+        ]:
+            if label not in labels:
+                raise ValueError(
+                    f"--judge: the {which} run has no judge labelled {label!r}; its judges: "
+                    f"{', '.join(labels) or 'none'}"
+                )
+        return list(judge_map.items())
     common = [j for j in a if j in b]
     if common:
         return [(j, j) for j in common]
@@ -47,9 +63,17 @@ def _tau(x: list[float], y: list[float]) -> float | None:
 
 
 def compare_runs(
-    run_dirs: list[Path], *, n_boot: int = DEFAULT_N_BOOT, seed: int = DEFAULT_SEED
+    run_dirs: list[Path],
+    *,
+    n_boot: int = DEFAULT_N_BOOT,
+    seed: int = DEFAULT_SEED,
+    judge_map: dict[str, str] | None = None,
 ) -> dict[str, Any]:
-    """Compare every run with the first; returns a JSON-ready report."""
+    """Compare every run with the first; returns a JSON-ready report.
+
+    ``judge_map`` pairs a judge label of the first run with one of the others (``{"structural":
+    "structural-lenient"}``).
+    """
     if len(run_dirs) < 2:
         raise ValueError("compare needs at least two runs")
     runs = [load_run(Path(d), with_rescores=False) for d in run_dirs]
@@ -63,7 +87,7 @@ def compare_runs(
     }
     for other in runs[1:]:
         entry: dict[str, Any] = {"run": str(other.run_dir), "pairs": [], "overall": {}}
-        jp = judge_pairs(base.judges, other.judges)
+        jp = judge_pairs(base.judges, other.judges, judge_map)
         if not jp:
             entry["problem"] = "no judge label in common (and not exactly one judge in each run)"
         agents = [a for a in base.agents if a in other.agents]
@@ -147,7 +171,7 @@ def compare_tables(report: dict[str, Any]) -> list[TableData]:
         for p in c["pairs"]:
             for m in p["moved"]:
                 moved.rows.append(
-                    [p["agent"], p["judge_b"], m["task_id"], fmt(m["a"]), fmt(m["b"]), f"{m['diff']:+.3f}"]
+                    [p["agent"], p["judge_b"], m["task_id"], fmt(m["a"]), fmt(m["b"]), signed(m["diff"])]
                 )
         if moved.rows:
             tables.append(moved)

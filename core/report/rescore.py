@@ -58,6 +58,33 @@ def rescore_name(name: str | None, config_path: Path | None) -> str:
     return chosen
 
 
+def judges_config(manifest: dict[str, Any], registry: Any, config_path: Path) -> Any:
+    """The config whose judges (renderer, backends) re-score the run.
+
+    A re-score config needs only ``[[judges]]`` (and what they use): the dataset and the agents are
+    the run's own, so a config without ``[dataset]`` / ``[[datasets]]`` or ``[[agents]]`` / ``[agent]``
+    gets those tables from the run's manifest (they are only validated here, never run).
+    """
+    import tomllib
+
+    from pptarena.run.config import MAX_CONFIG_BYTES, ConfigError, parse_config
+
+    path = Path(config_path).expanduser()
+    if not path.is_file():
+        raise ConfigError(f"config file {path} does not exist")
+    if path.stat().st_size > MAX_CONFIG_BYTES:
+        raise ConfigError(f"config file {path} is larger than {MAX_CONFIG_BYTES} bytes")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise ConfigError(f"invalid config {path}: not valid TOML: {exc}") from exc
+    run = manifest.get("config") if isinstance(manifest.get("config"), dict) else {}
+    for group in (("dataset", "datasets"), ("agents", "agent")):
+        if not any(key in data for key in group):
+            data.update({key: run[key] for key in group if key in run})
+    return parse_config(data, registry, path.resolve())
+
+
 def prediction_path(run_dir: Path, row: dict[str, Any]) -> Path | None:
     """The recorded prediction deck of a result line, when the file still exists."""
     pred = row.get("prediction")
@@ -107,7 +134,7 @@ class Rescorer:
         self.data: RunData = load_run(self.run_dir, with_rescores=False)
         self.run_config = run_config(self.data.manifest, registry)
         self.judge_config = (
-            run_config(self.data.manifest, registry, self.config_path)
+            judges_config(self.data.manifest, registry, self.config_path)
             if self.config_path
             else self.run_config
         )

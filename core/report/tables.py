@@ -46,8 +46,13 @@ def fmt(value: Any, digits: int = 3) -> str:
     if value is None:
         return "–"
     if isinstance(value, float):
-        return f"{value:.{digits}f}"
+        return f"{round(value, digits) + 0.0:.{digits}f}"  # + 0.0: never "-0.000"
     return str(value)
+
+
+def signed(value: float, digits: int = 3) -> str:
+    """A difference with its sign (``+0.250``, ``-0.250``, ``+0.000``: never ``-0.000``)."""
+    return f"{round(value, digits) + 0.0:+.{digits}f}"
 
 
 def pct(value: Any) -> str:
@@ -336,8 +341,8 @@ def comparison_tables(summary: dict[str, Any], suffix: str = "") -> list[TableDa
 
 
 def _diff_cell(diff: float, ci: Any, p: Any, n: int) -> str:
-    inner = f"[{ci[0]:+.3f}, {ci[1]:+.3f}] " if ci else ""
-    return f"{diff:+.3f} {inner}{p_text(p)} (n={n})"
+    inner = f"[{signed(ci[0])}, {signed(ci[1])}] " if ci else ""
+    return f"{signed(diff)} {inner}{p_text(p)} (n={n})"
 
 
 def fingerprint_table(manifest: dict[str, Any]) -> TableData | None:
