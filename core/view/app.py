@@ -50,8 +50,8 @@ class ViewState:
         self.host, self.port = host, port
         self.access = Access(host, admin_token)
         self.runs = {s.id: s for s in (RunState(p, render=render) for p in find_runs(paths))}
-        for run in self.runs.values():  # index every run now, not on its first page view
-            threading.Thread(target=run.index.refresh, daemon=True).start()
+        # index every run now, not on its first page view (one thread: the plugin registry is loaded once)
+        threading.Thread(target=_warm_up, args=(list(self.runs.values()),), daemon=True).start()
         files = list(campaigns or [])
         for run in self.runs.values():
             files += find_campaigns(run.path)
@@ -75,6 +75,19 @@ class ViewState:
     def error(self, status: int, message: str) -> HTMLResponse:
         """An error page."""
         return self.page("error.html", status, title=f"{status}", message=message, page="error")
+
+
+def _warm_up(runs: list[RunState]) -> None:
+    """Index the runs and build their tables' arrays, then load their tasks (plugins, dataset), before
+    the first pages ask for them."""
+    for run in runs:
+        run.index.refresh()
+        run.index.arrays()
+    for run in runs:
+        try:
+            run.tasks()
+        except Exception:  # noqa: BLE001 - the pair page reports the problem when it asks again
+            pass
 
 
 def _session(request: Request) -> Session | None:
