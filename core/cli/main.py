@@ -139,7 +139,7 @@ def plugins_command(ctx: click.Context, as_json: bool) -> None:
 
     table = Table(title="pptarena plugins")
     for col in ("plugin", "distribution", "version", "builtin", "components"):
-        table.add_column(col)
+        table.add_column(col, overflow="fold")  # a long name wraps onto more lines, never cut to "…"
     for p in infos:
         comps = "; ".join(f"{k}: {', '.join(sorted(v))}" for k, v in sorted(p.components.items()) if v)
         table.add_row(
@@ -152,7 +152,7 @@ def plugins_command(ctx: click.Context, as_json: bool) -> None:
     Console().print(table)
 
 
-@cli.command("options")
+@cli.command("options", short_help="Show the options a component accepts in its config table.")
 @click.argument("kind", type=click.Choice(["dataset", "agent", "renderer", "judge", "backend", "executor"]))
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")

@@ -199,6 +199,6 @@ def fmt_usd(cost: dict[str, Any] | None) -> str:
         return "$0"
     if cost.get("usd") is not None:
         return f"${cost['usd']:.4f}" if cost["usd"] < 1 else f"${cost['usd']:.2f}"
-    models = ", ".join(cost.get("unpriced_models") or []) or "?"
+    models = ", ".join(m.strip("()") for m in cost.get("unpriced_models") or []) or "?"  # no "((...))"
     known = float(cost.get("known_usd") or 0.0)
     return f"≥ ${known:.4f} (unknown: {models})" if known else f"unknown ({models})"

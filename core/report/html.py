@@ -76,12 +76,13 @@ details summary{cursor:pointer;font-weight:bold;margin:6px 0}
 """
 
 
-def table_html(t: TableData) -> str:
-    """A :class:`TableData` as an HTML table with its title and note."""
+def table_html(t: TableData, heading: bool = True) -> str:
+    """A :class:`TableData` as an HTML table with its title (unless ``heading`` is false) and note."""
     head = "".join(f"<th>{escape(h)}</th>" for h in t.headers)
     body = "".join("<tr>" + "".join(f"<td>{escape(c)}</td>" for c in r) + "</tr>" for r in t.rows)
     note = f'<div class="note">{escape(t.note)}</div>' if t.note else ""
-    return f"<h3>{escape(t.title)}</h3><table><tr>{head}</tr>{body}</table>{note}"
+    title = f"<h3>{escape(t.title)}</h3>" if heading else ""
+    return f"{title}<table><tr>{head}</tr>{body}</table>{note}"
 
 
 def plots_html(data: RunData) -> str:

@@ -12,7 +12,7 @@ from html import escape
 from typing import Any
 
 from pptarena.report.data import RunData
-from pptarena.report.tables import TableData, fingerprint_table, judge_kinds, summary_tables
+from pptarena.report.tables import fingerprint_table, judge_kinds, summary_tables
 from pptarena.report.verdicts import esc
 
 
@@ -29,7 +29,7 @@ def budget_text(budget: Any) -> list[str]:
 def page_top(
     data: RunData,
     problems: list[str],
-    table_html: Callable[[TableData], str],
+    table_html: Callable[..., str],
     plots_html: Callable[[RunData], str],
     counts: str,
 ) -> list[str]:
@@ -62,7 +62,8 @@ def page_top(
         f"<div class='meta'>{meta}</div></header><main>",
         *(f'<div class="problem">{esc(p, 1000)}</div>' for p in problems),
         "<h2>Leaderboard</h2>",
-        *(table_html(t) for t in tables),
+        # the section heading already says "Leaderboard": the main table gets no second one
+        *(table_html(t, heading=t.title != "Leaderboard") for t in tables),
         f'<p class="note">Benchmark figures: {legend}</p>' if legend else "",
         "<h2>Score distributions</h2>",
         plots_html(data),

@@ -223,11 +223,23 @@ class Registry:
                 self.pm.check_pending()
             except pluggy.PluginValidationError as exc:
                 self.pm.unregister(name=name)
-                raise PluginLoadError(f"plugin {name!r}: {exc}") from exc
+                raise PluginLoadError(f"plugin {name!r}: {exc}{self._hook_hint(str(exc))}") from exc
             self._run_register_hooks(module, info)
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - isolate any plugin failure, sys.exit() too
             self._fail(info, exc, strict)
         return info
+
+    def _hook_hint(self, message: str) -> str:
+        """`` (did you mean 'register_agents'?)`` for pluggy's "unknown hook 'register_agent'" message."""
+        import difflib
+        import re
+
+        found = re.search(r"unknown hook '([^']+)'", message)
+        if not found:
+            return ""
+        known = sorted(n for n, caller in vars(self.pm.hook).items() if getattr(caller, "spec", None))
+        close = difflib.get_close_matches(found.group(1), known, n=1, cutoff=0.6)
+        return f" (did you mean {close[0]!r}?)" if close else f" (hooks: {', '.join(known)})"
 
     def _run_register_hooks(self, module: Any, info: PluginInfo) -> None:
         for kind in KINDS:
