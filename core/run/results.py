@@ -89,8 +89,7 @@ class ResultsStore:
         self.run_dir = Path(run_dir)
         self.path = RunDir(self.run_dir).results
         self._lock = threading.Lock()
-        self.run_dir.mkdir(parents=True, exist_ok=True)
-        self._repair()
+        self._repair()  # the folder itself is made on first write (a run that cannot start leaves none)
 
     def _repair(self) -> None:
         """Cut a trailing partial line left by a crash."""
@@ -128,6 +127,7 @@ class ResultsStore:
         line = (
             redact_text(json.dumps(redact_obj(json.loads(line)), ensure_ascii=False)) + "\n"
         )  # never a secret
+        self.run_dir.mkdir(parents=True, exist_ok=True)
         with self._lock, self.path.open("a", encoding="utf-8") as fh:
             fh.write(line)
             fh.flush()

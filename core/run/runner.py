@@ -519,6 +519,14 @@ class Runner:
 
         The run folder is locked for the run's duration (:class:`~pptarena.run.runlock.RunLock`).
         """
+        self._executor = self.build_executor()
+        start = getattr(self._executor, "start", None)  # an executor that connects somewhere does it first,
+        if start is not None:  # so a cluster it cannot reach leaves no run folder behind
+            try:
+                start(self)
+            except BaseException:
+                self._executor.close()
+                raise
         with RunLock(self.run_dir):
             return self._run()
 
@@ -559,7 +567,7 @@ class Runner:
             progress.message(f"Resuming {self.run_dir}: {progress.done} of {total} results already recorded.")
         index = {id(a): i for i, a in enumerate(self.config.agents)}
         queue = [PairJob(agent, index[id(agent)], task, epoch) for agent, task, epoch in pending]
-        self._executor = executor = self.build_executor()
+        executor = self._executor
         recorded: set[tuple[str, str, int]] = set()
         # with a budget, pairs are handed to the executor [run] jobs at a time,
         # so none starts once it is spent

@@ -85,6 +85,14 @@ class RayOptions(Options):
     log_to_driver: bool = Field(
         False, description="stream the workers' stdout/stderr to the driver's terminal"
     )
+    node_ip_address: str | None = Field(
+        None,
+        description="this driver's address as the cluster sees it (default: the host of `address` when "
+        "that is a loopback address such as 127.0.0.2, else Ray's choice)",
+    )
+    connect_timeout: int = Field(
+        10, ge=1, le=600, description="seconds to wait for the cluster's head before giving up"
+    )
 
 
 def _env_refs(value: Any) -> set[str]:
@@ -124,6 +132,10 @@ class RayExecutor(Component):
             raise ComponentUnavailable("the ray executor needs Ray: pip install 'pptarena[ray]'") from exc
         return ray
 
+    def start(self, run: RunHandle) -> None:
+        """Join (or start) the cluster; called by the runner before it creates the run folder."""
+        self._connect(run)
+
     def _connect(self, run: RunHandle) -> Any:
         opts: RayOptions = self.options  # type: ignore[assignment]
         if not opts.address:
@@ -132,6 +144,28 @@ class RayExecutor(Component):
         ray = self._ray()
         if ray.is_initialized():
             return ray
+        if opts.address:
+            from .ray_connect import join_cluster
+
+            join_cluster(ray, opts.address, opts.node_ip_address, opts.connect_timeout, self._init_kwargs())
+            self._owns_ray = True
+            return ray
+        cpus = opts.local_cpus or run.jobs
+        # this host can run every agent of the run: advertise the custom resources they ask for
+        wanted = {name for a in run.config.agents for name in self._resources_of(a)}
+        ray.init(
+            address="local",
+            _node_ip_address="127.0.0.1",
+            num_cpus=cpus,
+            resources={name: float(cpus) for name in sorted(wanted)} or None,
+            object_store_memory=opts.object_store_memory,
+            **self._init_kwargs(),
+        )
+        self._owns_ray = True
+        return ray
+
+    def _init_kwargs(self) -> dict[str, Any]:
+        opts: RayOptions = self.options  # type: ignore[assignment]
         kwargs: dict[str, Any] = {
             "include_dashboard": False,
             "log_to_driver": opts.log_to_driver,
@@ -140,22 +174,7 @@ class RayExecutor(Component):
         }
         if opts.runtime_env:
             kwargs["runtime_env"] = opts.runtime_env
-        if opts.address:
-            ray.init(address=opts.address, **kwargs)
-        else:
-            cpus = opts.local_cpus or run.jobs
-            # this host can run every agent of the run: advertise the custom resources they ask for
-            wanted = {name for a in run.config.agents for name in self._resources_of(a)}
-            ray.init(
-                address="local",
-                _node_ip_address="127.0.0.1",
-                num_cpus=cpus,
-                resources={name: float(cpus) for name in sorted(wanted)} or None,
-                object_store_memory=opts.object_store_memory,
-                **kwargs,
-            )
-        self._owns_ray = True
-        return ray
+        return kwargs
 
     def _resources_of(self, agent: Any) -> dict[str, float]:
         opts: RayOptions = self.options  # type: ignore[assignment]
