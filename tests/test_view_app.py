@@ -176,3 +176,4 @@ def test_runs_page_lists_runs_found_below_a_folder(run):
     state, c = client([run.parent.parent])
     page = c.get("/")
     assert page.status_code == 200 and run.name in page.text and "finished" in page.text
+    assert "6 of 6" in page.text  # attempts done of tasks × agents × epochs

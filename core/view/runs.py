@@ -193,9 +193,18 @@ class RunState:
             "agents": m.get("agents") or self.index.agents,
             "judges": m.get("judges") or self.index.judges,
             "pairs": len(self.index),
+            "planned": _planned(m),
             "started_at": m.get("started_at"),
             "finished_at": m.get("finished_at"),
         }
+
+
+def _planned(manifest: dict[str, Any]) -> int | None:
+    """Attempts the run set out to make (tasks × agents × epochs), when the manifest says."""
+    tasks, agents, epochs = manifest.get("tasks"), manifest.get("agents"), manifest.get("epochs") or 1
+    if isinstance(tasks, int) and isinstance(agents, list) and isinstance(epochs, int):
+        return tasks * len(agents) * epochs
+    return None
 
 
 def json_for_page(obj: Any) -> str:
