@@ -13,7 +13,7 @@ import json
 import os
 import re
 import unicodedata
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -78,6 +78,42 @@ def resolve_inside(base: Path, relative: str, *, root: Path, what: str, where: s
     if resolved != resolved_root and resolved_root not in resolved.parents:
         raise DatasetError(f"{where}: {what} {relative!r} points outside {root}")
     return path
+
+
+def entry_task(
+    task_id: str,
+    instruction: str,
+    original: Path,
+    fields: Mapping[str, Any],
+    *,
+    target_key: str,
+    base: Path,
+    where: str,
+    metadata: dict[str, Any],
+    rubric: dict[str, Any] | None = None,
+    what: str | None = None,
+) -> Task:
+    """The task of one index entry that carries PPTArena's fields.
+
+    ``fields[target_key]`` is the optional target deck, a path inside ``base`` (``what`` names it in
+    errors; default ``target_key``); ``fields["style_target"]`` the style target;
+    ``fields["edit_type"]``, when set, is added last to ``metadata``. Raises :class:`DatasetError`
+    when the target path leaves ``base``.
+    """
+    target = None
+    if fields.get(target_key):
+        target = resolve_inside(base, fields[target_key], root=base, what=what or target_key, where=where)
+    if fields.get("edit_type"):
+        metadata["edit_type"] = fields["edit_type"]
+    return Task(
+        id=task_id,
+        instruction=instruction,
+        original=original,
+        target=target,
+        style_target=fields.get("style_target"),
+        rubric=rubric,
+        metadata=metadata,
+    )
 
 
 # --------------------------------------------------------------------------- ids and filters

@@ -34,6 +34,7 @@ from .common import (
     LoadedDataset,
     check_decks_exist,
     check_unique_ids,
+    entry_task,
     one_as_list,
     read_json_file,
     resolve_inside,
@@ -156,37 +157,31 @@ def load_pptarena_tasks(
     tasks: list[Task] = []
     for i, case in enumerate(cases):
         where = f"{index_file} entry {i} ({case['name']!r})"
-        try:
-            task_id = case_id(case["name"])
-            original = resolve_inside(
-                deck_root, case["original"], root=deck_root, what="original", where=where
-            )
-            target = None
-            if case.get("ground_truth"):
-                target = resolve_inside(
-                    deck_root, case["ground_truth"], root=deck_root, what="ground_truth", where=where
-                )
-        except DatasetError as exc:
-            problems.append(str(exc))
-            continue
         category = case.get("category", [])
         metadata: dict[str, Any] = {
             "source": "pptarena",
             "name": case["name"],
             "category": [category] if isinstance(category, str) else list(category),
         }
-        if case.get("edit_type"):
-            metadata["edit_type"] = case["edit_type"]
-        tasks.append(
-            Task(
-                id=task_id,
-                instruction=case["prompt"],
-                original=original,
-                target=target,
-                style_target=case.get("style_target"),
-                metadata=metadata,
+        try:
+            task_id = case_id(case["name"])
+            original = resolve_inside(
+                deck_root, case["original"], root=deck_root, what="original", where=where
             )
-        )
+            tasks.append(
+                entry_task(
+                    task_id,
+                    case["prompt"],
+                    original,
+                    case,
+                    target_key="ground_truth",
+                    base=deck_root,
+                    where=where,
+                    metadata=metadata,
+                )
+            )
+        except DatasetError as exc:
+            problems.append(str(exc))
     if problems:
         raise DatasetError(f"PPTArena index {index_file}:\n  " + "\n  ".join(problems))
     check_unique_ids(tasks, source=f"PPTArena index {index_file}")

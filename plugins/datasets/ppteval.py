@@ -29,6 +29,7 @@ from .common import (
     DatasetError,
     LoadedDataset,
     check_decks_exist,
+    entry_task,
     load_rubric,
     normalise_difficulty,
     one_as_list,
@@ -148,36 +149,31 @@ def load_ppteval_tasks(
             else:
                 original = resolve_inside(workspace, deck_rel, root=workspace, what="file_path", where=where)
             ext = _extension(entry, where)
-            target = None
-            if ext.get("target"):
-                target = resolve_inside(
-                    workspace, ext["target"], root=workspace, what="misc.pptarena.target", where=where
+            metadata: dict[str, Any] = {
+                "source": "ppteval",
+                "rubric_semantics": semantics,
+                "category": list(ext.get("category") or []),
+                "tags": list(entry.get("tags", [])),
+                "deck": Path(deck_rel).stem,
+            }
+            if level is not None:
+                metadata["difficulty"] = level
+            tasks.append(
+                entry_task(
+                    task_id,
+                    entry["goal"],
+                    original,
+                    ext,
+                    target_key="target",
+                    what="misc.pptarena.target",
+                    base=workspace,
+                    where=where,
+                    metadata=metadata,
+                    rubric=rubric,
                 )
+            )
         except DatasetError as exc:
             problems.append(str(exc))
-            continue
-        metadata: dict[str, Any] = {
-            "source": "ppteval",
-            "rubric_semantics": semantics,
-            "category": list(ext.get("category") or []),
-            "tags": list(entry.get("tags", [])),
-            "deck": Path(deck_rel).stem,
-        }
-        if level is not None:
-            metadata["difficulty"] = level
-        if ext.get("edit_type"):
-            metadata["edit_type"] = ext["edit_type"]
-        tasks.append(
-            Task(
-                id=task_id,
-                instruction=entry["goal"],
-                original=original,
-                target=target,
-                style_target=ext.get("style_target"),
-                rubric=rubric,
-                metadata=metadata,
-            )
-        )
     if problems:
         raise DatasetError(
             f"ppteval dataset {tasks_file}: {len(problems)} problem(s):\n  " + "\n  ".join(problems)
