@@ -55,6 +55,7 @@ def _ours(judge: PptxMatchJudge, label: Path, pred: Path, instruction: str) -> t
     return (int(v.score), v.metrics["pos_total"], v.metrics["pos_correct"])
 
 
+@pytest.mark.slow  # 176 cases, each read by PPTC's code and ours: ~15 s on 2 idle cores
 def test_every_turn_case_gets_pptcs_verdict(cases, tmp_path):
     judge = _judge(tmp_path)
     differ = []
