@@ -177,3 +177,35 @@ def test_runs_page_lists_runs_found_below_a_folder(run):
     page = c.get("/")
     assert page.status_code == 200 and run.name in page.text and "finished" in page.text
     assert "6 of 6" in page.text  # attempts done of tasks × agents × epochs
+
+
+def test_pairwise_item_page_and_sides(run, tmp_path):
+    from pptarena.label.campaign import new_campaign
+    from pptarena.label.store import Campaign
+
+    campaign, tokens = new_campaign(
+        [run],
+        protocol="pairwise",
+        annotators=["alice", "bob"],
+        overlap=1.0,
+        seed=5,
+        out=tmp_path / "p.sqlite",
+    )
+    state, c = client([run], campaigns=[campaign.path])
+    c.get("/login", params={"token": tokens["alice"]})
+    cid = next(iter(state.campaigns))
+    stored = {}
+    for pos, (item, swapped) in enumerate(campaign.queue("alice")):
+        page = c.get(f"/c/{cid}/label", params={"pos": pos}).text
+        assert "Prediction on the left" in page and "Prediction on the right" in page
+        assert "oracle" not in page and "noop" not in page  # blind
+        csrf = page.split('data-csrf="', 1)[1].split('"', 1)[0]
+        r = c.post(
+            f"/c/{cid}/api/label",
+            json={"item": item, "fields": {"choice": "left"}},
+            headers={"X-CSRF-Token": csrf, "Origin": "http://127.0.0.1:8000"},
+        )
+        assert r.status_code == 200, r.text
+        stored[item] = "b" if swapped else "a"  # the left side is B when the item is shown swapped
+    got = {i: v.fields["choice"] for (_, i), v in Campaign.open(campaign.path).current("alice").items()}
+    assert got == stored and set(got.values()) == {"a", "b"}  # both orders occurred (seeded)
