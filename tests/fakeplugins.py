@@ -59,12 +59,15 @@ class FakeDataset(Component):
                 metadata={
                     "category": ["content"],
                     "difficulty": "easy" if i % 2 else "hard",
-                    **self._turns(target),
+                    **self._turns(target, i),
                 },
             )
 
-    def _turns(self, target):
-        turns = [{"instruction": f"Turn {n}", "target": str(target)} for n in range(self.options.turns)]
+    def _turns(self, target, i):
+        turns = [
+            {"instruction": f"Turn {n}: change the title to 'New {i}'", "target": str(target)}
+            for n in range(self.options.turns)
+        ]
         return {"turns": turns} if turns else {}
 
 
@@ -183,7 +186,7 @@ class DesktopAgent(RetitleAgent):
 
 
 class InProcessCopy(Component):
-    """Writes the right title (in process with ``trusted = true``), slowly: used for the SIGKILL resume test."""
+    """Writes the right title (in process with ``trusted = true``), slowly: the SIGKILL resume test."""
 
     in_process = True
 

@@ -347,8 +347,8 @@ def test_files_an_agent_writes_during_a_session_turn_are_redacted(tmp_path, fake
     cfg = tmp_path / "run.toml"
     cfg.write_text(
         '[dataset]\nuse = "fake"\nroot = "data"\ncount = 1\nturns = 2\n'
-        '[renderer]\nuse = "dummy"\n[[agents]]\nuse = "leaky"\n[[judges]]\nuse = "title"\n'
-    )
+        '[renderer]\nuse = "dummy"\n[[agents]]\nuse = "leaky"\ntrusted = true\n[[judges]]\nuse = "title"\n'
+    )  # trusted: in the harness's process the agent can read the key (a jailed one never has it)
     Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
     transcripts = sorted((tmp_path / "out" / "tasks" / "leaky").glob("*/transcript.txt"))
     assert len(transcripts) == 2
