@@ -219,8 +219,10 @@ class CommandAgent(Component):
             )
         env["HOME"] = str(root)
         env["TMPDIR"] = "/tmp"
-        if root.exists() or root.is_symlink():
-            shutil.rmtree(root) if root.is_dir() and not root.is_symlink() else root.unlink()
+        if root.is_symlink() or (root.exists() and not root.is_dir()):
+            root.unlink()
+        elif root.exists():  # an earlier attempt's copy (rmtree never follows links inside)
+            shutil.rmtree(root)
 
         def prepare(stage: Path) -> None:
             prepare_workspace(stage, task, workspace.input_deck, opts.customization_dir)
@@ -228,9 +230,7 @@ class CommandAgent(Component):
         spec = cli_jail.JailSpec(
             argv=argv,
             workspace=root,
-            prepare=lambda stage: prepare_workspace(
-                stage, task, workspace.input_deck, opts.customization_dir
-            ),
+            prepare=prepare,
             cwd=cwd,
             env=env,
             read_only=self._visible(argv, cwd, root, env),
