@@ -97,6 +97,32 @@ def test_the_agent_view_has_no_answer_fields_and_only_public_metadata(tmp_path):
     assert public_metadata({"turns": [1], "rubric": 2}) == {}
 
 
+def test_the_jail_binds_no_plugin_folder_but_a_builtin_agents_own(tmp_path, plugins):
+    """What a jailed worker sees of ``pptarena.plugins``: for a built-in agent its package's
+    ``__init__`` and ``agents/`` only, for a third-party agent nothing; in a wheel install (plugins
+    inside the pptarena folder) the rest of the pptarena folder stays bound."""
+    import importlib.util
+
+    from pptarena.run.agent_jail import _hide, plugin_paths
+
+    root = Path(next(iter(importlib.util.find_spec("pptarena.plugins").submodule_search_locations)))
+    builtin, _ = plugin_paths("pptarena.plugins.agents.baselines")
+    assert [p for p in builtin if p == root or root in p.parents] == [root / "__init__.py", root / "agents"]
+    third, pythonpath = plugin_paths("boundary_plugins")
+    assert not [p for p in third if p == root or root in p.parents]
+    assert TESTS / "boundary_plugins.py" in third and pythonpath == (TESTS,)
+    wheel = tmp_path / "site-packages" / "pptarena"
+    for part in ("run", "plugins/agents", "plugins/datasets"):
+        (wheel / part).mkdir(parents=True)
+    for f in ("__init__.py", "plugins/__init__.py"):
+        (wheel / f).write_text("")
+    assert _hide({wheel, tmp_path / "other"}, wheel / "plugins") == {
+        wheel / "__init__.py",
+        wheel / "run",
+        tmp_path / "other",
+    }
+
+
 # ---------------------------------------------------------------- the attacks
 
 
