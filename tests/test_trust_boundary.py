@@ -210,6 +210,11 @@ def test_an_agent_importing_the_datasets_code_gets_module_not_found(tmp_path, pl
     rows = {r["agent"]: r for r in map(json.loads, (tmp_path / "out/results.jsonl").read_text().splitlines())}
     assert rows["oracle"]["scores"]["same-slides"]["score"] == 1.0  # the judge does see a copied answer
     assert rows["oracle"]["agent_process"] == "reference" and rows["oracle"]["isolation"] == "none"
+    from pptarena.report.tables import leaderboard_table
+
+    board = leaderboard_table(json.loads((tmp_path / "out/summary.json").read_text()))
+    cells = {row[0]: row[1] for row in board.rows}
+    assert cells == {"oracle": "none (reference)", "dataset-importer": "bwrap"}  # the leaderboard says so
     attack = rows["dataset-importer"]
     assert attack["status"] == "agent_error" and not attack["scores"], attack
     assert "ModuleNotFoundError" in attack["error"] and "pptarena.plugins" in attack["error"]

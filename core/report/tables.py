@@ -80,6 +80,12 @@ def errors_text(status: dict[str, int]) -> str:
     return ", ".join(parts) or "0"
 
 
+def _isolation_cell(entry: dict[str, Any]) -> str:
+    """What the agent's code ran in (docs/security.md); a reference baseline handed the answer says so."""
+    cell = str(entry.get("isolation") or "–")
+    return f"{cell} (reference)" if entry.get("agent_process") == "reference" else cell
+
+
 def leaderboard_table(
     summary: dict[str, Any], kinds: dict[str, set[str]] | None = None, title: str = "Leaderboard"
 ) -> TableData:
@@ -113,7 +119,7 @@ def leaderboard_table(
         blocks = entry.get("judges") or {}
         row = [
             name,
-            str(entry.get("isolation") or "–"),  # what the agent's code ran in (docs/security.md)
+            _isolation_cell(entry),
             str(entry.get("tasks", 0)),
             str((entry.get("status") or {}).get("scored", 0)),
             errors_text(entry.get("status") or {}),

@@ -155,6 +155,12 @@ def rows_source(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return {"rows": len(rows), "sha256": digest, "revision": SUMMARY_REVISION}
 
 
+def _one_or_mixed(values: list[Any]) -> str | None:
+    """The one value the rows share, ``"mixed"`` when they differ, None when none has one."""
+    found = {v for v in values if isinstance(v, str) and v}
+    return None if not found else found.pop() if len(found) == 1 else "mixed"
+
+
 def summarize_results(
     rows: list[dict[str, Any]],
     group_fields: Iterable[str] = ("category", "edit_type", "difficulty", "dataset"),
@@ -196,6 +202,7 @@ def summarize_results(
             "usage": dict(usage),
             "cost": cost_of_rows(arows),
             "isolation": weakest_isolation([r.get("isolation") for r in arows]),
+            "agent_process": _one_or_mixed([r.get("agent_process") for r in arows]),
             "groups": {},
         }
         for field in group_fields:
