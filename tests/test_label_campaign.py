@@ -179,6 +179,8 @@ def test_jsonl_has_every_version_and_label_studio_round_trip(run, tmp_path):
     current = fresh.current()
     assert current[("carol@example.org", item)].fields == {"if": 3, "vq": 4, "damage": "no"}
     assert current[("alice", item)].fields["comment"] == "<b>fine</b>"
+    again = import_label_studio(fresh, tmp_path / "back.json")  # the same file twice: nothing new
+    assert again["added"] == 0 and again["unchanged"] == 2 and len(fresh.history()) == 2
 
 
 def test_cli_new_prints_links_and_refuses_bad_names(run, tmp_path):

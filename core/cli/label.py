@@ -58,7 +58,11 @@ def new_command(runs, protocol, annotators, overlap, sample, seed, blind, name, 
         f"overlap {100 * campaign.overlap():.0f}%, {'blind' if blind else 'not blind'}"
     )
     click.echo(f"File: {campaign.path}")
-    click.echo(f"Serve it: arena view {' '.join(runs)} --host {host} --port {port}")
+    from pptarena.label.campaign import find_campaigns
+
+    found = any(campaign.path.resolve() in [p.resolve() for p in find_campaigns(Path(r))] for r in runs)
+    extra = "" if found else f" --campaign {campaign.path}"
+    click.echo(f"Serve it: arena view {' '.join(runs)}{extra} --host {host} --port {port}")
     shown = f"[{host}]" if ":" in host else host
     for who, token in tokens.items():
         click.echo(f"  {who}: http://{shown}:{port}/login?token={token}")
@@ -102,7 +106,7 @@ def import_command(campaign: str, file: str, fmt: str) -> None:
         got = import_label_studio(_open(campaign), Path(file))
     except CampaignError as exc:
         raise click.ClickException(str(exc)) from exc
-    click.echo(f"imported {got['added']} label(s)")
+    click.echo(f"imported {got['added']} label(s), {got['unchanged']} unchanged")
     for why in got["skipped"][:20]:
         click.echo(f"  skipped: {why}", err=True)
     for who, token in got["new_annotators"].items():

@@ -9,7 +9,8 @@
 * ``label-studio``: a JSON list of Label Studio tasks (``data`` holds the instruction and the
   campaign's item; ``annotations`` the current labels as ``choices`` results) and, beside it, the
   labelling config (``<file>.config.xml``). ``import`` reads such a file (exported from Label
-  Studio after labelling there) and appends its annotations as new label versions.
+  Studio after labelling there) and appends its annotations as new label versions (one equal to the
+  annotator's current label is not appended again).
 """
 
 from __future__ import annotations
@@ -22,6 +23,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from pptarena.label.scales import validate_fields
 from pptarena.label.store import Campaign, CampaignError, add_annotator, add_to_queue
 
 FORMATS = ("csv", "jsonl", "label-studio")
@@ -202,7 +204,7 @@ def import_label_studio(campaign: Campaign, path: Path) -> dict[str, Any]:
         raise CampaignError(f"{path}: not a Label Studio JSON export ({exc})") from exc
     if not isinstance(tasks, list):
         raise CampaignError(f"{path}: expected a JSON list of tasks")
-    added, skipped, tokens = 0, [], {}
+    added, unchanged, skipped, tokens = 0, 0, [], {}
     for task in tasks:
         info = ((task or {}).get("data") or {}).get("pptarena") or {}
         item = campaign.items.get(info.get("item")) if isinstance(info.get("item"), int) else None
@@ -220,10 +222,13 @@ def import_label_studio(campaign: Campaign, path: Path) -> dict[str, Any]:
                 add_annotator(campaign, who, tokens[who])
             add_to_queue(campaign, who, item.id)
             try:
-                campaign.append(
-                    who, item.id, _fields(ann.get("result")), None, note="imported from label-studio"
-                )
+                fields = validate_fields(campaign.protocol, _fields(ann.get("result")))
+                now = campaign.current(who).get((who, item.id))
+                if now is not None and now.fields == fields:
+                    unchanged += 1  # e.g. our own export coming back: nothing new to record
+                    continue
+                campaign.append(who, item.id, fields, None, note="imported from label-studio")
                 added += 1
             except CampaignError as exc:
                 skipped.append(f"item {item.id} by {who}: {exc}")
-    return {"added": added, "skipped": skipped, "new_annotators": tokens}
+    return {"added": added, "unchanged": unchanged, "skipped": skipped, "new_annotators": tokens}
