@@ -146,12 +146,21 @@ class _Lines:
         return status if isinstance(status, dict) else None
 
 
+def _sweep_leftovers() -> None:
+    """Remove the private folders of jails whose harness process was killed (``kill -9``)."""
+    for folder in Path(tempfile.gettempdir()).glob("pptarena-cli-*-*"):
+        pid = folder.name.split("-")[2]
+        if pid.isdigit() and not Path(f"/proc/{pid}").exists():
+            shutil.rmtree(folder, ignore_errors=True)
+
+
 def run(spec: JailSpec, stdout: IO[bytes], stderr: IO[bytes]) -> JailOutcome:
     """Run ``spec`` jailed; copy its workspace out to ``spec.workspace`` (which must not exist)."""
     from pptarena.limits import SandboxCgroup
 
     outcome = JailOutcome()
-    private = Path(tempfile.mkdtemp(prefix="pptarena-cli-"))
+    _sweep_leftovers()
+    private = Path(tempfile.mkdtemp(prefix=f"pptarena-cli-{os.getpid()}-"))
     os.chmod(private, 0o711)
     proxy: EgressProxy | None = None
     try:
