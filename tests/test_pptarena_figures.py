@@ -180,3 +180,21 @@ def test_export_pptarena_csv(run_dir, tmp_path):
     ]
     missing = CliRunner().invoke(cli, ["export", "pptarena-csv", str(run_dir), "--judge", "other"])
     assert missing.exit_code != 0 and "gave no IF/VQ scores" in missing.output
+
+
+def test_epochs_weigh_each_attempt_by_one_over_attempts():
+    """Two attempts of a case, one scored (IF 5, VQ 4) and one not: the case counts half."""
+    from pptarena.run.split_figures import figures, metric_pct
+
+    assert (metric_pct(7), metric_pct(-2), metric_pct(2.5)) == (100.0, 0.0, 50.0)
+    half = figures({"case-1": [(100.0, 80.0), None], "case-2": []}, cases=2)
+    # sums: case% 0.5 * 90 = 45, IF% 50, VQ% 40, scored 0.5
+    assert half == {
+        "score_pct": 22.5,
+        "if_pct": 25.0,
+        "vq_pct": 20.0,
+        "mean_scored_pct": 90.0,
+        "coverage_pct": 25.0,
+        "scored": 0.5,
+        "cases": 2,
+    }
