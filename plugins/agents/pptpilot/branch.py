@@ -13,10 +13,16 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pptarena.models import Message
+from pptarena.models import ImagePart, Message
+from pptarena.plugins.agents.pptpilot.context import (
+    EditRequest,
+    ModelCaller,
+    mentioned_slides,
+    pick_slides,
+    slide_images,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
-    from pptarena.plugins.agents.pptpilot.context import EditRequest, ModelCaller
     from pptarena.plugins.agents.pptpilot.verify import DeckChecker
     from pptarena.types import Workspace
 
@@ -85,6 +91,25 @@ class Branch:
     def retry_message(self, error: str) -> str:
         """The user message that reports ``error`` to the model."""
         raise NotImplementedError
+
+    # -- shared prompt parts -------------------------------------------------------
+
+    def slide_views(self, request: EditRequest, state: Path) -> list[str | ImagePart]:
+        """Renders of deck ``state`` for a prompt: a line saying how many, then labelled images.
+
+        Slides the instruction names come first, up to ``view.max_images``; empty when
+        ``max_images`` is 0 or the deck renders no slide.
+        """
+        renders = self.checker.renders(state, f"{state.stem}-view") if self.view.max_images else []
+        if not renders:
+            return []
+        numbers = pick_slides(
+            len(renders), mentioned_slides(request.instruction, len(renders)), self.view.max_images
+        )
+        return [
+            f"Images of {len(numbers)} of the deck's {len(renders)} slides follow.",
+            *slide_images(renders, numbers, self.view.image_max_px),
+        ]
 
     # -- the loop ------------------------------------------------------------------
 

@@ -21,10 +21,7 @@ from pptarena.models import Message
 from pptarena.plugins.agents.pptpilot.branch import Branch, CandidateError
 from pptarena.plugins.agents.pptpilot.context import (
     EditRequest,
-    mentioned_slides,
-    pick_slides,
     request_text,
-    slide_images,
     summary_text,
 )
 
@@ -86,14 +83,8 @@ class CodeBranch(Branch):
         parts: list[Any] = [
             request_text(request),
             "Deck summary (JSON):\n" + summary_text(summary, self.view.max_summary_chars),
+            *self.slide_views(request, state),
         ]
-        renders = self.checker.renders(state, f"{state.stem}-view") if self.view.max_images else []
-        if renders:
-            numbers = pick_slides(
-                len(renders), mentioned_slides(request.instruction, len(renders)), self.view.max_images
-            )
-            parts.append(f"Images of {len(numbers)} of the deck's {len(renders)} slides follow.")
-            parts += slide_images(renders, numbers, self.view.image_max_px)
         return [Message.system(CODE_SYSTEM), Message.user(*parts)]
 
     def produce(self, reply: str, state: Path, candidate: Path, attempt: int) -> dict[str, Any]:

@@ -25,9 +25,7 @@ from pptarena.plugins.agents.pptpilot.context import (
     EditRequest,
     find_json_object,
     mentioned_slides,
-    pick_slides,
     request_text,
-    slide_images,
     summary_text,
 )
 from pptarena.plugins.agents.pptpilot.ooxml import DeckParts, PartError, check_part, write_package
@@ -197,13 +195,7 @@ class XmlBranch(Branch):
         ]
         if self._skipped:
             text.append("Parts left out to fit the budget (do not rewrite them): " + ", ".join(self._skipped))
-        renders = self.checker.renders(state, f"{state.stem}-view") if self.view.max_images else []
-        if renders:
-            numbers = pick_slides(
-                len(renders), mentioned_slides(request.instruction, len(renders)), self.view.max_images
-            )
-            text.append(f"Images of {len(numbers)} of the deck's {len(renders)} slides follow.")
-            text += slide_images(renders, numbers, self.view.image_max_px)
+        text += self.slide_views(request, state)
         return [Message.system(XML_EDIT_SYSTEM), Message.user(*text)]
 
     def produce(self, reply: str, state: Path, candidate: Path, attempt: int) -> dict[str, Any]:
