@@ -174,8 +174,7 @@ class Forker(Component):
                 error = f"{type(exc).__name__}: {exc}"
                 break
         workspace.log.write("forks", started=started, error=error)
-        shutil.copyfile(workspace.input_deck, workspace.output_deck)
-        return Prediction(path=workspace.output_deck)
+        return Prediction(path=workspace.input_deck)  # the input itself, handed in unchanged
 
 
 class RenderingAgent(Component):

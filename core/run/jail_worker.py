@@ -143,8 +143,13 @@ def run_pair(request: dict[str, Any], channel: Any) -> dict[str, Any]:
                 timeout=request.get("timeout"),
             )
             pred = run_agent(agent, task, workspace)
-            if pred.path is not None and Path(pred.path).is_file() and ws_dir not in Path(pred.path).parents:
-                shutil.copyfile(pred.path, output_deck)  # only the workspace is handed back
+            handed_back = pred.path is not None and ws_dir in Path(pred.path).parents
+            if (
+                pred.path is not None
+                and Path(pred.path).is_file()
+                and (not handed_back or (ws_dir / "input") in Path(pred.path).parents)
+            ):
+                shutil.copyfile(pred.path, output_deck)  # only the workspace (not input/) is handed back
                 pred.path = output_deck
             outcome = AgentOutcome(prediction=pred)
         except BaseException as exc:  # noqa: BLE001 - every failure is reported to the harness
