@@ -150,6 +150,7 @@ class RunState:
         with self._lock:
             self._summary = (version, html)
             self._computing = False
+            self._last_start = time.monotonic()  # the next one at least SUMMARY_EVERY after this one ended
 
     # ------------------------------------------------------------------ tasks and renders
 
