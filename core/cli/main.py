@@ -334,8 +334,15 @@ def _print_leaderboard(run_dir: Path, summary: dict[str, Any], quiet: bool, no_r
     print_summary(run_dir, summary, html=not no_report)
 
 
+def _one_line_warning(message: Any, category: Any, filename: str, lineno: int, line: Any = None) -> str:
+    return f"warning: {message}\n"  # not Python's "file:line: Category: ..." with a source line
+
+
 def main() -> None:
     """Console-script entry point."""
+    import warnings
+
+    warnings.formatwarning = _one_line_warning
     cli(prog_name="arena")
 
 

@@ -15,7 +15,13 @@ from pptarena.types import Task
 
 
 def unmet_requirements(agent_factory: Any, task: Task) -> str:
-    """Why ``agent_factory`` cannot take ``task`` ("" when it can)."""
+    """Why ``agent_factory`` cannot take ``task`` ("" when it can).
+
+    An agent class with ``needs_target = True`` (the ``oracle``, which hands in the reference deck)
+    cannot take a task without a target deck (an OSWorld task whose checker reads the result only).
+    """
+    if getattr(agent_factory, "needs_target", False) and task.target is None:
+        return "the task has no target deck (its checker reads the result only), which this agent hands in"
     needs = (task.metadata or {}).get("requires") or []
     if not isinstance(needs, list | tuple):
         return ""

@@ -8,12 +8,32 @@ from pptarena.run.components import Components
 from pptarena.run.mixed import label_tasks
 from pptarena.types import PptArenaError, Task
 
+MISSING_FILES = "missing_files"
 
-def select_tasks(tasks: list[Task], globs: list[str], limit: int | None) -> list[Task]:
-    """Filter tasks by id globs, then keep the first ``limit``."""
+
+def select_tasks(
+    tasks: list[Task], globs: list[str], limit: int | None, *, check_files: bool = True
+) -> list[Task]:
+    """Filter tasks by id globs, then keep the first ``limit``.
+
+    A dataset may load a task whose files are not there yet, listing them in
+    ``metadata["missing_files"]`` (with ``metadata["missing_files_hint"]``: how to get them); such a
+    task is refused here, once selected (``check_files``), so the files of unselected tasks never
+    matter. One error names every missing file of the selection.
+    """
     if globs:
         tasks = [t for t in tasks if any(fnmatch.fnmatchcase(t.id, g) for g in globs)]
-    return tasks[:limit] if limit else tasks
+    tasks = tasks[:limit] if limit else tasks
+    if check_files:
+        missing = [(t, line) for t in tasks for line in t.metadata.get(MISSING_FILES) or []]
+        if missing:
+            hints = dict.fromkeys(str(t.metadata.get("missing_files_hint") or "") for t, _ in missing)
+            raise PptArenaError(
+                f"{len(missing)} file(s) missing for {len({t.id for t, _ in missing})} selected task(s):\n  "
+                + "\n  ".join(line for _, line in missing)
+                + "".join(f"\n{h}" for h in hints if h)
+            )
+    return tasks
 
 
 def load_tasks(components: Components) -> list[Task]:

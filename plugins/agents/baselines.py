@@ -43,6 +43,7 @@ class OracleAgent(Component):
     """
 
     reference_agent = True
+    needs_target = True  # tasks without a target deck are skipped with the reason, not failed
     deterministic = True  # every attempt gives the same deck: run once, reused for every epoch
 
     class Options(OptionsBase):

@@ -51,7 +51,9 @@ class OsworldDataset(LoadedDataset):
         domain: str = Field(
             "libreoffice_impress", description="the examples/<domain> folder and test_all.json key"
         )
-        index: str = Field("test_all.json", description="the task index file under root")
+        index: str = Field(
+            "test_all.json", description="the task index file under root ({domain: [task id, ...]})"
+        )
         ids: list[str] = Field(default_factory=list, description="shell-style globs on task ids")
         strict_options: bool = Field(
             False, description="unknown checker options are an error instead of a warning"
@@ -74,6 +76,7 @@ class OsworldDataset(LoadedDataset):
             ids=o.ids,
             strict_options=o.strict_options,
             blank_deck=blank_deck(Path(self.context.cache_dir)),
+            check_files=False,  # the runner refuses a task with missing files only if it is selected
         )
         for task_id, reason in loaded.skipped.items():
             warnings.warn(f"osworld task {task_id} skipped: {reason}", OsworldWarning, stacklevel=3)

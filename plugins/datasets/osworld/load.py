@@ -3,8 +3,12 @@
 Layout read: ``<root>/test_all.json`` (``{domain: [task id, ...]}``) and
 ``<root>/examples/<domain>/<id>.json``. The files a task downloads (``config`` → ``download``
 steps) and the expected files of its evaluator (``cloud_file`` getters) are looked up in
-``files_dir`` by the file name of their ``dest``/``path`` and, failing that, of their URL. One
-error names every missing file with its URL.
+``files_dir`` (``files_dir/<task id>/<name>`` or ``files_dir/<name>``) by the file name of their
+``dest``/``path`` and, failing that, of their URL. The ``ids`` globs select tasks first; only the
+selected tasks are read and only their files are looked up. With ``check_files`` one error names
+every missing file with its URL; without, a task whose files are missing carries them in
+``metadata["missing_files"]`` and the runner refuses it only if it is selected
+(:func:`pptarena.run.tasks.select_tasks`).
 
 Each task keeps its ``evaluator`` (normalised to lists) in ``metadata["osworld"]`` for the
 ``osworld`` judge, with ``files`` (getter ``dest`` → local path). ``metadata["requires"]`` lists
@@ -32,7 +36,7 @@ from pptarena.plugins.judges.osworld.evaluator import (
 from pptarena.plugins.judges.osworld.pptx_compare import EXAMINE_DEFAULTS, OPTION_KEYS
 from pptarena.types import Task
 
-from ..common import DatasetError, read_json_file, select_ids
+from ..common import DatasetError, matches_any, read_json_file
 
 #: compare_pptx_files options that check a move relative to the expected deck: that deck is a
 #: position reference (the unedited original, or a gold the result must be strictly beyond), not
@@ -52,11 +56,11 @@ UNSUPPORTED = {
     "contains_mp4_video": "contains_mp4_video is not re-implemented (and the task is not in test_all.json)",
 }
 DOWNLOAD_HINT = (
-    "OSWorld's task files do not contain the decks. Current OSWorld serves them from the Hugging Face "
-    "dataset xlangai/ubuntu_osworld_file_cache (`huggingface-cli download xlangai/ubuntu_osworld_file_cache "
-    '--repo-type dataset --include "{domain}/*"`, then copy the files of every <task id> folder into '
-    "files_dir); older snapshots point at the Google Drive URLs listed above. Save each file under the "
-    "name shown."
+    "OSWorld's task files do not contain the decks: `arena dataset fetch osworld --dir DIR [--task GLOB]` "
+    "downloads the task files and each task's files (current OSWorld serves them from the Hugging Face "
+    "dataset xlangai/ubuntu_osworld_file_cache; older snapshots from the Google Drive URLs shown) into "
+    "DIR/files/<task id>/<name>, the layout files_dir expects ({files_dir}/<task id>/<name>, or a flat "
+    "{files_dir}/<name>)."
 )
 
 
@@ -143,21 +147,37 @@ def load_osworld(
     ids: list[str] | tuple[str, ...] = (),
     strict_options: bool = False,
     blank_deck: Path | None = None,
+    check_files: bool = True,
 ) -> Loaded:
-    """Read every task of ``domain`` listed in ``root/index``; see the module docstring."""
+    """Read the tasks of ``domain`` listed in ``root/index`` that ``ids`` selects; see the module
+    docstring.
+    """
     root, files_dir = Path(root).expanduser(), Path(files_dir).expanduser()
     index_file = root / index
     listing = read_json_file(index_file, what="OSWorld task index")
     if not isinstance(listing, dict) or not isinstance(listing.get(domain), list):
         raise DatasetError(f"{index_file}: no list of task ids for domain {domain!r}")
-    if not files_dir.is_dir():
-        raise DatasetError(f"osworld dataset: files_dir {files_dir} is not a directory")
+    if check_files and not files_dir.is_dir():
+        raise DatasetError(f"osworld dataset: files_dir {files_dir} " + _no_folder(files_dir))
     out = Loaded()
     problems: list[str] = []
-    for task_id in listing[domain]:
-        if not isinstance(task_id, str) or not task_id or "/" in task_id or task_id.startswith("."):
-            problems.append(f"{index_file}: bad task id {task_id!r}")
-            continue
+    listed = [t for t in listing[domain] if isinstance(t, str)]
+    problems += [
+        f"{index_file}: bad task id {t!r}"
+        for t in listing[domain]
+        if not isinstance(t, str) or not _good_id(t)
+    ]
+    chosen = [t for t in listed if _good_id(t)]
+    if ids:
+        unused = [p for p in ids if not matches_any_id(chosen, p)]
+        if unused:
+            near = difflib.get_close_matches(str(unused[0]).rstrip("*"), chosen, n=1, cutoff=0.3)
+            raise DatasetError(
+                f"osworld dataset {index_file}: option 'ids' pattern(s) {unused} match no task id of "
+                f"{domain!r}" + (f" (did you mean {near[0]!r}?)" if near else "")
+            )
+        chosen = [t for t in chosen if matches_any(t, list(ids))]
+    for task_id in chosen:
         path = root / "examples" / domain / f"{task_id}.json"
         try:
             data = read_json_file(path, what=f"OSWorld task {task_id}", limit=MAX_TASK_BYTES)
@@ -166,17 +186,31 @@ def load_osworld(
             problems.append(str(exc))
     if problems:
         raise DatasetError(f"osworld dataset {root}: {len(problems)} problem(s):\n  " + "\n  ".join(problems))
-    out.tasks = select_ids(out.tasks, list(ids), source=f"osworld dataset {index_file}") if ids else out.tasks
-    if out.missing:
+    if out.missing and check_files:
         raise DatasetError(
             f"{len(out.missing)} file(s) missing from files_dir {files_dir} for the osworld dataset:\n"
             + "\n".join(out.missing)
             + "\n"
-            + DOWNLOAD_HINT.format(domain=domain)
+            + DOWNLOAD_HINT.format(files_dir=files_dir)
         )
-    for message in out.warnings:
+    for message in out.warnings:  # only about the selected tasks
         warnings.warn(message, OsworldWarning, stacklevel=2)
     return out
+
+
+def _good_id(task_id: str) -> bool:
+    return bool(task_id) and "/" not in task_id and "\\" not in task_id and not task_id.startswith(".")
+
+
+def matches_any_id(task_ids: list[str], pattern: str) -> bool:
+    """Whether the glob ``pattern`` selects one of ``task_ids``."""
+    return any(matches_any(t, [pattern]) for t in task_ids)
+
+
+def _no_folder(folder: Path) -> str:
+    """Why ``folder`` is not usable as files_dir, with the command that fills it."""
+    what = "is not a folder" if folder.exists() else "does not exist"
+    return f"{what}; `arena dataset fetch osworld --dir DIR` downloads the files into DIR/files"
 
 
 def _load_one(
@@ -255,10 +289,11 @@ def _load_one(
                 f"*strictly* with the gold deck {dest}, so the gold deck itself scores 0 in OSWorld; "
                 "the task has no target (the oracle agent cannot answer it)"
             )
-    if len(out.missing) > missing_before:
-        return
+    missing = out.missing[missing_before:]
 
-    if opened is not None and opened in downloads and opened.lower().endswith(DECK_SUFFIXES):
+    if missing:
+        original = blank_deck or files_dir / task_id / "missing.pptx"  # never used: the task is refused
+    elif opened is not None and opened in downloads and opened.lower().endswith(DECK_SUFFIXES):
         original = downloads[opened]
     elif blank_deck is not None:
         original = blank_deck  # the task starts from a fresh Impress window, not from a deck
@@ -278,6 +313,10 @@ def _load_one(
     }
     if isinstance(data.get("hint"), str):
         metadata["hint"] = data["hint"]
+    if missing:
+        metadata["missing_files"] = [line.strip() for line in missing]
+        absent = "" if files_dir.is_dir() else f"files_dir {files_dir} {_no_folder(files_dir)}. "
+        metadata["missing_files_hint"] = absent + DOWNLOAD_HINT.format(files_dir=files_dir)
     out.tasks.append(
         Task(id=task_id, instruction=data["instruction"], original=original, target=target, metadata=metadata)
     )
