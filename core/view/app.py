@@ -63,6 +63,8 @@ class ViewState:
             loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True)
         )
         env.filters["urlencode"] = lambda s: __import__("urllib.parse").parse.quote(str(s), safe="")
+        for name in env.list_templates():  # compiled now, not on the first page view
+            env.get_template(name)
         self.env = env
 
     def page(self, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
