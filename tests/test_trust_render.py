@@ -175,3 +175,95 @@ def test_row6_nesting_bomb_fails_fast_as_the_decks_fault(tmp_path, renderer):
     from pptarena.run.blame import deck_problem
 
     assert "nests groups" in (deck_problem(bomb) or "")
+
+
+# --------------------------------------------------------------------------- issue 23, item 5
+
+
+def rewrite_member(deck: Path, edit: dict[str, object]) -> Path:
+    """Rewrite ``deck`` in place: ``edit`` maps a member name to new bytes or to a ``bytes -> bytes``
+    function of its old bytes; names not in the package are added."""
+    import zipfile
+
+    tmp = deck.with_suffix(".tmp")
+    with zipfile.ZipFile(deck) as zin, zipfile.ZipFile(tmp, "w", zipfile.ZIP_DEFLATED) as zout:
+        for info in zin.infolist():
+            data = zin.read(info)
+            change = edit.get(info.filename)
+            if change is not None:
+                data = change(data) if callable(change) else change  # type: ignore[operator]
+            zout.writestr(info.filename, data)
+        for name, change in edit.items():
+            if name not in zin.namelist():
+                zout.writestr(name, change)  # type: ignore[arg-type]
+    tmp.replace(deck)
+    return deck
+
+
+def lowercase_external_deck(path: Path, secret: Path, blank: Path) -> Path:
+    """The picture's relationship says ``TargetMode="external"`` with a relative target climbing to the
+    host file: python-pptx (exact "External") takes it as internal and resolves the target to a zip
+    member (``..`` stops at the package root), which the deck also holds, so the deck engine loads it;
+    LibreOffice takes any mode but "Internal" as external and resolves it next to the deck file."""
+    target = "../" * 16 + str(secret).lstrip("/")
+    deck_with_picture(path, blank, link=target)
+    return rewrite_member(
+        path,
+        {
+            "ppt/slides/_rels/slide1.xml.rels": lambda d: d.replace(
+                b'TargetMode="External"', b'TargetMode="external"'
+            ),
+            str(secret).lstrip("/"): blank.read_bytes(),
+        },
+    )
+
+
+def svg_picture_deck(path: Path, secret: Path, blank: Path) -> Path:
+    """An embedded SVG picture whose ``<image>`` names a host file."""
+    svg = (
+        '<svg xmlns="http://www.w3.org/2000/svg" xmlns:xlink="http://www.w3.org/1999/xlink" '
+        'width="300" height="300" viewBox="0 0 300 300">'
+        f'<image x="0" y="0" width="300" height="300" xlink:href="{secret.as_uri()}"/></svg>'
+    ).encode()
+    deck_with_picture(path, blank, link=None)
+    return rewrite_member(
+        path,
+        {
+            "ppt/slides/_rels/slide1.xml.rels": lambda d: d.replace(b"media/image1.png", b"media/image1.svg"),
+            "[Content_Types].xml": lambda d: d.replace(
+                b"<Default Extension=",
+                b'<Default Extension="svg" ContentType="image/svg+xml"/><Default Extension=',
+                1,
+            ),
+            "ppt/media/image1.svg": svg,
+        },
+    )
+
+
+def test_issue23_lowercase_external_mode_does_not_draw_a_host_picture(tmp_path, renderer):
+    from pptarena.run.blame import deck_problem
+
+    secret = red_png(tmp_path / "host-secret.png")
+    blank = tmp_path / "blank.png"
+    Image.new("RGB", (300, 300), (255, 255, 255)).save(blank)
+    deck = lowercase_external_deck(tmp_path / "lower.pptx", secret, blank)
+    assert deck_problem(deck) is None  # the deck engine accepts it (so a prediction would be judged)
+    slides = renderer.render(deck, tmp_path / "r")
+    assert red_share(slides[0].path) < 0.01
+
+
+def test_issue23_svg_image_href_to_a_host_file_is_not_drawn(tmp_path, renderer):
+    secret = red_png(tmp_path / "host-secret.png")
+    blank = tmp_path / "blank.png"
+    Image.new("RGB", (300, 300), (255, 255, 255)).save(blank)
+    # control: an SVG whose image is inline (data:) is drawn, so the measure can see a drawn picture
+    import base64
+
+    inline = "data:image/png;base64," + base64.b64encode(secret.read_bytes()).decode()
+    control = svg_picture_deck(tmp_path / "inline.pptx", secret, blank)
+    rewrite_member(
+        control, {"ppt/media/image1.svg": lambda d: d.replace(secret.as_uri().encode(), inline.encode())}
+    )
+    assert red_share(renderer.render(control, tmp_path / "r0")[0].path) > 0.3
+    deck = svg_picture_deck(tmp_path / "svg.pptx", secret, blank)
+    assert red_share(renderer.render(deck, tmp_path / "r1")[0].path) < 0.01
