@@ -37,7 +37,6 @@ KEY_SHAPE = re.compile(
 PLACEHOLDERS = frozenset(
     {"empty", "none", "local", "dummy", "ollama", "lm-studio", "sk-no-key-required", "not-needed"}
 )
-SECRET_KEY_HINTS = ("key", "token", "secret", "password", "passwd", "authorization", "cookie", "credential")
 MAX_FILE_BYTES = 64 * 1024 * 1024
 
 _lock = threading.Lock()
@@ -181,11 +180,78 @@ def literal_secret_problems(raw: Any, path: str = "") -> list[str]:
     return problems
 
 
+#: Words of a config key that name a secret (``api_key``, ``SESSION_TOKEN``, ``privateKey``).
+SECRET_WORDS = frozenset(
+    {
+        "key",
+        "token",
+        "secret",
+        "password",
+        "passwd",
+        "pwd",
+        "authorization",
+        "auth",
+        "cookie",
+        "credential",
+        "credentials",
+        "session",
+        "private",
+        "bearer",
+    }
+)
+#: Endings of one-word secret names (``apikey``, ``accesstoken``, ``clientsecret``).
+SECRET_WORD_ENDINGS = ("apikey", "token", "secret", "password", "passwd", "credential", "credentials")
+#: Last words of a config key that say the value is about a secret, not the secret itself
+#: (``session_check``, ``key_file``, ``token_env``).
+NOT_SECRET_TAILS = frozenset(
+    {
+        "check",
+        "path",
+        "file",
+        "dir",
+        "mode",
+        "name",
+        "type",
+        "env",
+        "var",
+        "limit",
+        "count",
+        "size",
+        "layout",
+        "format",
+        "kind",
+        "url",
+        "header",
+        "headers",
+        "field",
+        "policy",
+        "id",
+    }
+)
+
+
+def key_words(key: str) -> list[str]:
+    """The words of a config key: ``apiKey`` and ``api_key`` and ``API-KEY`` all give ``[api, key]``."""
+    spaced = re.sub(r"([a-z0-9])([A-Z])", r"\1 \2", key)
+    return [w for w in re.split(r"[^A-Za-z0-9]+", spaced.lower()) if w]
+
+
+def secret_named(key: str) -> bool:
+    """True when a config key names a secret: one of its words is a secret word (``api_key``,
+    ``SESSION_TOKEN``, ``password``, ``apikey``) and its last word is not a qualifier such as
+    ``check`` or ``path`` (``session_check``, ``keys_path`` and ``max_tokens`` are not secrets)."""
+    words = key_words(key)
+    if not words or words[-1] in NOT_SECRET_TAILS:
+        return False
+    return words[-1] not in {"tokens", "keys"} and any(
+        w in SECRET_WORDS or w.endswith(SECRET_WORD_ENDINGS) for w in words
+    )
+
+
 def _secret_literal(key: str, value: str) -> bool:
     if URL_PASSWORD.search(value) or KEY_SHAPE.match(value):
         return True
-    named = any(h in key.lower() for h in SECRET_KEY_HINTS) or bool(SECRET_NAME.search(key))
-    return named and len(value) >= MIN_SECRET_CHARS and value.lower() not in PLACEHOLDERS
+    return secret_named(key) and len(value) >= MIN_SECRET_CHARS and value.lower() not in PLACEHOLDERS
 
 
 TEXT_SUFFIXES = (

@@ -221,3 +221,25 @@ def test_commands_without_model_calls_load_without_secrets(tmp_path, fake_plugin
     config = load_config(cfg, get_registry(), require_secrets=False)
     assert config.missing_secrets == ["agents[0].env.ANTHROPIC_API_KEY: PPTARENA_TEST_UNSET_KEY"]
     assert config.agents[0].options.env["ANTHROPIC_API_KEY"].get_secret_value() == ""
+
+
+@pytest.mark.parametrize(
+    ("key", "secret"),
+    [
+        ("session_check", False),  # PPTC's option: a value of 8+ characters was refused as a secret
+        ("keys_path", False),
+        ("keyboard_layout", False),
+        ("monkey", False),
+        ("api_key", True),
+        ("apiKey", True),
+        ("SESSION_TOKEN", True),
+        ("client_secret", True),
+        ("x-api-key", True),
+        ("password", True),
+    ],
+)
+def test_literal_secret_check_reads_key_words_not_substrings(key, secret):
+    from pptarena.redact import literal_secret_problems
+
+    problems = literal_secret_problems({"dataset": {key: "every_turn_value"}})
+    assert bool(problems) is secret, problems
