@@ -213,7 +213,16 @@ def export_dataset(tasks: Iterable[Task], fmt: str, out_dir: Path) -> dict[str, 
 
 @click.group("dataset")
 def dataset_group() -> None:
-    """Dataset tools."""
+    """Dataset tools: fetch a dataset's public files, export a dataset in a published layout."""
+
+
+def _fetch() -> None:
+    from pptarena.cli.fetch import fetch_command
+
+    dataset_group.add_command(fetch_command)
+
+
+_fetch()
 
 
 @dataset_group.command("export")

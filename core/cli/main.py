@@ -22,7 +22,7 @@ LAZY_COMMANDS = {
     "summarize": ("pptarena.cli.deck", "summarize_command", "Summarize a deck as JSON or text."),
     "diff": ("pptarena.cli.deck", "diff_command", "Show the structural edits from deck A to deck B."),
     "render": ("pptarena.cli.render", "render_command", "Render decks to one PNG per slide."),
-    "dataset": ("pptarena.cli.dataset", "dataset_group", "Dataset tools (export to the published layouts)."),
+    "dataset": ("pptarena.cli.dataset", "dataset_group", "Dataset tools: fetch files, export layouts."),
     "report": ("pptarena.cli.report", "report_command", "Show a run's leaderboard and write report.html."),
     "rescore": ("pptarena.cli.report", "rescore_command", "Re-judge a run's predictions with other judges."),
     "export": (

@@ -29,6 +29,7 @@ import pptarena
 from pptarena.types import Options as BaseOptions
 from pptarena.types import Task
 
+from . import fetchers
 from .common import (
     DatasetError,
     LoadedDataset,
@@ -271,6 +272,9 @@ DOWNLOAD_HINT = (
 
 class PptArenaDataset(LoadedDataset):
     """PPTArena cases with their human ground-truth decks (see docs/datasets.md)."""
+
+    fetch_description = staticmethod(fetchers.pptarena_description)  # arena dataset fetch pptarena
+    fetch = staticmethod(fetchers.pptarena_fetch)
 
     class Options(BaseOptions):
         """Options of the ``pptarena`` dataset."""

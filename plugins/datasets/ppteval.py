@@ -25,6 +25,7 @@ import pptarena
 from pptarena.types import Options as BaseOptions
 from pptarena.types import Task
 
+from . import fetchers
 from .common import (
     DatasetError,
     LoadedDataset,
@@ -189,6 +190,9 @@ def load_ppteval_tasks(
 
 class PptEvalDataset(LoadedDataset):
     """PPT-Eval tasks with their rubric trees (see docs/datasets.md)."""
+
+    fetch_description = staticmethod(fetchers.ppteval_description)  # arena dataset fetch ppteval
+    fetch = staticmethod(fetchers.ppteval_fetch)
 
     class Options(BaseOptions):
         """Options of the ``ppteval`` dataset."""

@@ -65,6 +65,20 @@ class OsworldDataset(LoadedDataset):
         super().__init__(options, context)
         self.skipped: dict[str, str] = {}
 
+    @classmethod
+    def fetch_description(cls) -> Any:
+        """Source and licence of ``arena dataset fetch osworld``."""
+        from .fetch import description
+
+        return description()
+
+    @classmethod
+    def fetch(cls, fetcher: Any, dest: Path, task_globs: list[str], source: str | None) -> str:
+        """Download the task files and the selected tasks' files (see :mod:`.fetch`)."""
+        from .fetch import fetch
+
+        return fetch(fetcher, dest, task_globs, source)
+
     def load(self) -> list[Task]:
         """The loaded tasks; skipped ones are announced as warnings and kept in ``self.skipped``."""
         o = self.options
