@@ -421,18 +421,23 @@ def _validated(leaf_id: str, raw: bytes, size: int, how: str = "") -> dict[str, 
         except ValueError as exc:
             problem = f"the leaf's record is invalid: {exc}"
     if problem is not None:
-        return {
-            "event": "done",
-            "leaf": leaf_id,
-            "score": 0.0,
-            "reason": f"Function scoring failed: {problem}",
-            "error": problem,
-            "error_type": "sandbox",
-            "traceback": "",
-            "duration_s": 0.0,
-            "stdout": "",
-        }
+        return failed_record(leaf_id, problem, "sandbox")
     return {k: record[k] for k in record if k in _RECORD_KEYS}
+
+
+def failed_record(leaf_id: str, problem: str, kind: str) -> dict[str, Any]:
+    """The ``done`` record of a leaf that scored 0 because ``problem`` (of ``error_type`` ``kind``)."""
+    return {
+        "event": "done",
+        "leaf": leaf_id,
+        "score": 0.0,
+        "reason": f"Function scoring failed: {problem}",
+        "error": problem,
+        "error_type": kind,
+        "traceback": "",
+        "duration_s": 0.0,
+        "stdout": "",
+    }
 
 
 _RECORD_KEYS = (

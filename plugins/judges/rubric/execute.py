@@ -422,7 +422,7 @@ def _checked_events(
                     raise ValueError("reason is not a string")
                 e["score"] = check_score(e.get("score"))
             except ValueError as exc:
-                e = _failed(lid, f"invalid leaf record: {exc}", "sandbox")
+                e = child.failed_record(lid, f"invalid leaf record: {exc}", "sandbox")
             done[lid] = e
     return started, done
 
@@ -505,22 +505,22 @@ def run_function_leaves(
         if inputs.get("stop_on_error") and (crashed or any(record.get("error") for record in done.values())):
             for lid in crashed:
                 problem = "the sandboxed process ended while this leaf ran: " + result.error_text()
-                records[lid] = _failed(lid, problem, "timeout" if result.timed_out else "sandbox")
+                records[lid] = child.failed_record(lid, problem, "timeout" if result.timed_out else "sandbox")
             break  # the tree is aborted: the leaves after the failing one are not run
 
         if not started:
             # the process failed before running any leaf: nothing will improve by retrying
             problem = "the sandboxed process failed before running any leaf: " + result.error_text()
             for leaf in remaining:
-                records[leaf["id"]] = _failed(leaf["id"], problem, "sandbox")
+                records[leaf["id"]] = child.failed_record(leaf["id"], problem, "sandbox")
             break
         for lid in crashed:
             problem = "the sandboxed process ended while this leaf ran: " + result.error_text()
-            records[lid] = _failed(lid, problem, "timeout" if result.timed_out else "sandbox")
+            records[lid] = child.failed_record(lid, problem, "timeout" if result.timed_out else "sandbox")
         remaining = [leaf for leaf in remaining if leaf["id"] not in records]
         if result.ok and remaining:
             for leaf in remaining:
-                records[leaf["id"]] = _failed(
+                records[leaf["id"]] = child.failed_record(
                     leaf["id"], "the sandboxed process exited without running this leaf", "sandbox"
                 )
             remaining = []
@@ -536,17 +536,3 @@ def _startup_s(events: list[Any], spawned: float) -> float | None:
             value = e["t"] - spawned
             return round(value, 4) if 0.0 <= value < 3600.0 else None
     return None
-
-
-def _failed(leaf_id: str, problem: str, kind: str) -> dict[str, Any]:
-    return {
-        "event": "done",
-        "leaf": leaf_id,
-        "score": 0.0,
-        "reason": f"Function scoring failed: {problem}",
-        "error": problem,
-        "error_type": kind,
-        "traceback": "",
-        "duration_s": 0.0,
-        "stdout": "",
-    }
