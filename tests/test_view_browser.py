@@ -185,3 +185,31 @@ def test_campaign_page_shows_agreement(site, browser):
     assert "α" in page.inner_text("pre") and str(cid) in page.content()
     _shot(page, site["shots"] / "view-campaign.png")
     page.close()
+
+
+def test_pairwise_choices_with_the_keyboard(site, browser, tmp_path):
+    """A pairwise campaign served by its own server: 1 / 2 / 0 pick left, right or tie and move on."""
+    campaign, tokens = new_campaign(
+        [site["run"]], protocol="pairwise", annotators=["carol"], seed=3, out=tmp_path / "pw.sqlite"
+    )
+    proc, url, _ = serve([site["run"]], "--campaign", str(campaign.path))
+    try:
+        page = browser.new_page()
+        page.goto(f"{url}/login?token={tokens['carol']}")
+        page.wait_for_selector("#label-form")
+        queue = campaign.queue("carol")
+        expected = {}
+        for k, key in enumerate(("1", "2", "0")):
+            item, swapped = queue[k]
+            assert int(page.get_attribute("body", "data-item")) == item
+            for agent in AGENTS:
+                assert agent not in page.content()
+            with page.expect_navigation():
+                page.keyboard.press(key)
+            left, right = ("b", "a") if swapped else ("a", "b")
+            expected[item] = {"1": left, "2": right, "0": "tie"}[key]
+        got = {i: v.fields["choice"] for (_, i), v in Campaign.open(campaign.path).current("carol").items()}
+        assert got == expected
+        page.close()
+    finally:
+        stop(proc)
