@@ -209,3 +209,23 @@ def test_pairwise_item_page_and_sides(run, tmp_path):
         stored[item] = "b" if swapped else "a"  # the left side is B when the item is shown swapped
     got = {i: v.fields["choice"] for (_, i), v in Campaign.open(campaign.path).current("alice").items()}
     assert got == stored and set(got.values()) == {"a", "b"}  # both orders occurred (seeded)
+
+
+def test_pair_page_folds_every_rendered_slide(run, tmp_path):
+    import shutil
+
+    from PIL import Image
+
+    copy = shutil.copytree(run, tmp_path / "run")
+    for role, n in (("original", 1), ("original", 2), ("prediction", 1)):
+        out = copy / "tasks" / "oracle" / "task-1" / "renders" / role
+        out.mkdir(parents=True, exist_ok=True)
+        Image.new("RGB", (8, 6), "white").save(out / f"slide-{n:03d}.png")
+    state, c = client([copy])
+    rid = next(iter(state.runs))
+    page = c.get(f"/r/{rid}/pair", params={"task": "task-1", "agent": "oracle"}).text
+    assert "All rendered slides (2)" in page
+    src = f"/r/{rid}/f/tasks/oracle/task-1/renders/original/slide-002.png"
+    assert f'src="{src}"' in page
+    img = c.get(src)
+    assert img.status_code == 200 and img.headers["content-type"] == "image/png"

@@ -280,11 +280,48 @@ def pair_fragment(run: RunState, task_id: str, agent: str) -> tuple[str, str, li
     with run.render_lock:  # one renderer per run, used by one request at a time
         body = pair_html(data, task, agent, task_id, run.budget(), run.path)
     others = sorted({r["agent"] for r in rows} - {agent})
+    body += all_slides_html(run.path, data.pair_dir(agent, task_id))
     return (
         absolutize(body, f"/r/{run.id}/f/"),
         (task.instruction if task else ""),
         [problem] if problem else [],
         others,
+    )
+
+
+def all_slides_html(run_dir: Path, folder: Path) -> str:
+    """Every rendered slide of the pair's decks, folded (the changed ones are shown above); links are
+    relative to the run folder."""
+    from pptarena.report.verdicts import rel_url
+
+    found: dict[int, dict[str, Path]] = {}
+    for role in ("original", "prediction", "target"):
+        renders = folder / "renders" / role
+        if not renders.is_dir() or renders.is_symlink():
+            continue
+        for png in renders.glob("slide-*.png"):
+            m = re.fullmatch(r"slide-(\d+)\.png", png.name)
+            if m:
+                found.setdefault(int(m.group(1)), {})[role] = png
+    if not found:
+        return ""
+    cells = [
+        '<div class="slides"><div></div><div class="h">original</div><div class="h">prediction</div>'
+        '<div class="h">target</div>'
+    ]
+    for n in sorted(found):
+        cells.append(f'<div class="num">slide {n}</div>')
+        for role in ("original", "prediction", "target"):
+            png = found[n].get(role)
+            cells.append(
+                f'<div><img loading="lazy" src="{rel_url(png, run_dir)}" alt="{role} slide {n}"></div>'
+                if png is not None
+                else '<div class="none">–</div>'
+            )
+    cells.append("</div>")
+    return (
+        f'<details class="all-slides"><summary>All rendered slides ({len(found)})</summary>'
+        f"{''.join(cells)}</details>"
     )
 
 
