@@ -72,3 +72,11 @@ def test_wheel_in_a_fresh_venv_runs_the_demo_from_an_empty_folder(tmp_path_facto
     # the installed package is the wheel's, not this repository's sources
     where = run([str(venv / "bin" / "python"), "-c", "import pptarena; print(pptarena.__file__)"], env=env)
     assert str(venv) in where.stdout
+
+
+def test_the_readme_shows_the_demo_config_as_it_ships():
+    readme = (ROOT / "README.md").read_text()
+    marker = "The demo config it writes is `examples/demo.toml`:\n\n```toml\n"
+    start = readme.index(marker) + len(marker)
+    body = examples.read("demo")
+    assert body[body.index("[run]") :] == readme[start : readme.index("```", start)]
