@@ -5,7 +5,7 @@ shrank or was replaced).
 Per attempt (the last line of each (agent, task, epoch) wins, as in
 :func:`pptarena.run.results.read_results`) it keeps the task, agent, status, epoch, duration, each
 judge's score, the line's sequence number and where the line lies in the file — a pair page reads
-its lines back with ``pread``. Filters and sorts run on NumPy arrays made from the columns when
+its lines back by offset. Filters and sorts run on NumPy arrays made from the columns when
 they changed, so a page of a 100,000-pair run costs milliseconds.
 """
 
@@ -181,18 +181,20 @@ class RunIndex:
                 col[pos] = _number((scores.get(judge) or {}).get("score"))
 
     def read_rows(self, positions: list[int]) -> list[dict[str, Any]]:
-        """The result lines at these positions, read back from the file."""
+        """The result lines at these positions, read back from the file and checked against the full
+        schema (:func:`pptarena.run.records.parse_row`; lines that fail it are left out)."""
         from pptarena.run.records import parse_row
 
         with self._lock:
             where = [(self._cols["off"][p], self._cols["len"][p]) for p in positions]
         out = []
-        fd = os.open(self.path, os.O_RDONLY)
-        try:
+        with open(self.path, "rb") as fh:  # seek + read: os.pread is not on Windows
             for off, length in where:
-                out.append(parse_row(json.loads(os.pread(fd, length, off))).to_json())
-        finally:
-            os.close(fd)
+                fh.seek(off)
+                try:
+                    out.append(parse_row(json.loads(fh.read(length))).to_json())
+                except ValueError:  # fails the full schema check (or the file changed under us)
+                    continue
         return out
 
     def task_rows(self, task_id: str) -> list[dict[str, Any]]:
