@@ -336,4 +336,5 @@ def attempt_row(index: RunIndex, task_id: str, agent: str, epoch: int = 1) -> di
     """The result line of one attempt (None when the run has none)."""
     with index._lock:
         pos = index._pos.get((task_id, agent, epoch))
-    return index.read_rows([pos])[0] if pos is not None else None
+    rows = index.read_rows([pos]) if pos is not None else []
+    return rows[0] if rows else None
