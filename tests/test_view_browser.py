@@ -89,7 +89,9 @@ def test_open_a_run_filter_and_open_a_pair(site, browser):
     page.wait_for_load_state()
     agents = page.locator("#task-body tr td:nth-child(2)").all_inner_texts()
     assert agents and set(agents) == {"oracle"}
-    page.reload()  # the leaderboard is computed in the background: it is there on a later visit
+    page.reload()
+    # the leaderboard is computed in the background and swapped into the open page when ready
+    page.wait_for_selector("#summary >> text=Paired comparison · structural", timeout=60_000)
     _shot(page, site["shots"] / "view-run.png")
     page.click("#task-body a >> text=task-1")
     page.wait_for_selector(".instruction")
