@@ -506,7 +506,9 @@ def load_config(path: str | Path, registry: Registry, *, require_secrets: bool =
     """
     p = Path(path).expanduser()
     if not p.is_file():
-        raise ConfigError(f"config file {p} does not exist (`arena init` writes an example: `arena init --list`)")
+        raise ConfigError(
+            f"config file {p} does not exist (`arena init` writes an example: `arena init --list`)"
+        )
     if p.stat().st_size > MAX_CONFIG_BYTES:
         raise ConfigError(f"config file {p} is larger than {MAX_CONFIG_BYTES} bytes")
     try:
