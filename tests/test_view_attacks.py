@@ -278,3 +278,34 @@ def test_kill_9_during_a_burst_of_label_writes_loses_no_acknowledged_label(tmp_p
     assert not errors and len(acknowledged) >= 60
     kept = {v.id for v in Campaign.open(campaign.path).history()}
     assert set(acknowledged) <= kept
+
+
+def test_script_in_task_id_agent_and_error_of_a_result_line_is_escaped(site, tmp_path):
+    import shutil
+
+    run = shutil.copytree(site["run"], tmp_path / "run", symlinks=True)
+    (run / "escape.png").unlink()
+    row = json.loads((run / "results.jsonl").read_text().splitlines()[0])
+    hostile = {
+        **row,
+        "task_id": "<script>window.__pwned_t=1</script>",
+        "agent": '"><img src=x onerror=window.__pwned_a=1>',
+        "error": "<script>window.__pwned_e=1</script>",
+        "status": "agent_error",
+    }
+    with (run / "results.jsonl").open("a") as fh:
+        fh.write(json.dumps(hostile) + "\n")
+    state = ViewState([run], render=False)
+    c = TestClient(create_app(state), base_url="http://127.0.0.1:8000")
+    rid = run_id(run)
+    pages = [
+        c.get(f"/r/{rid}").text,
+        c.get(f"/r/{rid}", params={"status": "agent_error"}).text,
+        c.get(f"/r/{rid}/pair", params={"task": hostile["task_id"], "agent": hostile["agent"]}).text,
+        c.get("/").text,
+    ]
+    for page in pages:
+        assert page.count("<script") == 1 and "<img src=x" not in page
+    assert "&lt;script&gt;window.__pwned_t=1" in pages[1] and "&lt;script&gt;window.__pwned_e=1" in pages[2]
+    api = c.get(f"/r/{rid}/api/since", params={"seq": 0}).json()  # JSON: the page inserts it as text
+    assert any(r["task_id"] == hostile["task_id"] for r in api["rows"])

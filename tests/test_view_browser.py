@@ -172,9 +172,13 @@ def test_appended_result_line_shows_within_two_seconds(site, browser):
     results = site["run"] / "results.jsonl"
     row = json.loads(results.read_text().splitlines()[0])
     with results.open("a") as fh:
-        fh.write(json.dumps({**row, "task_id": "task-appended-live", "agent": "oracle"}) + "\n")
+        live = "task-appended-live <img src=x onerror=window.__pwned_l=1>"
+        fh.write(json.dumps({**row, "task_id": live, "agent": "oracle"}) + "\n")
     page.wait_for_selector("#latest-list >> text=task-appended-live", timeout=2000)
     assert page.inner_text("#pair-count") == "11"
+    assert live in page.inner_text("#latest-list")  # drawn as text by the live script
+    page.wait_for_selector("#task-body >> text=task-appended-live", timeout=3000)  # the table redrawn
+    assert page.evaluate("typeof window.__pwned_l") == "undefined"
     page.close()
 
 
