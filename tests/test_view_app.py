@@ -149,6 +149,7 @@ def test_pair_page_and_compare(run):
     assert "Edits original → prediction" in text and "New 1" in text
     assert "structural" in text  # the verdict
     assert c.get(f"/r/{rid}/pair", params={"task": "task-1", "agent": "nobody"}).status_code == 404
+    assert f"/compare?a={rid}&amp;b={rid}&amp;task=task-1&amp;agent_a=oracle&amp;agent_b=noop" in text
     both = c.get(
         "/compare", params={"a": rid, "b": rid, "task": "task-1", "agent_a": "oracle", "agent_b": "noop"}
     )
