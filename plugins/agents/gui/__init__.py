@@ -177,15 +177,12 @@ class GuiAgent(Component):
             env.close()
             workspace.log.write("gui_closed", seconds=round(time.monotonic() - started, 1))
         try:
-            if (
-                not zipfile.is_zipfile(saved)
-                or "ppt/presentation.xml" not in zipfile.ZipFile(saved).namelist()
-            ):
-                raise AgentError(f"the file Impress saved ({saved.name}) is not a .pptx package")
-            shutil.copyfile(saved, workspace.output_deck)
-            files = _hand_back_settings(scratch / "env" / "profile", workspace.dir)
+            handed = hand_back_deck(saved, workspace.output_deck, scratch)
+            files = _hand_back_settings(scratch / "env" / "profile", workspace.dir, scratch)
         finally:
             shutil.rmtree(scratch, ignore_errors=True)
+        if not handed:
+            raise AgentError(f"the file Impress saved ({saved.name}) is not a .pptx package")
         # the runner counts usage through the workspace's model clients: Prediction.usage stays
         # empty (it would be added twice); the agent's own sum is kept in the metadata
         usage = client.usage.as_dict() if hasattr(client, "usage") else {}
@@ -204,13 +201,50 @@ class GuiAgent(Component):
         )
 
 
-def _hand_back_settings(profile: Path, task_dir: Path) -> dict[str, str]:
-    """Copy the episode's LibreOffice settings file into the task folder (for checkers that read it)."""
+def hand_back_deck(saved: Path, output: Path, root: Path) -> bool:
+    """Copy the deck Impress saved (below ``root``, a folder the harness made) to ``output``.
+
+    The office (or a program it started) could have replaced the saved file or a folder on the way
+    with a link (to the task's target, to ``/proc/self/environ``): nothing below ``root`` is followed
+    (:func:`pptarena.safeio.copy_regular`). :raises AgentError: a link, FIFO or device in its place.
+    Returns False (``output`` removed) when the copy is not a .pptx package.
+    """
+    from pptarena import safeio
+
+    from .officejail import MAX_DECK_BYTES
+
+    try:
+        safeio.copy_regular(saved, output, MAX_DECK_BYTES, root=root)
+    except FileNotFoundError:
+        return False
+    except safeio.UnsafeFileError as exc:
+        raise AgentError(f"the deck Impress saved was replaced: {exc}") from None
+    try:
+        with zipfile.ZipFile(output) as package:
+            ok = "ppt/presentation.xml" in package.namelist()
+    except (zipfile.BadZipFile, OSError):
+        ok = False
+    if not ok:
+        Path(output).unlink(missing_ok=True)
+    return ok
+
+
+def _hand_back_settings(profile: Path, task_dir: Path, root: Path) -> dict[str, str]:
+    """Copy the episode's LibreOffice settings file into the task folder (for checkers that read it).
+
+    Copied only as a regular file reached without following a link below ``root``: a settings file
+    made a link to ``/proc/self/environ`` (or to any host file) is not copied.
+    """
+    from pptarena import safeio
+
+    from .officejail import MAX_SETTINGS_BYTES
+
     settings = profile / "user" / "registrymodifications.xcu"
-    if not settings.is_file():
-        return {}
     kept = task_dir / settings.name
-    shutil.copyfile(settings, kept)
+    try:
+        safeio.copy_regular(settings, kept, MAX_SETTINGS_BYTES, root=root)
+    except (OSError, safeio.UnsafeFileError):
+        return {}
     return {settings.name: str(kept)}
 
 

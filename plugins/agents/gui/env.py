@@ -23,13 +23,14 @@ import tempfile
 import threading
 import time
 import weakref
-import zipfile
 from pathlib import Path
 from typing import Any
 
+from pptarena import safeio
 from pptarena.types import ComponentUnavailable, InfraError
 
 from .actions import Action, Screen
+from .officejail import MAX_DECK_BYTES, jailed_impress, office_env, saved_package
 
 REQUIRED_PROGRAMS = {"Xvfb": "xvfb", "xdotool": "xdotool", "soffice": "libreoffice-impress"}
 """Program → the Debian package that provides it."""
@@ -42,7 +43,8 @@ _PROFILE_SETTINGS = {
     ("/org.openoffice.Office.Recovery/AutoSave", "Enabled"): "false",
     ("/org.openoffice.Office.Recovery/RecoveryInfo", "Enabled"): "false",
     ("/org.openoffice.Setup/Product", "ooSetupLastVersion"): "99.0",
-    # the model drives a full office program: no macros (they could run shell commands)
+    # the model drives a full office program: no macros (they could run shell commands). These are
+    # only the user layer's defaults: lockdown.py's finalized layer is what the user cannot change
     ("/org.openoffice.Office.Common/Security/Scripting", "DisableMacrosExecution"): "true",
     ("/org.openoffice.Office.Common/Security/Scripting", "MacroSecurityLevel"): "3",
 }
@@ -256,10 +258,15 @@ class ImpressScreen:
             self.start_display()
         (self.profile_dir / "user").mkdir(parents=True, exist_ok=True)
         (self.profile_dir / "user" / "registrymodifications.xcu").write_text(_profile_xml(), encoding="utf-8")
+        from .lockdown import configuration_layers, shared_layer
+
+        lock = shared_layer()
+        layers = configuration_layers(shutil.which("soffice") or "soffice", lock)
         log = (self.workdir / "soffice.log").open("wb")
         command = [
             "soffice",
             f"-env:UserInstallation={self.profile_url}",
+            layers,
             "--impress",
             "--norestore",
             "--nologo",
@@ -268,7 +275,10 @@ class ImpressScreen:
             "--nofirststartwizard",
             str(deck),
         ]
-        command, env, self.isolation = jailed_impress(command, self.env, self.workdir, Path(deck).parent)
+        env = office_env(self.display or "", self.workdir)
+        command, self.isolation = jailed_impress(
+            command, self.workdir, Path(deck).parent, display=self.display or "", lock=lock
+        )
         try:
             self._office = subprocess.Popen(
                 command,
@@ -515,11 +525,7 @@ class ImpressScreen:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             titles = dict(self.windows())
-            if (
-                titles.get(self.main_window, "").startswith(path.name)
-                and path.exists()
-                and zipfile.is_zipfile(path)
-            ):
+            if titles.get(self.main_window, "").startswith(path.name) and saved_package(path):
                 return
             for wid, name in titles.items():
                 # the keep-format question (only asked if the profile setting was lost)
@@ -563,34 +569,9 @@ def impress_round_trip(src: Path, dst: Path, screen: Screen | None = None) -> Pa
         shutil.copyfile(src, folder / Path(src).name)
         env.open(folder / Path(src).name)
         env.save_as(folder / f"saved-{Path(dst).name}")
-        shutil.copyfile(folder / f"saved-{Path(dst).name}", dst)
+        # the office could write there: copied out without following a link (safeio)
+        safeio.copy_regular(folder / f"saved-{Path(dst).name}", dst, MAX_DECK_BYTES, root=env.workdir)
     return Path(dst)
-
-
-def jailed_impress(
-    command: list[str], env: dict[str, str], workdir: Path, deck_dir: Path
-) -> tuple[list[str], dict[str, str], str]:
-    """Impress under bubblewrap where it works: no network, and of the host only the system folders,
-    its own work folder, the deck's folder (writable: Impress saves there) and the X display's socket.
-    Its file dialogs cannot browse the run folder, the dataset or the home folder.
-    Returns ``(command, environment, isolation)``; unchanged with ``"none"`` where bubblewrap is unusable.
-    """
-    from pptarena import isolation
-
-    if isolation.base_flags() is None:
-        return command, env, "none"
-    env = {**env, "HOME": str(workdir), "TMPDIR": "/tmp"}
-    x11 = Path("/tmp/.X11-unix")
-    jail = isolation.Jail(
-        workdir=workdir,
-        workdir_host=workdir,
-        writable=[deck_dir] if deck_dir != workdir else [],
-        read_only=[x11] if x11.exists() else [],
-        network=False,
-        python=False,
-        tmpfs_mb=512,
-    )
-    return isolation.command(jail, command), env, isolation.BWRAP_LEVEL
 
 
 @atexit.register
