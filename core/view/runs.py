@@ -206,13 +206,3 @@ def _planned(manifest: dict[str, Any]) -> int | None:
     if isinstance(tasks, int) and isinstance(agents, list) and isinstance(epochs, int):
         return tasks * len(agents) * epochs
     return None
-
-
-def json_for_page(obj: Any) -> str:
-    """JSON safe inside an HTML attribute or element (``<``, ``>``, ``&`` escaped)."""
-    return (
-        json.dumps(obj, separators=(",", ":"))
-        .replace("<", "\\u003c")
-        .replace(">", "\\u003e")
-        .replace("&", "\\u0026")
-    )
