@@ -246,14 +246,13 @@ class _PipeReader(threading.Thread):
             os.close(self.fd)
 
 
-def _read_back(fh: Any, cap: int) -> str:
-    """What the process wrote to ``fh`` (read through the same descriptor, never by path)."""
+def _read_back(reader: _PipeReader) -> str:
+    """What the process wrote to a stream (kept by ``reader`` from the pipe it wrote to: never a
+    file on the host, so printing without end costs no disk), redacted, with a note when cut."""
     from .redact import redact_text
 
-    fh.seek(0)
-    data = fh.read(cap + 1)
-    text = redact_text(data[:cap].decode("utf-8", errors="replace"))
-    return text + ("\n[... output truncated ...]" if len(data) > cap else "")
+    text = redact_text(bytes(reader.data).decode("utf-8", errors="replace"))
+    return text + ("\n[... output truncated ...]" if reader.overflow else "")
 
 
 def _fallback_argv(
@@ -356,6 +355,9 @@ def run_command(
         notes.append(f"bubblewrap unavailable: isolation {level!r} (the code can read the user's files)")
     res_r, res_w = os.pipe()
     exp_r, exp_w = os.pipe()
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    streams = [_PipeReader(out_r, limits.max_output_bytes), _PipeReader(err_r, limits.max_output_bytes)]
     readers = [_PipeReader(res_r, limits.max_result_bytes)]
     if export is not None and export_to is not None:
         Path(export_to).unlink(missing_ok=True)
@@ -364,13 +366,9 @@ def run_command(
         os.close(exp_r)
     t0 = time.monotonic()
     try:
-        for r in readers:
+        for r in (*readers, *streams):
             r.start()
-        with (
-            (private / "stdout").open("w+b") as out,
-            (private / "stderr").open("w+b") as err,
-            SandboxCgroup(limits.max_processes, limits.memory_mb) as group,
-        ):
+        with SandboxCgroup(limits.max_processes, limits.memory_mb) as group:
             try:
                 setter = _limit_setter(limits, (res_w, exp_w))
                 if group.uid is not None:  # the code runs as an unprivileged uid of its own
@@ -380,22 +378,23 @@ def run_command(
                     cmd,
                     cwd=stage if not use_bwrap else private,
                     env=child_env,
-                    stdout=out,
-                    stderr=err,
+                    stdout=out_w,
+                    stderr=err_w,
                     timeout=limits.timeout,
                     stdin_bytes=stdin_text.encode() if stdin_text is not None else None,
                     preexec_fn=group.preexec(setter),
                     pass_fds=(3, 4, res_w, exp_w),
                 )
             finally:
-                os.close(res_w)
-                os.close(exp_w)
+                for fd in (res_w, exp_w, out_w, err_w):
+                    os.close(fd)
             notes += group.notes + _limit_notes(group, limits)
             limit_level, limit_events = group.level, group.events()
             for r in readers:
                 r.join(timeout=10)
-            stdout_text = _read_back(out, limits.max_output_bytes)
-            stderr_text = _read_back(err, limits.max_output_bytes)
+        for r in streams:  # every process of the sandbox is gone: the pipes are at their end
+            r.join(timeout=10)
+        stdout_text, stderr_text = _read_back(streams[0]), _read_back(streams[1])
         results = _decode_results(readers[0], notes)
         exported = False
         if len(readers) > 1:

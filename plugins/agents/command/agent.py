@@ -245,6 +245,7 @@ class CommandAgent(Component):
             memory_mb=opts.memory_mb,
             output_mb=opts.max_output_mb,
             keep_mb=opts.keep_mb,
+            log_mb=opts.log_mb,
         )
         outcome = cli_jail.run(spec, out, err)  # type: ignore[arg-type]
         egress = outcome.egress

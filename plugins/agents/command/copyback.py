@@ -6,7 +6,10 @@ launcher's working directory (``/proc/<launcher>/cwd``: the very folder, however
 or replaced the folders above it, which may sit on the jail's writable ``/tmp``) and copies it with
 :func:`pptarena.safeio.copy_tree`: regular files and folders only, links never followed, FIFOs and
 devices skipped, size-capped. ``output/`` is copied first within its own cap (``max_output_mb``), so
-a workspace full of other files cannot crowd out the deck; the rest within ``keep_mb``.
+a workspace full of other files cannot crowd out the deck; the rest within ``keep_mb``. Folders count
+too: a part (``output/``, or the workspace as a whole) holding more than :data:`MAX_ENTRIES` files and
+folders is not copied at all (30,000 empty folders would otherwise become 30,000 folders of the pair
+folder, outside every byte cap).
 """
 
 from __future__ import annotations
@@ -15,10 +18,11 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pptarena.safeio import TreeCopy, copy_tree
+from pptarena.safeio import TreeCopy, UnsafeFileError, copy_tree, walk_tree
 
 DIRECTORY = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
-MAX_FILES = 20_000
+MAX_FILES = 10_000
+MAX_ENTRIES = 10_000  # files and folders of output/, and of the whole workspace, copied out
 
 
 @dataclass
@@ -48,9 +52,22 @@ def _reason(why: str) -> str:
         return "not a regular file"
     if "size limit" in why or "bytes" in why:
         return "over the size cap"
-    if "-file limit" in why:
+    if "-file limit" in why or "files and folders" in why:
         return "over the file count cap"
     return "unreadable"
+
+
+def _too_many(path: str, limit: int = MAX_ENTRIES) -> str | None:
+    """Why the folder ``path`` is not copied out (more than ``limit`` files and folders), or None."""
+    try:
+        for _ in walk_tree(path, max_entries=limit):
+            pass
+    except UnsafeFileError as exc:
+        if "files and folders" in str(exc):
+            return f"not copied: {exc}"
+    except OSError:
+        pass  # copy_tree meets it again and reports it
+    return None
 
 
 def launcher_pid(init_pid: int) -> int | None:
@@ -89,13 +106,21 @@ def copy_workspace(init_pid: int, dst: Path, output_mb: int, keep_mb: int) -> Co
             out = -1  # no output folder, or a link / file in its place: nothing is taken from it
         if out >= 0:
             try:
-                first = copy_tree(
-                    f"/proc/self/fd/{out}", dst / "output", max_files=MAX_FILES, max_bytes=output_mb * mb
-                )
+                crowded = _too_many(f"/proc/self/fd/{out}")
+                if crowded:
+                    report.skip("output/", crowded)
+                else:
+                    first = copy_tree(
+                        f"/proc/self/fd/{out}", dst / "output", max_files=MAX_FILES, max_bytes=output_mb * mb
+                    )
+                    report.output_files, report.output_bytes = first.files, first.bytes
+                    _skips(report, first, "output/")
             finally:
                 os.close(out)
-            report.output_files, report.output_bytes = first.files, first.bytes
-            _skips(report, first, "output/")
+        crowded = _too_many(f"/proc/self/fd/{top}")
+        if crowded:
+            report.skip("./", crowded)
+            return report
         rest: TreeCopy = copy_tree(
             f"/proc/self/fd/{top}",
             dst,

@@ -29,6 +29,7 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -65,6 +66,7 @@ class JailSpec:
     memory_mb: int = 4096
     output_mb: int = 300  # copied out of output/
     keep_mb: int = 64  # copied out of the rest of the workspace
+    log_mb: int = 32  # of the jail's stdout and of its stderr, kept in the pair folder (each)
 
 
 @dataclass
@@ -146,6 +148,38 @@ class _Lines:
         return status if isinstance(status, dict) else None
 
 
+class _CappedSink(threading.Thread):
+    """Copies a pipe the jail writes to (its stdout or stderr) into a host file, at most ``cap``
+    bytes; the rest is read and dropped (the jail never blocks on it) and a note ends the file.
+
+    The jail's output never reaches a host file directly: a CLI printing without end would fill
+    the pair folder's disk outside every quota of the jail.
+    """
+
+    def __init__(self, fd: int, sink: IO[bytes], cap: int):
+        super().__init__(daemon=True, name="cli-jail-output")
+        self.fd, self.sink, self.cap = fd, sink, cap
+        self.size = 0
+
+    def run(self) -> None:
+        try:
+            while chunk := os.read(self.fd, 1 << 16):
+                room = self.cap - self.size
+                if room > 0:
+                    self.sink.write(chunk[:room])
+                self.size += len(chunk)
+        except OSError:
+            pass
+        finally:
+            os.close(self.fd)
+            if self.size > self.cap:
+                dropped = self.size - self.cap
+                self.sink.write(
+                    f"\n[... output truncated: {dropped} bytes over {self.cap} dropped ...]\n".encode()
+                )
+            self.sink.flush()
+
+
 def _sweep_leftovers() -> None:
     """Remove the private folders of jails whose harness process was killed (``kill -9``)."""
     for folder in Path(tempfile.gettempdir()).glob("pptarena-cli-*-*"):
@@ -213,6 +247,12 @@ def _supervise(
     if spec.network == "open":
         (private / "resolv.conf").write_text(SLIRP_RESOLV)
         extra += ["--ro-bind", str(private / "resolv.conf"), "/etc/resolv.conf"]
+    out_r, out_w = os.pipe()
+    err_r, err_w = os.pipe()
+    sinks = [_CappedSink(out_r, stdout, spec.log_mb * 1024 * 1024)]
+    sinks.append(_CappedSink(err_r, stderr, spec.log_mb * 1024 * 1024))
+    for sink in sinks:
+        sink.start()
     status_r, status_w = os.pipe()
     release_r, release_w = os.pipe()
     info_r, info_w = os.pipe()
@@ -242,15 +282,16 @@ def _supervise(
                 command,
                 env=env,
                 stdin=subprocess.DEVNULL,
-                stdout=stdout,
-                stderr=stderr,
+                stdout=out_w,
+                stderr=err_w,
                 start_new_session=True,
                 pass_fds=child_fds,
                 preexec_fn=group.preexec(then),
             )
         finally:
-            for fd in child_fds:
+            for fd in (*child_fds, out_w, err_w):
                 os.close(fd)
+            out_w = err_w = -1
         pid = int(_read_info(info_r, time.monotonic() + START_TIMEOUT_S)["child-pid"])
         lines = _Lines(status_r)
         if lines.next(time.monotonic() + START_TIMEOUT_S) != {"ready": True}:
@@ -278,7 +319,12 @@ def _supervise(
         for fd in (status_r, info_r, start_w, release_w):
             with contextlib.suppress(OSError):
                 os.close(fd)
+        for fd in (out_w, err_w):  # still here only when the jail was never started
+            if fd >= 0:
+                os.close(fd)
         if proc is not None:
             kill_group(proc)
         if slirp is not None:
             slirp.stop()
+        for sink in sinks:  # the jail is gone: every write end is closed
+            sink.join(timeout=10)

@@ -56,6 +56,11 @@ class CommandOptions(Options):
     keep_mb: int = Field(
         64, ge=0, description="of the jailed workspace's other files, MB copied out to the pair folder"
     )
+    log_mb: int = Field(
+        32,
+        gt=0,
+        description="of the jailed CLI's stdout and of its stderr, MB kept in the pair folder (each)",
+    )
 
     @field_validator("command")
     @classmethod

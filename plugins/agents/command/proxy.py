@@ -7,10 +7,13 @@ way out is this proxy, whose unix socket is bound into the jail (the jail's laun
 (HTTPS: an opaque tunnel) and absolute-form plain HTTP requests (``GET http://host:port/path``),
 each only when ``host:port`` is on the allow-list; anything else gets ``403`` and is recorded.
 
-The proxy resolves names itself and connects to the address it checked. A name that resolves to a
-loopback or unspecified address is refused unless the allow-list entry itself is a loopback literal
-(``127.0.0.1:8000``, ``localhost:8000``, ``[::1]:8000``): that is how a test's loopback model stub, or
-a model server on this machine, is reached, and only at the port named.
+The proxy resolves names itself and connects to the address it checked. A name that resolves to
+this machine (loopback in any spelling, ``::ffff:127.0.0.1`` included, the unspecified address, an
+address of one of its interfaces), a link-local address (a cloud's metadata service), a multicast or
+a reserved one is refused unless the allow-list entry itself is a loopback literal
+(``127.0.0.1:8000``, ``localhost:8000``, ``[::1]:8000``) or that IP literal: that is how a test's
+loopback model stub, or a model server on this machine, is reached, and only at the port named.
+Private (LAN) addresses a name resolves to are reached.
 """
 
 from __future__ import annotations
@@ -63,6 +66,33 @@ def is_loopback_literal(host: str) -> bool:
         return ipaddress.ip_address(host.strip("[]")).is_loopback
     except ValueError:
         return False
+
+
+def _is_ip(host: str) -> bool:
+    try:
+        ipaddress.ip_address(host.strip("[]"))
+    except ValueError:
+        return False
+    return True
+
+
+def _internal(ip: ipaddress.IPv4Address | ipaddress.IPv6Address) -> bool:
+    """True for an address a public name must not lead to: this machine (loopback, unspecified, an
+    address of its own interfaces), link-local, multicast or reserved; IPv4 addresses embedded in
+    IPv6 (``::ffff:a.b.c.d``, 6to4) are judged as the IPv4 address."""
+    if isinstance(ip, ipaddress.IPv6Address):
+        inner = ip.ipv4_mapped or ip.sixtofour
+        if inner is not None:
+            ip = inner
+    if ip.is_loopback or ip.is_unspecified or ip.is_link_local or ip.is_multicast or ip.is_reserved:
+        return True
+    family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+    with socket.socket(family, socket.SOCK_STREAM) as probe:
+        try:
+            probe.bind((str(ip), 0))  # binding works only to an address of this machine
+        except OSError:
+            return False
+    return True
 
 
 def parse_entry(text: str) -> AllowEntry:
@@ -261,20 +291,29 @@ class EgressProxy:
         self._thread: threading.Thread | None = None
 
     def resolve(self, host: str, port: int) -> tuple[str, int] | None:
-        """The address to connect to for ``host:port``, or None when the allow-list refuses it."""
+        """The address to connect to for ``host:port``, or None when the allow-list refuses it.
+
+        A name's addresses come from its DNS, which whoever owns the name controls: an address of
+        this machine (loopback in any form, e.g. ``::ffff:127.0.0.1``, unspecified, or one of its
+        own interfaces' addresses), a link-local one (``169.254.169.254``: a cloud's metadata
+        service) or a multicast or reserved one is refused, unless the allow-list names that
+        address itself (an IP literal) or names this machine (``localhost``, a loopback literal).
+        """
         entries = [e for e in self.entries if e.matches(host, port)]
         if not entries:
             return None
+        named = any(e.loopback or _is_ip(e.host) for e in entries)
         try:
             infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
         except OSError:
             return None
         for family, _, _, _, sockaddr in infos:
+            if family not in (socket.AF_INET, socket.AF_INET6):
+                continue
             ip = ipaddress.ip_address(sockaddr[0].split("%")[0])
-            if (ip.is_loopback or ip.is_unspecified) and not any(e.loopback for e in entries):
-                continue  # a public name resolving to this machine: refused
-            if family in (socket.AF_INET, socket.AF_INET6):
-                return sockaddr[0], port
+            if not named and _internal(ip):
+                continue  # a name resolving to this machine or its link: refused
+            return sockaddr[0], port
         return None
 
     def __enter__(self) -> EgressProxy:

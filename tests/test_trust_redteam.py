@@ -1,0 +1,252 @@
+"""A red-team round against issue 23's jails (the CLI jail, its egress proxy, the code sandbox).
+
+Each test performs an attack that worked on the code it was written against and checks what the
+harness did on this machine (bytes in the run folder, folders copied out, connections a loopback
+service received):
+
+- a CLI agent printing 200 MB to stdout (its transcript is a host file in the pair folder, outside
+  the workspace tmpfs and its quota);
+- a CLI agent leaving 30,000 empty folders for the copy-out (only files were counted);
+- an allow-listed name whose DNS answer (the name's owner controls it) is this machine in a form
+  the proxy's loopback check missed: an IPv4-mapped IPv6 address, the machine's own non-loopback
+  address, a link-local address (a cloud's metadata service);
+- a sandboxed program printing 600 MB to stdout (captured in a host temp file, outside its tmpfs).
+"""
+
+from __future__ import annotations
+
+import ipaddress
+import json
+import socket
+import subprocess
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+from agents_fixtures import events
+from trust_fixtures import needs_bwrap
+
+MB = 1024 * 1024
+
+
+def _run_cli(tmp_path: Path, body: str, **options):
+    from test_trust_cli_jail import run_cli
+
+    return run_cli(tmp_path, body, **options)
+
+
+# --------------------------------------------------------------------------- the CLI jail
+
+
+@needs_bwrap
+def test_a_cli_flooding_stdout_does_not_fill_the_run_folder(tmp_path):
+    """The CLI's stdout went straight into ``cli.stdout.txt`` in the pair folder: 200 MB printed
+    made a 200 MB file there (no quota, no cap), then the redactor read it all."""
+    import sys
+
+    from agents_fixtures import make_task, scripted_workspace
+    from test_trust_cli_jail import make_agent
+
+    script = tmp_path / "cli.py"
+    script.write_text(
+        "import os, shutil, sys\n"
+        "shutil.copyfile(sys.argv[1], sys.argv[2])\n"
+        "chunk = b'y' * (1 << 20)\n"
+        "for _ in range(200):\n"
+        "    os.write(1, chunk)\n"
+        "os.write(2, chunk * 50)\n"
+        "print('AFTER-THE-FLOOD', flush=True)\n"
+    )
+    ws, _ = scripted_workspace(tmp_path, [])
+    agent = make_agent(tmp_path, command=[sys.executable, str(script), "{input}", "{output}"])
+    pred = agent.edit(make_task(tmp_path), ws)
+    assert pred.path.is_file()  # the pair itself is unharmed
+    for name in ("cli.stdout.txt", "cli.stderr.txt"):
+        size = (ws.dir / name).stat().st_size
+        assert size <= 33 * MB, (name, size)  # the default log_mb = 32, plus the truncation note
+    stdout = (ws.dir / "cli.stdout.txt").read_bytes()
+    assert b"truncated" in stdout[-200:] and b"AFTER-THE-FLOOD" not in stdout
+
+
+@needs_bwrap
+def test_a_cli_leaving_30000_empty_folders_does_not_fill_the_pair_folder(tmp_path):
+    """Folders were not counted by the copy-out (only files were): 30,000 empty folders left in the
+    workspace became 30,000 folders (inodes, directory blocks) in the pair folder."""
+    body = """
+    for i in range(30000):
+        os.mkdir("d%05d" % i)
+    os.makedirs("output/deep")
+    for i in range(5000):
+        os.mkdir("output/deep/e%05d" % i)
+    """
+    pred, _, ws = _run_cli(tmp_path, body)
+    assert pred.path.is_file()  # the deck in output/ is still taken
+    entries = sum(1 for _ in (ws.dir / "cli").rglob("*"))
+    assert 5000 < entries <= 10_100, entries  # output/ (under its cap) is there, the rest is not
+    jail = events(ws, "command_jail")[0]
+    assert jail["skipped"].get("over the file count cap", 0) >= 1, jail
+
+
+# --------------------------------------------------------------------------- the egress proxy
+
+
+class _Service:
+    """A TCP service of this machine (listening on every address) counting its connections."""
+
+    def __init__(self, family: int = socket.AF_INET6):
+        self.sock = socket.socket(family, socket.SOCK_STREAM)
+        if family == socket.AF_INET6:
+            self.sock.setsockopt(socket.IPPROTO_IPV6, socket.IPV6_V6ONLY, 0)
+        self.sock.bind(("::" if family == socket.AF_INET6 else "0.0.0.0", 0))
+        self.sock.listen(8)
+        self.port = self.sock.getsockname()[1]
+        self.accepted = 0
+        threading.Thread(target=self._serve, daemon=True).start()
+
+    def _serve(self) -> None:
+        while True:
+            try:
+                conn, _ = self.sock.accept()
+            except OSError:
+                return
+            self.accepted += 1
+            conn.close()
+
+
+def _own_address() -> str | None:
+    """A non-loopback IPv4 address of this machine, or None."""
+    try:
+        out = subprocess.run(["ip", "-j", "-4", "addr"], capture_output=True, text=True, timeout=5).stdout
+        for link in json.loads(out or "[]"):
+            for addr in link.get("addr_info", []):
+                ip = ipaddress.ip_address(addr["local"])
+                if not ip.is_loopback:
+                    return str(ip)
+    except (OSError, ValueError, subprocess.SubprocessError):
+        pass
+    return None
+
+
+@pytest.fixture
+def rebinding_dns(monkeypatch):
+    """The DNS of ``model.attacker.test`` (an allow-listed name whose owner is the attacker): it
+    answers what the test sets in ``answer[0]``; every other name resolves as usual."""
+    real = socket.getaddrinfo
+    answer: list[str] = []
+
+    def fake(host, port, *args, **kwargs):
+        if str(host).rstrip(".").lower() == "model.attacker.test":
+            ip = ipaddress.ip_address(answer[0])
+            family = socket.AF_INET6 if ip.version == 6 else socket.AF_INET
+            sockaddr = (answer[0], int(port), 0, 0) if ip.version == 6 else (answer[0], int(port))
+            return [(family, socket.SOCK_STREAM, 6, "", sockaddr)]
+        return real(host, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", fake)
+    return answer
+
+
+def _connect_through(proxy, target: str) -> str:
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    client.settimeout(20)
+    client.connect(str(proxy.socket_path))
+    client.sendall(f"CONNECT {target} HTTP/1.1\r\nHost: {target}\r\n\r\n".encode())
+    line = client.recv(200).decode(errors="replace").splitlines()[0]
+    client.close()
+    return line
+
+
+@pytest.mark.parametrize("answer", ["::ffff:127.0.0.1", "::ffff:0.0.0.0", "own-address"])
+def test_an_allowed_name_resolving_to_this_machine_is_refused(tmp_path, rebinding_dns, answer):
+    from pptarena.plugins.agents.command.proxy import EgressProxy, parse_entry
+
+    if answer == "own-address":
+        answer = _own_address() or pytest.skip("this machine has no non-loopback IPv4 address")
+    rebinding_dns.append(answer)
+    service = _Service()
+    # the attack works from this machine outside any proxy (so "refused" below means something)
+    socket.create_connection((answer, service.port), timeout=3).close()
+    deadline = time.monotonic() + 3
+    while service.accepted < 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert service.accepted == 1
+    service.accepted = 0
+    folder = Path(tempfile.mkdtemp(dir=tmp_path))
+    with EgressProxy([parse_entry(f"model.attacker.test:{service.port}")], folder) as proxy:
+        line = _connect_through(proxy, f"model.attacker.test:{service.port}")
+    time.sleep(0.1)
+    assert "403" in line, line
+    assert service.accepted == 0
+    assert proxy.log.refused == {f"model.attacker.test:{service.port}": 1}
+
+
+@pytest.mark.parametrize("answer", ["169.254.169.254", "fe80::1", "::ffff:169.254.169.254", "224.0.0.1"])
+def test_an_allowed_name_resolving_to_a_link_local_or_multicast_address_is_refused(
+    tmp_path, rebinding_dns, answer
+):
+    """169.254.169.254 is a cloud's metadata service (instance credentials): an allow-listed name
+    pointed at it must not reach it."""
+    from pptarena.plugins.agents.command.proxy import EgressProxy, parse_entry
+
+    rebinding_dns.append(answer)
+    proxy = EgressProxy([parse_entry("model.attacker.test:80")], tmp_path)
+    assert proxy.resolve("model.attacker.test", 80) is None
+
+
+def test_addresses_the_user_names_are_still_reached(tmp_path):
+    """What the fixes above must keep: a loopback model server named as such, and an address of
+    this machine named as a literal, are reached."""
+    from pptarena.plugins.agents.command.proxy import EgressProxy, parse_entry
+
+    service = _Service()
+    own = _own_address()
+    entries = [parse_entry(f"127.0.0.1:{service.port}")] + (
+        [parse_entry(f"{own}:{service.port}")] if own else []
+    )
+    with EgressProxy(entries, tmp_path) as proxy:
+        assert "200" in _connect_through(proxy, f"127.0.0.1:{service.port}")
+        if own:
+            assert "200" in _connect_through(proxy, f"{own}:{service.port}")
+    assert proxy.resolve("127.0.0.1", service.port) == ("127.0.0.1", service.port)
+
+
+# --------------------------------------------------------------------------- the code sandbox
+
+
+def test_a_program_flooding_stdout_writes_nothing_big_on_the_host(tmp_path, monkeypatch):
+    """run_python captured stdout in a host temp file, bounded only by RLIMIT_FSIZE (512 MB per
+    stream): outside the sandbox's tmpfs quota, on the host's disk. The program prints 600 MB; a
+    watcher measures the capture files in the harness's temp folder while it runs."""
+    from pptarena.sandbox import SandboxLimits, run_python
+
+    host_tmp = tmp_path / "host-tmp"
+    host_tmp.mkdir()
+    monkeypatch.setattr(tempfile, "tempdir", str(host_tmp))
+    biggest = [0]
+    done = threading.Event()
+
+    def watch() -> None:
+        while not done.is_set():
+            for p in host_tmp.rglob("*"):
+                try:
+                    if p.is_file():
+                        biggest[0] = max(biggest[0], p.stat().st_size)
+                except OSError:
+                    pass
+            time.sleep(0.01)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    source = (
+        "import os\nchunk = b'z' * (1 << 20)\nfor _ in range(600):\n    os.write(1, chunk)\nprint('END')\n"
+    )
+    try:
+        result = run_python(source, limits=SandboxLimits(timeout=60))
+    finally:
+        done.set()
+        watcher.join()
+    assert biggest[0] < 16 * MB, biggest[0]
+    assert result.returncode == 0, result.error_text()  # the program was not killed for its output
+    assert len(result.stdout) < 300_000 and "truncated" in result.stdout
