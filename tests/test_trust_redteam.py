@@ -250,3 +250,68 @@ def test_a_program_flooding_stdout_writes_nothing_big_on_the_host(tmp_path, monk
     assert biggest[0] < 16 * MB, biggest[0]
     assert result.returncode == 0, result.error_text()  # the program was not killed for its output
     assert len(result.stdout) < 300_000 and "truncated" in result.stdout
+
+
+# --------------------------------------------------------------------------- the judge's model bridge
+
+FLOOD = """
+def compute_score():
+    import socket, time
+    path = llm_call.__globals__["_proxy"].path
+    socks = []
+    for _ in range(16):
+        s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        try:
+            s.connect(path)
+        except OSError:
+            break
+        socks.append(s)
+    chunk = b"a" * (1 << 20)
+    sent = 0
+    for _ in range(40):  # 40 MB on every connection, never a newline: the judge buffers the line
+        for s in list(socks):
+            try:
+                s.sendall(chunk)
+                sent += len(chunk)
+            except OSError:
+                socks.remove(s)
+    time.sleep(1)
+    return str(sent), 1
+"""
+
+
+def _rss_mb() -> float:
+    for line in Path("/proc/self/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) / 1024
+    return 0.0
+
+
+def test_a_leaf_flooding_the_model_bridge_does_not_grow_the_judge_process():
+    """The bridge read a request line of up to 64 MB on every connection a leaf opened, with no
+    cap on connections: 16 connections of 40 MB each held ~640 MB in the judge's (the harness's)
+    process at once (1,000 connections would take 64 GB). The judge's memory is sampled while the
+    leaf runs."""
+    from pptarena.plugins.judges.rubric.execute import LeafRun, ModelBridge, run_function_leaves
+
+    no_decks = {"original_ppt_path": "/x/a.pptx", "modified_ppt_path": "/x/b.pptx", "ppt_diff": None}
+    base = _rss_mb()
+    peak = [base]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], _rss_mb())
+            time.sleep(0.005)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    try:
+        records = run_function_leaves(
+            [{"id": "flood", "code": FLOOD}], {**no_decks, "screenshots": {}}, ModelBridge(None), LeafRun()
+        )
+    finally:
+        done.set()
+        sampler.join()
+    assert "error" not in records["flood"], records["flood"]
+    assert peak[0] - base < 300, (base, peak[0])

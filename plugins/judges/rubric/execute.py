@@ -21,6 +21,7 @@ The sandbox gets importable shims written into its working directory:
 from __future__ import annotations
 
 import base64
+import contextlib
 import hashlib
 import json
 import math
@@ -39,6 +40,10 @@ from pptarena.sandbox import SandboxLimits, SandboxResult, run_python
 from pptarena.types import InfraError
 
 MAX_REQUEST_BYTES = 64 * 1024 * 1024
+#: Connections the bridge serves at once: the driver's and the running leaf's (one each), and spares.
+#: Each may hold a request of up to MAX_REQUEST_BYTES in the judge's memory while it is read, so a
+#: leaf opening a thousand connections would otherwise make the judge hold 64 GB.
+MAX_BRIDGE_CONNECTIONS = 4
 MAX_CALLS_PER_LEAF = 20  # model calls one leaf may make (enforced by ModelBridge, in the judge)
 MAX_TOKENS_PER_CALL = 4096  # a leaf's max_tokens is clamped to this (PPT-Eval's leaves ask for <= 300)
 STARTUP_SECONDS = 20.0  # interpreter start, imports and context building, per process
@@ -283,33 +288,43 @@ class _Handler(socketserver.StreamRequestHandler):
 
     def handle(self) -> None:
         server: _Server = self.server  # type: ignore[assignment]
-        control = False
+        if not server.slots.acquire(blocking=False):
+            with contextlib.suppress(OSError):
+                self._send({"ok": False, "error": "too many connections to the judge's model bridge"})
+            return
         try:
-            while True:
-                line = self.rfile.readline(MAX_REQUEST_BYTES + 1)
-                if not line:
-                    return
-                if len(line) > MAX_REQUEST_BYTES:
-                    self._send({"ok": False, "error": f"request over {MAX_REQUEST_BYTES} bytes"})
-                    return
-                try:
-                    request = json.loads(line)
-                    if not isinstance(request, dict):
-                        raise ValueError("request must be a JSON object")
-                except ValueError as exc:
-                    self._send({"ok": False, "error": f"bad request: {exc}"})
-                    continue
-                if "control" in request:
-                    control = server.control(request, self, control)
-                    continue
-                leaf = server.current_leaf
-                if leaf is None:
-                    self._send({"ok": False, "error": "no rubric leaf is running (refused by the judge)"})
-                    continue
-                self._send(server.bridge.answer(request, leaf))
+            self._serve(server)
+        except OSError:
+            pass  # the other side hung up (or its process was killed)
         finally:
-            if control:
+            server.slots.release()
+            if server.is_driver(self):
                 server.driver_gone()
+
+    def _serve(self, server: _Server) -> None:
+        control = False
+        while True:
+            line = self.rfile.readline(MAX_REQUEST_BYTES + 1)
+            if not line:
+                return
+            if len(line) > MAX_REQUEST_BYTES:
+                self._send({"ok": False, "error": f"request over {MAX_REQUEST_BYTES} bytes"})
+                return
+            try:
+                request = json.loads(line)
+                if not isinstance(request, dict):
+                    raise ValueError("request must be a JSON object")
+            except ValueError as exc:
+                self._send({"ok": False, "error": f"bad request: {exc}"})
+                continue
+            if "control" in request:
+                control = server.control(request, self, control)
+                continue
+            leaf = server.current_leaf
+            if leaf is None:
+                self._send({"ok": False, "error": "no rubric leaf is running (refused by the judge)"})
+                continue
+            self._send(server.bridge.answer(request, leaf))
 
     def _send(self, answer: dict[str, Any]) -> None:
         self.wfile.write(json.dumps(answer).encode("utf-8") + b"\n")
@@ -329,6 +344,12 @@ class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         self._driver: Any = None
         self._ended = False
         self._lock = threading.Lock()
+        self.slots = threading.BoundedSemaphore(MAX_BRIDGE_CONNECTIONS)
+
+    def is_driver(self, handler: _Handler) -> bool:
+        """True when ``handler`` serves the driver's control connection."""
+        with self._lock:
+            return self._driver is handler
 
     def control(self, request: dict[str, Any], handler: _Handler, is_control: bool) -> bool:
         """Apply a control message; returns whether ``handler``'s connection is the driver's.
