@@ -193,7 +193,10 @@ def fake_soffice(tmp: Path, body: str) -> Path:
     return script
 
 
-def test_hung_office_times_out_as_infra_error_without_orphans(tmp_path):
+def test_hung_office_times_out_as_infra_error_without_orphans(tmp_path, monkeypatch):
+    # the fake office writes host pids into tmp_path: it runs outside the office's jail (the jailed
+    # office's own hang is test_warm_office_that_hangs_mid_render_is_killed)
+    monkeypatch.setenv("PPTARENA_SANDBOX", "off")
     script = fake_soffice(tmp_path, f"sleep 300 &\necho $! >> {tmp_path}/pids\nwait")
     r = make(tmp_path, soffice=str(script), timeout=1.5, start_timeout=1.0, cache=False)
     started = time.monotonic()
@@ -212,7 +215,8 @@ def test_hung_office_times_out_as_infra_error_without_orphans(tmp_path):
     assert [p for p in pids if not gone(p)] == []
 
 
-def test_crashing_office_is_infra_error(tmp_path):
+def test_crashing_office_is_infra_error(tmp_path, monkeypatch):
+    monkeypatch.setenv("PPTARENA_SANDBOX", "off")  # the fake office records its runs in tmp_path
     script = fake_soffice(tmp_path, "kill -SEGV $$")
     r = make(tmp_path, soffice=str(script), warm=False, cache=False, retries=1)
     try:

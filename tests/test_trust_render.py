@@ -6,7 +6,6 @@ import http.server
 import io
 import shutil
 import subprocess
-import sys
 import threading
 from pathlib import Path
 
@@ -128,14 +127,14 @@ def test_row5_the_office_runs_without_network_and_under_a_memory_cap(tmp_path):
             "import urllib.request, sys\ntry:\n    urllib.request.urlopen(sys.argv[1], timeout=3)\n"
             "    print('FETCHED')\nexcept OSError as e:\n    print('BLOCKED', e)\n"
         )
+        inside = [*_office_jail.office_prefix(), "/usr/bin/python3", "-c", probe, listener.url]
         out = subprocess.run(
-            [*_office_jail.office_prefix(), sys.executable, "-c", probe, listener.url],
-            capture_output=True,
-            text=True,
-            timeout=60,
+            _office_jail.jail_command(inside, writable=[]), capture_output=True, text=True, timeout=60
         )
         limits = subprocess.run(
-            [*_office_jail.office_prefix(), "cat", "/proc/self/limits"],
+            _office_jail.jail_command(
+                [*_office_jail.office_prefix(), "cat", "/proc/self/limits"], writable=[]
+            ),
             capture_output=True,
             text=True,
             timeout=60,
@@ -267,3 +266,41 @@ def test_issue23_svg_image_href_to_a_host_file_is_not_drawn(tmp_path, renderer):
     assert red_share(renderer.render(control, tmp_path / "r0")[0].path) > 0.3
     deck = svg_picture_deck(tmp_path / "svg.pptx", secret, blank)
     assert red_share(renderer.render(deck, tmp_path / "r1")[0].path) < 0.01
+
+
+def test_issue23_the_office_sees_only_the_deck_copy_and_its_profile(tmp_path, renderer, monkeypatch):
+    """A linked picture that got past the guard (the guard is switched off here, standing in for a
+    trick it does not know) still draws nothing: the host file is not in the office's file system."""
+    import contextlib
+    import os
+
+    from pptarena import render_guard
+    from pptarena.plugins.renderers import _office_jail
+
+    if not _office_jail.filesystem_isolated():
+        pytest.skip("bubblewrap is not usable here: the office sees the host file system")
+    cache = tmp_path / "cache" / "datasets" / "demo"  # stands in for the dataset cache
+    cache.mkdir(parents=True)
+    secret = red_png(cache / "target-preview.png")
+    blank = tmp_path / "blank.png"
+    Image.new("RGB", (300, 300), (255, 255, 255)).save(blank)
+    monkeypatch.setattr(render_guard, "render_copy", lambda deck: contextlib.nullcontext(deck))
+    slides = renderer.render(
+        deck_with_picture(tmp_path / "linked.pptx", blank, link=secret.as_uri()), tmp_path / "r"
+    )
+    assert red_share(slides[0].path) < 0.01
+    # the office's own view, read from the host: none of the host's private folders
+    office = renderer._slots[0].office
+    pid = office._office_pid if office is not None else None
+    if pid is None:
+        pytest.skip("one-shot mode: no office left running to look at")
+    root = Path(f"/proc/{pid}/root")
+    assert Path(f"/proc/{pid}/comm").read_text().strip() == "soffice.bin"
+    assert (root / "usr" / "lib").is_dir()  # the view is there, and it is not the host's
+    for hidden in (secret, tmp_path / "cache", Path.home(), Path("/root"), Path("/work")):
+        assert not (root / str(hidden).lstrip("/")).exists() or not os.listdir(
+            root / str(hidden).lstrip("/")
+        ), hidden
+    slot_root = Path(renderer._slots[0].scratch).parent  # <tmp>/pptarena-lo-*/{work,profile}
+    assert sorted(os.listdir(root / str(slot_root).lstrip("/"))) == ["profile", "work"]
+    assert Path(tmp_path).parts[2] not in os.listdir(root / "tmp")  # pytest's folders: not there

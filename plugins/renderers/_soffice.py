@@ -84,7 +84,8 @@ def office_command(soffice: Path) -> list[str]:
     For a standard install this is ``program/soffice.bin`` next to the
     resolved ``soffice`` (skipping the shell wrapper and oosplash, so the
     process we start is the office itself); otherwise ``soffice`` as given.
-    Either runs behind :func:`._office_jail.office_prefix` (no network, memory cap).
+    Either runs behind :func:`._office_jail.office_prefix` (the memory cap); callers put the whole
+    command in the office's jail (:func:`._office_jail.jail_command`).
     """
     from ._office_jail import office_prefix
 
@@ -205,8 +206,9 @@ def convert_oneshot(soffice: Path, src: Path, out_dir: Path, profile: Path, time
 
     :raises InfraError: on timeout, crash or when no PDF is produced.
     """
-    cmd = [
-        *_pdeathsig_prefix(),
+    from ._office_jail import jail_command, office_env, office_read_only
+
+    office = [
         *office_command(soffice),
         _profile_arg(profile),
         *_COMMON_FLAGS,
@@ -216,6 +218,11 @@ def convert_oneshot(soffice: Path, src: Path, out_dir: Path, profile: Path, time
         str(out_dir),
         str(src),
     ]
+    # the office sees its profile, the output folder and the deck's folder (the renderer's scratch)
+    jailed = jail_command(
+        office, writable=[profile, out_dir, src.parent], read_only=office_read_only(soffice)
+    )
+    cmd = [*_pdeathsig_prefix(), *(jailed or office)]
     pdf = out_dir / (src.stem + ".pdf")
     deadline = time.monotonic() + timeout
     for _attempt in range(3):  # a fresh profile makes soffice.bin exit 81 once
@@ -225,6 +232,7 @@ def convert_oneshot(soffice: Path, src: Path, out_dir: Path, profile: Path, time
             stdout=subprocess.PIPE,
             stderr=subprocess.STDOUT,
             start_new_session=True,
+            env=office_env(),
         )
         try:
             output, _ = proc.communicate(timeout=max(0.1, deadline - time.monotonic()))
@@ -248,6 +256,48 @@ def convert_oneshot(soffice: Path, src: Path, out_dir: Path, profile: Path, time
     return pdf
 
 
+def _wait_gone(pid: int, timeout: float) -> None:
+    """Wait up to ``timeout`` seconds until ``pid`` is gone or a zombie."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            state = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[-1].split()[0]
+        except (OSError, IndexError):
+            return
+        if state == "Z":
+            return
+        time.sleep(0.02)
+
+
+def host_pid(ancestor: int, inner: int | None) -> int | None:
+    """The host pid of the descendant of ``ancestor`` whose pid in its own PID namespace is ``inner``."""
+    if inner is None:
+        return None
+    children: dict[int, list[int]] = {}
+    nspid: dict[int, str] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            status = Path(f"/proc/{entry}/status").read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in status.splitlines() if ":" in line)
+        try:
+            children.setdefault(int(fields.get("PPid", "0").strip()), []).append(int(entry))
+        except ValueError:
+            continue
+        ns = fields.get("NSpid", "").split()
+        nspid[int(entry)] = ns[-1] if ns else ""
+    todo = list(children.get(ancestor, []))
+    while todo:
+        pid = todo.pop()
+        if nspid.get(pid) == str(inner):
+            return pid
+        todo += children.get(pid, [])
+    return None
+
+
 class WarmOffice:
     """One long-running soffice driven through the UNO bridge.
 
@@ -262,8 +312,11 @@ class WarmOffice:
         start_timeout: float = 60.0,
         *,
         prepare: bool = False,
+        folders: tuple[Path, ...] = (),
     ):
         self.soffice = soffice
+        self.folders = folders  # what the office may see besides its profile (the scratch folder)
+        self.jailed = False  # True once started in its own mount namespace
         self.uno_python = uno_python
         self.profile = profile
         self.start_timeout = start_timeout
@@ -291,14 +344,25 @@ class WarmOffice:
             "timeout": self.start_timeout,
             "prepare": self.prepare,
         }
+        from ._office_jail import INSIDE, jail_command, office_env, office_read_only, python_read_only
+
+        # the bridge runs in the office's jail too: the UNO pipe lives in the jail's own /tmp
+        jailed = jail_command(
+            [self.uno_python, str(INSIDE / _BRIDGE.name), json.dumps(spec)],
+            writable=[self.profile, *self.folders],
+            read_only=[*python_read_only(self.uno_python), *office_read_only(self.soffice)],
+            files={_BRIDGE.name: _BRIDGE},
+        )
+        self.jailed = jailed is not None
         self._bridge = subprocess.Popen(
-            [self.uno_python, str(_BRIDGE), json.dumps(spec)],
+            jailed or [self.uno_python, str(_BRIDGE), json.dumps(spec)],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
             text=True,
             bufsize=1,
             start_new_session=True,
+            env=office_env(),
         )
         self._lines = queue.Queue()
         threading.Thread(target=self._pump, args=(self._bridge, self._lines), daemon=True).start()
@@ -307,6 +371,8 @@ class WarmOffice:
             self.close()
             raise InfraError(f"warm LibreOffice failed to start: {msg.get('error', 'unknown error')}")
         self._office_pid = int(msg["office_pid"])
+        if self.jailed:  # the bridge saw the pid inside its PID namespace
+            self._office_pid = host_pid(self._bridge.pid, self._office_pid)
         self.prepared = msg.get("prepared")
 
     @staticmethod
@@ -359,11 +425,12 @@ class WarmOffice:
         return dst
 
     def close(self) -> None:
-        """Kill the office and the bridge (both process groups)."""
+        """Kill the office and the bridge (both process groups; in the jail, the PID namespace ends with
+        the bridge's bubblewrap and takes every process in it along)."""
         bridge, self._bridge = self._bridge, None
-        if self._office_pid is not None:
-            kill_process_group(None, self._office_pid)
-            self._office_pid = None
+        office, self._office_pid = self._office_pid, None
+        if office is not None:
+            kill_process_group(None, office)
         if bridge is not None:
             if bridge.stdin is not None:
                 try:
@@ -371,3 +438,5 @@ class WarmOffice:
                 except OSError:
                     pass
             kill_process_group(bridge)
+        if office is not None and self.jailed:  # its parent is in the jail: wait until it is reaped
+            _wait_gone(office, 5.0)

@@ -298,7 +298,9 @@ class LibreOfficeRenderer(Component):
 
     def _start_office(self, slot: _Slot, uno_python: str) -> _soffice.WarmOffice:
         """Start a warm office on the slot's profile; a copied profile that fails gives way to a blank one."""
-        office = _soffice.WarmOffice(self.soffice, uno_python, slot.profile, self.options.start_timeout)
+        office = _soffice.WarmOffice(
+            self.soffice, uno_python, slot.profile, self.options.start_timeout, folders=(slot.scratch,)
+        )
         try:
             office.start()
             return office
@@ -314,7 +316,9 @@ class LibreOfficeRenderer(Component):
             self._template_broken = f"an office failed to start on it: {exc}"
             _profile.discard(template)
             shutil.rmtree(slot.profile, ignore_errors=True)
-        office = _soffice.WarmOffice(self.soffice, uno_python, slot.profile, self.options.start_timeout)
+        office = _soffice.WarmOffice(
+            self.soffice, uno_python, slot.profile, self.options.start_timeout, folders=(slot.scratch,)
+        )
         office.start()
         return office
 
