@@ -26,7 +26,10 @@ from pathlib import Path
 
 import pytest
 from agents_fixtures import events
+from stub_llm_server import Reply
 from trust_fixtures import needs_bwrap
+
+pytest_plugins = ["conftest_llm"]
 
 MB = 1024 * 1024
 
@@ -315,3 +318,40 @@ def test_a_leaf_flooding_the_model_bridge_does_not_grow_the_judge_process():
         sampler.join()
     assert "error" not in records["flood"], records["flood"]
     assert peak[0] - base < 300, (base, peak[0])
+
+
+BIG_PROMPT = """
+def compute_score():
+    import json, socket
+    path = llm_call.__globals__["_proxy"].path
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    sock.connect(path)
+    f = sock.makefile("rb")
+    image = {"b64": "iVBORw0KGgo=", "media_type": "image/png"}
+    answers = []
+    for request in (
+        {"kind": "llm", "prompt": "p" * 5_000_000},  # ~1.2 million tokens, billed as input
+        {"kind": "vlm", "prompt": "look", "images": [image] * 500},
+    ):
+        sock.sendall(json.dumps(request).encode() + b"\\n")
+        answers.append(json.loads(f.readline()))
+    return json.dumps(answers), 1
+"""
+
+
+def test_a_leaf_cannot_send_the_model_a_prompt_or_image_set_over_the_caps(openai_backend, llm_server):
+    """The leaf side refuses prompts over 1,000,000 characters and calls over 32 images, but a leaf
+    talking to the bridge's socket directly skipped those checks: a 5 MB prompt (1.2 million input
+    tokens, billed to the judge's key) and 500 images reached the provider."""
+    from pptarena.models import ModelHub
+    from pptarena.plugins.judges.rubric.execute import LeafRun, ModelBridge, run_function_leaves
+
+    llm_server.default = Reply("fine")
+    client = ModelHub({"openai": openai_backend()}).factory()("openai/judge")
+    no_decks = {"original_ppt_path": "/x/a.pptx", "modified_ppt_path": "/x/b.pptx", "ppt_diff": None}
+    records = run_function_leaves(
+        [{"id": "big", "code": BIG_PROMPT}], {**no_decks, "screenshots": {}}, ModelBridge(client), LeafRun()
+    )
+    answers = json.loads(records["big"]["reason"])
+    assert [a["ok"] for a in answers] == [False, False], answers
+    assert llm_server.requests == []  # nothing reached the provider

@@ -191,7 +191,9 @@ class ModelBridge:
     make at most ``max_calls_per_leaf`` calls (counted per leaf id the *driver* announced on its
     control connection, never per id a request claims), and a requested ``max_tokens`` is
     clamped to ``max_tokens`` (``temperature`` to [0, 2]). Calls over the cap are refused and
-    counted in :attr:`refused` (``{leaf id: count}``) without being recorded one by one.
+    counted in :attr:`refused` (``{leaf id: count}``) without being recorded one by one. A prompt
+    over :data:`child.MAX_PROMPT_CHARS` characters, or over :data:`child.MAX_IMAGES` images, or an
+    image over :data:`child.MAX_IMAGE_BYTES` is refused here too (it counts as one of the leaf's calls).
     """
 
     def __init__(
@@ -246,6 +248,9 @@ class ModelBridge:
         if not self._admit(charged):
             cap = self.max_calls_per_leaf
             return {"ok": False, "error": f"more than {cap} model calls in one leaf (refused by the judge)"}
+        refusal = _oversized(request)
+        if refusal:  # counted as one of the leaf's calls, never sent
+            return {"ok": False, "error": f"{refusal} (refused by the judge)"}
         params = self._params(request)
         images: list[ImagePart] = []
         meta: list[dict[str, Any]] = []
@@ -281,6 +286,22 @@ class ModelBridge:
             record.duration_s = round(time.monotonic() - t0, 3)
             with self._lock:
                 self.calls.append(record)
+
+
+def _oversized(request: dict[str, Any]) -> str | None:
+    """Why a leaf's request is over the caps the leaf side also applies (:data:`child.MAX_PROMPT_CHARS`
+    characters of prompt, :data:`child.MAX_IMAGES` images of :data:`child.MAX_IMAGE_BYTES` each), or
+    None. Checked here too: a leaf may talk to the socket without the leaf side's checks."""
+    prompt, images = request.get("prompt", ""), request.get("images") or []
+    if not isinstance(prompt, str) or len(prompt) > child.MAX_PROMPT_CHARS:
+        return f"a prompt must be text of at most {child.MAX_PROMPT_CHARS} characters"
+    if not isinstance(images, list) or len(images) > child.MAX_IMAGES:
+        return f"at most {child.MAX_IMAGES} images per call"
+    for item in images:
+        b64 = item.get("b64") if isinstance(item, dict) else None
+        if not isinstance(b64, str) or len(b64) * 3 // 4 > child.MAX_IMAGE_BYTES:
+            return f"each image must be base64 of at most {child.MAX_IMAGE_BYTES} bytes"
+    return None
 
 
 class _Handler(socketserver.StreamRequestHandler):
