@@ -14,7 +14,7 @@ PACKAGES=(
   libreoffice-impress libreoffice-core python3-uno
   fonts-crosextra-carlito fonts-crosextra-caladea fonts-liberation fonts-liberation2 fonts-dejavu-core fonts-noto-cjk
   xvfb xdotool x11-utils
-  bubblewrap slirp4netns
+  bubblewrap slirp4netns iproute2 util-linux
   poppler-utils
   python3-venv
 )

@@ -92,6 +92,36 @@ def test_a_cli_leaving_30000_empty_folders_does_not_fill_the_pair_folder(tmp_pat
     assert jail["skipped"].get("over the file count cap", 0) >= 1, jail
 
 
+@needs_bwrap
+def test_an_open_network_jail_does_not_reach_this_machine_by_its_own_address(tmp_path):
+    """slirp4netns blocks the host's loopback, but a service of this machine listening on all
+    addresses answered on the machine's own address (and a cloud's metadata service at
+    169.254.169.254, the LAN, would have): the CLI connected to a host service that way."""
+    from pptarena.plugins.agents.command.network import slirp_executable
+
+    if slirp_executable() is None:
+        pytest.skip("slirp4netns is not installed (scripts/setup.sh installs it)")
+    own = _own_address() or pytest.skip("this machine has no non-loopback IPv4 address")
+    service = _Service(socket.AF_INET)
+    socket.create_connection((own, service.port), timeout=3).close()  # reachable from the host itself
+    deadline = time.monotonic() + 3
+    while service.accepted < 1 and time.monotonic() < deadline:
+        time.sleep(0.02)
+    assert service.accepted == 1
+    service.accepted = 0
+    body = f"""
+    for host in ({own!r}, "169.254.169.254", "192.168.1.1"):
+        try:
+            socket.create_connection((host, {service.port}), timeout=3).close()
+            report[host] = "connected"
+        except OSError as exc:
+            report[host] = exc.errno
+    """
+    _, report, _ = _run_cli(tmp_path, body, network="open")
+    assert service.accepted == 0, report
+    assert all(v == 113 for v in report.values()), report  # EHOSTUNREACH: fenced off, never tried
+
+
 # --------------------------------------------------------------------------- the egress proxy
 
 

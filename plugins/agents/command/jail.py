@@ -39,7 +39,7 @@ from typing import IO, Any
 from pptarena.safeio import UnsafeFileError
 
 from .copyback import CopyReport, copy_workspace
-from .network import PROXY_PORT, SLIRP_RESOLV, Slirp, attach_slirp, proxy_environment
+from .network import PROXY_PORT, SLIRP_RESOLV, Slirp, attach_slirp, fence, proxy_environment
 from .proxy import AllowEntry, EgressLog, EgressProxy
 
 LAUNCHER = Path(__file__).with_name("launcher.py")
@@ -299,6 +299,7 @@ def _supervise(
             return
         if spec.network == "open":  # only now: bubblewrap has finished setting up the namespace
             slirp = attach_slirp(pid)
+            fence(pid)  # before the CLI starts: this machine, its LAN and link-local unreachable
         os.write(start_w, b"1")
         outcome.started = True
         deadline = None if spec.timeout is None else time.monotonic() + spec.timeout + GRACE_S

@@ -7,11 +7,17 @@
 - ``"open"``: `slirp4netns <https://github.com/rootless-containers/slirp4netns>`_ attached to the
   jail's namespace with ``--disable-host-loopback``: any internet host, but not this machine's
   loopback services nor its abstract unix sockets (X displays); DNS through slirp's 10.0.2.3.
+  :func:`fence` then adds ``unreachable`` routes in the jail's namespace (the CLI, without
+  capabilities, cannot remove them) for every address of this machine's interfaces (services
+  listening on all addresses), link-local addresses (a cloud's metadata service, 169.254.169.254)
+  and the private, shared and reserved ranges (the machine's LAN).
 """
 
 from __future__ import annotations
 
 import contextlib
+import ipaddress
+import json
 import os
 import select
 import shutil
@@ -128,3 +134,72 @@ def attach_slirp(pid: int, timeout: float = 20.0) -> Slirp:
         err.seek(0)
         text = err.read()[-300:].decode(errors="replace").strip()
         raise RuntimeError(f"slirp4netns did not come up: {text}")
+
+
+#: Ranges a jail with ``network = "open"`` never reaches (slirp's own 10.0.2.0/24 stays: its route
+#: is more specific): private, shared (CGNAT), link-local, benchmarking, multicast and reserved.
+FENCED = (
+    "10.0.0.0/8",
+    "100.64.0.0/10",
+    "169.254.0.0/16",
+    "172.16.0.0/12",
+    "192.0.0.0/24",
+    "192.168.0.0/16",
+    "198.18.0.0/15",
+    "224.0.0.0/4",
+    "240.0.0.0/4",
+    "fc00::/7",
+    "fe80::/10",
+)
+
+
+def local_addresses() -> list[str]:
+    """The addresses of this machine's interfaces (loopback excluded), from ``ip -j addr``.
+
+    :raises RuntimeError: ``ip`` (iproute2) is missing or fails.
+    """
+    exe = shutil.which("ip")
+    if exe is None:
+        raise RuntimeError('network = "open" needs the ip program (Debian/Ubuntu package iproute2)')
+    try:
+        out = subprocess.run([exe, "-j", "addr"], capture_output=True, text=True, timeout=10, check=True)
+        links = json.loads(out.stdout or "[]")
+    except (OSError, subprocess.SubprocessError, ValueError) as exc:
+        raise RuntimeError(f"cannot list this machine's addresses: {exc}") from None
+    found = []
+    for link in links:
+        for info in link.get("addr_info", []):
+            try:
+                ip = ipaddress.ip_address(str(info.get("local", "")).split("%")[0])
+            except ValueError:
+                continue
+            if not ip.is_loopback:
+                found.append(str(ip))
+    return found
+
+
+def fence(pid: int) -> list[str]:
+    """Make this machine's addresses and the ranges of :data:`FENCED` unreachable from the network
+    namespace of ``pid`` (a jail with slirp4netns attached); returns the prefixes fenced off.
+
+    :raises RuntimeError: ``ip`` or ``nsenter`` is missing, or a route cannot be added.
+    """
+    nsenter = shutil.which("nsenter")
+    if nsenter is None:
+        raise RuntimeError('network = "open" needs nsenter (Debian/Ubuntu package util-linux)')
+    prefixes = list(FENCED)
+    for address in local_addresses():
+        prefix = f"{address}/{32 if ':' not in address else 128}"
+        if prefix not in prefixes:
+            prefixes.append(prefix)
+    batch = "".join(f"route add unreachable {p}\n" for p in prefixes)
+    run = subprocess.run(
+        [nsenter, f"--net=/proc/{pid}/ns/net", shutil.which("ip") or "ip", "-batch", "-"],
+        input=batch,
+        capture_output=True,
+        text=True,
+        timeout=20,
+    )
+    if run.returncode != 0:
+        raise RuntimeError(f"cannot fence the jail's network: {run.stderr.strip()[-300:]}")
+    return prefixes
