@@ -258,3 +258,29 @@ def test_settings_linked_to_proc_self_environ_are_not_copied(tmp_path, monkeypat
     for path in task_dir.rglob("*"):
         if path.is_file():
             assert SECRET.encode() not in path.read_bytes(), path
+
+
+def test_the_lockdown_layer_goes_just_before_the_users_and_is_required(tmp_path):
+    from pptarena.plugins.agents.gui import lockdown
+    from pptarena.types import ComponentUnavailable
+
+    program = tmp_path / "lo" / "program"
+    program.mkdir(parents=True)
+    (program / "soffice").write_text("")
+    (program / "fundamentalrc").write_text(
+        "[Bootstrap]\nCONFIGURATION_LAYERS=xcsxcu:file:///a res:file:///a "
+        "user:!${X}/user/registrymodifications.xcu\n"
+    )
+    layer = lockdown.write_layer(tmp_path / "lock")
+    arg = lockdown.configuration_layers(str(program / "soffice"), layer)
+    assert arg == (
+        f"-env:CONFIGURATION_LAYERS=xcsxcu:file:///a res:file:///a xcsxcu:{layer.resolve().as_uri()} "
+        "user:!${X}/user/registrymodifications.xcu"
+    )
+    common = (layer / "data/org/openoffice/Office/Common.xcu").read_text()
+    assert '<node oor:name="Scripting" oor:finalized="true">' in common
+    assert '"EnableExpertConfiguration" oor:finalized="true"><value>false' in common
+    assert "BasicIDEAppear" in (layer / "data/org/openoffice/Office/Commands.xcu").read_text()
+    (program / "fundamentalrc").unlink()
+    with pytest.raises(ComponentUnavailable, match="cannot lock"):
+        lockdown.configuration_layers(str(program / "soffice"), layer)

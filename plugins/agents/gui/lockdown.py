@@ -27,9 +27,11 @@ its own X socket, a scrubbed environment) bounds what such a bug could reach.
 
 from __future__ import annotations
 
+import atexit
 import functools
 import os
 import re
+import shutil
 import tempfile
 from pathlib import Path
 
@@ -110,8 +112,10 @@ def write_layer(folder: Path) -> Path:
 
 @functools.cache
 def shared_layer() -> Path:
-    """This process's lockdown layer folder (written once, read-only files)."""
-    return write_layer(Path(tempfile.mkdtemp(prefix="pptarena-office-lock-")))
+    """This process's lockdown layer folder (written once, read-only files, removed at exit)."""
+    folder = Path(tempfile.mkdtemp(prefix="pptarena-office-lock-"))
+    atexit.register(shutil.rmtree, folder, True)
+    return write_layer(folder)
 
 
 def _fundamentalrc(soffice: str) -> Path | None:
