@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import ipaddress
 import json
+import os
 import socket
 import subprocess
 import tempfile
@@ -120,6 +121,51 @@ def test_an_open_network_jail_does_not_reach_this_machine_by_its_own_address(tmp
     _, report, _ = _run_cli(tmp_path, body, network="open")
     assert service.accepted == 0, report
     assert all(v == 113 for v in report.values()), report  # EHOSTUNREACH: fenced off, never tried
+
+
+@needs_bwrap
+def test_slirp4netns_parsing_the_jails_packets_runs_without_root_powers(tmp_path):
+    """Hardening, not an attack that worked: slirp4netns (root, on the host) parses every packet the
+    CLI sends, and ran with every capability and no syscall filter; a libslirp bug reached from the
+    jail would have been root on the host. It must run in its own mount namespace, under seccomp,
+    with no capability but CAP_NET_BIND_SERVICE."""
+    from pptarena.plugins.agents.command.network import slirp_executable
+
+    if slirp_executable() is None:
+        pytest.skip("slirp4netns is not installed (scripts/setup.sh installs it)")
+    seen: dict[str, object] = {}
+    done = threading.Event()
+
+    def watch() -> None:
+        me = str(os.getpid())
+        while not done.is_set():  # the last look counts (slirp sandboxes itself once started)
+            for entry in Path("/proc").iterdir():
+                try:
+                    if b"slirp4netns" not in (entry / "cmdline").read_bytes():
+                        continue
+                    status = dict(
+                        line.split(":\t", 1)
+                        for line in (entry / "status").read_text().splitlines()
+                        if ":\t" in line
+                    )
+                    if status.get("PPid", "").strip() != me:  # another run's
+                        continue
+                    seen["cap_eff"] = int(status["CapEff"], 16)
+                    seen["seccomp"] = status["Seccomp"].strip()
+                    seen["own_mounts"] = os.readlink(entry / "ns" / "mnt") != os.readlink("/proc/self/ns/mnt")
+                except (OSError, ValueError, KeyError):
+                    continue
+            time.sleep(0.005)
+
+    watcher = threading.Thread(target=watch, daemon=True)
+    watcher.start()
+    try:
+        _run_cli(tmp_path, "import time\ntime.sleep(1)\n", network="open")
+    finally:
+        done.set()
+        watcher.join()
+    assert seen, "slirp4netns was not seen"
+    assert seen["cap_eff"] == 1 << 10 and seen["seccomp"] == "2" and seen["own_mounts"], seen
 
 
 # --------------------------------------------------------------------------- the egress proxy

@@ -30,6 +30,9 @@ from urllib.parse import urlsplit
 from .proxy import AllowEntry, parse_entry
 
 PROXY_PORT = 3128  # on the jail's own loopback
+#: slirp4netns runs as root on the host and parses every packet the jail sends: it runs in a mount
+#: namespace of its own with every capability dropped but CAP_NET_BIND_SERVICE, under seccomp.
+HARDENING = ("--enable-sandbox", "--enable-seccomp")
 SLIRP_RESOLV = "nameserver 10.0.2.3\n"
 
 
@@ -99,7 +102,7 @@ def attach_slirp(pid: int, timeout: float = 20.0) -> Slirp:
     with tempfile.TemporaryFile() as err:
         try:
             proc = subprocess.Popen(
-                [exe, "--configure", "--mtu=65520", "--disable-host-loopback"]
+                [exe, "--configure", "--mtu=65520", "--disable-host-loopback", *HARDENING]
                 + [f"--ready-fd={ready_w}", f"--exit-fd={exit_r}"]
                 + [
                     "--netns-type=path",
