@@ -36,6 +36,7 @@ import itertools
 import os
 import resource
 import signal
+import stat
 import tempfile
 import threading
 import time
@@ -200,13 +201,13 @@ class SandboxCgroup:
 
     def _take_uid(self) -> None:
         """Reserve an unused uid of the sandbox range (an exclusive lock file per uid)."""
-        folder = Path(tempfile.gettempdir()) / "pptarena-uids"
-        folder.mkdir(mode=0o700, exist_ok=True)
+        folder = _lock_folder()
         start = (os.getpid() * 7 + next(_counter)) % UID_COUNT
         with _uid_lock:
             for i in range(UID_COUNT):
                 uid = UID_BASE + (start + i) % UID_COUNT
-                fd = os.open(folder / f"{uid}.lock", os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+                flags = os.O_RDWR | os.O_CREAT | os.O_CLOEXEC | os.O_NOFOLLOW | os.O_NONBLOCK
+                fd = os.open(folder / f"{uid}.lock", flags, 0o600)
                 try:
                     fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
                 except OSError:
@@ -332,6 +333,25 @@ def _sweep(parent: Path) -> None:
             if pid.isdigit() and not Path(f"/proc/{pid}").exists():
                 with contextlib.suppress(OSError):
                     folder.rmdir()
+
+
+def _lock_folder() -> Path:
+    """``<tmp>/pptarena-uids``, made here or checked to be this user's own private folder.
+
+    :raises OSError: the name is taken by a link, a file, or a folder someone else owns or can
+        write (another local user made it first: its lock files could be links, or held by them).
+    """
+    folder = Path(tempfile.gettempdir()) / "pptarena-uids"
+    with contextlib.suppress(FileExistsError):
+        folder.mkdir(mode=0o700)
+    info = os.lstat(folder)
+    if not stat.S_ISDIR(info.st_mode) or info.st_uid != os.geteuid() or info.st_mode & 0o077:
+        raise OSError(
+            errno.EPERM,
+            f"{folder} is not a private folder of this user (owner uid {info.st_uid}, mode "
+            f"{stat.filemode(info.st_mode)}): remove it, it is recreated on the next run",
+        )
+    return folder
 
 
 def _uid_busy(uid: int) -> bool:

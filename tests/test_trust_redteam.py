@@ -431,3 +431,32 @@ def test_a_leaf_cannot_send_the_model_a_prompt_or_image_set_over_the_caps(openai
     answers = json.loads(records["big"]["reason"])
     assert [a["ok"] for a in answers] == [False, False], answers
     assert llm_server.requests == []  # nothing reached the provider
+
+
+# --------------------------------------------------------------------------- the uid fallback
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="the uid level exists only for root")
+def test_a_uid_lock_folder_planted_by_someone_else_is_not_used(tmp_path, monkeypatch):
+    """The uid level reserves a host uid with a lock file in ``<tmp>/pptarena-uids``, a fixed name
+    in a world-writable folder. Another local user who made that folder first (any time before the
+    first run after a reboot) filled it with links named like the lock files: root followed them,
+    creating the link's target (here ``victim``; ``/etc/nologin`` would lock users out) and
+    taking a "lock" the planter controls."""
+    from pptarena import limits
+
+    monkeypatch.setenv("PPTARENA_CGROUPS", "off")
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    planted = tmp_path / "pptarena-uids"
+    planted.mkdir(mode=0o777)
+    victim = tmp_path / "victim"
+    for uid in range(limits.UID_BASE, limits.UID_BASE + limits.UID_COUNT):
+        (planted / f"{uid}.lock").symlink_to(victim)
+    os.chown(planted, 65534, 65534)
+    try:
+        with limits.SandboxCgroup(max_processes=8) as group:
+            level = group.level
+    except OSError as exc:
+        level = f"refused: {exc}"
+    assert not victim.exists(), level
+    assert level.startswith("refused") and "pptarena-uids" in level, level
