@@ -52,8 +52,6 @@ _SHAPE_PARTS = re.compile(r"^ppt/(slides|slideLayouts|slideMasters|notesSlides)/
 _CHART_PARTS = re.compile(r"(^|/)charts/[^/]+\.xml$")
 _P = "http://schemas.openxmlformats.org/presentationml/2006/main"
 _PR = "http://schemas.openxmlformats.org/package/2006/relationships"
-_C = "http://schemas.openxmlformats.org/drawingml/2006/chart"
-_R = "http://schemas.openxmlformats.org/officeDocument/2006/relationships"
 _SCHEME = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
 _SAFE_HYPERLINK = re.compile(r"^(https?://|mailto:)", re.IGNORECASE)
 _NEUTRAL_HYPERLINK = "https://removed.invalid/"
@@ -150,9 +148,9 @@ def _clean_chart(name: str, data: bytes, findings: list[str]) -> tuple[bytes | N
         return None, set()
     root = parse_xml(data, name)
     ids: set[str] = set()
-    found = list(root.iter(f"{{{_C}}}externalData"))
+    found = list(root.iter("{*}externalData"))  # Transitional or Strict namespace
     for el in found:
-        rid = el.get(f"{{{_R}}}id")
+        rid = next((v for k, v in el.attrib.items() if etree.QName(k).localname == "id"), None)
         if rid:
             ids.add(rid)
         el.getparent().remove(el)

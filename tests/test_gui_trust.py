@@ -284,3 +284,105 @@ def test_the_lockdown_layer_goes_just_before_the_users_and_is_required(tmp_path)
     (program / "fundamentalrc").unlink()
     with pytest.raises(ComponentUnavailable, match="cannot lock"):
         lockdown.configuration_layers(str(program / "soffice"), layer)
+
+
+LOCK_PROBE = r"""
+import json, subprocess, sys, time, uno
+from com.sun.star.beans import PropertyValue
+office, name = json.loads(sys.argv[1]), sys.argv[2]
+cmd = office + ["--accept=pipe,name=%s;urp;" % name]
+proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+local = uno.getComponentContext()
+resolver = local.ServiceManager.createInstanceWithContext("com.sun.star.bridge.UnoUrlResolver", local)
+ctx = None
+for _ in range(600):
+    if proc.poll() == 81:  # a fresh profile: started again
+        proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    try:
+        ctx = resolver.resolve("uno:pipe,name=%s;urp;StarOffice.ComponentContext" % name)
+        break
+    except Exception:
+        time.sleep(0.1)
+smgr = ctx.ServiceManager
+provider = smgr.createInstanceWithContext("com.sun.star.configuration.ConfigurationProvider", ctx)
+def node(path):
+    arg = PropertyValue(); arg.Name = "nodepath"; arg.Value = path
+    return provider.createInstanceWithArguments("com.sun.star.configuration.ConfigurationAccess", (arg,))
+scripting = node("/org.openoffice.Office.Common/Security/Scripting")
+disabled = node("/org.openoffice.Office.Commands/Execute/Disabled")
+security = node("/org.openoffice.Office.Common/Security")
+print(json.dumps({
+    "DisableMacrosExecution": scripting.getByName("DisableMacrosExecution"),
+    "MacroSecurityLevel": scripting.getByName("MacroSecurityLevel"),
+    "EnableExpertConfiguration": security.getByName("EnableExpertConfiguration"),
+    "disabled": sorted(disabled.getByName(n).Command for n in disabled.ElementNames),
+}))
+proc.kill()
+proc.wait()
+"""
+
+# The user layer as the Expert Configuration (or a hand-edited profile) would leave it, also trying
+# to take a command off the disabled list.
+ATTACK_LAYER = ATTACK_XCU.replace(
+    "</oor:items>",
+    '<item oor:path="/org.openoffice.Office.Common/Security"><prop oor:name="EnableExpertConfiguration" '
+    'oor:op="fuse"><value>true</value></prop></item>\n'
+    '<item oor:path="/org.openoffice.Office.Commands/Execute/Disabled"><node oor:name="pptarena2" '
+    'oor:op="remove"/></item>\n</oor:items>',
+)
+
+
+def office_settings(tmp_path: Path, name: str, layers: str | None) -> dict:
+    import json
+    import subprocess
+
+    from pptarena.plugins.renderers._soffice import find_soffice, find_uno_python
+
+    python = find_uno_python()
+    if python is None:
+        pytest.skip("no Python with the uno module (python3-uno)")
+    profile = tmp_path / name
+    (profile / "user").mkdir(parents=True)
+    (profile / "user" / "registrymodifications.xcu").write_text(ATTACK_LAYER)
+    binary = Path(os.path.realpath(find_soffice())).with_name("soffice.bin")
+    office = [str(binary), f"-env:UserInstallation={profile.as_uri()}", "--headless", "--norestore"]
+    office += [layers] if layers else []
+    out = subprocess.run(
+        [python, "-c", LOCK_PROBE, json.dumps(office), f"pptarena-lock-{os.getpid()}-{name}"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    return json.loads(out.stdout.strip().splitlines()[-1])
+
+
+@pytest.mark.skipif(shutil.which("soffice") is None, reason="LibreOffice (soffice) is not installed")
+def test_the_finalized_layer_wins_over_the_users_settings_in_a_running_office(tmp_path):
+    from pptarena.plugins.agents.gui import lockdown
+
+    # control: without the layer the user's settings are what the office uses
+    free = office_settings(tmp_path, "free", None)
+    assert (
+        free["DisableMacrosExecution"],
+        free["MacroSecurityLevel"],
+        free["EnableExpertConfiguration"],
+    ) == (
+        False,
+        0,
+        True,
+    )
+    layer = lockdown.write_layer(tmp_path / "lock")
+    locked = office_settings(
+        tmp_path, "locked", lockdown.configuration_layers(shutil.which("soffice"), layer)
+    )
+    assert (
+        locked["DisableMacrosExecution"],
+        locked["MacroSecurityLevel"],
+        locked["EnableExpertConfiguration"],
+    ) == (
+        True,
+        3,
+        False,
+    )
+    assert locked["disabled"] == sorted(lockdown.DISABLED_COMMANDS)
