@@ -274,6 +274,16 @@ def test_an_allowed_name_resolving_to_a_link_local_or_multicast_address_is_refus
     assert proxy.resolve("model.attacker.test", 80) is None
 
 
+def test_a_name_getaddrinfo_cannot_take_gets_a_403_not_a_crashed_handler(tmp_path):
+    """Under a wildcard entry, ``evil\\x00.example.com`` matched the entry and made getaddrinfo raise
+    ValueError, which the handler did not catch: no answer, a traceback on the harness's stderr."""
+    from pptarena.plugins.agents.command.proxy import EgressProxy, parse_entry
+
+    with EgressProxy([parse_entry("*.example.com:443")], tmp_path) as proxy:
+        assert "403" in _connect_through(proxy, "evil\x00.example.com:443")
+        assert "403" in _connect_through(proxy, "\u00e9" * 70 + ".example.com:443")  # IDNA refuses it
+
+
 def test_addresses_the_user_names_are_still_reached(tmp_path):
     """What the fixes above must keep: a loopback model server named as such, and an address of
     this machine named as a literal, are reached."""

@@ -305,7 +305,7 @@ class EgressProxy:
         named = any(e.loopback or _is_ip(e.host) for e in entries)
         try:
             infos = socket.getaddrinfo(host, port, type=socket.SOCK_STREAM)
-        except OSError:
+        except (OSError, ValueError):  # ValueError: a NUL or a label IDNA refuses (under a wildcard)
             return None
         for family, _, _, _, sockaddr in infos:
             if family not in (socket.AF_INET, socket.AF_INET6):
