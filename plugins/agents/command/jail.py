@@ -162,22 +162,26 @@ class _CappedSink(threading.Thread):
         self.size = 0
 
     def run(self) -> None:
+        writing = True  # a failing write (disk full) stops the copy, never the draining
         try:
             while chunk := os.read(self.fd, 1 << 16):
                 room = self.cap - self.size
-                if room > 0:
-                    self.sink.write(chunk[:room])
+                if room > 0 and writing:
+                    try:
+                        self.sink.write(chunk[:room])
+                    except OSError:
+                        writing = False
                 self.size += len(chunk)
         except OSError:
             pass
         finally:
             os.close(self.fd)
-            if self.size > self.cap:
-                dropped = self.size - self.cap
-                self.sink.write(
-                    f"\n[... output truncated: {dropped} bytes over {self.cap} dropped ...]\n".encode()
-                )
-            self.sink.flush()
+            with contextlib.suppress(OSError, ValueError):
+                if self.size > self.cap and writing:
+                    dropped = self.size - self.cap
+                    note = f"\n[... output truncated: {dropped} bytes over {self.cap} dropped ...]\n"
+                    self.sink.write(note.encode())
+                self.sink.flush()
 
 
 def _sweep_leftovers() -> None:
