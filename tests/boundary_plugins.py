@@ -25,6 +25,7 @@ from PIL import Image
 from pptx import Presentation
 
 import pptarena
+from pptarena import Message, ModelRef
 from pptarena.types import Component, Options, Prediction, SlideImage, Verdict
 
 MARKER = "pptarena-boundary-stray"
@@ -177,6 +178,18 @@ class Forker(Component):
         return Prediction(path=workspace.input_deck)  # the input itself, handed in unchanged
 
 
+class JudgeModelCaller(Component):
+    """Names one model in its options and calls another (the judges' model) through the bridge."""
+
+    class Options(Options):
+        model: ModelRef
+        other: str
+
+    def edit(self, task, workspace):
+        reply = workspace.model(self.options.other).complete([Message.user(task.instruction)])
+        raise AssertionError(f"the judges' model answered: {reply.text!r}")
+
+
 class RenderingAgent(Component):
     """Renders its input through ``workspace.renderer`` and hands it in; notes: the images it got."""
 
@@ -230,6 +243,7 @@ def register_agents(register):
     register("lingerer", Lingerer)
     register("rendering", RenderingAgent)
     register("forker", Forker)
+    register("judge-model-caller", JudgeModelCaller)
 
 
 @pptarena.hookimpl

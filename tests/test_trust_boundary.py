@@ -343,6 +343,24 @@ def test_jailed_workers_are_reused_never_leak_into_the_next_pair_and_crashes_are
 
 
 @needs_jail
+def test_a_jailed_agent_calls_its_own_models_only(tmp_path, plugins):
+    """Through the bridge a jailed agent reaches the models its options name (counted on the host),
+    not another configured model such as a judge's."""
+    rows = run(
+        tmp_path,
+        '[[agents]]\nuse = "asker"\nmodel = "scripted/echo-1"\n'
+        '[[agents]]\nuse = "judge-model-caller"\nmodel = "scripted/echo-1"\nother = "scripted/judge-1"\n'
+        '[backends.scripted]\nresponses = ["New 0"]\non_exhausted = "repeat_last"\n',
+        count=1,
+    )
+    by = {r["agent"]: r for r in rows}
+    assert by["asker"]["scores"]["title"]["score"] == 1.0 and by["asker"]["agent_process"] == "jail"
+    assert by["asker"]["usage"]["calls"] == 1  # counted by the harness's client
+    caller = by["judge-model-caller"]
+    assert caller["status"] == "agent_error" and "'scripted/judge-1' is not named" in caller["error"], caller
+
+
+@needs_jail
 def test_a_jailed_agent_renders_through_the_bridge(tmp_path, plugins):
     rows = run(tmp_path, '[[agents]]\nuse = "rendering"\n', count=1, renderer="boxes")
     assert rows[0]["status"] == "scored", rows[0]

@@ -48,6 +48,8 @@ MAX_LOG_EVENT_BYTES = 1_000_000
 """Largest log event (JSON) a jailed agent may write; longer ones are cut to a note."""
 MAX_LOG_EVENTS = 20_000
 """Log events kept per pair; later ones are dropped (one note says so)."""
+MAX_LOG_BYTES = 64 * 1024 * 1024
+"""Log bytes kept per pair; later events are dropped (one note says so)."""
 
 
 # --------------------------------------------------------------------------- JSON forms
@@ -273,15 +275,23 @@ class BridgeHost:
     :param model: the run's ``ref -> ModelClient`` factory bound to this pair's usage book and log.
     :param renderer: a callable returning the run's renderer (built on first render), or None.
     :param log: the pair's log (``agent.log.jsonl`` in its task folder).
+    :param models: the ``"<backend>/<model>"`` references the agent may call (those its options
+        name); None: any configured one.
     """
 
     def __init__(
-        self, model: Callable[[str], ModelClient], renderer: Callable[[], Any] | None, log: AgentLog
+        self,
+        model: Callable[[str], ModelClient],
+        renderer: Callable[[], Any] | None,
+        log: AgentLog,
+        models: set[str] | None = None,
     ):
         self.model = model
         self.renderer = renderer
         self.log = log
+        self.models = models
         self.events = 0
+        self.log_bytes = 0
 
     def handle(self, message: dict[str, Any]) -> dict[str, Any] | None:
         """The answer to one request (None for a log event)."""
@@ -309,6 +319,9 @@ class BridgeHost:
 
     def _model(self, message: dict[str, Any]) -> dict[str, Any]:
         ref = str(message.get("ref") or "")
+        if self.models is not None and ref not in self.models:
+            named = ", ".join(sorted(self.models)) or "none"
+            raise AgentError(f"model {ref!r} is not named in this agent's options ({named})")
         params = message.get("params") or {}
         if not isinstance(params, dict):
             raise ValueError("params must be an object")
@@ -358,4 +371,8 @@ class BridgeHost:
         text = json.dumps(data, default=str)
         if len(text) > MAX_LOG_EVENT_BYTES:
             data = {"note": f"event of {len(text)} bytes cut", "head": text[:2000]}
+        self.log_bytes += min(len(text), MAX_LOG_EVENT_BYTES)
+        if self.log_bytes > MAX_LOG_BYTES:
+            self.events = MAX_LOG_EVENTS  # the next event writes the one note about the cut
+            return
         self.log.write(str(message.get("event") or "event")[:200], **data)

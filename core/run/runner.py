@@ -220,8 +220,13 @@ class Runner:
                 self._jails = JailPool(self.jobs)
             jails = self._jails
         book = UsageBook()
+        from pptarena.run.config import model_refs
+
         host = BridgeHost(
-            self.components.hub.factory(book=book, log=ws.log), self.components.renderer, ws.log
+            self.components.hub.factory(book=book, log=ws.log),
+            self.components.renderer,
+            ws.log,
+            models=set(model_refs(agent.options).values()),  # the agent's own models, never a judge's
         )
         timeout = float(self.config.run.task_timeout)
         out = jails.run_pair(agent, task, ws, host, timeout, renderer=True)
