@@ -174,13 +174,15 @@ def test_an_agent_hunting_for_the_answer_finds_nothing_in_its_jail(tmp_path, plu
     }
 
 
-def test_the_spec_file_a_plain_worker_gets_holds_no_answer(tmp_path, plugins, monkeypatch):
-    """A plain worker (here: weak isolation allowed, one interpreter per pair) is started with a spec
-    file in the task folder: the agent reads it and its task object; neither names the target."""
+@pytest.mark.parametrize("pool", ["false", "true"])
+def test_the_spec_file_a_plain_worker_gets_holds_no_answer(tmp_path, plugins, monkeypatch, pool):
+    """A plain worker (here: weak isolation allowed) gets the view too: one interpreter per pair is
+    started with a spec file in the task folder, which the agent reads; a warm pool worker gets it
+    on a pipe. Neither the spec nor the task object names the target."""
     monkeypatch.setenv("PPTARENA_SANDBOX", "off")
     rows = run(
         tmp_path,
-        '[[agents]]\nuse = "answer-hunter"\nwalk = false\n[executor]\nuse = "local"\npool = false\n',
+        f'[[agents]]\nuse = "answer-hunter"\nwalk = false\n[executor]\nuse = "local"\npool = {pool}\n',
         allow_weak_isolation=True,
     )
     for row in rows:
@@ -188,10 +190,29 @@ def test_the_spec_file_a_plain_worker_gets_holds_no_answer(tmp_path, plugins, mo
         assert row["isolation"] == "none" and row["agent_process"] == "unjailed"
     seen = json.loads((tmp_path / "out/tasks/answer-hunter/task-00/seen.json").read_text())
     specs = [text for name, text in seen["spec_files"].items() if name.endswith(".worker-spec.json")]
-    assert len(specs) == 1, seen["spec_files"].keys()  # the attack did read the spec file
+    assert len(specs) == (1 if pool == "false" else 0), seen["spec_files"].keys()  # the attack read it
     target = str(tmp_path / "data" / "t0" / "target.pptx")
-    assert target not in specs[0] and '"target"' not in specs[0]
+    for spec in specs:
+        assert target not in spec and '"target"' not in spec
     assert seen["found"] == [] and "target" not in seen["task_fields"]
+
+
+@needs_jail
+def test_each_turn_of_a_session_gets_its_history_and_no_target(tmp_path, plugins):
+    """Multi-turn sessions: each turn's agent gets the earlier turns' instructions, never the turns'
+    targets (``metadata["turns"]`` stays on the judges' side)."""
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(
+        '[dataset]\nuse = "fake"\nroot = "data"\ncount = 1\nturns = 2\n[renderer]\nuse = "dummy"\n'
+        '[[judges]]\nuse = "title"\n[[agents]]\nuse = "answer-hunter"\n'
+    )
+    registry = get_registry()
+    Runner(load_config(cfg, registry), registry, tmp_path / "out", quiet=True).run()
+    seen = json.loads((tmp_path / "out/tasks/answer-hunter/task-00--turn-1/seen.json").read_text())
+    assert seen["found"] == []
+    assert seen["task"]["turn_history"] == [{"turn": 0, "instruction": "Turn 0: change the title to 'New 0'"}]
+    assert "turns" not in seen["task"]["metadata"] and seen["task"]["metadata"]["turn"] == 1
+    assert str(tmp_path / "data") not in json.dumps(seen["task"])
 
 
 @needs_jail
