@@ -40,6 +40,17 @@ INSIDE = Path("/pptarena")
 """Where files the jail needs from pptarena (the UNO bridge script) are bound, read-only."""
 OFFICE_ENV_KEYS = ("LANG", "LANGUAGE", "LC_ALL", "TZ")
 OFFICE_PATH = "/usr/local/bin:/usr/bin:/bin"
+WINDOWS_ENV_KEYS = (
+    "SYSTEMROOT",
+    "WINDIR",
+    "TEMP",
+    "TMP",
+    "USERPROFILE",
+    "APPDATA",
+    "LOCALAPPDATA",
+    "PROGRAMFILES",
+    "COMSPEC",
+)
 
 
 def memory_mb() -> int:
@@ -65,7 +76,11 @@ def office_env() -> dict[str, str]:
     """The whole environment the office (and the warm bridge) runs with: nothing of the harness's
     but the locale, so a macro or bug reading its environment finds no API key."""
     env = {k: v for k, v in os.environ.items() if k in OFFICE_ENV_KEYS or k.startswith("LC_")}
-    env.update({"PATH": OFFICE_PATH, "HOME": "/tmp", "TMPDIR": "/tmp"})
+    if sys.platform.startswith("linux"):
+        env.update({"PATH": OFFICE_PATH, "HOME": "/tmp", "TMPDIR": "/tmp"})
+    else:  # no jail there: the office runs in the user's own folders and needs the platform's basics
+        keep = (*WINDOWS_ENV_KEYS, "PATH", "HOME", "TMPDIR", "USER")
+        env.update({k: v for k, v in os.environ.items() if k.upper() in keep})
     return env
 
 
@@ -153,8 +168,9 @@ def _outside_system(path: Path) -> bool:
 
 def python_read_only(python: str) -> list[Path]:
     """What of ``python`` (the uno interpreter) the jail must show besides the system folders."""
-    real = Path(os.path.realpath(python))
-    return [real.parent.parent] if _outside_system(real) else []  # <prefix>/bin/python -> <prefix>
+    given, real = Path(os.path.abspath(python)), Path(os.path.realpath(python))
+    # <prefix>/bin/python -> <prefix>; a virtual environment's own folder (pyvenv.cfg) and its base
+    return sorted({p.parent.parent for p in (given, real) if _outside_system(p)})
 
 
 def office_read_only(soffice: Path | str) -> list[Path]:
