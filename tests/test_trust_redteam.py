@@ -168,6 +168,37 @@ def test_slirp4netns_parsing_the_jails_packets_runs_without_root_powers(tmp_path
     assert seen["cap_eff"] == 1 << 10 and seen["seccomp"] == "2" and seen["own_mounts"], seen
 
 
+@needs_bwrap
+@pytest.mark.slow
+def test_a_folder_of_600000_empty_files_is_not_listed_in_full_by_the_harness(tmp_path):
+    """The copy-out listed (and sorted) each folder in full before counting: 600,000 empty files in
+    one folder of the workspace grew the harness's process by ~150 MB (the tmpfs allows millions)."""
+    base = _rss_mb()
+    peak = [base]
+    done = threading.Event()
+
+    def sample() -> None:
+        while not done.is_set():
+            peak[0] = max(peak[0], _rss_mb())
+            time.sleep(0.005)
+
+    sampler = threading.Thread(target=sample, daemon=True)
+    sampler.start()
+    body = """
+    os.mkdir("many")
+    for i in range(600000):
+        os.close(os.open("many/%07d" % i, os.O_CREAT | os.O_WRONLY, 0o644))
+    """
+    try:
+        pred, _, ws = _run_cli(tmp_path, body, timeout=120)
+    finally:
+        done.set()
+        sampler.join()
+    assert pred.path.is_file()
+    assert events(ws, "command_jail")[0]["skipped"] == {"over the file count cap": 1}
+    assert peak[0] - base < 80, (base, peak[0])
+
+
 # --------------------------------------------------------------------------- the egress proxy
 
 

@@ -18,9 +18,10 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pptarena.safeio import TreeCopy, UnsafeFileError, copy_tree, walk_tree
+from pptarena.safeio import MAX_DEPTH, TreeCopy, copy_tree
 
 DIRECTORY = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
+NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
 MAX_FILES = 10_000
 MAX_ENTRIES = 10_000  # files and folders of output/, and of the whole workspace, copied out
 
@@ -57,17 +58,38 @@ def _reason(why: str) -> str:
     return "unreadable"
 
 
-def _too_many(path: str, limit: int = MAX_ENTRIES) -> str | None:
-    """Why the folder ``path`` is not copied out (more than ``limit`` files and folders), or None."""
-    try:
-        for _ in walk_tree(path, max_entries=limit):
-            pass
-    except UnsafeFileError as exc:
-        if "files and folders" in str(exc):
-            return f"not copied: {exc}"
-    except OSError:
-        pass  # copy_tree meets it again and reports it
+def _too_many(folder: int, limit: int = MAX_ENTRIES) -> str | None:
+    """Why the open folder ``folder`` is not copied out (more than ``limit`` files and folders), or None.
+
+    Counted while listing, stopping at ``limit``: a folder of millions of empty files is never
+    listed (let alone sorted) in full in the harness's memory.
+    """
+    if _over(folder, limit, [0], 0):
+        return f"not copied: more than {limit} files and folders below it"
     return None
+
+
+def _over(fd: int, limit: int, count: list[int], depth: int) -> bool:
+    """True once more than ``limit`` names are counted below the folder ``fd`` (links never followed)."""
+    with os.scandir(fd) as entries:
+        for entry in entries:
+            count[0] += 1
+            if count[0] > limit:
+                return True
+            try:
+                is_dir = depth < MAX_DEPTH and entry.is_dir(follow_symlinks=False)
+                sub = (
+                    os.open(entry.name, DIRECTORY | getattr(os, "O_NOFOLLOW", 0), dir_fd=fd) if is_dir else -1
+                )
+            except OSError:
+                continue
+            if sub >= 0:
+                try:
+                    if _over(sub, limit, count, depth + 1):
+                        return True
+                finally:
+                    os.close(sub)
+    return False
 
 
 def launcher_pid(init_pid: int) -> int | None:
@@ -106,7 +128,7 @@ def copy_workspace(init_pid: int, dst: Path, output_mb: int, keep_mb: int) -> Co
             out = -1  # no output folder, or a link / file in its place: nothing is taken from it
         if out >= 0:
             try:
-                crowded = _too_many(f"/proc/self/fd/{out}")
+                crowded = _too_many(out)
                 if crowded:
                     report.skip("output/", crowded)
                 else:
@@ -117,7 +139,7 @@ def copy_workspace(init_pid: int, dst: Path, output_mb: int, keep_mb: int) -> Co
                     _skips(report, first, "output/")
             finally:
                 os.close(out)
-        crowded = _too_many(f"/proc/self/fd/{top}")
+        crowded = _too_many(top)
         if crowded:
             report.skip("./", crowded)
             return report
