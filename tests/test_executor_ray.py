@@ -207,9 +207,14 @@ def _cmdline(pid: int) -> str:
         return ""
 
 
+def _is_agent_worker(pid: int) -> bool:
+    cmd = _cmdline(pid)
+    return "pool_worker" in cmd or "jail_worker" in cmd  # agents run jailed by default (issue 23)
+
+
 def _agent_workers(root_pids: list[int]) -> list[int]:
-    """Pool workers (the processes running agents) below the given processes."""
-    return [p for r in root_pids for p in _descendants(r) if "pool_worker" in _cmdline(p)]
+    """Agent workers (pooled or jailed: the processes running agents) below the given processes."""
+    return [p for r in root_pids for p in _descendants(r) if _is_agent_worker(p)]
 
 
 def _raylet_pid(node) -> int:
@@ -249,9 +254,7 @@ def test_worker_node_killed_mid_run_gives_retries_never_lost_or_duplicated_resul
     cluster.remove_node(victim, allow_graceful=False)  # SIGKILL of the node's raylet, workers and agents
     thread.join(240)
     assert not thread.is_alive() and not errors, errors
-    assert _wait(
-        lambda: not any(Path(f"/proc/{p}").exists() and "pool_worker" in _cmdline(p) for p in doomed), 10
-    )
+    assert _wait(lambda: not any(Path(f"/proc/{p}").exists() and _is_agent_worker(p) for p in doomed), 10)
     rows = rows_of(tmp_path / "out")
     keys = [(r["agent"], r["task_id"]) for r in rows]
     assert len(keys) == len(set(keys)) == 6, keys  # none lost, none twice

@@ -88,6 +88,10 @@ def cluster(tmp_path_factory):
         TAG: tag,
     }
     env.pop("RAY_ADDRESS", None)
+    env.pop(
+        "RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", None
+    )  # set by other Ray tests; ray start --address refuses it
+    env.pop("RAY_AUTH_MODE", None)
     node_env = {**env, "RAY_AUTH_MODE": "token"}
     made = subprocess.run(
         [str(BIN / "ray"), "get-auth-token", "--generate"], env=node_env, capture_output=True, text=True
@@ -154,6 +158,17 @@ def config(path: Path, address: str, count: int, extra: str = "") -> Path:
     return path
 
 
+def nodes_of(out: Path) -> set[str]:
+    """The Ray node ids that ran the pairs handed back so far (their executor.json)."""
+    found = set()
+    for path in (out / "tasks").rglob("executor.json") if (out / "tasks").is_dir() else ():
+        try:
+            found.add(json.loads(path.read_text())["node"])
+        except (OSError, ValueError, KeyError):
+            pass  # being unpacked right now
+    return found
+
+
 def arena(args: list[str], env: dict, cwd: Path, timeout: float = 120) -> subprocess.Popen:
     return subprocess.Popen(
         [str(BIN / "arena"), *args],
@@ -168,14 +183,14 @@ def arena(args: list[str], env: dict, cwd: Path, timeout: float = 120) -> subpro
 
 def test_a_run_through_two_ray_start_nodes_survives_losing_one(cluster, tmp_path):
     env = {k: v for k, v in cluster["env"].items() if k != "RAY_AUTH_MODE"}  # the token file is enough
-    cfg = config(tmp_path / "cluster.toml", cluster["address"], count=8)
+    cfg = config(tmp_path / "cluster.toml", cluster["address"], count=10)
     out = tmp_path / "run"
     driver = arena(["run", "--config", str(cfg), "--out", str(out), "--quiet", "--no-report"], env, tmp_path)
     try:
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 90
         results = out / "results.jsonl"
         while time.monotonic() < deadline and driver.poll() is None:
-            if results.is_file() and len(results.read_text().splitlines()) >= 2:
+            if len(nodes_of(out)) == 2:  # a pair came back from each node: stop one now
                 break
             time.sleep(0.2)
         assert driver.poll() is None, driver.communicate()
@@ -187,12 +202,11 @@ def test_a_run_through_two_ray_start_nodes_survives_losing_one(cluster, tmp_path
     assert driver.returncode == 0, stderr[-3000:]
     rows = [json.loads(line) for line in results.read_text().splitlines()]
     keys = [(r["agent"], r["task_id"]) for r in rows]
-    assert len(rows) == 8 and len(set(keys)) == 8  # one line per pair, none lost, none twice
+    assert len(rows) == 10 and len(set(keys)) == 10  # one line per pair, none lost, none twice
     assert all(r["status"] in ("scored", "infra_error") for r in rows), [r["status"] for r in rows]
-    assert sum(r["status"] == "scored" for r in rows) >= 6, [(r["status"], r.get("error")) for r in rows]
-    nodes = {json.loads(p.read_text())["node"] for p in (out / "tasks").rglob("executor.json") if p.is_file()}
-    assert len(nodes) == 2, "the pairs did not run on both nodes before one was stopped"
-    assert "InvalidAuthToken" not in stderr
+    assert sum(r["status"] == "scored" for r in rows) >= 8, [(r["status"], r.get("error")) for r in rows]
+    assert len(nodes_of(out)) == 2, "the pairs did not run on both nodes before one was stopped"
+    assert "InvalidAuthToken" not in stderr, stderr[-4000:]
 
 
 def test_a_wrong_token_is_one_line_and_leaves_no_run_folder(cluster, tmp_path):

@@ -7,9 +7,11 @@ an explicit ``HOST:PORT`` it connects without one and retries for about 20 s, pr
 a second, before failing with "Failed to connect to Ray cluster". :func:`join_cluster` instead:
 
 1. checks that something listens at ``HOST:PORT`` (a clean error at once when not);
-2. turns token mode on when ``RAY_AUTH_MODE`` is unset and a token is available (``RAY_AUTH_TOKEN``,
-   ``RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``) — a token-mode driver also joins a cluster
-   without authentication;
+2. asks the head (one GCS call, under a second) whether it accepts this driver; when it wants a
+   token, ``RAY_AUTH_MODE`` is unset and this host has one (``RAY_AUTH_TOKEN``,
+   ``RAY_AUTH_TOKEN_PATH`` or ``~/.ray/auth_token``), it turns token mode on and asks again; a
+   cluster without authentication is joined without (a token-mode driver would refuse the
+   unauthenticated workers' calls for its objects); a refusal is one error at once;
 3. pins the driver's node address to the cluster's when that is a loopback address (Ray rewrites
    ``127.0.0.1`` and ``localhost`` to the machine's network address), or to ``node_ip_address``;
 4. keeps Ray's retry chatter off the terminal and turns a failure into one :class:`ExecutorError`.
@@ -67,6 +69,27 @@ def token_source() -> str | None:
     return None
 
 
+def refused(address: str) -> bool:
+    """Whether the head at ``address`` refuses this process's credentials (missing or wrong token).
+
+    One GCS client call with Ray's current authentication mode; anything else than an
+    authentication error (including a Ray without these internals) counts as accepted, and
+    ``ray.init`` reports it.
+    """
+    try:
+        from ray._raylet import GcsClient
+    except ImportError:  # pragma: no cover - older Ray
+        return False
+    with _quiet_stderr() as log:  # Ray's C++ client logs the refusal as a warning too
+        try:
+            GcsClient(address=address, cluster_id=None)
+            answer = False
+        except Exception as exc:  # noqa: BLE001 - only an authentication failure matters here
+            answer = type(exc).__name__ == "AuthenticationError" or "InvalidAuthToken" in str(exc)
+    log.unlink(missing_ok=True)
+    return answer
+
+
 def _enable_token_mode() -> None:
     os.environ["RAY_AUTH_MODE"] = "token"
     try:  # Ray caches its config; refresh it so this process sees token mode (what ray.init does for "auto")
@@ -114,8 +137,16 @@ def join_cluster(
                 "address"
             ) from None
     token = token_source()
-    if "RAY_AUTH_MODE" not in os.environ and token is not None:
-        _enable_token_mode()
+    if target is not None:
+        if "RAY_AUTH_MODE" not in os.environ and token is not None and refused(address):
+            _enable_token_mode()  # the cluster wants a token and this host has one
+        if refused(address):
+            mode = os.environ.get("RAY_AUTH_MODE", "disabled")
+            used = f"the token from {token}" if token and mode == "token" else "no token"
+            raise ExecutorError(
+                f"the Ray cluster at {address} refused this driver ({used}): it requires token "
+                f"authentication; {TOKEN_HELP}"
+            )
     kwargs = dict(init_kwargs)
     pin = node_ip_address or (target[0] if target is not None and is_loopback(target[0]) else None)
     if pin:

@@ -56,8 +56,9 @@ class NodeRun:
         self.runner.agent_launcher = PoolLauncher(self.pool, self.runner)
 
     def close(self) -> None:
-        """Retire the agent worker, close the renderer and remove the scratch folder."""
+        """Retire the agent workers (pooled and jailed), close the renderer and remove the scratch folder."""
         self.pool.close()
+        self.runner._close_jails()  # jailed agents run in the runner's own warm jail pool, not self.pool
         self.runner.components.close()
         shutil.rmtree(self.work, ignore_errors=True)
 
