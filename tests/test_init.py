@@ -46,6 +46,9 @@ def test_init_suggests_a_close_name_and_lists():
 def test_a_missing_config_suggests_init(tmp_path):
     result = CliRunner().invoke(cli, ["run", "--config", str(tmp_path / "demo.toml")])
     assert result.exit_code != 0 and "arena init" in result.output
+    (tmp_path / "demo.toml").write_text(examples.read("demo"))
+    typo = CliRunner().invoke(cli, ["run", "--config", str(tmp_path / "dmeo.toml")])
+    assert typo.exit_code != 0 and f"did you mean '{tmp_path / 'demo.toml'}'" in typo.output
 
 
 @pytest.mark.slow

@@ -506,8 +506,12 @@ def load_config(path: str | Path, registry: Registry, *, require_secrets: bool =
     """
     p = Path(path).expanduser()
     if not p.is_file():
+        import difflib
+
+        near = difflib.get_close_matches(p.name, [c.name for c in p.parent.glob("*.toml")], n=1)
+        meant = f"did you mean {str(p.with_name(near[0]))!r}? " if near else ""
         raise ConfigError(
-            f"config file {p} does not exist (`arena init` writes an example: `arena init --list`)"
+            f"config file {p} does not exist ({meant}`arena init` writes an example: `arena init --list`)"
         )
     if p.stat().st_size > MAX_CONFIG_BYTES:
         raise ConfigError(f"config file {p} is larger than {MAX_CONFIG_BYTES} bytes")
