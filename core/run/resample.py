@@ -1,26 +1,32 @@
-"""The bootstrap's resampled means, computed once per distinct input (see
-:func:`pptarena.run.stats.bootstrap_mean_ci`).
+"""The bootstrap's resampled means (see :func:`pptarena.run.stats.bootstrap_mean_ci`).
 
-A summary asks for dozens of intervals, most of them over the same number of tasks with the same
-seed, and several of them over the very same values (a run of one epoch has the same success rate,
-pass@1 and pass^1 per task). Both facts are used here without changing a single number:
+Every interval over ``n`` values with a given seed uses the same seeded index draws: resample ``r``
+takes ``idx[r]``, the ``r``-th row of ``default_rng(seed).integers(0, n, size=(n_boot, n))`` (drawn
+chunk by chunk; the chunking does not change the draws). Two ways compute its resampled means:
 
-* the seeded index draws of ``n`` tasks are the same for every interval over ``n`` tasks, so they
-  are drawn once, in the same chunks as before, and kept (compactly, in a bounded cache);
-* an interval of values already seen (same bytes, resamples, seed and level) is looked up.
-
-The means are gathered into reused buffers (the same values as ``a[idx].mean(axis=1)``; fresh
-buffers per chunk cost more page faults than gathering).
+* :func:`bootstrap_means`, one vector at a time, exactly as the bootstrap always did
+  (``a[idx].mean(axis=1)``), the draws kept in a bounded cache and results memoized
+  (:func:`memoized`);
+* :class:`IntervalBatch`, every vector of a summary at once: the draws of each length are made once
+  and turned into per-resample counts ``C`` (``C[r, i]`` = how often value ``i`` was drawn), so the
+  means of all vectors of that length are one product ``C @ A / n``. The sums are the same numbers
+  added in another order, so they can differ in the last bits; an interval is kept only when no such
+  difference can change it after rounding to 4 decimals (the rounding error of both sums is bounded,
+  :func:`safely_rounded`), else it is computed again the first way. Intervals are thus identical.
 """
 
 from __future__ import annotations
 
 import hashlib
+import math
 import threading
-from collections import OrderedDict
-from collections.abc import Callable
+from collections import OrderedDict, defaultdict
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 
 import numpy as np
+
+from pptarena.run.blas import one_blas_thread
 
 CHUNK_ENTRIES = 2_000_000  # indices drawn per chunk (the chunking is part of the draws' definition)
 MAX_CACHED_ENTRIES = 24_000_000  # indices kept over all cached draws (2 bytes each up to 65,536 tasks)
@@ -118,3 +124,106 @@ def memoized(
         while len(_results) > MAX_CACHED_RESULTS:
             _results.popitem(last=False)
     return result
+
+
+COUNT_ENTRIES = 400_000  # draws turned into counts per chunk (the counts stay in the CPU's cache)
+_EPS = 2.0**-53
+
+
+def percentile_interval(means: np.ndarray, level: float) -> tuple[float, float]:
+    """The unrounded percentile interval of resampled means (numpy's default, linear)."""
+    lo, hi = np.percentile(means, [100 * (1 - level) / 2, 100 * (1 + level) / 2])
+    return float(lo), float(hi)
+
+
+def safely_rounded(x: float, error: float) -> bool:
+    """True when every number within ``error`` of ``x`` rounds to 4 decimals as ``x`` does."""
+    y = x * 1e4
+    distance = abs((y - math.floor(y)) - 0.5) * 1e-4  # to the nearest rounding boundary (k + 0.5) / 1e4
+    return distance > error + 16 * _EPS * (abs(x) + 1.0)
+
+
+def _counts_means(columns: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
+    """The resampled means (``n_boot`` x k) of the k columns of ``columns`` (n x k) through counts."""
+    n = columns.shape[0]
+    rng = np.random.default_rng(seed)
+    rows = max(1, min(n_boot, COUNT_ENTRIES // n))
+    offsets = (np.arange(rows, dtype=np.intp) * n)[:, None]
+    sums = np.empty((n_boot, columns.shape[1]))
+    for start in range(0, n_boot, rows):
+        m = min(rows, n_boot - start)
+        idx = rng.integers(0, n, size=(m, n))  # the very draws of bootstrap_means, row by row
+        idx += offsets[:m]
+        counts = np.bincount(idx.ravel(), minlength=m * n).astype(np.float64)
+        sums[start : start + m] = counts.reshape(m, n) @ columns
+    return sums / n
+
+
+def _interval_group(
+    vectors: list[np.ndarray], n_boot: int, seed: int, levels: list[float]
+) -> list[list[float]]:
+    """``[lo, hi]`` rounded to 4 decimals for each vector (all of one length) at its level."""
+    n = len(vectors[0])
+    means = _counts_means(np.stack(vectors, axis=1), n_boot, seed)
+    out = []
+    for j, (a, level) in enumerate(zip(vectors, levels, strict=True)):
+        lo, hi = percentile_interval(means[:, j], level)
+        # both ways sum n values in [-M, M]: each within (n + 1) eps n M of the exact sum, so the means
+        # differ by at most 2 (n + 2) eps M; the interpolated percentiles by at most 3 times that
+        error = 6 * (n + 2) * _EPS * float(np.max(np.abs(a)))
+        if not (safely_rounded(lo, error) and safely_rounded(hi, error)):
+            lo, hi = percentile_interval(bootstrap_means(a, n_boot, seed), level)
+        out.append([round(lo, 4), round(hi, 4)])
+    return out
+
+
+class IntervalBatch:
+    """Bootstrap intervals asked for while the batch is active (:func:`batched`), computed together.
+
+    :meth:`add` returns an empty list that :meth:`resolve` fills with ``[lo, hi]``: the caller puts
+    it where the interval goes and must not read it before the batch is resolved.
+    """
+
+    def __init__(self) -> None:
+        self._requests: list[tuple[np.ndarray, int, int, float, list[float]]] = []
+
+    def add(self, a: np.ndarray, n_boot: int, seed: int, level: float) -> list[float]:
+        """A placeholder for the interval of ``a`` (1-d, at least 2 values)."""
+        out: list[float] = []
+        self._requests.append((a, n_boot, seed, level, out))
+        return out
+
+    def resolve(self) -> None:
+        """Fill every placeholder (vectors of one length, resamples and seed share their draws;
+        equal vectors are computed once)."""
+        groups: dict[tuple[int, int, int], dict[tuple[bytes, float], list[list[float]]]] = defaultdict(dict)
+        values: dict[tuple[bytes, float], np.ndarray] = {}
+        for a, n_boot, seed, level, out in self._requests:
+            key = (a.tobytes(), level)
+            values[key] = a
+            groups[(len(a), n_boot, seed)].setdefault(key, []).append(out)
+        self._requests = []
+        with one_blas_thread():  # small products: threads would only wait for each other
+            for (_, n_boot, seed), wanted in groups.items():
+                keys = list(wanted)
+                found = _interval_group([values[k] for k in keys], n_boot, seed, [k[1] for k in keys])
+                for k, interval in zip(keys, found, strict=True):
+                    for out in wanted[k]:
+                        out[:] = interval
+
+
+def active_batch() -> IntervalBatch | None:
+    """This thread's active batch, if any."""
+    return getattr(_local, "batch", None)
+
+
+@contextmanager
+def batched() -> Iterator[IntervalBatch]:
+    """Collect this thread's bootstrap intervals and compute them together on leaving the block."""
+    outer = active_batch()
+    batch = _local.batch = IntervalBatch()
+    try:
+        yield batch
+        batch.resolve()
+    finally:
+        _local.batch = outer

@@ -17,13 +17,17 @@ from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from pptarena.models.messages import add_counts
 from pptarena.models.pricing import cost_of_rows
+from pptarena.run.columns import columns, tasks_of
 from pptarena.run.records import ResultLineProblem, parse_row
+from pptarena.run.resample import batched
 from pptarena.run.rundir import RunDir
 from pptarena.run.split_figures import split_figures
-from pptarena.run.stats import by_task, epoch_of
-from pptarena.run.summary_stats import StatsOptions, add_comparisons, judge_block
+from pptarena.run.stats import epoch_of
+from pptarena.run.summary_stats import StatsOptions, add_comparisons, judge_blocks
 from pptarena.run.trust import weakest as weakest_isolation
 from pptarena.types import STATUSES, PptArenaError
 
@@ -172,11 +176,11 @@ def summarize_results(
     :mod:`pptarena.run.summary_stats` (statistics), :mod:`pptarena.models.pricing` (cost).
     """
     opts = opts or StatsOptions()
+    with batched():  # every bootstrap interval computed together at the end (the same numbers)
+        return _summarize(rows, list(group_fields), opts)
 
-    def _judge_block(rows: list[dict[str, Any]], judges: list[str], total: int) -> dict[str, Any]:
-        groups = by_task(rows)  # one grouping by task for every judge
-        return {j: judge_block(rows, j, opts, groups) for j in judges}
 
+def _summarize(rows: list[dict[str, Any]], group_fields: list[str], opts: StatsOptions) -> dict[str, Any]:
     agents: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for r in rows:
         agents[r["agent"]].append(r)
@@ -187,7 +191,11 @@ def summarize_results(
         "statistics": opts.to_json(),
         "agents": {},
     }
+    per_agent = {}
     for agent, arows in sorted(agents.items()):
+        cols = columns(arows, judges, opts.success_threshold)  # the lines as arrays, read once
+        everything = np.arange(len(arows))
+        per_agent[agent] = (cols, tasks_of(cols, everything))
         counts = {s: sum(1 for r in arows if r.get("status") == s) for s in STATUSES}
         usage: dict[str, int] = {}
         for r in arows:
@@ -197,7 +205,7 @@ def summarize_results(
             "attempts": len(arows),
             "epochs": max((epoch_of(r) for r in arows), default=0),
             "status": counts,
-            "judges": _judge_block(arows, judges, len(arows)),
+            "judges": judge_blocks(cols, everything, judges, opts),
             "duration_s": round(sum(float(r.get("duration_s") or 0) for r in arows), 2),
             "usage": dict(usage),
             "cost": cost_of_rows(arows),
@@ -206,18 +214,22 @@ def summarize_results(
             "groups": {},
         }
         for field in group_fields:
-            groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
-            for r in arows:
+            groups: dict[str, list[int]] = defaultdict(list)
+            for i, r in enumerate(arows):
                 for key in _group_keys(r, field):
-                    groups[key].append(r)
+                    groups[key].append(i)
             if groups:
                 entry["groups"][field] = {
-                    key: {"tasks": len({r["task_id"] for r in g}), "judges": _judge_block(g, judges, len(g))}
+                    key: {
+                        "tasks": len(set(cols.task[at].tolist())),
+                        "judges": judge_blocks(cols, at, judges, opts),
+                    }
                     for key, g in sorted(groups.items())
+                    if len(at := np.array(g, dtype=np.intp))
                 }
         summary["agents"][agent] = entry
     summary["cost"] = cost_of_rows(rows)
-    add_comparisons(summary, rows, opts)
+    add_comparisons(summary, per_agent, opts)
     splits = split_figures(rows)  # PPTArena's leaderboard figures, when the dataset describes its splits
     if splits:
         summary["leaderboard_splits"] = splits

@@ -29,7 +29,8 @@ from typing import Any
 
 import numpy as np
 
-from pptarena.run.resample import bootstrap_means, memoized
+from pptarena.run.resample import active_batch, bootstrap_means, memoized
+from pptarena.run.signflip import flip_hits
 
 DEFAULT_N_BOOT = 2000
 DEFAULT_SEED = 0
@@ -122,12 +123,17 @@ def bootstrap_mean_ci(
 
     Resampling the per-task values (each already a mean over the task's epochs) is the cluster
     bootstrap over tasks. Draws and results are shared between calls (:mod:`pptarena.run.resample`).
+    Inside :func:`pptarena.run.resample.batched` the interval is an empty list filled (with the same
+    numbers) when the batch ends.
     """
     a = np.asarray(values, dtype=float)
     if a.ndim != 1 or len(a) < 2 or n_boot < 1:
         return None
     if len(a) > MAX_TASKS:
         raise ValueError(f"more than {MAX_TASKS} tasks")
+    batch = active_batch()
+    if batch is not None:
+        return batch.add(a, n_boot, seed, level)
 
     def compute() -> list[float]:
         means = bootstrap_means(a, n_boot, seed)
@@ -144,25 +150,33 @@ def paired_permutation_p(
 
     Exact (all 2^n sign patterns) for n <= EXACT_MAX_N, else Monte Carlo with ``n_perm`` seeded flips.
     """
-    d = np.asarray(diffs, dtype=float)
-    if d.ndim != 1 or len(d) == 0:
-        return None
-    observed = abs(float(d.mean()))
-    tol = 1e-12 * max(1.0, observed)
-    if len(d) <= EXACT_MAX_N:
-        signs = np.array(list(itertools.product((1.0, -1.0), repeat=len(d))))
-        stats = np.abs(signs @ d / len(d))
-        return float(np.mean(stats >= observed - tol))
-    rng = np.random.default_rng(seed)
-    hits = 0
-    chunk = max(1, 2_000_000 // len(d))
-    for start in range(0, n_perm, chunk):
-        m = min(chunk, n_perm - start)
-        # mean of the flipped differences = (2 * (bits @ d) - sum(d)) / n for bits in {0, 1}
-        bits = rng.integers(0, 2, size=(m, len(d)), dtype=np.int8).astype(np.float32)
-        flipped = (2.0 * (bits @ d.astype(np.float32)) - d.sum()) / len(d)
-        hits += int(np.sum(np.abs(flipped) >= observed - max(tol, 1e-6)))
-    return (1 + hits) / (1 + n_perm)
+    return paired_p_values([diffs], n_perm=n_perm, seed=seed)[0]
+
+
+def paired_p_values(
+    diffs_list: Sequence[Sequence[float]], *, n_perm: int = DEFAULT_N_PERM, seed: int = DEFAULT_SEED
+) -> list[float | None]:
+    """:func:`paired_permutation_p` of each vector; vectors of one length share the seeded flips
+    (drawn once, :func:`pptarena.run.signflip.flip_hits`)."""
+    out: list[float | None] = [None] * len(diffs_list)
+    monte_carlo: dict[int, list[tuple[int, np.ndarray, float]]] = defaultdict(list)
+    for i, diffs in enumerate(diffs_list):
+        d = np.asarray(diffs, dtype=float)
+        if d.ndim != 1 or len(d) == 0:
+            continue
+        observed = abs(float(d.mean()))
+        tol = 1e-12 * max(1.0, observed)
+        if len(d) <= EXACT_MAX_N:
+            signs = np.array(list(itertools.product((1.0, -1.0), repeat=len(d))))
+            stats = np.abs(signs @ d / len(d))
+            out[i] = float(np.mean(stats >= observed - tol))
+        else:
+            monte_carlo[len(d)].append((i, d, observed - max(tol, 1e-6)))
+    for jobs in monte_carlo.values():
+        hits = flip_hits([d for _, d, _ in jobs], [t for *_, t in jobs], n_perm, seed)
+        for (i, _, _), h in zip(jobs, hits, strict=True):
+            out[i] = (1 + h) / (1 + n_perm)
+    return out
 
 
 def paired_comparison(
@@ -170,14 +184,22 @@ def paired_comparison(
 ) -> dict[str, Any]:
     """A vs B on their common tasks: n, mean difference (A - B), its 95% interval and the paired p-value."""
     common = sorted(set(a) & set(b))
-    diffs = [a[t] - b[t] for t in common]
+    diffs = np.array([a[t] - b[t] for t in common], dtype=float)
+    return comparison_of(diffs, paired_permutation_p(diffs, seed=seed), n_boot=n_boot, seed=seed)
+
+
+def comparison_of(
+    diffs: np.ndarray, p_value: float | None, *, n_boot: int = DEFAULT_N_BOOT, seed: int = DEFAULT_SEED
+) -> dict[str, Any]:
+    """The fields of :func:`paired_comparison` from the per-task differences and their p-value."""
+    n = len(diffs)
     return {
-        "n": len(common),
-        "diff": round(float(np.mean(diffs)), 4) if diffs else None,
+        "n": n,
+        "diff": round(float(np.mean(diffs)), 4) if n else None,
         "ci95": bootstrap_mean_ci(diffs, n_boot=n_boot, seed=seed),
-        "p_value": None if not diffs else round(float(paired_permutation_p(diffs, seed=seed) or 1.0), 6),
-        "wins": sum(1 for d in diffs if d > 1e-12),
-        "losses": sum(1 for d in diffs if d < -1e-12),
+        "p_value": None if not n else round(float(p_value or 1.0), 6),
+        "wins": int(np.count_nonzero(diffs > 1e-12)),
+        "losses": int(np.count_nonzero(diffs < -1e-12)),
     }
 
 

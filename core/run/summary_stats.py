@@ -8,22 +8,23 @@ metadata group) and judge; :func:`add_comparisons` adds the agent-vs-agent matri
 
 from __future__ import annotations
 
-import math
-from collections import defaultdict
+import statistics
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+
+from pptarena.run.columns import Columns, Tasks, columns, fmean_of, task_fmeans, tasks_of
 from pptarena.run.stats import (
     DEFAULT_N_BOOT,
     DEFAULT_SEED,
     bootstrap_mean_ci,
-    by_task,
-    epoch_block,
+    comparison_of,
     fmean,
-    pairwise_matrix,
-    row_score,
-    row_success,
-    task_means,
+    paired_p_values,
+    pass_at_k,
+    pass_hat_k,
 )
 
 
@@ -79,65 +80,140 @@ def judge_block(
     ``mean_all``: mean over tasks of the per-task mean score (unscored attempts count 0);
     ``mean``: mean over tasks with a score of the per-task mean of the scored attempts;
     ``success_rate``: mean over tasks of the per-task share of successful attempts; each with ``*_ci95``.
-    ``groups``: ``by_task(rows)`` when the caller has it (one grouping for all judges).
+    (``groups`` is accepted for older callers and not needed.) The summary itself goes through
+    :func:`judge_blocks`, which computes the same figures from columns.
     """
-    groups = by_task(rows) if groups is None else groups
+    cols = columns(rows, [judge], opts.success_threshold)
+    return judge_blocks(cols, np.arange(len(rows)), [judge], opts)[judge]
+
+
+def judge_blocks(
+    cols: Columns, positions: np.ndarray, judges: list[str], opts: StatsOptions
+) -> dict[str, Any]:
+    """:func:`judge_block` of every judge over the lines at ``positions`` of ``cols``."""
+    tasks = tasks_of(cols, positions)
+    return {j: _judge_block(cols, tasks, j, opts) for j in judges}
+
+
+def _judge_block(cols: Columns, tasks: Tasks, judge: str, opts: StatsOptions) -> dict[str, Any]:
+    jc = cols.judges[judge]
     kw = {"n_boot": opts.n_boot, "seed": opts.seed}
-    scored = [x for r in rows if (x := row_score(r, judge)) is not None]
-    all_means = list(task_means(rows, judge, groups).values())
-    scored_means: list[float] = []
-    success: list[float] = []
-    for g in groups.values():
-        own = [x for r in g if (x := row_score(r, judge)) is not None]
-        if own:
-            scored_means.append(fmean(own))
-        success.append(sum(1 for r in g if row_success(r, judge, opts.success_threshold)) / len(g))
+    pos = tasks.positions
+    score = jc.score[pos]
+    scored = ~np.isnan(score)
+    n_scored = int(np.count_nonzero(scored))
+    all_means = task_fmeans(tasks, np.where(scored, score, 0.0))  # an unscored attempt counts 0
+    scored_means = task_fmeans(tasks, score, scored) if n_scored else np.empty(0)
+    successes = np.bincount(tasks.slot[jc.success[pos]], minlength=tasks.size)
+    success = successes / tasks.count
     block: dict[str, Any] = {
-        "n": len(scored),
-        "mean": _r(fmean(scored_means)) if scored_means else None,
+        "n": n_scored,
+        "mean": _r(fmean_of(scored_means)) if len(scored_means) else None,
         "mean_ci95": bootstrap_mean_ci(scored_means, **kw),
-        "mean_all": _r(fmean(all_means)) if all_means else None,
+        "mean_all": _r(fmean_of(all_means)) if len(all_means) else None,
         "mean_all_ci95": bootstrap_mean_ci(all_means, **kw),
-        "success_rate": _r(fmean(success)) if success else None,
+        "success_rate": _r(fmean_of(success)) if len(success) else None,
         "success_rate_ci95": bootstrap_mean_ci(success, **kw),
     }
-    metric_tasks: dict[str, list[float]] = defaultdict(list)
-    labels: dict[str, dict[str, int]] = defaultdict(lambda: defaultdict(int))
-    for g in groups.values():
-        per: dict[str, list[float]] = defaultdict(list)
-        for r in g:
-            m = ((r.get("scores") or {}).get(judge) or {}).get("metrics") or {}
-            for k, v in m.items():
-                if isinstance(v, int | float) and not isinstance(v, bool) and math.isfinite(v):
-                    per[k].append(float(v))
-                elif isinstance(
-                    v, str
-                ):  # e.g. the rubric judge's "semantics": how many scores each value produced
-                    labels[k][v] += 1
-        for k, v in per.items():
-            metric_tasks[k].append(fmean(v))
+    metric_tasks = {}
+    for k, values in jc.metrics.items():
+        v = values[pos]
+        present = ~np.isnan(v)
+        if present.any():
+            metric_tasks[k] = task_fmeans(tasks, v, present)
     if metric_tasks:
-        block["metrics"] = {k: _r(fmean(v)) for k, v in sorted(metric_tasks.items())}
+        block["metrics"] = {k: _r(fmean_of(v)) for k, v in sorted(metric_tasks.items())}
         block["metrics_ci95"] = {k: bootstrap_mean_ci(v, **kw) for k, v in sorted(metric_tasks.items())}
+    labels: dict[str, dict[str, int]] = {}
+    for k, values in jc.labels.items():
+        found = Counter(values[i] for i in pos.tolist())
+        found.pop(None, None)
+        if found:
+            labels[k] = dict(sorted(found.items()))
     if labels:
-        block["labels"] = {k: dict(sorted(c.items())) for k, c in sorted(labels.items())}
-    if scored or any(r.get("scores") for r in rows):
-        block["epochs"] = epoch_block(rows, judge, opts.success_threshold, groups=groups, **kw)
+        block["labels"] = dict(sorted(labels.items()))
+    if n_scored or cols.has_scores[pos].any():
+        block["epochs"] = _epoch_block(tasks, successes, np.where(scored, score, 0.0), **kw)
     return block
 
 
-def add_comparisons(summary: dict[str, Any], rows: list[dict[str, Any]], opts: StatsOptions) -> None:
-    """``summary["comparisons"][judge]["A|B"]``: paired comparison of every two agents
-    on their common tasks.
-    """
-    agents: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    for r in rows:
-        agents[r["agent"]].append(r)
-    if len(agents) < 2:
+def _epoch_block(
+    tasks: Tasks, successes: np.ndarray, scores0: np.ndarray, n_boot: int, seed: int
+) -> dict[str, Any]:
+    """:func:`pptarena.run.stats.epoch_block` from per-task attempt and success counts."""
+    counts = list(zip(tasks.count.tolist(), successes.tolist(), strict=True))
+    k_max = max((n for n, _ in counts), default=0)
+    out: dict[str, Any] = {"k": k_max, "pass_at_k": {}, "pass_hat_k": {}}
+    for k in range(1, k_max + 1):
+        eligible = [(n, c) for n, c in counts if n >= k]
+        at_of = {nc: pass_at_k(nc[0], nc[1], k) for nc in set(eligible)}
+        hat_of = {nc: pass_hat_k(nc[0], nc[1], k) for nc in set(eligible)}
+        at = np.array([at_of[nc] for nc in eligible])
+        hat = np.array([hat_of[nc] for nc in eligible])
+        out["pass_at_k"][str(k)] = {
+            "value": round(fmean_of(at), 4),
+            "ci95": bootstrap_mean_ci(at, n_boot=n_boot, seed=seed),
+            "tasks": len(eligible),
+        }
+        out["pass_hat_k"][str(k)] = {
+            "value": round(fmean_of(hat), 4),
+            "ci95": bootstrap_mean_ci(hat, n_boot=n_boot, seed=seed),
+            "tasks": len(eligible),
+        }
+    multi = [(n, c) for n, c in counts if n > 1]
+    out["consistency"] = round(sum(1 for n, c in multi if c in (0, n)) / len(multi), 4) if multi else None
+    sds = []
+    if multi:
+        ends = np.cumsum(tasks.count)
+        listed = scores0[tasks.order].tolist()
+        for t in np.flatnonzero(tasks.count > 1).tolist():
+            sds.append(statistics.pstdev(listed[ends[t] - tasks.count[t] : ends[t]]))
+    out["score_sd"] = round(fmean(sds), 4) if sds else None
+    return out
+
+
+def add_comparisons(
+    summary: dict[str, Any], per_agent: dict[str, tuple[Columns, Tasks]], opts: StatsOptions
+) -> None:
+    """``summary["comparisons"][judge]["A|B"]``: paired comparison of every two agents on their common
+    tasks (``per_agent``: each agent's columns and its lines grouped by task)."""
+    if len(per_agent) < 2:
         return
-    out: dict[str, Any] = {}
-    grouped = {a: by_task(agents[a]) for a in sorted(agents)}
+    names = sorted(per_agent)
+    index = {a: {t: i for i, t in enumerate(_task_ids(*per_agent[a]))} for a in names}
+    pairs = []
+    for i, x in enumerate(names):
+        for y in names[i + 1 :]:
+            common = sorted(set(index[x]) & set(index[y]))
+            pairs.append(
+                (
+                    x,
+                    y,
+                    np.array([index[x][t] for t in common], dtype=np.intp),
+                    np.array([index[y][t] for t in common], dtype=np.intp),
+                )
+            )
+    jobs = []
     for judge in summary.get("judges") or []:
-        scores = {a: task_means(agents[a], judge, grouped[a]) for a in sorted(agents)}
-        out[judge] = pairwise_matrix(scores, n_boot=opts.n_boot, seed=opts.seed)
+        means = {}
+        for a in names:
+            cols, tasks = per_agent[a]
+            score = cols.judges[judge].score[tasks.positions]
+            means[a] = task_fmeans(tasks, np.where(np.isnan(score), 0.0, score))
+        jobs += [(judge, x, y, means[x][ix] - means[y][iy]) for x, y, ix, iy in pairs]
+    p_values = paired_p_values([d for *_, d in jobs], seed=opts.seed)
+    out: dict[str, Any] = {}
+    for (judge, x, y, diffs), p in zip(jobs, p_values, strict=True):
+        out.setdefault(judge, {})[f"{x}|{y}"] = {
+            "a": x,
+            "b": y,
+            **comparison_of(diffs, p, n_boot=opts.n_boot, seed=opts.seed),
+        }
     summary["comparisons"] = out
+
+
+def _task_ids(cols: Columns, tasks: Tasks) -> list[str]:
+    """The task ids of ``tasks`` in task order."""
+    first = np.full(tasks.size, -1, dtype=np.intp)
+    first[tasks.slot[::-1]] = np.arange(len(tasks.slot))[::-1]  # each task's first line
+    return [cols.task_ids[c] for c in cols.task[tasks.positions[first]].tolist()]
