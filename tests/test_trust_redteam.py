@@ -315,6 +315,32 @@ def test_a_name_getaddrinfo_cannot_take_gets_a_403_not_a_crashed_handler(tmp_pat
         assert "403" in _connect_through(proxy, "\u00e9" * 70 + ".example.com:443")  # IDNA refuses it
 
 
+def test_tunnels_left_open_end_with_the_jails_proxy(tmp_path):
+    """A CLI opened tunnels to an allowed host that keeps connections open; when the pair ended the
+    proxy stopped accepting, but each tunnel's thread and upstream socket lived on for the idle
+    timeout (600 s): 64 per pair, piling up in the worker process until it ran out of descriptors."""
+    from pptarena.plugins.agents.command.proxy import EgressProxy, parse_entry
+
+    upstream = socket.socket()
+    upstream.bind(("127.0.0.1", 0))
+    upstream.listen(8)
+    port = upstream.getsockname()[1]
+    with EgressProxy([parse_entry(f"127.0.0.1:{port}")], tmp_path) as proxy:
+        clients = []
+        for _ in range(3):
+            client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            client.connect(str(proxy.socket_path))
+            client.sendall(f"CONNECT 127.0.0.1:{port} HTTP/1.1\r\n\r\n".encode())
+            assert b"200" in client.recv(200)
+            clients.append(client)
+        served = [upstream.accept()[0] for _ in clients]
+    for conn in served:  # the host keeps its side open; the proxy must close its own
+        conn.settimeout(3)
+        assert conn.recv(10) == b"", "the tunnel outlived the proxy"
+    for sock in [*clients, *served, upstream]:
+        sock.close()
+
+
 def test_addresses_the_user_names_are_still_reached(tmp_path):
     """What the fixes above must keep: a loopback model server named as such, and an address of
     this machine named as a literal, are reached."""

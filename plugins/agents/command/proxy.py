@@ -161,11 +161,13 @@ class _Handler(socketserver.BaseRequestHandler):
         if not proxy.slots.acquire(blocking=False):
             self._reply(503, "too many connections through the proxy")
             return
+        proxy.track(self.request)
         try:
             self._serve(proxy)
         except OSError:
             pass
         finally:
+            proxy.untrack(self.request)
             proxy.slots.release()
 
     def _reply(self, code: int, text: str) -> None:
@@ -214,6 +216,9 @@ class _Handler(socketserver.BaseRequestHandler):
         except OSError as exc:
             self._reply(502, f"cannot reach {label}: {exc.strerror or exc}")
             return
+        if not proxy.track(upstream):  # the proxy was closed while connecting
+            upstream.close()
+            return
         with upstream:
             if method.upper() == "CONNECT":
                 sock.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
@@ -230,7 +235,10 @@ class _Handler(socketserver.BaseRequestHandler):
                 ]
                 out = "\r\n".join([f"{method} {path} {version}", *kept, "Connection: close"])
                 upstream.sendall(out.encode("latin-1") + b"\r\n\r\n" + rest)
-            _pump(sock, upstream)
+            try:
+                _pump(sock, upstream)
+            finally:
+                proxy.untrack(upstream)
 
 
 def _pump(a: socket.socket, b: socket.socket) -> None:
@@ -289,6 +297,22 @@ class EgressProxy:
         self.slots = threading.Semaphore(MAX_CONNECTIONS)
         self._server: EgressProxy._Server | None = None
         self._thread: threading.Thread | None = None
+        self._live: set[socket.socket] = set()  # sockets of tunnels and requests in progress
+        self._live_lock = threading.Lock()
+        self._closed = False
+
+    def track(self, sock: socket.socket) -> bool:
+        """Note a socket to shut down when the proxy closes; False once it is closed."""
+        with self._live_lock:
+            if self._closed:
+                return False
+            self._live.add(sock)
+            return True
+
+    def untrack(self, sock: socket.socket) -> None:
+        """Forget a socket its handler is done with."""
+        with self._live_lock:
+            self._live.discard(sock)
 
     def resolve(self, host: str, port: int) -> tuple[str, int] | None:
         """The address to connect to for ``host:port``, or None when the allow-list refuses it.
@@ -332,3 +356,11 @@ class EgressProxy:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+        with self._live_lock:  # tunnels end with the jail, never idle on for IDLE_TIMEOUT
+            self._closed = True
+            live, self._live = list(self._live), set()
+        for sock in live:
+            try:
+                sock.shutdown(socket.SHUT_RDWR)
+            except OSError:
+                pass
