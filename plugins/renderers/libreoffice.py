@@ -36,7 +36,8 @@ from . import _profile, _soffice
 log = logging.getLogger(__name__)
 
 RENDERER_NAME = "libreoffice"
-IMPL_VERSION = 2  # part of the cache key: bump when the output of this renderer changes
+IMPL_VERSION = 3  # part of the cache key: bump when the output of this renderer changes (3: issue 23
+# guard and jail; renders cached by 2 may show host pictures a hostile deck linked)
 
 
 class _Slot:
