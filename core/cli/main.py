@@ -293,8 +293,6 @@ def run_command(
 
     config, registry = load_run_config(ctx, config_path)
     run_dir, resuming = choose_run_dir(config, out, new=new)
-    if not quiet:
-        click.echo(f"{'Resuming' if resuming else 'Starting'} run in {run_dir}", err=True)
     runner = Runner(
         config,
         registry,
@@ -311,6 +309,9 @@ def run_command(
     )
     runner.on_interrupt = _say_interrupted
     try:
+        runner.start_executor()  # a cluster that cannot be joined fails here, before "Starting run in"
+        if not quiet:
+            click.echo(f"{'Resuming' if resuming else 'Starting'} run in {run_dir}", err=True)
         summary = runner.run()
     except RunInterrupted:
         sys.stderr.flush()

@@ -524,16 +524,26 @@ class Runner:
 
         The run folder is locked for the run's duration (:class:`~pptarena.run.runlock.RunLock`).
         """
-        self._executor = self.build_executor()
-        start = getattr(self._executor, "start", None)  # an executor that connects somewhere does it first,
-        if start is not None:  # so a cluster it cannot reach leaves no run folder behind
+        self.start_executor()
+        with RunLock(self.run_dir):
+            return self._run()
+
+    def start_executor(self) -> None:
+        """Build the run's executor and start it (the ``ray`` executor joins its cluster here), before
+        anything is written: an executor that cannot start leaves no run folder behind. Called by
+        :meth:`run`; calling it first (as ``arena run`` does) only moves the moment.
+        """
+        if getattr(self, "_executor", None) is not None:
+            return
+        executor = self.build_executor()
+        start = getattr(executor, "start", None)
+        if start is not None:
             try:
                 start(self)
             except BaseException:
-                self._executor.close()
+                executor.close()
                 raise
-        with RunLock(self.run_dir):
-            return self._run()
+        self._executor = executor
 
     def _run(self) -> dict[str, Any]:
         check_isolation(self.config.agents, self.allow_weak_isolation)
