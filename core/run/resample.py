@@ -19,9 +19,11 @@ from __future__ import annotations
 
 import hashlib
 import math
+import os
 import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 
 import numpy as np
@@ -126,7 +128,9 @@ def memoized(
     return result
 
 
-COUNT_ENTRIES = 400_000  # draws turned into counts per chunk (the counts stay in the CPU's cache)
+COUNT_ENTRIES = 200_000  # draws turned into counts per chunk (the counts stay in the CPU's cache)
+PARALLEL_ENTRIES = 20_000_000  # draws in a batch above which its lengths are shared by WORKERS threads
+WORKERS = 2
 _EPS = 2.0**-53
 
 
@@ -203,13 +207,24 @@ class IntervalBatch:
             values[key] = a
             groups[(len(a), n_boot, seed)].setdefault(key, []).append(out)
         self._requests = []
-        with one_blas_thread():  # small products: threads would only wait for each other
-            for (_, n_boot, seed), wanted in groups.items():
-                keys = list(wanted)
-                found = _interval_group([values[k] for k in keys], n_boot, seed, [k[1] for k in keys])
-                for k, interval in zip(keys, found, strict=True):
-                    for out in wanted[k]:
-                        out[:] = interval
+
+        def work(group: tuple[tuple[int, int, int], dict[tuple[bytes, float], list[list[float]]]]) -> None:
+            (_, n_boot, seed), wanted = group
+            keys = list(wanted)
+            found = _interval_group([values[k] for k in keys], n_boot, seed, [k[1] for k in keys])
+            for k, interval in zip(keys, found, strict=True):
+                for out in wanted[k]:
+                    out[:] = interval
+
+        largest_first = sorted(groups.items(), key=lambda g: -g[0][0] * g[0][1])
+        with one_blas_thread():  # small products: BLAS threads would only wait for each other
+            if len(largest_first) > 1 and sum(k[0] * k[1] for k in groups) >= PARALLEL_ENTRIES:
+                # the draws and products release the GIL: two lengths at a time on two cores
+                with ThreadPoolExecutor(max_workers=min(WORKERS, os.cpu_count() or 1)) as pool:
+                    list(pool.map(work, largest_first))
+            else:
+                for group in largest_first:
+                    work(group)
 
 
 def active_batch() -> IntervalBatch | None:
