@@ -311,10 +311,12 @@ def node(path):
 scripting = node("/org.openoffice.Office.Common/Security/Scripting")
 disabled = node("/org.openoffice.Office.Commands/Execute/Disabled")
 security = node("/org.openoffice.Office.Common/Security")
+extensions = node("/org.openoffice.Office.ExtensionManager/ExtensionSecurity")
 print(json.dumps({
     "DisableMacrosExecution": scripting.getByName("DisableMacrosExecution"),
     "MacroSecurityLevel": scripting.getByName("MacroSecurityLevel"),
     "EnableExpertConfiguration": security.getByName("EnableExpertConfiguration"),
+    "DisableExtensionInstallation": extensions.getByName("DisableExtensionInstallation"),
     "disabled": sorted(disabled.getByName(n).Command for n in disabled.ElementNames),
 }))
 proc.kill()
@@ -327,6 +329,8 @@ ATTACK_LAYER = ATTACK_XCU.replace(
     "</oor:items>",
     '<item oor:path="/org.openoffice.Office.Common/Security"><prop oor:name="EnableExpertConfiguration" '
     'oor:op="fuse"><value>true</value></prop></item>\n'
+    '<item oor:path="/org.openoffice.Office.ExtensionManager/ExtensionSecurity"><prop '
+    'oor:name="DisableExtensionInstallation" oor:op="fuse"><value>false</value></prop></item>\n'
     '<item oor:path="/org.openoffice.Office.Commands/Execute/Disabled"><node oor:name="pptarena2" '
     'oor:op="remove"/></item>\n</oor:items>',
 )
@@ -386,3 +390,4 @@ def test_the_finalized_layer_wins_over_the_users_settings_in_a_running_office(tm
         False,
     )
     assert locked["disabled"] == sorted(lockdown.DISABLED_COMMANDS)
+    assert (free["DisableExtensionInstallation"], locked["DisableExtensionInstallation"]) == (False, True)

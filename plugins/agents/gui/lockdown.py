@@ -17,7 +17,9 @@ user's, holding (all finalized):
 - ``Office.Common/Security/EnableExpertConfiguration`` = false: the Expert Configuration button is
   gone (LibreOffice 7.x and later; older offices ignore the unknown value);
 - ``Office.Commands/Execute/Disabled``: the UNO commands behind the macro menus, the Basic IDE, the
-  script organisers, the macro recorder, the XML filter settings (XSLT) and the extension manager.
+  script organisers, the macro recorder and the XML filter settings (XSLT);
+- ``Office.ExtensionManager/ExtensionSecurity``: no extension installed or removed (an extension's
+  components would run code whatever the macro settings say).
 
 The layer lives in a folder of its own, outside anything the office may write, and the jail binds it
 read-only. Where the guarantee ends: the office itself is trusted to honour finalized values (a bug
@@ -39,16 +41,20 @@ from pptarena.types import ComponentUnavailable
 
 DISABLED_COMMANDS = (
     "RunMacro",
+    "ChooseMacro",
     "MacroDialog",
+    "MacrosMenu",
     "BasicIDEAppear",
     "MacroOrganizer",
     "ScriptOrganizer",
     "MacroRecorder",
     "StopRecording",
     "MacroSignature",
+    "RunBasic",
+    "LoadBasic",
+    "CompileBasic",
+    "ExecuteMacroField",
     "OpenXMLFilterSettings",
-    "PackageManager",
-    "AddonDialog",
 )
 """UNO commands (without ``.uno:``) the office refuses to run, whatever the menus offer."""
 
@@ -98,6 +104,19 @@ def commands_xcu() -> str:
     )
 
 
+def extension_manager_xcu() -> str:
+    """``org/openoffice/Office/ExtensionManager.xcu``: no extension can be installed or removed (an
+    extension's components run code whatever the macro settings say)."""
+    return (
+        '<?xml version="1.0" encoding="UTF-8"?>\n'
+        f'<oor:component-data {_OOR} oor:package="org.openoffice.Office" oor:name="ExtensionManager">\n'
+        ' <node oor:name="ExtensionSecurity" oor:finalized="true">'
+        '<prop oor:name="DisableExtensionInstallation"><value>true</value></prop>'
+        '<prop oor:name="DisableExtensionRemoval"><value>true</value></prop></node>\n'
+        "</oor:component-data>\n"
+    )
+
+
 def write_layer(folder: Path) -> Path:
     """Write the lockdown layer (``data/org/openoffice/Office/*.xcu``) into ``folder``; returns it."""
     data = Path(folder) / "data" / "org" / "openoffice" / "Office"
@@ -105,6 +124,7 @@ def write_layer(folder: Path) -> Path:
     (Path(folder) / "schema").mkdir(exist_ok=True)
     (data / "Common.xcu").write_text(common_xcu(), encoding="utf-8")
     (data / "Commands.xcu").write_text(commands_xcu(), encoding="utf-8")
+    (data / "ExtensionManager.xcu").write_text(extension_manager_xcu(), encoding="utf-8")
     for path in [folder, *Path(folder).rglob("*")]:
         os.chmod(path, 0o755 if Path(path).is_dir() else 0o444)
     return Path(folder)
