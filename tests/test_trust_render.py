@@ -304,3 +304,23 @@ def test_issue23_the_office_sees_only_the_deck_copy_and_its_profile(tmp_path, re
     slot_root = Path(renderer._slots[0].scratch).parent  # <tmp>/pptarena-lo-*/{work,profile}
     assert sorted(os.listdir(root / str(slot_root).lstrip("/"))) == ["profile", "work"]
     assert Path(tmp_path).parts[2] not in os.listdir(root / "tmp")  # pytest's folders: not there
+
+
+def test_issue23_a_pdf_the_office_swapped_for_a_link_is_not_followed(tmp_path, renderer, monkeypatch):
+    """The PDF comes out of the office's folder through safeio: a link the office (or a program it was
+    tricked into running) left in its place, to a host PDF, is refused, not rasterised."""
+    from pptarena.errors import InfraError
+
+    host_pdf = tmp_path / "host-secret.pdf"
+    Image.new("RGB", (300, 300), RED).save(host_pdf)
+
+    def swapped(slot, deck):
+        link = slot.scratch / "deck.pdf"
+        link.symlink_to(host_pdf)
+        return link
+
+    monkeypatch.setattr(renderer, "_to_pdf", swapped)
+    deck = deck_with_picture(tmp_path / "d.pptx", red_png(tmp_path / "p.png"), link=None)
+    with pytest.raises(InfraError, match="symbolic link"):
+        renderer.render(deck, tmp_path / "out")
+    assert not list((tmp_path / "out").glob("*.png")) if (tmp_path / "out").exists() else True

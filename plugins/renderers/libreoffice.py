@@ -27,6 +27,7 @@ from pathlib import Path
 from pydantic import Field
 
 import pptarena
+from pptarena import safeio
 from pptarena.render import RenderCache, cached_render, deck_output_dirs, deck_slides, pdf_to_pngs
 from pptarena.types import Component, ComponentContext, InfraError, SlideImage
 from pptarena.types import Options as OptionsBase
@@ -36,6 +37,7 @@ from . import _profile, _soffice
 log = logging.getLogger(__name__)
 
 RENDERER_NAME = "libreoffice"
+MAX_PDF_BYTES = 1 << 30
 IMPL_VERSION = 3  # part of the cache key: bump when the output of this renderer changes (3: issue 23
 # guard and jail; renders cached by 2 may show host pictures a hostile deck linked)
 
@@ -203,7 +205,13 @@ class LibreOfficeRenderer(Component):
             try:
                 pdf = self._to_pdf(slot, safe)
                 tmp_pdf = slot.scratch.parent / f"{uuid.uuid4().hex}.pdf"
-                pdf.replace(tmp_pdf)  # frees the slot's scratch folder for the next deck
+                # out of the office's folder without following a link it could have left there
+                # (safeio), which also frees the slot's scratch folder for the next deck
+                safeio.copy_regular(pdf, tmp_pdf, MAX_PDF_BYTES, root=slot.scratch.parent)
+                pdf.unlink()
+            except safeio.UnsafeFileError as exc:
+                slot.close()  # an office that swaps its output for a link is not reused
+                raise InfraError(f"rendering {deck_path} failed: the office's PDF {exc}") from None
             finally:
                 self._free.put(slot)
         try:
