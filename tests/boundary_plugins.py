@@ -190,6 +190,17 @@ class JudgeModelCaller(Component):
         raise AssertionError(f"the judges' model answered: {reply.text!r}")
 
 
+class SlowRenderer(Component):
+    """A renderer that takes ``seconds`` per deck (a hung office, a slow model would do the same)."""
+
+    class Options(Options):
+        seconds: float = 30.0
+
+    def render(self, deck_path, out_dir):
+        time.sleep(self.options.seconds)
+        return []
+
+
 class RenderingAgent(Component):
     """Renders its input through ``workspace.renderer`` and hands it in; notes: the images it got."""
 
@@ -254,3 +265,4 @@ def register_judges(register):
 @pptarena.hookimpl
 def register_renderers(register):
     register("boxes", BoxRenderer)
+    register("slow", SlowRenderer)

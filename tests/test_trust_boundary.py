@@ -403,3 +403,20 @@ def test_a_fork_bomb_in_a_jailed_worker_stops_at_its_process_cap(tmp_path, plugi
     log = (tmp_path / "out/tasks/forker/task-00/agent.log.jsonl").read_text().splitlines()
     forks = next(e for e in map(json.loads, log) if e["event"] == "forks")
     assert forks["started"] < MAX_PROCESSES and forks["error"], forks
+
+
+@needs_jail
+def test_a_bridge_call_never_holds_a_pair_past_its_timeout(tmp_path, plugins):
+    """A render (or model call) the harness makes for a jailed agent that outlasts the pair's
+    task_timeout: the pair ends as a timeout at its deadline, not when the call returns."""
+    t0 = time.monotonic()
+    rows = run(
+        tmp_path,
+        '[[agents]]\nuse = "rendering"\n',
+        count=1,
+        renderer="slow",
+        run="[run]\ntask_timeout = 3\n",
+    )
+    assert rows[0]["status"] == "timeout", rows[0]
+    assert rows[0]["duration_s"] < 15, rows[0]["duration_s"]  # the render takes 30 s
+    assert time.monotonic() - t0 < 60

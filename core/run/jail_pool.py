@@ -11,6 +11,7 @@ pair's task folder: regular files and folders only, never over a file the harnes
 from __future__ import annotations
 
 import base64
+import concurrent.futures
 import contextlib
 import io
 import json
@@ -45,6 +46,10 @@ RESERVED = frozenset(
     {INPUT, "judges", "renders", "references", VERDICTS, AGENT_LOG, AGENT_ERROR, "executor.json"}
 )
 """Top-level names of a task folder only the harness writes: never copied out of a jail."""
+
+
+_BRIDGE = concurrent.futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="agent-bridge")
+"""Runs the bridge's model calls and renders, so a pair's deadline holds while one is in flight."""
 
 
 class WorkerGone(Exception):
@@ -264,7 +269,16 @@ class JailPool:
                 message = worker.read(deadline)
                 if message is None or message.get("op") == "done":
                     break
-                answer = host.handle(message)
+                if message.get("op") == "log":
+                    host.handle(message)
+                    continue
+                try:  # a model call or a render: never past the pair's deadline
+                    answer = _BRIDGE.submit(host.handle, message).result(
+                        max(0.0, deadline - time.monotonic())
+                    )
+                except concurrent.futures.TimeoutError:
+                    message = None  # the call goes on in the background; the pair has timed out
+                    break
                 if answer is not None:
                     worker.send(answer)
         except WorkerGone:
