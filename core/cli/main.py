@@ -209,6 +209,7 @@ def tasks_command(
             load_tasks(Components(config, registry)),
             list(task_globs) or config.run.tasks,
             limit or config.run.limit,
+            check_files=False,  # list tasks whose files are not fetched yet too (marked below)
         )
     except (PptArenaError, ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
@@ -228,8 +229,15 @@ def tasks_command(
         meta = ", ".join(
             f"{k}={v}" for k, v in t.metadata.items() if k in ("category", "edit_type", "difficulty")
         )
-        click.echo(f"{t.id}\t{t.instruction[:80]!r}\t{meta}")
-    click.echo(f"{len(tasks)} tasks", err=True)
+        missing = len(t.metadata.get("missing_files") or [])
+        click.echo(
+            f"{t.id}\t{t.instruction[:80]!r}\t{meta}" + (f"\t({missing} file(s) missing)" if missing else "")
+        )
+    absent = sum(1 for t in tasks if t.metadata.get("missing_files"))
+    click.echo(
+        f"{len(tasks)} tasks" + (f", {absent} with files missing (arena dataset fetch)" if absent else ""),
+        err=True,
+    )
 
 
 @cli.command("run")
