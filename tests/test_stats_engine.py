@@ -101,6 +101,7 @@ def test_rounding_check_knows_the_rounding_boundaries():
 
 def test_summary_is_the_same_without_threadpoolctl(monkeypatch):
     monkeypatch.setattr(blas, "_found", [])  # as if threadpoolctl were not installed
+    monkeypatch.setattr(blas, "_defaults", [])
     assert not blas.available()
     make, opts = cases()["close_900_pairs"]
     assert summary_of(make(), **opts) == json.loads(PINS.read_text(encoding="utf-8"))["close_900_pairs"]

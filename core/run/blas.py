@@ -14,9 +14,10 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from typing import Any
 
-_lock = threading.Lock()
+_lock = threading.RLock()
 _found: list[Any] | None = None
-_local = threading.local()
+_defaults: list[int] = []  # each library's threads when first seen (before any limit of ours)
+_users = 0  # blocks inside one_blas_thread, over all threads
 
 
 def _libraries() -> list[Any]:
@@ -28,6 +29,7 @@ def _libraries() -> list[Any]:
                 from threadpoolctl import ThreadpoolController
 
                 _found = list(ThreadpoolController().select(user_api="blas").lib_controllers)
+                _defaults[:] = [lib.get_num_threads() for lib in _found]
             except Exception:  # noqa: BLE001 - no threadpoolctl, or it cannot read this platform's libraries
                 _found = []
         return _found
@@ -38,36 +40,39 @@ def available() -> bool:
     return bool(_libraries())
 
 
+def _set(counts: list[int]) -> None:
+    for lib, n in zip(_libraries(), counts, strict=True):
+        lib.set_num_threads(n)
+
+
 @contextmanager
 def one_blas_thread() -> Iterator[None]:
-    """Run the block with one BLAS thread (nested uses keep the outermost default)."""
+    """Run the block with one BLAS thread (from any number of threads at once: the libraries get
+    their own threads back when the last block ends)."""
+    global _users
     libs = _libraries()
-    outer = getattr(_local, "default", None)
-    before = [lib.get_num_threads() for lib in libs]
-    if outer is None:
-        _local.default = before
+    with _lock:
+        _users += 1
+        if _users == 1:
+            _set([1] * len(libs))
     try:
-        for lib in libs:
-            lib.set_num_threads(1)
         yield
     finally:
-        for lib, n in zip(libs, before, strict=True):
-            lib.set_num_threads(n)
-        _local.default = outer
+        with _lock:
+            _users -= 1
+            if _users == 0:
+                _set(_defaults)
 
 
 @contextmanager
 def default_threads() -> Iterator[None]:
-    """Inside :func:`one_blas_thread`: the block runs with the threads the libraries had before."""
+    """The block runs with the threads the libraries had before any :func:`one_blas_thread` (one such
+    block at a time)."""
     libs = _libraries()
-    default = getattr(_local, "default", None)
-    if default is None:
-        yield
-        return
-    try:
-        for lib, n in zip(libs, default, strict=True):
-            lib.set_num_threads(n)
-        yield
-    finally:
-        for lib in libs:
-            lib.set_num_threads(1)
+    with _lock:
+        _set(_defaults)
+        try:
+            yield
+        finally:
+            if _users:
+                _set([1] * len(libs))
