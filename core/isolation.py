@@ -9,7 +9,8 @@ decks) runs under `bubblewrap <https://github.com/containers/bubblewrap>`_ where
   needs (``/usr`` and the library folders, a few files of ``/etc``, fonts, the Python
   interpreter and, of site-packages, only the distributions the code may import:
   :func:`python_view`) plus the paths the caller names;
-- a size-limited tmpfs as its working directory, HOME and TMPDIR (the disk quota);
+- a size-limited tmpfs as its working directory, HOME and TMPDIR (the disk quota), a read-only
+  ``/dev`` and a small ``/dev/shm``;
 - ``--die-with-parent`` and ``--new-session``: when the harness dies or kills bwrap, every
   process of the sandbox dies with it (PID 1 of the namespace is bwrap's reaper).
 
@@ -68,6 +69,10 @@ ETC_PATHS = (
     "/etc/group",
     "/etc/java-17-openjdk",
 )
+# /dev is bubblewrap's own tmpfs, of no size limit (half the RAM): it is made read-only (its device
+# nodes stay usable) and /dev/shm (POSIX shared memory, multiprocessing's semaphores) a tmpfs of this
+# many MB (or the jail's tmpfs size when smaller).
+SHM_MB = 64
 # bwrap's own flags, in the order tried: the first that runs `true` here is used.
 BASE_FLAGS: tuple[tuple[str, ...], ...] = (
     ("--unshare-all", "--unshare-user", "--disable-userns", "--cap-drop", "ALL"),
@@ -283,6 +288,8 @@ def command(jail: Jail, argv: Sequence[str]) -> list[str]:
     if jail.network:
         out.append("--share-net")
     out += ["--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev"]
+    shm_mb = max(1, min(SHM_MB, jail.tmpfs_mb))
+    out += ["--size", str(shm_mb * 1024 * 1024), "--tmpfs", "/dev/shm"]
     out += ["--size", str(jail.tmpfs_mb * 1024 * 1024), "--tmpfs", "/tmp"]
     binds: list[tuple[str, str, str]] = []  # (flag, host path, path inside)
     for d in SYSTEM_DIRS + ETC_PATHS:
@@ -311,7 +318,7 @@ def command(jail: Jail, argv: Sequence[str]) -> list[str]:
         out += ["--ro-bind", str(host), str(jail.workdir / inside)]
     for m in masks:
         out += ["--remount-ro", m]
-    out += ["--remount-ro", "/", "--chdir", str(jail.workdir), "--", *argv]
+    out += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", str(jail.workdir), "--", *argv]
     return out
 
 

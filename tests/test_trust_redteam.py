@@ -527,3 +527,46 @@ def test_a_uid_lock_folder_planted_by_someone_else_is_not_used(tmp_path, monkeyp
         level = f"refused: {exc}"
     assert not victim.exists(), level
     assert level.startswith("refused") and "pptarena-uids" in level, level
+
+
+@needs_bwrap
+def test_a_program_cannot_fill_memory_through_dev(tmp_path):
+    """Every sandbox's /dev was a writable tmpfs without a size (half the machine's RAM): a program
+    wrote files there past its disk quota (``disk_mb``), 512 MB each (its file-size limit); in the
+    ``uid`` level nothing else bounded them. /dev/null stays writable, /dev/shm is a small tmpfs
+    (multiprocessing's semaphores work)."""
+    from pptarena.sandbox import SandboxLimits, run_python
+
+    source = """
+import os, multiprocessing
+out = {"written": 0}
+chunk = b"z" * (8 << 20)
+try:
+    for i in range(3):
+        with open(f"/dev/fill{i}", "wb") as f:
+            for _ in range(40):  # 320 MB per file, 960 MB in all, under disk_mb = 64
+                f.write(chunk)
+                f.flush()
+                out["written"] += len(chunk)
+except OSError as exc:
+    out["error"] = exc.errno
+try:
+    with open("/dev/shm/big", "wb") as f:
+        for _ in range(40):
+            f.write(chunk)
+            f.flush()
+except OSError as exc:
+    out["shm_error"] = exc.errno
+os.unlink("/dev/shm/big")
+with open("/dev/null", "wb") as f:
+    f.write(b"fine")
+lock = multiprocessing.Lock()
+with lock:
+    out["lock"] = True
+sandbox_result(out)
+"""
+    result = run_python(source, limits=SandboxLimits(disk_mb=64, timeout=60))
+    assert result.ok, result.error_text()
+    out = result.result
+    assert out["written"] < 64 * MB and out["error"] == 30, out  # EROFS at once
+    assert out["shm_error"] == 28 and out["lock"] is True, out  # ENOSPC on a small /dev/shm
