@@ -1,16 +1,23 @@
-"""A red-team round against issue 23's jails (the CLI jail, its egress proxy, the code sandbox).
+"""A red-team round against issue 23's jails (the CLI jail, its egress proxy and network, the code
+sandbox, the rubric judge's model bridge, the uid fallback).
 
 Each test performs an attack that worked on the code it was written against and checks what the
-harness did on this machine (bytes in the run folder, folders copied out, connections a loopback
-service received):
+harness did on this machine (bytes in the run folder, folders copied out, memory of the harness's
+process, connections a loopback service received, requests the model stub received):
 
-- a CLI agent printing 200 MB to stdout (its transcript is a host file in the pair folder, outside
-  the workspace tmpfs and its quota);
-- a CLI agent leaving 30,000 empty folders for the copy-out (only files were counted);
+- a CLI agent printing 200 MB to stdout (its transcript was a host file in the pair folder);
+- a CLI agent leaving 30,000 empty folders, or 600,000 empty files in one folder, for the copy-out;
+- an open-network CLI reaching a host service through this machine's own address;
 - an allow-listed name whose DNS answer (the name's owner controls it) is this machine in a form
-  the proxy's loopback check missed: an IPv4-mapped IPv6 address, the machine's own non-loopback
-  address, a link-local address (a cloud's metadata service);
-- a sandboxed program printing 600 MB to stdout (captured in a host temp file, outside its tmpfs).
+  the proxy's loopback check missed (``::ffff:127.0.0.1``, its own address), a link-local address
+  (a cloud's metadata service), multicast or reserved; a name getaddrinfo refuses; tunnels left open
+  past the pair;
+- a sandboxed program printing 600 MB (captured in a host temp file) or writing a gigabyte into /dev;
+- a rubric leaf flooding the model bridge with connections, or sending a 5 MB prompt and 500
+  images past the leaf side's checks;
+- a uid lock folder planted by another local user.
+
+One test checks a hardening rather than an attack that worked: slirp4netns runs sandboxed.
 """
 
 from __future__ import annotations
