@@ -5,9 +5,11 @@ Usage: python benchmarks/executors_bench.py [--pairs 200] [--jobs 2] [--demo]
 Runs ``--pairs`` tasks (generated one-slide decks, no judges) of a cheap agent that copies the
 input deck, through the runner's Python API, side by side in one process:
 
-- ``in-process``: the same agent with ``in_process = True`` (reference: no agent process at all);
-- ``local, pool = false``: one fresh interpreter per pair (the behaviour before the pool);
-- ``local, pool``: the warm worker pool (default);
+- ``in-process``: the same agent with ``trusted = true`` (reference: no agent process at all);
+- ``local, pool = false``: one fresh interpreter per pair (the behaviour before the pool; since
+  issue 23 only for agents in plain workers: this third-party agent runs in the runner's warm jails
+  in both ``local`` rows, see benchmarks/agent_jail_bench.py for the plain pool against the jail);
+- ``local, pool``: the default;
 - ``ray``: a local Ray cluster on 127.0.0.1 started before timing (its start-up is reported apart).
 
 Overhead per pair = (wall time - in-process wall time) / pairs. ``--demo`` also times
@@ -55,9 +57,13 @@ def timed_run(tmp: Path, name: str, body: str, jobs: int) -> float:
 
 def overheads(tmp: Path, base: str, args: argparse.Namespace, out: dict[str, object], ray: Any) -> None:
     """Time the cheap agent under each executor; fill ``out``."""
-    timed_run(tmp, "warmup", base + '[[agents]]\nuse = "cheap-inproc"\n', args.jobs)  # generates the decks
+    timed_run(
+        tmp, "warmup", base + '[[agents]]\nuse = "cheap-inproc"\ntrusted = true\n', args.jobs
+    )  # generates the decks
     walls = {
-        "in-process": timed_run(tmp, "inproc", base + '[[agents]]\nuse = "cheap-inproc"\n', args.jobs),
+        "in-process": timed_run(
+            tmp, "inproc", base + '[[agents]]\nuse = "cheap-inproc"\ntrusted = true\n', args.jobs
+        ),
         "local, pool = false": timed_run(
             tmp,
             "perpair",

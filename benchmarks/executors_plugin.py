@@ -21,9 +21,7 @@ class CheapAgent(Component):
 
 
 class CheapInProcessAgent(CheapAgent):
-    """The same edit run in the driver's threads (the zero-overhead reference)."""
-
-    in_process = True
+    """The same edit run in the driver's threads (the zero-overhead reference: ``trusted = true``)."""
 
 
 @pptarena.hookimpl
