@@ -230,6 +230,32 @@ class Fetcher:
         self.fetched += 1
         return self.root
 
+    def unzip(self, archive: Path, relative: str, *, strip: int = 1) -> Path:
+        """Extract a zip archive into ``root/relative``, dropping ``strip`` leading path parts
+        (GitHub's ``<repo>-<ref>/``). Members that would land outside, links and devices are refused.
+        """
+        import shutil
+        import stat
+        import zipfile
+
+        out = _inside(self.root, relative)
+        with zipfile.ZipFile(archive) as zf:
+            for info in zf.infolist():
+                parts = Path(info.filename).parts[strip:]
+                if not parts:
+                    continue
+                kind = stat.S_IFMT(info.external_attr >> 16)  # 0 when the archive records no file type
+                if kind and kind not in (stat.S_IFREG, stat.S_IFDIR):
+                    raise FetchError(f"{archive.name}: refusing the link or special file {info.filename!r}")
+                target = _inside(out, str(Path(*parts)))
+                if info.is_dir():
+                    target.mkdir(parents=True, exist_ok=True)
+                    continue
+                target.parent.mkdir(parents=True, exist_ok=True)
+                with zf.open(info) as src, open(target, "wb") as dst:
+                    shutil.copyfileobj(src, dst)
+        return out
+
     def summary(self) -> str:
         """``fetched 3 file(s) (1 resumed, 2.1 MB), 4 already present``."""
         return (

@@ -264,3 +264,46 @@ def test_a_plain_file_with_a_known_checksum_is_checked(site, tmp_path):
     assert good.read_bytes() == b"right bytes"
     with pytest.raises(FetchError, match="outside"):
         fetcher.url(f"{site.base}/x.bin", "../escape.bin")
+
+
+def _zip(members: dict[str, bytes], links: dict[str, str] | None = None) -> bytes:
+    import io
+    import stat
+    import zipfile
+
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as zf:
+        for name, data in members.items():
+            zf.writestr(name, data)
+        for name, target in (links or {}).items():
+            info = zipfile.ZipInfo(name)
+            info.external_attr = (stat.S_IFLNK | 0o777) << 16
+            zf.writestr(info, target)
+    return buf.getvalue()
+
+
+def test_pptc_archive_is_extracted_and_a_path_escape_refused(site, tmp_path):
+    session = b'{"Turn": 0, "User instruction": "Add a title"}\n'
+    site.files["/pptc-good.zip"] = _zip({"PPTC-main/PPT_test_input/short/session_1.json": session})
+    site.files["/pptc-evil.zip"] = _zip({"PPTC-main/../../outside.txt": b"gotcha"})
+    code, _, err = arena_fetch(
+        ["pptc", "--dir", str(tmp_path / "evil"), "--source", f"{site.base}/pptc-evil.zip"]
+    )
+    assert code == 1 and "outside" in err and not (tmp_path / "outside.txt").exists()
+    site.files["/pptc-link.zip"] = _zip({}, {"PPTC-main/PPT_test_input": "/etc"})
+    code, _, err = arena_fetch(
+        ["pptc", "--dir", str(tmp_path / "link"), "--source", f"{site.base}/pptc-link.zip"]
+    )
+    assert (
+        code == 1
+        and "refusing the link" in err
+        and not (tmp_path / "link" / "PPTC" / "PPT_test_input").exists()
+    )
+    code, out, err = arena_fetch(
+        ["pptc", "--dir", str(tmp_path / "good"), "--source", f"{site.base}/pptc-good.zip"]
+    )
+    assert code == 0, err
+    assert (
+        tmp_path / "good" / "PPTC" / "PPT_test_input" / "short" / "session_1.json"
+    ).read_bytes() == session
+    assert "Licence: MIT" in err and "main.py --prepare" in out

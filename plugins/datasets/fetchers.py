@@ -15,6 +15,30 @@ from urllib.parse import unquote, urlparse
 from pptarena.fetch import FetchDescription, Fetcher, FetchError
 
 PPTARENA_REPO = "mofengenden/PPTArena"
+PPTC_ARCHIVE = "https://codeload.github.com/gydpku/PPTC/zip/refs/heads/main"
+
+
+def pptc_description() -> FetchDescription:
+    """PPTC's source and licence."""
+    return FetchDescription(
+        source="the PPTC repository (github.com/gydpku/PPTC) as a zip archive: its sessions and templates",
+        licence="MIT (PPTC's LICENSE, Copyright (c) 2023 gydpku).",
+        notes=[
+            "PPTC ships no decks: after the download, run its own preparation once in DIR (the "
+            "printed commands; python-pptx only). --task is not used."
+        ],
+    )
+
+
+def pptc_fetch(fetcher: Fetcher, dest: Path, task_globs: list[str], source: str | None) -> str:
+    """The repository archive (``source``: a mirror URL of it), extracted into ``dest/PPTC``."""
+    archive = fetcher.url(source or PPTC_ARCHIVE, "PPTC.zip")
+    root = fetcher.unzip(archive, "PPTC")
+    return (
+        f'[dataset]\nuse = "pptc"\nroot = "{root}"\n\n'
+        f"# make the decks once (PPTC's own script): cd {root} && python3 main.py --prepare --dataset "
+        "short --user_path ./ && python3 main.py --prepare --dataset long --user_path ./"
+    )
 
 
 def pptarena_description() -> FetchDescription:

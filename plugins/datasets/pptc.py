@@ -42,6 +42,7 @@ import pptarena
 from pptarena.types import Options as BaseOptions
 from pptarena.types import Task
 
+from . import fetchers
 from .common import DatasetError, LoadedDataset, check_decks_exist, one_as_list, resolve_inside, select_ids
 
 SETS = {"short": "Create_new_slides", "long": "Edit_PPT_template"}
@@ -212,6 +213,9 @@ def load_pptc(
 
 class PptcDataset(LoadedDataset):
     """PPTC sessions, per turn or per session (see docs/datasets.md, "pptc")."""
+
+    fetch_description = staticmethod(fetchers.pptc_description)  # arena dataset fetch pptc
+    fetch = staticmethod(fetchers.pptc_fetch)
 
     class Options(BaseOptions):
         """Options of the ``pptc`` dataset."""
