@@ -13,15 +13,17 @@ that could make the office read something other than the package is removed from
   office does not follow hyperlinks while rendering, but a picture may name a hyperlink's id).
 - **internal targets that leave the package**: a target with a URI scheme (``file:``, ``smb:``,
   ``vnd.sun.star…``), a backslash, a leading ``//``, or a path that climbs above the package root
-  (``../../..``, percent-encoded or not) is dropped.
+  (``../../..``, percent-encoded or not), or an absolute path naming no member (``/etc/passwd``), is
+  dropped.
 - **external references inside SVG** (any member that is or sniffs as SVG, gzipped or not):
   ``<image>``/``<feImage>`` whose ``href`` is not ``data:``, any other ``href`` that is not a
   ``#fragment`` (``<use>``, ``<pattern>``…), CSS ``url()`` and ``@import`` of anything but
   ``#fragment``/``data:``, processing instructions (``xml-stylesheet``), entity references, the
   document type (with its entities), ``<script>`` and ``<foreignObject>``. An SVG that does not parse
   is replaced by an empty one.
-- **chart ``c:externalData``**: the element and its relationship (the office draws charts from the
-  values cached in the chart part).
+- **chart ``c:externalData``** naming a workbook outside the package: the element goes with its
+  relationship (the office draws charts from the values cached in the chart part); an embedded
+  workbook's ``c:externalData`` stays.
 
 **Nesting is bounded**: a slide, layout or master whose group shapes nest deeper than
 :data:`MAX_GROUP_DEPTH` (a few kilobytes of such XML drove LibreOffice to 16 GB) is refused with a
@@ -78,50 +80,55 @@ def group_depth(root: object) -> int:
 # --------------------------------------------------------------------------- relationships
 
 
-def leaves_package(rels_name: str, target: str) -> bool:
+def leaves_package(rels_name: str, target: str, members: frozenset[str] | None = None) -> bool:
     """True when an *internal* ``target`` of the relationships part ``rels_name`` points outside the
-    package: a URI scheme, a backslash, ``//host``, or a path climbing above the package root."""
+    package: a URI scheme, a backslash, ``//host``, a path climbing above the package root, or (with
+    the package's ``members``) an absolute path that names no member (``/etc/passwd``)."""
     text = unquote(target).strip()
     if not text or "\\" in text or text.startswith("//") or _SCHEME.match(text) or "\x00" in text:
         return bool(text)
     folder = posixpath.dirname(posixpath.dirname(rels_name))  # ppt/slides/_rels/x.rels -> ppt/slides
     joined = text.lstrip("/") if text.startswith("/") else posixpath.join(folder, text)
     norm = posixpath.normpath(joined) if joined else "."
-    return norm == ".." or norm.startswith("../")
+    if norm == ".." or norm.startswith("../"):
+        return True
+    return text.startswith("/") and members is not None and norm not in members
 
 
-def _rel_change(rels_name: str, rel: object, drop_ids: set[str]) -> str | None:
+def _rel_change(rels_name: str, rel: object, members: frozenset[str] | None = None) -> str | None:
     """What to do with one ``Relationship`` element: None (keep), ``"drop"``, ``"neutral"`` (external
     hyperlink to a harmless target) or ``"internal"`` (spell the mode ``Internal``)."""
     get = rel.get  # type: ignore[attr-defined]
-    if (get("Id") or "") in drop_ids:
-        return "drop"
     mode = get("TargetMode")
     target = get("Target") or ""
     if mode is not None and mode.strip().lower() != "internal":
         if (get("Type") or "").endswith("/hyperlink"):
             return None if _SAFE_HYPERLINK.match(target.strip()) and mode == "External" else "neutral"
         return "drop"
-    if leaves_package(rels_name, target):
+    if leaves_package(rels_name, target, members):
         return "drop"
     return "internal" if mode is not None and mode != "Internal" else None
 
 
-def _clean_rels(name: str, data: bytes, drop_ids: set[str], findings: list[str]) -> bytes | None:
-    """The rels part without what leaves the package (None when nothing changes)."""
+def _clean_rels(
+    name: str, data: bytes, findings: list[str], members: frozenset[str] | None = None
+) -> tuple[bytes | None, set[str]]:
+    """The rels part without what leaves the package (None when nothing changes), and the ids dropped."""
     from lxml import etree
 
     from .deck.read import parse_xml
 
     root = parse_xml(data, name)
+    dropped: set[str] = set()
     changed = False
     for rel in list(root.iterfind(f"{{{_PR}}}Relationship")):
-        change = _rel_change(name, rel, drop_ids)
+        change = _rel_change(name, rel, members)
         if change is None:
             continue
         changed = True
         findings.append(f"/{name}: {rel.get('Target')} ({change})")
         if change == "drop":
+            dropped.add(rel.get("Id") or "")
             root.remove(rel)
         elif change == "neutral":
             rel.set("Target", _NEUTRAL_HYPERLINK)
@@ -129,8 +136,8 @@ def _clean_rels(name: str, data: bytes, drop_ids: set[str], findings: list[str])
         else:
             rel.set("TargetMode", "Internal")
     if not changed:
-        return None
-    return etree.tostring(root, xml_declaration=True, encoding="UTF-8", standalone=True)
+        return None, dropped
+    return etree.tostring(root, xml_declaration=True, encoding="UTF-8", standalone=True), dropped
 
 
 def _rels_name(part: str) -> str:
@@ -138,26 +145,24 @@ def _rels_name(part: str) -> str:
     return posixpath.join(folder, "_rels", base + ".rels")
 
 
-def _clean_chart(name: str, data: bytes, findings: list[str]) -> tuple[bytes | None, set[str]]:
-    """The chart part without ``c:externalData`` and the relationship ids it named."""
+def _clean_chart(name: str, data: bytes, dropped: set[str], findings: list[str]) -> bytes | None:
+    """The chart part without the ``c:externalData`` elements whose relationship was dropped (a
+    workbook outside the package); an embedded workbook's stays (the office draws from the cache)."""
     from lxml import etree
 
     from .deck.read import parse_xml
 
-    if b"externalData" not in data:
-        return None, set()
+    if not dropped or b"externalData" not in data:
+        return None
     root = parse_xml(data, name)
-    ids: set[str] = set()
-    found = list(root.iter("{*}externalData"))  # Transitional or Strict namespace
-    for el in found:
+    found = False
+    for el in list(root.iter("{*}externalData")):  # Transitional or Strict namespace
         rid = next((v for k, v in el.attrib.items() if etree.QName(k).localname == "id"), None)
-        if rid:
-            ids.add(rid)
-        el.getparent().remove(el)
-        findings.append(f"/{name}: c:externalData {rid or ''}".rstrip())
-    if not found:
-        return None, set()
-    return etree.tostring(root, xml_declaration=True, encoding="UTF-8", standalone=True), ids
+        if rid in dropped:
+            el.getparent().remove(el)
+            findings.append(f"/{name}: c:externalData {rid}")
+            found = True
+    return etree.tostring(root, xml_declaration=True, encoding="UTF-8", standalone=True) if found else None
 
 
 # --------------------------------------------------------------------------- SVG
@@ -278,9 +283,10 @@ def _plan(path: Path) -> tuple[dict[str, bytes], list[str]]:
 
     changes: dict[str, bytes] = {}
     findings: list[str] = []
-    drop: dict[str, set[str]] = {}  # rels part -> ids to drop (chart externalData)
-    with open_package(path) as pkg:
+    dropped: dict[str, set[str]] = {}  # rels part -> ids of the relationships dropped from it
+    with open_package(path) as pkg, zipfile.ZipFile(path) as raw:
         names = pkg.names()
+        members = frozenset(names)
         for name in names:
             if _SHAPE_PARTS.match(name):
                 depth = group_depth(pkg.xml(name))
@@ -289,24 +295,22 @@ def _plan(path: Path) -> tuple[dict[str, bytes], list[str]]:
                         f"{Path(path).name}: /{name} nests groups {depth}+ deep, "
                         f"over the {MAX_GROUP_DEPTH} limit"
                     )
-            if _CHART_PARTS.search(name):
-                new, ids = _clean_chart(name, pkg.read(name), findings)
+            if name.endswith(".rels"):
+                new, dropped[name] = _clean_rels(name, pkg.read(name), findings, members)
                 if new is not None:
                     changes[name] = new
-                    drop[_rels_name(name)] = ids
-        with zipfile.ZipFile(path) as raw:
-            for name in names:
-                if name.endswith(".rels"):
-                    new = _clean_rels(name, pkg.read(name), drop.get(name, set()), findings)
+            elif not name.endswith("/") and not _CHART_PARTS.search(name):
+                with raw.open(name) as fh:
+                    head = fh.read(4096)
+                if head[:2] == b"\x1f\x8b" or looks_like_svg(name, head):
+                    new = _clean_svg_member(name, pkg.read(name), findings)
                     if new is not None:
                         changes[name] = new
-                elif name not in changes and not name.endswith("/"):
-                    with raw.open(name) as fh:
-                        head = fh.read(4096)
-                    if head[:2] == b"\x1f\x8b" or looks_like_svg(name, head):
-                        new = _clean_svg_member(name, pkg.read(name), findings)
-                        if new is not None:
-                            changes[name] = new
+        for name in names:  # charts last: they need their relationships' verdicts
+            if _CHART_PARTS.search(name):
+                new = _clean_chart(name, pkg.read(name), dropped.get(_rels_name(name), set()), findings)
+                if new is not None:
+                    changes[name] = new
     return changes, findings
 
 

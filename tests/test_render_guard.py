@@ -100,6 +100,9 @@ def test_targets_leaving_the_package():
         assert leaves_package(name, bad), bad
     for ok in ("../media/a.png", "/ppt/media/a.png", "slide2.xml", "../../docProps/app.xml"):
         assert not leaves_package(name, ok), ok
+    members = frozenset({"ppt/media/a.png"})
+    assert leaves_package(name, "/etc/passwd", members)
+    assert not leaves_package(name, "/ppt/media/a.png", members)
 
 
 def test_svg_external_references_are_removed_and_local_ones_kept(tmp_path):
@@ -142,7 +145,7 @@ def test_svg_external_references_are_removed_and_local_ones_kept(tmp_path):
     assert b"file:" not in gzip.decompress(parts["ppt/media/c.svgz"])
 
 
-def test_chart_external_data_is_removed_with_its_relationship(tmp_path):
+def test_chart_external_data_outside_the_package_is_removed_with_its_relationship(tmp_path):
     from pptx.chart.data import CategoryChartData
     from pptx.enum.chart import XL_CHART_TYPE
 
@@ -156,9 +159,15 @@ def test_chart_external_data_is_removed_with_its_relationship(tmp_path):
     prs.save(str(deck))
     with zipfile.ZipFile(deck) as z:
         chart = next(n for n in z.namelist() if n.startswith("ppt/charts/") and n.endswith(".xml"))
+        rels = chart.replace("charts/", "charts/_rels/") + ".rels"
         assert b"externalData" in z.read(chart)  # python-pptx links the chart to its embedded workbook
+        embedded = z.read(rels)
+    assert check_deck(deck) == []  # an embedded workbook stays: nothing to do, no copy
+    # the same chart linked to a workbook on some host path instead
+    linked = embedded.replace(b'Target="../embeddings/', b'TargetMode="External" Target="file:///srv/data/')
+    assert linked != embedded
+    with_members(deck, {rels: linked})
     parts = copied(deck)
     assert b"externalData" not in parts[chart]
-    rels = parts[chart.replace("charts/", "charts/_rels/") + ".rels"]
-    assert b"embeddings/" not in rels
-    assert b"<c:val>" in parts[chart] or b"numCache" in parts[chart]  # cached values stay for drawing
+    assert b"/srv/data/" not in parts[rels]
+    assert b"numCache" in parts[chart]  # the cached values the office draws from stay
