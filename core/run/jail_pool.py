@@ -390,3 +390,25 @@ def unpack_workspace(archive: Any, dest: Path) -> str | None:
     except (ValueError, OSError, tarfile.TarError, EOFError) as exc:
         return f"the workspace could not be copied out: {type(exc).__name__}: {exc}"
     return f"left out: {', '.join(skipped[:20])}" if skipped else None
+
+
+def run_jailed(
+    pool: JailPool, components: Any, agent: Any, task: AgentTask, ws: Any, timeout: float
+) -> AgentOutcome:
+    """Run ``agent`` on ``task`` on ``pool`` with the run's ``components`` on the host side of the
+    bridge: the agent's own models only, the run's renderer, the pair's log; usage and cost are
+    counted here, never as the worker reports them."""
+    from pptarena.models import UsageBook
+    from pptarena.run.config import model_refs
+
+    book = UsageBook()
+    host = BridgeHost(
+        components.hub.factory(book=book, log=ws.log),
+        components.renderer,
+        ws.log,
+        models=set(model_refs(agent.options).values()),  # the agent's own models, never a judge's
+    )
+    out = pool.run_pair(agent, task, ws, host, timeout, renderer=True)
+    out.model_usage = book.total().as_dict()
+    out.model_cost = book.cost()
+    return out

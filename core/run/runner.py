@@ -55,7 +55,7 @@ from pptarena.run.runlock import MAX_CRASHES, AttemptLedger, RunLock
 from pptarena.run.sessions import is_session, run_session
 from pptarena.run.summary_stats import StatsOptions
 from pptarena.run.tasks import load_tasks, select_tasks
-from pptarena.run.trust import agent_process, check_isolation, isolation_record, row_isolation
+from pptarena.run.trust import agent_process, check_isolation, isolation_record, process_note, row_isolation
 from pptarena.run.worker import (
     classify_exception,
     reported_outcome,
@@ -212,29 +212,13 @@ class Runner:
             return AgentOutcome.failed(Status.INFRA_ERROR, f"could not run the agent: {exc}")
 
     def _run_agent_in_jail(self, agent: ComponentConfig, task: Any, ws: Workspace) -> AgentOutcome:
-        from pptarena.run.bridge import BridgeHost
-        from pptarena.run.jail_pool import JailPool
+        from pptarena.run.jail_pool import JailPool, run_jailed
 
         with self._procs_lock:
             if self._jails is None:
                 self._jails = JailPool(self.jobs)
-            jails = self._jails
-        book = UsageBook()
-        from pptarena.run.config import model_refs
-
-        host = BridgeHost(
-            self.components.hub.factory(book=book, log=ws.log),
-            self.components.renderer,
-            ws.log,
-            models=set(model_refs(agent.options).values()),  # the agent's own models, never a judge's
-        )
-        timeout = float(self.config.run.task_timeout)
-        out = jails.run_pair(agent, task, ws, host, timeout, renderer=True)
-        if self._stop.is_set():
-            return AgentOutcome.failed(Status.INFRA_ERROR, "interrupted")
-        out.model_usage = book.total().as_dict()  # counted here, never as the worker reports it
-        out.model_cost = book.cost()
-        return out
+        out = run_jailed(self._jails, self.components, agent, task, ws, float(self.config.run.task_timeout))
+        return AgentOutcome.failed(Status.INFRA_ERROR, "interrupted") if self._stop.is_set() else out
 
     def _run_agent_in_process(self, agent: ComponentConfig, task: Any, ws: Workspace) -> AgentOutcome:
         book = UsageBook()
@@ -573,9 +557,9 @@ class Runner:
         progress = self._progress or Progress(total, quiet=self.quiet)
         progress.done = total - len(pending)
         for agent in self.config.agents:
-            where = agent_process(agent)
-            if where in ("reference", "in-process", "unjailed"):
-                progress.message(_PROCESS_NOTE[where].format(label=agent.label))
+            note = process_note(agent)
+            if note:
+                progress.message(note)
         for (label, task_id), why in skipped.items():
             progress.message(f"Skipped task {task_id} for agent {label}: {why}.")
         if progress.done:
@@ -694,16 +678,6 @@ class Runner:
         executor = getattr(self, "_executor", None)
         if executor is not None:
             executor.stop()
-
-
-_PROCESS_NOTE = {
-    "reference": "Agent {label} is a reference baseline: it is handed each task's answer and runs without "
-    "a sandbox (isolation none); its scores are a ceiling, not a result.",
-    "in-process": "Agent {label} is trusted (trusted = true): it runs in the harness's process without a "
-    "sandbox (isolation none).",
-    "unjailed": "Agent {label} runs without a sandbox (bubblewrap is unusable here): its code can read the "
-    "answer key (isolation none).",
-}
 
 
 def _ledger_key(task_id: str, epoch: int) -> str:

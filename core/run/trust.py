@@ -86,3 +86,19 @@ def isolation_record(agents: list[Any], machine: str, allow_weak: bool) -> dict[
         "allow_weak_isolation": allow_weak,
         "agents": {a.label: agent_process(a) for a in agents},
     }
+
+
+_NOTES = {
+    "reference": "Agent {label} is a reference baseline: it is handed each task's answer and runs without "
+    "a sandbox (isolation none); its scores are a ceiling, not a result.",
+    "in-process": "Agent {label} is trusted (trusted = true): it runs in the harness's process without a "
+    "sandbox (isolation none).",
+    "unjailed": "Agent {label} runs without a sandbox (bubblewrap is unusable here): its code can read the "
+    "answer key (isolation none).",
+}
+
+
+def process_note(agent: Any) -> str | None:
+    """What the run says when it starts about an agent that runs unsandboxed (None for the others)."""
+    note = _NOTES.get(agent_process(agent))
+    return note.format(label=agent.label) if note else None
