@@ -264,7 +264,7 @@ def test_weak_isolation_is_refused_without_the_flag_and_said_everywhere_with_it(
     assert refused.returncode != 0
     error = [line for line in refused.stderr.splitlines() if "refusing" in line]
     assert len(error) == 1 and "--allow-weak-isolation" in error[0] and "answer-hunter" in error[0]
-    assert not (tmp_path / "out" / "results.jsonl").exists()
+    assert not (tmp_path / "out").exists()  # refused before any run folder is made
     allowed = _arena(
         ["run", "--config", "run.toml", "--out", "out", "--no-report", "--allow-weak-isolation"],
         tmp_path,

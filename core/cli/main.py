@@ -300,6 +300,12 @@ def run_command(
     from pptarena.types import PptArenaError
 
     config, registry = load_run_config(ctx, config_path)
+    from pptarena.run.trust import check_isolation
+
+    try:  # before any run folder is made (the runner checks again)
+        check_isolation(config.agents, allow_weak_isolation or config.run.allow_weak_isolation)
+    except PptArenaError as exc:
+        raise click.ClickException(str(exc)) from exc
     run_dir, resuming = choose_run_dir(config, out, new=new)
     runner = Runner(
         config,
