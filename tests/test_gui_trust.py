@@ -165,6 +165,13 @@ def test_the_office_has_no_secret_in_its_environment_and_only_its_own_x_socket(t
             pytest.skip("bubblewrap is not usable here: the office sees the host's /tmp/.X11-unix")
         view = sorted(os.listdir(f"/proc/{office}/root/tmp/.X11-unix"))
         assert view == [f"X{screen.display.lstrip(':')}"]
+        # the lockdown layer sits in the writable work folder but is mounted read-only for the office
+        (lock,) = [
+            ln.split()
+            for ln in Path(f"/proc/{office}/mountinfo").read_text().splitlines()
+            if "office-lock" in ln
+        ]
+        assert lock[4].endswith("/office-lock") and "ro" in lock[5].split(",")
         assert len(os.listdir("/tmp/.X11-unix")) >= 2  # the host has more than the office sees
 
 

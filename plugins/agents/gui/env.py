@@ -258,9 +258,9 @@ class ImpressScreen:
             self.start_display()
         (self.profile_dir / "user").mkdir(parents=True, exist_ok=True)
         (self.profile_dir / "user" / "registrymodifications.xcu").write_text(_profile_xml(), encoding="utf-8")
-        from .lockdown import configuration_layers, shared_layer
+        from .lockdown import configuration_layers, write_layer
 
-        lock = shared_layer()
+        lock = write_layer(self.workdir / "office-lock")  # bound read-only over itself in the jail
         layers = configuration_layers(shutil.which("soffice") or "soffice", lock)
         log = (self.workdir / "soffice.log").open("wb")
         command = [

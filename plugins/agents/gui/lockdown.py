@@ -21,20 +21,17 @@ user's, holding (all finalized):
 - ``Office.ExtensionManager/ExtensionSecurity``: no extension installed or removed (an extension's
   components would run code whatever the macro settings say).
 
-The layer lives in a folder of its own, outside anything the office may write, and the jail binds it
-read-only. Where the guarantee ends: the office itself is trusted to honour finalized values (a bug
-in LibreOffice that ignores them is out of reach here); the jail (no network, only its own folders,
-its own X socket, a scrubbed environment) bounds what such a bug could reach.
+The layer is written into the screen's work folder (removed with it) and the jail binds it read-only
+over its own place, so the office cannot change it. Where the guarantee ends: the office itself is
+trusted to honour finalized values (a bug in LibreOffice that ignores them is out of reach here);
+the jail (no network, only its own folders, its own X socket, a scrubbed environment) bounds what
+such a bug could reach.
 """
 
 from __future__ import annotations
 
-import atexit
-import functools
 import os
 import re
-import shutil
-import tempfile
 from pathlib import Path
 
 from pptarena.types import ComponentUnavailable
@@ -128,14 +125,6 @@ def write_layer(folder: Path) -> Path:
     for path in [folder, *Path(folder).rglob("*")]:
         os.chmod(path, 0o755 if Path(path).is_dir() else 0o444)
     return Path(folder)
-
-
-@functools.cache
-def shared_layer() -> Path:
-    """This process's lockdown layer folder (written once, read-only files, removed at exit)."""
-    folder = Path(tempfile.mkdtemp(prefix="pptarena-office-lock-"))
-    atexit.register(shutil.rmtree, folder, True)
-    return write_layer(folder)
 
 
 def _fundamentalrc(soffice: str) -> Path | None:

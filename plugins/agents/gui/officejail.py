@@ -73,13 +73,19 @@ def jailed_impress(
         return command, "none"
     socket = x_socket(display)
     read_only = [socket] if display and socket.exists() else []
+    files: dict[str, Path] = {}
     if lock is not None:
-        read_only.append(Path(lock))
+        lock = Path(lock)
+        if lock.is_relative_to(workdir):  # bound read-only over its own place in the writable folder
+            files[str(lock.relative_to(workdir))] = lock
+        else:
+            read_only.append(lock)
     jail = isolation.Jail(
         workdir=workdir,
         workdir_host=workdir,
         writable=[deck_dir] if deck_dir != workdir else [],
         read_only=read_only,
+        files=files,
         network=False,
         python=False,
         tmpfs_mb=512,
