@@ -190,6 +190,8 @@ class IntervalBatch:
 
     def __init__(self) -> None:
         self._requests: list[tuple[np.ndarray, int, int, float, list[float]]] = []
+        self._thread: threading.Thread | None = None
+        self._error: BaseException | None = None
 
     def add(self, a: np.ndarray, n_boot: int, seed: int, level: float) -> list[float]:
         """A placeholder for the interval of ``a`` (1-d, at least 2 values)."""
@@ -197,16 +199,39 @@ class IntervalBatch:
         self._requests.append((a, n_boot, seed, level, out))
         return out
 
+    def start(self) -> None:
+        """Begin computing the intervals asked for so far on another thread (most of the work
+        releases the GIL), while the caller does other work; :meth:`resolve` waits for them."""
+        if self._thread is None and self._requests:
+            requests, self._requests = self._requests, []
+            self._thread = threading.Thread(target=self._background, args=(requests,), daemon=True)
+            self._thread.start()
+
+    def _background(self, requests: list[tuple[np.ndarray, int, int, float, list[float]]]) -> None:
+        try:
+            self._compute(requests)
+        except BaseException as exc:  # noqa: BLE001 - raised again by resolve(), in the caller's thread
+            self._error = exc
+
     def resolve(self) -> None:
         """Fill every placeholder (vectors of one length, resamples and seed share their draws;
         equal vectors are computed once)."""
+        if self._thread is not None:
+            self._thread.join()
+            self._thread = None
+            if self._error is not None:
+                raise self._error
+        requests, self._requests = self._requests, []
+        if requests:
+            self._compute(requests)
+
+    def _compute(self, requests: list[tuple[np.ndarray, int, int, float, list[float]]]) -> None:
         groups: dict[tuple[int, int, int], dict[tuple[bytes, float], list[list[float]]]] = defaultdict(dict)
         values: dict[tuple[bytes, float], np.ndarray] = {}
-        for a, n_boot, seed, level, out in self._requests:
+        for a, n_boot, seed, level, out in requests:
             key = (a.tobytes(), level)
             values[key] = a
             groups[(len(a), n_boot, seed)].setdefault(key, []).append(out)
-        self._requests = []
 
         def work(group: tuple[tuple[int, int, int], dict[tuple[bytes, float], list[list[float]]]]) -> None:
             (_, n_boot, seed), wanted = group

@@ -23,11 +23,11 @@ from pptarena.models.messages import add_counts
 from pptarena.models.pricing import cost_of_rows
 from pptarena.run.columns import columns, tasks_of
 from pptarena.run.records import ResultLineProblem, parse_row
-from pptarena.run.resample import batched
+from pptarena.run.resample import active_batch, batched
 from pptarena.run.rundir import RunDir
 from pptarena.run.split_figures import split_figures
 from pptarena.run.stats import epoch_of
-from pptarena.run.summary_stats import StatsOptions, add_comparisons, judge_blocks
+from pptarena.run.summary_stats import StatsOptions, judge_blocks, start_comparisons
 from pptarena.run.trust import weakest as weakest_isolation
 from pptarena.types import STATUSES, PptArenaError
 
@@ -191,11 +191,13 @@ def _summarize(rows: list[dict[str, Any]], group_fields: list[str], opts: StatsO
         "statistics": opts.to_json(),
         "agents": {},
     }
-    per_agent = {}
+    per_agent = {}  # each agent's lines as arrays, read once
     for agent, arows in sorted(agents.items()):
-        cols = columns(arows, judges, opts.success_threshold)  # the lines as arrays, read once
-        everything = np.arange(len(arows))
-        per_agent[agent] = (cols, tasks_of(cols, everything))
+        cols = columns(arows, judges, opts.success_threshold)
+        per_agent[agent] = (cols, tasks_of(cols, np.arange(len(arows))))
+    add_comparisons = start_comparisons(judges, per_agent, opts)  # the sign-flip tests, on a thread
+    for agent, arows in sorted(agents.items()):
+        cols, everything = per_agent[agent][0], np.arange(len(arows))
         counts = {s: sum(1 for r in arows if r.get("status") == s) for s in STATUSES}
         usage: dict[str, int] = {}
         for r in arows:
@@ -229,7 +231,10 @@ def _summarize(rows: list[dict[str, Any]], group_fields: list[str], opts: StatsO
                 }
         summary["agents"][agent] = entry
     summary["cost"] = cost_of_rows(rows)
-    add_comparisons(summary, per_agent, opts)
+    add_comparisons(summary)
+    batch = active_batch()
+    if batch is not None:
+        batch.start()  # the intervals, on other threads, while the lines' digest is computed
     splits = split_figures(rows)  # PPTArena's leaderboard figures, when the dataset describes its splits
     if splits:
         summary["leaderboard_splits"] = splits

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
+from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -177,39 +179,48 @@ def add_comparisons(
 ) -> None:
     """``summary["comparisons"][judge]["A|B"]``: paired comparison of every two agents on their common
     tasks (``per_agent``: each agent's columns and its lines grouped by task)."""
+    start_comparisons(summary.get("judges") or [], per_agent, opts)(summary)
+
+
+def start_comparisons(
+    judges: list[str], per_agent: dict[str, tuple[Columns, Tasks]], opts: StatsOptions
+) -> Callable[[dict[str, Any]], None]:
+    """Begin :func:`add_comparisons`: the sign-flip tests run on another thread (their draws and
+    products release the GIL) while the caller goes on; the function returned waits for them and
+    adds ``summary["comparisons"]`` (its intervals join the caller's batch)."""
     if len(per_agent) < 2:
-        return
+        return lambda summary: None
     names = sorted(per_agent)
     index = {a: {t: i for i, t in enumerate(_task_ids(*per_agent[a]))} for a in names}
     pairs = []
     for i, x in enumerate(names):
         for y in names[i + 1 :]:
             common = sorted(set(index[x]) & set(index[y]))
-            pairs.append(
-                (
-                    x,
-                    y,
-                    np.array([index[x][t] for t in common], dtype=np.intp),
-                    np.array([index[y][t] for t in common], dtype=np.intp),
-                )
-            )
+            ix = np.array([index[x][t] for t in common], dtype=np.intp)
+            pairs.append((x, y, ix, np.array([index[y][t] for t in common], dtype=np.intp)))
     jobs = []
-    for judge in summary.get("judges") or []:
+    for judge in judges:
         means = {}
         for a in names:
             cols, tasks = per_agent[a]
             score = cols.judges[judge].score[tasks.positions]
             means[a] = task_fmeans(tasks, np.where(np.isnan(score), 0.0, score))
         jobs += [(judge, x, y, means[x][ix] - means[y][iy]) for x, y, ix, iy in pairs]
-    p_values = paired_p_values([d for *_, d in jobs], seed=opts.seed)
-    out: dict[str, Any] = {}
-    for (judge, x, y, diffs), p in zip(jobs, p_values, strict=True):
-        out.setdefault(judge, {})[f"{x}|{y}"] = {
-            "a": x,
-            "b": y,
-            **comparison_of(diffs, p, n_boot=opts.n_boot, seed=opts.seed),
-        }
-    summary["comparisons"] = out
+    pool = ThreadPoolExecutor(max_workers=1)
+    pending = pool.submit(paired_p_values, [d for *_, d in jobs], seed=opts.seed)
+    pool.shutdown(wait=False)
+
+    def finish(summary: dict[str, Any]) -> None:
+        out: dict[str, Any] = {}
+        for (judge, x, y, diffs), p in zip(jobs, pending.result(), strict=True):
+            out.setdefault(judge, {})[f"{x}|{y}"] = {
+                "a": x,
+                "b": y,
+                **comparison_of(diffs, p, n_boot=opts.n_boot, seed=opts.seed),
+            }
+        summary["comparisons"] = out
+
+    return finish
 
 
 def _task_ids(cols: Columns, tasks: Tasks) -> list[str]:
