@@ -117,3 +117,25 @@ def test_one_blas_thread_restores_the_threads():
             assert [lib.get_num_threads() for lib in blas._libraries()] == before
         assert all(lib.get_num_threads() == 1 for lib in blas._libraries())
     assert [lib.get_num_threads() for lib in blas._libraries()] == before
+
+
+def test_a_batch_started_early_gives_the_same_intervals_and_its_errors(monkeypatch):
+    rng = np.random.default_rng(6)
+    vectors = [rng.random(n).round(3) for n in (40, 40, 900)]
+    with resample.batched() as batch:
+        got = [bootstrap_mean_ci(v, n_boot=300, seed=2) for v in vectors]
+        batch.start()  # computed on another thread from here
+        late = bootstrap_mean_ci(vectors[2], n_boot=300, seed=4)  # asked for after the start
+    assert got + [late] == [original_interval(v, 300, 2) for v in vectors] + [
+        original_interval(vectors[2], 300, 4)
+    ]
+
+    def broken(*args):
+        raise RuntimeError("no intervals today")
+
+    monkeypatch.setattr(resample, "_interval_group", broken)
+    batch = resample.IntervalBatch()
+    batch.add(vectors[0], 300, 2, 0.95)
+    batch.start()
+    with pytest.raises(RuntimeError, match="no intervals today"):
+        batch.resolve()
