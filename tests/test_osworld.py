@@ -13,7 +13,7 @@ import pytest
 
 from pptarena.plugins.datasets.common import DatasetError
 from pptarena.plugins.datasets.osworld.load import OsworldWarning, load_osworld
-from pptarena.plugins.judges.osworld import OsworldJudge
+from pptarena.plugins.judges.osworld.judge import OsworldJudge
 from pptarena.run.config import load_config
 from pptarena.run.registry import get_registry
 from pptarena.run.runner import Runner

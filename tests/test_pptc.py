@@ -14,7 +14,7 @@ import pytest
 
 from pptarena.plugins.datasets.common import DatasetError
 from pptarena.plugins.datasets.pptc import load_pptc, split_instruction
-from pptarena.plugins.judges.pptx_match import PptxMatchJudge
+from pptarena.plugins.judges.pptc import PptxMatchJudge
 from pptarena.run.config import load_config
 from pptarena.run.registry import get_registry
 from pptarena.run.runner import Runner

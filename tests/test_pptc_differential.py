@@ -20,8 +20,8 @@ import pptc_reference as ref
 import pytest
 
 from pptarena.plugins.datasets.pptc import split_instruction
-from pptarena.plugins.judges.pptx_match import PptxMatchJudge
-from pptarena.plugins.judges.pptx_match.serialise import PptcUnreadable
+from pptarena.plugins.judges.pptc import PptxMatchJudge
+from pptarena.plugins.judges.pptc.serialise import PptcUnreadable
 from pptarena.run.config import load_config
 from pptarena.run.registry import get_registry
 from pptarena.run.runner import Runner

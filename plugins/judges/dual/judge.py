@@ -28,7 +28,6 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-import pptarena
 from pptarena.evidence import Evidence
 from pptarena.models import ImagePart, Message, ModelRef, split_model_ref
 from pptarena.plugins.judges.dual import prompts
@@ -441,9 +440,3 @@ def _image_row(
         out["ssim"] = round(row["ssim"], 5)
         out["why"] = row["why"]
     return out
-
-
-@pptarena.hookimpl
-def register_judges(register: Any) -> None:
-    """Register the ``dual`` judge."""
-    register("dual", DualJudge)

@@ -25,7 +25,6 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-import pptarena
 from pptarena.evidence import Evidence
 from pptarena.models import ModelRef
 from pptarena.plugins.judges.rubric import llm as rubric_llm
@@ -466,9 +465,3 @@ class RubricJudge(Component):
             return out
 
         return {"root": convert(tree.root, scored), "metadata": tree.metadata}
-
-
-@pptarena.hookimpl
-def register_judges(register: Any) -> None:
-    """Register the ``rubric`` judge."""
-    register("rubric", RubricJudge)

@@ -24,7 +24,6 @@ from typing import Any
 
 from pydantic import Field
 
-import pptarena
 from pptarena.evidence import Evidence
 from pptarena.plugins.judges.structural.edit_match import MatchResult, Tolerances, describe_unit, match_edits
 from pptarena.plugins.judges.structural.misses import MISS_CLASSES, classify
@@ -262,9 +261,3 @@ def _explain(
             + "."
         )
     return head + f" Score {score:.3f}."
-
-
-@pptarena.hookimpl
-def register_judges(register: Any) -> None:
-    """Register the ``structural`` judge."""
-    register("structural", StructuralJudge)

@@ -37,7 +37,7 @@ class NodeRun:
         from pptarena.run.runner import Runner
         from pptarena.run.worker import worker_registry
 
-        from .pool import PoolLauncher, WorkerPool, boot_of
+        from ..local.pool import PoolLauncher, WorkerPool, boot_of
 
         for name, value in (boot.get("env") or {}).items():
             os.environ[name] = value  # variables the config references as { env = ... }

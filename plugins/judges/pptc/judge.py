@@ -25,7 +25,6 @@ from typing import Any
 
 from pydantic import Field
 
-import pptarena
 from pptarena.evidence import Evidence
 from pptarena.types import Component, JudgeError, Prediction, Task, Verdict
 from pptarena.types import Options as BaseOptions
@@ -99,9 +98,3 @@ class PptxMatchJudge(Component):
             metrics=metrics,
             explanation="; ".join(reasons) or "attributes and positions match",
         )
-
-
-@pptarena.hookimpl
-def register_judges(register):
-    """Register the ``pptx_match`` judge."""
-    register("pptx_match", PptxMatchJudge)

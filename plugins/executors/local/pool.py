@@ -26,7 +26,7 @@ from pptarena.run.worker import reported_outcome, timed_out_outcome, vanished_ou
 from pptarena.types import AgentTask, InfraError, Status, Workspace
 
 BOOT_TIMEOUT = 120.0
-WORKER_MODULE = "pptarena.plugins.executors.pool_worker"
+WORKER_MODULE = "pptarena.plugins.executors.local.pool_worker"
 
 
 class WorkerCrashed(Exception):

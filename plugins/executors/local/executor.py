@@ -19,7 +19,6 @@ from typing import Any
 
 from pydantic import Field
 
-import pptarena
 from pptarena.run.executors import PairJob, RunHandle
 from pptarena.run.trust import agent_process
 from pptarena.types import Component, Options
@@ -82,9 +81,3 @@ class LocalExecutor(Component):
             self._threads.shutdown(wait=False, cancel_futures=True)
         if self.pool is not None:
             self.pool.close()
-
-
-@pptarena.hookimpl
-def register_executors(register: Any) -> None:
-    """Register the ``local`` executor."""
-    register("local", LocalExecutor)

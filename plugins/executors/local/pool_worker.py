@@ -1,6 +1,6 @@
-"""A long-lived agent worker (``python -m pptarena.plugins.executors.pool_worker BOOT_JSON``).
+"""A long-lived agent worker (``python -m pptarena.plugins.executors.local.pool_worker BOOT_JSON``).
 
-Started by :class:`pptarena.plugins.executors.pool.WorkerPool` in a session of
+Started by :class:`pptarena.plugins.executors.local.pool.WorkerPool` in a session of
 its own, it loads the plugins once, then runs one pair at a time: it reads a
 request (one JSON line) on its private copy of stdin and answers with the
 outcome (one JSON line) on its private copy of stdout. While a pair runs,

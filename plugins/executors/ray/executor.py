@@ -27,7 +27,6 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-import pptarena
 from pptarena.run.executors import ExecutorError, PairJob, RunHandle, infra_error_row, unpack_task_folder
 from pptarena.types import Component, ComponentUnavailable, Options
 
@@ -145,7 +144,7 @@ class RayExecutor(Component):
         if ray.is_initialized():
             return ray
         if opts.address:
-            from .ray_connect import join_cluster
+            from .connect import join_cluster
 
             join_cluster(ray, opts.address, opts.node_ip_address, opts.connect_timeout, self._init_kwargs())
             self._owns_ray = True
@@ -236,7 +235,7 @@ class RayExecutor(Component):
 
         self._check_feasible(ray, jobs)
 
-        from .ray_remote import run_pair
+        from .remote import run_pair
 
         opts: RayOptions = self.options  # type: ignore[assignment]
         remote = ray.remote(run_pair)
@@ -342,9 +341,3 @@ class RayExecutor(Component):
         if self._owns_ray:
             self._ray().shutdown()
             self._owns_ray = False
-
-
-@pptarena.hookimpl
-def register_executors(register: Any) -> None:
-    """Register the ``ray`` executor."""
-    register("ray", RayExecutor)
