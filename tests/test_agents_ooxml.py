@@ -11,9 +11,9 @@ from pptarena.plugins.agents.pptpilot.agent import parse_route
 from pptarena.plugins.agents.pptpilot.branch import CandidateError, Unchanged
 from pptarena.plugins.agents.pptpilot.code import extract_program
 from pptarena.plugins.agents.pptpilot.context import find_json_object, mentioned_slides, summary_text
-from pptarena.plugins.agents.pptpilot.ooxml import DeckParts, PartError, check_part, write_package
+from pptarena.plugins.agents.pptpilot.package_parts import DeckParts, PartError, check_part, write_package
 from pptarena.plugins.agents.pptpilot.verify import parse_verdict
-from pptarena.plugins.agents.pptpilot.xml import parse_xml_reply
+from pptarena.plugins.agents.pptpilot.xml_branch import parse_xml_reply
 
 
 def test_parse_xml_reply_forms():

@@ -21,7 +21,7 @@ from pptarena.plugins.datasets.demo.dataset import (
     build_demo_set,
     ensure_demo_set,
 )
-from pptarena.plugins.datasets.pptarena import case_id, load_pptarena_tasks
+from pptarena.plugins.datasets.pptarena_bench import case_id, load_pptarena_tasks
 from pptarena.plugins.datasets.ppteval import load_ppteval_tasks
 from pptarena.types import ComponentContext
 

@@ -9,7 +9,7 @@ import pytest
 
 from pptarena.plugins.datasets.common import DatasetError, rubric_problems, slugify
 from pptarena.plugins.datasets.folder import FolderDataset, load_folder_tasks
-from pptarena.plugins.datasets.pptarena import PptArenaDataset, case_id, load_pptarena_tasks
+from pptarena.plugins.datasets.pptarena_bench import PptArenaDataset, case_id, load_pptarena_tasks
 from pptarena.plugins.datasets.ppteval import PptEvalDataset, load_ppteval_tasks
 from pptarena.types import ComponentContext
 

@@ -18,7 +18,7 @@ from click.testing import CliRunner
 from pptx import Presentation
 
 from pptarena.cli.main import cli
-from pptarena.plugins.datasets.pptarena import load_pptarena_tasks
+from pptarena.plugins.datasets.pptarena_bench import load_pptarena_tasks
 from pptarena.run.config import load_config
 from pptarena.run.registry import get_registry, reset_registry
 from pptarena.run.runner import Runner

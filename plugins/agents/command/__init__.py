@@ -24,12 +24,6 @@ No output deck → :class:`AgentError` naming the expected path; a program that 
 isolation in force.
 """
 
-from __future__ import annotations
-
-from typing import Any
-
-import pptarena
-
 from .agent import DEFAULT_PROMPT, CommandAgent
 from .options import PLACEHOLDERS, CommandOptions
 from .workspace import RESERVED, output_instructions, prepare_workspace, task_markdown
@@ -42,12 +36,5 @@ __all__ = [
     "CommandOptions",
     "output_instructions",
     "prepare_workspace",
-    "register_agents",
     "task_markdown",
 ]
-
-
-@pptarena.hookimpl
-def register_agents(register: Any) -> None:
-    """Register the ``command`` agent."""
-    register("command", CommandAgent)

@@ -1,19 +1,19 @@
 """PPTPilot-style agents: ``code``, ``xml`` and ``hybrid``.
 
 * ``code`` — the model writes a python-pptx program, run in the sandbox
-  (:mod:`.pilot_code`); failures go back to the model, ``retries`` times.
+  (:mod:`.code`); failures go back to the model, ``retries`` times.
 * ``xml`` — the model picks OOXML parts and returns them rewritten whole;
-  each is checked before it is applied (:mod:`.pilot_xml`, :mod:`.pilot_ooxml`).
+  each is checked before it is applied (:mod:`.xml_branch`, :mod:`.package_parts`).
 * ``hybrid`` — PPTPilot: a router call (``router_model``, cheaper) picks code
   or XML, its reason logged; then that branch (and, with ``fallback``, the
   other one if it fails); then ``loops`` rounds of render → verifier →
-  repair (:mod:`.pilot_verify`). ``code`` and ``xml`` accept ``loops`` too.
+  repair (:mod:`.verify`). ``code`` and ``xml`` accept ``loops`` too.
 
 Model usage is counted by the runner through the workspace's model clients;
 ``Prediction.usage`` stays empty (it would be added twice) and the agent's own
 sum is in ``metadata["model_usage"]``.
 
-What the agents see is described in :mod:`.pilot_context`: never the target
+What the agents see is described in :mod:`.context`: never the target
 deck or the style target. Every model call, code run, patch and decision is
 written to the task's ``agent.log.jsonl``.
 
@@ -32,7 +32,6 @@ from typing import Any, Literal
 
 from pydantic import Field
 
-import pptarena
 from pptarena.models import Message, ModelRef
 from pptarena.plugins.agents.pptpilot.branch import Branch, BranchOutcome
 from pptarena.plugins.agents.pptpilot.context import (
@@ -136,7 +135,7 @@ class PilotAgent(Component):
         """Edit ``workspace.input_deck`` for ``task.instruction``; write ``workspace.output_deck``."""
         from pptarena.plugins.agents.pptpilot.code import CodeBranch
         from pptarena.plugins.agents.pptpilot.verify import DeckChecker, verify_loop
-        from pptarena.plugins.agents.pptpilot.xml import XmlBranch
+        from pptarena.plugins.agents.pptpilot.xml_branch import XmlBranch
         from pptarena.sandbox import SandboxLimits
 
         opts: Any = self.options
@@ -292,11 +291,3 @@ class HybridAgent(PilotAgent):
             route, reason, source = opts.router_default, "router reply unreadable; default route", "default"
         caller.workspace.log.write("route", route=route, reason=reason, source=source)
         return route, reason
-
-
-@pptarena.hookimpl
-def register_agents(register: Any) -> None:
-    """Register ``code``, ``xml`` and ``hybrid``."""
-    register("code", CodeAgent)
-    register("xml", XmlAgent)
-    register("hybrid", HybridAgent)

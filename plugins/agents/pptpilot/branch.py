@@ -1,6 +1,6 @@
 """The shared retry loop of the ``code`` and ``xml`` editing branches.
 
-A branch turns an :class:`~.pilot_context.EditRequest` and a deck (the current
+A branch turns an :class:`~.context.EditRequest` and a deck (the current
 state) into a new deck. Each attempt is one model call whose reply the branch
 turns into a candidate deck; the candidate is checked (opens with python-pptx,
 renders); a failure goes back to the model as a new user message, at most

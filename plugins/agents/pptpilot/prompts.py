@@ -1,7 +1,7 @@
 """Prompt texts of the PPTPilot-style agents (``code``, ``xml``, ``hybrid``).
 
 Only text lives here; what goes into a prompt (instruction, summary, renders,
-XML parts) is assembled by :mod:`.pilot_context`. None of these prompts ever
+XML parts) is assembled by :mod:`.context`. None of these prompts ever
 mentions a task's reference target or style target: agents do not see them.
 """
 

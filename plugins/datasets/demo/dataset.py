@@ -24,7 +24,6 @@ from typing import Any
 
 from pydantic import Field, field_validator
 
-import pptarena
 from pptarena.plugins.datasets.common import DatasetError, LoadedDataset, one_as_list
 from pptarena.plugins.datasets.folder import load_folder_tasks
 from pptarena.types import Options as BaseOptions
@@ -59,8 +58,8 @@ def build_demo_set(dest: Path) -> None:
     """Generate the whole demo set into the empty or new folder ``dest``."""
     from pptx import Presentation
 
+    from pptarena.plugins.datasets.demo.deck_xml import save_reproducibly
     from pptarena.plugins.datasets.demo.decks import DECK_BUILDERS
-    from pptarena.plugins.datasets.demo.ooxml import save_reproducibly
     from pptarena.plugins.datasets.demo.tasks import TASKS
 
     decks = dest / DECKS_DIR
@@ -152,9 +151,3 @@ class DemoDataset(LoadedDataset):
         """The demo tasks (generated into ``context.cache_dir`` on first use)."""
         root = ensure_demo_set(Path(self.context.cache_dir))
         return load_folder_tasks(root, self.options.ids)
-
-
-@pptarena.hookimpl
-def register_datasets(register):
-    """Register the ``demo`` dataset."""
-    register("demo", DemoDataset)

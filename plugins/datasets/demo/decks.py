@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from pptarena.plugins.datasets.demo import media as demo_media
-from pptarena.plugins.datasets.demo.ooxml import save_reproducibly, set_fade_entrance, set_transition
+from pptarena.plugins.datasets.demo.deck_xml import save_reproducibly, set_fade_entrance, set_transition
 
 Bullet = str | tuple[str, int]
 

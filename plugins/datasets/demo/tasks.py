@@ -13,7 +13,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from pptarena.plugins.datasets.demo import checks
-from pptarena.plugins.datasets.demo.ooxml import move_slide, relink_layout, set_fade_entrance, set_transition
+from pptarena.plugins.datasets.demo.deck_xml import (
+    move_slide,
+    relink_layout,
+    set_fade_entrance,
+    set_transition,
+)
 
 EMU_PER_INCH = 914400
 HALF_MM = 18000  # EMU

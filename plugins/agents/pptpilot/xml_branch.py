@@ -9,7 +9,7 @@ picked parts (bounded by ``max_parts`` and ``max_xml_chars``) go to the edit
 call with their relationship ids. Each reply is read as
 ``MODIFIED_XML_FILE: <part>`` + a fenced block per part (or JSON
 ``{"modified_files": {part: xml}}``), every part is checked
-(:func:`.pilot_ooxml.check_part`), the package is rewritten and the result
+(:func:`.package_parts.check_part`), the package is rewritten and the result
 checked like any candidate. Every applied patch is logged (``xml_patch``).
 """
 
@@ -28,7 +28,7 @@ from pptarena.plugins.agents.pptpilot.context import (
     request_text,
     summary_text,
 )
-from pptarena.plugins.agents.pptpilot.ooxml import DeckParts, PartError, check_part, write_package
+from pptarena.plugins.agents.pptpilot.package_parts import DeckParts, PartError, check_part, write_package
 
 _MARKER = re.compile(r"MODIFIED_XML_FILE:\s*[`*\"']*/?([A-Za-z0-9_./\-]+?)[`*\"']*\s*$", re.MULTILINE)
 _FENCE = re.compile(r"```[ \t]*[A-Za-z]*[ \t]*\r?\n(.*?)```", re.DOTALL)
