@@ -12,7 +12,7 @@ import hashlib
 import json
 import os
 import threading
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from pathlib import Path
 from typing import Any
@@ -198,14 +198,15 @@ def _summarize(rows: list[dict[str, Any]], group_fields: list[str], opts: StatsO
     add_comparisons = start_comparisons(judges, per_agent, opts)  # the sign-flip tests, on a thread
     for agent, arows in sorted(agents.items()):
         cols, everything = per_agent[agent][0], np.arange(len(arows))
-        counts = {s: sum(1 for r in arows if r.get("status") == s) for s in STATUSES}
+        found = Counter(r.get("status") for r in arows)
+        counts = {s: found[s] for s in STATUSES}
         usage: dict[str, int] = {}
         for r in arows:
             add_counts(usage, r.get("usage") or {})
         entry: dict[str, Any] = {
-            "tasks": len({r["task_id"] for r in arows}),
+            "tasks": len(cols.task_ids),
             "attempts": len(arows),
-            "epochs": max((epoch_of(r) for r in arows), default=0),
+            "epochs": int(cols.epoch.max()),
             "status": counts,
             "judges": judge_blocks(cols, everything, judges, opts),
             "duration_s": round(sum(float(r.get("duration_s") or 0) for r in arows), 2),
