@@ -143,29 +143,33 @@ def _epoch_block(
     tasks: Tasks, successes: np.ndarray, scores0: np.ndarray, n_boot: int, seed: int
 ) -> dict[str, Any]:
     """:func:`pptarena.run.stats.epoch_block` from per-task attempt and success counts."""
-    counts = list(zip(tasks.count.tolist(), successes.tolist(), strict=True))
-    k_max = max((n for n, _ in counts), default=0)
+    n_of, c_of = tasks.count, successes
+    k_max = int(n_of.max()) if len(n_of) else 0
     out: dict[str, Any] = {"k": k_max, "pass_at_k": {}, "pass_hat_k": {}}
     for k in range(1, k_max + 1):
-        eligible = [(n, c) for n, c in counts if n >= k]
-        at_of = {nc: pass_at_k(nc[0], nc[1], k) for nc in set(eligible)}
-        hat_of = {nc: pass_hat_k(nc[0], nc[1], k) for nc in set(eligible)}
-        at = np.array([at_of[nc] for nc in eligible])
-        hat = np.array([hat_of[nc] for nc in eligible])
+        eligible = n_of >= k
+        # each distinct (n, c) computed once, by the same formula
+        pairs, which = np.unique(n_of[eligible] * (k_max + 1) + c_of[eligible], return_inverse=True)
+        nc = [divmod(p, k_max + 1) for p in pairs.tolist()]
+        at = np.array([pass_at_k(n, c, k) for n, c in nc])[which]
+        hat = np.array([pass_hat_k(n, c, k) for n, c in nc])[which]
+        count = int(np.count_nonzero(eligible))
         out["pass_at_k"][str(k)] = {
             "value": round(fmean_of(at), 4),
             "ci95": bootstrap_mean_ci(at, n_boot=n_boot, seed=seed),
-            "tasks": len(eligible),
+            "tasks": count,
         }
         out["pass_hat_k"][str(k)] = {
             "value": round(fmean_of(hat), 4),
             "ci95": bootstrap_mean_ci(hat, n_boot=n_boot, seed=seed),
-            "tasks": len(eligible),
+            "tasks": count,
         }
-    multi = [(n, c) for n, c in counts if n > 1]
-    out["consistency"] = round(sum(1 for n, c in multi if c in (0, n)) / len(multi), 4) if multi else None
+    multi = n_of > 1
+    n_multi = int(np.count_nonzero(multi))
+    same = int(np.count_nonzero(multi & ((c_of == 0) | (c_of == n_of))))
+    out["consistency"] = round(same / n_multi, 4) if n_multi else None
     sds = []
-    if multi:
+    if n_multi:
         ends = np.cumsum(tasks.count)
         listed = scores0[tasks.order].tolist()
         for t in np.flatnonzero(tasks.count > 1).tolist():
