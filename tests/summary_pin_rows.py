@@ -1,6 +1,7 @@
 """Seeded synthetic result lines whose ``summary.json`` figures are pinned in
 ``tests/fixtures/summary_pins.json`` (issue 25: the statistics engine made faster must give the very
-same numbers). The pins were recorded with the code of commit fb660a0, before the engine changed;
+same numbers). The pins were recorded with the code of commit fb660a0, before the engine changed
+(the two ``edge_values`` cases later, with a copy of that code on ``PYTHONPATH``);
 ``python tests/summary_pin_rows.py --write`` records them again (only ever on purpose, with a note
 in docs/reports.md when a figure is meant to change).
 
@@ -8,12 +9,13 @@ Each case covers a path of the engine: the exact sign-flip test (at most 16 comm
 Carlo one with p near 0.5 (many flipped means near the observed one) and far in the tail, epochs
 with pass@k / pass^k, numeric and text metrics, metadata groups of several sizes, bootstrap draws
 that fit the draw cache and draws that do not (more than 12,000 tasks), other seeds and resamples,
-intervals turned off.
+intervals turned off, odd values (``edge_rows``).
 """
 
 from __future__ import annotations
 
 import json
+import math
 import random
 import sys
 from pathlib import Path
@@ -110,6 +112,41 @@ def bench_rows(pairs: int, seed: int = 7, close: bool = False) -> list[dict[str,
     return out
 
 
+def edge_rows(seed: int = 1, tasks: int = 40) -> list[dict[str, Any]]:
+    """Odd but valid values, shuffled lines: scores that are ints, bools, -0.0, NaN, None or above 1;
+    ``success`` metrics that are ints or bools; text, infinite and missing metrics; one to four
+    epochs; list, empty and missing categories; up to three agents and judges."""
+    rng = random.Random(seed)
+    out = []
+    for a in range(3):
+        for t in range(tasks):
+            if rng.random() < 0.1:
+                continue  # a task this agent never attempted
+            for e in range(1, rng.choice((1, 1, 2, 4)) + 1):
+                scores = {}
+                for j in ("j1", "j2", "j3"):
+                    if rng.random() < 0.2:
+                        continue
+                    score = rng.choice(
+                        (rng.random(), round(rng.random(), 2), 0, 1, -0.0, None, True, math.nan, 2)
+                    )
+                    metrics = {
+                        k: rng.choice((True, False, 1, 0, 0.3, "x", "y", None, math.inf, 7))
+                        for k in ("success", "m1", "lab")
+                        if rng.random() < 0.5
+                    }
+                    scores[j] = {"score": score, "metrics": metrics}
+                meta: dict[str, Any] = {}
+                if rng.random() < 0.8:
+                    meta["category"] = rng.choice(("c1", ["c1", "c2"], [], "", None, "c3"))
+                if rng.random() < 0.5:
+                    meta["difficulty"] = rng.choice(("easy", "hard"))
+                status = rng.choice(("scored", "agent_error"))
+                out.append(_line(f"a{a}", f"t{t}", e, status, scores, meta))
+    rng.shuffle(out)
+    return out
+
+
 def demo_rows() -> list[dict[str, Any]]:
     """The 24 lines of a demo run (12 tasks, noop and oracle, rubric and structural judges)."""
     return [json.loads(line) for line in DEMO_RESULTS.read_text(encoding="utf-8").splitlines() if line]
@@ -129,6 +166,8 @@ def cases() -> dict[str, tuple[Any, dict[str, Any]]]:
             {"seed": 5, "n_boot": 1000},
         ),
         "close_26000_pairs": (lambda: bench_rows(26_000, seed=5, close=True), {}),
+        "edge_values": (edge_rows, {}),
+        "edge_values_threshold": (lambda: edge_rows(2, tasks=12), {"success_threshold": 0.5, "n_boot": 300}),
     }
 
 
