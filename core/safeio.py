@@ -427,7 +427,10 @@ def walk_tree(
     folders are entered through descriptors opened with ``O_NOFOLLOW``, so a link planted in place
     of a folder (or swapped in while walking) is reported as a ``link``, never entered.
 
-    :raises UnsafeFileError: more than ``max_entries`` names (the walk stops there).
+    :raises UnsafeFileError: more than ``max_entries`` names. Names are counted as each folder is
+        read (a folder is read whole, up to the cap, before its first name is given, to give them in
+        order), so the walk stops as soon as the cap is passed, before giving any name of the folder
+        that passed it, and never holds more than ``max_entries`` names in memory.
     """
     top = open_dir(root)
     count = [0]
@@ -437,15 +440,26 @@ def walk_tree(
         os.close(top)
 
 
+def _listing(dir_fd: int, count: list[int], max_entries: int) -> list[tuple[str, os.DirEntry[str]]]:
+    """One folder's names in name order, read as a stream: every name counts against ``max_entries``
+    (for the whole walk) as it is read, so a folder of millions of names is refused after reading
+    ``max_entries`` of them, never listed (let alone sorted) whole. The listings held at once along
+    the walk's path together never exceed ``max_entries``."""
+    out: list[tuple[str, os.DirEntry[str]]] = []
+    with os.scandir(dir_fd) as it:
+        for entry in it:
+            count[0] += 1
+            if count[0] > max_entries:
+                raise UnsafeFileError(f"more than {max_entries} files and folders below the walked folder")
+            out.append((entry.name, entry))
+    out.sort(key=lambda pair: pair[0])
+    return out
+
+
 def _walk(
     dir_fd: int, prefix: str, depth: int, count: list[int], max_entries: int, max_depth: int
 ) -> Iterator[Entry]:
-    with os.scandir(dir_fd) as it:
-        names = sorted((e.name, e) for e in it)
-    for name, entry in names:
-        count[0] += 1
-        if count[0] > max_entries:
-            raise UnsafeFileError(f"more than {max_entries} files and folders below the walked folder")
+    for name, entry in _listing(dir_fd, count, max_entries):
         rel = f"{prefix}{name}"
         try:
             info = entry.stat(follow_symlinks=False)
