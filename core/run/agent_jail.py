@@ -40,9 +40,20 @@ DEFAULT_DISK_MB = 1024
 BUILTIN_PLUGINS = "pptarena.plugins"
 
 
+@functools.cache
+def _bwrap_works() -> bool:
+    """Whether bubblewrap runs here, probed once (only ever called while ``PPTARENA_SANDBOX`` is not off)."""
+    probe = getattr(isolation.base_flags, "__wrapped__", isolation.base_flags)
+    return probe() is not None
+
+
 def jail_available() -> bool:
     """Whether agent workers can be jailed here (bubblewrap usable and ``PPTARENA_SANDBOX`` not off)."""
-    return isolation.bwrap_executable() is not None and isolation.base_flags() is not None
+    if isolation.bwrap_executable() is None or not _bwrap_works():
+        return False
+    if isolation.base_flags() is None and hasattr(isolation.base_flags, "cache_clear"):
+        isolation.base_flags.cache_clear()  # it was cached while PPTARENA_SANDBOX was off
+    return isolation.base_flags() is not None
 
 
 def _site_dirs() -> list[Path]:
