@@ -138,8 +138,8 @@ class ResultsStore:
             os.fsync(fh.fileno())
 
 
-def _group_keys(row: dict[str, Any], field: str) -> list[str]:
-    value = (row.get("metadata") or {}).get(field)
+def _value_keys(value: Any) -> list[str]:
+    """The metadata group keys of one value (a list is several groups; nothing for an empty value)."""
     if value is None or value == "" or value == []:
         return []
     if isinstance(value, list):
@@ -216,10 +216,16 @@ def _summarize(rows: list[dict[str, Any]], group_fields: list[str], opts: StatsO
             "agent_process": _one_or_mixed([r.get("agent_process") for r in arows]),
             "groups": {},
         }
+        metas = [r.get("metadata") or {} for r in arows]
         for field in group_fields:
             groups: dict[str, list[int]] = defaultdict(list)
-            for i, r in enumerate(arows):
-                for key in _group_keys(r, field):
+            for i, meta in enumerate(metas):
+                value = meta.get(field)
+                if type(value) is str:  # the usual value: one group (as _value_keys gives it)
+                    if value:
+                        groups[value].append(i)
+                    continue
+                for key in _value_keys(value):
                     groups[key].append(i)
             if groups:
                 entry["groups"][field] = {
