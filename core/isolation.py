@@ -278,6 +278,31 @@ def python_paths(distributions: Sequence[str] = CODE_DISTRIBUTIONS) -> list[Path
     return list(python_view(tuple(distributions)).read_only)
 
 
+def scratch_mounts(tmp_mb: int) -> list[str]:
+    """bwrap flags for a jail's memory-backed folders: bubblewrap's ``/dev``, a ``/dev/shm`` of
+    :data:`SHM_MB` (or ``tmp_mb`` when smaller) and a ``/tmp`` of ``tmp_mb`` megabytes, so a program
+    writing there stops with ``ENOSPC`` instead of filling host memory. ``/dev`` itself has no size:
+    end the command line with :data:`DEV_READ_ONLY` (after every mount below ``/dev``)."""
+    mb = 1024 * 1024
+    shm_mb = max(1, min(SHM_MB, tmp_mb))
+    return [
+        "--dev",
+        "/dev",
+        "--size",
+        str(shm_mb * mb),
+        "--tmpfs",
+        "/dev/shm",
+        "--size",
+        str(tmp_mb * mb),
+        "--tmpfs",
+        "/tmp",
+    ]
+
+
+#: Goes after :func:`scratch_mounts`' flags and every other mount: ``/dev`` read-only (its nodes work).
+DEV_READ_ONLY: tuple[str, ...] = ("--remount-ro", "/dev")
+
+
 def command(jail: Jail, argv: Sequence[str]) -> list[str]:
     """The full bwrap command line running ``argv`` in ``jail`` (requires :func:`base_flags`)."""
     flags = base_flags()
@@ -287,10 +312,7 @@ def command(jail: Jail, argv: Sequence[str]) -> list[str]:
     out = [exe, *flags]
     if jail.network:
         out.append("--share-net")
-    out += ["--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev"]
-    shm_mb = max(1, min(SHM_MB, jail.tmpfs_mb))
-    out += ["--size", str(shm_mb * 1024 * 1024), "--tmpfs", "/dev/shm"]
-    out += ["--size", str(jail.tmpfs_mb * 1024 * 1024), "--tmpfs", "/tmp"]
+    out += ["--die-with-parent", "--new-session", "--proc", "/proc", *scratch_mounts(jail.tmpfs_mb)]
     binds: list[tuple[str, str, str]] = []  # (flag, host path, path inside)
     for d in SYSTEM_DIRS + ETC_PATHS:
         p = Path(d)
@@ -318,7 +340,7 @@ def command(jail: Jail, argv: Sequence[str]) -> list[str]:
         out += ["--ro-bind", str(host), str(jail.workdir / inside)]
     for m in masks:
         out += ["--remount-ro", m]
-    out += ["--remount-ro", "/dev", "--remount-ro", "/", "--chdir", str(jail.workdir), "--", *argv]
+    out += [*DEV_READ_ONLY, "--remount-ro", "/", "--chdir", str(jail.workdir), "--", *argv]
     return out
 
 

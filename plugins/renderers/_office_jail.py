@@ -17,6 +17,10 @@ bubblewrap works:
   (:mod:`pptarena.render_guard`) missed still reads nothing of the host;
 - an environment of its own (:func:`office_env`): locale, a fixed ``PATH``, ``HOME=/tmp``; none of the
   harness's variables (model API keys);
+- memory-backed folders of a fixed size: ``/tmp`` (the office's ``HOME`` and ``TMPDIR``) a tmpfs of
+  :func:`tmp_mb` (``PPTARENA_OFFICE_TMP_MB``, default 512), ``/dev/shm`` one of 64 MB, ``/dev``
+  read-only (:func:`pptarena.isolation.scratch_mounts`), so nothing running in the jail can fill host
+  memory by writing files there (it gets ``ENOSPC``);
 - ``prlimit --as=<bytes>`` (:func:`memory_prefix`) in front of ``soffice.bin``: an address-space cap
   (``PPTARENA_OFFICE_MEMORY_MB``, default 3072), so a deck that drives the office to many gigabytes
   fails as a render error instead of exhausting the host.
@@ -36,6 +40,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 DEFAULT_MEMORY_MB = 3072
+DEFAULT_TMP_MB = 512
 INSIDE = Path("/pptarena")
 """Where files the jail needs from pptarena (the UNO bridge script) are bound, read-only."""
 OFFICE_ENV_KEYS = ("LANG", "LANGUAGE", "LC_ALL", "TZ")
@@ -59,6 +64,15 @@ def memory_mb() -> int:
         return max(512, int(os.environ.get("PPTARENA_OFFICE_MEMORY_MB", DEFAULT_MEMORY_MB)))
     except ValueError:
         return DEFAULT_MEMORY_MB
+
+
+def tmp_mb() -> int:
+    """The size in MB of the office's ``/tmp`` (a tmpfs: host memory the address-space cap does not
+    count), ``PPTARENA_OFFICE_TMP_MB`` (default 512, at least 64)."""
+    try:
+        return max(64, int(os.environ.get("PPTARENA_OFFICE_TMP_MB", DEFAULT_TMP_MB)))
+    except ValueError:
+        return DEFAULT_TMP_MB
 
 
 def memory_prefix() -> list[str]:
@@ -98,13 +112,13 @@ def _system_binds() -> list[str]:
 
 
 def _bwrap_base() -> list[str] | None:
-    from pptarena.isolation import base_flags, bwrap_executable
+    from pptarena.isolation import base_flags, bwrap_executable, scratch_mounts
 
     flags = base_flags()
     exe = bwrap_executable()
     if flags is None or exe is None:
         return None
-    return [exe, *flags, "--die-with-parent", "--new-session", "--proc", "/proc", "--dev", "/dev"]
+    return [exe, *flags, "--die-with-parent", "--new-session", "--proc", "/proc", *scratch_mounts(tmp_mb())]
 
 
 def jail_command(
@@ -124,7 +138,9 @@ def jail_command(
     base = _bwrap_base()
     if base is None:
         return None
-    out = [*base, "--tmpfs", "/tmp", *_system_binds()]
+    from pptarena.isolation import DEV_READ_ONLY
+
+    out = [*base, *_system_binds()]
     for p in sorted({str(Path(p)) for p in read_only}, key=lambda s: (s.count("/"), s)):
         out += ["--ro-bind", p, p]
     for name, host in (files or {}).items():
@@ -133,7 +149,7 @@ def jail_command(
     for p in folders:
         Path(p).mkdir(parents=True, exist_ok=True)
         out += ["--bind", p, p]
-    out += ["--remount-ro", "/"]
+    out += [*DEV_READ_ONLY, "--remount-ro", "/"]
     if folders:
         out += ["--chdir", folders[0]]
     return [*out, "--", *argv]
