@@ -190,8 +190,8 @@ class IntervalBatch:
 
     def __init__(self) -> None:
         self._requests: list[tuple[np.ndarray, int, int, float, list[float]]] = []
-        self._thread: threading.Thread | None = None
-        self._error: BaseException | None = None
+        self._threads: list[threading.Thread] = []
+        self._errors: list[BaseException] = []
 
     def add(self, a: np.ndarray, n_boot: int, seed: int, level: float) -> list[float]:
         """A placeholder for the interval of ``a`` (1-d, at least 2 values)."""
@@ -201,26 +201,28 @@ class IntervalBatch:
 
     def start(self) -> None:
         """Begin computing the intervals asked for so far on another thread (most of the work
-        releases the GIL), while the caller does other work; :meth:`resolve` waits for them."""
-        if self._thread is None and self._requests:
+        releases the GIL), while the caller does other work; :meth:`resolve` waits for them. Each
+        start is a wave of its own (lengths are shared within a wave, not between waves)."""
+        if self._requests:
             requests, self._requests = self._requests, []
-            self._thread = threading.Thread(target=self._background, args=(requests,), daemon=True)
-            self._thread.start()
+            thread = threading.Thread(target=self._background, args=(requests,), daemon=True)
+            self._threads.append(thread)
+            thread.start()
 
     def _background(self, requests: list[tuple[np.ndarray, int, int, float, list[float]]]) -> None:
         try:
             self._compute(requests)
         except BaseException as exc:  # noqa: BLE001 - raised again by resolve(), in the caller's thread
-            self._error = exc
+            self._errors.append(exc)
 
     def resolve(self) -> None:
         """Fill every placeholder (vectors of one length, resamples and seed share their draws;
         equal vectors are computed once)."""
-        if self._thread is not None:
-            self._thread.join()
-            self._thread = None
-            if self._error is not None:
-                raise self._error
+        for thread in self._threads:
+            thread.join()
+        self._threads = []
+        if self._errors:
+            raise self._errors[0]
         requests, self._requests = self._requests, []
         if requests:
             self._compute(requests)

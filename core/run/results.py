@@ -195,7 +195,7 @@ def _summarize(rows: list[dict[str, Any]], group_fields: list[str], opts: StatsO
     for agent, arows in sorted(agents.items()):
         cols = columns(arows, judges, opts.success_threshold)
         per_agent[agent] = (cols, tasks_of(cols, np.arange(len(arows))))
-    add_comparisons = start_comparisons(judges, per_agent, opts)  # the sign-flip tests, on a thread
+    comparisons = start_comparisons(judges, per_agent, opts)  # the sign-flip tests, on a thread
     for agent, arows in sorted(agents.items()):
         cols, everything = per_agent[agent][0], np.arange(len(arows))
         found = Counter(r.get("status") for r in arows)
@@ -216,6 +216,13 @@ def _summarize(rows: list[dict[str, Any]], group_fields: list[str], opts: StatsO
             "agent_process": _one_or_mixed([r.get("agent_process") for r in arows]),
             "groups": {},
         }
+        summary["agents"][agent] = entry
+    comparisons.wait()
+    batch = active_batch()
+    if batch is not None:
+        batch.start()  # the agents' and comparisons' intervals, on other threads, while groups are built
+    for agent, arows in sorted(agents.items()):
+        cols, entry = per_agent[agent][0], summary["agents"][agent]
         metas = [r.get("metadata") or {} for r in arows]
         for field in group_fields:
             groups: dict[str, list[int]] = defaultdict(list)
@@ -236,12 +243,10 @@ def _summarize(rows: list[dict[str, Any]], group_fields: list[str], opts: StatsO
                     for key, g in sorted(groups.items())
                     if len(at := np.array(g, dtype=np.intp))
                 }
-        summary["agents"][agent] = entry
     summary["cost"] = cost_of_rows(rows)
-    add_comparisons(summary)
-    batch = active_batch()
+    comparisons.add_to(summary)
     if batch is not None:
-        batch.start()  # the intervals, on other threads, while the lines' digest is computed
+        batch.start()  # the groups' intervals, on other threads, while the lines' digest is computed
     splits = split_figures(rows)  # PPTArena's leaderboard figures, when the dataset describes its splits
     if splits:
         summary["leaderboard_splits"] = splits

@@ -10,8 +10,7 @@ from __future__ import annotations
 
 import statistics
 from collections import Counter
-from collections.abc import Callable
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
@@ -183,17 +182,50 @@ def add_comparisons(
 ) -> None:
     """``summary["comparisons"][judge]["A|B"]``: paired comparison of every two agents on their common
     tasks (``per_agent``: each agent's columns and its lines grouped by task)."""
-    start_comparisons(summary.get("judges") or [], per_agent, opts)(summary)
+    start_comparisons(summary.get("judges") or [], per_agent, opts).add_to(summary)
+
+
+class PendingComparisons:
+    """The paired comparisons of :func:`start_comparisons`: their intervals already asked for (in the
+    caller's batch), their sign-flip tests running on another thread."""
+
+    def __init__(self, jobs: list[tuple[str, str, str, np.ndarray]], opts: StatsOptions) -> None:
+        self._jobs = jobs
+        self._out: dict[str, Any] = {}
+        for judge, x, y, diffs in jobs:
+            self._out.setdefault(judge, {})[f"{x}|{y}"] = {
+                "a": x,
+                "b": y,
+                **comparison_of(diffs, None, n_boot=opts.n_boot, seed=opts.seed),  # p-value below
+            }
+        self._pending: Future[list[float | None]] | None = None
+        if jobs:
+            pool = ThreadPoolExecutor(max_workers=1)
+            self._pending = pool.submit(paired_p_values, [d for *_, d in jobs], seed=opts.seed)
+            pool.shutdown(wait=False)
+
+    def wait(self) -> None:
+        """Wait for the sign-flip tests and record their p-values."""
+        if self._pending is None:
+            return
+        for (judge, x, y, diffs), p in zip(self._jobs, self._pending.result(), strict=True):
+            self._out[judge][f"{x}|{y}"]["p_value"] = None if not len(diffs) else round(float(p or 1.0), 6)
+        self._pending = None
+
+    def add_to(self, summary: dict[str, Any]) -> None:
+        """``summary["comparisons"]`` (nothing with fewer than two agents)."""
+        self.wait()
+        if self._jobs:
+            summary["comparisons"] = self._out
 
 
 def start_comparisons(
     judges: list[str], per_agent: dict[str, tuple[Columns, Tasks]], opts: StatsOptions
-) -> Callable[[dict[str, Any]], None]:
-    """Begin :func:`add_comparisons`: the sign-flip tests run on another thread (their draws and
-    products release the GIL) while the caller goes on; the function returned waits for them and
-    adds ``summary["comparisons"]`` (its intervals join the caller's batch)."""
+) -> PendingComparisons:
+    """Begin :func:`add_comparisons`: the per-task differences now, the sign-flip tests on another
+    thread (their draws and products release the GIL) while the caller goes on."""
     if len(per_agent) < 2:
-        return lambda summary: None
+        return PendingComparisons([], opts)
     names = sorted(per_agent)
     index = {a: {t: i for i, t in enumerate(_task_ids(*per_agent[a]))} for a in names}
     pairs = []
@@ -210,21 +242,7 @@ def start_comparisons(
             score = cols.judges[judge].score[tasks.positions]
             means[a] = task_fmeans(tasks, np.where(np.isnan(score), 0.0, score))
         jobs += [(judge, x, y, means[x][ix] - means[y][iy]) for x, y, ix, iy in pairs]
-    pool = ThreadPoolExecutor(max_workers=1)
-    pending = pool.submit(paired_p_values, [d for *_, d in jobs], seed=opts.seed)
-    pool.shutdown(wait=False)
-
-    def finish(summary: dict[str, Any]) -> None:
-        out: dict[str, Any] = {}
-        for (judge, x, y, diffs), p in zip(jobs, pending.result(), strict=True):
-            out.setdefault(judge, {})[f"{x}|{y}"] = {
-                "a": x,
-                "b": y,
-                **comparison_of(diffs, p, n_boot=opts.n_boot, seed=opts.seed),
-            }
-        summary["comparisons"] = out
-
-    return finish
+    return PendingComparisons(jobs, opts)
 
 
 def _task_ids(cols: Columns, tasks: Tasks) -> list[str]:
