@@ -13,15 +13,16 @@ from __future__ import annotations
 import base64
 import concurrent.futures
 import contextlib
+import gzip
 import io
 import json
 import os
 import select
 import subprocess
 import tarfile
-import tempfile
 import threading
 import time
+import zlib
 from pathlib import Path, PurePosixPath
 from typing import Any
 
@@ -37,7 +38,12 @@ BOOT_TIMEOUT = 120.0
 MAX_LINE_BYTES = 1024 * 1024 * 1024
 """Largest protocol line a jailed worker may send (a deck or a workspace archive, base64)."""
 MAX_UNPACKED_BYTES = 2 * 1024 * 1024 * 1024
+MAX_UNPACKED_ENTRIES = 10_000
+"""Most members (files, folders, and the ones left out) a workspace archive may hold."""
+MAX_HEADER_BYTES = 1024 * 1024
+"""Largest extended header (PAX, GNU long name) a workspace archive may carry: refused on its size field."""
 MAX_STDERR_BYTES = 1024 * 1024
+"""What is kept of a worker's stderr per pair (its end); the rest is read from the pipe and dropped."""
 MAX_PROCESSES = 512
 """Processes (threads included) alive at once in one jailed worker, where a cgroup can be made."""
 MEMORY_MB = 4096
@@ -74,14 +80,15 @@ class JailWorker:
     """One jailed worker process and its pipes, in a cgroup of its own where the machine has one."""
 
     def __init__(self, argv: list[str], env: dict[str, str]):
-        self.stderr = tempfile.TemporaryFile()  # what the agent prints: the harness's own file, read per pair
+        self._err = bytearray()  # the end of what the agent printed on stderr (a pipe, drained as it runs)
+        self._err_open = True
         self.group = _cgroup()
         try:
             self.proc = subprocess.Popen(
                 argv,
                 stdin=subprocess.PIPE,
                 stdout=subprocess.PIPE,
-                stderr=self.stderr,
+                stderr=subprocess.PIPE,
                 start_new_session=True,
                 env=env,
                 preexec_fn=self.group.preexec() if self.group is not None else None,  # noqa: PLW1509
@@ -89,8 +96,9 @@ class JailWorker:
         except BaseException:
             if self.group is not None:
                 self.group.__exit__(None, None, None)
-            self.stderr.close()
             raise
+        assert self.proc.stderr is not None
+        os.set_blocking(self.proc.stderr.fileno(), False)
         self.pairs = 0
         self._buf = bytearray()
         try:
@@ -125,22 +133,42 @@ class JailWorker:
             remaining = deadline - time.monotonic()
             if remaining <= 0:
                 return None
-            ready, _, _ = select.select([fd], [], [], remaining)
-            if not ready:
+            err = [self.proc.stderr.fileno()] if self._err_open and self.proc.stderr is not None else []
+            ready, _, _ = select.select([fd, *err], [], [], remaining)
+            if err and err[0] in ready:
+                self._drain_stderr()
+            if fd not in ready:
                 continue
             chunk = os.read(fd, 1 << 20)
             if not chunk:
                 raise WorkerGone("the worker closed its output")
             self._buf += chunk
 
+    def _drain_stderr(self, reads: int = 16) -> None:
+        """Read what is waiting on the stderr pipe (at most ``reads`` MB at a time), keeping its last
+        :data:`MAX_STDERR_BYTES`: a flood costs the harness reading time, never memory or disk."""
+        if not self._err_open or self.proc.stderr is None:
+            return
+        for _ in range(reads):
+            try:
+                chunk = os.read(self.proc.stderr.fileno(), 1 << 20)
+            except (BlockingIOError, InterruptedError):
+                return
+            except (OSError, ValueError):
+                chunk = b""
+            if not chunk:
+                self._err_open = False
+                return
+            self._err += chunk
+            if len(self._err) > 2 * MAX_STDERR_BYTES:
+                del self._err[:-MAX_STDERR_BYTES]
+
     def take_stderr(self, path: Path, cap: int = MAX_STDERR_BYTES) -> None:
-        """Move what the worker printed since the last pair into ``path`` (a new file; the tail beyond
-        ``cap`` bytes is kept)."""
-        size = self.stderr.seek(0, os.SEEK_END)
-        self.stderr.seek(max(0, size - cap))
-        data = self.stderr.read()
-        self.stderr.seek(0)
-        self.stderr.truncate()
+        """Move what the worker printed since the last pair into ``path`` (a new file; the last ``cap``
+        bytes, at most :data:`MAX_STDERR_BYTES`, are kept)."""
+        self._drain_stderr(reads=64)
+        data = bytes(self._err[-cap:])
+        self._err.clear()
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o644)
         with os.fdopen(fd, "wb") as out:
             out.write(data)
@@ -157,11 +185,10 @@ class JailWorker:
     def kill(self) -> None:
         """SIGKILL the jail (bwrap's session: the worker and everything in its namespace)."""
         kill_group(self.proc)
-        self.stderr.close()
         if self.group is not None:
             group, self.group = self.group, None
             group.__exit__(None, None, None)  # kills whatever is left in it and removes it
-        for pipe in (self.proc.stdin, self.proc.stdout):
+        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             try:
                 if pipe is not None:
                     pipe.close()
@@ -349,18 +376,67 @@ def host_path(path: Any, ws_dir: Path) -> Path | None:
     return ws_dir.joinpath(*rel.parts)
 
 
+class ArchiveRefused(tarfile.TarError):
+    """A workspace archive the harness will not read further (a header or a stream over its cap)."""
+
+
+_EXTENDED = (
+    tarfile.XHDTYPE,
+    tarfile.XGLTYPE,
+    tarfile.SOLARIS_XHDTYPE,
+    tarfile.GNUTYPE_LONGNAME,
+    tarfile.GNUTYPE_LONGLINK,
+)
+
+
+class _CappedTarInfo(tarfile.TarInfo):
+    """A member header that refuses, on its size field and before tarfile reads it whole, an extended
+    header (PAX, GNU long name) over :data:`MAX_HEADER_BYTES`, and GNU sparse members."""
+
+    def _proc_member(self, archive: Any) -> Any:  # tarfile's hook for headers that read more blocks
+        if self.type in _EXTENDED and self.size > MAX_HEADER_BYTES:
+            raise ArchiveRefused(f"an extended header of {self.size} bytes (over {MAX_HEADER_BYTES})")
+        if self.type == tarfile.GNUTYPE_SPARSE:
+            raise ArchiveRefused("a GNU sparse member")
+        return super()._proc_member(archive)
+
+
+class _CappedStream:
+    """The decompressed archive, read as a stream that raises :class:`ArchiveRefused` past ``cap`` bytes
+    (data of members left out is read too, and counts)."""
+
+    def __init__(self, raw: Any, cap: int):
+        self.raw, self.cap, self.seen = raw, cap, 0
+
+    def read(self, size: int = -1) -> bytes:
+        """At most ``size`` bytes (never all of an unbounded stream)."""
+        chunk = self.raw.read(size if 0 <= size <= 1 << 20 else 1 << 20)
+        self.seen += len(chunk)
+        if self.seen > self.cap:
+            raise ArchiveRefused(f"the workspace archive unpacks to more than {self.cap} bytes")
+        return chunk
+
+
 def unpack_workspace(archive: Any, dest: Path) -> str | None:
     """Copy a jailed agent's workspace (base64 gzip'd tar) into ``dest``: regular files and folders only,
     no absolute or ``..`` names, no reserved top-level name, never over an existing file; at most
-    :data:`MAX_UNPACKED_BYTES`. Returns a note on what was left out (None when everything was copied)."""
+    :data:`MAX_UNPACKED_BYTES` of content and :data:`MAX_UNPACKED_ENTRIES` members (folders and empty
+    files count). The archive is read as a stream whose decompressed size is capped, and an extended
+    header over :data:`MAX_HEADER_BYTES` is refused before it is read, so a small archive cannot make
+    the harness decompress or hold hundreds of MB. Returns a note on what was left out (None when
+    everything was copied)."""
     if not isinstance(archive, str):
         return "the worker handed back no workspace"
     skipped: list[str] = []
-    total = 0
+    total = entries = 0
     try:
         data = base64.b64decode(archive, validate=True)
-        with tarfile.open(fileobj=io.BytesIO(data), mode="r:gz") as tar:
+        stream = _CappedStream(gzip.GzipFile(fileobj=io.BytesIO(data)), MAX_UNPACKED_BYTES + (64 << 20))
+        with tarfile.open(fileobj=stream, mode="r|", tarinfo=_CappedTarInfo) as tar:
             for member in tar:
+                entries += 1
+                if entries > MAX_UNPACKED_ENTRIES:
+                    return f"the workspace holds more than {MAX_UNPACKED_ENTRIES} entries; the rest left out"
                 name = PurePosixPath(member.name)
                 if name.is_absolute() or ".." in name.parts or not name.parts or name.parts[0] in RESERVED:
                     skipped.append(member.name)
@@ -387,7 +463,7 @@ def unpack_workspace(archive: Any, dest: Path) -> str | None:
                 with os.fdopen(fd, "wb") as out:
                     while chunk := src.read(1 << 20):
                         out.write(chunk)
-    except (ValueError, OSError, tarfile.TarError, EOFError) as exc:
+    except (ValueError, OSError, tarfile.TarError, EOFError, zlib.error) as exc:
         return f"the workspace could not be copied out: {type(exc).__name__}: {exc}"
     return f"left out: {', '.join(skipped[:20])}" if skipped else None
 
