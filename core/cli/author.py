@@ -16,6 +16,7 @@ from typing import Any
 import click
 
 from pptarena.authoring.llm import AuthorError
+from pptarena.cli.options import max_images_option, no_renders_option
 
 EXIT_FLAGGED = 1
 
@@ -143,14 +144,8 @@ def author_group() -> None:
 )
 @model_option
 @config_option
-@click.option("--no-renders", is_flag=True, help="Do not render the deck for the model.")
-@click.option(
-    "--max-images",
-    type=click.IntRange(0, 64),
-    default=8,
-    show_default=True,
-    help="Slide images sent at most.",
-)
+@no_renders_option("Do not render the deck for the model.")
+@max_images_option(8)
 @attempts_option
 @tokens_option
 def propose_command(
@@ -234,7 +229,7 @@ def _reply_of(result: Any, rejected_index: int) -> int:
     help="Write the rubric here instead of <task folder>/rubric.json (task.toml is then not changed).",
 )
 @click.option("--no-run", is_flag=True, help="Only the static checks; do not run drafts on the task's decks.")
-@click.option("--no-renders", is_flag=True, help="No renderer for drafts whose leaves read screenshots.")
+@no_renders_option("No renderer for drafts whose leaves read screenshots.")
 @attempts_option
 @tokens_option
 def rubric_command(
@@ -334,14 +329,8 @@ def rubric_command(
     default=None,
     help="Write the style target to this file only (task.toml is not changed).",
 )
-@click.option("--no-renders", is_flag=True, help="Do not send slide renders.")
-@click.option(
-    "--max-images",
-    type=click.IntRange(0, 64),
-    default=6,
-    show_default=True,
-    help="Slide images sent at most.",
-)
+@no_renders_option("Do not send slide renders.")
+@max_images_option(6)
 @attempts_option
 @tokens_option
 def style_target_command(
@@ -432,9 +421,7 @@ def _write_style_target(text: str, folder: Path | None, out: Path | None, file_n
 @click.option(
     "--model", "model", default=None, help="Model for leaves calling llm_call / vlm_call (optional)."
 )
-@click.option(
-    "--no-renders", is_flag=True, help="No renderer: rubrics reading screenshots are reported, not run."
-)
+@no_renders_option("No renderer: rubrics reading screenshots are reported, not run.")
 @click.option(
     "--leaf-timeout",
     type=click.FloatRange(1, 3600),

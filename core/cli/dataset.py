@@ -35,6 +35,7 @@ from typing import Any
 
 import click
 
+from pptarena.cli.options import config_file_option
 from pptarena.types import PptArenaError, Task
 
 FORMATS = ("pptarena", "ppteval")
@@ -226,13 +227,7 @@ _fetch()
 
 
 @dataset_group.command("export")
-@click.option(
-    "--config",
-    "config_path",
-    required=True,
-    type=click.Path(exists=True, dir_okay=False),
-    help="Run config whose [dataset] (and [run] tasks/limit) selects the tasks.",
-)
+@config_file_option("Run config whose [dataset] (and [run] tasks/limit) selects the tasks.", required=True)
 @click.option("--format", "fmt", required=True, type=click.Choice(FORMATS), help="Layout to write.")
 @click.argument("out_dir", type=click.Path(file_okay=False, path_type=Path))
 @click.pass_context

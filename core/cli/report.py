@@ -12,6 +12,8 @@ from typing import Any
 
 import click
 
+from pptarena.cli.options import config_file_option
+
 RUN_DIR = click.Path(exists=True, file_okay=False, path_type=Path)
 
 
@@ -105,12 +107,8 @@ def report_command(
 
 @click.command("rescore")
 @click.argument("run_dir", type=RUN_DIR)
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="Take the judges (and backends, renderer) from this config instead of the run's own.",
+@config_file_option(
+    "Take the judges (and backends, renderer) from this config instead of the run's own.", path_type=Path
 )
 @click.option(
     "--out",
@@ -264,13 +262,7 @@ def _meta_tables(report: dict[str, Any]) -> list[Any]:
     default=0,
     help="Judge every prediction K more times and report stability.",
 )
-@click.option(
-    "--config",
-    "config_path",
-    type=click.Path(exists=True, dir_okay=False, path_type=Path),
-    default=None,
-    help="With --repeat: the judges to repeat (default: the run's).",
-)
+@config_file_option("With --repeat: the judges to repeat (default: the run's).", path_type=Path)
 @click.option(
     "--bootstrap",
     "n_boot",
