@@ -28,6 +28,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 from pptarena.types import AgentTask, PptArenaError, Status, Task, Workspace
 
 if TYPE_CHECKING:
+    from pptarena.run.attempt import Attempts
     from pptarena.run.records import AgentOutcome
 
 #: Largest task folder an executor ships back (compressed), and largest total once unpacked.
@@ -57,19 +58,19 @@ class PairJob:
 
 AgentLauncher = Callable[[Any, AgentTask, Workspace], "AgentOutcome"]
 """Runs one agent on one task (its answer-free view) in a workspace and says what came of it
-(e.g. on a warm worker pool)."""
+(e.g. on a warm worker pool); see :class:`pptarena.run.launchers.Launcher`."""
 
 
 @runtime_checkable
 class RunHandle(Protocol):
-    """What the runner hands an executor (:class:`pptarena.runner.Runner` implements it).
+    """What the runner hands an executor (:class:`pptarena.run.runner.Runner` implements it).
 
-    ``compute_pair(agent, task, epoch)`` runs one attempt of a pair *in this process*: it prepares
-    the task folder under ``run_dir``, runs the agent, judges the prediction,
-    writes ``verdicts.json`` and returns the result row without appending it
-    (None when the run is stopping). ``agent_launcher``, when set, replaces the
-    per-pair plain worker process (built-in agents that jail their own tools; agents where weak
-    isolation is allowed).
+    ``attempts`` (:class:`pptarena.run.attempt.Attempts`) runs one attempt of a pair *in this
+    process*: ``attempts.run(agent, task, epoch)`` prepares the task folder under ``run_dir``, runs
+    the agent, judges the prediction, writes ``verdicts.json`` and returns the result row without
+    appending it (None when the run is stopping). An executor with its own way of starting host
+    agent workers passes it in: ``attempts.using(launcher).run(...)`` (the ``local`` executor's warm
+    pool). ``compute_pair(agent, task, epoch)`` is ``attempts.run``.
     """
 
     config: Any
@@ -77,7 +78,7 @@ class RunHandle(Protocol):
     run_dir: Path
     jobs: int
     strict: bool
-    agent_launcher: AgentLauncher | None
+    attempts: Attempts
 
     def compute_pair(self, agent: Any, task: Task, epoch: int = 1) -> dict[str, Any] | None: ...
 

@@ -4,14 +4,15 @@ A task is multi-turn when ``task.metadata["turns"]`` is a non-empty list. Each t
 ``instruction``, optional ``target`` (the gold deck after this turn), optional ``style_target`` and
 optional ``metadata`` (merged into the turn's task metadata, e.g. a judge's per-turn inputs).
 
-The runner turns turn *i* into an ordinary :class:`~pptarena.types.Task` (id
-``<task id>--turn-<i>``) whose ``original`` is the agent's prediction of turn *i-1* (the
-session's ``original`` for turn 0) and whose ``metadata["turn_history"]`` lists the earlier turns
-(``{"turn", "instruction"}``), so single-turn agents work unchanged and multi-turn agents can read
-the history. Every turn is judged; the session stops at the first turn the agent or a judge fails
-on. A session's score per judge is the **lowest** turn score (for 0/1 judges: it succeeds only if
-every turn does); the metrics give ``turns``, ``turns_passed``, ``final_turn_score`` and
-``turn_scores``, and the result line lists the turns under ``turns``.
+Each turn is an attempt of its own (:meth:`pptarena.run.attempt.Attempts.run_turn`): turn *i* is an
+ordinary :class:`~pptarena.types.Task` (id ``<task id>--turn-<i>``) whose ``original`` is the
+agent's prediction of turn *i-1* (the session's ``original`` for turn 0) and whose
+``metadata["turn_history"]`` lists the earlier turns (``{"turn", "instruction"}``), so single-turn
+agents work unchanged and multi-turn agents can read the history. Every turn is judged; the session
+stops at the first turn the agent or a judge fails on. A session's score per judge is the **lowest**
+turn score (for 0/1 judges: it succeeds only if every turn does); the metrics give ``turns``,
+``turns_passed``, ``final_turn_score`` and ``turn_scores``, and the result line lists the turns
+under ``turns``.
 
 ``task.metadata["session_score"] = "final"`` scores a session by its **last** turn alone (PPTC's
 session accuracy: the final deck against the final label): its score per judge is the last turn's,
@@ -23,9 +24,12 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from pptarena.types import Status, Task
+
+if TYPE_CHECKING:
+    from pptarena.run.attempt import Attempts
 
 
 def is_session(task: Task) -> bool:
@@ -89,26 +93,26 @@ def weakest_isolation(levels: list[str]) -> str | None:
     return min(levels, key=lambda level: ISOLATION_RANK.get(level, 0)) if levels else None
 
 
-def run_session(runner: Any, agent: Any, session: Task, epoch: int = 1) -> dict[str, Any] | None:
-    """Run every turn of ``session`` with ``agent`` through ``runner``;
+def run_session(attempts: Attempts, agent: Any, session: Task, epoch: int = 1) -> dict[str, Any] | None:
+    """Run every turn of ``session`` with ``agent`` through ``attempts``;
     return its one row (the caller appends it).
 
-    Each turn is an ordinary attempt (``runner.attempt``): its own task folder, judges, usage, cost
-    and isolation. The session's row adds them up (usage, cost, duration) and takes the weakest
-    isolation.
+    Each turn is an ordinary attempt (:meth:`~pptarena.run.attempt.Attempts.run_turn`): its own task
+    folder, judges, usage, cost and isolation. The session's row adds them up (usage, cost, duration)
+    and takes the weakest isolation.
     """
     from pptarena.models.messages import add_counts
     from pptarena.models.pricing import cost_of_rows
 
     t0 = time.monotonic()
-    row = runner._new_row(agent, session, {}, epoch)
+    row = attempts.new_row(agent, session, epoch)
     row["metadata"] = {k: v for k, v in session.metadata.items() if k != "turns"}
     previous: Path = session.original
     history: list[dict[str, Any]] = []
     turn_rows: list[dict[str, Any]] = []
     for index in range(len(session.metadata["turns"])):
         task = turn_task(session, index, previous, history)
-        turn = runner.attempt(agent, task, epoch)
+        turn = attempts.run_turn(agent, task, epoch)
         if turn is None:  # interrupted
             return None
         turn_rows.append(_turn_entry(index, turn))
@@ -118,7 +122,7 @@ def run_session(runner: Any, agent: Any, session: Task, epoch: int = 1) -> dict[
         if turn["status"] != Status.SCORED and (last or not judged_later):
             row["status"], row["error"] = turn["status"], f"turn {index}: {turn['error'] or turn['status']}"
             break
-        previous = Path(runner.run_dir) / turn["prediction"]  # absolute when outside the run folder
+        previous = Path(attempts.run_dir) / turn["prediction"]  # absolute when outside the run folder
         history.append({"turn": index, "instruction": task.instruction})
     if row["status"] == Status.SCORED:
         row["scores"] = session_scores(turn_rows, final=final_only(session))
@@ -126,7 +130,7 @@ def run_session(runner: Any, agent: Any, session: Task, epoch: int = 1) -> dict[
     row["cost"] = cost_of_rows(turn_rows)
     row["isolation"] = weakest_isolation([t["isolation"] for t in turn_rows if t.get("isolation")])
     row["duration_s"] = round(time.monotonic() - t0, 3)
-    if runner.stopping():
+    if attempts.stopping():
         return None
     return row
 

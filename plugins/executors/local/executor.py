@@ -1,7 +1,8 @@
 """The ``local`` executor: pairs run on this host, ``[run] jobs`` at a time.
 
-Judges run in the driver's threads (sharing one warm renderer). Jailed agents
-run on the runner's warm jails (:mod:`pptarena.run.jail_pool`); built-in agents
+Each pair is one attempt (:class:`pptarena.run.attempt.Attempts`) run on a thread;
+judges run in the driver's threads (sharing one warm renderer). Jailed agents
+run on the run's warm jails (:mod:`pptarena.run.jail_pool`); built-in agents
 that jail their own tools (and every agent where weak isolation is allowed) run
 in a pool of long-lived worker processes
 (:mod:`.pool`): spawned once, plugins loaded once, one pair at a time each,
@@ -45,6 +46,7 @@ class LocalExecutor(Component):
     def __init__(self, options: Any, context: Any):
         super().__init__(options, context)
         self.pool: WorkerPool | None = None
+        self._launcher: PoolLauncher | None = None
         self._threads: ThreadPoolExecutor | None = None
 
     def execute(self, jobs: Sequence[PairJob], run: RunHandle) -> Iterator[tuple[PairJob, dict[str, Any]]]:
@@ -52,13 +54,16 @@ class LocalExecutor(Component):
         opts: LocalOptions = self.options  # type: ignore[assignment]
         # a run under a budget calls execute once per batch: the pool and threads are made once
         needs_pool = any(agent_process(j.agent) in ("host", "unjailed") for j in jobs)
+        attempts = run.attempts
         if opts.pool and needs_pool and self.pool is None:
-            self.pool = WorkerPool(run.jobs, opts.recycle_after, boot_of(run))
-            run.agent_launcher = PoolLauncher(self.pool, run)
+            self.pool = WorkerPool(run.jobs, opts.recycle_after, boot_of(attempts))
+            self._launcher = PoolLauncher(self.pool, attempts.config, attempts.stopping)
+        if self._launcher is not None:
+            attempts = attempts.using(self._launcher)
         if self._threads is None:
             self._threads = ThreadPoolExecutor(max_workers=run.jobs, thread_name_prefix="pair")
         futures: dict[Future[Any], PairJob] = {
-            self._threads.submit(run.compute_pair, j.agent, j.task, j.epoch): j for j in jobs
+            self._threads.submit(attempts.run, j.agent, j.task, j.epoch): j for j in jobs
         }
         while futures:
             finished, _ = wait(list(futures), timeout=0.5, return_when=FIRST_COMPLETED)

@@ -16,10 +16,10 @@ import subprocess
 import sys
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 from pptarena.procs import kill_group
-from pptarena.run.executors import RunHandle
 from pptarena.run.records import AgentOutcome
 from pptarena.run.rundir import AGENT_STDERR
 from pptarena.run.worker import reported_outcome, timed_out_outcome, vanished_outcome, workspace_spec
@@ -222,20 +222,27 @@ class WorkerPool:
             w.kill()
 
 
-def boot_of(run: RunHandle) -> dict[str, Any]:
-    """What a pool worker needs to load the same plugins as the driver."""
+def boot_of(run: Any) -> dict[str, Any]:
+    """What a pool worker needs to load the same plugins as the driver (``run``: anything with the
+    run's ``strict`` and ``registry``, e.g. its :class:`~pptarena.run.attempt.Attempts`)."""
     return {"strict": run.strict, "manual_plugins": dict(run.registry.manual)}
 
 
 class PoolLauncher:
-    """Runs the agents of a run's pairs on a :class:`WorkerPool` (set as ``run.agent_launcher``)."""
+    """A :class:`~pptarena.run.launchers.Launcher` running host agents on a :class:`WorkerPool`
+    (passed in through :meth:`Attempts.using <pptarena.run.attempt.Attempts.using>`).
 
-    def __init__(self, pool: WorkerPool, run: RunHandle):
+    ``config`` is the run's config; ``stopping`` says whether the run is being stopped.
+    """
+
+    def __init__(self, pool: WorkerPool, config: Any, stopping: Callable[[], bool]):
         self.pool = pool
-        self.run = run
+        self.config = config
+        self.stopping = stopping
 
     def __call__(self, agent: Any, task: AgentTask, ws: Workspace) -> AgentOutcome:
-        config = self.run.config
+        """Run the agent on a pool worker under the task timeout and read its hand-back."""
+        config = self.config
         timeout = float(config.run.task_timeout)
         stderr_path = ws.dir / AGENT_STDERR
         request = {
@@ -250,7 +257,7 @@ class PoolLauncher:
         kind, value = self.pool.run(request, timeout)
         if kind == "timeout":
             return timed_out_outcome(timeout)
-        if self.run.stopping():
+        if self.stopping():
             return AgentOutcome.failed(Status.INFRA_ERROR, "interrupted")
         if kind == "crashed":
             return vanished_outcome(value, stderr_path)

@@ -33,8 +33,9 @@ class NodeRun:
     """The run as one Ray worker process sees it (built once per config)."""
 
     def __init__(self, boot: dict[str, Any]):
+        from pptarena.run.attempt import Attempts
+        from pptarena.run.components import Components
         from pptarena.run.config import parse_config
-        from pptarena.run.runner import Runner
         from pptarena.run.worker import worker_registry
 
         from ..local.pool import PoolLauncher, WorkerPool, boot_of
@@ -46,20 +47,19 @@ class NodeRun:
         root = Path(boot["shared_dir"]) if boot.get("shared_dir") else Path(tempfile.gettempdir())
         root.mkdir(parents=True, exist_ok=True)
         self.work = Path(tempfile.mkdtemp(prefix=f"pptarena-{boot['run_id']}-", dir=root))
-        self.runner = Runner(
-            self.config, self.registry, self.work / "run", jobs=1, strict=bool(boot.get("strict")), quiet=True
+        self.components = Components(self.config, self.registry)
+        # no ledger: the driver owns crash accounting; the node's scratch folder stays empty
+        bare = Attempts(
+            self.config, self.registry, self.components, self.work / "run", strict=bool(boot.get("strict"))
         )
-        self.runner.ledger.enabled = (
-            False  # the driver owns crash accounting; the node's scratch folder stays empty
-        )
-        self.pool = WorkerPool(1, int(boot.get("recycle_after") or 100), boot_of(self.runner))
-        self.runner.agent_launcher = PoolLauncher(self.pool, self.runner)
+        self.pool = WorkerPool(1, int(boot.get("recycle_after") or 100), boot_of(bare))
+        self.attempts = bare.using(PoolLauncher(self.pool, self.config, bare.stopping))
 
     def close(self) -> None:
         """Retire the agent workers (pooled and jailed), close the renderer and remove the scratch folder."""
         self.pool.close()
-        self.runner._close_jails()  # jailed agents run in the runner's own warm jail pool, not self.pool
-        self.runner.components.close()
+        self.attempts.close()  # jailed agents run on the attempts' own warm jail pool, not self.pool
+        self.components.close()
         shutil.rmtree(self.work, ignore_errors=True)
 
 
@@ -109,9 +109,9 @@ def run_pair(
             paths[role] = str(staging / role / name)
             Path(paths[role]).write_bytes(data)
         task = Task.from_json({**task_json, **paths})
-        task_dir = RunDir(node.runner.run_dir).attempt(agent.label, task.id, epoch)
-        relpath = task_dir.relative_to(node.runner.run_dir).as_posix()
-        row = node.runner.compute_pair(agent, task, epoch)
+        task_dir = RunDir(node.attempts.run_dir).attempt(agent.label, task.id, epoch)
+        relpath = task_dir.relative_to(node.attempts.run_dir).as_posix()
+        row = node.attempts.run(agent, task, epoch)
         where = {
             "node": _node_id(),
             "host": socket.gethostname(),

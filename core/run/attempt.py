@@ -1,0 +1,379 @@
+"""One attempt: one (agent, task, epoch) from its task folder to its result row.
+
+:class:`Attempts` makes the attempts of a run. An executor (or a Ray node) calls :meth:`Attempts.run`
+for each pair it was handed; a multi-turn session (:mod:`pptarena.run.sessions`) calls
+:meth:`Attempts.run_turn` per turn and :meth:`Attempts.new_row` for its own row. That, with
+:meth:`~Attempts.using`, :meth:`~Attempts.stopping`, :meth:`~Attempts.stop` and
+:meth:`~Attempts.close`, is the public API. One attempt, in order:
+
+1. a fresh task folder under ``run_dir`` with a copy of the input deck (:meth:`Attempts.workspace`);
+2. the agent runs where :func:`pptarena.run.trust.agent_process` says, on a **launcher** given to
+   this object (:mod:`pptarena.run.launchers`): its own process in a jail (the default), a plain
+   worker (built-in agents that jail their own tools; the executor's warm pool when it brought one
+   through :meth:`Attempts.using`), or this process (``trusted = true``; the reference baseline, the
+   only one handed the full task); every other agent gets the task without its answer;
+3. what the agent side left where the harness writes is removed; the deck it handed in is checked
+   (a link or an unreadable deck is the agent's fault; some judges still grade an unreadable one);
+4. the task's decks are re-saved by the agent's tool when its class asks (:mod:`.references`);
+5. the judges run in this process (:mod:`.judging`); ``verdicts.json`` is written;
+6. the row: status, scores, usage, cost, isolation, ``agent_process``, ``prediction`` (relative to
+   the run folder when inside it); the folder is redacted. Appending the row is the run's job.
+"""
+
+from __future__ import annotations
+
+import copy
+import functools
+import shutil
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from pptarena.models.messages import add_counts
+from pptarena.models.pricing import pair_cost
+from pptarena.run.agent_view import agent_task
+from pptarena.run.config import ComponentConfig
+from pptarena.run.judging import judge_prediction
+from pptarena.run.launchers import InProcessLauncher, JailLauncher, Launcher, WorkerLauncher
+from pptarena.run.records import AgentOutcome, JudgeOutcome
+from pptarena.run.references import FOLDER as REFERENCES
+from pptarena.run.references import normalized_references, normalizer_of
+from pptarena.run.results import write_json_atomic
+from pptarena.run.rundir import AGENT_ERROR, AGENT_LOG, INPUT, VERDICTS, RunDir, safe_name
+from pptarena.run.runlock import AttemptLedger
+from pptarena.run.sessions import is_session, run_session
+from pptarena.run.trust import agent_process, row_isolation
+from pptarena.safeio import regular_file, remove_entry, write_replacing
+from pptarena.types import AgentLog, InfraError, Prediction, Status, Task, Workspace
+
+AFTER_AGENT = (VERDICTS, "judges", "renders", REFERENCES)
+"""Names of a pair's folder the harness writes after the agent ended (judges' evidence, re-saved
+reference decks, verdicts): whatever the agent side left there is removed before, never trusted."""
+
+
+def ledger_key(task_id: str, epoch: int) -> str:
+    """The crash ledger's name for an attempt: the task id, with ``@e<N>`` after the first epoch."""
+    return task_id if epoch <= 1 else f"{task_id}@e{epoch}"
+
+
+def new_row(
+    agent: ComponentConfig, task: Task, epoch: int = 1, usage: dict[str, Any] | None = None
+) -> dict[str, Any]:
+    """A result row of ``agent`` on ``task`` before anything happened: scored, no scores, no error."""
+    return {
+        "agent": agent.label,
+        "task_id": task.id,
+        "epoch": epoch,
+        "status": Status.SCORED,
+        "scores": {},
+        "error": None,
+        "duration_s": 0.0,
+        "usage": dict(usage or {}),
+        "metadata": task.metadata,
+        "agent_process": agent_process(agent),
+    }
+
+
+class _Shared:
+    """What every view of one run's :class:`Attempts` shares (see :meth:`Attempts.using`)."""
+
+    def __init__(self) -> None:
+        self.stop = threading.Event()
+        self.lock = threading.Lock()
+        self.in_flight: set[Path] = set()  # folders of attempts running in this process
+        self.judges: list[tuple[ComponentConfig, Any]] | None = None
+        self.originals: dict[str, str | None] = {}  # original deck -> why it is unusable
+
+
+class Attempts:
+    """Makes the attempts of one run in this process: task folder, agent, judges, row.
+
+    ``components`` are the run's built components (:class:`~pptarena.run.components.Components`);
+    ``jobs`` sizes the warm jail pool; ``ledger`` (None: no crash accounting, as on a Ray node) records
+    the attempts running; ``host`` is the launcher of agents that run as plain host workers (default:
+    one new interpreter per attempt).
+    """
+
+    def __init__(
+        self,
+        config: Any,
+        registry: Any,
+        components: Any,
+        run_dir: Path,
+        *,
+        jobs: int = 1,
+        strict: bool = False,
+        ledger: AttemptLedger | None = None,
+        host: Launcher | None = None,
+    ):
+        self.config = config
+        self.registry = registry
+        self.components = components
+        self.run_dir = Path(run_dir).resolve()
+        self.jobs = jobs
+        self.strict = strict
+        self.ledger = ledger
+        self._shared = _Shared()
+        self._in_process = InProcessLauncher(components)
+        self._workers = WorkerLauncher(config, registry, strict, self.stopping)
+        self._jails = JailLauncher(components, jobs, float(config.run.task_timeout), self.stopping)
+        self._host: Launcher = host or self._workers
+
+    # ------------------------------------------------------------------ public API
+
+    def using(self, host: Launcher) -> Attempts:
+        """These attempts with ``host`` launching the agents that run as host workers (an executor's
+        warm pool); everything else (stop flag, judges, jails, ledger) is shared with this object."""
+        view = copy.copy(self)
+        view._host = host
+        return view
+
+    @functools.cached_property
+    def isolation(self) -> str:
+        """The isolation untrusted code gets on this machine (see :mod:`pptarena.isolation`)."""
+        from pptarena.sandbox import isolation_level
+
+        return isolation_level()
+
+    def judges(self) -> list[tuple[ComponentConfig, Any]]:
+        """The run's judges, built once."""
+        with self._shared.lock:
+            if self._shared.judges is None:
+                self._shared.judges = [(j, self.components.build(j)) for j in self.config.judges]
+            return self._shared.judges
+
+    def new_row(self, agent: ComponentConfig, task: Task, epoch: int = 1) -> dict[str, Any]:
+        """A fresh row of ``agent`` on ``task`` (see :func:`new_row`)."""
+        return new_row(agent, task, epoch)
+
+    def stopping(self) -> bool:
+        """True once the run is being stopped (no more rows are handed back)."""
+        return self._shared.stop.is_set()
+
+    def run(self, agent: ComponentConfig, task: Task, epoch: int = 1) -> dict[str, Any] | None:
+        """Run attempt ``epoch`` of ``agent`` on ``task`` (a session: every turn) here and judge it;
+        the row, or None when the run is being stopped.
+
+        Writes the task folder; appending the row to ``results.jsonl`` is the caller's job. The attempt
+        is in the crash ledger while it runs (see :class:`~pptarena.run.runlock.AttemptLedger`).
+        """
+        key = ledger_key(task.id, epoch)
+        if self.ledger is not None:
+            self.ledger.start(agent.label, key)
+        try:
+            broken = self._original_problem(task.original)
+            if broken:  # the dataset's fault, found before any agent is blamed for it
+                failed = new_row(agent, task, epoch)
+                failed.update(status=Status.INFRA_ERROR, error=broken, isolation=self.isolation)
+                return failed
+            if is_session(task):  # multi-turn: each turn is an attempt (see pptarena.run.sessions)
+                return run_session(self, agent, task, epoch)
+            return self.run_turn(agent, task, epoch)
+        finally:  # not reached when the whole run dies: the ledger then counts a crash
+            if self.ledger is not None:
+                self.ledger.end(agent.label, key)
+
+    def run_turn(self, agent: ComponentConfig, task: Task, epoch: int = 1) -> dict[str, Any] | None:
+        """Run ``agent`` on the single-turn ``task`` in a new task folder and judge what it hands in;
+        the row (None if the run is being stopped). The folder gets the verdicts and is redacted."""
+        t0 = time.monotonic()
+        try:
+            ws = self.workspace(agent, task, epoch)
+        except OSError as exc:  # cannot copy the input deck or write the task folder: the harness's fault
+            if self.stopping():
+                return None
+            failed = new_row(agent, task, epoch)
+            failed.update(status=Status.INFRA_ERROR, error=f"could not prepare the workspace: {exc}")
+            failed["duration_s"] = round(time.monotonic() - t0, 3)
+            return failed
+        from pptarena.redact import redact_tree
+
+        with self._shared.lock:
+            self._shared.in_flight.add(ws.dir)
+        try:
+            return self._attempt_in(agent, task, epoch, ws, t0)
+        finally:  # also when stopped or failing: files plugins wrote (programs, transcripts) hold no secret
+            redact_tree(ws.dir)
+            with self._shared.lock:
+                self._shared.in_flight.discard(ws.dir)
+
+    def workspace(self, agent: ComponentConfig, task: Task, epoch: int = 1) -> Workspace:
+        """A fresh task folder for the attempt (leftovers of an interrupted one removed) with a copy
+        of the input deck."""
+        task_dir = RunDir(self.run_dir).attempt(agent.label, task.id, epoch)
+        if task_dir.exists():  # leftovers of an interrupted attempt
+            shutil.rmtree(task_dir)
+        (task_dir / INPUT).mkdir(parents=True)
+        input_deck = task_dir / INPUT / task.original.name
+        shutil.copyfile(task.original, input_deck)
+        return Workspace(
+            dir=task_dir,
+            input_deck=input_deck,
+            output_deck=task_dir / f"prediction{task.original.suffix or '.pptx'}",
+            renderer=None,
+            model=self.components.model_client,
+            log=AgentLog(task_dir / AGENT_LOG),
+            timeout=self.config.run.task_timeout,
+        )
+
+    def launch(self, agent: ComponentConfig, task: Task, ws: Workspace) -> AgentOutcome:
+        """Run ``agent`` on ``task`` in ``ws`` on the launcher its process kind calls for
+        (:func:`pptarena.run.trust.agent_process`); only the reference baseline sees the full task."""
+        where = agent_process(agent)
+        view = agent_task(task, ws.input_deck)
+        try:
+            if where == "reference":
+                return self._in_process(agent, task, ws)
+            if where == "in-process":
+                return self._in_process(agent, view, ws)
+            if where == "jail":
+                return self._jails(agent, view, ws)
+            return self._host(agent, view, ws)
+        except Exception as exc:  # noqa: BLE001 - starting the worker failed: the harness's fault
+            return AgentOutcome.failed(Status.INFRA_ERROR, f"could not run the agent: {exc}")
+
+    def stop(self) -> None:
+        """Stop: no more rows; running per-attempt workers and jailed workers are killed."""
+        self._shared.stop.set()
+        self._workers.kill_all()
+        self._jails.close(kill=True)
+
+    def close(self) -> None:
+        """Retire the warm jailed workers (after a run)."""
+        self._jails.close()
+
+    def redact_in_flight(self) -> None:
+        """Mask secrets in the folders of attempts still running here (their agents were just stopped)."""
+        from pptarena.redact import redact_tree
+
+        with self._shared.lock:
+            folders = list(self._shared.in_flight)
+        for folder in folders:
+            redact_tree(folder)
+
+    # ------------------------------------------------------------------ steps
+
+    def _attempt_in(
+        self, agent: ComponentConfig, task: Task, epoch: int, ws: Workspace, t0: float
+    ) -> dict[str, Any] | None:
+        """:meth:`run_turn` once its workspace ``ws`` exists."""
+        process = agent_process(agent)
+        in_process = process in ("in-process", "reference")
+        outcome = self.launch(agent, task, ws)
+        for name in AFTER_AGENT:  # only the harness writes these, after the agent: what is there is forged
+            remove_entry(ws.dir, name)
+        if self.stopping():
+            return None
+        row = new_row(agent, task, epoch, outcome.model_usage)
+        judged: JudgeOutcome | None = None
+        if outcome.prediction is None or not outcome.ok:
+            row["status"] = outcome.status
+            row["error"] = outcome.error
+            if outcome.traceback:
+                from pptarena.redact import redact_text
+
+                write_replacing(ws.dir / AGENT_ERROR, redact_text(outcome.traceback).encode("utf-8"))
+        else:
+            pred = outcome.prediction
+            add_counts(row["usage"], pred.usage)
+            problem = check_prediction(pred)
+            if problem:
+                row["status"] = Status.AGENT_ERROR
+                row["error"] = problem
+                if pred.path is not None and regular_file(pred.path):
+                    # an unreadable deck: some judges still grade it
+                    lenient = [
+                        (c, j)
+                        for c, j in self.judges()
+                        if getattr(j, "grades_invalid_decks", lambda t: False)(task)
+                    ]
+                    if lenient:
+                        judged = judge_prediction(task, pred, lenient, ws.dir, self.components)
+                        row["scores"] = judged.scores
+            elif not self._normalize_references(agent, task, ws, row):
+                pass  # the reference decks could not be re-saved: the row holds the infra_error
+            else:
+                judged = judge_prediction(task, pred, self.judges(), ws.dir, self.components)
+                row["status"], row["scores"], row["error"] = judged.status, judged.scores, judged.error
+            if judged is not None:
+                add_counts(row["usage"], judged.usage)
+            row["prediction"] = _relative_to(pred.path, self.run_dir)
+        details = judged.details() if judged is not None else {}
+        row["duration_s"] = round(time.monotonic() - t0, 3)
+        agent_cost = outcome.model_cost
+        if (
+            agent_cost is None and not in_process
+        ):  # the worker was killed or crashed before reporting its calls
+            agent_cost = {"usd": None, "known_usd": 0.0, "unpriced_models": ["(agent calls not reported)"]}
+        row["cost"] = pair_cost(
+            agent_cost, {k: v.get("cost") for k, v in details.get("verdicts", {}).items()}
+        )
+        pred_meta = outcome.prediction.metadata if outcome.ok and outcome.prediction else {}
+        # a built-in host worker reports its tools' sandbox (e.g. a command agent run unsandboxed)
+        row["isolation"] = row_isolation(process, pred_meta.get("isolation"), self.isolation)
+        row["agent_process"] = process
+        write_json_atomic(ws.dir / VERDICTS, {"status": row["status"], "error": row["error"], **details})
+        if self.stopping():
+            return None
+        return row
+
+    def _normalize_references(
+        self, agent: ComponentConfig, task: Task, ws: Workspace, row: dict[str, Any]
+    ) -> bool:
+        """Store the task's decks as the agent's tool re-saves them (see :mod:`pptarena.run.references`).
+
+        Returns False (and records an infra_error in ``row``) when that fails.
+        """
+        normalize = normalizer_of(agent.spec.factory)
+        if normalize is None:
+            return True
+        tool = f"{agent.spec.plugin}.{agent.spec.name}"
+        try:
+            normalized_references(task, normalize, ws.dir, self.components.cache_dir, safe_name(tool))
+            return True
+        except InfraError as exc:
+            row["status"], row["error"] = Status.INFRA_ERROR, str(exc)
+            return False
+
+    def _original_problem(self, original: Path) -> str | None:
+        """Why the dataset's original deck is unusable (None when it loads), checked once per deck."""
+        from pptarena.run.blame import original_problem
+
+        key = str(original)
+        cache = self._shared.originals
+        if key not in cache:
+            cache[key] = original_problem(original)
+        return cache[key]
+
+
+def check_prediction(pred: Prediction) -> str | None:
+    """Why the deck an agent handed in is not one (None when it is): missing, a link or special file,
+    or not loadable by the judges' loader. Each is the agent's fault."""
+    if pred.path is None or not Path(pred.path).is_file():
+        return "the agent produced no deck" + (f" (expected {pred.path})" if pred.path else "")
+    if not regular_file(pred.path):  # e.g. a link to the cached target: never taken as the deck
+        return f"the prediction {pred.path} is a symbolic link or not a regular file"
+    try:
+        from pptarena.deck import DeckError, slide_ids
+    except ImportError:  # deck engine unavailable: judges will find out
+        return None
+    try:
+        slide_ids(pred.path)
+    except DeckError as exc:
+        return f"the prediction is not a valid deck: {exc}"
+    from pptarena.run.blame import deck_problem
+
+    problem = deck_problem(Path(pred.path))  # the loader the judges use: its rejection is the agent's fault
+    return None if problem is None else f"the prediction is not a valid deck: {problem}"
+
+
+def _relative_to(path: Path | None, root: Path) -> str | None:
+    """``path`` relative to the run directory when inside it, else absolute."""
+    if path is None:
+        return None
+    resolved = Path(path).resolve()
+    try:
+        return str(resolved.relative_to(root))
+    except ValueError:
+        return str(resolved)

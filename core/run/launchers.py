@@ -1,0 +1,179 @@
+"""Launchers: where one attempt's agent runs, as strategies an :class:`~pptarena.run.attempt.Attempts`
+is given (never written into another object).
+
+A launcher is a callable ``launcher(agent, task, ws) -> AgentOutcome`` (:class:`Launcher`): it runs
+the agent's ``edit`` on ``task`` in the workspace ``ws`` and says what came of it; it never judges
+and never writes a result row. The core's three:
+
+* :class:`InProcessLauncher`: this process (``trusted = true`` agents and the reference baseline);
+* :class:`WorkerLauncher`: one fresh interpreter per attempt (:mod:`pptarena.run.worker`) in a new
+  session, killed with its process group on the task timeout;
+* :class:`JailLauncher`: the run's warm jailed workers (:mod:`pptarena.run.jail_pool`).
+
+Executors bring their own for the ``host`` agents (the ``local`` executor's warm pool, a Ray
+node's one-worker pool) through :meth:`Attempts.using <pptarena.run.attempt.Attempts.using>`.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+import traceback
+from collections.abc import Callable
+from typing import Any, Protocol
+
+from pptarena.models import UsageBook
+from pptarena.procs import kill_group, run_in_session
+from pptarena.run.records import AgentOutcome
+from pptarena.run.rundir import AGENT_STDERR
+from pptarena.run.worker import (
+    classify_exception,
+    reported_outcome,
+    run_agent,
+    timed_out_outcome,
+    vanished_outcome,
+    workspace_spec,
+)
+from pptarena.safeio import regular_file
+from pptarena.types import Status, Workspace
+
+WORKER_SPEC = ".worker-spec.json"
+"""The per-attempt worker's instructions, in the attempt's folder."""
+WORKER_RESULT = ".worker-result.json"
+"""Where the per-attempt worker writes what came of the agent, in the attempt's folder."""
+
+
+class Launcher(Protocol):
+    """Runs one agent on one task (the full task only for the reference baseline, else its answer-free
+    :class:`~pptarena.types.AgentTask`) in a workspace and says what came of it."""
+
+    def __call__(self, agent: Any, task: Any, ws: Workspace) -> AgentOutcome: ...
+
+
+class InProcessLauncher:
+    """Runs the agent in this process with the run's components (its own model book and the run's
+    renderer); usage and cost come from the book."""
+
+    def __init__(self, components: Any):
+        self.components = components
+
+    def __call__(self, agent: Any, task: Any, ws: Workspace) -> AgentOutcome:
+        """Build the agent and run its ``edit``; an exception is the attempt's outcome."""
+        book = UsageBook()
+        model = self.components.hub.factory(book=book, log=ws.log)
+        ws.model = model
+        ws.renderer = self.components.lazy_renderer()
+        try:
+            instance = self.components.build(agent, model=model)
+            out = AgentOutcome(prediction=run_agent(instance, task, ws))
+        except Exception as exc:  # noqa: BLE001 - recorded as the pair's outcome
+            out = AgentOutcome.failed(
+                classify_exception(exc), f"{type(exc).__name__}: {exc}", traceback.format_exc(limit=20)
+            )
+        out.model_usage = book.total().as_dict()
+        out.model_cost = book.cost()
+        return out
+
+
+class WorkerLauncher:
+    """One new interpreter per attempt (``python -m pptarena.run.worker``) in a session of its own.
+
+    ``stopping`` says whether the run is being stopped (an agent killed then is "interrupted", not
+    its own failure); :meth:`kill_all` ends every worker still running (Ctrl-C).
+    """
+
+    def __init__(self, config: Any, registry: Any, strict: bool, stopping: Callable[[], bool]):
+        self.config = config
+        self.registry = registry
+        self.strict = strict
+        self.stopping = stopping
+        self._procs: set[subprocess.Popen[bytes]] = set()
+        self._lock = threading.Lock()
+
+    def __call__(self, agent: Any, task: Any, ws: Workspace) -> AgentOutcome:
+        """Write the worker's spec, run it under the task timeout and read its hand-back."""
+        spec_path = ws.dir / WORKER_SPEC
+        result_path = ws.dir / WORKER_RESULT
+        spec = {
+            "config_path": str(self.config.path),
+            "agent_index": self.config.agents.index(agent),
+            "task": task.to_json(),
+            "workspace": workspace_spec(ws),
+            "timeout": self.config.run.task_timeout,
+            "manual_plugins": self.registry.manual,
+            "strict": self.strict,
+            "result_path": str(result_path),
+            "runner_pid": os.getpid(),
+        }
+        spec_path.write_text(json.dumps(spec, default=str), encoding="utf-8")
+        env = dict(os.environ)
+        env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
+        stderr_path = ws.dir / AGENT_STDERR
+
+        def track(proc: subprocess.Popen[bytes]) -> None:
+            with self._lock:
+                self._procs.add(proc)
+
+        with stderr_path.open("wb") as err:
+            try:
+                returncode, timed_out = run_in_session(
+                    [sys.executable, "-m", "pptarena.run.worker", str(spec_path)],
+                    cwd=ws.dir,
+                    env=env,
+                    stdout=err,
+                    stderr=err,
+                    timeout=self.config.run.task_timeout,
+                    on_start=track,
+                )
+            finally:
+                with self._lock:
+                    self._procs = {p for p in self._procs if p.poll() is None}
+        if timed_out:
+            return timed_out_outcome(self.config.run.task_timeout)
+        if self.stopping():
+            return AgentOutcome.failed(Status.INFRA_ERROR, "interrupted")
+        from pptarena.redact import redact_file
+
+        redact_file(stderr_path)
+        if not regular_file(result_path):  # missing, or a link the agent left: no result
+            return vanished_outcome(returncode, stderr_path)
+        return reported_outcome(result_path.read_text())
+
+    def kill_all(self) -> None:
+        """Kill the process group of every worker still running."""
+        with self._lock:
+            procs = list(self._procs)
+        for proc in procs:
+            kill_group(proc)
+
+
+class JailLauncher:
+    """The run's warm jailed agent workers (:class:`~pptarena.run.jail_pool.JailPool` of ``jobs``
+    workers, made on first use)."""
+
+    def __init__(self, components: Any, jobs: int, timeout: float, stopping: Callable[[], bool]):
+        self.components = components
+        self.jobs = jobs
+        self.timeout = timeout
+        self.stopping = stopping
+        self._pool: Any = None
+        self._lock = threading.Lock()
+
+    def __call__(self, agent: Any, task: Any, ws: Workspace) -> AgentOutcome:
+        """Run the agent on a jailed worker; the run's models and renderer serve it over the bridge."""
+        from pptarena.run.jail_pool import JailPool, run_jailed
+
+        with self._lock:
+            if self._pool is None:
+                self._pool = JailPool(self.jobs)
+        out = run_jailed(self._pool, self.components, agent, task, ws, self.timeout)
+        return AgentOutcome.failed(Status.INFRA_ERROR, "interrupted") if self.stopping() else out
+
+    def close(self, kill: bool = False) -> None:
+        """Retire the jailed workers (``kill``: at once, busy ones included)."""
+        pool = self._pool
+        if pool is not None:
+            pool.kill_all() if kill else pool.close()
