@@ -30,7 +30,7 @@ from pptarena import safeio
 from pptarena.types import ComponentUnavailable, InfraError
 
 from .actions import Action, Screen
-from .officejail import MAX_DECK_BYTES, jailed_impress, office_env, saved_package
+from .impress_jail import MAX_DECK_BYTES, jailed_impress, office_env, saved_package
 
 REQUIRED_PROGRAMS = {"Xvfb": "xvfb", "xdotool": "xdotool", "soffice": "libreoffice-impress"}
 """Program → the Debian package that provides it."""
