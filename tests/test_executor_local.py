@@ -213,3 +213,51 @@ def test_an_agent_forging_a_malformed_outcome_is_charged_and_the_run_goes_on(tmp
         assert "malformed outcome" in forged["error"] or "without a result" in forged["error"], forged
         assert by_agent[("retitle", task)]["status"] == "scored"
     assert any("malformed outcome" in by_agent[("forger", t)]["error"] for t in ("task-00", "task-01"))
+
+
+def test_an_executor_passes_its_launcher_in_and_the_run_keeps_its_own(tmp_path, fake_plugins):
+    """Launchers are strategies passed in (issue 24 item 1): an executor's launcher, given through
+    ``run.attempts.using``, starts the host agents of the pairs it runs; the run's own attempts are
+    untouched by it (a pair run through ``run.attempts`` afterwards gets a fresh per-pair worker)."""
+    import pptarena
+    from pptarena.run.launchers import WorkerLauncher
+
+    launched: list[str] = []
+    plain: list[str] = []
+
+    class CountingExecutor(pptarena.Component):
+        """Runs the first pair with its own launcher (a counting per-pair worker), the rest without."""
+
+        def execute(self, jobs, run):
+            attempts = run.attempts
+            workers = WorkerLauncher(attempts.config, attempts.registry, attempts.strict, attempts.stopping)
+
+            def launcher(agent, task, ws):
+                launched.append(task.id)
+                return workers(agent, task, ws)
+
+            first, rest = jobs[0], jobs[1:]
+            yield first, attempts.using(launcher).run(first.agent, first.task, first.epoch)
+            for job in rest:
+                plain.append(job.task.id)
+                yield job, attempts.run(job.agent, job.task, job.epoch)
+
+        def stop(self):
+            pass
+
+        def close(self):
+            pass
+
+    # built in the driver only (a per-pair worker re-reads the config, which names no third executor)
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(BASE.format(count=3) + '[[agents]]\nuse = "retitle"\n')
+    registry = get_registry()
+    config = load_config(cfg, registry)
+    runner = Runner(config, registry, tmp_path / "out", quiet=True, allow_weak_isolation=True)
+    runner.build_executor = lambda: CountingExecutor(None, None)
+    runner.run()
+    rows = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
+    assert launched == ["task-00"] and plain == ["task-01", "task-02"]
+    assert [r["status"] for r in sorted(rows, key=lambda r: r["task_id"])] == ["scored"] * 3
+    pids = worker_pids(tmp_path / "out", "retitle")
+    assert len(set(pids)) == 3 and os.getpid() not in pids  # one fresh worker per pair, none in-process
