@@ -32,7 +32,7 @@ that could make the office read something other than the package is removed from
 The package is read through the deck engine, so its size, entry and ratio limits apply too. What this
 does not cover (embedded packages such as an ``.xlsx`` inside the deck, other image formats) is kept
 out of reach by the renderer's mount namespace instead: the office sees only the deck copy, its
-profile and system folders (see :mod:`pptarena.plugins.renderers._office_jail`).
+profile and system folders (see :mod:`pptarena.plugins.renderers.libreoffice.office_jail`).
 """
 
 from __future__ import annotations

@@ -347,7 +347,7 @@ def office_settings(tmp_path: Path, name: str, layers: str | None) -> dict:
     import json
     import subprocess
 
-    from pptarena.plugins.renderers._soffice import find_soffice, find_uno_python
+    from pptarena.plugins.renderers.libreoffice.soffice import find_soffice, find_uno_python
 
     python = find_uno_python()
     if python is None:

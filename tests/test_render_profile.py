@@ -1,4 +1,4 @@
-"""The pre-initialised office profile (plugins/renderers/_profile.py) with real LibreOffice."""
+"""The pre-initialised office profile (renderers/libreoffice/office_profile.py), with real LibreOffice."""
 
 from __future__ import annotations
 
@@ -24,14 +24,14 @@ def make(cache: Path, **options):
 
 def render_once(cache: Path, deck: Path, out: Path, **options):
     """Render ``deck`` with a new renderer; returns (images, the slot's template, its profile's version)."""
-    from pptarena.plugins.renderers import _profile
+    from pptarena.plugins.renderers.libreoffice import office_profile
 
     r = make(cache, **options)
     try:
         images = r.render(deck, out)
         assert r.mode == "warm"
         slot = r._slots[0]
-        return images, slot.seeded_from, _profile.recorded_version(slot.profile)
+        return images, slot.seeded_from, office_profile.recorded_version(slot.profile)
     finally:
         r.close()
 
@@ -46,15 +46,16 @@ def built(tmp_path_factory):
 
 
 def test_template_is_built_once_and_records_the_office_version(built):
-    from pptarena.plugins.renderers import _profile, _soffice
+    from pptarena.plugins.renderers.libreoffice import office_profile
+    from pptarena.plugins.renderers.libreoffice import soffice as office
 
     cache, template = built
-    soffice = _soffice.find_soffice()
-    assert template == _profile.template_dir(cache / "office-profiles", soffice)
-    assert _profile.is_valid(template, soffice)
-    stamp = json.loads((template / _profile.STAMP_NAME).read_text())
-    assert stamp["office"] == _soffice.office_version(soffice)
-    assert stamp["version"] == _profile.recorded_version(template / "profile")
+    soffice = office.find_soffice()
+    assert template == office_profile.template_dir(cache / "office-profiles", soffice)
+    assert office_profile.is_valid(template, soffice)
+    stamp = json.loads((template / office_profile.STAMP_NAME).read_text())
+    assert stamp["office"] == office.office_version(soffice)
+    assert stamp["version"] == office_profile.recorded_version(template / "profile")
     assert stamp["version"].split(".")[0].isdigit()  # e.g. "7.4"
     assert Path(stamp["uno_python"]).is_file()
     leftovers = [p.name for p in template.parent.iterdir() if p.name.startswith(".")]
@@ -62,10 +63,10 @@ def test_template_is_built_once_and_records_the_office_version(built):
 
 
 def test_cached_template_is_reused_and_the_copy_skips_first_start_work(built, tmp_path):
-    from pptarena.plugins.renderers import _profile
+    from pptarena.plugins.renderers.libreoffice import office_profile
 
     cache, template = built
-    inode = (template / _profile.STAMP_NAME).stat().st_ino
+    inode = (template / office_profile.STAMP_NAME).stat().st_ino
     seen: dict[str, object] = {}
 
     def render_and_look():
@@ -76,14 +77,14 @@ def test_cached_template_is_reused_and_the_copy_skips_first_start_work(built, tm
             seen["seeded_from"] = slot.seeded_from
             log = slot.profile / "user" / "GraphicsRenderTests.log"
             seen["log_mtime"] = log.stat().st_mtime_ns if log.exists() else None
-            seen["version"] = _profile.recorded_version(slot.profile)
+            seen["version"] = office_profile.recorded_version(slot.profile)
         finally:
             r.close()
 
     render_and_look()
     assert seen["seeded_from"] == template
-    assert (template / _profile.STAMP_NAME).stat().st_ino == inode  # not rebuilt
-    assert seen["version"] == _profile.recorded_version(template / "profile")
+    assert (template / office_profile.STAMP_NAME).stat().st_ino == inode  # not rebuilt
+    assert seen["version"] == office_profile.recorded_version(template / "profile")
     # the office believed it had started before: it did not run (and rewrite) its graphics self-tests
     template_log = template / "profile" / "user" / "GraphicsRenderTests.log"
     if template_log.exists():
@@ -92,13 +93,14 @@ def test_cached_template_is_reused_and_the_copy_skips_first_start_work(built, tm
 
 @pytest.mark.parametrize("damage", ["truncated-xcu", "no-stamp", "other-office", "garbage-stamp"])
 def test_damaged_or_stale_template_is_detected_and_rebuilt(tmp_path, damage):
-    from pptarena.plugins.renderers import _profile, _soffice
+    from pptarena.plugins.renderers.libreoffice import office_profile
+    from pptarena.plugins.renderers.libreoffice import soffice as office
 
     cache = tmp_path / "cache"
     _, template, _ = render_once(cache, corpus(SMALL_DECK), tmp_path / "a")
-    soffice = _soffice.find_soffice()
+    soffice = office.find_soffice()
     xcu = template / "profile" / "user" / "registrymodifications.xcu"
-    stamp = template / _profile.STAMP_NAME
+    stamp = template / office_profile.STAMP_NAME
     if damage == "truncated-xcu":
         xcu.write_bytes(xcu.read_bytes()[:100])
     elif damage == "no-stamp":
@@ -108,42 +110,43 @@ def test_damaged_or_stale_template_is_detected_and_rebuilt(tmp_path, damage):
         stamp.write_text(json.dumps({**data, "office": "some other LibreOffice build"}))
     else:
         stamp.write_text("{not json")
-    assert not _profile.is_valid(template, soffice)
+    assert not office_profile.is_valid(template, soffice)
     images, again, version = render_once(cache, corpus(SMALL_DECK), tmp_path / "b")
-    assert again == template and _profile.is_valid(template, soffice)
-    assert version is not None and version == _profile.recorded_version(template / "profile")
+    assert again == template and office_profile.is_valid(template, soffice)
+    assert version is not None and version == office_profile.recorded_version(template / "profile")
     assert len(images) == 3
     assert [p.name for p in template.parent.iterdir() if p.name.startswith(".")] == []
 
 
 def test_concurrent_builds_install_one_valid_template(tmp_path):
-    from pptarena.plugins.renderers import _profile, _soffice
+    from pptarena.plugins.renderers.libreoffice import office_profile
+    from pptarena.plugins.renderers.libreoffice import soffice as office
 
-    soffice = _soffice.find_soffice()
-    uno_python = _soffice.find_uno_python()
+    soffice = office.find_soffice()
+    uno_python = office.find_uno_python()
     if uno_python is None:
         pytest.skip("no Python with uno")
     root = tmp_path / "office-profiles"
-    template = _profile.template_dir(root, soffice)
+    template = office_profile.template_dir(root, soffice)
     # two builders racing past the in-process lock, as two commands would: the first rename wins
     with ThreadPoolExecutor(2) as pool:
-        list(pool.map(lambda _: _profile.build(template, soffice, uno_python, 60.0), range(2)))
-    assert _profile.is_valid(template, soffice)
+        list(pool.map(lambda _: office_profile.build(template, soffice, uno_python, 60.0), range(2)))
+    assert office_profile.is_valid(template, soffice)
     assert sorted(p.name for p in root.iterdir()) == [template.name]  # no .build-* or .trash-* left
     dest = tmp_path / "copy"
-    assert _profile.install(template, dest)
-    assert _profile.recorded_version(dest) == _profile.recorded_version(template / "profile")
+    assert office_profile.install(template, dest)
+    assert office_profile.recorded_version(dest) == office_profile.recorded_version(template / "profile")
 
 
 def test_a_copy_of_a_vanished_template_is_refused(tmp_path):
-    from pptarena.plugins.renderers import _profile
+    from pptarena.plugins.renderers.libreoffice import office_profile
 
     broken = tmp_path / "template"
     (broken / "profile" / "user").mkdir(parents=True)
     (broken / "profile" / "user" / "registrymodifications.xcu").write_text("<oor:items")
-    assert not _profile.install(broken, tmp_path / "dest")
+    assert not office_profile.install(broken, tmp_path / "dest")
     assert not (tmp_path / "dest").exists()
-    assert not _profile.install(tmp_path / "missing", tmp_path / "dest2")
+    assert not office_profile.install(tmp_path / "missing", tmp_path / "dest2")
 
 
 def test_renders_are_identical_with_and_without_the_template(built, tmp_path):
@@ -182,22 +185,23 @@ def test_office_failing_on_a_copied_profile_discards_the_template_and_starts_bla
     built, tmp_path, monkeypatch
 ):
     """An undetectable defect in the template: the office dies on the copy (simulated: start fails once)."""
-    from pptarena.plugins.renderers import _profile, _soffice
+    from pptarena.plugins.renderers.libreoffice import office_profile
+    from pptarena.plugins.renderers.libreoffice import soffice as office
     from pptarena.types import InfraError
 
     cache, _ = built
     cache2 = tmp_path / "cache"
     shutil.copytree(cache / "office-profiles", cache2 / "office-profiles")
-    real_start = _soffice.WarmOffice.start
+    real_start = office.WarmOffice.start
     starts: list[str | None] = []
 
     def start(self):
-        starts.append(_profile.recorded_version(self.profile))
+        starts.append(office_profile.recorded_version(self.profile))
         if len(starts) == 1:
             raise InfraError("warm LibreOffice failed to start: soffice exited with code 134 while starting")
         real_start(self)
 
-    monkeypatch.setattr(_soffice.WarmOffice, "start", start)
+    monkeypatch.setattr(office.WarmOffice, "start", start)
     r = make(cache2)
     try:
         images = r.render(corpus(SMALL_DECK), tmp_path / "out")

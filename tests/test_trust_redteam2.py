@@ -3,7 +3,7 @@
 1. a folder of ~300,000 agent-written names walked with a small ``max_entries`` must be refused
    without the harness first holding the whole listing in memory (:func:`pptarena.safeio.walk_tree`);
 2. a program running inside the office's render jail must not fill host memory through the jail's
-   ``/tmp``, ``/dev/shm`` or ``/dev`` (:mod:`pptarena.plugins.renderers._office_jail`);
+   ``/tmp``, ``/dev/shm`` or ``/dev`` (:mod:`pptarena.plugins.renderers.libreoffice.office_jail`);
 3. a jailed agent worker's workspace archive and stderr must not make the harness grow without bound
    (:mod:`pptarena.run.jail_pool`, :mod:`pptarena.run.jail_worker`).
 """
@@ -89,16 +89,16 @@ def test_render_jail_cannot_fill_host_memory_through_its_tmpfs():
     """Attack: code running in the office's jail writes 2000 MB into ``/tmp``, ``/dev/shm`` and ``/dev``
     (all tmpfs, i.e. host memory, not counted in the office's address-space cap). ``/tmp`` and
     ``/dev/shm`` stop at their size; ``/dev`` takes nothing."""
-    from pptarena.plugins.renderers import _office_jail
+    from pptarena.plugins.renderers.libreoffice import office_jail
 
-    if not _office_jail.filesystem_isolated():
+    if not office_jail.filesystem_isolated():
         pytest.skip("bubblewrap does not work here: the office runs without its jail")
-    cmd = _office_jail.jail_command(["/bin/sh", "-c", RENDER_FLOOD], writable=[])
-    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=_office_jail.office_env())
+    cmd = office_jail.jail_command(["/bin/sh", "-c", RENDER_FLOOD], writable=[])
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=120, env=office_jail.office_env())
     sizes = dict(line.split() for line in done.stdout.splitlines())
     mb = 1024 * 1024
     assert set(sizes) == {"/tmp/x", "/dev/shm/y", "/dev/z"}, done.stdout + done.stderr
-    assert sizes["/tmp/x"] != "none" and int(sizes["/tmp/x"]) <= _office_jail.tmp_mb() * mb
+    assert sizes["/tmp/x"] != "none" and int(sizes["/tmp/x"]) <= office_jail.tmp_mb() * mb
     assert int(sizes["/tmp/x"]) < 2000 * mb
     assert sizes["/dev/shm/y"] != "none" and int(sizes["/dev/shm/y"]) <= 64 * mb
     assert sizes["/dev/z"] == "none"  # /dev is read-only: not even an empty file

@@ -117,9 +117,9 @@ def test_row5_linked_file_and_url_are_neither_read_nor_fetched(tmp_path, rendere
 
 
 def test_row5_the_office_runs_without_network_and_under_a_memory_cap(tmp_path):
-    from pptarena.plugins.renderers import _office_jail
+    from pptarena.plugins.renderers.libreoffice import office_jail
 
-    if not _office_jail.network_isolated():
+    if not office_jail.network_isolated():
         pytest.skip("bubblewrap is not usable here: the office keeps the network (links are still stripped)")
     listener = Listener()
     try:
@@ -127,14 +127,12 @@ def test_row5_the_office_runs_without_network_and_under_a_memory_cap(tmp_path):
             "import urllib.request, sys\ntry:\n    urllib.request.urlopen(sys.argv[1], timeout=3)\n"
             "    print('FETCHED')\nexcept OSError as e:\n    print('BLOCKED', e)\n"
         )
-        inside = [*_office_jail.office_prefix(), "/usr/bin/python3", "-c", probe, listener.url]
+        inside = [*office_jail.office_prefix(), "/usr/bin/python3", "-c", probe, listener.url]
         out = subprocess.run(
-            _office_jail.jail_command(inside, writable=[]), capture_output=True, text=True, timeout=60
+            office_jail.jail_command(inside, writable=[]), capture_output=True, text=True, timeout=60
         )
         limits = subprocess.run(
-            _office_jail.jail_command(
-                [*_office_jail.office_prefix(), "cat", "/proc/self/limits"], writable=[]
-            ),
+            office_jail.jail_command([*office_jail.office_prefix(), "cat", "/proc/self/limits"], writable=[]),
             capture_output=True,
             text=True,
             timeout=60,
@@ -143,7 +141,7 @@ def test_row5_the_office_runs_without_network_and_under_a_memory_cap(tmp_path):
         listener.close()
     assert out.stdout.startswith("BLOCKED") and listener.hits == []
     (line,) = [ln for ln in limits.stdout.splitlines() if ln.startswith("Max address space")]
-    assert str(_office_jail.memory_mb() * 1024 * 1024) in line
+    assert str(office_jail.memory_mb() * 1024 * 1024) in line
 
 
 def nested_deck(path: Path, depth: int) -> Path:
@@ -275,9 +273,9 @@ def test_issue23_the_office_sees_only_the_deck_copy_and_its_profile(tmp_path, re
     import os
 
     from pptarena import render_guard
-    from pptarena.plugins.renderers import _office_jail
+    from pptarena.plugins.renderers.libreoffice import office_jail
 
-    if not _office_jail.filesystem_isolated():
+    if not office_jail.filesystem_isolated():
         pytest.skip("bubblewrap is not usable here: the office sees the host file system")
     cache = tmp_path / "cache" / "datasets" / "demo"  # stands in for the dataset cache
     cache.mkdir(parents=True)

@@ -7,7 +7,7 @@ nothing from pptarena and nothing outside the standard library and ``uno``.
 
 Protocol (JSON lines on stdin/stdout):
 
-* started as ``python3 _uno_bridge.py SPEC_JSON`` where the spec holds
+* started as ``python3 uno_bridge.py SPEC_JSON`` where the spec holds
   ``office`` (the soffice command as a list, without ``--accept``),
   ``connect`` (a UNO connection string such as ``pipe,name=X;urp;``) and
   ``timeout`` (seconds allowed for start-up) and optionally ``prepare``

@@ -46,7 +46,7 @@ _STANDARD_LOCATIONS = (
     "/Applications/LibreOffice.app/Contents/MacOS/soffice",
     r"C:\Program Files\LibreOffice\program\soffice.exe",
 )
-_BRIDGE = Path(__file__).with_name("_uno_bridge.py")
+_BRIDGE = Path(__file__).with_name("uno_bridge.py")
 _counter = itertools.count(1)
 
 
@@ -84,10 +84,10 @@ def office_command(soffice: Path) -> list[str]:
     For a standard install this is ``program/soffice.bin`` next to the
     resolved ``soffice`` (skipping the shell wrapper and oosplash, so the
     process we start is the office itself); otherwise ``soffice`` as given.
-    Either runs behind :func:`._office_jail.office_prefix` (the memory cap); callers put the whole
-    command in the office's jail (:func:`._office_jail.jail_command`).
+    Either runs behind :func:`.office_jail.office_prefix` (the memory cap); callers put the whole
+    command in the office's jail (:func:`.office_jail.jail_command`).
     """
-    from ._office_jail import office_prefix
+    from .office_jail import office_prefix
 
     real = Path(os.path.realpath(soffice))
     binary = real.with_name("soffice.bin")
@@ -206,7 +206,7 @@ def convert_oneshot(soffice: Path, src: Path, out_dir: Path, profile: Path, time
 
     :raises InfraError: on timeout, crash or when no PDF is produced.
     """
-    from ._office_jail import jail_command, office_env, office_read_only
+    from .office_jail import jail_command, office_env, office_read_only
 
     office = [
         *office_command(soffice),
@@ -320,7 +320,7 @@ class WarmOffice:
         self.uno_python = uno_python
         self.profile = profile
         self.start_timeout = start_timeout
-        self.prepare = prepare  # finish the (new) profile on start; see _profile.build_template
+        self.prepare = prepare  # finish the (new) profile on start; see office_profile.build
         self.prepared: str | None = None  # the office version recorded in the profile by ``prepare``
         self.uses = 0
         self._bridge: subprocess.Popen[str] | None = None
@@ -344,7 +344,7 @@ class WarmOffice:
             "timeout": self.start_timeout,
             "prepare": self.prepare,
         }
-        from ._office_jail import INSIDE, jail_command, office_env, office_read_only, python_read_only
+        from .office_jail import INSIDE, jail_command, office_env, office_read_only, python_read_only
 
         # the bridge runs in the office's jail too: the UNO pipe lives in the jail's own /tmp
         jailed = jail_command(

@@ -39,7 +39,7 @@ from pathlib import Path
 
 from pptarena.types import InfraError
 
-from . import _soffice
+from .soffice import WarmOffice, office_version
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ _locks_guard = threading.Lock()
 
 def template_dir(root: Path, soffice: Path) -> Path:
     """Where the template for ``soffice`` lives under ``root``."""
-    fingerprint = _soffice.office_version(soffice)
+    fingerprint = office_version(soffice)
     key = hashlib.sha256(f"{PROFILE_FORMAT}|{fingerprint}".encode()).hexdigest()[:16]
     return Path(root) / key
 
@@ -82,7 +82,7 @@ def is_valid(template: Path, soffice: Path) -> bool:
         return False
     if not isinstance(stamp, dict):
         return False
-    if stamp.get("format") != PROFILE_FORMAT or stamp.get("office") != _soffice.office_version(soffice):
+    if stamp.get("format") != PROFILE_FORMAT or stamp.get("office") != office_version(soffice):
         return False
     version = recorded_version(Path(template) / "profile")
     return version is not None and version == stamp.get("version")
@@ -124,7 +124,7 @@ def build(template: Path, soffice: Path, uno_python: str, start_timeout: float) 
     template.parent.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=".build-", dir=template.parent))
     try:
-        office = _soffice.WarmOffice(soffice, uno_python, tmp / "profile", start_timeout, prepare=True)
+        office = WarmOffice(soffice, uno_python, tmp / "profile", start_timeout, prepare=True)
         office.start()
         office.close()
         version = recorded_version(tmp / "profile")
@@ -135,7 +135,7 @@ def build(template: Path, soffice: Path, uno_python: str, start_timeout: float) 
         (tmp / "profile" / "user" / ".lock").unlink(missing_ok=True)
         stamp = {
             "format": PROFILE_FORMAT,
-            "office": _soffice.office_version(soffice),
+            "office": office_version(soffice),
             "version": version,
             "uno_python": uno_python,
         }

@@ -1,10 +1,10 @@
 """The default renderer: LibreOffice (headless) → PDF → PNG with pypdfium2.
 
-Registered as ``"libreoffice"``. It keeps warm office instances (one per
+Registered as ``"libreoffice"`` by :mod:`.plugin`. It keeps warm office instances (one per
 worker, each with its own user profile) driven over UNO by a small bridge
 script, and falls back to one-shot ``soffice --convert-to`` when no Python
 with ``uno`` is available. Each new profile is a copy of a pre-initialised
-one cached per LibreOffice build (see :mod:`._profile`), so an office starts
+one cached per LibreOffice build (see :mod:`.office_profile`), so an office starts
 in a fraction of a first start. Hidden slides are exported. Renders are
 cached by deck content + settings (see :mod:`pptarena.render`).
 
@@ -26,13 +26,12 @@ from pathlib import Path
 
 from pydantic import Field
 
-import pptarena
 from pptarena import safeio
 from pptarena.render import RenderCache, cached_render, deck_output_dirs, deck_slides, pdf_to_pngs
 from pptarena.types import Component, ComponentContext, InfraError, SlideImage
 from pptarena.types import Options as OptionsBase
 
-from . import _profile, _soffice
+from . import office_profile, soffice
 
 log = logging.getLogger(__name__)
 
@@ -49,7 +48,7 @@ class _Slot:
         self.index = index
         self.profile = profile
         self.scratch = scratch
-        self.office: _soffice.WarmOffice | None = None
+        self.office: soffice.WarmOffice | None = None
         self.seeded_from: Path | None = None  # the template the profile was copied from
 
     def close(self) -> None:
@@ -104,13 +103,13 @@ class LibreOfficeRenderer(Component):
     def __init__(self, options: LibreOfficeRenderer.Options, context: ComponentContext):
         super().__init__(options, context)
         self.options: LibreOfficeRenderer.Options = options
-        self.soffice = _soffice.find_soffice(options.soffice)
+        self.soffice = soffice.find_soffice(options.soffice)
         cache_root = options.cache_dir or (Path(context.cache_dir) / "renders")
         self.cache = RenderCache(Path(cache_root)) if options.cache else None
         self._settings = {
             "size": options.size,
             "impl": IMPL_VERSION,
-            "office": _soffice.office_version(self.soffice),
+            "office": soffice.office_version(self.soffice),
         }
         self._uno_python: str | None = None
         self._template_root = Path(context.cache_dir) / "office-profiles"
@@ -188,7 +187,7 @@ class LibreOfficeRenderer(Component):
     def _acquire(self) -> _Slot:
         with self._lock:
             if self._free.empty() and len(self._slots) < self.options.workers:
-                root = _soffice.new_profile_dir(self.options.profile_root)
+                root = soffice.new_profile_dir(self.options.profile_root)
                 self._roots.append(root)
                 slot = _Slot(len(self._slots), root / "profile", root / "work")
                 slot.scratch.mkdir(parents=True)
@@ -230,22 +229,23 @@ class LibreOfficeRenderer(Component):
         if self._template_broken or slot.profile.exists():
             return
         if self._warm_broken:
-            template = _profile.template_dir(self._template_root, self.soffice)
-            if _profile.is_valid(template, self.soffice) and _profile.install(template, slot.profile):
+            template = office_profile.template_dir(self._template_root, self.soffice)
+            valid = office_profile.is_valid(template, self.soffice)
+            if valid and office_profile.install(template, slot.profile):
                 slot.seeded_from = template
             return
         if not self._find_uno_python():
             return
         assert self._uno_python is not None
         try:
-            template = _profile.ensure(
+            template = office_profile.ensure(
                 self._template_root, self.soffice, self._uno_python, self.options.start_timeout
             )
         except (InfraError, OSError) as exc:
             self._template_broken = str(exc)
             log.warning("libreoffice renderer: no pre-initialised profile (%s); offices start slower", exc)
             return
-        if _profile.install(template, slot.profile):
+        if office_profile.install(template, slot.profile):
             slot.seeded_from = template
 
     def _find_uno_python(self) -> bool:
@@ -254,9 +254,9 @@ class LibreOfficeRenderer(Component):
             if not (
                 self._template_broken or self.options.uno_python or os.environ.get("PPTARENA_UNO_PYTHON")
             ):
-                self._uno_python = _profile.recorded_uno_python(self._template_root, self.soffice)
+                self._uno_python = office_profile.recorded_uno_python(self._template_root, self.soffice)
             if self._uno_python is None:
-                self._uno_python = _soffice.find_uno_python(self.options.uno_python)
+                self._uno_python = soffice.find_uno_python(self.options.uno_python)
         return self._uno_python is not None
 
     def _to_pdf(self, slot: _Slot, deck_path: Path) -> Path:
@@ -273,12 +273,12 @@ class LibreOfficeRenderer(Component):
                 if self._use_warm(slot):
                     assert slot.office is not None
                     return slot.office.convert(src, slot.scratch / "deck.pdf", self.options.timeout)
-                return _soffice.convert_oneshot(
+                return soffice.convert_oneshot(
                     self.soffice, src, slot.scratch, slot.profile, self.options.timeout
                 )
             except InfraError as exc:
                 slot.close()
-                if isinstance(exc, _soffice.RenderTimeout) or attempt == attempts - 1:
+                if isinstance(exc, soffice.RenderTimeout) or attempt == attempts - 1:
                     raise InfraError(f"rendering {deck_path} failed: {exc}") from exc
                 log.warning(
                     "LibreOffice failed on %s (%s); retrying with a fresh office", deck_path.name, exc
@@ -305,9 +305,9 @@ class LibreOfficeRenderer(Component):
                 return False
         return True
 
-    def _start_office(self, slot: _Slot, uno_python: str) -> _soffice.WarmOffice:
+    def _start_office(self, slot: _Slot, uno_python: str) -> soffice.WarmOffice:
         """Start a warm office on the slot's profile; a copied profile that fails gives way to a blank one."""
-        office = _soffice.WarmOffice(
+        office = soffice.WarmOffice(
             self.soffice, uno_python, slot.profile, self.options.start_timeout, folders=(slot.scratch,)
         )
         try:
@@ -323,9 +323,9 @@ class LibreOfficeRenderer(Component):
                 exc,
             )
             self._template_broken = f"an office failed to start on it: {exc}"
-            _profile.discard(template)
+            office_profile.discard(template)
             shutil.rmtree(slot.profile, ignore_errors=True)
-        office = _soffice.WarmOffice(
+        office = soffice.WarmOffice(
             self.soffice, uno_python, slot.profile, self.options.start_timeout, folders=(slot.scratch,)
         )
         office.start()
@@ -340,9 +340,3 @@ def _deck_size(deck: Path) -> int:
 
 
 _SUFFIXES = {".pptx", ".pptm", ".ppsx", ".ppsm", ".potx", ".potm", ".ppt", ".pps", ".pot", ".odp"}
-
-
-@pptarena.hookimpl
-def register_renderers(register):  # type: ignore[no-untyped-def]
-    """Register the ``libreoffice`` renderer."""
-    register(RENDERER_NAME, LibreOfficeRenderer)
