@@ -56,8 +56,8 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     from .types import (
         Agent,
         AgentError,
-        AgentTask,
         AgentLog,
+        AgentTask,
         Component,
         ComponentContext,
         ComponentUnavailable,
