@@ -436,7 +436,7 @@ sandbox_result({"written": written, "error": error})
 @needs_bwrap
 def test_row1_gui_desktops_impress_sees_only_its_folders(tmp_path):
     """The jail Impress runs in for the GUI agent: its file dialogs could browse only what this shows."""
-    from pptarena.plugins.agents.gui.env import jailed_impress
+    from pptarena.plugins.agents.gui.impress_jail import jailed_impress
 
     secret_dir = tmp_path / "run" / "tasks"
     secret_dir.mkdir(parents=True)
@@ -445,8 +445,8 @@ def test_row1_gui_desktops_impress_sees_only_its_folders(tmp_path):
     work.mkdir()
     deck_dir.mkdir()
     probe = f"ls {secret_dir} 2>&1; ls {Path.home()} 2>&1; touch {deck_dir}/saved.pptx && echo saved"
-    command, env, level = jailed_impress(["sh", "-c", probe], {"PATH": "/usr/bin:/bin"}, work, deck_dir)
-    out = subprocess.run(command, env=env, capture_output=True, text=True, timeout=60)
+    command, level = jailed_impress(["sh", "-c", probe], work, deck_dir, display="")
+    out = subprocess.run(command, env={"PATH": "/usr/bin:/bin"}, capture_output=True, text=True, timeout=60)
     assert level == "bwrap"
     assert "target.pptx" not in out.stdout and "No such file or directory" in out.stdout
     assert "saved" in out.stdout and (deck_dir / "saved.pptx").exists()
