@@ -8,6 +8,7 @@ when neither can provide them the caller skips with pip's reason.
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -31,12 +32,33 @@ def clean_env(**extra: str) -> dict[str, str]:
     return env
 
 
+def source_copy(dest: Path) -> Path:
+    """The project's tracked and new (not ignored) files copied to ``dest``, to build the wheel from.
+
+    pip builds in the source folder; building in the checkout would leave ``build/`` and
+    ``pptarena.egg-info/`` there, whose stale modules and entry points a later build or test picks up
+    after a module moves. Files git ignores (the venv, caches, earlier build output) are not copied.
+    """
+    listed = run(["git", "ls-files", "-z", "--cached", "--others", "--exclude-standard"], cwd=ROOT)
+    if listed.returncode != 0:  # not a git checkout (an sdist): copy all but the usual build output
+        ignore = shutil.ignore_patterns(".venv", ".git", "build", "*.egg-info", "__pycache__", ".tox")
+        shutil.copytree(ROOT, dest, ignore=ignore)
+        return dest
+    for name in filter(None, listed.stdout.split("\0")):
+        src = ROOT / name
+        if src.is_file() and not src.is_symlink():
+            (dest / name).parent.mkdir(parents=True, exist_ok=True)
+            shutil.copy2(src, dest / name)
+    return dest
+
+
 def fresh_venv(base: Path) -> Path:
     """A new venv under ``base`` with the built wheel installed; returns its folder (cached per session)."""
     if "venv" in _BUILT:
         return _BUILT["venv"]
     wheels = base / "wheel"
-    built = run([sys.executable, "-m", "pip", "wheel", str(ROOT), "--no-deps", "-v", "-w", str(wheels)])
+    source = source_copy(base / "source")
+    built = run([sys.executable, "-m", "pip", "wheel", str(source), "--no-deps", "-v", "-w", str(wheels)])
     assert built.returncode == 0, built.stdout[-3000:] + built.stderr[-3000:]
     _BUILT["build_log"] = base / "build.log"
     _BUILT["build_log"].write_text(built.stdout + built.stderr)
