@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+import signal
 import sys
 from pathlib import Path
 
@@ -16,6 +17,12 @@ TESTS = Path(__file__).resolve().parent
 
 if str(TESTS) not in sys.path:
     sys.path.insert(0, str(TESTS))
+
+# A suite started in the background by a non-interactive shell (`cmd &` in a CI script) inherits
+# SIGINT ignored, and so would every `arena run` a test starts (an ignored signal stays ignored across
+# exec, by design: `nohup`): the Ctrl-C tests would then see runs that never stop. Take Ctrl-C back.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 @pytest.fixture(autouse=True)
