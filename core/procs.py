@@ -24,6 +24,28 @@ def kill_group(proc: subprocess.Popen[Any]) -> None:
         pass
 
 
+def close_pipes(*pipes: IO[Any] | None) -> None:
+    """Close a killed process's pipes, ignoring those already gone."""
+    for pipe in pipes:
+        try:
+            if pipe is not None:
+                pipe.close()
+        except OSError:
+            pass
+
+
+def take_protocol_pipes() -> tuple[IO[bytes], IO[bytes]]:
+    """In a worker spoken to over stdin/stdout: private copies of the two protocol pipes, with fds 0 and
+    1 pointed at ``/dev/null``, so that nothing the agent prints or reads can touch the protocol."""
+    requests = os.fdopen(os.dup(0), "rb")
+    replies = os.fdopen(os.dup(1), "wb")
+    null = os.open(os.devnull, os.O_RDWR)
+    os.dup2(null, 0)
+    os.dup2(null, 1)
+    os.close(null)
+    return requests, replies
+
+
 def run_in_session(
     argv: Sequence[str],
     *,

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pptarena.procs import kill_group
+from pptarena.procs import close_pipes, kill_group
 from pptarena.run.agent_jail import worker_command
 from pptarena.run.bridge import BridgeHost
 from pptarena.run.jail_archive import (  # noqa: F401 - MAX_*, RESERVED re-exported
@@ -184,12 +184,7 @@ class JailWorker:
         if self.group is not None:
             group, self.group = self.group, None
             group.__exit__(None, None, None)  # kills whatever is left in it and removes it
-        for pipe in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
-            try:
-                if pipe is not None:
-                    pipe.close()
-            except OSError:
-                pass
+        close_pipes(self.proc.stdin, self.proc.stdout, self.proc.stderr)
 
     def retire(self) -> None:
         """Ask the worker to exit, then make sure the jail is gone."""

@@ -164,14 +164,10 @@ def run_pair(request: dict[str, Any], channel: Any) -> dict[str, Any]:
 
 def main() -> int:
     """Keep private copies of the protocol pipes, silence fds 0/1, serve pairs until told to exit."""
+    from pptarena.procs import take_protocol_pipes
     from pptarena.run.bridge import Channel
 
-    requests = os.fdopen(os.dup(0), "rb")
-    replies = os.fdopen(os.dup(1), "wb")
-    null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, 0)
-    os.dup2(null, 1)
-    os.close(null)
+    requests, replies = take_protocol_pipes()
     channel = Channel(requests, replies)
     import pptarena.run.records  # noqa: F401 - loaded before the first pair, so pairs start warm
     import pptarena.run.worker  # noqa: F401

@@ -19,7 +19,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pptarena.procs import kill_group
+from pptarena.procs import close_pipes, kill_group
 from pptarena.run.records import AgentOutcome
 from pptarena.run.rundir import AGENT_STDERR
 from pptarena.run.worker import reported_outcome, timed_out_outcome, vanished_outcome, workspace_spec
@@ -95,12 +95,7 @@ class PoolWorker:
     def kill(self) -> None:
         """SIGKILL the worker's process group (the worker and everything in its session)."""
         kill_group(self.proc)
-        for pipe in (self.proc.stdin, self.proc.stdout):
-            try:
-                if pipe is not None:
-                    pipe.close()
-            except OSError:
-                pass
+        close_pipes(self.proc.stdin, self.proc.stdout)
 
     def retire(self) -> None:
         """Ask the worker to exit, then make sure its group is gone."""

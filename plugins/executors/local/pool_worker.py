@@ -128,13 +128,10 @@ def serve(boot: dict[str, Any], requests: BinaryIO, replies: BinaryIO) -> int:
 
 def main(argv: list[str]) -> int:
     """Entry point: keep private copies of the protocol pipes, silence fds 0/1, watch the parent, serve."""
+    from pptarena.procs import take_protocol_pipes
+
     boot = json.loads(argv[1]) if len(argv) > 1 else {}
-    requests = os.fdopen(os.dup(0), "rb")
-    replies = os.fdopen(os.dup(1), "wb")
-    null = os.open(os.devnull, os.O_RDWR)
-    os.dup2(null, 0)
-    os.dup2(null, 1)
-    os.close(null)
+    requests, replies = take_protocol_pipes()
     threading.Thread(
         target=_watch_parent, args=(int(boot.get("parent") or os.getppid()),), daemon=True
     ).start()
