@@ -19,6 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from pptarena.label.store import PROTOCOLS, Campaign, CampaignError, create_campaign
+from pptarena.run.rundir import RESULTS
 
 ANNOTATOR_NAME = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 CAMPAIGNS_DIR = "campaigns"
@@ -44,7 +45,7 @@ def attempts(run_dirs: list[Path]) -> list[tuple[int, dict[str, Any]]]:
 
     out = []
     for i, run in enumerate(run_dirs):
-        results = run / "results.jsonl"
+        results = run / RESULTS
         if not results.is_file():
             raise CampaignError(f"{run} is not a run directory (no results.jsonl)")
         for row in read_results(results):

@@ -18,6 +18,7 @@ from typing import Any
 from pptarena.label.agreement import choice_agreement, scale_agreement
 from pptarena.label.scales import ABSOLUTE_SCALES
 from pptarena.label.store import Campaign
+from pptarena.run.rundir import RESULTS
 
 HUMAN_SERIES = {
     "if": lambda name: not name.endswith(".vq_score"),
@@ -99,7 +100,7 @@ def judge_agreement(campaign: Campaign, *, n_boot: int = 1000, seed: int = 0) ->
 
     out: dict[str, Any] = {}
     for run in dict.fromkeys(campaign.runs.values()):
-        results = Path(run) / "results.jsonl"
+        results = Path(run) / RESULTS
         series = judge_series(read_results(results)) if results.is_file() else {}
         if campaign.protocol == "pairwise":
             out[run] = {"choice": _pairwise_vs_judges(campaign, run, series)}

@@ -21,6 +21,7 @@ from typing import Any
 
 from pptarena.render import slide_file_name
 from pptarena.report.fileio import is_regular
+from pptarena.run.rundir import RENDERS
 
 MAX_CHANGED_ROWS = 8
 MAX_DIFF_CHARS = 20_000
@@ -195,7 +196,7 @@ def pair_view(decks: PairDecks, budget: RenderBudget | None) -> PairView:
         numbers = sorted({n for r in view.rows if (n := getattr(r, role)) is not None})
         if deck is None or not numbers:
             continue
-        out_dir = decks.folder / "renders" / role
+        out_dir = decks.folder / RENDERS / role
         found = existing_renders(out_dir, numbers, decks.folder)
         if found is None and budget is not None:
             try:

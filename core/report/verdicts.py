@@ -17,6 +17,7 @@ from urllib.parse import quote
 
 from pptarena.report.fileio import is_regular, open_text, read_regular, text_lines
 from pptarena.report.plots import score_bar
+from pptarena.run.rundir import AGENT_LOG
 
 MAX_TEXT = 4_000
 MAX_LOG_EVENTS = 200
@@ -213,7 +214,7 @@ def _log_events(lines: Iterable[str], events: list[dict[str, Any]]) -> int:
 
 def agent_log_html(folder: Path | str) -> str:
     """The pair's ``agent.log.jsonl`` as a table (first events; bounded), or ''."""
-    path = os.path.join(folder, "agent.log.jsonl")
+    path = os.path.join(folder, AGENT_LOG)
     events: list[dict[str, Any]] = []
     data = read_regular(path, SMALL_LOG_BYTES)  # most logs: one read
     if data is not None:

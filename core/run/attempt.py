@@ -40,7 +40,7 @@ from pptarena.run.records import AgentOutcome, JudgeOutcome
 from pptarena.run.references import FOLDER as REFERENCES
 from pptarena.run.references import normalized_references, normalizer_of
 from pptarena.run.results import write_json_atomic
-from pptarena.run.rundir import AGENT_ERROR, AGENT_LOG, INPUT, VERDICTS, RunDir, safe_name
+from pptarena.run.rundir import AGENT_ERROR, AGENT_LOG, INPUT, VERDICTS, RunDir, prediction_name, safe_name
 from pptarena.run.runlock import AttemptLedger
 from pptarena.run.sessions import is_session, run_session
 from pptarena.run.trust import agent_process, row_isolation
@@ -210,7 +210,7 @@ class Attempts:
         return Workspace(
             dir=task_dir,
             input_deck=input_deck,
-            output_deck=task_dir / f"prediction{task.original.suffix or '.pptx'}",
+            output_deck=task_dir / prediction_name(task.original.suffix),
             renderer=None,
             model=self.components.model_client,
             log=AgentLog(task_dir / AGENT_LOG),

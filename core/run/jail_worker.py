@@ -98,6 +98,7 @@ def run_pair(request: dict[str, Any], channel: Any) -> dict[str, Any]:
     from pptarena.run.agent_jail import JAIL_HOME, JAIL_WORKSPACE
     from pptarena.run.bridge import BridgedLog, BridgedModelClient, BridgedRenderer
     from pptarena.run.records import AgentOutcome
+    from pptarena.run.rundir import prediction_name
     from pptarena.run.worker import classify_exception, run_agent
     from pptarena.types import AgentTask, ComponentContext, Status, Workspace
 
@@ -107,7 +108,7 @@ def run_pair(request: dict[str, Any], channel: Any) -> dict[str, Any]:
     name = Path(str(request.get("deck_name") or "input.pptx")).name or "input.pptx"
     input_deck = ws_dir / "input" / name
     input_deck.write_bytes(base64.b64decode(request["deck"]))
-    output_deck = ws_dir / f"prediction{Path(name).suffix or '.pptx'}"
+    output_deck = ws_dir / prediction_name(Path(name).suffix)
     setting_up = True
     outcome: AgentOutcome
     with _output_to_stderr():

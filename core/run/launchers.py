@@ -28,7 +28,7 @@ from typing import Any, Protocol
 from pptarena.models import UsageBook
 from pptarena.procs import kill_group, run_in_session
 from pptarena.run.records import AgentOutcome
-from pptarena.run.rundir import AGENT_STDERR
+from pptarena.run.rundir import AGENT_STDERR, WORKER_RESULT, WORKER_SPEC
 from pptarena.run.worker import (
     classify_exception,
     reported_outcome,
@@ -39,11 +39,6 @@ from pptarena.run.worker import (
 )
 from pptarena.safeio import regular_file
 from pptarena.types import Status, Workspace
-
-WORKER_SPEC = ".worker-spec.json"
-"""The per-attempt worker's instructions, in the attempt's folder."""
-WORKER_RESULT = ".worker-result.json"
-"""Where the per-attempt worker writes what came of the agent, in the attempt's folder."""
 
 
 class Launcher(Protocol):

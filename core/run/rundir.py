@@ -37,6 +37,17 @@ AGENT_ERROR = "agent.error.txt"
 INPUT = "input"
 LOCK = ".lock"  # held by the run working in the folder (run/runlock.py)
 ATTEMPTS = ".attempts.jsonl"  # pair attempts started and ended, to spot pairs that kill the run
+RENDERS = "renders"  # an attempt's slide renders, one folder per role (original, prediction, target)
+JUDGES = "judges"  # an attempt's judge evidence, one folder per judge label
+WORKER_SPEC = ".worker-spec.json"  # the per-attempt worker's instructions, in the attempt's folder
+WORKER_RESULT = ".worker-result.json"  # what came of the agent, written by the per-attempt worker
+PREDICTION = "prediction"  # the handed-in deck's name, with the original's suffix (prediction_name)
+
+
+def prediction_name(suffix: str) -> str:
+    """The file name of an attempt's prediction: ``prediction`` with the original deck's suffix
+    (``.pptx`` when it has none), so a ``.pptm`` original gives ``prediction.pptm``."""
+    return f"{PREDICTION}{suffix or '.pptx'}"
 
 
 def safe_name(text: str) -> str:

@@ -22,6 +22,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Mount, Route
 from starlette.staticfiles import StaticFiles
 
+from pptarena.run.rundir import RENDERS
 from pptarena.view.files import file_response
 from pptarena.view.runindex import Query
 from pptarena.view.runs import RunState, find_runs
@@ -296,7 +297,7 @@ def all_slides_html(run_dir: Path, folder: Path) -> str:
 
     found: dict[int, dict[str, Path]] = {}
     for role in ("original", "prediction", "target"):
-        renders = folder / "renders" / role
+        renders = folder / RENDERS / role
         if not renders.is_dir() or renders.is_symlink():
             continue
         for png in renders.glob("slide-*.png"):

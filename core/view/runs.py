@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pptarena.run.rundir import MANIFEST, RESULTS
 from pptarena.view.runindex import RunIndex
 
 SUMMARY_EVERY = 10.0
@@ -31,7 +32,7 @@ def find_runs(paths: list[Path]) -> list[Path]:
     found: list[Path] = []
     for p in paths:
         p = Path(p).resolve()
-        if RunDir(p).is_run() or (p / "results.jsonl").is_file():
+        if RunDir(p).is_run() or (p / RESULTS).is_file():
             found.append(p)
             continue
         level = [p]
@@ -43,7 +44,7 @@ def find_runs(paths: list[Path]) -> list[Path]:
                 except OSError:
                     continue
                 for sub in subs:
-                    if (sub / "results.jsonl").is_file():
+                    if (sub / RESULTS).is_file():
                         found.append(sub.resolve())
                     else:
                         nxt.append(sub)
@@ -62,7 +63,7 @@ class RunState:
     def __init__(self, path: Path, *, render: bool = True, max_renders: int = 400):
         self.path = Path(path).resolve()
         self.id = run_id(self.path)
-        self.index = RunIndex(self.path / "results.jsonl")
+        self.index = RunIndex(self.path / RESULTS)
         self.render = render
         self.max_renders = max_renders
         self._lock = threading.Lock()
@@ -82,7 +83,7 @@ class RunState:
         """The run's ``manifest.json`` (empty when missing or unreadable)."""
         from pptarena.report.data import RunDirError, read_json
 
-        path = self.path / "manifest.json"
+        path = self.path / MANIFEST
         try:
             data = read_json(path) if path.is_file() else {}
         except RunDirError:
@@ -97,7 +98,7 @@ class RunState:
         if self.manifest().get("finished_at"):
             return "finished"
         try:
-            recent = time.time() - (self.path / "results.jsonl").stat().st_mtime < 60
+            recent = time.time() - (self.path / RESULTS).stat().st_mtime < 60
         except OSError:
             recent = False
         return "running" if recent else "stopped"
