@@ -40,7 +40,7 @@ MAX_TASK_FOLDER_BYTES = 2 * 1024 * 1024 * 1024
 class PairJob:
     """One (agent, task) pair to run.
 
-    ``agent`` is the agent's :class:`pptarena.config.ComponentConfig`;
+    ``agent`` is the agent's :class:`pptarena.run.config.ComponentConfig`;
     ``agent_index`` its position in the config's ``[[agents]]`` list (what a
     process elsewhere uses to find it again after re-reading the config).
     """

@@ -2,7 +2,7 @@
 
 The task's ``rubric`` (PPT-Eval JSON) is loaded with ai-rubric's rules
 (:mod:`rubric_tree`); every function leaf runs in the sandbox with exactly the seven names
-PPT-Eval's verifier gives it (:mod:`rubric_exec`, :mod:`rubric_child`); ``llm`` leaves and
+PPT-Eval's verifier gives it (:mod:`.execute`, :mod:`.child`); ``llm`` leaves and
 parent explanations use the judge's model (:mod:`rubric_llm`). Scores aggregate with the
 default λ rule or mind2web2; success means a score of exactly 1.0.
 
