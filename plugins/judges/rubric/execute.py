@@ -2,7 +2,7 @@
 
 :func:`run_function_leaves` runs all function leaves of one rubric in one sandboxed Python
 process (:mod:`pptarena.sandbox`: time, CPU, memory and file-size limits, own temp dir, no
-network where the OS allows). Inside, :mod:`pptarena.plugins.judges.rubric.child` runs the leaves one by one with a
+network where the OS allows). Inside, :mod:`.child` runs the leaves one by one with a
 per-leaf time budget and per-leaf exception isolation. If the process itself dies (memory
 limit, a C-level crash, the overall timeout), the leaf that was running is recorded as failed
 and the leaves after it run in a fresh process. The driver first imports the modules the leaves
