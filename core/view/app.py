@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlencode
@@ -109,6 +110,19 @@ def _run(request: Request) -> RunState | None:
     return request.app.state.view.runs.get(request.path_params.get("rid", ""))
 
 
+def _guarded_run(
+    request: Request, not_found: Callable[[], Response]
+) -> tuple[RunState, None] | tuple[None, Response]:
+    """The run a page names, behind the browse guard: ``(run, None)``, or ``(None, response)`` to
+    return (the guard's refusal, or ``not_found()`` when the id names no run)."""
+    if (denied := _browse_guard(request)) is not None:
+        return None, denied
+    run = _run(request)
+    if run is None:
+        return None, not_found()
+    return run, None
+
+
 def absolutize(html: str, prefix: str) -> str:
     """Point the relative ``src``/``href`` links of a report fragment (relative to a run folder) at
     ``prefix`` (the run's file route)."""
@@ -174,11 +188,9 @@ def _params(q: Query, **over: Any) -> dict[str, Any]:
 async def run_page(request: Request) -> Response:
     """The run: latest results, leaderboard and comparisons, and the server-side task table."""
     state: ViewState = request.app.state.view
-    if (denied := _browse_guard(request)) is not None:
-        return denied
-    run = _run(request)
-    if run is None:
-        return state.error(404, "No such run.")
+    run, refused = _guarded_run(request, lambda: state.error(404, "No such run."))
+    if refused is not None:
+        return refused
     run.index.refresh()
     summary, fresh = run.summary_html()
     q = parse_query(request.query_params)
@@ -221,11 +233,9 @@ async def run_page(request: Request) -> Response:
 
 async def table_api(request: Request) -> Response:
     """The task table as JSON (the live page redraws its rows from it)."""
-    if (denied := _browse_guard(request)) is not None:
-        return denied
-    run = _run(request)
-    if run is None:
-        return JSONResponse({"error": "no such run"}, status_code=404)
+    run, refused = _guarded_run(request, lambda: JSONResponse({"error": "no such run"}, status_code=404))
+    if refused is not None:
+        return refused
     run.index.refresh()
     q = parse_query(request.query_params)
     total, rows = run.index.query(q)
@@ -234,11 +244,9 @@ async def table_api(request: Request) -> Response:
 
 async def since_api(request: Request) -> Response:
     """Attempts whose lines were appended after line ``seq`` (polled by the open run page)."""
-    if (denied := _browse_guard(request)) is not None:
-        return denied
-    run = _run(request)
-    if run is None:
-        return JSONResponse({"error": "no such run"}, status_code=404)
+    run, refused = _guarded_run(request, lambda: JSONResponse({"error": "no such run"}, status_code=404))
+    if refused is not None:
+        return refused
     run.index.refresh()
     try:
         seq = int(request.query_params.get("seq") or 0)
@@ -257,11 +265,9 @@ async def since_api(request: Request) -> Response:
 
 async def summary_api(request: Request) -> Response:
     """The leaderboard part of the run page as HTML (fetched by the page once it is up to date)."""
-    if (denied := _browse_guard(request)) is not None:
-        return denied
-    run = _run(request)
-    if run is None:
-        return Response("no such run", status_code=404)
+    run, refused = _guarded_run(request, lambda: Response("no such run", status_code=404))
+    if refused is not None:
+        return refused
     from pptarena.redact import redact_text
 
     html, fresh = run.summary_html()
@@ -329,11 +335,9 @@ def all_slides_html(run_dir: Path, folder: Path) -> str:
 async def pair_page(request: Request) -> Response:
     """One agent's attempt(s) at one task: slides, edits, verdicts, log, every epoch."""
     state: ViewState = request.app.state.view
-    if (denied := _browse_guard(request)) is not None:
-        return denied
-    run = _run(request)
-    if run is None:
-        return state.error(404, "No such run.")
+    run, refused = _guarded_run(request, lambda: state.error(404, "No such run."))
+    if refused is not None:
+        return refused
     task_id = str(request.query_params.get("task") or "")
     agent = str(request.query_params.get("agent") or "")
     run.index.refresh()
@@ -388,11 +392,9 @@ async def compare_page(request: Request) -> Response:
 async def run_file(request: Request) -> Response:
     """A file inside a run folder (images inline, text as plain text, anything else as a download)."""
     state: ViewState = request.app.state.view
-    if (denied := _browse_guard(request)) is not None:
-        return denied
-    run = _run(request)
-    if run is None:
-        return state.error(404, "No such run.")
+    run, refused = _guarded_run(request, lambda: state.error(404, "No such run."))
+    if refused is not None:
+        return refused
     path = safe_file(run.path, request.path_params["path"])
     if path is None:
         return state.error(404, "No such file in this run.")
