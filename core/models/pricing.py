@@ -161,34 +161,33 @@ def pair_cost(agent: dict[str, Any] | None, judges: dict[str, dict[str, Any] | N
     return {**total, "agent": agent, "judges": dict(judges)}
 
 
-def _row_cost(row: dict[str, Any]) -> dict[str, Any] | None:
-    cost = row.get("cost")
+def _row_cost(row: Any) -> dict[str, Any] | None:
+    """A result line's cost record; a line from before cost accounting that spent tokens is unknown."""
+    cost = row.cost
     if isinstance(cost, dict):
         return cost
-    usage = row.get("usage") or {}
+    usage = row.usage or {}
     spent = any(isinstance(v, int) and v > 0 for k, v in usage.items() if k.endswith("tokens"))
     return {"usd": None, "known_usd": 0.0, "unpriced_models": ["(not recorded)"]} if spent else None
 
 
-def cost_of_rows(rows: Iterable[dict[str, Any]]) -> dict[str, Any]:
-    """Totals over result lines: ``usd`` (None when unknown), ``known_usd``, ``agent``
-    and per-``judges`` parts.
+def cost_of_rows(rows: Iterable[Any]) -> dict[str, Any]:
+    """Totals over result lines (:class:`pptarena.run.records.ResultRow`: their ``cost`` and ``usage``):
+    ``usd`` (None when unknown), ``known_usd``, ``agent`` and per-``judges`` parts.
 
     Lines from before cost accounting with token usage count as unknown.
     """
     rows = list(rows)
     total = merge_costs(_row_cost(r) for r in rows)
-    agent = merge_costs(
-        (r["cost"].get("agent") if isinstance(r.get("cost"), dict) else _row_cost(r)) for r in rows
-    )
+    agent = merge_costs((r.cost.get("agent") if isinstance(r.cost, dict) else _row_cost(r)) for r in rows)
     judges: dict[str, list[dict[str, Any] | None]] = {}
     for r in rows:
-        for label, c in ((r.get("cost") or {}).get("judges") or {}).items():
+        for label, c in ((r.cost or {}).get("judges") or {}).items():
             judges.setdefault(label, []).append(c)
     return {**total, "agent": agent, "judges": {k: merge_costs(v) for k, v in sorted(judges.items())}}
 
 
-def spent_usd(rows: Iterable[dict[str, Any]]) -> float:
+def spent_usd(rows: Iterable[Any]) -> float:
     """Dollars known to be spent by result lines (the budget counts priced calls only)."""
     return sum(float((_row_cost(r) or {}).get("known_usd") or 0.0) for r in rows)
 

@@ -16,9 +16,11 @@ from pathlib import Path
 from typing import Any
 
 from pptarena.report.fileio import read_regular
-from pptarena.run.records import ResultLineProblem
+from pptarena.run.manifest_record import Manifest
+from pptarena.run.records import ResultLineProblem, ResultRow
 from pptarena.run.results import read_results  # noqa: F401 - re-exported for report modules
 from pptarena.run.rundir import VERDICTS, RunDir
+from pptarena.run.summary_record import Summary
 from pptarena.types import PptArenaError, Task
 
 MAX_JSON_BYTES = 64 * 1024 * 1024
@@ -49,12 +51,12 @@ def pair_dir(run_dir: Path, agent: str, task_id: str) -> Path:
 
 @dataclass
 class RunData:
-    """What a run directory holds: manifest, result lines and summary (read lazily where costly)."""
+    """What a run directory holds: manifest, result lines and summary, as their typed records."""
 
     run_dir: Path
-    manifest: dict[str, Any]
-    rows: list[dict[str, Any]]
-    summary: dict[str, Any]
+    manifest: Manifest
+    rows: list[ResultRow]
+    summary: Summary
     rescores: dict[str, RunData] = field(default_factory=dict)
     problems: list[ResultLineProblem] = field(default_factory=list)
     """Result lines that were skipped because they are not valid rows (file and line of each)."""
@@ -62,35 +64,33 @@ class RunData:
     @property
     def agents(self) -> list[str]:
         """Agent labels in manifest order (then any others found in results)."""
-        seen = list(self.manifest.get("agents") or [])
+        seen = list(self.manifest.agents)
         for r in self.rows:
-            if r["agent"] not in seen:
-                seen.append(r["agent"])
+            if r.agent not in seen:
+                seen.append(r.agent)
         return seen
 
     @property
     def judges(self) -> list[str]:
         """Judge labels in manifest order (then any others found in results)."""
-        seen = list(self.manifest.get("judges") or [])
+        seen = list(self.manifest.judges)
         for r in self.rows:
-            for j in r.get("scores") or {}:
+            for j in r.scores:
                 if j not in seen:
                     seen.append(j)
         return seen
 
     def task_ids(self) -> list[str]:
         """Task ids in first-seen order of the results."""
-        return list(dict.fromkeys(r["task_id"] for r in self.rows))
+        return list(dict.fromkeys(r.task_id for r in self.rows))
 
-    def row(self, agent: str, task_id: str, epoch: int = 1) -> dict[str, Any] | None:
+    def row(self, agent: str, task_id: str, epoch: int = 1) -> ResultRow | None:
         """The result line of one pair's attempt ``epoch`` (None when absent)."""
-        from pptarena.run.stats import epoch_of
-
         index = self.__dict__.get("_row_index")
         if index is None or index[0] != len(self.rows):  # built on first use, rebuilt if rows were added
-            by_attempt: dict[tuple[str, str, int], dict[str, Any]] = {}
+            by_attempt: dict[tuple[str, str, int], ResultRow] = {}
             for r in self.rows:
-                by_attempt.setdefault((r["agent"], r["task_id"], epoch_of(r)), r)
+                by_attempt.setdefault(r.key, r)
             index = self.__dict__["_row_index"] = (len(self.rows), by_attempt)
         return index[1].get((agent, task_id, epoch))
 
@@ -120,9 +120,7 @@ class RunData:
         return data if isinstance(data, dict) else {}
 
 
-def stored_summary(
-    path: Path, rows: list[dict[str, Any]], statistics: dict[str, Any]
-) -> dict[str, Any] | None:
+def stored_summary(path: Path, rows: list[ResultRow], statistics: dict[str, Any]) -> Summary | None:
     """``summary.json`` when it summarizes exactly ``rows`` with these ``statistics`` options and this
     code's summary revision (its ``source``, :func:`pptarena.run.results.rows_source`), else None.
 
@@ -134,20 +132,23 @@ def stored_summary(
     if not path.is_file():
         return None
     try:
-        summary = read_json(path)
+        data = read_json(path)
     except RunDirError:
         return None
     if (
-        not isinstance(summary, dict)
-        or summary.get("schema_version") != SCHEMA_VERSION
-        or summary.get("statistics") != statistics
-        or not isinstance(summary.get("source"), dict)
-        or summary["source"] != rows_source(rows)
+        not isinstance(data, dict)
+        or data.get("schema_version") != SCHEMA_VERSION
+        or data.get("statistics") != statistics
+        or not isinstance(data.get("source"), dict)
+        or data["source"] != rows_source(rows)
     ):
         return None
-    summary.pop("budget", None)
-    summary.pop("isolation", None)  # the run's isolation record (the runner's, like the budget)
-    return summary
+    data.pop("budget", None)
+    data.pop("isolation", None)  # the run's isolation record (the runner's, like the budget)
+    try:
+        return Summary.model_validate(data)
+    except ValueError:  # pydantic's ValidationError: a damaged summary is recomputed
+        return None
 
 
 def load_run(run_dir: Path, *, with_rescores: bool = True) -> RunData:
@@ -166,14 +167,13 @@ def load_run(run_dir: Path, *, with_rescores: bool = True) -> RunData:
     results = layout.results
     if not results.is_file():
         raise RunDirError(f"{run_dir} is not a run directory (no results.jsonl)")
-    manifest: dict[str, Any] = {}
+    manifest = Manifest()
     if layout.manifest.is_file():
-        data = read_json(layout.manifest)
-        manifest = data if isinstance(data, dict) else {}
+        manifest = Manifest.from_json(read_json(layout.manifest))
     problems: list[ResultLineProblem] = []
     rows = read_results(results, problems)
     # the run as it is now: the stored summary only when it was computed from exactly these lines
-    opts = stats_options((manifest.get("config") or {}).get("run"))
+    opts = stats_options(manifest.run_table)
     summary = stored_summary(layout.summary, rows, opts.to_json())
     if summary is None:
         summary = summarize_results(rows, opts=opts)
@@ -188,7 +188,7 @@ def load_run(run_dir: Path, *, with_rescores: bool = True) -> RunData:
     return data
 
 
-def run_config(manifest: dict[str, Any], registry: Any, config_path: Path | None = None) -> Any:
+def run_config(manifest: Manifest, registry: Any, config_path: Path | None = None) -> Any:
     """The run's :class:`pptarena.run.config.RunConfig`, rebuilt from the manifest.
 
     Relative paths resolve against the original config's folder (``manifest["config_path"]``).
@@ -200,10 +200,10 @@ def run_config(manifest: dict[str, Any], registry: Any, config_path: Path | None
 
     if config_path is not None:
         return load_config(config_path, registry)
-    raw = manifest.get("config")
-    if not isinstance(raw, dict):
+    raw = manifest.config
+    if not raw:
         raise ConfigError("the run's manifest.json holds no config; pass --config")
-    origin = Path(manifest.get("config_path") or "run.toml")
+    origin = Path(manifest.config_path or "run.toml")
     return parse_config(raw, registry, origin)
 
 
@@ -215,7 +215,7 @@ def load_run_tasks(config: Any, registry: Any) -> dict[str, Task]:
     return {t.id: t for t in load_tasks(Components(config, registry))}
 
 
-def tasks_or_problem(manifest: dict[str, Any], registry: Any) -> tuple[dict[str, Task], str | None]:
+def tasks_or_problem(manifest: Manifest, registry: Any) -> tuple[dict[str, Task], str | None]:
     """Like :func:`load_run_tasks` from the manifest, but returns ``({}, reason)`` instead of raising."""
     try:
         return load_run_tasks(run_config(manifest, registry), registry), None

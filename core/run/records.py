@@ -54,38 +54,56 @@ class JudgeScore(BaseModel):
 
 
 class ResultRow(BaseModel):
-    """One line of ``results.jsonl``: one finished attempt (epoch) of an (agent, task) pair."""
+    """One line of ``results.jsonl``: one finished attempt (epoch) of an (agent, task) pair.
+
+    Rows travel as this type from the attempt that makes them to every reader (resume, the summary,
+    ``arena report``, re-scoring, meta-evaluation, ``arena view``). Build one through its
+    constructors, one per kind of line: :meth:`begin` (an attempt or a session, filled in as it runs),
+    :meth:`infra_failure` (a pair the infrastructure could not run), :meth:`reused_copy` (a
+    deterministic agent's later epoch) and :meth:`rescored` (the same attempt under other judges).
+    :meth:`to_line` is the JSON written; :meth:`to_json` the full record readers compare.
+    """
 
     model_config = ConfigDict(extra="allow")
 
-    schema_version: int = RESULTS_SCHEMA
+    # declared in the order an attempt writes them (to_line keeps that order)
     agent: str = Field(min_length=1)
     task_id: str = Field(min_length=1)
-    status: Status
-    scores: dict[str, JudgeScore] = Field(default_factory=dict)
-    error: str | None = None
-    duration_s: FiniteFloat = Field(None, ge=0)
-    usage: dict[str, Any] = Field(default_factory=dict)
-    metadata: dict[str, Any] = Field(default_factory=dict)
     epoch: int = Field(
         1,
         ge=1,
         le=MAX_EPOCH,
         description="the attempt number (``[run] epochs``); 1 for lines from before epochs",
     )
-    reused_from_epoch: int | None = Field(
-        None, ge=1, description="a deterministic agent's line copied from this epoch"
+    status: Status
+    scores: dict[str, JudgeScore] = Field(default_factory=dict)
+    error: str | None = None
+    duration_s: FiniteFloat = Field(None, ge=0)
+    usage: dict[str, Any] = Field(default_factory=dict)
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    agent_process: str | None = Field(
+        None, description="where the agent ran (pptarena.run.trust.agent_process); absent on old lines"
     )
+    prediction: str | None = Field(
+        None, description="the prediction's path, relative to the run folder when inside it"
+    )
+    #: multi-turn sessions only (see pptarena.run.sessions): one entry per turn run, in order,
+    #: with ``turn``, ``status``, ``scores``, ``error``, ``prediction``, ``usage``, ``cost``, ``isolation``
+    #: and ``duration_s`` (the session's own ``usage``, ``cost`` and ``isolation`` add them up)
+    turns: list[dict[str, Any]] | None = None
     cost: dict[str, Any] | None = Field(
         None, description="USD: agent, judges and total (pptarena.models.pricing.pair_cost)"
     )
     isolation: str | None = (
         None  # what untrusted code ran in: bwrap, unshare, rlimits or none (docs/security.md)
     )
-    #: multi-turn sessions only (see pptarena.run.sessions): one entry per turn run, in order,
-    #: with ``turn``, ``status``, ``scores``, ``error``, ``prediction``, ``usage``, ``cost``, ``isolation``
-    #: and ``duration_s`` (the session's own ``usage``, ``cost`` and ``isolation`` add them up)
-    turns: list[dict[str, Any]] | None = None
+    reused_from_epoch: int | None = Field(
+        None, ge=1, description="a deterministic agent's line copied from this epoch"
+    )
+    reused_digest: str | None = Field(
+        None, description="digest of the epoch-1 line a reused copy was made from (pptarena.run.attempts)"
+    )
+    schema_version: int = RESULTS_SCHEMA
 
     @field_validator("schema_version")
     @classmethod
@@ -96,11 +114,129 @@ class ResultRow(BaseModel):
             )
         return value
 
+    # ------------------------------------------------------------------ constructors
+
+    @classmethod
+    def begin(
+        cls,
+        agent: str,
+        task_id: str,
+        epoch: int = 1,
+        *,
+        metadata: dict[str, Any] | None = None,
+        usage: dict[str, Any] | None = None,
+        agent_process: str | None = None,
+    ) -> ResultRow:
+        """An attempt's (or a session's) row before anything happened: scored, no scores, no error;
+        the attempt fills in status, scores, usage, cost and isolation as it runs."""
+        fields: dict[str, Any] = {
+            "agent": agent,
+            "task_id": task_id,
+            "epoch": epoch,
+            "status": Status.SCORED,
+            "scores": {},
+            "error": None,
+            "duration_s": 0.0,
+            "usage": dict(usage or {}),
+            "metadata": metadata or {},
+        }
+        if agent_process is not None:
+            fields["agent_process"] = agent_process
+        return cls(**fields)
+
+    @classmethod
+    def infra_failure(
+        cls,
+        agent: str,
+        task_id: str,
+        epoch: int,
+        error: str,
+        *,
+        metadata: dict[str, Any] | None = None,
+        duration_s: float = 0.0,
+        **extra: Any,
+    ) -> ResultRow:
+        """The row of an attempt the infrastructure failed to run (a lost worker, a crashed run);
+        ``extra`` adds what the caller knows (``isolation``, ``agent_process``)."""
+        row = cls.begin(agent, task_id, epoch, metadata=metadata)
+        row.status = Status.INFRA_ERROR
+        row.error = error
+        row.duration_s = round(duration_s, 3)
+        for name, value in extra.items():
+            setattr(row, name, value)
+        return row
+
+    def reused_copy(self, epoch: int, digest: str) -> ResultRow:
+        """This epoch-1 row copied as attempt ``epoch`` of a deterministic agent: no usage, time or cost
+        of its own, ``reused_from_epoch`` 1 and the digest of this row."""
+        copy = self.model_copy(deep=True)
+        copy.epoch = epoch
+        copy.reused_from_epoch = 1
+        copy.reused_digest = digest
+        copy.usage = {}
+        copy.duration_s = 0.0
+        copy.cost = {"usd": 0.0, "known_usd": 0.0, "unpriced_models": [], "agent": None, "judges": {}}
+        return copy
+
+    def rescored(
+        self, status: Status | str, error: str | None, scores: dict[str, Any] | None = None
+    ) -> ResultRow:
+        """This attempt with another judging outcome (``arena rescore``): status, error and scores
+        replaced, everything the agent did kept."""
+        copy = self.model_copy(deep=True)
+        copy.status = Status(status)
+        copy.error = error
+        copy.scores = {k: JudgeScore.model_validate(v) for k, v in (scores or {}).items()}
+        return copy
+
+    @classmethod
+    def from_json(cls, data: Any) -> ResultRow:
+        """Validate one decoded result line (:func:`parse_row`)."""
+        return parse_row(data)
+
+    # ------------------------------------------------------------------ reading
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        """(agent, task_id, epoch): the attempt this line records."""
+        return self.agent, self.task_id, self.epoch
+
+    def score(self, judge: str) -> float | None:
+        """The judge's 0-1 score in this line, or None when it gave none."""
+        block = self.scores.get(judge)
+        return None if block is None else block.score
+
+    def success(self, judge: str, threshold: float) -> bool:
+        """Success by the benchmark's rule: the judge's ``success`` metric when it has one,
+        else score >= threshold."""
+        block = self.scores.get(judge)
+        if block is None:
+            return False
+        metric = block.metrics.get("success")
+        if isinstance(metric, (int, float)):  # bool is an int
+            return bool(metric)
+        return block.score is not None and block.score >= threshold - 1e-9
+
+    # ------------------------------------------------------------------ writing
+
     def to_json(self) -> dict[str, Any]:
-        """The row as the JSON object written to ``results.jsonl``."""
+        """The whole record as JSON: every field, present or not (what readers compare and digest;
+        fields an old line never had are left out, so its digest stays what it was)."""
         data = self.model_dump(mode="json")
+        unset = self.model_fields_set
+        for name in ("agent_process", "prediction", "reused_digest"):
+            if name not in unset and data.get(name) is None:
+                data.pop(name)
         if data.get("turns") is None:  # single-turn rows stay as they were
             data.pop("turns", None)
+        return data
+
+    def to_line(self) -> dict[str, Any]:
+        """The JSON object written to ``results.jsonl``: the fields this row was given, in the order
+        an attempt writes them, then ``schema_version``."""
+        data = self.model_dump(mode="json", exclude_unset=True)
+        data.pop("schema_version", None)
+        data["schema_version"] = self.schema_version
         return data
 
 

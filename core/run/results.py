@@ -22,11 +22,11 @@ import numpy as np
 from pptarena.models.messages import add_counts
 from pptarena.models.pricing import cost_of_rows
 from pptarena.run.columns import columns, tasks_of
-from pptarena.run.records import ResultLineProblem, parse_row
+from pptarena.run.records import ResultLineProblem, ResultRow, parse_row
 from pptarena.run.resample import active_batch, batched
 from pptarena.run.rundir import RunDir
 from pptarena.run.split_figures import split_figures
-from pptarena.run.stats import epoch_of
+from pptarena.run.summary_record import Summary
 from pptarena.run.summary_stats import StatsOptions, judge_blocks, start_comparisons
 from pptarena.run.trust import weakest as weakest_isolation
 from pptarena.types import STATUSES, PptArenaError
@@ -38,7 +38,7 @@ SUMMARY_REVISION = 3  # 2: agents have ``isolation`` (their weakest row); 3: ``l
 revision are then recomputed by readers instead of reused (see :func:`rows_source`)."""
 
 
-def read_results(path: Path, problems: list[ResultLineProblem] | None = None) -> list[dict[str, Any]]:
+def read_results(path: Path, problems: list[ResultLineProblem] | None = None) -> list[ResultRow]:
     """Result lines of a ``results.jsonl``, each validated as a :class:`ResultRow`
     (last line per (agent, task, epoch) wins).
 
@@ -52,7 +52,7 @@ def read_results(path: Path, problems: list[ResultLineProblem] | None = None) ->
         raise PptArenaError(f"{path}: not a regular file")
     if path.stat().st_size > MAX_RESULTS_BYTES:
         raise PptArenaError(f"{path}: larger than {MAX_RESULTS_BYTES} bytes")
-    latest: dict[tuple[str, str, int], dict[str, Any]] = {}
+    latest: dict[tuple[str, str, int], ResultRow] = {}
     with path.open(encoding="utf-8", errors="replace") as fh:
         for number, line in enumerate(fh, 1):
             line = line.strip()
@@ -64,14 +64,13 @@ def read_results(path: Path, problems: list[ResultLineProblem] | None = None) ->
                 if problems is not None:
                     problems.append(ResultLineProblem(path=path, line=number, message=str(exc)))
                 continue
-            data = row.to_json()
-            latest[attempt_key(data)] = data
+            latest[row.key] = row
     return list(latest.values())
 
 
-def attempt_key(row: dict[str, Any]) -> tuple[str, str, int]:
+def attempt_key(row: ResultRow) -> tuple[str, str, int]:
     """(agent, task_id, epoch) of a result line; lines without ``epoch`` are epoch 1."""
-    return row["agent"], row["task_id"], epoch_of(row)
+    return row.key
 
 
 def write_json_atomic(path: Path, data: Any) -> None:
@@ -105,7 +104,7 @@ class ResultsStore:
             with self.path.open("r+b") as fh:
                 fh.truncate(keep)
 
-    def read(self, problems: list[ResultLineProblem] | None = None) -> list[dict[str, Any]]:
+    def read(self, problems: list[ResultLineProblem] | None = None) -> list[ResultRow]:
         """All complete, valid result lines, last line per (agent, task, epoch) winning
         (see :func:`read_results`).
         """
@@ -120,17 +119,19 @@ class ResultsStore:
     def done_attempts(self, retry_statuses: Iterable[str] = ()) -> set[tuple[str, str, int]]:
         """(agent, task_id, epoch) attempts already finished (minus those whose status should be retried)."""
         retry = set(retry_statuses)
-        return {attempt_key(r) for r in self.read() if r.get("status") not in retry}
+        return {r.key for r in self.read() if r.status not in retry}
 
-    def append(self, row: dict[str, Any]) -> None:
-        """Append one result line, flushed and fsynced."""
+    def append(self, row: ResultRow) -> None:
+        """Append one result line (:meth:`ResultRow.to_line`), flushed and fsynced.
+
+        The line is validated again as written (a field an attempt set to a wrong shape raises
+        :class:`ValueError` here, before anything reaches the file) and redacted (never a secret).
+        """
         from pptarena.redact import redact_obj, redact_text
 
-        checked = parse_row(json.loads(json.dumps(row, default=str)))  # raises ValueError on a wrong shape
-        line = json.dumps({**row, "schema_version": checked.schema_version}, ensure_ascii=False, default=str)
-        line = (
-            redact_text(json.dumps(redact_obj(json.loads(line)), ensure_ascii=False)) + "\n"
-        )  # never a secret
+        data = json.loads(json.dumps(row.to_line(), ensure_ascii=False, default=str))
+        parse_row(data)  # raises ValueError on a wrong shape
+        line = redact_text(json.dumps(redact_obj(data), ensure_ascii=False)) + "\n"
         self.run_dir.mkdir(parents=True, exist_ok=True)
         with self._lock, self.path.open("a", encoding="utf-8") as fh:
             fh.write(line)
@@ -147,14 +148,16 @@ def _value_keys(value: Any) -> list[str]:
     return [str(value)]
 
 
-def rows_source(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def rows_source(rows: list[ResultRow]) -> dict[str, Any]:
     """What a summary was computed from: the number of lines, a SHA-256 of their canonical JSON and
     :data:`SUMMARY_REVISION` (``summary.json`` ``source``).
 
     A reader holding the same lines and options can reuse a stored summary whose ``source`` is
     equal instead of recomputing it (the report does, :func:`pptarena.report.data.load_run`).
     """
-    text = json.dumps(rows, sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str)
+    text = json.dumps(
+        [r.to_json() for r in rows], sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
+    )
     digest = hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
     return {"rows": len(rows), "sha256": digest, "revision": SUMMARY_REVISION}
 
@@ -166,10 +169,10 @@ def _one_or_mixed(values: list[Any]) -> str | None:
 
 
 def summarize_results(
-    rows: list[dict[str, Any]],
+    rows: list[ResultRow],
     group_fields: Iterable[str] = ("category", "edit_type", "difficulty", "dataset"),
     opts: StatsOptions | None = None,
-) -> dict[str, Any]:
+) -> Summary:
     """Aggregate result lines per agent and judge, and per metadata group (category, difficulty...).
 
     Means are over tasks of the per-task mean over epochs, with 95% bootstrap intervals; see
@@ -177,14 +180,14 @@ def summarize_results(
     """
     opts = opts or StatsOptions()
     with batched():  # every bootstrap interval computed together at the end (the same numbers)
-        return _summarize(rows, list(group_fields), opts)
+        return Summary.model_validate(_summarize(rows, list(group_fields), opts))
 
 
-def _summarize(rows: list[dict[str, Any]], group_fields: list[str], opts: StatsOptions) -> dict[str, Any]:
-    agents: dict[str, list[dict[str, Any]]] = defaultdict(list)
+def _summarize(rows: list[ResultRow], group_fields: list[str], opts: StatsOptions) -> dict[str, Any]:
+    agents: dict[str, list[ResultRow]] = defaultdict(list)
     for r in rows:
-        agents[r["agent"]].append(r)
-    judges = sorted({j for r in rows for j in (r.get("scores") or {})})
+        agents[r.agent].append(r)
+    judges = sorted({j for r in rows for j in r.scores})
     summary: dict[str, Any] = {
         "schema_version": SCHEMA_VERSION,
         "judges": judges,
@@ -198,22 +201,22 @@ def _summarize(rows: list[dict[str, Any]], group_fields: list[str], opts: StatsO
     comparisons = start_comparisons(judges, per_agent, opts)  # the sign-flip tests, on a thread
     for agent, arows in sorted(agents.items()):
         cols, everything = per_agent[agent][0], np.arange(len(arows))
-        found = Counter(r.get("status") for r in arows)
+        found = Counter(r.status for r in arows)
         counts = {s: found[s] for s in STATUSES}
         usage: dict[str, int] = {}
         for r in arows:
-            add_counts(usage, r.get("usage") or {})
+            add_counts(usage, r.usage)
         entry: dict[str, Any] = {
             "tasks": len(cols.task_ids),
             "attempts": len(arows),
             "epochs": int(cols.epoch.max()),
             "status": counts,
             "judges": judge_blocks(cols, everything, judges, opts),
-            "duration_s": round(sum(float(r.get("duration_s") or 0) for r in arows), 2),
+            "duration_s": round(sum(float(r.duration_s or 0) for r in arows), 2),
             "usage": dict(usage),
             "cost": cost_of_rows(arows),
-            "isolation": weakest_isolation([r.get("isolation") for r in arows]),
-            "agent_process": _one_or_mixed([r.get("agent_process") for r in arows]),
+            "isolation": weakest_isolation([r.isolation for r in arows]),
+            "agent_process": _one_or_mixed([r.agent_process for r in arows]),
             "groups": {},
         }
         summary["agents"][agent] = entry
@@ -223,7 +226,7 @@ def _summarize(rows: list[dict[str, Any]], group_fields: list[str], opts: StatsO
         batch.start()  # the agents' and comparisons' intervals, on other threads, while groups are built
     for agent, arows in sorted(agents.items()):
         cols, entry = per_agent[agent][0], summary["agents"][agent]
-        metas = [r.get("metadata") or {} for r in arows]
+        metas = [r.metadata for r in arows]
         for field in group_fields:
             groups: dict[str, list[int]] = defaultdict(list)
             for i, meta in enumerate(metas):
