@@ -176,10 +176,12 @@ BIG_CASE = "bench_100000_pairs"  # pinned apart (tests/fixtures/summary_pins_100
 
 def summary_of(rows: list[dict[str, Any]], **opts: Any) -> dict[str, Any]:
     """The summary as stored in summary.json (through JSON, as a reader sees it)."""
+    from pptarena.run.records import ResultRow
     from pptarena.run.results import summarize_results
     from pptarena.run.summary_stats import StatsOptions
 
-    return json.loads(json.dumps(summarize_results(rows, opts=StatsOptions(**opts))))
+    typed = [ResultRow.from_json(r) for r in rows]
+    return json.loads(json.dumps(summarize_results(typed, opts=StatsOptions(**opts)).to_json()))
 
 
 def main() -> None:

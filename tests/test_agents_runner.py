@@ -58,7 +58,7 @@ def test_code_xml_and_command_agents_in_a_run(tmp_path: Path, fake_plugins):
         ("command", "scored"),
     }
     assert all(r["scores"]["title"]["score"] == 1.0 for r in rows), rows
-    assert summary["agents"]["pilot"]["judges"]["title"]["mean"] == 1.0
+    assert summary.agents["pilot"].judges["title"].mean == 1.0
     log = [
         json.loads(x)
         for x in (tmp_path / "out" / "tasks" / "pilot" / "task-01" / "agent.log.jsonl")

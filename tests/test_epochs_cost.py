@@ -67,18 +67,18 @@ def test_epochs_give_pass_at_k_and_reuse_deterministic_agents(tmp_path, fake_plu
     assert not (out / "tasks/noop/task-00@e2").exists()
     noop = sorted((r for r in rows if r["agent"] == "noop"), key=lambda r: (r["task_id"], r["epoch"]))
     assert [r.get("reused_from_epoch") for r in noop] == [None, 1, 1, None, 1, 1]
-    block = summary["agents"]["asker"]["judges"]["title"]
+    block = summary.agents["asker"].judges["title"]
     for k in (1, 2, 3):
         expect = sum(any(s) for oks in outcomes.values() for s in itertools.combinations(oks, k))
         expect /= sum(1 for oks in outcomes.values() for _ in itertools.combinations(oks, k))
-        assert block["epochs"]["pass_at_k"][str(k)]["value"] == pytest.approx(expect, abs=1e-4)
+        assert block.epochs.pass_at_k[str(k)]["value"] == pytest.approx(expect, abs=1e-4)
         hat = sum(all(s) for oks in outcomes.values() for s in itertools.combinations(oks, k))
         hat /= sum(1 for oks in outcomes.values() for _ in itertools.combinations(oks, k))
-        assert block["epochs"]["pass_hat_k"][str(k)]["value"] == pytest.approx(hat, abs=1e-4)
-    assert block["mean_all"] == pytest.approx(sum(sum(o) / 3 for o in outcomes.values()) / 2, abs=1e-4)
-    assert summary["agents"]["noop"]["judges"]["title"]["epochs"]["consistency"] == 1.0
-    assert summary["agents"]["asker"]["tasks"] == 2 and summary["agents"]["asker"]["attempts"] == 6
-    assert "asker|noop" in summary["comparisons"]["title"]
+        assert block.epochs.pass_hat_k[str(k)]["value"] == pytest.approx(hat, abs=1e-4)
+    assert block.mean_all == pytest.approx(sum(sum(o) / 3 for o in outcomes.values()) / 2, abs=1e-4)
+    assert summary.agents["noop"].judges["title"].epochs.consistency == 1.0
+    assert summary.agents["asker"].tasks == 2 and summary.agents["asker"].attempts == 6
+    assert "asker|noop" in summary.comparisons["title"]
     # a re-score judges the noop's epoch 1 once and copies it to its reused epochs
     Rescorer(out, get_registry(), name="again").run()
     rescored = rows_of(out / "rescore/again")
@@ -94,7 +94,7 @@ def test_epochs_give_pass_at_k_and_reuse_deterministic_agents(tmp_path, fake_plu
     assert (out / "rescore/again/tasks/asker/task-00@e3/verdicts.json").is_file()
     # the scripted backend is free by default: known cost 0, never unknown; worker agents report
     # their calls' cost
-    assert summary["cost"]["usd"] == 0.0
+    assert summary.cost["usd"] == 0.0
     assert all(r["cost"]["agent"]["usd"] == 0.0 for r in rows if r["agent"] == "asker")
 
 
@@ -128,7 +128,7 @@ def test_cost_per_call_pair_agent_and_run(tmp_path, fake_plugins):
         for line in (tmp_path / "out/tasks/asker-inproc/task-00/agent.log.jsonl").read_text().splitlines()
     ]
     assert [e["cost_usd"] for e in log if e.get("event") == "model_call"] == [1.0]
-    assert summary["agents"]["asker-inproc"]["cost"]["usd"] == 2.0 and summary["cost"]["usd"] == 2.0
+    assert summary.agents["asker-inproc"].cost["usd"] == 2.0 and summary.cost["usd"] == 2.0
 
 
 def test_unknown_price_is_unknown_not_zero(tmp_path, fake_plugins):
@@ -147,15 +147,22 @@ def test_unknown_price_is_unknown_not_zero(tmp_path, fake_plugins):
     assert call_cost(
         backend, "gpt-4o-mini-2024-07-18", Usage(input_tokens=1_000_000, output_tokens=0)
     ) == pytest.approx(0.15)
+    from pptarena.run.records import ResultRow
+
+    def line(cost, usage):
+        return ResultRow.from_json(
+            {"agent": "a", "task_id": "t", "status": "scored", "cost": cost, "usage": usage}
+        )
+
     total = cost_of_rows(
         [
-            {"cost": {"usd": None, "known_usd": 0.5, "unpriced_models": ["openai/no-such-model"]}},
-            {"cost": {"usd": 0.25, "known_usd": 0.25, "unpriced_models": []}},
+            line({"usd": None, "known_usd": 0.5, "unpriced_models": ["openai/no-such-model"]}, {}),
+            line({"usd": 0.25, "known_usd": 0.25, "unpriced_models": []}, {}),
         ]
     )
     assert total["usd"] is None and total["known_usd"] == 0.75
     # a line from before cost accounting that used tokens: unknown, for the run and for its agent
-    old = cost_of_rows([{"cost": None, "usage": {"input_tokens": 10}}, {"cost": None, "usage": {}}])
+    old = cost_of_rows([line(None, {"input_tokens": 10}), line(None, {})])
     assert old["usd"] is None and old["agent"]["usd"] is None and old["unpriced_models"] == ["(not recorded)"]
     assert fmt_usd(total).startswith("≥ $0.75") and "unknown" in fmt_usd(total)
 
@@ -167,7 +174,7 @@ def test_max_cost_stops_starting_pairs_and_resume_keeps_the_budget(tmp_path, fak
     )
     summary = runner.run()
     # $1 per pair, one at a time: after pairs 1, 2 ($2 < $2.5) a third starts; after it ($3) none
-    assert len(rows_of(out)) == 3 and summary["budget"]["stopped"] and summary["budget"]["not_started"] == 3
+    assert len(rows_of(out)) == 3 and summary.budget["stopped"] and summary.budget["not_started"] == 3
     assert "Budget reached" in runner.budget.message()
     assert json.loads((out / "manifest.json").read_text())["finished_at"] is None
     # resuming under the same budget starts nothing; a larger one continues from what was spent
@@ -368,12 +375,12 @@ def test_max_cost_counts_every_turn_of_a_session(tmp_path, fake_plugins):
     )
     summary = Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
     rows = rows_of(tmp_path / "out")
-    assert len(rows) == 2 and summary["budget"]["stopped"] and summary["budget"]["not_started"] == 4
+    assert len(rows) == 2 and summary.budget["stopped"] and summary.budget["not_started"] == 4
     for row in rows:
         assert row["cost"]["usd"] == 2.0 and row["cost"]["agent"]["usd"] == 2.0
         assert [t["cost"]["usd"] for t in row["turns"]] == [1.0, 1.0]
         assert row["usage"]["calls"] == 2 and row["isolation"] == row["turns"][0]["isolation"]
-    assert summary["cost"]["usd"] == 4.0
+    assert summary.cost["usd"] == 4.0
 
 
 def test_a_failing_turn_is_recorded_like_a_failing_pair(tmp_path, fake_plugins):

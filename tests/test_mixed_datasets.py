@@ -16,6 +16,7 @@ import pytest
 from pptarena.plugins.datasets.osworld.load import OsworldWarning
 from pptarena.report.tables import summary_tables
 from pptarena.run.config import ConfigError, load_config
+from pptarena.run.records import ResultRow
 from pptarena.run.registry import get_registry
 from pptarena.run.runner import Runner
 
@@ -71,10 +72,11 @@ def test_mixed_run_has_labelled_ids_and_a_leaderboard_per_dataset(tmp_path, data
     assert (
         by[("oracle", "osworld/04578141-1d42-4146-b9cf-6fab4ce5fd74")]["scores"]["checkers"]["score"] == 1.0
     )
-    groups = summary["agents"]["oracle"]["groups"]["dataset"]
+    groups = summary.agents["oracle"].groups["dataset"]
     assert set(groups) == {"osworld", "pptc"}
-    assert groups["pptc"]["judges"]["match"]["mean_all"] == 1.0
-    titles = [t.title for t in summary_tables(summary, rows)]
+    assert groups["pptc"].judges["match"].mean_all == 1.0
+    typed = [ResultRow.from_json(r) for r in rows]
+    titles = [t.title for t in summary_tables(summary, typed)]
     assert "Leaderboard · osworld" in titles and "Leaderboard · pptc" in titles
 
 

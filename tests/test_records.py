@@ -47,7 +47,7 @@ def test_every_wrong_shaped_line_is_skipped_with_file_and_line(tmp_path):
     write_results(tmp_path, [json.dumps(GOOD), *HOSTILE])
     problems = []
     rows = read_results(tmp_path / "results.jsonl", problems)
-    assert [r["task_id"] for r in rows] == ["t1"]
+    assert [r.task_id for r in rows] == ["t1"]
     assert [p.line for p in problems] == [2, 3, 4, 5, 6, 7, 8]
     text = [str(p) for p in problems]
     assert all(t.startswith(f"{tmp_path / 'results.jsonl'}:") for t in text)
@@ -57,11 +57,14 @@ def test_every_wrong_shaped_line_is_skipped_with_file_and_line(tmp_path):
 
 def test_rows_written_carry_the_schema_version_and_bad_rows_are_refused(tmp_path):
     store = ResultsStore(tmp_path)
-    store.append(dict(GOOD))
+    store.append(ResultRow.from_json(GOOD))
     assert json.loads((tmp_path / "results.jsonl").read_text())["schema_version"] == RESULTS_SCHEMA
-    with pytest.raises(ValueError, match="status"):
-        store.append({**GOOD, "status": "won"})
-    assert ResultRow.model_validate(store.read()[0]).agent == "a"
+    with pytest.raises(ValueError, match="status"):  # a wrong value is refused as the attempt sets it
+        ResultRow.from_json(GOOD).status = "won"
+    forged = ResultRow.from_json(GOOD).model_copy(update={"status": "won"})  # bypasses validation
+    with pytest.raises(ValueError, match="status"):  # ... and then as it is written
+        store.append(forged)
+    assert len(store.read()) == 1 and store.read()[0].agent == "a"
 
 
 def test_report_warns_about_a_garbage_line_instead_of_a_traceback(tmp_path):

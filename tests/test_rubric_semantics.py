@@ -156,14 +156,14 @@ def test_run_keeps_ppteval_score_of_unreadable_deck(stand_in_pair, tmp_path):  #
     summary = Runner(
         load_config(config, get_registry()), get_registry(), tmp_path / "out", jobs=1, quiet=True
     ).run()
-    rows = {r["agent"]: r for r in read_results(tmp_path / "out" / "results.jsonl")}
+    rows = {r.agent: r for r in read_results(tmp_path / "out" / "results.jsonl")}
     broken = rows["breaker"]
-    assert broken["status"] == "agent_error" and "not a valid deck" in broken["error"]
-    assert set(broken["scores"]) == {"pe"}  # the corrected judge refuses it, the ppteval one grades it
-    assert broken["scores"]["pe"]["score"] == 0.0 and broken["scores"]["pe"]["metrics"]["tree_aborted"] == 1
-    assert rows["noop"]["scores"]["pe"]["score"] == 1.0 and rows["noop"]["scores"]["fixed"]["score"] == 1.0
-    block = summary["agents"]["breaker"]["judges"]["pe"]
-    assert block["n"] == 1 and block["labels"] == {"semantics": {"ppteval": 1}}
-    assert summary["agents"]["noop"]["judges"]["fixed"]["labels"] == {"semantics": {"corrected": 1}}
+    assert broken.status == "agent_error" and "not a valid deck" in broken.error
+    assert set(broken.scores) == {"pe"}  # the corrected judge refuses it, the ppteval one grades it
+    assert broken.score("pe") == 0.0 and broken.scores["pe"].metrics["tree_aborted"] == 1
+    assert rows["noop"].score("pe") == 1.0 and rows["noop"].score("fixed") == 1.0
+    block = summary.agents["breaker"].judges["pe"]
+    assert block.n == 1 and block.labels == {"semantics": {"ppteval": 1}}
+    assert summary.agents["noop"].judges["fixed"].labels == {"semantics": {"corrected": 1}}
     note = leaderboard_table(summary, judge_kinds(list(rows.values()))).note
     assert "pe: ppteval semantics (2 scores)" in note and "fixed: corrected semantics (1 scores)" in note

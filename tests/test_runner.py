@@ -13,6 +13,7 @@ from pathlib import Path
 import pytest
 
 from pptarena.run.config import load_config
+from pptarena.run.records import ResultRow
 from pptarena.run.registry import get_registry
 from pptarena.run.runner import Runner
 
@@ -51,10 +52,10 @@ def test_statuses_and_run_directory(tmp_path, fake_plugins):
         and "agent bug" in rows[("crash", "task-00")]["error"]
     )
     assert rows[("broken-tool", "task-00")]["status"] == "infra_error"
-    assert summary["agents"]["retitle"]["judges"]["title"]["mean"] == 1.0
-    assert summary["agents"]["noop"]["judges"]["title"]["mean"] == 0.0
-    assert summary["agents"]["crash"]["status"]["agent_error"] == 2
-    assert summary["agents"]["retitle"]["groups"]["difficulty"]["hard"]["tasks"] == 1
+    assert summary.agents["retitle"].judges["title"].mean == 1.0
+    assert summary.agents["noop"].judges["title"].mean == 0.0
+    assert summary.agents["crash"].status["agent_error"] == 2
+    assert summary.agents["retitle"].groups["difficulty"]["hard"].tasks == 1
     manifest = json.loads((tmp_path / "out" / "manifest.json").read_text())
     assert manifest["schema_version"] == 1 and manifest["finished_at"]
     assert any(c["name"] == "noop" and c["distribution"] == "pptarena" for c in manifest["components"])
@@ -170,7 +171,7 @@ def test_partial_last_line_is_repaired(tmp_path):
     )
     store = ResultsStore(tmp_path)
     assert store.done() == {("a", "1")}
-    store.append({"agent": "a", "task_id": "2", "status": "scored"})
+    store.append(ResultRow.from_json({"agent": "a", "task_id": "2", "status": "scored"}))
     assert [
         json.loads(line)["task_id"] for line in (tmp_path / "results.jsonl").read_text().splitlines()
     ] == ["1", "2"]
@@ -252,7 +253,7 @@ def test_model_usage_is_recorded_per_pair_and_calls_logged(tmp_path, fake_plugin
         and rows["task-01"]["scores"]["title"]["score"] == 0.0
     )
     assert rows["task-00"]["usage"]["calls"] == 1 and rows["task-00"]["usage"]["output_tokens"] > 0
-    assert summary["agents"]["asker"]["usage"]["calls"] == 2
+    assert summary.agents["asker"].usage["calls"] == 2
     log = [
         json.loads(line)
         for line in (tmp_path / "out/tasks/asker/task-00/agent.log.jsonl").read_text().splitlines()

@@ -9,6 +9,7 @@ import random
 import numpy as np
 import pytest
 
+from pptarena.run.records import ResultRow
 from pptarena.run.results import summarize_results
 from pptarena.run.stats import (
     bootstrap_mean_ci,
@@ -27,15 +28,17 @@ scipy_stats = pytest.importorskip(
 
 def row(agent, task, epoch, score, success=None):
     metrics = {} if success is None else {"success": success}
-    return {
-        "agent": agent,
-        "task_id": task,
-        "epoch": epoch,
-        "status": "scored",
-        "scores": {"j": {"score": score, "metrics": metrics}},
-        "usage": {},
-        "metadata": {},
-    }
+    return ResultRow.from_json(
+        {
+            "agent": agent,
+            "task_id": task,
+            "epoch": epoch,
+            "status": "scored",
+            "scores": {"j": {"score": score, "metrics": metrics}},
+            "usage": {},
+            "metadata": {},
+        }
+    )
 
 
 def test_pass_at_k_and_pass_hat_k_hand_computed():
@@ -137,15 +140,16 @@ def test_summary_averages_per_task_means_over_epochs_with_intervals():
         row("b", "t1", 1, 0.5),
         row("b", "t2", 1, 0.5),
     ]
-    rows.append({**row("a", "t3", 1, 0.0), "status": "agent_error", "scores": {}})  # counts 0
+    failed = row("a", "t3", 1, 0.0).model_copy(update={"status": "agent_error", "scores": {}})
+    rows.append(failed)  # counts 0
     summary = summarize_results(rows, opts=StatsOptions(n_boot=300, seed=2))
-    a = summary["agents"]["a"]
-    assert a["tasks"] == 3 and a["attempts"] == 5 and a["epochs"] == 3
-    j = a["judges"]["j"]
-    assert j["mean_all"] == pytest.approx((2 / 3 + 0 + 0) / 3, abs=1e-4)
-    assert j["mean"] == pytest.approx((2 / 3 + 0) / 2, abs=1e-4)
-    assert j["mean_all_ci95"][0] <= j["mean_all"] <= j["mean_all_ci95"][1]
-    assert j["epochs"]["pass_at_k"]["3"] == {"value": 1.0, "ci95": None, "tasks": 1}
-    assert summary["statistics"]["bootstrap"]["seed"] == 2
-    pair = summary["comparisons"]["j"]["a|b"]
-    assert pair["n"] == 2 and pair["diff"] == pytest.approx(((2 / 3 - 0.5) + (0 - 0.5)) / 2, abs=1e-4)
+    a = summary.agents["a"]
+    assert a.tasks == 3 and a.attempts == 5 and a.epochs == 3
+    j = a.judges["j"]
+    assert j.mean_all == pytest.approx((2 / 3 + 0 + 0) / 3, abs=1e-4)
+    assert j.mean == pytest.approx((2 / 3 + 0) / 2, abs=1e-4)
+    assert j.mean_all_ci95[0] <= j.mean_all <= j.mean_all_ci95[1]
+    assert j.epochs.pass_at_k["3"].to_json() == {"value": 1.0, "ci95": None, "tasks": 1}
+    assert summary.statistics["bootstrap"]["seed"] == 2
+    pair = summary.comparisons["j"]["a|b"]
+    assert pair.n == 2 and pair.diff == pytest.approx(((2 / 3 - 0.5) + (0 - 0.5)) / 2, abs=1e-4)

@@ -36,7 +36,7 @@ from pptarena.run.agent_view import agent_task
 from pptarena.run.config import ComponentConfig
 from pptarena.run.judging import judge_prediction
 from pptarena.run.launchers import InProcessLauncher, JailLauncher, Launcher, WorkerLauncher
-from pptarena.run.records import AgentOutcome, JudgeOutcome
+from pptarena.run.records import AgentOutcome, JudgeOutcome, ResultRow
 from pptarena.run.references import FOLDER as REFERENCES
 from pptarena.run.references import normalized_references, normalizer_of
 from pptarena.run.results import write_json_atomic
@@ -59,20 +59,26 @@ def ledger_key(task_id: str, epoch: int) -> str:
 
 def new_row(
     agent: ComponentConfig, task: Task, epoch: int = 1, usage: dict[str, Any] | None = None
-) -> dict[str, Any]:
-    """A result row of ``agent`` on ``task`` before anything happened: scored, no scores, no error."""
-    return {
-        "agent": agent.label,
-        "task_id": task.id,
-        "epoch": epoch,
-        "status": Status.SCORED,
-        "scores": {},
-        "error": None,
-        "duration_s": 0.0,
-        "usage": dict(usage or {}),
-        "metadata": task.metadata,
-        "agent_process": agent_process(agent),
-    }
+) -> ResultRow:
+    """A result row of ``agent`` on ``task`` before anything happened: scored, no scores, no error
+    (:meth:`ResultRow.begin`)."""
+    return ResultRow.begin(
+        agent.label, task.id, epoch, metadata=task.metadata, usage=usage, agent_process=agent_process(agent)
+    )
+
+
+def infra_failure(agent: ComponentConfig, task: Task, epoch: int, error: str, **extra: Any) -> ResultRow:
+    """The row of an attempt of ``agent`` on ``task`` the harness could not make
+    (:meth:`ResultRow.infra_failure`; ``extra``: ``isolation``, ``duration_s``)."""
+    return ResultRow.infra_failure(
+        agent.label,
+        task.id,
+        epoch,
+        error,
+        metadata=task.metadata,
+        agent_process=agent_process(agent),
+        **extra,
+    )
 
 
 class _Shared:
@@ -143,7 +149,7 @@ class Attempts:
                 self._shared.judges = [(j, self.components.build(j)) for j in self.config.judges]
             return self._shared.judges
 
-    def new_row(self, agent: ComponentConfig, task: Task, epoch: int = 1) -> dict[str, Any]:
+    def new_row(self, agent: ComponentConfig, task: Task, epoch: int = 1) -> ResultRow:
         """A fresh row of ``agent`` on ``task`` (see :func:`new_row`)."""
         return new_row(agent, task, epoch)
 
@@ -151,7 +157,7 @@ class Attempts:
         """True once the run is being stopped (no more rows are handed back)."""
         return self._shared.stop.is_set()
 
-    def run(self, agent: ComponentConfig, task: Task, epoch: int = 1) -> dict[str, Any] | None:
+    def run(self, agent: ComponentConfig, task: Task, epoch: int = 1) -> ResultRow | None:
         """Run attempt ``epoch`` of ``agent`` on ``task`` (a session: every turn) here and judge it;
         the row, or None when the run is being stopped.
 
@@ -164,9 +170,7 @@ class Attempts:
         try:
             broken = self._original_problem(task.original)
             if broken:  # the dataset's fault, found before any agent is blamed for it
-                failed = new_row(agent, task, epoch)
-                failed.update(status=Status.INFRA_ERROR, error=broken, isolation=self.isolation)
-                return failed
+                return infra_failure(agent, task, epoch, broken, isolation=self.isolation)
             if is_session(task):  # multi-turn: each turn is an attempt (see pptarena.run.sessions)
                 return run_session(self, agent, task, epoch)
             return self.run_turn(agent, task, epoch)
@@ -174,7 +178,7 @@ class Attempts:
             if self.ledger is not None:
                 self.ledger.end(agent.label, key)
 
-    def run_turn(self, agent: ComponentConfig, task: Task, epoch: int = 1) -> dict[str, Any] | None:
+    def run_turn(self, agent: ComponentConfig, task: Task, epoch: int = 1) -> ResultRow | None:
         """Run ``agent`` on the single-turn ``task`` in a new task folder and judge what it hands in;
         the row (None if the run is being stopped). The folder gets the verdicts and is redacted."""
         t0 = time.monotonic()
@@ -183,10 +187,8 @@ class Attempts:
         except OSError as exc:  # cannot copy the input deck or write the task folder: the harness's fault
             if self.stopping():
                 return None
-            failed = new_row(agent, task, epoch)
-            failed.update(status=Status.INFRA_ERROR, error=f"could not prepare the workspace: {exc}")
-            failed["duration_s"] = round(time.monotonic() - t0, 3)
-            return failed
+            error = f"could not prepare the workspace: {exc}"
+            return infra_failure(agent, task, epoch, error, duration_s=time.monotonic() - t0)
         from pptarena.redact import redact_tree
 
         with self._shared.lock:
@@ -256,7 +258,7 @@ class Attempts:
 
     def _attempt_in(
         self, agent: ComponentConfig, task: Task, epoch: int, ws: Workspace, t0: float
-    ) -> dict[str, Any] | None:
+    ) -> ResultRow | None:
         """:meth:`run_turn` once its workspace ``ws`` exists."""
         process = agent_process(agent)
         in_process = process in ("in-process", "reference")
@@ -268,19 +270,19 @@ class Attempts:
         row = new_row(agent, task, epoch, outcome.model_usage)
         judged: JudgeOutcome | None = None
         if outcome.prediction is None or not outcome.ok:
-            row["status"] = outcome.status
-            row["error"] = outcome.error
+            row.status = outcome.status  # type: ignore[assignment]  # a failure always has one
+            row.error = outcome.error
             if outcome.traceback:
                 from pptarena.redact import redact_text
 
                 write_replacing(ws.dir / AGENT_ERROR, redact_text(outcome.traceback).encode("utf-8"))
         else:
             pred = outcome.prediction
-            add_counts(row["usage"], pred.usage)
+            add_counts(row.usage, pred.usage)
             problem = check_prediction(pred)
             if problem:
-                row["status"] = Status.AGENT_ERROR
-                row["error"] = problem
+                row.status = Status.AGENT_ERROR
+                row.error = problem
                 if pred.path is not None and regular_file(pred.path):
                     # an unreadable deck: some judges still grade it
                     lenient = [
@@ -290,36 +292,35 @@ class Attempts:
                     ]
                     if lenient:
                         judged = judge_prediction(task, pred, lenient, ws.dir, self.components)
-                        row["scores"] = judged.scores
+                        row.scores = judged.scores  # type: ignore[assignment]  # validated
             elif not self._normalize_references(agent, task, ws, row):
                 pass  # the reference decks could not be re-saved: the row holds the infra_error
             else:
                 judged = judge_prediction(task, pred, self.judges(), ws.dir, self.components)
-                row["status"], row["scores"], row["error"] = judged.status, judged.scores, judged.error
+                row.status, row.error = judged.status, judged.error
+                row.scores = judged.scores  # type: ignore[assignment]  # validated as assigned
             if judged is not None:
-                add_counts(row["usage"], judged.usage)
-            row["prediction"] = _relative_to(pred.path, self.run_dir)
+                add_counts(row.usage, judged.usage)
+            row.prediction = _relative_to(pred.path, self.run_dir)
         details = judged.details() if judged is not None else {}
-        row["duration_s"] = round(time.monotonic() - t0, 3)
+        row.duration_s = round(time.monotonic() - t0, 3)
         agent_cost = outcome.model_cost
         if (
             agent_cost is None and not in_process
         ):  # the worker was killed or crashed before reporting its calls
             agent_cost = {"usd": None, "known_usd": 0.0, "unpriced_models": ["(agent calls not reported)"]}
-        row["cost"] = pair_cost(
-            agent_cost, {k: v.get("cost") for k, v in details.get("verdicts", {}).items()}
-        )
+        row.cost = pair_cost(agent_cost, {k: v.get("cost") for k, v in details.get("verdicts", {}).items()})
         pred_meta = outcome.prediction.metadata if outcome.ok and outcome.prediction else {}
         # a built-in host worker reports its tools' sandbox (e.g. a command agent run unsandboxed)
-        row["isolation"] = row_isolation(process, pred_meta.get("isolation"), self.isolation)
-        row["agent_process"] = process
-        write_json_atomic(ws.dir / VERDICTS, {"status": row["status"], "error": row["error"], **details})
+        row.isolation = row_isolation(process, pred_meta.get("isolation"), self.isolation)
+        row.agent_process = process
+        write_json_atomic(ws.dir / VERDICTS, {"status": row.status, "error": row.error, **details})
         if self.stopping():
             return None
         return row
 
     def _normalize_references(
-        self, agent: ComponentConfig, task: Task, ws: Workspace, row: dict[str, Any]
+        self, agent: ComponentConfig, task: Task, ws: Workspace, row: ResultRow
     ) -> bool:
         """Store the task's decks as the agent's tool re-saves them (see :mod:`pptarena.run.references`).
 
@@ -333,7 +334,7 @@ class Attempts:
             normalized_references(task, normalize, ws.dir, self.components.cache_dir, safe_name(tool))
             return True
         except InfraError as exc:
-            row["status"], row["error"] = Status.INFRA_ERROR, str(exc)
+            row.status, row.error = Status.INFRA_ERROR, str(exc)
             return False
 
     def _original_problem(self, original: Path) -> str | None:

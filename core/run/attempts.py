@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from pptarena.models.pricing import spent_usd
+from pptarena.run.records import ResultRow
 from pptarena.run.rundir import RunDir
-from pptarena.run.stats import epoch_of
 
 
 def attempt_dir(run_dir: Path, agent: str, task_id: str, epoch: int = 1) -> Path:
@@ -28,10 +28,9 @@ def attempt_dir(run_dir: Path, agent: str, task_id: str, epoch: int = 1) -> Path
     return RunDir(run_dir).attempt(agent, task_id, epoch)
 
 
-def row_dir(run_dir: Path, row: dict[str, Any]) -> Path:
+def row_dir(run_dir: Path, row: ResultRow) -> Path:
     """The folder holding a result line's files (a reused line points at the epoch it copies)."""
-    epoch = int(row.get("reused_from_epoch") or epoch_of(row))
-    return attempt_dir(run_dir, row["agent"], row["task_id"], epoch)
+    return attempt_dir(run_dir, row.agent, row.task_id, row.reused_from_epoch or row.epoch)
 
 
 def is_deterministic(factory: Any) -> bool:
@@ -39,20 +38,22 @@ def is_deterministic(factory: Any) -> bool:
     return bool(getattr(factory, "deterministic", False))
 
 
-def _digest(row: dict[str, Any]) -> str:
-    core = {k: row.get(k) for k in ("status", "scores", "error", "prediction")}
+def _digest(row: ResultRow) -> str:
+    """What a reused copy records of the epoch-1 line it copies (it is re-copied when this changes)."""
+    data = row.to_json()
+    core = {k: data.get(k) for k in ("status", "scores", "error", "prediction")}
     return hashlib.sha256(json.dumps(core, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def reused_rows(rows: list[dict[str, Any]], agent: str, epochs: int) -> list[dict[str, Any]]:
+def reused_rows(rows: list[ResultRow], agent: str, epochs: int) -> list[ResultRow]:
     """Lines to append so a deterministic agent has epochs 2..K copied from its epoch-1 line.
 
     A copy is (re)written when missing or when the epoch-1 line changed since it was copied.
     """
-    by_task: dict[str, dict[int, dict[str, Any]]] = {}
+    by_task: dict[str, dict[int, ResultRow]] = {}
     for r in rows:
-        if r["agent"] == agent:
-            by_task.setdefault(r["task_id"], {})[epoch_of(r)] = r
+        if r.agent == agent:
+            by_task.setdefault(r.task_id, {})[r.epoch] = r
     out = []
     for attempts in by_task.values():
         first = attempts.get(1)
@@ -61,37 +62,28 @@ def reused_rows(rows: list[dict[str, Any]], agent: str, epochs: int) -> list[dic
         digest = _digest(first)
         for e in range(2, epochs + 1):
             have = attempts.get(e)
-            if have is not None and have.get("reused_digest") == digest:
+            if have is not None and have.reused_digest == digest:
                 continue
-            copy = {k: v for k, v in first.items() if k not in ("usage", "cost", "duration_s")}
-            copy.update(
-                epoch=e,
-                reused_from_epoch=1,
-                reused_digest=digest,
-                usage={},
-                duration_s=0.0,
-                cost={"usd": 0.0, "known_usd": 0.0, "unpriced_models": [], "agent": None, "judges": {}},
-            )
-            out.append(copy)
+            out.append(first.reused_copy(e, digest))
     return out
 
 
 class Budget:
     """Dollars spent by a run (priced calls of every recorded line) against ``max_cost`` (None: no limit)."""
 
-    def __init__(self, max_cost: float | None, rows: list[dict[str, Any]]):
+    def __init__(self, max_cost: float | None, rows: list[ResultRow]):
         self.max_cost = max_cost
         self.spent = spent_usd(rows)
-        self.unpriced = any((r.get("cost") or {}).get("usd") is None and r.get("cost") for r in rows)
+        self.unpriced = any(r.cost and r.cost.get("usd") is None for r in rows)
         self.stopped = False
         self.not_started = 0
         self._lock = threading.Lock()
 
-    def add(self, row: dict[str, Any]) -> None:
+    def add(self, row: ResultRow) -> None:
         """Count a newly recorded line."""
         with self._lock:
             self.spent += spent_usd([row])
-            if (row.get("cost") or {}).get("usd") is None and row.get("cost"):
+            if row.cost and row.cost.get("usd") is None:
                 self.unpriced = True
 
     def exhausted(self) -> bool:

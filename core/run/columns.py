@@ -13,23 +13,12 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, field
-from typing import Any
 
 import numpy as np
 
-from pptarena.run.stats import epoch_of
+from pptarena.run.records import ResultRow
 
 _NUMBER = (int, float)
-
-
-def _score(block: dict[str, Any]) -> float:
-    """The block's score as :func:`pptarena.run.stats.row_score` reads it (NaN for none)."""
-    score = block.get("score")
-    if type(score) is float:
-        return score if math.isfinite(score) else math.nan
-    if isinstance(score, bool) or not isinstance(score, _NUMBER) or not math.isfinite(score):
-        return math.nan
-    return float(score)
 
 
 @dataclass
@@ -43,8 +32,8 @@ class JudgeColumns:
     labels: dict[str, list[str | None]] = field(default_factory=dict)
 
 
-def judge_columns(rows: list[dict[str, Any]], judge: str, threshold: float) -> JudgeColumns:
-    """Read one judge's values from every line (``row_score`` / ``row_success`` semantics)."""
+def judge_columns(rows: list[ResultRow], judge: str, threshold: float) -> JudgeColumns:
+    """Read one judge's values from every line (:meth:`ResultRow.score` / :meth:`ResultRow.success`)."""
     n = len(rows)
     score = np.full(n, math.nan)
     success = np.zeros(n, dtype=bool)
@@ -52,11 +41,11 @@ def judge_columns(rows: list[dict[str, Any]], judge: str, threshold: float) -> J
     labels: dict[str, list[str | None]] = {}
     cut = threshold - 1e-9
     for i, r in enumerate(rows):
-        block = (r.get("scores") or {}).get(judge) or {}
-        if not block:
+        block = r.scores.get(judge)
+        if block is None:
             continue
-        s = score[i] = _score(block)
-        m = block.get("metrics") or {}
+        s = score[i] = math.nan if block.score is None else block.score  # finite by validation
+        m = block.metrics
         ok = m.get("success")
         success[i] = bool(ok) if isinstance(ok, _NUMBER) else s >= cut  # NaN >= x is False
         for k, v in m.items():
@@ -81,14 +70,14 @@ class Columns:
     judges: dict[str, JudgeColumns]
 
 
-def columns(rows: list[dict[str, Any]], judges: list[str], threshold: float) -> Columns:
+def columns(rows: list[ResultRow], judges: list[str], threshold: float) -> Columns:
     """The columns of ``rows`` for ``judges``."""
     codes: dict[str, int] = {}
     task = np.fromiter(
-        (codes.setdefault(r["task_id"], len(codes)) for r in rows), dtype=np.intp, count=len(rows)
+        (codes.setdefault(r.task_id, len(codes)) for r in rows), dtype=np.intp, count=len(rows)
     )
-    epoch = np.fromiter((epoch_of(r) for r in rows), dtype=np.int64, count=len(rows))
-    has_scores = np.fromiter((bool(r.get("scores")) for r in rows), dtype=bool, count=len(rows))
+    epoch = np.fromiter((r.epoch for r in rows), dtype=np.int64, count=len(rows))
+    has_scores = np.fromiter((bool(r.scores) for r in rows), dtype=bool, count=len(rows))
     return Columns(
         task, list(codes), epoch, has_scores, {j: judge_columns(rows, j, threshold) for j in judges}
     )

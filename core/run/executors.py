@@ -25,7 +25,8 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from pptarena.types import AgentTask, PptArenaError, Status, Task, Workspace
+from pptarena.run.records import ResultRow
+from pptarena.types import AgentTask, PptArenaError, Task, Workspace
 
 if TYPE_CHECKING:
     from pptarena.run.attempt import Attempts
@@ -80,7 +81,7 @@ class RunHandle(Protocol):
     strict: bool
     attempts: Attempts
 
-    def compute_pair(self, agent: Any, task: Task, epoch: int = 1) -> dict[str, Any] | None: ...
+    def compute_pair(self, agent: Any, task: Task, epoch: int = 1) -> ResultRow | None: ...
 
     def stopping(self) -> bool: ...
 
@@ -93,7 +94,7 @@ class Executor(Protocol):
     folder (the ``ray`` executor joins its cluster there), so one that cannot start leaves nothing.
     """
 
-    def execute(self, jobs: Sequence[PairJob], run: RunHandle) -> Iterator[tuple[PairJob, dict[str, Any]]]:
+    def execute(self, jobs: Sequence[PairJob], run: RunHandle) -> Iterator[tuple[PairJob, ResultRow]]:
         """Yield ``(job, row)`` for every job as it finishes (any order, each job exactly once).
 
         A pair that cannot be run because of the executor's infrastructure
@@ -115,19 +116,11 @@ class ExecutorError(PptArenaError):
     """An executor could not start or lost its infrastructure as a whole."""
 
 
-def infra_error_row(job: PairJob, error: str, duration_s: float = 0.0) -> dict[str, Any]:
-    """The result row of a pair the infrastructure failed to run."""
-    return {
-        "agent": job.agent.label,
-        "task_id": job.task.id,
-        "epoch": job.epoch,
-        "status": Status.INFRA_ERROR,
-        "scores": {},
-        "error": error,
-        "duration_s": round(duration_s, 3),
-        "usage": {},
-        "metadata": job.task.metadata,
-    }
+def infra_error_row(job: PairJob, error: str, duration_s: float = 0.0) -> ResultRow:
+    """The result row of a pair the infrastructure failed to run (:meth:`ResultRow.infra_failure`)."""
+    return ResultRow.infra_failure(
+        job.agent.label, job.task.id, job.epoch, error, metadata=job.task.metadata, duration_s=duration_s
+    )
 
 
 def pack_task_folder(task_dir: Path) -> bytes:

@@ -21,6 +21,8 @@ from collections.abc import Iterable
 from typing import Any
 
 from pptarena.run.config import model_refs, redact
+from pptarena.run.manifest_record import Manifest
+from pptarena.run.records import ResultRow
 from pptarena.types import PptArenaError
 
 SAMPLING_KEYS = ("temperature", "max_tokens", "top_p", "seed", "reasoning_effort")
@@ -90,15 +92,15 @@ def cached_fingerprint(comp: Any, judge: Any, backends: dict[str, Any] | None = 
     return fp
 
 
-def recorded_ids(manifest: dict[str, Any], rows: Iterable[dict[str, Any]]) -> dict[str, set[str]]:
+def recorded_ids(manifest: Manifest, rows: Iterable[ResultRow]) -> dict[str, set[str]]:
     """Fingerprint ids already recorded per judge label (manifest and result lines)."""
     out: dict[str, set[str]] = {}
-    for label, fp in (manifest.get("judge_fingerprints") or {}).items():
+    for label, fp in manifest.judge_fingerprints.items():
         if isinstance(fp, dict) and fp.get("id"):
             out.setdefault(label, set()).add(str(fp["id"]))
     for r in rows:
-        for label, block in (r.get("scores") or {}).items():
-            fid = (block or {}).get("fingerprint")
+        for label, block in r.scores.items():
+            fid = block.fingerprint
             if fid:
                 out.setdefault(label, set()).add(str(fid))
     return out
@@ -117,8 +119,8 @@ def _what_changed(old: dict[str, Any] | None, new: dict[str, Any]) -> str:
 
 def check_fingerprints(
     current: dict[str, dict[str, Any]],
-    manifest: dict[str, Any],
-    rows: Iterable[dict[str, Any]],
+    manifest: Manifest,
+    rows: Iterable[ResultRow],
     where: str,
     remedy: str,
 ) -> None:
@@ -128,7 +130,7 @@ def check_fingerprints(
     for label, fp in current.items():
         ids = recorded.get(label, set()) - {fp["id"]}
         if ids:
-            old = (manifest.get("judge_fingerprints") or {}).get(label)
+            old = manifest.judge_fingerprints.get(label)
             problems.append(
                 f"judge {label!r} ({_what_changed(old, fp)}: {', '.join(sorted(ids))} -> {fp['id']})"
             )

@@ -12,6 +12,7 @@ import dataclasses
 from collections.abc import Iterable
 from typing import Any
 
+from pptarena.run.records import ResultRow
 from pptarena.types import Task
 
 
@@ -35,11 +36,11 @@ def label_tasks(
     return out
 
 
-def rows_by_dataset(rows: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def rows_by_dataset(rows: list[ResultRow]) -> dict[str, list[ResultRow]]:
     """Result rows grouped by ``metadata["dataset"]`` (empty when the run has one unlabelled dataset)."""
-    groups: dict[str, list[dict[str, Any]]] = {}
+    groups: dict[str, list[ResultRow]] = {}
     for row in rows:
-        label = (row.get("metadata") or {}).get("dataset")
+        label = row.metadata.get("dataset")
         if isinstance(label, str):
             groups.setdefault(label, []).append(row)
     return groups

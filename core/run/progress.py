@@ -7,6 +7,7 @@ import threading
 from collections import Counter
 from typing import Any, TextIO
 
+from pptarena.run.records import ResultRow
 from pptarena.types import STATUSES
 
 
@@ -57,23 +58,20 @@ class Progress:
     def _counts_text(self) -> str:
         return "  ".join(f"{s}={self.counts[s]}" for s in STATUSES if self.counts[s])
 
-    def result(self, row: dict[str, Any]) -> None:
+    def result(self, row: ResultRow) -> None:
         """Record one finished result."""
         with self._lock:
             self.done += 1
-            self.counts[row["status"]] += 1
+            self.counts[row.status] += 1
             if self._progress is not None:
                 self._progress.update(self._task_id, advance=1, counts=self._counts_text())
             elif not self.quiet:
                 scores = " ".join(
-                    f"{j}={v['score']:.2f}"
-                    for j, v in sorted((row.get("scores") or {}).items())
-                    if "score" in v
+                    f"{j}={v.score:.2f}" for j, v in sorted(row.scores.items()) if v.score is not None
                 )
-                err = f" ({row['error'][:120]})" if row.get("error") else ""
+                err = f" ({row.error[:120]})" if row.error else ""
                 print(
-                    f"[{self.done}/{self.total}] {row['agent']} {row['task_id']}: "
-                    f"{row['status']} {scores}{err}",
+                    f"[{self.done}/{self.total}] {row.agent} {row.task_id}: {row.status} {scores}{err}",
                     file=self.stream,
                     flush=True,
                 )

@@ -64,7 +64,7 @@ class ResultRow(BaseModel):
     :meth:`to_line` is the JSON written; :meth:`to_json` the full record readers compare.
     """
 
-    model_config = ConfigDict(extra="allow")
+    model_config = ConfigDict(extra="allow", validate_assignment=True)  # an attempt fills it in, checked
 
     # declared in the order an attempt writes them (to_line keeps that order)
     agent: str = Field(min_length=1)

@@ -180,7 +180,8 @@ def summarize_results(
     """
     opts = opts or StatsOptions()
     with batched():  # every bootstrap interval computed together at the end (the same numbers)
-        return Summary.model_validate(_summarize(rows, list(group_fields), opts))
+        figures = _summarize(rows, list(group_fields), opts)
+    return Summary.model_validate(figures)  # once the batch has filled in every interval
 
 
 def _summarize(rows: list[ResultRow], group_fields: list[str], opts: StatsOptions) -> dict[str, Any]:

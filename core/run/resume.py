@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pptarena.run.config import RunConfig
+from pptarena.run.manifest_record import Manifest
 from pptarena.run.results import SCHEMA_VERSION, write_json_atomic
 from pptarena.run.rundir import RunDir
 from pptarena.types import PptArenaError
@@ -45,11 +46,7 @@ def choose_run_dir(config: RunConfig, out: str | None, new: bool = False) -> tup
     if not new and runs.is_dir():
         h = config_hash(config)
         for cand in sorted(runs.glob(f"{config.stem}-*"), reverse=True):
-            try:
-                manifest = json.loads(RunDir(cand).manifest.read_text())
-            except (OSError, ValueError):
-                continue
-            if manifest.get("config_hash") == h:
+            if Manifest.read(RunDir(cand).manifest).config_hash == h:
                 return cand, True
     stamp = datetime.now().strftime("%Y%m%d-%H%M%S")
     candidate, n = runs / f"{config.stem}-{stamp}", 1
@@ -114,46 +111,43 @@ def write_start_manifest(
     from pptarena import __version__
 
     now = datetime.now(UTC).isoformat(timespec="seconds")
-    previous: dict[str, Any] = {}
-    if path.exists():
-        try:
-            previous = json.loads(path.read_text())
-        except ValueError:
-            previous = {}
-    manifest = {
-        "schema_version": SCHEMA_VERSION,
-        "pptarena_version": __version__,
-        "config_path": str(config.path),
-        "config_hash": config_hash(config),
-        "config": config.redacted(),
-        "components": [
+    previous = Manifest.read(path) if path.exists() else None
+    if previous is not None and not previous.model_fields_set:  # unreadable: started afresh
+        previous = None
+    manifest = Manifest(
+        schema_version=SCHEMA_VERSION,
+        pptarena_version=__version__,
+        config_path=str(config.path),
+        config_hash=config_hash(config),
+        config=config.redacted(),
+        components=[
             {"key": c.key_path, "label": c.label, **c.spec.provenance()} for c in config.components()
         ],
-        "plugins": [p.to_json() for p in registry.plugins.values()],
-        "started_at": previous.get("started_at", now),
-        "resumed_at": [*previous.get("resumed_at", []), now] if previous else [],
-        "finished_at": None,
-        "tasks": tasks,
-        "agents": [a.label for a in config.agents],
-        "judges": [j.label for j in config.judges],
-        "judge_fingerprints": judge_fingerprints,
-        "epochs": epochs,
-        "max_cost": max_cost,
-        "skipped": [{"agent": a, "task_id": t, "reason": why} for (a, t), why in skipped.items()],
-        "python": sys.version.split()[0],
-        "platform": platform.platform(),
-    }
-    write_json_atomic(path, manifest)
+        plugins=[p.to_json() for p in registry.plugins.values()],
+        started_at=(previous.started_at if previous is not None else None) or now,
+        resumed_at=[*previous.resumed_at, now] if previous is not None else [],
+        finished_at=None,
+        tasks=tasks,
+        agents=[a.label for a in config.agents],
+        judges=[j.label for j in config.judges],
+        judge_fingerprints=judge_fingerprints,
+        epochs=epochs,
+        max_cost=max_cost,
+        skipped=[{"agent": a, "task_id": t, "reason": why} for (a, t), why in skipped.items()],
+        python=sys.version.split()[0],
+        platform=platform.platform(),
+    )
+    write_json_atomic(path, manifest.to_json())
 
 
 def finish_manifest(path: Path, finished: bool, budget: dict[str, Any] | None) -> None:
     """Record the end of a run: ``finished_at`` when every attempt has a result, the budget record."""
-    manifest = json.loads(path.read_text())
+    manifest = Manifest.read(path)
     if finished:
-        manifest["finished_at"] = datetime.now(UTC).isoformat(timespec="seconds")
+        manifest.finished_at = datetime.now(UTC).isoformat(timespec="seconds")
     if budget is not None:
-        manifest["budget"] = budget
-    write_json_atomic(path, manifest)
+        manifest.budget = budget
+    write_json_atomic(path, manifest.to_json())
 
 
 def check_resumable(path: Path, config: RunConfig, run_dir: Path) -> None:
@@ -161,10 +155,7 @@ def check_resumable(path: Path, config: RunConfig, run_dir: Path) -> None:
     for a config whose results-deciding parts differ from ``config`` (see :func:`resume_conflicts`)."""
     if not path.exists():
         return
-    try:
-        previous = json.loads(path.read_text()).get("config") or {}
-    except ValueError:
-        return
+    previous = Manifest.read(path).config
     problems = resume_conflicts(previous, config.redacted())
     if problems:
         raise PptArenaError(

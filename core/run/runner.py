@@ -17,27 +17,28 @@ attempts are skipped.
 
 from __future__ import annotations
 
-import json
 import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pptarena.run.attempt import Attempts, ledger_key, new_row
+from pptarena.run.attempt import Attempts, infra_failure, ledger_key
 from pptarena.run.attempts import Budget, is_deterministic, reused_rows
 from pptarena.run.components import Components
 from pptarena.run.config import ComponentConfig, RunConfig
 from pptarena.run.executors import Executor, PairJob
 from pptarena.run.fingerprint import cached_fingerprint, check_fingerprints
 from pptarena.run.interrupts import CtrlC
+from pptarena.run.manifest_record import Manifest
 from pptarena.run.progress import Progress
-from pptarena.run.records import ResultLineProblem
+from pptarena.run.records import ResultLineProblem, ResultRow
 from pptarena.run.registry import Registry
 from pptarena.run.requirements import unmet_requirements
 from pptarena.run.results import ResultsStore, summarize_results, write_json_atomic
 from pptarena.run.resume import check_resumable, finish_manifest, write_start_manifest
 from pptarena.run.rundir import RunDir
 from pptarena.run.runlock import MAX_CRASHES, AttemptLedger, RunLock
+from pptarena.run.summary_record import Summary
 from pptarena.run.summary_stats import StatsOptions
 from pptarena.run.tasks import load_tasks, select_tasks
 from pptarena.run.trust import check_isolation, isolation_record, process_note
@@ -108,9 +109,9 @@ class Runner:
             max_cost=self.max_cost,
         )
         path = RunDir(self.run_dir).manifest
-        manifest = json.loads(path.read_text())
-        manifest["isolation"] = self.isolation_record()
-        write_json_atomic(path, manifest)
+        manifest = Manifest.read(path)
+        manifest.isolation = self.isolation_record()
+        write_json_atomic(path, manifest.to_json())
 
     def _check_resume(self) -> None:
         """Refuse to mix results of two different configs in one run folder; warn about unreadable lines."""
@@ -136,7 +137,7 @@ class Runner:
         """The isolation untrusted code gets on this machine (see :mod:`pptarena.isolation`)."""
         return self.attempts.isolation
 
-    def compute_pair(self, agent: ComponentConfig, task: Task, epoch: int = 1) -> dict[str, Any] | None:
+    def compute_pair(self, agent: ComponentConfig, task: Task, epoch: int = 1) -> ResultRow | None:
         """Run attempt ``epoch`` of one pair in this process; the row, None when stopping (the
         :class:`~pptarena.run.executors.RunHandle` shortcut for ``run.attempts.run``)."""
         return self.attempts.run(agent, task, epoch)
@@ -145,7 +146,7 @@ class Runner:
         """True once the run is being stopped (no more results are recorded)."""
         return self.attempts.stopping()
 
-    def run(self) -> dict[str, Any]:
+    def run(self) -> Summary:
         """Run every pending attempt; returns the summary (also written to summary.json).
 
         The run folder is locked for the run's duration (:class:`~pptarena.run.runlock.RunLock`).
@@ -171,7 +172,7 @@ class Runner:
                 raise
         self._executor = executor
 
-    def _run(self) -> dict[str, Any]:
+    def _run(self) -> Summary:
         check_isolation(self.config.agents, self.allow_weak_isolation)
         tasks = select_tasks(load_tasks(self.components), self.task_globs, self.limit)
         self._check_resume()
@@ -260,10 +261,10 @@ class Runner:
         summary = summarize_results(
             self.store.read(), opts=StatsOptions(run.success_threshold, run.bootstrap, run.seed)
         )
-        summary["isolation"] = self.isolation_record()
+        summary.isolation = self.isolation_record()
         if self.max_cost is not None:
-            summary["budget"] = self.budget.to_json()
-        write_json_atomic(RunDir(self.run_dir).summary, summary)
+            summary.budget = self.budget.to_json()
+        write_json_atomic(RunDir(self.run_dir).summary, summary.to_json())
         recorded = self.store.done_attempts()
         self._finish_manifest(not queue and all((a.label, t.id, e) in recorded for a, t, e in plan))
         return summary
@@ -285,12 +286,13 @@ class Runner:
             if n < MAX_CRASHES:
                 keep.append((agent, task, epoch))
                 continue
-            row = new_row(agent, task, epoch)
-            row.update(
-                status=Status.INFRA_ERROR,
-                isolation=self.isolation,
-                error=f"this pair was running when the run died {n} times; it is not run again "
+            row = infra_failure(
+                agent,
+                task,
+                epoch,
+                f"this pair was running when the run died {n} times; it is not run again "
                 "(arena run --retry-errors tries it once more)",
+                isolation=self.isolation,
             )
             self.store.append(row)
             self.ledger.end(agent.label, ledger_key(task.id, epoch))
@@ -298,8 +300,7 @@ class Runner:
 
     def _check_judges(self) -> None:
         """Refuse to add verdicts of a changed judge under a label that already has verdicts."""
-        path = RunDir(self.run_dir).manifest
-        manifest = json.loads(path.read_text()) if path.exists() else {}
+        manifest = Manifest.read(RunDir(self.run_dir).manifest)
         self.judge_fingerprints = {
             c.label: cached_fingerprint(c, j, self.config.backends) for c, j in self.judges()
         }

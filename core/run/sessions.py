@@ -26,6 +26,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pptarena.run.records import ResultRow
 from pptarena.types import Status, Task
 
 if TYPE_CHECKING:
@@ -64,15 +65,15 @@ def final_only(session: Task) -> bool:
     return (session.metadata or {}).get("session_score") == "final"
 
 
-def session_scores(turn_rows: list[dict[str, Any]], final: bool = False) -> dict[str, Any]:
+def session_scores(turn_rows: list[ResultRow], final: bool = False) -> dict[str, Any]:
     """Per judge: the lowest turn score (``final``: the last turn's), with per-turn metrics."""
-    last = turn_rows[-1]["scores"] or {} if turn_rows else {}
-    judges = sorted({name for row in turn_rows for name in (row["scores"] or {})})
+    last = turn_rows[-1].scores if turn_rows else {}
+    judges = sorted({name for row in turn_rows for name in row.scores})
     scores: dict[str, Any] = {}
     for name in judges:
         if final and name not in last:
             continue
-        values = [float(row["scores"][name]["score"]) for row in turn_rows if name in (row["scores"] or {})]
+        values = [float(row.scores[name].score) for row in turn_rows if name in row.scores]  # type: ignore[arg-type]
         scores[name] = {
             "score": values[-1] if final else min(values),
             "metrics": {
@@ -93,7 +94,7 @@ def weakest_isolation(levels: list[str]) -> str | None:
     return min(levels, key=lambda level: ISOLATION_RANK.get(level, 0)) if levels else None
 
 
-def run_session(attempts: Attempts, agent: Any, session: Task, epoch: int = 1) -> dict[str, Any] | None:
+def run_session(attempts: Attempts, agent: Any, session: Task, epoch: int = 1) -> ResultRow | None:
     """Run every turn of ``session`` with ``agent`` through ``attempts``;
     return its one row (the caller appends it).
 
@@ -106,36 +107,37 @@ def run_session(attempts: Attempts, agent: Any, session: Task, epoch: int = 1) -
 
     t0 = time.monotonic()
     row = attempts.new_row(agent, session, epoch)
-    row["metadata"] = {k: v for k, v in session.metadata.items() if k != "turns"}
+    row.metadata = {k: v for k, v in session.metadata.items() if k != "turns"}
     previous: Path = session.original
     history: list[dict[str, Any]] = []
-    turn_rows: list[dict[str, Any]] = []
+    turn_rows: list[ResultRow] = []
     for index in range(len(session.metadata["turns"])):
         task = turn_task(session, index, previous, history)
         turn = attempts.run_turn(agent, task, epoch)
         if turn is None:  # interrupted
             return None
-        turn_rows.append(_turn_entry(index, turn))
-        add_counts(row["usage"], turn["usage"])
-        judged_later = final_only(session) and turn["status"] == Status.JUDGE_ERROR and turn.get("prediction")
+        turn_rows.append(turn)
+        add_counts(row.usage, turn.usage)
+        judged_later = final_only(session) and turn.status == Status.JUDGE_ERROR and turn.prediction
         last = index == len(session.metadata["turns"]) - 1
-        if turn["status"] != Status.SCORED and (last or not judged_later):
-            row["status"], row["error"] = turn["status"], f"turn {index}: {turn['error'] or turn['status']}"
+        if turn.status != Status.SCORED and (last or not judged_later):
+            row.status, row.error = turn.status, f"turn {index}: {turn.error or turn.status}"
             break
-        previous = Path(attempts.run_dir) / turn["prediction"]  # absolute when outside the run folder
+        previous = Path(attempts.run_dir) / str(turn.prediction)  # absolute when outside the run folder
         history.append({"turn": index, "instruction": task.instruction})
-    if row["status"] == Status.SCORED:
-        row["scores"] = session_scores(turn_rows, final=final_only(session))
-    row["turns"] = turn_rows
-    row["cost"] = cost_of_rows(turn_rows)
-    row["isolation"] = weakest_isolation([t["isolation"] for t in turn_rows if t.get("isolation")])
-    row["duration_s"] = round(time.monotonic() - t0, 3)
+    if row.status == Status.SCORED:
+        row.scores = session_scores(turn_rows, final=final_only(session))  # type: ignore[assignment]
+    row.turns = [_turn_entry(index, turn) for index, turn in enumerate(turn_rows)]
+    row.cost = cost_of_rows(turn_rows)
+    row.isolation = weakest_isolation([t.isolation for t in turn_rows if t.isolation])
+    row.duration_s = round(time.monotonic() - t0, 3)
     if attempts.stopping():
         return None
     return row
 
 
-def _turn_entry(index: int, turn: dict[str, Any]) -> dict[str, Any]:
+def _turn_entry(index: int, turn: ResultRow) -> dict[str, Any]:
     """What a session's row keeps of one turn's attempt row."""
     keep = ("status", "scores", "error", "prediction", "usage", "cost", "isolation", "duration_s")
-    return {"turn": index, **{k: turn.get(k) for k in keep}}
+    data = turn.to_line()  # the fields as the attempt set them
+    return {"turn": index, **{k: data.get(k) for k in keep}}

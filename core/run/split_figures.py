@@ -31,6 +31,8 @@ from __future__ import annotations
 from collections import defaultdict
 from typing import Any
 
+from pptarena.run.records import ResultRow
+
 IF_KEY, VQ_KEY = "if_score", "vq_score"
 
 
@@ -39,27 +41,28 @@ def metric_pct(score: float) -> float:
     return min(max(float(score), 0.0), 5.0) / 5.0 * 100.0
 
 
-def _describe(row: dict[str, Any]) -> dict[str, Any] | None:
-    block = (row.get("metadata") or {}).get("leaderboard")
+def _describe(row: ResultRow) -> dict[str, Any] | None:
+    block = row.metadata.get("leaderboard")
     return block if isinstance(block, dict) and isinstance(block.get("sizes"), dict) else None
 
 
-def dual_judges(rows: list[dict[str, Any]]) -> list[str]:
+def dual_judges(rows: list[ResultRow]) -> list[str]:
     """Judge labels whose verdicts carry IF and VQ scores (PPTArena's dual protocol)."""
     found = set()
     for r in rows:
-        for judge, block in (r.get("scores") or {}).items():
-            metrics = (block or {}).get("metrics") or {}
+        for judge, block in r.scores.items():
+            metrics = block.metrics
             if IF_KEY in metrics and VQ_KEY in metrics:
                 found.add(judge)
     return sorted(found)
 
 
-def _attempt_pcts(row: dict[str, Any], judge: str) -> tuple[float, float] | None:
+def _attempt_pcts(row: ResultRow, judge: str) -> tuple[float, float] | None:
     """(IF %, VQ %) of one attempt, or None when it is not scored by ``judge``."""
-    if row.get("status") != "scored":
+    if row.status != "scored":
         return None
-    metrics = (((row.get("scores") or {}).get(judge)) or {}).get("metrics") or {}
+    block = row.scores.get(judge)
+    metrics = block.metrics if block is not None else {}
     if_score, vq_score = metrics.get(IF_KEY), metrics.get(VQ_KEY)
     if not isinstance(if_score, int | float) or not isinstance(vq_score, int | float):
         return None
@@ -94,7 +97,7 @@ def figures(attempts_by_case: dict[str, list[tuple[float, float] | None]], cases
     }
 
 
-def split_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
+def split_figures(rows: list[ResultRow]) -> dict[str, Any]:
     """Per dual judge, per split: title, size, each agent's figures, and each category's.
 
     Empty when no line describes splits or no judge gives IF/VQ scores.
@@ -107,7 +110,7 @@ def split_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
     for _, d in described:
         for split, size in d["sizes"].items():
             sizes.setdefault(split, size)
-    agents = sorted({r["agent"] for r, _ in described})
+    agents = sorted({r.agent for r, _ in described})
     out: dict[str, Any] = {}
     for judge in judges:
         per_split: dict[str, Any] = {}
@@ -121,7 +124,7 @@ def split_figures(rows: list[dict[str, Any]]) -> dict[str, Any]:
                     continue
                 pcts = _attempt_pcts(r, judge)
                 for cell in [None, *(d.get("categories") or [])]:
-                    cells[cell][r["agent"]][r["task_id"]].append(pcts)
+                    cells[cell][r.agent][r.task_id].append(pcts)
             entry: dict[str, Any] = {
                 "title": str(size.get("title") or split),
                 "cases": int(size.get("cases") or 0),

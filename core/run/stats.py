@@ -29,6 +29,7 @@ from typing import Any
 
 import numpy as np
 
+from pptarena.run.records import ResultRow
 from pptarena.run.resample import active_batch, bootstrap_means, memoized
 from pptarena.run.signflip import flip_hits
 
@@ -40,57 +41,23 @@ MAX_TASKS = 200_000
 _NUMBER = (int, float)
 
 
-def epoch_of(row: dict[str, Any]) -> int:
-    """The attempt number of a result line (1 when the line predates epochs)."""
-    epoch = row.get("epoch")
-    if type(epoch) is int and epoch >= 1:  # the usual line: no conversion needed (a summary asks often)
-        return epoch
-    try:
-        return max(1, int(epoch or 1))
-    except (TypeError, ValueError):
-        return 1
-
-
-def row_score(row: dict[str, Any], judge: str) -> float | None:
-    """The judge's 0-1 score in a line, or None when it gave none."""
-    block = (row.get("scores") or {}).get(judge) or {}
-    score = block.get("score")
-    if type(score) is float:  # the usual line (a summary asks hundreds of thousands of times)
-        return score if math.isfinite(score) else None
-    if isinstance(score, bool) or not isinstance(score, _NUMBER) or not math.isfinite(score):
-        return None
-    return float(score)
-
-
-def row_success(row: dict[str, Any], judge: str, threshold: float) -> bool:
-    """Success by the benchmark's rule: the judge's ``success`` metric when it has one,
-    else score >= threshold.
-    """
-    block = (row.get("scores") or {}).get(judge) or {}
-    metric = (block.get("metrics") or {}).get("success")
-    if isinstance(metric, _NUMBER):  # bool is an int
-        return bool(metric)
-    score = row_score(row, judge)
-    return score is not None and score >= threshold - 1e-9
-
-
-def by_task(rows: Iterable[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
+def by_task(rows: Iterable[ResultRow]) -> dict[str, list[ResultRow]]:
     """Lines grouped by task id, each group ordered by epoch."""
-    groups: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    groups: dict[str, list[ResultRow]] = defaultdict(list)
     for r in rows:
-        groups[r["task_id"]].append(r)
-    return {t: sorted(g, key=epoch_of) for t, g in groups.items()}
+        groups[r.task_id].append(r)
+    return {t: sorted(g, key=lambda r: r.epoch) for t, g in groups.items()}
 
 
 def task_means(
-    rows: Iterable[dict[str, Any]], judge: str, groups: dict[str, list[dict[str, Any]]] | None = None
+    rows: Iterable[ResultRow], judge: str, groups: dict[str, list[ResultRow]] | None = None
 ) -> dict[str, float]:
     """Per task, the mean of the judge's score over its attempts (an attempt without a score counts 0).
 
     ``groups``: ``by_task(rows)`` when the caller has it already.
     """
     groups = by_task(rows) if groups is None else groups
-    return {t: fmean([row_score(r, judge) or 0.0 for r in g]) for t, g in groups.items()}
+    return {t: fmean([r.score(judge) or 0.0 for r in g]) for t, g in groups.items()}
 
 
 def fmean(values: Sequence[float]) -> float:
@@ -204,18 +171,18 @@ def comparison_of(
 
 
 def epoch_block(
-    rows: list[dict[str, Any]],
+    rows: list[ResultRow],
     judge: str,
     threshold: float,
     *,
     n_boot: int = DEFAULT_N_BOOT,
     seed: int = DEFAULT_SEED,
-    groups: dict[str, list[dict[str, Any]]] | None = None,
+    groups: dict[str, list[ResultRow]] | None = None,
 ) -> dict[str, Any]:
     """The epoch figures of one agent and judge: k, pass@k and pass^k for k = 1..K (with intervals),
     consistency and the mean per-task score standard deviation (``groups``: ``by_task(rows)`` if known)."""
     groups = by_task(rows) if groups is None else groups
-    counts = {t: (len(g), sum(1 for r in g if row_success(r, judge, threshold))) for t, g in groups.items()}
+    counts = {t: (len(g), sum(1 for r in g if r.success(judge, threshold))) for t, g in groups.items()}
     k_max = max((n for n, _ in counts.values()), default=0)
     out: dict[str, Any] = {"k": k_max, "pass_at_k": {}, "pass_hat_k": {}}
     for k in range(1, k_max + 1):
@@ -234,7 +201,7 @@ def epoch_block(
         }
     multi = [(n, c) for n, c in counts.values() if n > 1]
     out["consistency"] = round(sum(1 for n, c in multi if c in (0, n)) / len(multi), 4) if multi else None
-    sds = [statistics.pstdev([row_score(r, judge) or 0.0 for r in g]) for g in groups.values() if len(g) > 1]
+    sds = [statistics.pstdev([r.score(judge) or 0.0 for r in g]) for g in groups.values() if len(g) > 1]
     out["score_sd"] = round(fmean(sds), 4) if sds else None
     return out
 

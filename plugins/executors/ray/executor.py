@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from pptarena.run.executors import ExecutorError, PairJob, RunHandle, infra_error_row, unpack_task_folder
+from pptarena.run.records import ResultRow
 from pptarena.types import Component, ComponentUnavailable, Options
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -284,7 +285,11 @@ class RayExecutor(Component):
                 if out["row"] is None:
                     continue
                 self._collect(out, Path(run.run_dir))
-                yield job, out["row"]
+                try:
+                    row = ResultRow.from_json(out["row"])
+                except ValueError as exc:
+                    row = infra_error_row(job, f"the node sent back an invalid result line: {exc}")
+                yield job, row
 
     def _failure(self, exc: Exception, job: PairJob, run_dir: Path) -> str:
         """The error text of a pair Ray could not run; the full report goes to the task folder's

@@ -120,7 +120,8 @@ def run_pair(
         }
         if task_dir.is_dir():
             (task_dir / "executor.json").write_text(json.dumps({"executor": "ray", **where}, indent=2) + "\n")
-        out: dict[str, Any] = {"row": row, "relpath": relpath, **where}
+        line = None if row is None else row.to_line()  # JSON on the wire, validated where it lands
+        out: dict[str, Any] = {"row": line, "relpath": relpath, **where}
         if boot.get("shared_dir"):
             out["shared_path"] = str(task_dir)
         else:
