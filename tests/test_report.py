@@ -5,12 +5,18 @@ from __future__ import annotations
 import io
 
 from click.testing import CliRunner
-from report_fixtures import fake_run, rows_of
+from report_fixtures import fake_run
 
 from pptarena.cli.main import cli
 from pptarena.report.show import print_summary
 from pptarena.report.tables import breakdown_tables, judge_kinds, leaderboard_table, plain_text
-from pptarena.run.results import summarize_results
+from pptarena.run.records import ResultRow
+from pptarena.run.results import read_results, summarize_results
+
+
+def rows_of(run_dir):
+    """The run's result lines as the report reads them (typed rows)."""
+    return read_results(run_dir / "results.jsonl")
 
 
 def _table_rows(text: str, title: str) -> dict[str, list[str]]:
@@ -56,17 +62,19 @@ def test_rich_output_on_a_terminal(tmp_path, fake_plugins):
     assert "retitle" in text and "agent_error 1" in text and "By category" in text
 
 
-def _line(agent, task, status, scores, meta):
-    return {
-        "agent": agent,
-        "task_id": task,
-        "status": status,
-        "scores": scores,
-        "error": None,
-        "duration_s": 1.0,
-        "usage": {"input_tokens": 10, "output_tokens": 5},
-        "metadata": meta,
-    }
+def _line(agent, task, status, scores, meta, usage=None):
+    return ResultRow.from_json(
+        {
+            "agent": agent,
+            "task_id": task,
+            "status": status,
+            "scores": scores,
+            "error": None,
+            "duration_s": 1.0,
+            "usage": usage or {"input_tokens": 10, "output_tokens": 5},
+            "metadata": meta,
+        }
+    )
 
 
 def test_ppteval_and_pptarena_figures():
@@ -116,8 +124,7 @@ def test_arena_report_command(tmp_path, fake_plugins):
 def test_tokens_column_counts_prompt_cache_reads_and_writes_once():
     """Cache reads and writes are parts of the input tokens (pptarena.models.Usage): the leaderboard
     adds input and output tokens only, the agent's and the judges'."""
-    line = _line("a", "t1", "scored", {}, {})
-    line["usage"] = {
+    usage = {
         "input_tokens": 1000,
         "output_tokens": 10,
         "cached_input_tokens": 300,
@@ -128,6 +135,7 @@ def test_tokens_column_counts_prompt_cache_reads_and_writes_once():
         "judge_cache_write_input_tokens": 4,
         "calls": 3,
     }
+    line = _line("a", "t1", "scored", {}, {}, usage)
     row = dict(
         zip(*(lambda t: (t.headers, t.rows[0]))(leaderboard_table(summarize_results([line]))), strict=True)
     )

@@ -104,16 +104,19 @@ def write_run(run_dir, pairs=12, manifest=None):
 def test_a_current_summary_json_is_reused_and_equals_the_recomputed_one(tmp_path, monkeypatch):
     layout = write_run(tmp_path / "run")
     stored = summarize_results(read_results(layout.results))
-    assert stored["source"]["rows"] == 12 and stored["source"]["revision"] == results.SUMMARY_REVISION
+    assert stored.source["rows"] == 12 and stored.source["revision"] == results.SUMMARY_REVISION
     recomputed = load_run(layout.root).summary  # no summary.json yet
-    layout.summary.write_text(json.dumps({**stored, "budget": {"max_cost": 1.0}}))  # as the runner writes it
+    # as the runner writes it
+    layout.summary.write_text(json.dumps({**stored.to_json(), "budget": {"max_cost": 1.0}}))
 
     def refuse(*args, **kwargs):
         raise AssertionError("the summary was recomputed")
 
     monkeypatch.setattr(results, "summarize_results", refuse)
     reused = load_run(tmp_path / "run").summary
-    assert reused == recomputed == json.loads(json.dumps(stored))  # "budget" is the runner's, left out
+    # "budget" is the runner's, left out
+    assert reused.to_json() == recomputed.to_json() == json.loads(json.dumps(stored.to_json()))
+    assert reused.budget is None
 
 
 @pytest.mark.parametrize("change", ["new line", "changed line", "other options", "older revision", "broken"])
@@ -121,8 +124,8 @@ def test_a_stale_summary_json_is_recomputed(tmp_path, monkeypatch, change):
     layout = write_run(tmp_path / "run")
     stored = summarize_results(read_results(layout.results))
     if change == "older revision":
-        stored["source"]["revision"] = results.SUMMARY_REVISION - 1
-    layout.summary.write_text("{not json" if change == "broken" else json.dumps(stored))
+        stored.source["revision"] = results.SUMMARY_REVISION - 1
+    layout.summary.write_text("{not json" if change == "broken" else json.dumps(stored.to_json()))
     if change == "new line":
         with layout.results.open("a") as fh:
             fh.write(json.dumps({"agent": "a", "task_id": "t9", "status": "timeout", "scores": {}}) + "\n")
@@ -136,7 +139,7 @@ def test_a_stale_summary_json_is_recomputed(tmp_path, monkeypatch, change):
     monkeypatch.setattr(results, "summarize_results", lambda *a, **k: calls.append(1) or original(*a, **k))
     summary = load_run(tmp_path / "run").summary
     assert calls == [1]
-    assert summary["source"] == results.rows_source(read_results(layout.results))
+    assert summary.source == results.rows_source(read_results(layout.results))
 
 
 def test_read_regular_reads_files_and_refuses_the_rest(tmp_path):
@@ -234,7 +237,7 @@ def test_the_report_reuses_the_summary_a_real_run_wrote(tmp_path, fake_plugins, 
     manifest = json.loads(layout.manifest.read_text())
     want = summarize_results(read_results(layout.results), opts=stats_options(manifest["config"]["run"]))
     monkeypatch.setattr(results, "summarize_results", lambda *a, **k: pytest.fail("recomputed"))
-    assert load_run(layout.root).summary == json.loads(json.dumps(want))
+    assert load_run(layout.root).summary.to_json() == json.loads(json.dumps(want.to_json()))
 
 
 @pytest.mark.skipif(not hasattr(os, "fork") or (os.cpu_count() or 1) < 2, reason="needs fork and two cores")

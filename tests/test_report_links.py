@@ -16,6 +16,7 @@ import pytest
 from pptarena.report.fileio import read_regular
 from pptarena.report.renders import PairDecks, RenderBudget, pair_decks, pair_view
 from pptarena.report.verdicts import agent_log_html, trajectory_html
+from pptarena.run.records import ResultRow
 from pptarena.types import SlideImage
 
 HOST_SECRET = "host-only-text-0451"
@@ -80,7 +81,15 @@ def test_linked_decks_in_the_pair_folder_are_not_taken(tmp_path, pair):
     (pair / "input").mkdir()
     (pair / "input" / "original.pptx").symlink_to(target)
     (pair / "prediction.pptx").symlink_to(target)  # "my prediction is the answer key"
-    decks = pair_decks(tmp_path / "run", pair, {"prediction": "tasks/agent/task/prediction.pptx"}, None)
+    row = ResultRow.from_json(
+        {
+            "agent": "agent",
+            "task_id": "task",
+            "status": "scored",
+            "prediction": "tasks/agent/task/prediction.pptx",
+        }
+    )
+    decks = pair_decks(tmp_path / "run", pair, row, None)
     assert decks.original is None and decks.prediction is None
 
 

@@ -22,6 +22,7 @@ from pptarena.report.renders import PairView, RenderBudget, pair_decks, pair_vie
 from pptarena.report.tables import TableData
 from pptarena.report.top import page_top
 from pptarena.report.verdicts import agent_log_html, esc, rel_url, score_cell, trajectory_html, verdict_html
+from pptarena.run.records import ResultRow
 
 REPORT_NAME = "report.html"
 DEFAULT_MAX_RENDERS = 120
@@ -85,6 +86,11 @@ def table_html(t: TableData, heading: bool = True) -> str:
     return f"{title}<table><tr>{head}</tr>{body}</table>{note}"
 
 
+def _scores(run: RunData, agent: str, judge: str) -> list[float]:
+    """The scores ``judge`` gave ``agent``'s attempts (lines without one left out)."""
+    return [float(s) for r in run.rows if r.agent == agent and isinstance(s := r.score(judge), int | float)]
+
+
 def plots_html(data: RunData) -> str:
     """Score histograms: one SVG per judge (a row per agent), then one per re-score judge."""
     svgs = []
@@ -93,23 +99,14 @@ def plots_html(data: RunData) -> str:
     ]
     for prefix, run in sources:
         for judge in run.judges:
-            series = {
-                a: [
-                    float(r["scores"][judge]["score"])
-                    for r in run.rows
-                    if r["agent"] == a
-                    and isinstance(((r.get("scores") or {}).get(judge) or {}).get("score"), int | float)
-                ]
-                for a in run.agents
-            }
+            series = {a: _scores(run, a, judge) for a in run.agents}
             if any(series.values()):
-                agents = run.summary.get("agents") or {}
-                means = {a: (((agents.get(a) or {}).get("judges") or {}).get(judge) or {}) for a in series}
+                means = {a: run.summary.agent(a).judge(judge) for a in series}
                 svgs.append(
                     histogram_rows_svg(
                         f"{prefix}{judge}: score distribution",
                         series,
-                        means={a: (b.get("mean"), b.get("mean_ci95")) for a, b in means.items()},
+                        means={a: (b.mean, b.mean_ci95) for a, b in means.items()},
                     )
                 )
     if not svgs:
@@ -154,13 +151,9 @@ def _rescore_html(data: RunData, agent: str, task_id: str) -> str:
         verdicts = run.verdicts(agent, task_id).get("verdicts") or {}
         inner = "".join(verdict_html(label, v) for label, v in verdicts.items())
         if not inner:
-            inner = "".join(
-                f"<p>{esc(j, 100)}: {score_cell(b.get('score'))}</p>"
-                for j, b in (row.get("scores") or {}).items()
-            )
+            inner = "".join(f"<p>{esc(j, 100)}: {score_cell(b.score)}</p>" for j, b in row.scores.items())
         parts.append(
-            f"<details><summary>Re-score {esc(name, 100)} ({esc(row.get('status'), 30)})</summary>"
-            f"{inner}</details>"
+            f"<details><summary>Re-score {esc(name, 100)} ({esc(row.status, 30)})</summary>{inner}</details>"
         )
     return "".join(parts)
 
@@ -173,39 +166,29 @@ def pair_html(
     if row is None:
         return f'<div class="pair"><h4>{esc(agent, 100)}</h4><p class="muted">no result yet</p></div>'
     folder = data.pair_dir(agent, task_id)
-    status = str(row.get("status"))
-    scores = " ".join(
-        f"{esc(j, 100)} {score_cell(b.get('score'))}" for j, b in (row.get("scores") or {}).items()
-    )
+    status = str(row.status)
+    scores = " ".join(f"{esc(j, 100)} {score_cell(b.score)}" for j, b in row.scores.items())
     parts = [
         f'<div class="pair" id="{escape(_anchor(task_id + "--" + agent))}"><h4>{esc(agent, 100)} '
         f'<span class="badge {escape(status)}">{escape(status)}</span> {scores}'
-        f' <span class="muted">{esc(row.get("duration_s"), 20)} s</span>'
-        + (
-            f' <span class="muted">isolation: {esc(row["isolation"], 40)}</span>'
-            if row.get("isolation")
-            else ""
-        )
+        f' <span class="muted">{esc(row.duration_s, 20)} s</span>'
+        + (f' <span class="muted">isolation: {esc(row.isolation, 40)}</span>' if row.isolation else "")
         + "</h4>"
     ]
-    others = [r for r in data.rows if r["agent"] == agent and r["task_id"] == task_id and r is not row]
+    others = [r for r in data.rows if r.agent == agent and r.task_id == task_id and r is not row]
     if others:
-        from pptarena.run.stats import epoch_of
-
         attempts = "; ".join(
-            f"epoch {epoch_of(r)}: {escape(str(r.get('status')))} "
-            + " ".join(
-                f"{esc(j, 100)} {score_cell(b.get('score'))}" for j, b in (r.get("scores") or {}).items()
-            )
-            for r in sorted([row, *others], key=epoch_of)
+            f"epoch {r.epoch}: {escape(str(r.status))} "
+            + " ".join(f"{esc(j, 100)} {score_cell(b.score)}" for j, b in r.scores.items())
+            for r in sorted([row, *others], key=_epoch)
         )
         parts.append(
             f'<p class="muted">{len(others) + 1} attempts (shown: epoch 1; files of epoch N in '
             f"<code>{esc(folder.name, 200)}@eN</code>, each below): {attempts}</p>"
         )
-        parts += [later_attempt_html(data, task, r) for r in sorted(others, key=epoch_of)]
-    if row.get("error"):
-        parts.append(f'<div class="err">{esc(row["error"])}</div>')
+        parts += [later_attempt_html(data, task, r) for r in sorted(others, key=_epoch)]
+    if row.error:
+        parts.append(f'<div class="err">{esc(row.error)}</div>')
     decks = pair_decks(data.run_dir, folder, row, task)
     view = pair_view(decks, budget)
     for note in view.notes:
@@ -228,18 +211,22 @@ def pair_html(
     return "".join(parts)
 
 
-def later_attempt_html(data: RunData, task: Any, row: dict[str, Any]) -> str:
+def _epoch(row: ResultRow) -> int:
+    """Sort key: the attempt's epoch."""
+    return row.epoch
+
+
+def later_attempt_html(data: RunData, task: Any, row: ResultRow) -> str:
     """A folded section for an attempt after epoch 1: its error, its edits (as text, no renders),
     its verdicts and its agent log (a deterministic agent's reused line only says so)."""
     from pptarena.run.rundir import RunDir
-    from pptarena.run.stats import epoch_of
 
-    agent, task_id, epoch = row["agent"], row["task_id"], epoch_of(row)
+    agent, task_id, epoch = row.key
     folder = RunDir(data.run_dir).attempt(agent, task_id, epoch)
-    status = str(row.get("status"))
-    inner = [f'<div class="err">{esc(row["error"])}</div>'] if row.get("error") else []
-    if row.get("reused_from_epoch"):
-        reused = esc(row["reused_from_epoch"], 10)
+    status = str(row.status)
+    inner = [f'<div class="err">{esc(row.error)}</div>'] if row.error else []
+    if row.reused_from_epoch:
+        reused = esc(row.reused_from_epoch, 10)
         inner.append(f'<p class="muted">a deterministic agent: epoch {reused}\'s result, reused</p>')
     else:
         decks = pair_decks(data.run_dir, folder, row, task)
@@ -265,8 +252,8 @@ def _anchor(text: str) -> str:
 
 def task_html(data: RunData, task_id: str, task: Any, budget: RenderBudget | None, base: Path) -> str:
     """A task's section: instruction, metadata, then each agent's attempt."""
-    first: dict[str, Any] = next((r for r in data.rows if r["task_id"] == task_id), {})
-    meta = (task.metadata if task is not None else first.get("metadata")) or {}
+    first = next((r for r in data.rows if r.task_id == task_id), None)
+    meta = (task.metadata if task is not None else first.metadata if first is not None else None) or {}
     chips = "".join(
         f"<span>{esc(k, 40)}: {esc(', '.join(map(str, v)) if isinstance(v, list) else v, 120)}</span>"
         for k, v in meta.items()

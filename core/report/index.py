@@ -172,25 +172,18 @@ def task_table_data(data: RunData, links: dict[str, str]) -> dict[str, Any]:
     status_index: dict[str, int] = {}
     rows = []
     for r in data.rows:
-        tid = r["task_id"]
+        tid = r.task_id
         ti = task_index.get(tid)
         if ti is None:
             ti = task_index[tid] = len(tasks)
             tasks.append([tid, links.get(tid, "")])
-        status = str(r.get("status"))
+        status = str(r.status)
         si = status_index.get(status)
         if si is None:
             si = status_index[status] = len(statuses)
             statuses.append(status)
-        scores = r.get("scores") or {}
         rows.append(
-            [
-                ti,
-                agent_index[r["agent"]],
-                si,
-                _number(r.get("duration_s")),
-                *(_number((scores.get(j) or {}).get("score")) for j in judges),
-            ]
+            [ti, agent_index[r.agent], si, _number(r.duration_s), *(_number(r.score(j)) for j in judges)]
         )
     return {
         "agents": agents,

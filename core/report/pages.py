@@ -23,6 +23,7 @@ from pptarena.report.forkwork import run_shared
 from pptarena.report.renders import RenderBudget
 from pptarena.report.tables import TableData
 from pptarena.report.verdicts import esc
+from pptarena.run.records import ResultRow
 from pptarena.run.rundir import REPORT_PAGES
 
 PAGES_DIR = REPORT_PAGES
@@ -103,9 +104,9 @@ def write_pages(
     """
     folder = index_path.parent / PAGES_DIR
     folder.mkdir(parents=True, exist_ok=True)
-    by_task: dict[str, list[dict[str, Any]]] = {}
+    by_task: dict[str, list[ResultRow]] = {}
     for r in data.rows:
-        by_task.setdefault(r["task_id"], []).append(r)
+        by_task.setdefault(r.task_id, []).append(r)
     order = list(by_task)
     count = max(1, -(-len(order) // TASKS_PER_PAGE))
     links = {t: f"{PAGES_DIR}/{page_name(k // TASKS_PER_PAGE + 1)}" for k, t in enumerate(order)}

@@ -21,6 +21,7 @@ from typing import Any
 
 from pptarena.render import slide_file_name
 from pptarena.report.fileio import is_regular
+from pptarena.run.records import ResultRow
 from pptarena.run.rundir import RENDERS
 
 MAX_CHANGED_ROWS = 8
@@ -58,12 +59,12 @@ class PairView:
     notes: list[str] = field(default_factory=list)
 
 
-def pair_decks(run_dir: Path, folder: Path, row: dict[str, Any], task: Any) -> PairDecks:
+def pair_decks(run_dir: Path, folder: Path, row: ResultRow, task: Any) -> PairDecks:
     """Locate the pair's decks: the input copy, the prediction named in the result line, the task's target."""
     inputs = sorted((folder / "input").glob("*")) if os.path.isdir(os.path.join(folder, "input")) else []
     inputs = [p for p in inputs if is_regular(p, folder)]
     original = inputs[0] if inputs else (Path(task.original) if task is not None else None)
-    pred = row.get("prediction")
+    pred = row.prediction
     prediction = None
     if pred:
         p = Path(pred)

@@ -6,14 +6,16 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, TextIO
+from typing import TextIO
 
 from pptarena.report.tables import print_tables, summary_tables
+from pptarena.run.records import ResultRow
+from pptarena.run.summary_record import Summary
 
 
 def print_summary(
     run_dir: Path,
-    summary: dict[str, Any],
+    summary: Summary,
     *,
     file: TextIO | None = None,
     rich: bool | None = None,
@@ -29,11 +31,13 @@ def print_summary(
     out = file or sys.stdout
     run_dir = Path(run_dir)
     data = None
+    rows: list[ResultRow] = []
+    rescores: dict[str, Summary] = {}
     try:
         data = load_run(run_dir)
         rows, rescores = data.rows, {k: v.summary for k, v in data.rescores.items()}
     except Exception:  # noqa: BLE001 - a summary alone can still be printed
-        rows, rescores = [], {}
+        pass
     print_tables(summary_tables(summary, rows, rescores), file=out, rich=rich)
     out.write(f"\nResults: {run_dir / 'results.jsonl'}\n")
     if not html:

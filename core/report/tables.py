@@ -22,8 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from pptarena.report.pptarena_figures import split_tables
+from pptarena.run.manifest_record import Manifest
 from pptarena.run.mixed import rows_by_dataset
+from pptarena.run.records import ResultRow
 from pptarena.run.results import summarize_results
+from pptarena.run.summary_record import AgentSummary, EpochFigures, JudgeFigures, KFigure, Summary
 from pptarena.types import STATUSES, Status
 
 ERROR_STATUSES = tuple(s for s in STATUSES if s != Status.SCORED)
@@ -60,12 +63,12 @@ def pct(value: Any) -> str:
     return "–" if value is None else f"{100 * float(value):.1f}%"
 
 
-def judge_kinds(rows: list[dict[str, Any]]) -> dict[str, set[str]]:
+def judge_kinds(rows: list[ResultRow]) -> dict[str, set[str]]:
     """Per judge label, the benchmark figures it supports: ``"ppteval"`` and/or ``"pptarena"``."""
     kinds: dict[str, set[str]] = {}
     for r in rows:
-        for judge, block in (r.get("scores") or {}).items():
-            metrics = (block or {}).get("metrics") or {}
+        for judge, block in r.scores.items():
+            metrics = block.metrics
             k = kinds.setdefault(judge, set())
             if "success" in metrics:
                 k.add("ppteval")
@@ -80,20 +83,20 @@ def errors_text(status: dict[str, int]) -> str:
     return ", ".join(parts) or "0"
 
 
-def _isolation_cell(entry: dict[str, Any]) -> str:
+def _isolation_cell(entry: AgentSummary) -> str:
     """What the agent's code ran in (docs/security.md); a reference baseline handed the answer says so."""
-    cell = str(entry.get("isolation") or "–")
-    return f"{cell} (reference)" if entry.get("agent_process") == "reference" else cell
+    cell = str(entry.isolation or "–")
+    return f"{cell} (reference)" if entry.agent_process == "reference" else cell
 
 
 def leaderboard_table(
-    summary: dict[str, Any], kinds: dict[str, set[str]] | None = None, title: str = "Leaderboard"
+    summary: Summary, kinds: dict[str, set[str]] | None = None, title: str = "Leaderboard"
 ) -> TableData:
     """One row per agent, best first by the first judge's mean over all tasks (95% intervals in brackets)."""
     from pptarena.models.pricing import fmt_usd
 
     kinds = kinds or {}
-    judges = list(summary.get("judges") or [])
+    judges = list(summary.judges)
     k = max_epochs(summary)
     headers = ["agent", "isolation", "tasks", "scored", "errors"]
     for j in judges:
@@ -106,40 +109,34 @@ def leaderboard_table(
         if k > 1:
             headers += [f"{j} pass@{k}", f"{j} pass^{k}", f"{j} consistency"]
     headers += ["time s", "tokens", "cost"]
-    agents = summary.get("agents") or {}
+    agents = summary.agents
 
     def key(name: str) -> float:
-        blocks = agents[name].get("judges") or {}
-        first = blocks.get(judges[0], {}) if judges else {}
-        return -(first.get("mean_all") or 0.0)
+        first = agents[name].judge(judges[0]) if judges else JudgeFigures()
+        return -(first.mean_all or 0.0)
 
     table = TableData(title, headers)
     for name in sorted(agents, key=key):
         entry = agents[name]
-        blocks = entry.get("judges") or {}
         row = [
             name,
             _isolation_cell(entry),
-            str(entry.get("tasks", 0)),
-            str((entry.get("status") or {}).get("scored", 0)),
-            errors_text(entry.get("status") or {}),
+            str(entry.tasks),
+            str(entry.status.get("scored", 0)),
+            errors_text(entry.status),
         ]
         for j in judges:
-            b = blocks.get(j) or {}
-            row.append(
-                f"{ci_text(b.get('mean_all'), b.get('mean_all_ci95'))} (n={b.get('n', 0)})"
-                if b.get("n")
-                else "–"
-            )
+            b = entry.judge(j)
+            row.append(f"{ci_text(b.mean_all, b.mean_all_ci95)} (n={b.n})" if b.n else "–")
         for j in judges:
-            b = blocks.get(j) or {}
-            metrics = b.get("metrics") or {}
-            mci = b.get("metrics_ci95") or {}
+            b = entry.judge(j)
+            metrics = b.metrics
+            mci = b.metrics_ci95
             if "ppteval" in kinds.get(j, ()):
-                sci = b.get("success_rate_ci95")
+                sci = b.success_rate_ci95
                 row += [
-                    pct(b.get("success_rate")) + (f" [{pct(sci[0])}, {pct(sci[1])}]" if sci else ""),
-                    fmt(b.get("mean_all")),
+                    pct(b.success_rate) + (f" [{pct(sci[0])}, {pct(sci[1])}]" if sci else ""),
+                    fmt(b.mean_all),
                 ]
             if "pptarena" in kinds.get(j, ()):
                 row += [
@@ -148,13 +145,13 @@ def leaderboard_table(
                 ]
             if k > 1:
                 row += epoch_cells(b, k)
-        usage = entry.get("usage") or {}
+        usage = entry.usage
         tokens = sum(  # cache reads and writes are parts of the input tokens
             v
             for k, v in usage.items()
             if k.endswith(("input_tokens", "output_tokens")) and "cache" not in k and isinstance(v, int)
         )
-        row += [fmt(entry.get("duration_s"), 1), str(tokens) if tokens else "–", fmt_usd(entry.get("cost"))]
+        row += [fmt(entry.duration_s, 1), str(tokens) if tokens else "–", fmt_usd(entry.cost)]
         table.rows.append(row)
     table.note = (
         "mean: over tasks of the per-task mean over epochs, a pair without a score counts 0; "
@@ -165,8 +162,8 @@ def leaderboard_table(
         table.note += f"; pass@{k}/pass^{k}: unbiased estimators over {k} epochs"
     semantics: dict[str, dict[str, int]] = {}
     for e in agents.values():
-        for j, b in (e.get("judges") or {}).items():
-            for name, n in ((b.get("labels") or {}).get("semantics") or {}).items():
+        for j, b in e.judges.items():
+            for name, n in (b.labels.get("semantics") or {}).items():
                 semantics.setdefault(j, {})[name] = semantics.get(j, {}).get(name, 0) + n
     for j, counts in sorted(semantics.items()):
         said = ", ".join(f"{name} semantics ({n} scores)" for name, n in counts.items())
@@ -174,51 +171,49 @@ def leaderboard_table(
     return table
 
 
-def breakdown_tables(summary: dict[str, Any]) -> list[TableData]:
+def breakdown_tables(summary: Summary) -> list[TableData]:
     """Per metadata field (category, edit type, difficulty): group × (agent, judge) mean
     over the group's tasks.
     """
-    judges = list(summary.get("judges") or [])
-    agents = summary.get("agents") or {}
+    judges = list(summary.judges)
+    agents = summary.agents
     tables = []
     for field_name in GROUP_FIELDS:
-        keys = sorted({k for e in agents.values() for k in ((e.get("groups") or {}).get(field_name) or {})})
+        keys = sorted({k for e in agents.values() for k in e.groups.get(field_name) or {}})
         if not keys:
             continue
         headers = [field_name.replace("_", " "), "tasks"] + [f"{a} · {j}" for a in agents for j in judges]
         table = TableData(GROUP_TITLES[field_name], headers)
         for k in keys:
-            n = max(
-                ((e.get("groups") or {}).get(field_name) or {}).get(k, {}).get("tasks", 0)
-                for e in agents.values()
-            )
+            groups = [(e.groups.get(field_name) or {}).get(k) for e in agents.values()]
+            n = max(g.tasks if g is not None else 0 for g in groups)
             row = [k, str(n)]
-            for e in agents.values():
-                g = ((e.get("groups") or {}).get(field_name) or {}).get(k) or {}
+            for g in groups:
                 for j in judges:
-                    b = (g.get("judges") or {}).get(j) or {}
-                    row.append(ci_text(b.get("mean_all"), b.get("mean_all_ci95")))
+                    b = (g.judges.get(j) if g is not None else None) or JudgeFigures()
+                    row.append(ci_text(b.mean_all, b.mean_all_ci95))
             table.rows.append(row)
         tables.append(table)
     return tables
 
 
-def rescore_table(base: dict[str, Any], rescores: dict[str, dict[str, Any]]) -> TableData | None:
+def rescore_table(base: Summary, rescores: dict[str, Summary]) -> TableData | None:
     """Original judges next to each re-score's judges: agent × (run, judge) mean over all tasks."""
     if not rescores:
         return None
-    columns: list[tuple[str, str, dict[str, Any]]] = [("run", j, base) for j in base.get("judges") or []]
+    columns: list[tuple[str, str, Summary]] = [("run", j, base) for j in base.judges]
     for name, summ in rescores.items():
-        columns += [(f"rescore/{name}", j, summ) for j in summ.get("judges") or []]
+        columns += [(f"rescore/{name}", j, summ) for j in summ.judges]
     table = TableData("Re-scores", ["agent"] + [f"{src} · {j}" for src, j, _ in columns])
-    agents = list(base.get("agents") or {})
+    agents = list(base.agents)
     for summ in rescores.values():
-        agents += [a for a in summ.get("agents") or {} if a not in agents]
+        agents += [a for a in summ.agents if a not in agents]
     for a in agents:
         row = [a]
         for _, j, summ in columns:
-            b = (((summ.get("agents") or {}).get(a) or {}).get("judges") or {}).get(j) or {}
-            row.append(ci_text(b.get("mean_all"), b.get("mean_all_ci95")) if b.get("n") is not None else "–")
+            entry = summ.agents.get(a)
+            b = entry.judges.get(j) if entry is not None else None
+            row.append(ci_text(b.mean_all, b.mean_all_ci95) if b is not None else "–")
         table.rows.append(row)
     table.note = (
         "means over all tasks (unscored pairs count 0) [95% bootstrap interval]; "
@@ -228,7 +223,7 @@ def rescore_table(base: dict[str, Any], rescores: dict[str, dict[str, Any]]) -> 
 
 
 def summary_tables(
-    summary: dict[str, Any], rows: list[dict[str, Any]], rescores: dict[str, dict[str, Any]] | None = None
+    summary: Summary, rows: list[ResultRow], rescores: dict[str, Summary] | None = None
 ) -> list[TableData]:
     """Every table of the summary: leaderboard, breakdowns, re-scores."""
     tables = [leaderboard_table(summary, judge_kinds(rows))]
@@ -303,38 +298,34 @@ def p_text(p: Any) -> str:
     return "p<0.001" if p < 0.001 else f"p={p:.3f}"
 
 
-def max_epochs(summary: dict[str, Any]) -> int:
+def max_epochs(summary: Summary) -> int:
     """The largest number of epochs of any agent in a summary."""
-    return max((int(e.get("epochs") or 1) for e in (summary.get("agents") or {}).values()), default=1)
+    return max((int(e.epochs or 1) for e in summary.agents.values()), default=1)
 
 
-def epoch_cells(block: dict[str, Any], k: int) -> list[str]:
+def epoch_cells(block: JudgeFigures, k: int) -> list[str]:
     """pass@k, pass^k (with intervals) and consistency of one judge block."""
-    ep = block.get("epochs") or {}
-    at = (ep.get("pass_at_k") or {}).get(str(k)) or {}
-    hat = (ep.get("pass_hat_k") or {}).get(str(k)) or {}
-    return [
-        ci_text(at.get("value"), at.get("ci95")),
-        ci_text(hat.get("value"), hat.get("ci95")),
-        fmt(ep.get("consistency")),
-    ]
+    ep = block.epochs or EpochFigures()
+    at = ep.pass_at_k.get(str(k)) or KFigure()
+    hat = ep.pass_hat_k.get(str(k)) or KFigure()
+    return [ci_text(at.value, at.ci95), ci_text(hat.value, hat.ci95), fmt(ep.consistency)]
 
 
-def comparison_tables(summary: dict[str, Any], suffix: str = "") -> list[TableData]:
+def comparison_tables(summary: Summary, suffix: str = "") -> list[TableData]:
     """Per judge, a matrix: row agent minus column agent on their common tasks, with interval and p-value."""
     tables = []
-    agents = sorted(summary.get("agents") or {})
-    for judge, pairs in (summary.get("comparisons") or {}).items():
+    agents = sorted(summary.agents)
+    for judge, pairs in summary.comparisons.items():
         if not pairs:
             continue
         cells: dict[tuple[str, str], str] = {}
         for c in pairs.values():
-            if c.get("diff") is None:
+            if c.diff is None:
                 continue
-            ci = c.get("ci95")
+            ci = c.ci95
             neg = [-ci[1], -ci[0]] if ci else None
-            cells[(c["a"], c["b"])] = _diff_cell(c["diff"], ci, c.get("p_value"), c["n"])
-            cells[(c["b"], c["a"])] = _diff_cell(-c["diff"], neg, c.get("p_value"), c["n"])
+            cells[(c.a, c.b)] = _diff_cell(c.diff, ci, c.p_value, c.n)
+            cells[(c.b, c.a)] = _diff_cell(-c.diff, neg, c.p_value, c.n)
         t = TableData(f"Paired comparison · {judge}{suffix}", ["row − column", *agents])
         for a in agents:
             t.rows.append([a, *("·" if a == b else cells.get((a, b), "–") for b in agents)])
@@ -351,9 +342,9 @@ def _diff_cell(diff: float, ci: Any, p: Any, n: int) -> str:
     return f"{signed(diff)} {inner}{p_text(p)} (n={n})"
 
 
-def fingerprint_table(manifest: dict[str, Any]) -> TableData | None:
-    """The judges' fingerprints recorded in a run's manifest."""
-    fps = manifest.get("judge_fingerprints") or {}
+def fingerprint_table(manifest: Manifest) -> TableData | None:
+    """The judges' fingerprints recorded in a run's manifest (each a free-form record)."""
+    fps = manifest.judge_fingerprints
     if not fps:
         return None
     t = TableData(
@@ -385,20 +376,21 @@ def fingerprint_table(manifest: dict[str, Any]) -> TableData | None:
     return t
 
 
-def cost_table(summary: dict[str, Any]) -> TableData | None:
+def cost_table(summary: Summary) -> TableData | None:
     """Cost per agent: its own model calls, each judge's calls, the total; then the run
-    (None when nothing was spent).
+    (None when nothing was spent). The cost records themselves are free-form
+    (:func:`pptarena.models.pricing.pair_cost`).
     """
     from pptarena.models.pricing import fmt_usd
 
-    agents = summary.get("agents") or {}
-    run = summary.get("cost") or {}
+    agents = summary.agents
+    run = summary.cost or {}
     if not agents or (run.get("usd") == 0 and not run.get("unpriced_models")):
         return None
-    judges = sorted({j for e in agents.values() for j in ((e.get("cost") or {}).get("judges") or {})})
+    judges = sorted({j for e in agents.values() for j in ((e.cost or {}).get("judges") or {})})
     t = TableData("Cost (USD)", ["agent", "agent calls", *(f"judge {j}" for j in judges), "total"])
     for name, e in agents.items():
-        c = e.get("cost") or {}
+        c = e.cost or {}
         t.rows.append(
             [
                 name,

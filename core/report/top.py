@@ -16,8 +16,13 @@ from pptarena.report.tables import fingerprint_table, judge_kinds, summary_table
 from pptarena.report.verdicts import esc
 
 
-def budget_text(budget: Any) -> list[str]:
-    """The manifest's budget record as one header item (none without ``max_cost``)."""
+def _or_unknown(value: str | None) -> str:
+    """A manifest fact for the header, ``?`` when the manifest does not have it."""
+    return "?" if value is None else value
+
+
+def budget_text(budget: dict[str, Any] | None) -> list[str]:
+    """The manifest's budget record (a free-form dict) as one header item (none without ``max_cost``)."""
     if not isinstance(budget, dict) or budget.get("max_cost") is None:
         return []
     text = f"spent ${float(budget.get('spent_usd') or 0):.4f} of max_cost ${float(budget['max_cost']):.4f}"
@@ -46,12 +51,12 @@ def page_top(
     meta = " · ".join(
         escape(str(x))
         for x in (
-            f"config {m.get('config_path', '?')}",
-            f"started {m.get('started_at', '?')}",
-            f"finished {m.get('finished_at') or 'not finished'}",
+            f"config {_or_unknown(m.config_path)}",
+            f"started {_or_unknown(m.started_at)}",
+            f"finished {m.finished_at or 'not finished'}",
             counts,
             f"judges: {', '.join(data.judges) or '-'}",
-            *budget_text(m.get("budget")),
+            *budget_text(m.budget),
             f"report written {datetime.now(UTC).isoformat(timespec='seconds')}",
         )
     )
