@@ -11,11 +11,14 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from pptarena._version import __version__
+
+if TYPE_CHECKING:  # the CLI imports the run's modules only when a command needs them
+    from pptarena.run.summary_record import Summary
 
 LAZY_COMMANDS = {
     "init": ("pptarena.cli.init", "init_command", "Write an example run config (`arena init --list`)."),
@@ -343,7 +346,7 @@ def _say_interrupted(message: str) -> None:
     sys.stderr.flush()
 
 
-def _print_leaderboard(run_dir: Path, summary: dict[str, Any], quiet: bool, no_report: bool = False) -> None:
+def _print_leaderboard(run_dir: Path, summary: Summary, quiet: bool, no_report: bool = False) -> None:
     from pptarena.report.show import print_summary
 
     print_summary(run_dir, summary, html=not no_report)
