@@ -232,8 +232,9 @@ def test_an_agent_importing_the_datasets_code_gets_module_not_found(tmp_path, pl
     assert rows["oracle"]["scores"]["same-slides"]["score"] == 1.0  # the judge does see a copied answer
     assert rows["oracle"]["agent_process"] == "reference" and rows["oracle"]["isolation"] == "none"
     from pptarena.report.tables import leaderboard_table
+    from pptarena.run.summary_record import Summary
 
-    board = leaderboard_table(json.loads((tmp_path / "out/summary.json").read_text()))
+    board = leaderboard_table(Summary.model_validate(json.loads((tmp_path / "out/summary.json").read_text())))
     cells = {row[0]: row[1] for row in board.rows}
     assert cells == {"oracle": "none (reference)", "dataset-importer": "bwrap"}  # the leaderboard says so
     attack = rows["dataset-importer"]
