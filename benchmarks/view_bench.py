@@ -98,7 +98,7 @@ def main() -> None:
     if campaign.exists():
         for suffix in ("", "-wal", "-shm"):
             Path(f"{campaign}{suffix}").unlink(missing_ok=True)
-    items = [(0, r["task_id"], r["agent"], 1, None, None, None) for r in rows[:1000]]
+    items = [(0, r.task_id, r.agent, 1, None, None, None) for r in rows[:1000]]
     create_campaign(
         campaign, name="bench", protocol="absolute", runs=[str(run.resolve())], items=items,
         queues={"bench": [(i + 1, False) for i in range(len(items))]}, tokens={"bench": "bench-token"},

@@ -118,6 +118,38 @@ def test_index_reads_only_what_was_appended(tmp_path):
     assert len(index) == 1
 
 
+def test_index_keeps_exactly_the_lines_read_results_keeps(tmp_path):
+    from pptarena.run.records import ResultRow
+    from pptarena.run.results import read_results
+    from pptarena.view.runindex import attempt_row
+
+    results = tmp_path / "results.jsonl"
+    good = {"agent": "a", "task_id": "t1", "status": "scored", "epoch": 2, "scores": {"j": {"score": 0.5}}}
+    lines = [
+        good,
+        {**good, "task_id": "t2", "error": "bad \udcff byte"},  # a lone surrogate escape: Python reads it
+        {**good, "task_id": "t3", "status": "weird"},  # not a status
+        {**good, "task_id": "t4", "duration_s": -1},  # not a duration
+        {**good, "scores": {"j": 0.9}},  # a later line for t1 that is not a row does not replace it
+    ]
+    results.write_text("".join(json.dumps(x) + "\n" for x in lines))
+    index = RunIndex(results)
+    index.refresh()
+    kept = read_results(results)
+    assert [r.task_id for r in kept] == ["t1", "t2"]
+    table = index.query(Query())[1]
+    assert [(r["task_id"], r["epoch"], r["scores"]) for r in table] == [
+        ("t1", 2, {"j": 0.5}),
+        ("t2", 2, {"j": 0.5}),
+    ]
+    assert index.problems == 3 and index.lines == 5
+    rows = index.task_rows("t1")
+    assert len(rows) == 1 and isinstance(rows[0], ResultRow)
+    assert rows[0].key == ("a", "t1", 2) and rows[0].score("j") == 0.5 and rows[0] == kept[0]
+    assert attempt_row(index, "t2", "a", 2) == kept[1] and kept[1].error == "bad \udcff byte"
+    assert attempt_row(index, "t3", "a", 2) is None and index.task_rows("t4") == []
+
+
 def test_run_page_summary_is_the_reports(run):
     from pptarena.report.data import load_run
     from pptarena.report.tables import comparison_tables

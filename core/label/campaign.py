@@ -16,9 +16,9 @@ import secrets
 from datetime import UTC, datetime
 from itertools import combinations
 from pathlib import Path
-from typing import Any
 
 from pptarena.label.store import PROTOCOLS, Campaign, CampaignError, create_campaign
+from pptarena.run.records import ResultRow
 from pptarena.run.rundir import RESULTS
 
 ANNOTATOR_NAME = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
@@ -38,8 +38,8 @@ def parse_annotators(text: str) -> list[str]:
     return names
 
 
-def attempts(run_dirs: list[Path]) -> list[tuple[int, dict[str, Any]]]:
-    """(run index, result line) of every attempt that left a prediction deck."""
+def attempts(run_dirs: list[Path]) -> list[tuple[int, ResultRow]]:
+    """(run index, result row) of every attempt that left a prediction deck."""
     from pptarena.report.rescore import prediction_path
     from pptarena.run.results import read_results
 
@@ -55,12 +55,10 @@ def attempts(run_dirs: list[Path]) -> list[tuple[int, dict[str, Any]]]:
 
 
 def choose_items(
-    found: list[tuple[int, dict[str, Any]]], protocol: str, sample: int | None, seed: int
+    found: list[tuple[int, ResultRow]], protocol: str, sample: int | None, seed: int
 ) -> list[tuple[int, str, str, int, str | None, int | None, int | None]]:
     """The campaign's items (see :func:`pptarena.label.store.create_campaign`), sampled when asked."""
-    from pptarena.run.stats import epoch_of
-
-    keyed = sorted(((i, r["task_id"], r["agent"], epoch_of(r)) for i, r in found), key=str)
+    keyed = sorted(((i, r.task_id, r.agent, r.epoch) for i, r in found), key=str)
     items: list[tuple[int, str, str, int, str | None, int | None, int | None]] = []
     if protocol == "absolute":
         items = [(i, t, a, e, None, None, None) for i, t, a, e in keyed]

@@ -279,14 +279,15 @@ def pair_fragment(run: RunState, task_id: str, agent: str) -> tuple[str, str, li
     drawn by :func:`pptarena.report.html.pair_html` as in ``report.html``."""
     from pptarena.report.data import RunData
     from pptarena.report.html import pair_html
+    from pptarena.run.summary_record import Summary
 
     rows = run.index.task_rows(task_id)
     tasks, problem = run.tasks()
     task = tasks.get(task_id)
-    data = RunData(run.path, run.manifest(), rows, {})
+    data = RunData(run.path, run.manifest(), rows, Summary())  # a pair section needs no summary
     with run.render_lock:  # one renderer per run, used by one request at a time
         body = pair_html(data, task, agent, task_id, run.budget(), run.path)
-    others = sorted({r["agent"] for r in rows} - {agent})
+    others = sorted({r.agent for r in rows} - {agent})
     body += all_slides_html(run.path, data.pair_dir(agent, task_id))
     return (
         absolutize(body, f"/r/{run.id}/f/"),
@@ -341,7 +342,7 @@ async def pair_page(request: Request) -> Response:
     task_id = str(request.query_params.get("task") or "")
     agent = str(request.query_params.get("agent") or "")
     run.index.refresh()
-    if not task_id or not any(r["agent"] == agent for r in run.index.task_rows(task_id)):
+    if not task_id or not any(r.agent == agent for r in run.index.task_rows(task_id)):
         return state.error(404, "This run has no such attempt.")
     from starlette.concurrency import run_in_threadpool
 
@@ -377,8 +378,8 @@ async def compare_page(request: Request) -> Response:
             return state.error(404, f"No such run ({key}).")
         run.index.refresh()
         rows = run.index.task_rows(task_id)
-        agent = str(p.get(f"agent_{key}") or "") or (rows[0]["agent"] if rows else "")
-        if not any(r["agent"] == agent for r in rows):
+        agent = str(p.get(f"agent_{key}") or "") or (rows[0].agent if rows else "")
+        if not any(r.agent == agent for r in rows):
             return state.error(404, f"Run {run.name} has no attempt of agent {agent!r} at this task.")
         body, instr, _, _ = await run_in_threadpool(pair_fragment, run, task_id, agent)
         instruction = instruction or instr

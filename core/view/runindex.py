@@ -2,11 +2,15 @@
 byte offset as the runner appends lines (the file is never read again from the start unless it
 shrank or was replaced).
 
-Per attempt (the last line of each (agent, task, epoch) wins, as in
-:func:`pptarena.run.results.read_results`) it keeps the task, agent, status, epoch, duration, each
-judge's score, the line's sequence number and where the line lies in the file — a pair page reads
-its lines back by offset. Filters and sorts run on NumPy arrays made from the columns when
-they changed, so a page of a 100,000-pair run costs milliseconds.
+Every line is validated as a :class:`~pptarena.run.records.ResultRow` (from its bytes, which costs no
+more than decoding the JSON); a line that is not a valid row is counted in ``problems`` and left out,
+as :func:`pptarena.run.results.read_results` leaves it out of the report. Per attempt (the last valid
+line of each (agent, task, epoch) wins, as in ``read_results``) the index keeps the task, agent,
+status, epoch, duration, each judge's score, the line's sequence number and where the line lies in
+the file — a pair page reads its rows back by offset. Filters and sorts run on NumPy arrays made
+from the columns when they changed, so a page of a 100,000-pair run costs milliseconds. The task
+table's rows (:meth:`RunIndex.query`, :meth:`RunIndex.since`) are plain dicts: the page's and its
+JSON API's projection of the columns (with the judges' disagreement), not result lines.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+
+from pptarena.run.records import ResultRow, parse_row
 
 READ_CHUNK = 8 * 1024 * 1024
 SORTS = ("line", "task", "agent", "status", "epoch", "duration", "disagreement")
@@ -39,25 +45,25 @@ class Query:
     per_page: int = 50
 
 
-def _number(value: Any) -> float:
-    if isinstance(value, bool) or not isinstance(value, int | float):
-        return math.nan
-    return float(value)
+def _number(value: float | None) -> float:
+    return math.nan if value is None else float(value)
 
 
-def light_row(data: Any) -> dict[str, Any]:
-    """The fields the index keeps, checked cheaply (the full schema check of
-    :func:`pptarena.run.records.parse_row` costs 60 µs a line; it runs when a pair's lines are read).
+def parse_line(raw: bytes) -> ResultRow:
+    """One line of ``results.jsonl`` as a :class:`~pptarena.run.records.ResultRow`, accepted or refused
+    exactly as :func:`pptarena.run.results.read_results` does.
 
-    :raises ValueError: when the line is not an object with string ``agent`` and ``task_id``.
+    The row is validated straight from the bytes (pydantic's own JSON parser: about as fast as
+    ``json.loads`` alone); a line refused there is decoded again the way ``read_results`` reads it
+    (UTF-8, bad bytes replaced, Python's JSON) before it is refused, so a line only Python's decoder
+    accepts (a lone surrogate escape, say) is kept too.
+
+    :raises ValueError: when the line is not a valid result row.
     """
-    if not isinstance(data, dict):
-        raise ValueError("not an object")
-    if not isinstance(data.get("agent"), str) or not isinstance(data.get("task_id"), str):
-        raise ValueError("agent and task_id must be strings")
-    if not isinstance(data.get("scores") or {}, dict):
-        raise ValueError("scores must be an object")
-    return data
+    try:
+        return ResultRow.model_validate_json(raw)
+    except ValueError:  # pydantic's ValidationError is a ValueError
+        return parse_row(json.loads(raw.decode("utf-8", errors="replace")))
 
 
 class RunIndex:
@@ -124,7 +130,7 @@ class RunIndex:
                         self.lines += 1
                         if raw.strip():
                             try:
-                                row = light_row(json.loads(raw))
+                                row = parse_line(raw)
                             except ValueError:
                                 self.problems += 1
                             else:
@@ -144,24 +150,20 @@ class RunIndex:
             names.append(value)
         return ix
 
-    def _add(self, row: dict[str, Any], offset: int, length: int) -> None:
-        from pptarena.run.stats import epoch_of
-
-        epoch = epoch_of(row)
-        key = (row["task_id"], row["agent"], epoch)
-        t = self._intern(self._task_ix, self.tasks, row["task_id"])
+    def _add(self, row: ResultRow, offset: int, length: int) -> None:
+        key = (row.task_id, row.agent, row.epoch)
+        t = self._intern(self._task_ix, self.tasks, row.task_id)
         values = {
             "t": t,
-            "a": self._intern(self._agent_ix, self.agents, row["agent"]),
-            "s": self._intern(self._status_ix, self.statuses, str(row.get("status"))),
-            "e": epoch,
-            "dur": _number(row.get("duration_s")),
+            "a": self._intern(self._agent_ix, self.agents, row.agent),
+            "s": self._intern(self._status_ix, self.statuses, str(row.status)),
+            "e": row.epoch,
+            "dur": _number(row.duration_s),
             "seq": self.lines,
             "off": offset,
             "len": length,
         }
-        scores = row.get("scores") or {}
-        scores = {j: b for j, b in scores.items() if isinstance(b, dict)}
+        scores = row.scores
         for judge in scores:
             if judge not in self._scores:
                 self.judges.append(judge)
@@ -172,19 +174,17 @@ class RunIndex:
             for k, v in values.items():
                 self._cols[k].append(v)
             for judge, col in self._scores.items():
-                col.append(_number((scores.get(judge) or {}).get("score")))
+                col.append(_number(row.score(judge)))
             self._by_task.setdefault(t, []).append(pos)
         else:  # a later line for the same attempt replaces the earlier one
             for k, v in values.items():
                 self._cols[k][pos] = v
             for judge, col in self._scores.items():
-                col[pos] = _number((scores.get(judge) or {}).get("score"))
+                col[pos] = _number(row.score(judge))
 
-    def read_rows(self, positions: list[int]) -> list[dict[str, Any]]:
-        """The result lines at these positions, read back from the file and checked against the full
-        schema (:func:`pptarena.run.records.parse_row`; lines that fail it are left out)."""
-        from pptarena.run.records import parse_row
-
+    def read_rows(self, positions: list[int]) -> list[ResultRow]:
+        """The result rows at these positions, read back from the file by offset (:func:`parse_line`;
+        a line that no longer parses, because the file changed under us, is left out)."""
         with self._lock:
             where = [(self._cols["off"][p], self._cols["len"][p]) for p in positions]
         out = []
@@ -192,12 +192,12 @@ class RunIndex:
             for off, length in where:
                 fh.seek(off)
                 try:
-                    out.append(parse_row(json.loads(fh.read(length))).to_json())
-                except ValueError:  # fails the full schema check (or the file changed under us)
+                    out.append(parse_line(fh.read(length)))
+                except ValueError:
                     continue
         return out
 
-    def task_rows(self, task_id: str) -> list[dict[str, Any]]:
+    def task_rows(self, task_id: str) -> list[ResultRow]:
         """Every attempt of one task (all agents and epochs)."""
         with self._lock:
             t = self._task_ix.get(task_id)
@@ -332,8 +332,8 @@ class RunIndex:
             }
 
 
-def attempt_row(index: RunIndex, task_id: str, agent: str, epoch: int = 1) -> dict[str, Any] | None:
-    """The result line of one attempt (None when the run has none)."""
+def attempt_row(index: RunIndex, task_id: str, agent: str, epoch: int = 1) -> ResultRow | None:
+    """The result row of one attempt (None when the run has none)."""
     with index._lock:
         pos = index._pos.get((task_id, agent, epoch))
     rows = index.read_rows([pos]) if pos is not None else []

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from pptarena.run.manifest_record import Manifest
 from pptarena.run.rundir import MANIFEST, RESULTS
 from pptarena.view.runindex import RunIndex
 
@@ -79,23 +80,16 @@ class RunState:
         """The folder's name."""
         return self.path.name
 
-    def manifest(self) -> dict[str, Any]:
-        """The run's ``manifest.json`` (empty when missing or unreadable)."""
-        from pptarena.report.data import RunDirError, read_json
-
-        path = self.path / MANIFEST
-        try:
-            data = read_json(path) if path.is_file() else {}
-        except RunDirError:
-            data = {}
-        return data if isinstance(data, dict) else {}
+    def manifest(self) -> Manifest:
+        """The run's ``manifest.json`` (an empty one when missing, unreadable or not a manifest)."""
+        return Manifest.read(self.path / MANIFEST)
 
     def status(self) -> str:
         """``finished``, ``running`` (not finished, results written in the last minute) or ``stopped``.
 
         The run's lock file is never touched: even a brief shared lock could make a starting run fail.
         """
-        if self.manifest().get("finished_at"):
+        if self.manifest().finished_at:
             return "finished"
         try:
             recent = time.time() - (self.path / RESULTS).stat().st_mtime < 60
@@ -192,18 +186,17 @@ class RunState:
             "name": self.name,
             "path": str(self.path),
             "status": self.status(),
-            "agents": m.get("agents") or self.index.agents,
-            "judges": m.get("judges") or self.index.judges,
+            "agents": m.agents or self.index.agents,
+            "judges": m.judges or self.index.judges,
             "pairs": len(self.index),
             "planned": _planned(m),
-            "started_at": m.get("started_at"),
-            "finished_at": m.get("finished_at"),
+            "started_at": m.started_at,
+            "finished_at": m.finished_at,
         }
 
 
-def _planned(manifest: dict[str, Any]) -> int | None:
+def _planned(manifest: Manifest) -> int | None:
     """Attempts the run set out to make (tasks × agents × epochs), when the manifest says."""
-    tasks, agents, epochs = manifest.get("tasks"), manifest.get("agents"), manifest.get("epochs") or 1
-    if isinstance(tasks, int) and isinstance(agents, list) and isinstance(epochs, int):
-        return tasks * len(agents) * epochs
-    return None
+    if manifest.tasks is None or "agents" not in manifest.model_fields_set:
+        return None
+    return manifest.tasks * len(manifest.agents) * (manifest.epochs or 1)
