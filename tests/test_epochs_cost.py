@@ -71,10 +71,10 @@ def test_epochs_give_pass_at_k_and_reuse_deterministic_agents(tmp_path, fake_plu
     for k in (1, 2, 3):
         expect = sum(any(s) for oks in outcomes.values() for s in itertools.combinations(oks, k))
         expect /= sum(1 for oks in outcomes.values() for _ in itertools.combinations(oks, k))
-        assert block.epochs.pass_at_k[str(k)]["value"] == pytest.approx(expect, abs=1e-4)
+        assert block.epochs.pass_at_k[str(k)].value == pytest.approx(expect, abs=1e-4)
         hat = sum(all(s) for oks in outcomes.values() for s in itertools.combinations(oks, k))
         hat /= sum(1 for oks in outcomes.values() for _ in itertools.combinations(oks, k))
-        assert block.epochs.pass_hat_k[str(k)]["value"] == pytest.approx(hat, abs=1e-4)
+        assert block.epochs.pass_hat_k[str(k)].value == pytest.approx(hat, abs=1e-4)
     assert block.mean_all == pytest.approx(sum(sum(o) / 3 for o in outcomes.values()) / 2, abs=1e-4)
     assert summary.agents["noop"].judges["title"].epochs.consistency == 1.0
     assert summary.agents["asker"].tasks == 2 and summary.agents["asker"].attempts == 6

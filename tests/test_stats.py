@@ -140,7 +140,8 @@ def test_summary_averages_per_task_means_over_epochs_with_intervals():
         row("b", "t1", 1, 0.5),
         row("b", "t2", 1, 0.5),
     ]
-    failed = row("a", "t3", 1, 0.0).model_copy(update={"status": "agent_error", "scores": {}})
+    failed = row("a", "t3", 1, 0.0)
+    failed.status, failed.scores = "agent_error", {}
     rows.append(failed)  # counts 0
     summary = summarize_results(rows, opts=StatsOptions(n_boot=300, seed=2))
     a = summary.agents["a"]
