@@ -146,7 +146,7 @@ def make_run(run_dir: Path, pairs: int, seed: int = 7) -> None:
 def write_summary(run_dir: Path) -> None:
     """A finished run's ``summary.json``, as the runner writes it at the end (from the lines read back)."""
     layout = RunDir(run_dir)
-    layout.summary.write_text(json.dumps(summarize_results(read_results(layout.results))))
+    layout.summary.write_text(json.dumps(summarize_results(read_results(layout.results)).to_json()))
 
 
 def _run(cmd: list[str]) -> tuple[float, int, float]:

@@ -11,6 +11,7 @@ import argparse
 import random
 import time
 
+from pptarena.run.records import ResultRow
 from pptarena.run.results import summarize_results
 from pptarena.run.summary_stats import StatsOptions
 
@@ -27,15 +28,17 @@ def rows(tasks: int, epochs: int, agents: int, judges: int, seed: int = 0) -> li
                     for j in range(judges)
                 }
                 out.append(
-                    {
-                        "agent": f"agent{a}",
-                        "task_id": f"t{t:04d}",
-                        "epoch": e,
-                        "status": "scored",
-                        "scores": scores,
-                        "usage": {"input_tokens": 100, "output_tokens": 10},
-                        "metadata": {"category": [f"c{t % 5}"], "difficulty": ["easy", "hard"][t % 2]},
-                    }
+                    ResultRow.from_json(
+                        {
+                            "agent": f"agent{a}",
+                            "task_id": f"t{t:04d}",
+                            "epoch": e,
+                            "status": "scored",
+                            "scores": scores,
+                            "usage": {"input_tokens": 100, "output_tokens": 10},
+                            "metadata": {"category": [f"c{t % 5}"], "difficulty": ["easy", "hard"][t % 2]},
+                        }
+                    )
                 )
     return out
 
