@@ -15,23 +15,19 @@ the bad value, the valid choices and a did-you-mean — before any work starts.
 from __future__ import annotations
 
 import difflib
-import os
-import re
 import tomllib
-import types
-import typing
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from pptarena.models.messages import check_model_ref
-from pptarena.redact import add_secret, literal_secret_problems
+from pptarena.redact import literal_secret_problems
+from pptarena.run.config_options import absolutize_paths, format_validation, model_refs
+from pptarena.run.config_secrets import redact, resolve_secrets
 from pptarena.run.registry import Registry, UnknownComponentError
 from pptarena.types import PptArenaError
 
-SECRET_KEY_HINTS = ("key", "token", "secret", "password", "passwd", "authorization", "cookie", "credential")
 TOP_LEVEL = ("run", "dataset", "datasets", "agents", "agent", "renderer", "judges", "backends", "executor")
 
 
@@ -132,147 +128,6 @@ class RunConfig:
         ]
 
 
-def redact(value: Any, key: str = "") -> Any:
-    """Replace literal secrets (keys named like key/token/secret/password/authorization/cookie/credential)
-    by ``"***"``.
-    """
-    if isinstance(value, dict):
-        if set(value) == {"env"}:
-            return {"env": value["env"]}
-        return {k: redact(v, k) for k, v in value.items()}
-    if isinstance(value, list):
-        return [redact(v, key) for v in value]
-    if isinstance(value, str) and any(h in key.lower() for h in SECRET_KEY_HINTS) and value:
-        return "***"
-    return value
-
-
-def _resolve_secrets(value: Any, path: str, errors: list[str], missing: list[str] | None) -> Any:
-    """``value`` with every ``{ env = VAR }`` replaced by the variable's value as a :class:`SecretStr`.
-
-    An unset variable is an error, or, when ``missing`` is a list (commands that never call a
-    model), recorded there and replaced by an empty secret so the rest still validates.
-    """
-    if isinstance(value, dict):
-        if set(value) == {"env"}:
-            var = value["env"]
-            if not isinstance(var, str) or not var:
-                errors.append(f"{path}: {{ env = ... }} needs a variable name")
-                return SecretStr("")
-            if var not in os.environ:
-                if missing is None:
-                    errors.append(f"{path}: environment variable {var} is not set")
-                else:
-                    missing.append(f"{path}: {var}")
-                return SecretStr("")
-            add_secret(os.environ[var])  # the redactor masks it in everything the run writes or sends
-            return SecretStr(os.environ[var])
-        return {k: _resolve_secrets(v, f"{path}.{k}", errors, missing) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_resolve_secrets(v, f"{path}[{i}]", errors, missing) for i, v in enumerate(value)]
-    return value
-
-
-_BRANCH_TAG = re.compile(
-    r"[\[\](),]|^(str|int|float|bool|list|dict|tuple|set|none|bytes|union|nullable|default)$"
-    r"|^(function-\w+|lax-or-strict|json-or-python|is-instance|tagged-union)"
-)
-
-
-def _readable_loc(loc: tuple[Any, ...]) -> str:
-    """A pydantic error location as a config key path, without pydantic's union/validator branch tags.
-
-    Union members and validator wrappers appear in ``loc`` as tags such as ``str`` or
-    ``function-after[SecretStr(), str]``; a config key never looks like that.
-    """
-    parts: list[str] = []
-    for item in loc:
-        if isinstance(item, int):
-            parts.append(f"[{item}]")
-            continue
-        text = str(item)
-        if _BRANCH_TAG.search(text):
-            break
-        parts.append(("." if parts else "") + text)
-    return "".join(parts)
-
-
-def _annotation_has_model_ref(annotation: Any) -> bool:
-    for meta in getattr(annotation, "__metadata__", ()):
-        if getattr(meta, "func", None) is check_model_ref:
-            return True
-    return any(_annotation_has_model_ref(a) for a in typing.get_args(annotation))
-
-
-def _is_path_annotation(annotation: Any) -> bool:
-    if annotation is Path:
-        return True
-    origin = typing.get_origin(annotation)
-    if origin in (typing.Union, types.UnionType):
-        return any(a is Path for a in typing.get_args(annotation))
-    return False
-
-
-def model_refs(options: BaseModel) -> dict[str, str]:
-    """The ``"<backend>/<model>"`` values of an options object, by field name."""
-    found: dict[str, str] = {}
-    for name, info in type(options).model_fields.items():
-        value = getattr(options, name)
-        if value is None:
-            continue
-        if any(
-            getattr(m, "func", None) is check_model_ref for m in info.metadata
-        ) or _annotation_has_model_ref(info.annotation):
-            if isinstance(value, str):
-                found[name] = value
-            elif isinstance(value, list | tuple):
-                for i, v in enumerate(value):
-                    found[f"{name}[{i}]"] = v
-    return found
-
-
-def _absolutize_paths(options: BaseModel, base: Path) -> BaseModel:
-    updates: dict[str, Any] = {}
-    for name, info in type(options).model_fields.items():
-        value = getattr(options, name)
-        if isinstance(value, Path) and _is_path_annotation(info.annotation) and not value.is_absolute():
-            updates[name] = (
-                (base / value.expanduser()).resolve()
-                if not str(value).startswith("~")
-                else value.expanduser()
-            )
-        elif isinstance(value, Path) and str(value).startswith("~"):
-            updates[name] = value.expanduser()
-    return options.model_copy(update=updates) if updates else options
-
-
-def _format_validation(
-    exc: ValidationError, prefix: str, options_model: type[BaseModel], raw: dict[str, Any]
-) -> list[str]:
-    out = []
-    seen: set[str] = set()
-    known = list(options_model.model_fields)
-    for err in exc.errors():
-        loc = _readable_loc(tuple(err["loc"]))
-        path = f"{prefix}.{loc}" if loc and not loc.startswith("[") else f"{prefix}{loc}"
-        if path in seen:  # one line per problem: a union reports each member's failure
-            continue
-        seen.add(path)
-        if err["type"] == "extra_forbidden":
-            key = str(err["loc"][-1])
-            hint = difflib.get_close_matches(key, known, n=1)
-            msg = f"{path}: unknown option {key!r}"
-            if hint:
-                msg += f" (did you mean {hint[0]!r}?)"
-            msg += f"; valid options: {', '.join(known) or '(none)'}"
-        else:
-            value = err.get("input")
-            shown = "" if isinstance(value, dict) else f" (got {value!r})"
-            msg = f"{path}: {err['msg']}{shown}"
-        out.append(msg)
-    return out
-
-
 def _component(
     registry: Registry,
     kind: str,
@@ -309,14 +164,14 @@ def _component(
     if not isinstance(trusted, bool):
         errors.append(f"{key_path}.trusted: expected true or false, got {trusted!r}")
         return None
-    opts_with_secrets = _resolve_secrets(raw_opts, key_path, errors, missing)
+    opts_with_secrets = resolve_secrets(raw_opts, key_path, errors, missing)
     model = spec.options_model
     try:
         options = model.model_validate(opts_with_secrets)
     except ValidationError as exc:
-        errors.extend(_format_validation(exc, key_path, model, raw_opts))
+        errors.extend(format_validation(exc, key_path, model, raw_opts))
         return None
-    options = _absolutize_paths(options, base)
+    options = absolutize_paths(options, base)
     return ComponentConfig(kind, use, label, options, table, key_path, spec, trusted=trusted)
 
 
@@ -349,7 +204,7 @@ def parse_config(
     try:
         run = RunOptions.model_validate(data.get("run", {}))
     except ValidationError as exc:
-        errors.extend(_format_validation(exc, "run", RunOptions, data.get("run", {})))
+        errors.extend(format_validation(exc, "run", RunOptions, data.get("run", {})))
         run = RunOptions()
 
     dataset = None

@@ -20,7 +20,8 @@ import sys
 from collections.abc import Iterable
 from typing import Any
 
-from pptarena.run.config import model_refs, redact
+from pptarena.run.config_options import model_refs
+from pptarena.run.config_secrets import redact
 from pptarena.run.manifest_record import Manifest
 from pptarena.run.records import ResultRow
 from pptarena.types import PptArenaError

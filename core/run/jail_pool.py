@@ -360,7 +360,7 @@ def run_jailed(
     bridge: the agent's own models only, the run's renderer, the pair's log; usage and cost are
     counted here, never as the worker reports them."""
     from pptarena.models import UsageBook
-    from pptarena.run.config import model_refs
+    from pptarena.run.config_options import model_refs
 
     book = UsageBook()
     host = BridgeHost(
