@@ -57,8 +57,8 @@ def test_rescore_with_other_judges_keeps_results_apart(tmp_path, fake_plugins):
         else:  # the same title judge under another label agrees; the buggy one is a judge_error
             assert row["scores"]["title-again"]["score"] == original[key]["scores"]["title"]["score"]
             assert row["status"] == "judge_error" and "buggy" in row["error"]
-    assert summary["agents"]["retitle"]["judges"]["title-again"]["mean_all"] == 1.0
-    assert summary["agents"]["crash"]["status"]["agent_error"] == 2
+    assert summary.agents["retitle"].judges["title-again"].mean_all == 1.0
+    assert summary.agents["crash"].status["agent_error"] == 2
     pair = out / "tasks" / "retitle" / "task-00"
     assert (pair / "verdicts.json").is_file() and (pair / "judges" / "title-again" / "looked.json").is_file()
     assert not (run_dir / "tasks" / "retitle" / "task-00" / "judges" / "title-again").exists()

@@ -31,15 +31,11 @@ from pptarena.report.data import RunData, load_run, load_run_tasks, read_json, r
 from pptarena.run.attempts import attempt_dir, reused_rows, row_dir
 from pptarena.run.fingerprint import cached_fingerprint, check_fingerprints
 from pptarena.run.judging import judge_prediction
-from pptarena.run.results import (
-    SCHEMA_VERSION,
-    ResultsStore,
-    attempt_key,
-    summarize_results,
-    write_json_atomic,
-)
+from pptarena.run.manifest_record import Manifest
+from pptarena.run.records import ResultRow
+from pptarena.run.results import SCHEMA_VERSION, ResultsStore, summarize_results, write_json_atomic
 from pptarena.run.rundir import VERDICTS, RunDir
-from pptarena.run.stats import epoch_of
+from pptarena.run.summary_record import Summary
 from pptarena.types import PptArenaError, Prediction, Status, Task
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -58,7 +54,7 @@ def rescore_name(name: str | None, config_path: Path | None) -> str:
     return chosen
 
 
-def judges_config(manifest: dict[str, Any], registry: Any, config_path: Path) -> Any:
+def judges_config(manifest: Manifest, registry: Any, config_path: Path) -> Any:
     """The config whose judges (renderer, backends) re-score the run.
 
     A re-score config needs only ``[[judges]]`` (and what they use): the dataset and the agents are
@@ -78,16 +74,16 @@ def judges_config(manifest: dict[str, Any], registry: Any, config_path: Path) ->
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
         raise ConfigError(f"invalid config {path}: not valid TOML: {exc}") from exc
-    run = manifest.get("config") if isinstance(manifest.get("config"), dict) else {}
+    run = manifest.config
     for group in (("dataset", "datasets"), ("agents", "agent")):
         if not any(key in data for key in group):
             data.update({key: run[key] for key in group if key in run})
     return parse_config(data, registry, path.resolve())
 
 
-def prediction_path(run_dir: Path, row: dict[str, Any]) -> Path | None:
+def prediction_path(run_dir: Path, row: ResultRow) -> Path | None:
     """The recorded prediction deck of a result line, when the file still exists."""
-    pred = row.get("prediction")
+    pred = row.prediction
     if not pred:
         return None
     p = Path(pred)
@@ -95,20 +91,16 @@ def prediction_path(run_dir: Path, row: dict[str, Any]) -> Path | None:
     return p if p.is_file() else None
 
 
-def _copied(row: dict[str, Any], status: str, error: str | None) -> dict[str, Any]:
-    return {
-        "agent": row["agent"],
-        "task_id": row["task_id"],
-        "epoch": epoch_of(row),
-        "status": status,
-        "scores": {},
-        "error": error,
-        "duration_s": 0.0,
-        "usage": {},
-        "metadata": row.get("metadata") or {},
-        "prediction": row.get("prediction"),
-        "source_status": row.get("status"),
-    }
+def _copied(row: ResultRow, status: Status | str, error: str | None) -> ResultRow:
+    """The re-score line of ``row``'s attempt before any judging: ``status`` and ``error``, no scores,
+    usage or time of its own (the agent's are the run's, not the re-score's), the run's ``prediction``
+    and ``metadata``, and the run's status as ``source_status``."""
+    out = ResultRow.begin(row.agent, row.task_id, row.epoch, metadata=row.metadata)
+    out.status = Status(status)
+    out.error = error
+    out.prediction = row.prediction
+    out.source_status = row.status
+    return out
 
 
 class Rescorer:
@@ -159,20 +151,18 @@ class Rescorer:
         )
 
     def _one(
-        self, row: dict[str, Any], task: Task | None, judges: list[tuple[Any, Any]], components: Any
-    ) -> dict[str, Any]:
-        if row.get("status") in COPIED_STATUSES:
-            return _copied(row, row["status"], row.get("error"))
+        self, row: ResultRow, task: Task | None, judges: list[tuple[Any, Any]], components: Any
+    ) -> ResultRow:
+        if row.status in COPIED_STATUSES:
+            return _copied(row, row.status, row.error)
         pred = prediction_path(self.run_dir, row)
         if pred is None:
-            status = Status.INFRA_ERROR if row.get("status") == Status.INFRA_ERROR else Status.AGENT_ERROR
-            return _copied(row, status, row.get("error") or "no prediction deck was recorded")
+            status = Status.INFRA_ERROR if row.status == Status.INFRA_ERROR else Status.AGENT_ERROR
+            return _copied(row, status, row.error or "no prediction deck was recorded")
         if task is None:
-            return _copied(
-                row, Status.INFRA_ERROR, f"task {row['task_id']} is no longer in the run's dataset"
-            )
+            return _copied(row, Status.INFRA_ERROR, f"task {row.task_id} is no longer in the run's dataset")
         t0 = time.monotonic()
-        task_dir = attempt_dir(self.out_dir, row["agent"], row["task_id"], epoch_of(row))
+        task_dir = attempt_dir(self.out_dir, row.agent, row.task_id, row.epoch)
         task_dir.mkdir(parents=True, exist_ok=True)
         judged = judge_prediction(
             task,
@@ -183,24 +173,22 @@ class Rescorer:
             pair_dir=row_dir(self.run_dir, row),
         )
         out = _copied(row, judged.status, judged.error)
-        out.update(
-            scores=judged.scores,
-            usage=judged.usage,
-            duration_s=round(time.monotonic() - t0, 3),
-            cost=pair_cost(None, {k: v.get("cost") for k, v in judged.verdicts.items()}),
-        )
+        out.scores = judged.scores
+        out.usage = judged.usage
+        out.duration_s = round(time.monotonic() - t0, 3)
+        out.cost = pair_cost(None, {k: v.get("cost") for k, v in judged.verdicts.items()})
         write_json_atomic(
             task_dir / VERDICTS,
             {
                 "status": judged.status,
-                "error": out["error"],
+                "error": out.error,
                 "verdicts": judged.verdicts,
                 "judge_usage": judged.usage,
             },
         )
         return out
 
-    def run(self, progress: Any = None) -> dict[str, Any]:
+    def run(self, progress: Any = None) -> Summary:
         """Judge every pending pair; returns the re-score summary (also in ``summary.json``)."""
         from pptarena.run.components import Components
         from pptarena.run.progress import Progress
@@ -209,11 +197,12 @@ class Rescorer:
         store = ResultsStore(self.out_dir)
         started = datetime.now(UTC).isoformat(timespec="seconds")
         previous = RunDir(self.out_dir).manifest
-        previous_manifest = read_json(previous) if previous.is_file() else {}
+        # read_json, not Manifest.read: an unreadable manifest stops the re-score rather than passing as empty
+        previous_manifest = Manifest.from_json(read_json(previous)) if previous.is_file() else Manifest()
         tasks = load_run_tasks(self.run_config, self.registry)
-        rows = [r for r in self.data.rows if self.agents is None or r["agent"] in self.agents]
+        rows = [r for r in self.data.rows if self.agents is None or r.agent in self.agents]
         done = store.done_attempts()
-        pending = [r for r in rows if attempt_key(r) not in done]
+        pending = [r for r in rows if r.key not in done]
         components = Components(self.judge_config, self.registry)
         progress = progress or Progress(len(rows), quiet=True)
         progress.done = len(rows) - len(pending)
@@ -234,24 +223,24 @@ class Rescorer:
             with progress, ThreadPoolExecutor(max_workers=self.jobs, thread_name_prefix="rescore") as pool:
                 # a deterministic agent's reused epochs are not judged again: they copy the re-scored epoch 1
                 futures = [
-                    pool.submit(self._one, r, tasks.get(r["task_id"]), judges, components)
+                    pool.submit(self._one, r, tasks.get(r.task_id), judges, components)
                     for r in pending
-                    if not r.get("reused_from_epoch")
+                    if not r.reused_from_epoch
                 ]
                 for fut in futures:
                     line = fut.result()
                     store.append(line)
                     progress.result(line)
-                for agent in sorted({r["agent"] for r in rows if r.get("reused_from_epoch")}):
-                    epochs = max(epoch_of(r) for r in rows if r["agent"] == agent)
+                for agent in sorted({r.agent for r in rows if r.reused_from_epoch}):
+                    epochs = max(r.epoch for r in rows if r.agent == agent)
                     for copy in reused_rows(store.read(), agent, epochs):
                         store.append(copy)
                         progress.result(copy)
         finally:
             components.close()
         summary = summarize_results(store.read())
-        summary["source_run"] = str(self.run_dir.resolve())
-        write_json_atomic(RunDir(self.out_dir).summary, summary)
+        summary.source_run = str(self.run_dir.resolve())  # an extra key, written last
+        write_json_atomic(RunDir(self.out_dir).summary, summary.to_json())
         self._manifest(True, started)
         return summary
 
@@ -263,7 +252,7 @@ def rescore(
     config_path: Path | None = None,
     name: str | None = None,
     jobs: int = 1,
-) -> tuple[Path, dict[str, Any]]:
+) -> tuple[Path, Summary]:
     """Re-score a run; returns ``(RUN_DIR/rescore/<name>, summary)``."""
     if registry is None:
         from pptarena.run.registry import get_registry
