@@ -16,6 +16,7 @@ from pptarena.cli.main import cli
 from pptarena.report.meta_eval import LabelError, label_agreement, meta_eval, read_labels, to_class
 from pptarena.report.meta_stats import bootstrap_ci, kendall_tau_b, pearson, rankdata, spearman, stability
 from pptarena.run.config import load_config
+from pptarena.run.records import ResultRow
 from pptarena.run.registry import get_registry, reset_registry
 from pptarena.run.runner import Runner
 
@@ -127,7 +128,7 @@ def test_agreement_with_labels_on_a_fake_run(tmp_path, fake_plugins):
         lines.append(f"{r['task_id']},{r['agent']},{human}")
     labels_path = _csv(tmp_path, "\n".join(lines) + "\n")
     labels, scale = read_labels(labels_path)
-    result = label_agreement(rows, labels, scale, n_boot=300)["title"]
+    result = label_agreement([ResultRow.from_json(r) for r in rows], labels, scale, n_boot=300)["title"]
     judge = [1.0] * 4 + [0.0] * 4
     human = [1.0] * 4 + [0, 0, 0, 1.0]
     assert result["n"] == 8 and result["missing"] == 4
@@ -301,7 +302,9 @@ def test_labels_of_later_epochs_are_matched_to_their_own_attempt(tmp_path):
     from pptarena.report.meta_eval import judge_series, series_agreement
 
     rows = [
-        {"task_id": f"t{i}", "agent": "a", "epoch": e, "scores": {"j": {"score": s}}}
+        ResultRow.from_json(
+            {"task_id": f"t{i}", "agent": "a", "epoch": e, "status": "scored", "scores": {"j": {"score": s}}}
+        )
         for i in range(1, 6)
         for e, s in ((1, (6 - i) / 5), (2, i / 5))  # epoch 1 ranks the tasks backwards, epoch 2 forwards
     ]

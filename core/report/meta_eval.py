@@ -40,7 +40,7 @@ from pptarena.report.meta_stats import (
     spearman,
     stability,
 )
-from pptarena.run.records import MAX_EPOCH
+from pptarena.run.records import MAX_EPOCH, ResultRow
 from pptarena.run.rundir import RunDir
 from pptarena.types import PptArenaError, Status
 
@@ -231,18 +231,16 @@ def _epoch_cell(text: str, where: str) -> int:
     return epoch
 
 
-def judge_series(rows: list[dict[str, Any]]) -> dict[str, dict[tuple[str, str, int], float]]:
+def judge_series(rows: list[ResultRow]) -> dict[str, dict[tuple[str, str, int], float]]:
     """Per series name (judge label, or ``judge.if_score``...): (task_id, agent, epoch) → value on 0-1."""
-    from pptarena.run.stats import epoch_of
-
     out: dict[str, dict[tuple[str, str, int], float]] = {}
     for r in rows:
-        for judge, block in (r.get("scores") or {}).items():
-            if not isinstance(block, dict) or not isinstance(block.get("score"), int | float):
+        for judge, block in r.scores.items():
+            if block.score is None:
                 continue
-            key = (r["task_id"], r["agent"], epoch_of(r))
-            out.setdefault(judge, {})[key] = float(block["score"])
-            metrics = block.get("metrics") or {}
+            key = (r.task_id, r.agent, r.epoch)
+            out.setdefault(judge, {})[key] = float(block.score)
+            metrics = block.metrics
             for m in SUB_METRICS:
                 if isinstance(metrics.get(m), int | float) and not isinstance(metrics.get(m), bool):
                     out.setdefault(f"{judge}.{m}", {})[key] = float(metrics[m]) / 5.0
@@ -289,7 +287,7 @@ def agreement(
 
 
 def label_agreement(
-    rows: list[dict[str, Any]], labels: list[Label], class_scale: str, *, n_boot: int = 1000, seed: int = 0
+    rows: list[ResultRow], labels: list[Label], class_scale: str, *, n_boot: int = 1000, seed: int = 0
 ) -> dict[str, Any]:
     """:func:`agreement` for every series of the run's rows."""
     return series_agreement(judge_series(rows), labels, class_scale, n_boot=n_boot, seed=seed)
@@ -327,7 +325,6 @@ def repeat_judges(
     from pptarena.run.components import Components
     from pptarena.run.config import model_refs
     from pptarena.run.judging import judge_prediction
-    from pptarena.run.stats import epoch_of
     from pptarena.types import Prediction
 
     if k < 2:
@@ -348,10 +345,10 @@ def repeat_judges(
     todo = [
         r
         for r in data.rows
-        if (pairs is None or (r["task_id"], r["agent"], epoch_of(r)) in pairs)
-        and r.get("status") not in (Status.AGENT_ERROR, Status.TIMEOUT)
+        if (pairs is None or (r.task_id, r.agent, r.epoch) in pairs)
+        and r.status not in (Status.AGENT_ERROR, Status.TIMEOUT)
         and prediction_path(run_dir, r) is not None
-        and r["task_id"] in tasks
+        and r.task_id in tasks
     ]
     scores: dict[str, dict[tuple[str, str, int], list[float]]] = {}
     errors = 0
@@ -360,22 +357,21 @@ def repeat_judges(
         judges = [(j, components.build(j)) for j in judge_cfg.judges]
         for rep in range(k):
             for r in todo:
-                epoch = epoch_of(r)
-                folder = RunDir(run_dir).meta_eval_repeat(rep + 1).attempt(r["agent"], r["task_id"], epoch)
+                folder = RunDir(run_dir).meta_eval_repeat(rep + 1).attempt(r.agent, r.task_id, r.epoch)
                 folder.mkdir(parents=True, exist_ok=True)
                 pred = Prediction(path=prediction_path(run_dir, r))
                 outcome = judge_prediction(
-                    tasks[r["task_id"]],
+                    tasks[r.task_id],
                     pred,
                     judges,
                     folder,
                     components,
-                    pair_dir=RunDir(run_dir).attempt(r["agent"], r["task_id"], epoch),
+                    pair_dir=RunDir(run_dir).attempt(r.agent, r.task_id, r.epoch),
                 )
                 errors += len(outcome.errors)
-                got = outcome.scores
-                fake_row = {"task_id": r["task_id"], "agent": r["agent"], "epoch": epoch, "scores": got}
-                for name, values in judge_series([fake_row]).items():
+                # this attempt under the repeated judging (only its scores are read)
+                repeated = r.rescored(outcome.status, outcome.error, outcome.scores)
+                for name, values in judge_series([repeated]).items():
                     for key, v in values.items():
                         scores.setdefault(name, {}).setdefault(key, []).append(v)
     finally:
