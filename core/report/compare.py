@@ -27,6 +27,7 @@ from pptarena.report.data import load_run
 from pptarena.report.meta_stats import kendall_tau_b
 from pptarena.report.tables import TableData, ci_text, comparison_tables, fmt, p_text, signed
 from pptarena.run.stats import DEFAULT_N_BOOT, DEFAULT_SEED, paired_comparison, task_means
+from pptarena.run.summary_record import Summary
 
 MOVED = 5
 
@@ -62,6 +63,13 @@ def _tau(x: list[float], y: list[float]) -> float | None:
     return None if math.isnan(t) else round(float(t), 4)
 
 
+def _comparisons_json(summary: Summary) -> dict[str, Any]:
+    """A run's agent-vs-agent comparisons as ``summary.json`` holds them (judge → ``a|b`` → figures)."""
+    return {
+        judge: {key: c.to_json() for key, c in pairs.items()} for judge, pairs in summary.comparisons.items()
+    }
+
+
 def compare_runs(
     run_dirs: list[Path],
     *,
@@ -83,7 +91,7 @@ def compare_runs(
         "bootstrap": {"n_boot": n_boot, "seed": seed},
         "comparisons": [],
         # within each run: every two agents on their common tasks (as in the run's report)
-        "agent_comparisons": {str(r.run_dir): r.summary.get("comparisons") or {} for r in runs},
+        "agent_comparisons": {str(r.run_dir): _comparisons_json(r.summary) for r in runs},
     }
     for other in runs[1:]:
         entry: dict[str, Any] = {"run": str(other.run_dir), "pairs": [], "overall": {}}
@@ -95,8 +103,8 @@ def compare_runs(
             all_x: list[float] = []
             all_y: list[float] = []
             for agent in agents:
-                x = task_means([r for r in base.rows if r["agent"] == agent], ja)
-                y = task_means([r for r in other.rows if r["agent"] == agent], jb)
+                x = task_means([r for r in base.rows if r.agent == agent], ja)
+                y = task_means([r for r in other.rows if r.agent == agent], jb)
                 common = sorted(set(x) & set(y))
                 xs, ys = [x[t] for t in common], [y[t] for t in common]
                 all_x += xs
@@ -136,9 +144,8 @@ def compare_tables(report: dict[str, Any]) -> list[TableData]:
         agents = sorted(
             {name for pairs in comparisons.values() for c in pairs.values() for name in (c["a"], c["b"])}
         )
-        tables += comparison_tables(
-            {"agents": dict.fromkeys(agents, {}), "comparisons": comparisons}, f" ({Path(run).name})"
-        )
+        matrix = Summary.model_validate({"agents": dict.fromkeys(agents, {}), "comparisons": comparisons})
+        tables += comparison_tables(matrix, f" ({Path(run).name})")
     for c in report["comparisons"]:
         name = Path(c["run"]).name
         t = TableData(

@@ -24,8 +24,7 @@ from typing import Any
 
 from pptarena.report.data import RunData
 from pptarena.run.split_figures import IF_KEY, VQ_KEY, dual_judges
-from pptarena.run.stats import epoch_of
-from pptarena.types import PptArenaError
+from pptarena.types import PptArenaError, Status
 
 COLUMNS = [
     "timestamp",
@@ -74,24 +73,25 @@ def _reasons(verdict: dict[str, Any]) -> tuple[str, str]:
 
 def case_rows(data: RunData, judge: str, agent: str) -> list[dict[str, Any]]:
     """One CSV row per case the agent attempted (first attempt), in result order."""
-    started = str(data.manifest.get("started_at") or "")
+    started = str(data.manifest.started_at or "")
     out = []
     for row in data.rows:
-        if row["agent"] != agent or epoch_of(row) != 1:
+        if row.agent != agent or row.epoch != 1:
             continue
-        metrics = (((row.get("scores") or {}).get(judge)) or {}).get("metrics") or {}
-        verdict = (data.verdicts(agent, row["task_id"]).get("verdicts") or {}).get(judge) or {}
-        scored = row.get("status") == "scored" and IF_KEY in metrics and VQ_KEY in metrics
+        block = row.scores.get(judge)
+        metrics = block.metrics if block is not None else {}
+        verdict = (data.verdicts(agent, row.task_id).get("verdicts") or {}).get(judge) or {}
+        scored = row.status == Status.SCORED and IF_KEY in metrics and VQ_KEY in metrics
         if_reason, vq_reason = _reasons(verdict)
         if not scored:
-            why = str(verdict.get("error") or row.get("error") or row.get("status") or "not scored")
+            why = str(verdict.get("error") or row.error or row.status or "not scored")
             if_reason = vq_reason = why
         out.append(
             {
                 "timestamp": started,
-                "pair_name": str((row.get("metadata") or {}).get("name") or row["task_id"]),
+                "pair_name": str(row.metadata.get("name") or row.task_id),
                 "llm_engine": agent,
-                "generation_time_seconds": row.get("duration_s"),
+                "generation_time_seconds": row.duration_s,
                 "judge_model": metrics.get("judge_model") or "",
                 "judge_time_seconds": verdict.get("duration_s", ""),
                 "instruction_following_score": metrics.get(IF_KEY) if scored else "",

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
+from pptarena.run.summary_record import Summary
+
 
 class Table(NamedTuple):
     """A table as data (:mod:`pptarena.report.tables` draws it as its ``TableData``)."""
@@ -50,10 +52,10 @@ def _ranked(agents: dict[str, dict[str, Any]]) -> list[str]:
     return sorted(agents, key=lambda a: (-(agents[a].get("score_pct") or 0.0), a))
 
 
-def split_tables(summary: dict[str, Any]) -> list[Table]:
-    """The leaderboard tables of every split of ``summary["leaderboard_splits"]`` (none without it)."""
+def split_tables(summary: Summary) -> list[Table]:
+    """The leaderboard tables of every split of ``summary.leaderboard_splits`` (none without it)."""
     tables: list[Table] = []
-    splits_by_judge = summary.get("leaderboard_splits") or {}
+    splits_by_judge = summary.leaderboard_splits
     for judge, splits in sorted(splits_by_judge.items()):
         for split in splits.values():
             title = f"PPTArena leaderboard · {split.get('title')} ({split.get('cases')} cases) · {judge}"
