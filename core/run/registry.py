@@ -27,17 +27,16 @@ import threading
 import traceback
 import types
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
 from typing import Any
 
 import pluggy
 from pydantic import BaseModel
 
 from pptarena import hookspecs
-from pptarena.types import KINDS, ComponentContext, Options, PptArenaError
+from pptarena.run.plugin_specs import ComponentSpec, PluginInfo
+from pptarena.types import KINDS, ComponentContext, PptArenaError
 
 GROUP = "pptarena"
-OWN_DISTRIBUTION = "pptarena"
 SINGULAR = {
     "datasets": "dataset",
     "agents": "agent",
@@ -58,112 +57,6 @@ class UnknownComponentError(PptArenaError, LookupError):
 
 class AmbiguousComponentError(PptArenaError, LookupError):
     """Two plugins registered the same component name and the config did not qualify it."""
-
-
-@dataclass
-class ComponentSpec:
-    """A registered component and where it came from."""
-
-    kind: str
-    name: str
-    factory: Callable[..., Any]
-    plugin: str
-    distribution: str | None
-    version: str | None
-
-    @property
-    def options_model(self) -> type[BaseModel]:
-        """The pydantic model validating this component's config table."""
-        model = getattr(self.factory, "Options", None)
-        return model if isinstance(model, type) and issubclass(model, BaseModel) else Options
-
-    def describe_options(self) -> list[dict[str, Any]]:
-        """One entry per option: name, type, required, default
-        (secrets shown as ``{ env = ... }``), description.
-        """
-        rows = []
-        for name, info in self.options_model.model_fields.items():
-            type_name = _type_name(info.annotation, info.metadata)
-            default = None if info.is_required() else info.get_default(call_default_factory=True)
-            if hasattr(default, "get_secret_value"):
-                default = "***"
-            rows.append(
-                {
-                    "name": name,
-                    "type": type_name,
-                    "required": info.is_required(),
-                    "default": default,
-                    "description": info.description or "",
-                }
-            )
-        return rows
-
-    @property
-    def qualified_name(self) -> str:
-        """``plugin:name``, unambiguous even when two plugins share ``name``."""
-        return f"{self.plugin}:{self.name}"
-
-    def provenance(self) -> dict[str, Any]:
-        """JSON-ready record of the component's origin (for manifest.json)."""
-        return {
-            "kind": self.kind,
-            "name": self.name,
-            "plugin": self.plugin,
-            "distribution": self.distribution,
-            "version": self.version,
-        }
-
-
-def _type_name(annotation: Any, metadata: list[Any]) -> str:
-    """A readable type for option listings (``str | None``, ``Literal['min', 'mean']``, ``model ref``)."""
-    import typing
-
-    from pptarena.models.messages import check_model_ref
-
-    def is_model_ref(ann: Any, meta: list[Any]) -> bool:
-        if any(getattr(m, "func", None) is check_model_ref for m in meta):
-            return True
-        return any(is_model_ref(a, list(getattr(a, "__metadata__", ()))) for a in typing.get_args(ann))
-
-    if is_model_ref(annotation, metadata):
-        ref = "model ref '<backend>/<model>'"
-        return f"{ref} | None" if type(None) in typing.get_args(annotation) else ref
-    if isinstance(annotation, type) and not typing.get_args(annotation):
-        return annotation.__name__
-    text = str(annotation)
-    for prefix in ("typing.", "pathlib.", "pydantic.types.", "collections.abc."):
-        text = text.replace(prefix, "")
-    text = re.sub(r"Optional\[(.*)\]$", r"\1 | None", text)
-    return text
-
-
-@dataclass
-class PluginInfo:
-    """One plugin (entry point) and what it provides."""
-
-    name: str
-    distribution: str | None
-    version: str | None
-    module: str
-    error: str | None = None
-    components: dict[str, list[str]] = field(default_factory=dict)
-
-    @property
-    def builtin(self) -> bool:
-        """True for plugins shipped inside pptarena itself."""
-        return self.distribution == OWN_DISTRIBUTION
-
-    def to_json(self) -> dict[str, Any]:
-        """JSON-ready form used by ``arena plugins --json``."""
-        return {
-            "name": self.name,
-            "distribution": self.distribution,
-            "version": self.version,
-            "module": self.module,
-            "builtin": self.builtin,
-            "error": self.error,
-            "components": {k: sorted(v) for k, v in self.components.items() if v},
-        }
 
 
 def _env_list(var: str) -> set[str] | None:
@@ -232,7 +125,6 @@ class Registry:
     def _hook_hint(self, message: str) -> str:
         """`` (did you mean 'register_agents'?)`` for pluggy's "unknown hook 'register_agent'" message."""
         import difflib
-        import re
 
         found = re.search(r"unknown hook '([^']+)'", message)
         if not found:
