@@ -8,18 +8,21 @@ import json
 import os
 import sys
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from pptarena.cli.options import config_file_option
 
+if TYPE_CHECKING:  # imported by the commands themselves, when they run
+    from pptarena.report.data import RunData
+
 RUN_DIR = click.Path(exists=True, file_okay=False, path_type=Path)
 
 
-def warn_skipped_lines(data: Any) -> None:
+def warn_skipped_lines(data: RunData) -> None:
     """Print one warning per result line a run's reader skipped (file and line; see pptarena.run.records)."""
-    for problem in getattr(data, "problems", ()):
+    for problem in data.problems:
         click.echo(f"warning: skipped a result line: {problem}", err=True)
 
 
