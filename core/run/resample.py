@@ -29,6 +29,7 @@ from contextlib import contextmanager
 import numpy as np
 
 from pptarena.run.blas import one_blas_thread
+from pptarena.run.bootdraws import GATHER_MAX_VECTORS, gathered_exactly, resampled_means
 
 CHUNK_ENTRIES = 2_000_000  # indices drawn per chunk (the chunking is part of the draws' definition)
 MAX_CACHED_ENTRIES = 24_000_000  # indices kept over all cached draws (2 bytes each up to 65,536 tasks)
@@ -128,7 +129,6 @@ def memoized(
     return result
 
 
-COUNT_ENTRIES = 200_000  # draws turned into counts per chunk (the counts stay in the CPU's cache)
 PARALLEL_ENTRIES = 20_000_000  # draws in a batch above which its lengths are shared by WORKERS threads
 WORKERS = 2
 _EPS = 2.0**-53
@@ -147,38 +147,46 @@ def safely_rounded(x: float, error: float) -> bool:
     return distance > error + 16 * _EPS * (abs(x) + 1.0)
 
 
-def _counts_means(columns: np.ndarray, n_boot: int, seed: int) -> np.ndarray:
-    """The resampled means (``n_boot`` x k) of the k columns of ``columns`` (n x k) through counts."""
-    n = columns.shape[0]
-    rng = np.random.default_rng(seed)
-    rows = max(1, min(n_boot, COUNT_ENTRIES // n))
-    offsets = (np.arange(rows, dtype=np.intp) * n)[:, None]
-    sums = np.empty((n_boot, columns.shape[1]))
-    for start in range(0, n_boot, rows):
-        m = min(rows, n_boot - start)
-        idx = rng.integers(0, n, size=(m, n))  # the very draws of bootstrap_means, row by row
-        idx += offsets[:m]
-        counts = np.bincount(idx.ravel(), minlength=m * n).astype(np.float64)
-        sums[start : start + m] = counts.reshape(m, n) @ columns
-    return sums / n
-
-
 def _interval_group(
-    vectors: list[np.ndarray], n_boot: int, seed: int, levels: list[float]
+    vectors: list[np.ndarray],
+    n_boot: int,
+    seed: int,
+    levels: list[float],
+    means: np.ndarray | None = None,
 ) -> list[list[float]]:
-    """``[lo, hi]`` rounded to 4 decimals for each vector (all of one length) at its level."""
+    """``[lo, hi]`` rounded to 4 decimals for each vector (all of one length) at its level; ``means``:
+    their resampled means (``n_boot`` x k) from :func:`pptarena.run.bootdraws.resampled_means` if known."""
     n = len(vectors[0])
-    means = _counts_means(np.stack(vectors, axis=1), n_boot, seed)
+    columns = np.stack(vectors, axis=1)
+    if means is None:
+        means = resampled_means([columns], n_boot, seed)[0]
+    exact = gathered_exactly(columns)  # the original computation's means: no check needed
     out = []
     for j, (a, level) in enumerate(zip(vectors, levels, strict=True)):
         lo, hi = percentile_interval(means[:, j], level)
-        # both ways sum n values in [-M, M]: each within (n + 1) eps n M of the exact sum, so the means
-        # differ by at most 2 (n + 2) eps M; the interpolated percentiles by at most 3 times that
+        # counted means sum n values in [-M, M] in another order: each sum within (n + 1) eps n M of the
+        # exact one, so the means differ by at most 2 (n + 2) eps M; the percentiles by at most 3 times that
         error = 6 * (n + 2) * _EPS * float(np.max(np.abs(a)))
-        if not (safely_rounded(lo, error) and safely_rounded(hi, error)):
+        if not exact and not (safely_rounded(lo, error) and safely_rounded(hi, error)):
             lo, hi = percentile_interval(bootstrap_means(a, n_boot, seed), level)
         out.append([round(lo, 4), round(hi, 4)])
     return out
+
+
+def _cost(n: int, k: int, n_boot: int) -> float:
+    """Rough relative time of one length's resampled means (its draws, then gathers or counts)."""
+    return n * n_boot * ((0.5 + 0.7 * k) if k <= GATHER_MAX_VECTORS else (2.0 + 0.15 * k))
+
+
+def _shares(sizes: list[tuple[int, int, int]], parts: int) -> list[list[int]]:
+    """Indices of ``sizes`` ((n, k, n_boot) each) split into ``parts`` lists of about equal cost."""
+    loads = [0.0] * parts
+    out: list[list[int]] = [[] for _ in range(parts)]
+    for i in sorted(range(len(sizes)), key=lambda i: -_cost(*sizes[i])):
+        p = loads.index(min(loads))
+        out[p].append(i)
+        loads[p] += _cost(*sizes[i])
+    return [o for o in out if o]
 
 
 class IntervalBatch:
@@ -234,24 +242,36 @@ class IntervalBatch:
             key = (a.tobytes(), level)
             values[key] = a
             groups[(len(a), n_boot, seed)].setdefault(key, []).append(out)
+        by_stream: dict[tuple[int, int], list[tuple[int, int, int]]] = defaultdict(list)
+        for n, n_boot, seed in groups:
+            by_stream[(n_boot, seed)].append((n, n_boot, seed))
 
-        def work(group: tuple[tuple[int, int, int], dict[tuple[bytes, float], list[list[float]]]]) -> None:
-            (_, n_boot, seed), wanted = group
-            keys = list(wanted)
-            found = _interval_group([values[k] for k in keys], n_boot, seed, [k[1] for k in keys])
-            for k, interval in zip(keys, found, strict=True):
-                for out in wanted[k]:
-                    out[:] = interval
+        def work(lengths: list[tuple[int, int, int]]) -> None:
+            # one reading of the seeded draws serves every length of this share
+            wanted = [groups[g] for g in lengths]
+            vectors = [[values[k] for k in w] for w in wanted]
+            n_boot, seed = lengths[0][1], lengths[0][2]
+            means = resampled_means([np.stack(v, axis=1) for v in vectors], n_boot, seed)
+            for w, v, m in zip(wanted, vectors, means, strict=True):
+                found = _interval_group(v, n_boot, seed, [k[1] for k in w], m)
+                for k, interval in zip(w, found, strict=True):
+                    for out in w[k]:
+                        out[:] = interval
 
-        largest_first = sorted(groups.items(), key=lambda g: -g[0][0] * g[0][1])
+        parallel = sum(k[0] * k[1] for k in groups) >= PARALLEL_ENTRIES
+        workers = min(WORKERS, os.cpu_count() or 1) if parallel else 1
+        shares = []
+        for lengths in by_stream.values():
+            sizes = [(n, len(groups[(n, b, s)]), b) for n, b, s in lengths]
+            shares += [[lengths[i] for i in part] for part in _shares(sizes, workers)]
         with one_blas_thread():  # small products: BLAS threads would only wait for each other
-            if len(largest_first) > 1 and sum(k[0] * k[1] for k in groups) >= PARALLEL_ENTRIES:
-                # the draws and products release the GIL: two lengths at a time on two cores
-                with ThreadPoolExecutor(max_workers=min(WORKERS, os.cpu_count() or 1)) as pool:
-                    list(pool.map(work, largest_first))
+            if len(shares) > 1 and parallel:
+                # the draws, gathers and products release the GIL: two shares at a time on two cores
+                with ThreadPoolExecutor(max_workers=workers) as pool:
+                    list(pool.map(work, shares))
             else:
-                for group in largest_first:
-                    work(group)
+                for share in shares:
+                    work(share)
 
 
 def active_batch() -> IntervalBatch | None:
