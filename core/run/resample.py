@@ -20,16 +20,20 @@ from __future__ import annotations
 import hashlib
 import math
 import os
+import sys
 import threading
 from collections import OrderedDict, defaultdict
 from collections.abc import Callable, Iterator
-from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from contextlib import contextmanager
+from typing import Any
 
 import numpy as np
 
+from pptarena.run import statsworker
 from pptarena.run.blas import one_blas_thread
 from pptarena.run.bootdraws import GATHER_MAX_VECTORS, gathered_exactly, resampled_means
+from pptarena.run.statsworker import StatsWorker
 
 CHUNK_ENTRIES = 2_000_000  # indices drawn per chunk (the chunking is part of the draws' definition)
 MAX_CACHED_ENTRIES = 24_000_000  # indices kept over all cached draws (2 bytes each up to 65,536 tasks)
@@ -130,6 +134,7 @@ def memoized(
 
 
 PARALLEL_ENTRIES = 20_000_000  # draws in a batch above which its lengths are shared by WORKERS threads
+REMOTE_ENTRIES = 20_000_000  # draws in a wave (or flips in a test) above which the helper process computes it
 WORKERS = 2
 _EPS = 2.0**-53
 
@@ -200,6 +205,10 @@ class IntervalBatch:
         self._requests: list[tuple[np.ndarray, int, int, float, list[float]]] = []
         self._threads: list[threading.Thread] = []
         self._errors: list[BaseException] = []
+        self._finally: list[Callable[[], None]] = []
+        self._remote: list[tuple[list[tuple[np.ndarray, int, int, float, list[float]]], Future[Any]]] = []
+        self._helper: StatsWorker | None = None
+        self._helper_failed = False
 
     def add(self, a: np.ndarray, n_boot: int, seed: int, level: float) -> list[float]:
         """A placeholder for the interval of ``a`` (1-d, at least 2 values)."""
@@ -207,11 +216,49 @@ class IntervalBatch:
         self._requests.append((a, n_boot, seed, level, out))
         return out
 
+    def when_resolved(self, finish: Callable[[], None]) -> None:
+        """Call ``finish`` when the batch resolves, after its intervals (other placeholders of the
+        summary, e.g. p-values computed on another thread, are filled there)."""
+        self._finally.append(finish)
+
+    def elsewhere(self, kind: str, args: Any, entries: int) -> Future[Any] | None:
+        """Run a job of ``entries`` draws in the helper process (:mod:`pptarena.run.statsworker`) when
+        it is large and the helper can run; None otherwise (the caller computes it itself)."""
+        if entries < REMOTE_ENTRIES or self._helper_failed or not statsworker.enabled():
+            return None
+        if self._helper is None:
+            try:
+                self._helper = statsworker.StatsWorker()
+            except OSError:
+                self._helper_failed = True
+                return None
+        return self._helper.submit(kind, args)
+
+    def close(self) -> None:
+        """End the helper process, if one was started."""
+        helper, self._helper = self._helper, None
+        if helper is not None:
+            helper.close()
+
     def start(self) -> None:
-        """Begin computing the intervals asked for so far on another thread (most of the work
-        releases the GIL), while the caller does other work; :meth:`resolve` waits for them. Each
-        start is a wave of its own (lengths are shared within a wave, not between waves)."""
+        """Begin computing the intervals asked for so far elsewhere (a large wave in the helper
+        process, else on another thread: most of the work releases the GIL), while the caller does
+        other work; :meth:`resolve` waits for them. Each start is a wave of its own (lengths are
+        shared within a wave, not between waves)."""
         if self._requests:
+            requests, self._requests = self._requests, []
+            entries = sum(len(r[0]) * r[1] for r in requests)
+            units = plan_units([r[:4] for r in requests], WORKERS)
+            futures = [self.elsewhere("intervals", [requests[i][:4] for i in u], entries) for u in units]
+            if all(f is not None for f in futures):
+                for unit, future in zip(units, futures, strict=True):
+                    self._remote.append(([requests[i] for i in unit], future))  # type: ignore[arg-type]
+                return
+            for unit, future in zip(units, futures, strict=True):  # the helper failed on the way
+                if future is not None:
+                    self._remote.append(([requests[i] for i in unit], future))
+                else:
+                    self._requests += [requests[i] for i in unit]
             requests, self._requests = self._requests, []
             thread = threading.Thread(target=self._background, args=(requests,), daemon=True)
             self._threads.append(thread)
@@ -226,57 +273,116 @@ class IntervalBatch:
     def resolve(self) -> None:
         """Fill every placeholder (vectors of one length, resamples and seed share their draws;
         equal vectors are computed once)."""
+        if self._helper is not None:
+            self._helper.widen()  # this thread only waits from here: the helper may use both cores
         for thread in self._threads:
             thread.join()
         self._threads = []
         if self._errors:
             raise self._errors[0]
+        remote, self._remote = self._remote, []
+        for requests, future in remote:
+            try:
+                found = future.result()
+            except RuntimeError:  # the helper could not: the same numbers computed here
+                found = intervals_of([r[:4] for r in requests])
+            for r, interval in zip(requests, found, strict=True):
+                r[4][:] = interval
         requests, self._requests = self._requests, []
         if requests:
             self._compute(requests)
+        finish, self._finally = self._finally, []
+        for f in finish:
+            f()
 
     def _compute(self, requests: list[tuple[np.ndarray, int, int, float, list[float]]]) -> None:
-        groups: dict[tuple[int, int, int], dict[tuple[bytes, float], list[list[float]]]] = defaultdict(dict)
-        values: dict[tuple[bytes, float], np.ndarray] = {}
-        for a, n_boot, seed, level, out in requests:
-            key = (a.tobytes(), level)
-            values[key] = a
-            groups[(len(a), n_boot, seed)].setdefault(key, []).append(out)
-        by_stream: dict[tuple[int, int], list[tuple[int, int, int]]] = defaultdict(list)
-        for n, n_boot, seed in groups:
-            by_stream[(n_boot, seed)].append((n, n_boot, seed))
+        units = plan_units([r[:4] for r in requests], WORKERS)
+        parallel = len(units) > 1 and sum(len(r[0]) * r[1] for r in requests) >= PARALLEL_ENTRIES
 
-        def work(lengths: list[tuple[int, int, int]]) -> None:
-            # one reading of the seeded draws serves every length of this share
-            wanted = [groups[g] for g in lengths]
-            vectors = [[values[k] for k in w] for w in wanted]
-            n_boot, seed = lengths[0][1], lengths[0][2]
+        def work(unit: list[int]) -> None:
+            for i, interval in zip(unit, intervals_of([requests[i][:4] for i in unit]), strict=True):
+                requests[i][4][:] = interval
+
+        if parallel:  # the draws, gathers and products release the GIL: two units at a time on two cores
+            with ThreadPoolExecutor(max_workers=min(WORKERS, os.cpu_count() or 1)) as pool:
+                list(pool.map(work, units))
+        else:
+            for unit in units:
+                work(unit)
+
+
+Request = tuple[np.ndarray, int, int, float]
+"""An interval asked for: values, resamples, seed, level."""
+
+
+def intervals_of(requests: list[Request]) -> list[list[float]]:
+    """``[lo, hi]`` of each request (vectors of one length, resamples and seed share their draws, which
+    are read once for all lengths of one resamples and seed; equal vectors are computed once)."""
+    groups: dict[tuple[int, int, int], dict[tuple[bytes, float], np.ndarray]] = defaultdict(dict)
+    for a, n_boot, seed, level in requests:
+        groups[(len(a), n_boot, seed)].setdefault((a.tobytes(), level), a)
+    found: dict[tuple[int, int, int, bytes, float], list[float]] = {}
+    by_stream: dict[tuple[int, int], list[tuple[int, int, int]]] = defaultdict(list)
+    for key in groups:
+        by_stream[key[1:]].append(key)
+    with one_blas_thread():  # small products: BLAS threads would only wait for each other
+        for (n_boot, seed), lengths in by_stream.items():
+            vectors = [list(groups[g].values()) for g in lengths]
             means = resampled_means([np.stack(v, axis=1) for v in vectors], n_boot, seed)
-            for w, v, m in zip(wanted, vectors, means, strict=True):
-                found = _interval_group(v, n_boot, seed, [k[1] for k in w], m)
-                for k, interval in zip(w, found, strict=True):
-                    for out in w[k]:
-                        out[:] = interval
+            for g, v, m in zip(lengths, vectors, means, strict=True):
+                levels = [k[1] for k in groups[g]]
+                for k, interval in zip(groups[g], _interval_group(v, n_boot, seed, levels, m), strict=True):
+                    found[(*g, *k)] = interval
+    return [list(found[(len(a), n_boot, seed, a.tobytes(), level)]) for a, n_boot, seed, level in requests]
 
-        parallel = sum(k[0] * k[1] for k in groups) >= PARALLEL_ENTRIES
-        workers = min(WORKERS, os.cpu_count() or 1) if parallel else 1
-        shares = []
-        for lengths in by_stream.values():
-            sizes = [(n, len(groups[(n, b, s)]), b) for n, b, s in lengths]
-            shares += [[lengths[i] for i in part] for part in _shares(sizes, workers)]
-        with one_blas_thread():  # small products: BLAS threads would only wait for each other
-            if len(shares) > 1 and parallel:
-                # the draws, gathers and products release the GIL: two shares at a time on two cores
-                with ThreadPoolExecutor(max_workers=workers) as pool:
-                    list(pool.map(work, shares))
-            else:
-                for share in shares:
-                    work(share)
+
+def plan_units(requests: list[Request], parts: int) -> list[list[int]]:
+    """The requests (their indices) split into units of work of about equal cost: each unit has whole
+    lengths (their draws are shared) of one resamples and seed; ``parts`` units per resamples and seed."""
+    lengths: dict[tuple[int, int, int], list[int]] = defaultdict(list)
+    distinct: dict[tuple[int, int, int], set[bytes]] = defaultdict(set)
+    for i, (a, n_boot, seed, _) in enumerate(requests):
+        lengths[(len(a), n_boot, seed)].append(i)
+        distinct[(len(a), n_boot, seed)].add(a.tobytes())
+    streams: dict[tuple[int, int], list[tuple[int, int, int]]] = defaultdict(list)
+    for key in lengths:
+        streams[key[1:]].append(key)
+    units = []
+    for keys in streams.values():
+        sizes = [(k[0], len(distinct[k]), k[1]) for k in keys]
+        units += [[i for j in part for i in lengths[keys[j]]] for part in _shares(sizes, parts)]
+    return units
 
 
 def active_batch() -> IntervalBatch | None:
     """This thread's active batch, if any."""
     return getattr(_local, "batch", None)
+
+
+SWITCH_INTERVAL = 1e-4  # s: how soon a thread waiting for the GIL gets it while a batch is active
+_switching = [0, 0.005]  # active batches (all threads), the interval before the first
+
+
+@contextmanager
+def quick_switches() -> Iterator[None]:
+    """Run the block with Python's thread switch interval at most :data:`SWITCH_INTERVAL`.
+
+    The batch's threads (draws, products, sign flips) release the GIL for their numpy work but need it
+    between calls; with the default 5 ms a thread returning from numpy waits that long whenever the
+    caller's thread runs Python, which starves them while the summary's lines are walked. The
+    interval is the interpreter's, so it is restored when the last active block ends."""
+    with _lock:
+        if _switching[0] == 0:
+            _switching[1] = sys.getswitchinterval()
+            sys.setswitchinterval(min(_switching[1], SWITCH_INTERVAL))
+        _switching[0] += 1
+    try:
+        yield
+    finally:
+        with _lock:
+            _switching[0] -= 1
+            if _switching[0] == 0:
+                sys.setswitchinterval(_switching[1])
 
 
 @contextmanager
@@ -285,7 +391,9 @@ def batched() -> Iterator[IntervalBatch]:
     outer = active_batch()
     batch = _local.batch = IntervalBatch()
     try:
-        yield batch
-        batch.resolve()
+        with quick_switches():
+            yield batch
+            batch.resolve()
     finally:
         _local.batch = outer
+        batch.close()
