@@ -99,11 +99,13 @@ class StatsWorker:
     def __init__(self) -> None:
         import pptarena
 
-        # the child imports pptarena exactly as this process did (same sys.path), and checks it
+        # the child imports pptarena exactly as this process did (same sys.path), checks it, and keeps
+        # its answers' pipe to itself (anything else writing to fd 1 goes to stderr, discarded)
         boot = (
-            "import json, sys; sys.path[:0] = json.loads(sys.argv[1]); import pptarena; "
+            "import json, os, sys; sys.path[:0] = json.loads(sys.argv[1]); import pptarena; "
             "assert pptarena.__file__ == sys.argv[2], 'another pptarena'; "
-            "from pptarena.run.statsworker import serve; serve(sys.stdin.buffer, sys.stdout.buffer)"
+            "answers = os.fdopen(os.dup(1), 'wb'); os.dup2(2, 1); "
+            "from pptarena.run.statsworker import serve; serve(sys.stdin.buffer, answers)"
         )
         self._proc = subprocess.Popen(
             [sys.executable, "-c", boot, json.dumps(sys.path), str(pptarena.__file__)],
