@@ -182,25 +182,29 @@ def _failing_submit(self, kind, args):
 
 
 def test_the_helper_answers_jobs_in_a_pipe():
-    """The child's loop on its own: jobs answered by id, an unknown job reported, end at end of input."""
-    import io
+    """The child's loop on its own: jobs answered by id, an unknown job reported, the end of input
+    ends it and drops jobs nobody waits for any more."""
+    import os
     import pickle
+    import threading
 
     rng = np.random.default_rng(3)
     v = rng.random(50).round(3)
-    inp = io.BytesIO()
+    jobs_r, jobs_w = (os.fdopen(fd, mode) for fd, mode in zip(os.pipe(), ("rb", "wb"), strict=True))
+    answers_r, answers_w = (os.fdopen(fd, mode) for fd, mode in zip(os.pipe(), ("rb", "wb"), strict=True))
+    child = threading.Thread(target=statsworker.serve, args=(jobs_r, answers_w))
+    child.start()
     for message in [("job", 7, "intervals", [(v, 300, 1, 0.95)]), ("widen",), ("job", 8, "nope", None)]:
-        pickle.dump(message, inp)
-    inp.seek(0)
-    out = io.BytesIO()
-    statsworker.serve(inp, out)
-    out.seek(0)
-    answers = {}
-    while out.tell() < len(out.getvalue()):
-        job, ok, result = pickle.load(out)
-        answers[job] = (ok, result)
+        pickle.dump(message, jobs_w)
+    jobs_w.flush()
+    answers = dict((job, (ok, result)) for job, ok, result in (pickle.load(answers_r) for _ in range(2)))
     assert answers[7] == (True, [original_interval(v, 300, 1)])
     assert answers[8][0] is False and "unknown job" in answers[8][1]
+    jobs_w.close()
+    child.join(timeout=30)
+    assert not child.is_alive()
+    for f in (jobs_r, answers_r, answers_w):
+        f.close()
 
 
 def test_quick_switches_restores_the_interpreters_interval():

@@ -87,6 +87,7 @@ def serve(inp: BinaryIO, out: BinaryIO, threads: int = 2) -> None:
     finally:
         with cond:
             state["closed"] = True
+            queue.clear()  # nobody waits for them any more
             cond.notify_all()
         for t in pool:
             t.join()
@@ -165,7 +166,11 @@ class StatsWorker:
             pass  # the jobs' futures report it
 
     def close(self) -> None:
-        """End the child (after its jobs) and wait for it."""
+        """End the child and wait for it (killed when jobs are still unanswered: the caller gave up)."""
+        with self._lock:
+            abandoned = bool(self._futures)
+        if abandoned:
+            self._proc.kill()
         try:
             assert self._proc.stdin is not None
             self._proc.stdin.close()
