@@ -37,16 +37,23 @@ class FlipBits:
 
     def take(self, count: int) -> np.ndarray:
         """The next call's ``count`` values (uint8, 0 or 1)."""
-        used = -(-count // 4) * 4  # whole 32-bit draws
-        if len(self._buf) - self._pos < used:
-            rest = self._buf[self._pos :]
-            more = max(used - len(rest), _BLOCK_BYTES)
-            raw = self._gen.random_raw(-(-more // 8)).view(np.uint8)  # little-endian: low half first
-            self._buf = np.concatenate([rest, raw]) if len(rest) else raw
-            self._pos = 0
-        out = self._buf[self._pos : self._pos + count] >> 7
-        self._pos += used
+        out = np.empty(count, dtype=np.uint8)
+        self.take_into(out)
         return out
+
+    def take_into(self, out: np.ndarray) -> None:
+        """The next call's ``len(out)`` values written into ``out`` (uint8, 0 or 1), without joining
+        blocks of the generator's output into a new array."""
+        count, filled = len(out), 0
+        while filled < count:
+            if self._pos >= len(self._buf):  # the next block of the stream (bytes already skipped kept)
+                self._pos -= len(self._buf)
+                self._buf = self._gen.random_raw(max(1, _BLOCK_BYTES // 8)).view(np.uint8)  # low half first
+            k = min(count - filled, len(self._buf) - self._pos)
+            np.right_shift(self._buf[self._pos : self._pos + k], 7, out=out[filled : filled + k])
+            filled += k
+            self._pos += k
+        self._pos += -count % 4  # the last 32-bit draw's unused bytes are dropped
 
 
 def flip_hits(diffs: Sequence[np.ndarray], thresholds: Sequence[float], n_perm: int, seed: int) -> list[int]:
@@ -64,10 +71,14 @@ def flip_hits(diffs: Sequence[np.ndarray], thresholds: Sequence[float], n_perm: 
     hits = [0] * len(diffs)
     bits = FlipBits(seed)
     chunk = max(1, CHUNK_ENTRIES // n)
+    raw = np.empty(min(chunk, n_perm) * n, dtype=np.uint8)  # reused: no fresh arrays per chunk
+    as_float = np.empty(len(raw), dtype=np.float32)
     with one_blas_thread():
         for start in range(0, n_perm, chunk):
             m = min(chunk, n_perm - start)
-            flips = bits.take(m * n).reshape(m, n).astype(np.float32)
+            bits.take_into(raw[: m * n])
+            flips = as_float[: m * n].reshape(m, n)
+            np.copyto(flips, raw[: m * n].reshape(m, n))  # the 0/1 values as float32, as before
             for i, (d32, total, threshold) in enumerate(zip(singles, totals, thresholds, strict=True)):
                 # mean of the flipped differences = (2 * (bits @ d) - sum(d)) / n for bits in {0, 1}
                 flipped = np.abs((2.0 * (flips @ d32) - total) / n)
