@@ -246,3 +246,14 @@ def test_resampled_means_are_the_original_bootstrap_means():
                 assert np.array_equal(means[:, j], want)
             else:
                 assert np.allclose(means[:, j], want, rtol=0, atol=1e-13)
+
+
+def test_flip_bits_from_a_place_in_the_stream():
+    """The sign-flip test draws again the flips of chunks near the threshold from where they were in
+    the generator's stream: the same values as drawn in order (calls of odd sizes drop bytes)."""
+    for seed in (0, 9):
+        bits, place = signflip.FlipBits(seed), 0
+        for count in (4001, 13, 7, 120_000, 3, 2_000_000):
+            want = bits.take(count)
+            assert np.array_equal(signflip.FlipBits(seed, skip=place).take(count), want), (seed, place)
+            place += -(-count // 4) * 4

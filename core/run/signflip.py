@@ -30,10 +30,12 @@ class FlipBits:
     """The 0/1 values of successive ``integers(0, 2, size=count, dtype=np.int8)`` calls on
     ``default_rng(seed)``."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, skip: int = 0) -> None:
+        """``skip``: start that many bytes into the stream (a multiple of 4: after whole calls)."""
         self._gen = np.random.default_rng(seed).bit_generator
+        self._gen.advance(skip // 8)  # as if skip // 8 outputs of 64 bits had been drawn
         self._buf = np.empty(0, dtype=np.uint8)
-        self._pos = 0
+        self._pos = skip % 8
 
     def take(self, count: int) -> np.ndarray:
         """The next call's ``count`` values (uint8, 0 or 1)."""
@@ -63,6 +65,9 @@ def flip_hits(diffs: Sequence[np.ndarray], thresholds: Sequence[float], n_perm: 
     The float32 products run on one BLAS thread; a chunk where a flipped mean lies within
     :data:`BORDER` of the threshold is computed again with the library's own threads, as the test
     always computed it (the two differ in the last float32 bits: a few 1e-8 here), so no hit changes.
+    Those chunks are computed again at the end, all in one block on the library's threads (their flips
+    drawn again from their place in the generator's stream): switching the threads for each would
+    wake the library's threads every time, and change them under other threads' products.
     """
     n = len(diffs[0])
     singles = [d.astype(np.float32) for d in diffs]
@@ -73,17 +78,35 @@ def flip_hits(diffs: Sequence[np.ndarray], thresholds: Sequence[float], n_perm: 
     chunk = max(1, CHUNK_ENTRIES // n)
     raw = np.empty(min(chunk, n_perm) * n, dtype=np.uint8)  # reused: no fresh arrays per chunk
     as_float = np.empty(len(raw), dtype=np.float32)
+    near: dict[int, list[int]] = {}  # chunk start -> the vectors to compute again there
+
+    def flips_of(m: int) -> np.ndarray:
+        flips = as_float[: m * n].reshape(m, n)
+        np.copyto(flips, raw[: m * n].reshape(m, n))  # the 0/1 values as float32, as before
+        return flips
+
+    def flipped(flips: np.ndarray, i: int) -> np.ndarray:
+        # mean of the flipped differences = (2 * (bits @ d) - sum(d)) / n for bits in {0, 1}
+        return np.abs((2.0 * (flips @ singles[i]) - totals[i]) / n)
+
     with one_blas_thread():
         for start in range(0, n_perm, chunk):
             m = min(chunk, n_perm - start)
             bits.take_into(raw[: m * n])
-            flips = as_float[: m * n].reshape(m, n)
-            np.copyto(flips, raw[: m * n].reshape(m, n))  # the 0/1 values as float32, as before
-            for i, (d32, total, threshold) in enumerate(zip(singles, totals, thresholds, strict=True)):
-                # mean of the flipped differences = (2 * (bits @ d) - sum(d)) / n for bits in {0, 1}
-                flipped = np.abs((2.0 * (flips @ d32) - total) / n)
-                if np.any(np.abs(flipped - threshold) <= borders[i]):
-                    with default_threads():
-                        flipped = np.abs((2.0 * (flips @ d32) - total) / n)
-                hits[i] += int(np.sum(flipped >= threshold))
+            flips = flips_of(m)
+            for i, threshold in enumerate(thresholds):
+                means = flipped(flips, i)
+                if np.any(np.abs(means - threshold) <= borders[i]):
+                    near.setdefault(start, []).append(i)
+                else:
+                    hits[i] += int(np.sum(means >= threshold))
+        if near:  # those chunks' flips drawn again (from their place in the stream), on the threads
+            used = -(-chunk * n // 4) * 4  # bytes of the stream each full chunk took
+            with default_threads():
+                for start, which in near.items():
+                    m = min(chunk, n_perm - start)
+                    FlipBits(seed, skip=start // chunk * used).take_into(raw[: m * n])
+                    flips = flips_of(m)
+                    for i in which:
+                        hits[i] += int(np.sum(flipped(flips, i) >= thresholds[i]))
     return hits
