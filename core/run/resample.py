@@ -7,12 +7,15 @@ chunk by chunk; the chunking does not change the draws). Two ways compute its re
 * :func:`bootstrap_means`, one vector at a time, exactly as the bootstrap always did
   (``a[idx].mean(axis=1)``), the draws kept in a bounded cache and results memoized
   (:func:`memoized`);
-* :class:`IntervalBatch`, every vector of a summary at once: the draws of each length are made once
-  and turned into per-resample counts ``C`` (``C[r, i]`` = how often value ``i`` was drawn), so the
-  means of all vectors of that length are one product ``C @ A / n``. The sums are the same numbers
-  added in another order, so they can differ in the last bits; an interval is kept only when no such
+* :class:`IntervalBatch`, every vector of a summary at once, in waves (:meth:`IntervalBatch.start`):
+  :func:`intervals_of` makes the draws of every length of a unit of work from one reading of the
+  generator (:mod:`pptarena.run.bootdraws`), gathers a length's few vectors exactly as above, or
+  turns its draws into per-resample counts ``C`` (``C[r, i]`` = how often value ``i`` was drawn) so
+  the means of its many vectors are one product ``C @ A / n``. Those sums are the same numbers added
+  in another order, so they can differ in the last bits; such an interval is kept only when no such
   difference can change it after rounding to 4 decimals (the rounding error of both sums is bounded,
-  :func:`safely_rounded`), else it is computed again the first way. Intervals are thus identical.
+  :func:`safely_rounded`), else it is computed again the first way. Intervals are thus identical. A
+  large wave runs in the summary's helper process (:mod:`pptarena.run.statsworker`), else on threads.
 """
 
 from __future__ import annotations
