@@ -104,7 +104,7 @@ class StatsWorker:
         # its answers' pipe to itself (anything else writing to fd 1 goes to stderr, discarded)
         boot = (
             "import json, os, sys; sys.path[:0] = json.loads(sys.argv[1]); import pptarena; "
-            "assert pptarena.__file__ == sys.argv[2], 'another pptarena'; "
+            "pptarena.__file__ == sys.argv[2] or sys.exit('another pptarena'); "
             "answers = os.fdopen(os.dup(1), 'wb'); os.dup2(2, 1); "
             "from pptarena.run.statsworker import serve; serve(sys.stdin.buffer, answers)"
         )
