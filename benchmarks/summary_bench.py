@@ -6,7 +6,8 @@ CPU = user + system of the child, peak RSS):
 
 * ``summarize``: ``read_results`` then ``summarize_results`` (the statistics recomputed), and
   whether the figures equal ``summary.json``'s (the one the run was made with, e.g. by an older
-  version: equal means that no figure changed);
+  version: equal means that no figure changed); ``--write-summary FILE`` writes the recomputed
+  summary's JSON text (``cmp`` two versions' files: byte-identical); the load average before each;
 * ``load_run, summary.json current``: :func:`pptarena.report.data.load_run` reusing the stored summary;
 * ``view summary job, recomputed`` / ``reused``: ``python -m pptarena.view.summaryjob RUN`` (the view's
   leaderboard part: load_run plus the report's tables and plots), without and with ``summary.json``.
@@ -14,7 +15,7 @@ CPU = user + system of the child, peak RSS):
 ``PYTHONPATH=/path/to/other/version python benchmarks/summary_bench.py ...`` measures another version
 (the children run ``python -m``).
 
-Run: ``python benchmarks/summary_bench.py [--pairs 100000] [--run DIR] [--repeat 1]``
+Run: ``python benchmarks/summary_bench.py [--pairs 100000] [--run DIR] [--repeat 1] [--summarize-only]``
 """
 
 from __future__ import annotations
@@ -39,8 +40,11 @@ run = Path(sys.argv[1])
 t = time.perf_counter(); c = time.process_time()
 rows = read_results(run / "results.jsonl")
 t1 = time.perf_counter(); c1 = time.process_time()
-summary = json.loads(json.dumps(summarize_results(rows)))
+computed = summarize_results(rows)
 t2 = time.perf_counter(); c2 = time.process_time()
+if len(sys.argv) > 3:  # the summary's JSON text, for a byte-for-byte comparison between versions
+    Path(sys.argv[3]).write_text(json.dumps(computed, indent=2, ensure_ascii=False) + "\\n", encoding="utf-8")
+summary = json.loads(json.dumps(computed))
 stored = run / sys.argv[2]
 same = "n/a"
 if stored.is_file():
@@ -79,6 +83,8 @@ def main() -> None:
     ap.add_argument("--pairs", type=int, default=100_000)
     ap.add_argument("--run", type=Path, default=None, help="reuse (or create) the synthetic run here")
     ap.add_argument("--repeat", type=int, default=1)
+    ap.add_argument("--write-summary", type=Path, default=None, help="write the summary's JSON here")
+    ap.add_argument("--summarize-only", action="store_true", help="skip load_run and the view's summary jobs")
     args = ap.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="summary-bench-"))
     run = args.run or tmp / "run"
@@ -96,13 +102,18 @@ def main() -> None:
         f"run: {run} ({sum(1 for _ in (run / 'results.jsonl').open())} lines), load {os.getloadavg()[0]:.1f}"
     )
     for _ in range(args.repeat):
-        wall, cpu, rss, out = run_child([py, "-c", CHILD_SUMMARIZE, str(run), "summary.json"])
+        load = os.getloadavg()[0]
+        extra = [str(args.write_summary)] if args.write_summary else []
+        wall, cpu, rss, out = run_child([py, "-c", CHILD_SUMMARIZE, str(run), "summary.json", *extra])
         got = json.loads(out)
         print(
-            f"summarize (read_results + summarize_results): {wall:.2f} s wall, {cpu:.2f} s CPU, "
-            f"{rss:.0f} MiB; read {got['read'][0]:.2f} s, summarize {got['summarize'][0]:.2f} s wall "
-            f"({got['summarize'][1]:.2f} s CPU); equal to summary.json: {got['equal']}"
+            f"summarize (read_results + summarize_results): {wall:.2f} s wall, {cpu:.2f} s CPU "
+            f"(with the statistics helper process), {rss:.0f} MiB; read {got['read'][0]:.2f} s, "
+            f"summarize {got['summarize'][0]:.2f} s wall ({got['summarize'][1]:.2f} s CPU of this process); "
+            f"equal to summary.json: {got['equal']}; load before {load:.1f}"
         )
+        if args.summarize_only:
+            continue
         wall, cpu, rss, out = run_child([py, "-c", CHILD_LOAD, str(run)])
         print(
             f"load_run, summary.json current: {wall:.2f} s wall, {cpu:.2f} s CPU, {rss:.0f} MiB; "

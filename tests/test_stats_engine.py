@@ -7,12 +7,13 @@ nothing depends on threadpoolctl being there. tests/test_summary_pins.py checks 
 from __future__ import annotations
 
 import json
+from concurrent.futures import Future
 
 import numpy as np
 import pytest
 from summary_pin_rows import PINS, cases, summary_of
 
-from pptarena.run import blas, resample, signflip
+from pptarena.run import blas, bootdraws, resample, signflip, statsworker
 from pptarena.run.stats import bootstrap_mean_ci, paired_p_values, paired_permutation_p
 
 
@@ -139,3 +140,120 @@ def test_a_batch_started_early_gives_the_same_intervals_and_its_errors(monkeypat
     batch.start()
     with pytest.raises(RuntimeError, match="no intervals today"):
         batch.resolve()
+
+
+def test_the_helper_process_gives_the_pinned_figures(monkeypatch):
+    """Every wave of intervals and every sign-flip test sent to the helper process (as a large summary
+    does): the figures are the pinned ones, and the helper is gone afterwards."""
+    monkeypatch.setattr(resample, "REMOTE_ENTRIES", 0)
+    started = []
+    real = statsworker.StatsWorker
+
+    class Counting(real):
+        def __init__(self):
+            super().__init__()
+            started.append(self)
+
+    monkeypatch.setattr(statsworker, "StatsWorker", Counting)
+    monkeypatch.setattr(resample, "StatsWorker", Counting)
+    make, opts = cases()["close_900_pairs"]
+    assert summary_of(make(), **opts) == json.loads(PINS.read_text(encoding="utf-8"))["close_900_pairs"]
+    assert len(started) == 1 and started[0]._proc.poll() == 0  # one helper per summary, ended
+
+
+@pytest.mark.parametrize("failure", ["cannot start", "fails a job", "dies"])
+def test_without_a_working_helper_the_figures_are_computed_here(monkeypatch, failure):
+    monkeypatch.setattr(resample, "REMOTE_ENTRIES", 0)
+    if failure == "cannot start":
+        monkeypatch.setattr(statsworker.sys, "executable", "/nonexistent/python")
+    elif failure == "fails a job":
+        monkeypatch.setattr(statsworker, "_run", lambda kind, args: 1 / 0)  # (the child is unaffected)
+        monkeypatch.setattr(statsworker.StatsWorker, "submit", _failing_submit)
+    else:
+        monkeypatch.setattr(statsworker.StatsWorker, "widen", lambda self: self._proc.kill())
+    make, opts = cases()["close_900_pairs"]
+    assert summary_of(make(), **opts) == json.loads(PINS.read_text(encoding="utf-8"))["close_900_pairs"]
+
+
+def _failing_submit(self, kind, args):
+    future = Future()
+    future.set_exception(RuntimeError("statistics helper: ZeroDivisionError"))
+    return future
+
+
+def test_the_helper_answers_jobs_in_a_pipe():
+    """The child's loop on its own: jobs answered by id, an unknown job reported, the end of input
+    ends it and drops jobs nobody waits for any more."""
+    import os
+    import pickle
+    import threading
+
+    rng = np.random.default_rng(3)
+    v = rng.random(50).round(3)
+    jobs_r, jobs_w = (os.fdopen(fd, mode) for fd, mode in zip(os.pipe(), ("rb", "wb"), strict=True))
+    answers_r, answers_w = (os.fdopen(fd, mode) for fd, mode in zip(os.pipe(), ("rb", "wb"), strict=True))
+    child = threading.Thread(target=statsworker.serve, args=(jobs_r, answers_w))
+    child.start()
+    for message in [("job", 7, "intervals", [(v, 300, 1, 0.95)]), ("widen",), ("job", 8, "nope", None)]:
+        pickle.dump(message, jobs_w)
+    jobs_w.flush()
+    answers = dict((job, (ok, result)) for job, ok, result in (pickle.load(answers_r) for _ in range(2)))
+    assert answers[7] == (True, [original_interval(v, 300, 1)])
+    assert answers[8][0] is False and "unknown job" in answers[8][1]
+    jobs_w.close()
+    child.join(timeout=30)
+    assert not child.is_alive()
+    for f in (jobs_r, answers_r, answers_w):
+        f.close()
+
+
+def test_quick_switches_restores_the_interpreters_interval():
+    import sys
+
+    before = sys.getswitchinterval()
+    with resample.batched(), resample.batched():
+        assert sys.getswitchinterval() == pytest.approx(min(before, resample.SWITCH_INTERVAL))
+    assert sys.getswitchinterval() == before
+
+
+def test_index_draws_are_numpys_integers():
+    """Lemire's method on the raw output, rejections included (a range where a quarter are rejected),
+    across calls of odd sizes (the 32-bit half kept between calls)."""
+    for n, seed in [(2, 0), (7, 1), (50_000, 0), (65_537, 5), (199_999, 2), (3 * 2**30 + 1, 4)]:
+        rng, draws = np.random.default_rng(seed), bootdraws.IndexDraws(n, seed)
+        for size in (1, 3, 1000, 5, 300_001, 2):
+            assert np.array_equal(draws.take(size), rng.integers(0, n, size=size)), (n, seed, size)
+
+
+def test_resampled_means_are_the_original_bootstrap_means():
+    """Several lengths from one reading of the draws: gathered means equal the original computation's
+    bit for bit, counted ones to the last bits; resamples split across the generator's blocks."""
+    rng = np.random.default_rng(8)
+    few = np.stack([rng.normal(size=1_999).round(3) for _ in range(2)], axis=1)
+    many = np.stack([rng.random(37) for _ in range(5)], axis=1)
+    odd = rng.random((50_000, 1))
+    got = bootdraws.resampled_means([few, many, odd], 700, 3)
+    for values, means in zip([few, many, odd], got, strict=True):
+        for j in range(values.shape[1]):
+            r = np.random.default_rng(3)
+            want = np.concatenate(
+                [
+                    values[:, j][r.integers(0, len(values), size=(m, len(values)))].mean(axis=1)
+                    for m in (40, 660)
+                ]
+            )
+            if bootdraws.gathered_exactly(values):
+                assert np.array_equal(means[:, j], want)
+            else:
+                assert np.allclose(means[:, j], want, rtol=0, atol=1e-13)
+
+
+def test_flip_bits_from_a_place_in_the_stream():
+    """The sign-flip test draws again the flips of chunks near the threshold from where they were in
+    the generator's stream: the same values as drawn in order (calls of odd sizes drop bytes)."""
+    for seed in (0, 9):
+        bits, place = signflip.FlipBits(seed), 0
+        for count in (4001, 13, 7, 120_000, 3, 2_000_000):
+            want = bits.take(count)
+            assert np.array_equal(signflip.FlipBits(seed, skip=place).take(count), want), (seed, place)
+            place += -(-count // 4) * 4

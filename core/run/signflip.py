@@ -30,23 +30,32 @@ class FlipBits:
     """The 0/1 values of successive ``integers(0, 2, size=count, dtype=np.int8)`` calls on
     ``default_rng(seed)``."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, skip: int = 0) -> None:
+        """``skip``: start that many bytes into the stream (a multiple of 4: after whole calls)."""
         self._gen = np.random.default_rng(seed).bit_generator
+        self._gen.advance(skip // 8)  # as if skip // 8 outputs of 64 bits had been drawn
         self._buf = np.empty(0, dtype=np.uint8)
-        self._pos = 0
+        self._pos = skip % 8
 
     def take(self, count: int) -> np.ndarray:
         """The next call's ``count`` values (uint8, 0 or 1)."""
-        used = -(-count // 4) * 4  # whole 32-bit draws
-        if len(self._buf) - self._pos < used:
-            rest = self._buf[self._pos :]
-            more = max(used - len(rest), _BLOCK_BYTES)
-            raw = self._gen.random_raw(-(-more // 8)).view(np.uint8)  # little-endian: low half first
-            self._buf = np.concatenate([rest, raw]) if len(rest) else raw
-            self._pos = 0
-        out = self._buf[self._pos : self._pos + count] >> 7
-        self._pos += used
+        out = np.empty(count, dtype=np.uint8)
+        self.take_into(out)
         return out
+
+    def take_into(self, out: np.ndarray) -> None:
+        """The next call's ``len(out)`` values written into ``out`` (uint8, 0 or 1), without joining
+        blocks of the generator's output into a new array."""
+        count, filled = len(out), 0
+        while filled < count:
+            if self._pos >= len(self._buf):  # the next block of the stream (bytes already skipped kept)
+                self._pos -= len(self._buf)
+                self._buf = self._gen.random_raw(max(1, _BLOCK_BYTES // 8)).view(np.uint8)  # low half first
+            k = min(count - filled, len(self._buf) - self._pos)
+            np.right_shift(self._buf[self._pos : self._pos + k], 7, out=out[filled : filled + k])
+            filled += k
+            self._pos += k
+        self._pos += -count % 4  # the last 32-bit draw's unused bytes are dropped
 
 
 def flip_hits(diffs: Sequence[np.ndarray], thresholds: Sequence[float], n_perm: int, seed: int) -> list[int]:
@@ -56,6 +65,9 @@ def flip_hits(diffs: Sequence[np.ndarray], thresholds: Sequence[float], n_perm: 
     The float32 products run on one BLAS thread; a chunk where a flipped mean lies within
     :data:`BORDER` of the threshold is computed again with the library's own threads, as the test
     always computed it (the two differ in the last float32 bits: a few 1e-8 here), so no hit changes.
+    Those chunks are computed again at the end, all in one block on the library's threads (their flips
+    drawn again from their place in the generator's stream): switching the threads for each would
+    wake the library's threads every time, and change them under other threads' products.
     """
     n = len(diffs[0])
     singles = [d.astype(np.float32) for d in diffs]
@@ -64,15 +76,37 @@ def flip_hits(diffs: Sequence[np.ndarray], thresholds: Sequence[float], n_perm: 
     hits = [0] * len(diffs)
     bits = FlipBits(seed)
     chunk = max(1, CHUNK_ENTRIES // n)
+    raw = np.empty(min(chunk, n_perm) * n, dtype=np.uint8)  # reused: no fresh arrays per chunk
+    as_float = np.empty(len(raw), dtype=np.float32)
+    near: dict[int, list[int]] = {}  # chunk start -> the vectors to compute again there
+
+    def flips_of(m: int) -> np.ndarray:
+        flips = as_float[: m * n].reshape(m, n)
+        np.copyto(flips, raw[: m * n].reshape(m, n))  # the 0/1 values as float32, as before
+        return flips
+
+    def flipped(flips: np.ndarray, i: int) -> np.ndarray:
+        # mean of the flipped differences = (2 * (bits @ d) - sum(d)) / n for bits in {0, 1}
+        return np.abs((2.0 * (flips @ singles[i]) - totals[i]) / n)
+
     with one_blas_thread():
         for start in range(0, n_perm, chunk):
             m = min(chunk, n_perm - start)
-            flips = bits.take(m * n).reshape(m, n).astype(np.float32)
-            for i, (d32, total, threshold) in enumerate(zip(singles, totals, thresholds, strict=True)):
-                # mean of the flipped differences = (2 * (bits @ d) - sum(d)) / n for bits in {0, 1}
-                flipped = np.abs((2.0 * (flips @ d32) - total) / n)
-                if np.any(np.abs(flipped - threshold) <= borders[i]):
-                    with default_threads():
-                        flipped = np.abs((2.0 * (flips @ d32) - total) / n)
-                hits[i] += int(np.sum(flipped >= threshold))
+            bits.take_into(raw[: m * n])
+            flips = flips_of(m)
+            for i, threshold in enumerate(thresholds):
+                means = flipped(flips, i)
+                if np.any(np.abs(means - threshold) <= borders[i]):
+                    near.setdefault(start, []).append(i)
+                else:
+                    hits[i] += int(np.sum(means >= threshold))
+        if near:  # those chunks' flips drawn again (from their place in the stream), on the threads
+            used = -(-chunk * n // 4) * 4  # bytes of the stream each full chunk took
+            with default_threads():
+                for start, which in near.items():
+                    m = min(chunk, n_perm - start)
+                    FlipBits(seed, skip=start // chunk * used).take_into(raw[: m * n])
+                    flips = flips_of(m)
+                    for i in which:
+                        hits[i] += int(np.sum(flipped(flips, i) >= thresholds[i]))
     return hits

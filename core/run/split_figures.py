@@ -102,7 +102,11 @@ def split_figures(rows: list[ResultRow]) -> dict[str, Any]:
 
     Empty when no line describes splits or no judge gives IF/VQ scores.
     """
-    described = [(r, d) for r in rows if (d := _describe(r)) is not None]
+    described = []
+    for r in rows:  # _describe inlined: a summary asks this of every line, and most have no block
+        block = (r.get("metadata") or {}).get("leaderboard")
+        if block is not None and isinstance(block, dict) and isinstance(block.get("sizes"), dict):
+            described.append((r, block))
     judges = dual_judges([r for r, _ in described])
     if not judges:
         return {}

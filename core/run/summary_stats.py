@@ -17,9 +17,12 @@ from typing import Any
 import numpy as np
 
 from pptarena.run.columns import Columns, Tasks, columns, fmean_of, task_fmeans, tasks_of
+from pptarena.run.resample import active_batch
 from pptarena.run.stats import (
     DEFAULT_N_BOOT,
+    DEFAULT_N_PERM,
     DEFAULT_SEED,
+    EXACT_MAX_N,
     bootstrap_mean_ci,
     comparison_of,
     fmean,
@@ -187,7 +190,12 @@ def add_comparisons(
 
 class PendingComparisons:
     """The paired comparisons of :func:`start_comparisons`: their intervals already asked for (in the
-    caller's batch), their sign-flip tests running on another thread."""
+    caller's batch), their sign-flip tests running on another thread.
+
+    Inside a batch (:func:`pptarena.run.resample.batched`) nothing waits for the tests: their p-values,
+    like the intervals, are filled in when the batch resolves, so the caller's thread goes on with
+    other work meanwhile; outside one, :meth:`wait` and :meth:`add_to` wait for them.
+    """
 
     def __init__(self, jobs: list[tuple[str, str, str, np.ndarray]], opts: StatsOptions) -> None:
         self._jobs = jobs
@@ -199,21 +207,40 @@ class PendingComparisons:
                 **comparison_of(diffs, None, n_boot=opts.n_boot, seed=opts.seed),  # p-value below
             }
         self._pending: Future[list[float | None]] | None = None
+        self._batch = active_batch()
+        self._seed = opts.seed
         if jobs:
-            pool = ThreadPoolExecutor(max_workers=1)
-            self._pending = pool.submit(paired_p_values, [d for *_, d in jobs], seed=opts.seed)
-            pool.shutdown(wait=False)
+            diffs = [d for *_, d in jobs]
+            flips = sum(len(d) for d in diffs if len(d) > EXACT_MAX_N) * DEFAULT_N_PERM
+            if self._batch is not None:  # a large test runs in the batch's helper process
+                self._pending = self._batch.elsewhere("p_values", (diffs, DEFAULT_N_PERM, opts.seed), flips)
+            if self._pending is None:
+                pool = ThreadPoolExecutor(max_workers=1)
+                self._pending = pool.submit(paired_p_values, diffs, seed=opts.seed)
+                pool.shutdown(wait=False)
+            if self._batch is not None:
+                self._batch.when_resolved(self._finish)
 
-    def wait(self) -> None:
+    def _finish(self) -> None:
         """Wait for the sign-flip tests and record their p-values."""
         if self._pending is None:
             return
-        for (judge, x, y, diffs), p in zip(self._jobs, self._pending.result(), strict=True):
+        try:
+            found = self._pending.result()
+        except RuntimeError:  # the helper process could not: the same numbers computed here
+            found = paired_p_values([d for *_, d in self._jobs], seed=self._seed)
+        for (judge, x, y, diffs), p in zip(self._jobs, found, strict=True):
             self._out[judge][f"{x}|{y}"]["p_value"] = None if not len(diffs) else round(float(p or 1.0), 6)
         self._pending = None
 
+    def wait(self) -> None:
+        """Wait for the sign-flip tests and record their p-values (inside a batch: when it resolves)."""
+        if self._batch is None:
+            self._finish()
+
     def add_to(self, summary: dict[str, Any]) -> None:
-        """``summary["comparisons"]`` (nothing with fewer than two agents)."""
+        """``summary["comparisons"]`` (nothing with fewer than two agents); inside a batch their
+        p-values are placeholders until it resolves."""
         self.wait()
         if self._jobs:
             summary["comparisons"] = self._out
