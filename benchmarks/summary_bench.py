@@ -40,7 +40,7 @@ run = Path(sys.argv[1])
 t = time.perf_counter(); c = time.process_time()
 rows = read_results(run / "results.jsonl")
 t1 = time.perf_counter(); c1 = time.process_time()
-computed = summarize_results(rows)
+computed = summarize_results(rows).to_json()
 t2 = time.perf_counter(); c2 = time.process_time()
 if len(sys.argv) > 3:  # the summary's JSON text, for a byte-for-byte comparison between versions
     Path(sys.argv[3]).write_text(json.dumps(computed, indent=2, ensure_ascii=False) + "\\n", encoding="utf-8")

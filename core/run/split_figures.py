@@ -41,11 +41,6 @@ def metric_pct(score: float) -> float:
     return min(max(float(score), 0.0), 5.0) / 5.0 * 100.0
 
 
-def _describe(row: ResultRow) -> dict[str, Any] | None:
-    block = row.metadata.get("leaderboard")
-    return block if isinstance(block, dict) and isinstance(block.get("sizes"), dict) else None
-
-
 def dual_judges(rows: list[ResultRow]) -> list[str]:
     """Judge labels whose verdicts carry IF and VQ scores (PPTArena's dual protocol)."""
     found = set()
@@ -103,8 +98,8 @@ def split_figures(rows: list[ResultRow]) -> dict[str, Any]:
     Empty when no line describes splits or no judge gives IF/VQ scores.
     """
     described = []
-    for r in rows:  # _describe inlined: a summary asks this of every line, and most have no block
-        block = (r.get("metadata") or {}).get("leaderboard")
+    for r in rows:  # a summary asks this of every line, and most have no block
+        block = r.metadata.get("leaderboard")
         if block is not None and isinstance(block, dict) and isinstance(block.get("sizes"), dict):
             described.append((r, block))
     judges = dual_judges([r for r, _ in described])
