@@ -33,7 +33,8 @@ from pptarena.types import STATUSES, PptArenaError
 
 SCHEMA_VERSION = 1
 MAX_RESULTS_BYTES = 512 * 1024 * 1024
-SUMMARY_REVISION = 3  # 2: agents have ``isolation`` (their weakest row); 3: ``leaderboard_splits``
+SUMMARY_REVISION = 4  # 2: agents have ``isolation`` (their weakest row); 3: ``leaderboard_splits``;
+# 4: ``source.sha256`` digests each typed row's own JSON serialization (figures unchanged)
 """Bump when :func:`summarize_results` computes any figure differently: summaries stored with another
 revision are then recomputed by readers instead of reused (see :func:`rows_source`)."""
 
@@ -149,17 +150,24 @@ def _value_keys(value: Any) -> list[str]:
 
 
 def rows_source(rows: list[ResultRow]) -> dict[str, Any]:
-    """What a summary was computed from: the number of lines, a SHA-256 of their canonical JSON and
+    """What a summary was computed from: the number of lines, a SHA-256 of the lines as read and
     :data:`SUMMARY_REVISION` (``summary.json`` ``source``).
 
     A reader holding the same lines and options can reuse a stored summary whose ``source`` is
     equal instead of recomputing it (the report does, :func:`pptarena.report.data.load_run`).
+    Each row is digested as its JSON serialization (fields in declared order, then the line's other
+    keys in the order read); a row holding text JSON cannot encode (a lone surrogate in its
+    metadata) is digested through Python's encoder instead.
     """
-    text = json.dumps(
-        [r.to_json() for r in rows], sort_keys=True, separators=(",", ":"), ensure_ascii=False, default=str
-    )
-    digest = hashlib.sha256(text.encode("utf-8", errors="surrogatepass")).hexdigest()
-    return {"rows": len(rows), "sha256": digest, "revision": SUMMARY_REVISION}
+    digest = hashlib.sha256()
+    for row in rows:
+        try:
+            digest.update(row.model_dump_json().encode("utf-8"))
+        except ValueError:  # pydantic's serialization error: text UTF-8 cannot carry
+            text = json.dumps(row.to_json(), ensure_ascii=False, separators=(",", ":"), default=str)
+            digest.update(text.encode("utf-8", errors="surrogatepass"))
+        digest.update(b"\n")
+    return {"rows": len(rows), "sha256": digest.hexdigest(), "revision": SUMMARY_REVISION}
 
 
 def _one_or_mixed(values: list[Any]) -> str | None:
