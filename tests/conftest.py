@@ -4,19 +4,14 @@ from __future__ import annotations
 
 import os
 import signal
-import sys
 from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
-SHARED = ROOT.parent / "shared"
-CORPUS = SHARED / "corpus"
-PPTEVAL = SHARED / "ppteval"
-TESTS = Path(__file__).resolve().parent
+from tests.support.paths import CORPUS, PLUGIN_MODULES
 
-if str(TESTS) not in sys.path:
-    sys.path.insert(0, str(TESTS))
+# The loopback LLM server and backend builders (llm_server, openai_backend, ...), for every test.
+pytest_plugins = ["tests.support.llm_fixtures"]
 
 # A suite started in the background by a non-interactive shell (`cmd &` in a CI script) inherits
 # SIGINT ignored, and so would every `arena run` a test starts (an ignored signal stays ignored across
@@ -41,12 +36,22 @@ def corpus_dir() -> Path:
 
 
 @pytest.fixture
-def fake_plugins(monkeypatch):
-    """Registers tests/fakeplugins.py through PPTARENA_PLUGINS and resets the process registry."""
+def fake_plugins(monkeypatch, plugin_modules):
+    """Registers tests/plugin_modules/fakeplugins.py (PPTARENA_PLUGINS) and resets the process registry."""
     from pptarena.run.registry import reset_registry
 
     monkeypatch.setenv("PPTARENA_PLUGINS", "fakeplugins")
-    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(TESTS), os.environ.get("PYTHONPATH", "")]))
     reset_registry()
     yield
     reset_registry()
+
+
+@pytest.fixture
+def plugin_modules(monkeypatch) -> Path:
+    """tests/plugin_modules on this test's import path and on its children's ``PYTHONPATH``.
+
+    ``PPTARENA_PLUGINS`` names plugin modules imported by name, as a user's own module on the path;
+    both are undone after the test (``monkeypatch``)."""
+    monkeypatch.syspath_prepend(str(PLUGIN_MODULES))
+    monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(PLUGIN_MODULES), os.environ.get("PYTHONPATH", "")]))
+    return PLUGIN_MODULES
