@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import shutil
 import signal
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -55,3 +57,35 @@ def plugin_modules(monkeypatch) -> Path:
     monkeypatch.syspath_prepend(str(PLUGIN_MODULES))
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(PLUGIN_MODULES), os.environ.get("PYTHONPATH", "")]))
     return PLUGIN_MODULES
+
+
+@pytest.fixture
+def run_config(tmp_path) -> Callable[..., Path]:
+    """``run_config(name="run.toml", text=None, **parts)``: writes a run config into the test's tmp
+    folder, ``text`` as given or built by :func:`tests.support.config.run_toml` from ``parts``."""
+    from tests.support.config import write_run_config
+
+    def write(name: str = "run.toml", text: str | None = None, **parts) -> Path:
+        return write_run_config(tmp_path / name, text, **parts)
+
+    return write
+
+
+@pytest.fixture(scope="session")
+def demo_run(tmp_path_factory) -> Path:
+    """A finished demo run (3 tasks, noop + oracle, real LibreOffice, rubric + structural judges),
+    built once per session: read it, or copy it (``copy_run``) before writing into it."""
+    from tests.support.report_fixtures import build_demo_run
+
+    if not shutil.which("soffice"):
+        pytest.skip("LibreOffice (soffice) is not installed")
+    return build_demo_run(tmp_path_factory)
+
+
+@pytest.fixture
+def fake_run(tmp_path, fake_plugins) -> Callable[..., Path]:
+    """``fake_run(count=2)``: a finished run of fakeplugins' retitle, noop and crash agents in
+    ``tmp_path/run`` (the title judge, the dummy renderer)."""
+    from tests.support.report_fixtures import build_fake_run
+
+    return lambda count=2: build_fake_run(tmp_path, count)

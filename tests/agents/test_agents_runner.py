@@ -9,6 +9,7 @@ from pathlib import Path
 from pptarena.run.config import load_config
 from pptarena.run.registry import get_registry
 from pptarena.run.runner import Runner
+from tests.support.config import fake_run_toml, use, write_run_config
 
 PROGRAM = """```python
 from pptx import Presentation
@@ -31,22 +32,20 @@ prs.save(sys.argv[1])
 def test_code_xml_and_command_agents_in_a_run(tmp_path: Path, fake_plugins):
     script = tmp_path / "cli_agent.py"
     script.write_text(CLI_SCRIPT)
-    rules = "".join(
-        f"[[backends.scripted.rules]]\nmatch = \"New {i}'\"\nreply = '''{PROGRAM.format(i=i)}'''\n"
-        for i in range(2)
-    )
-    cfg = tmp_path / "run.toml"
-    cfg.write_text(
-        '[dataset]\nuse = "fake"\nroot = "data"\ncount = 2\n'
-        '[renderer]\nuse = "dummy"\n[[judges]]\nuse = "title"\n'
-        '[[agents]]\nuse = "code"\nmodel = "scripted/m"\nrender_check = false\nmax_images = 0\n'
-        '[[agents]]\nuse = "hybrid"\nlabel = "pilot"\nmodel = "scripted/m"\n'
-        "render_check = false\nmax_images = 0\n"
-        'router_model = "scripted/router"\nrouter_default = "code"\n'
-        '[[agents]]\nuse = "command"\n'
-        f'command = ["{sys.executable}", "{script}", "{{output_dir}}/{{task_id}}.pptx"]\n'
-        + '[[backends.scripted.rules]]\nmatch = "."\nmodel = "router"\n'
-        'reply = \'{"route": "code", "reason": "title"}\'\n' + rules
+    rules = [{"match": ".", "model": "router", "reply": '{"route": "code", "reason": "title"}'}]
+    rules += [{"match": f"New {i}'", "reply": PROGRAM.format(i=i)} for i in range(2)]
+    pilot = {"model": "scripted/m", "render_check": False, "max_images": 0}
+    cfg = write_run_config(
+        tmp_path / "run.toml",
+        fake_run_toml(
+            2,
+            [
+                use("code", **pilot),
+                use("hybrid", label="pilot", **pilot, router_model="scripted/router", router_default="code"),
+                use("command", command=[sys.executable, str(script), "{output_dir}/{task_id}.pptx"]),
+            ],
+            backends={"scripted": {"rules": rules}},
+        ),
     )
     config = load_config(cfg, get_registry())
     summary = Runner(config, get_registry(), tmp_path / "out", jobs=2, quiet=True).run()

@@ -17,6 +17,7 @@ import sys
 import pytest
 
 from tests.support.agents_fixtures import FIX_QBR_TYPOS
+from tests.support.config import demo_dataset, use, write_run_config
 from tests.support.stub_llm_server import TEST_API_KEY, RecordedRequest, Reply, StubLLMServer
 
 pytestmark = pytest.mark.skipif(
@@ -43,41 +44,20 @@ def answer(request: RecordedRequest) -> Reply:
 def test_hybrid_agent_and_model_judges_over_http(tmp_path):
     with StubLLMServer() as server:
         server.responder = answer
-        cfg = tmp_path / "local.toml"
-        cfg.write_text(
-            f"""
-[run]
-task_timeout = 300
-
-[dataset]
-use = "demo"
-ids = ["qbr-fix-typos"]
-
-[[agents]]
-use = "hybrid"
-label = "pilot"
-model = "local/stub-vlm"
-router_model = "local/stub-router"
-loops = 1
-
-[[agents]]
-use = "noop"
-
-[[judges]]
-use = "dual"
-model = "local/stub-judge"
-
-[[judges]]
-use = "structural"
-
-[[judges]]
-use = "rubric"
-
-[backends.local]
-use = "openai"
-base_url = "{server.openai_base_url}"
-api_key = {{ env = "STUB_KEY" }}
-"""
+        cfg = write_run_config(
+            tmp_path / "local.toml",
+            run={"task_timeout": 300},
+            dataset=demo_dataset("qbr-fix-typos"),
+            agents=[
+                use(
+                    "hybrid", label="pilot", model="local/stub-vlm", router_model="local/stub-router", loops=1
+                ),
+                "noop",
+            ],
+            judges=[use("dual", model="local/stub-judge"), "structural", "rubric"],
+            backends={
+                "local": use("openai", base_url=server.openai_base_url, api_key={"env": "STUB_KEY"}),
+            },
         )
         env = {**os.environ, "STUB_KEY": TEST_API_KEY}
         out = subprocess.run(

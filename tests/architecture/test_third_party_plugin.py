@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.config import use, write_run_config
 from tests.support.paths import FIXTURES
 
 FIXTURE = FIXTURES / "pptarena-dummy"
@@ -94,11 +95,11 @@ def test_a_run_uses_the_plugins_agent_and_judge(python_with_plugin, tmp_path):
     (task / "task.toml").write_text(
         'instruction = "Add a slide"\noriginal = "original.pptx"\ntarget = "target.pptx"\n'
     )
-    cfg = tmp_path / "dummy.toml"
-    cfg.write_text(
-        '[dataset]\nuse = "folder"\nroot = "tasks"\n'
-        '[[agents]]\nuse = "append-slide"\n[[agents]]\nuse = "noop"\n'
-        '[[judges]]\nuse = "dummy:slide-count"\n'
+    cfg = write_run_config(
+        tmp_path / "dummy.toml",
+        dataset=use("folder", root="tasks"),
+        agents=["append-slide", "noop"],
+        judges=["dummy:slide-count"],
     )
     out = arena(python_with_plugin, "run", "--config", str(cfg), "--out", str(tmp_path / "run"), cwd=tmp_path)
     assert out.returncode == 0, out.stderr

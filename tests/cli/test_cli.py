@@ -7,6 +7,7 @@ import subprocess
 import sys
 
 import pptarena
+from tests.support.config import fake_dataset, fake_run_toml
 
 
 def arena(*args, **kw):
@@ -29,12 +30,8 @@ def test_plugins_json_lists_builtins_with_components():
     assert all(p["builtin"] for n, p in plugins.items() if n.startswith(("agents-", "datasets-", "judges-")))
 
 
-def test_tasks_and_run_piped_output(tmp_path, fake_plugins):
-    cfg = tmp_path / "c.toml"
-    cfg.write_text(
-        '[dataset]\nuse = "fake"\nroot = "d"\ncount = 3\n[renderer]\nuse = "dummy"\n'
-        '[[agents]]\nuse = "noop"\n[[judges]]\nuse = "title"\n'
-    )
+def test_tasks_and_run_piped_output(tmp_path, fake_plugins, run_config):
+    cfg = run_config("c.toml", fake_run_toml(3, ["noop"], dataset=fake_dataset(3, root="d")))
     out = arena("tasks", "--config", str(cfg), "--json")
     assert out.returncode == 0, out.stderr
     assert [t["id"] for t in json.loads(out.stdout)] == ["task-00", "task-01", "task-02"]

@@ -15,7 +15,6 @@ import pptarena
 from pptarena.cli.main import cli
 from pptarena.models.pricing import fmt_usd
 from pptarena.run.registry import PluginLoadError, Registry
-from tests.support.report_fixtures import fake_run
 
 BIN = Path(sys.executable).parent
 
@@ -59,8 +58,8 @@ def test_unknown_cost_has_single_brackets():
     assert text == "unknown (agent calls not reported)"
 
 
-def test_report_html_has_one_leaderboard_heading(tmp_path, fake_plugins):
-    run_dir = fake_run(tmp_path, count=1)
+def test_report_html_has_one_leaderboard_heading(tmp_path, fake_plugins, fake_run):
+    run_dir = fake_run(count=1)
     res = CliRunner().invoke(cli, ["report", str(run_dir), "--no-render"])
     assert res.exit_code == 0, res.output
     html = (run_dir / "report.html").read_text()

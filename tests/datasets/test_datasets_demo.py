@@ -24,6 +24,7 @@ from pptarena.plugins.datasets.demo.dataset import (
 from pptarena.plugins.datasets.pptarena_bench import case_id, load_pptarena_tasks
 from pptarena.plugins.datasets.ppteval import load_ppteval_tasks
 from pptarena.types import ComponentContext
+from tests.support.config import demo_dataset
 from tests.support.paths import ROOT
 
 PPT_EVAL_CONTEXT = (
@@ -295,15 +296,10 @@ def test_export_id_rule_matches_the_pptarena_loader(name):
     assert pptarena_id(name) == case_id(name)
 
 
-def test_cli_dataset_export(tmp_path):
+def test_cli_dataset_export(tmp_path, run_config):
     from pptarena.cli.main import cli
 
-    config = tmp_path / "demo.toml"
-    config.write_text(
-        '[dataset]\nuse = "demo"\nids = ["birds-*"]\n\n[[agents]]\nuse = "noop"\n\n'
-        '[renderer]\nuse = "libreoffice"\n',
-        encoding="utf-8",
-    )
+    config = run_config("demo.toml", dataset=demo_dataset("birds-*"), agents=["noop"], renderer="libreoffice")
     result = CliRunner().invoke(
         cli, ["dataset", "export", "--config", str(config), "--format", "pptarena", str(tmp_path / "out")]
     )

@@ -18,6 +18,7 @@ from pptarena.run.runner import Runner
 from tests.support import osworld_fixtures as fx
 from tests.support import osworld_standin as standin
 from tests.support import pptc_reference as ref
+from tests.support.config import use, write_run_config
 
 pytestmark = pytest.mark.skipif(
     not (standin.SHARED_OSWORLD.is_dir() and fx.CORPUS.is_dir() and ref.PPTC.is_dir()),
@@ -35,21 +36,27 @@ def data(tmp_path_factory):
     return root, files, base / "pptc"
 
 
-def _config(tmp_path, data, body_extra: str = "", pptc_judges: str = '["match"]') -> object:
+def _config(tmp_path, data, pptc_judges: tuple[str, ...] = ("match",), **parts) -> object:
     root, files, decks = data
-    cfg = tmp_path / "mixed.toml"
-    cfg.write_text(
-        f"[run]\njobs = 2\n\n"
-        f'[[datasets]]\nuse = "osworld"\nlabel = "osworld"\nroot = "{root}"\nfiles_dir = "{files}"\n'
-        f'ids = {json.dumps(OSWORLD_IDS)}\njudges = ["checkers"]\n\n'
-        f'[[datasets]]\nuse = "pptc"\nlabel = "pptc"\nroot = "{ref.PPTC}"\ndecks_dir = "{decks}"\n'
-        f'ids = ["short-3-*"]\njudges = {pptc_judges}\n\n'
-        '[[agents]]\nuse = "oracle"\n\n[[agents]]\nuse = "noop"\n\n'
-        '[[judges]]\nuse = "osworld"\nlabel = "checkers"\n\n[[judges]]\nuse = "pptx_match"\nlabel = "match"\n'
-        + body_extra,
-        encoding="utf-8",
+    osworld = use(
+        "osworld", label="osworld", root=str(root), files_dir=str(files), ids=OSWORLD_IDS, judges=["checkers"]
     )
-    return cfg
+    pptc = use(
+        "pptc",
+        label="pptc",
+        root=str(ref.PPTC),
+        decks_dir=str(decks),
+        ids=["short-3-*"],
+        judges=list(pptc_judges),
+    )
+    return write_run_config(
+        tmp_path / "mixed.toml",
+        run={"jobs": 2},
+        datasets=[osworld, pptc],
+        agents=["oracle", "noop"],
+        judges=[use("osworld", label="checkers"), use("pptx_match", label="match")],
+        **parts,
+    )
 
 
 def test_mixed_run_has_labelled_ids_and_a_leaderboard_per_dataset(tmp_path, data):
@@ -79,12 +86,12 @@ def test_mixed_run_has_labelled_ids_and_a_leaderboard_per_dataset(tmp_path, data
 
 
 def test_dataset_judges_must_name_configured_judges(tmp_path, data):
-    cfg = _config(tmp_path, data, pptc_judges='["nope"]')
+    cfg = _config(tmp_path, data, pptc_judges=("nope",))
     with pytest.raises(ConfigError, match="no \\[\\[judges\\]\\] table is labelled 'nope'"):
         load_config(cfg, get_registry())
 
 
 def test_dataset_and_datasets_are_exclusive(tmp_path, data):
-    cfg = _config(tmp_path, data, body_extra='\n[dataset]\nuse = "demo"\n')
+    cfg = _config(tmp_path, data, dataset="demo")
     with pytest.raises(ConfigError, match="either one \\[dataset\\] table or \\[\\[datasets\\]\\]"):
         load_config(cfg, get_registry())

@@ -18,6 +18,7 @@ from pptarena.run.runner import Runner
 from pptarena.types import ComponentContext, JudgeError, Prediction, Task
 from tests.support import osworld_fixtures as fx
 from tests.support import osworld_standin as standin
+from tests.support.config import use, write_run_config
 
 pytestmark = pytest.mark.skipif(
     not (standin.SHARED_OSWORLD.is_dir() and fx.CORPUS.is_dir()),
@@ -142,12 +143,12 @@ def test_rule_checkers_and_combination(tmp_path):
 
 def _run(data, tmp_path, agents: list[str]) -> tuple[dict, list[dict], dict]:
     root, files = data
-    body = "".join(f'[[agents]]\nuse = "{a}"\n\n' for a in agents)
-    cfg = tmp_path / "osworld.toml"
-    cfg.write_text(
-        f'[run]\njobs = 2\n\n[dataset]\nuse = "osworld"\nroot = "{root}"\nfiles_dir = "{files}"\n\n'
-        f'{body}[[judges]]\nuse = "osworld"\n',
-        encoding="utf-8",
+    cfg = write_run_config(
+        tmp_path / "osworld.toml",
+        run={"jobs": 2},
+        dataset=use("osworld", root=str(root), files_dir=str(files)),
+        agents=agents,
+        judges=["osworld"],
     )
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", OsworldWarning)

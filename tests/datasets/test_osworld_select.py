@@ -20,6 +20,7 @@ from pptarena.run.tasks import select_tasks
 from pptarena.types import PptArenaError
 from tests.support import osworld_fixtures as fx
 from tests.support import osworld_standin as standin
+from tests.support.config import use, write_run_config
 
 pytestmark = pytest.mark.skipif(
     not (standin.SHARED_OSWORLD.is_dir() and fx.CORPUS.is_dir()),
@@ -48,13 +49,13 @@ def partial(tmp_path_factory) -> tuple[Path, Path]:
     return root, only
 
 
-def config(tmp_path: Path, root: Path, files: Path, extra: str = "") -> Path:
-    cfg = tmp_path / "osworld.toml"
-    cfg.write_text(
-        f'[dataset]\nuse = "osworld"\nroot = "{root}"\nfiles_dir = "{files}"\n{extra}'
-        '[[agents]]\nuse = "noop"\n[[judges]]\nuse = "osworld"\n'
+def config(tmp_path: Path, root: Path, files: Path) -> Path:
+    return write_run_config(
+        tmp_path / "osworld.toml",
+        dataset=use("osworld", root=str(root), files_dir=str(files)),
+        agents=["noop"],
+        judges=["osworld"],
     )
-    return cfg
 
 
 def test_ids_select_a_task_whose_files_are_there_while_others_are_missing(partial, tmp_path):

@@ -19,6 +19,7 @@ from pptarena.run.registry import get_registry
 from pptarena.run.runner import Runner
 from pptarena.types import ComponentContext, Prediction, Task
 from tests.support import pptc_reference as ref
+from tests.support.config import use, write_run_config
 
 pytestmark = pytest.mark.skipif(
     not (ref.PPTC / "src" / "pptx_check.py").is_file(), reason=f"PPTC's snapshot {ref.PPTC} is absent"
@@ -195,19 +196,22 @@ def _run(
     decks: Path,
     tmp_path: Path,
     mode: str,
-    extra: str = "",
+    extra: dict | None = None,
     ids_list: list[str] | None = None,
     agents: tuple[str, ...] = ("oracle", "noop"),
 ) -> dict[tuple[str, str], dict]:
     chosen = ids_list or (RUN_IDS if mode == "turn" else [i[:-2] for i in RUN_IDS])
-    ids = json.dumps(chosen)
-    agent_tables = "".join(f'[[agents]]\nuse = "{a}"\n\n' for a in agents)
-    cfg = tmp_path / f"pptc-{mode}.toml"
-    cfg.write_text(
-        f'[run]\njobs = 2\n\n[dataset]\nuse = "pptc"\nroot = "{ref.PPTC}"\ndecks_dir = "{decks}"\n'
-        f'sets = ["short", "long"]\nmode = "{mode}"\nids = {ids}\n{extra}\n'
-        f'{agent_tables}[[judges]]\nuse = "pptx_match"\n',
-        encoding="utf-8",
+    dataset = use(
+        "pptc",
+        root=str(ref.PPTC),
+        decks_dir=str(decks),
+        sets=["short", "long"],
+        mode=mode,
+        ids=chosen,
+        **(extra or {}),
+    )
+    cfg = write_run_config(
+        tmp_path / f"pptc-{mode}.toml", run={"jobs": 2}, dataset=dataset, agents=agents, judges=["pptx_match"]
     )
     out = tmp_path / (mode + ("-custom" if extra else ""))
     Runner(load_config(cfg, get_registry()), get_registry(), out, quiet=True).run()
@@ -242,7 +246,7 @@ def test_turn_mode_oracle_and_noop(decks, tmp_path):
 
 
 def test_session_mode_chains_turns(decks, tmp_path):
-    rows = _run(decks, tmp_path, "session", 'session_check = "every"\n')
+    rows = _run(decks, tmp_path, "session", {"session_check": "every"})
     for k in (3, 6):
         row = rows[("oracle", f"short-{k}")]
         turns = len(ref.session_turns("short", k))
@@ -267,7 +271,7 @@ def test_session_mode_chains_turns(decks, tmp_path):
 
 def test_pptc_session_check_fails_gold_decks_where_pptc_does(decks, tmp_path):
     """PPTC's own session check (every restriction on the final deck) fails the gold chain of short-0."""
-    rows = _run(decks, tmp_path, "session", 'session_check = "pptc"\n', ["short-0", "short-3"], ("oracle",))
+    rows = _run(decks, tmp_path, "session", {"session_check": "pptc"}, ["short-0", "short-3"], ("oracle",))
     row = rows[("oracle", "short-0")]
     final = ref.session_turns("short", 0)
     label = decks / "PPT_Label_File" / "Create_new_slides" / f"0_{len(final) - 1}.pptx"

@@ -14,6 +14,7 @@ from pptarena.plugins.datasets.tsbench import NO_TARGET, load_tsbench
 from pptarena.run.config import load_config
 from pptarena.run.registry import get_registry
 from pptarena.run.runner import Runner
+from tests.support.config import use, write_run_config
 from tests.support.paths import CORPUS
 
 pytestmark = pytest.mark.skipif(not CORPUS.is_dir(), reason=f"the shared deck corpus {CORPUS} is absent")
@@ -105,19 +106,21 @@ def test_malformed_records_are_refused(root, content, problem):
         load_tsbench(root)
 
 
-def _run(root: Path, tmp_path: Path, judges: str, extra: str = "") -> list[dict]:
-    cfg = tmp_path / "tsbench.toml"
-    cfg.write_text(
-        f'[run]\njobs = 1\n\n[dataset]\nuse = "tsbench"\nroot = "{root}"\nids = ["3-*"]\n\n'
-        f'[[agents]]\nuse = "noop"\n\n{judges}{extra}',
-        encoding="utf-8",
+def _run(root: Path, tmp_path: Path, judges: list, **parts) -> list[dict]:
+    cfg = write_run_config(
+        tmp_path / "tsbench.toml",
+        run={"jobs": 1},
+        dataset=use("tsbench", root=str(root), ids=["3-*"]),
+        agents=["noop"],
+        judges=judges,
+        **parts,
     )
     Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "run", quiet=True).run()
     return [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
 
 
 def test_structural_judge_says_there_is_no_target(root, tmp_path):
-    rows = _run(root, tmp_path, '[[judges]]\nuse = "structural"\n')
+    rows = _run(root, tmp_path, ["structural"])
     assert [r["status"] for r in rows] == ["judge_error", "judge_error"]
     assert all("TSBench ships no target decks" in r["error"] for r in rows)
 
@@ -127,16 +130,16 @@ def test_structural_judge_says_there_is_no_target(root, tmp_path):
 )
 def test_dual_judge_scores_without_a_target(root, tmp_path):
     """noop through the dual judge (scripted model): IF is 0 for an unchanged deck, as PPTArena rules."""
-    rules = (
-        "[backends.scripted]\nrules = [\n"
-        '  { match = "Score instruction following", reply = \'{"score": 5, "reason": "done"}\' },\n'
-        '  { match = "Score the visual quality", reply = \'{"score": 4, "reason": "fine"}\' },\n]\n'
-    )
+    rules = [
+        {"match": "Score instruction following", "reply": '{"score": 5, "reason": "done"}'},
+        {"match": "Score the visual quality", "reply": '{"score": 4, "reason": "fine"}'},
+    ]
     rows = _run(
         root,
         tmp_path,
-        '[renderer]\nuse = "libreoffice"\n\n[[judges]]\nuse = "dual"\nmodel = "scripted/j"\n\n',
-        rules,
+        [use("dual", model="scripted/j")],
+        renderer="libreoffice",
+        backends={"scripted": {"rules": rules}},
     )
     assert [r["status"] for r in rows] == ["scored", "scored"], rows
     for row in rows:

@@ -26,6 +26,7 @@ from pptarena.run.runner import Runner
 from pptarena.types import ComponentContext, JudgeError, Prediction, Task
 from tests.support import pptc_cases
 from tests.support import pptc_reference as ref
+from tests.support.config import use, write_run_config
 
 pytestmark = pytest.mark.skipif(
     not (ref.PPTC / "src" / "evaluate.py").is_file() or not pptc_cases.SOURCE.is_file(),
@@ -194,11 +195,12 @@ def test_sessions_get_pptcs_session_verdict(cases, tmp_path):
             )
         (folder / f"session_{k}.json").write_text("\n".join(lines) + "\n", encoding="utf-8")
         theirs[k] = ref.session_verdict(root, k, reference)
-    cfg = tmp_path / "run.toml"
-    cfg.write_text(
-        f'[run]\njobs = 1\n\n[dataset]\nuse = "pptc"\nroot = "{root}"\nmode = "session"\n\n'
-        f'[[agents]]\nuse = "precomputed"\ndir = "{root / "preds"}"\n\n[[judges]]\nuse = "pptx_match"\n',
-        encoding="utf-8",
+    cfg = write_run_config(
+        tmp_path / "run.toml",
+        run={"jobs": 1},
+        dataset=use("pptc", root=str(root), mode="session"),
+        agents=[use("precomputed", dir=str(root / "preds"))],
+        judges=["pptx_match"],
     )
     out = tmp_path / "run"
     Runner(load_config(cfg, get_registry()), get_registry(), out, quiet=True).run()

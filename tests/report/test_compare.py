@@ -14,21 +14,20 @@ from pptarena.cli.main import cli
 from pptarena.run.config import load_config
 from pptarena.run.registry import get_registry
 from pptarena.run.runner import Runner
+from tests.support.config import fake_run_toml, use, write_run_config
 
 scipy_stats = pytest.importorskip("scipy.stats", reason="scipy (test extra) is the reference for τ_b")
 
 
 def run_with(tmp_path: Path, name: str, right: list[bool]) -> Path:
-    rules = "".join(
-        f'[[backends.scripted.rules]]\nmatch = "New {i}"\nreply = "{f"New {i}" if ok else "Wrong"}"\n'
-        for i, ok in enumerate(right)
+    rules = [{"match": f"New {i}", "reply": f"New {i}" if ok else "Wrong"} for i, ok in enumerate(right)]
+    text = fake_run_toml(
+        len(right),
+        [use("asker-inproc", model="scripted/echo-1"), "noop"],
+        run={"bootstrap": 200},
+        backends={"scripted": {"rules": rules}},
     )
-    cfg = tmp_path / f"{name}.toml"
-    cfg.write_text(
-        f'[run]\nbootstrap = 200\n[dataset]\nuse = "fake"\nroot = "data"\ncount = {len(right)}\n'
-        '[renderer]\nuse = "dummy"\n[[judges]]\nuse = "title"\n'
-        '[[agents]]\nuse = "asker-inproc"\nmodel = "scripted/echo-1"\n[[agents]]\nuse = "noop"\n' + rules
-    )
+    cfg = write_run_config(tmp_path / f"{name}.toml", text)
     out = tmp_path / name
     Runner(load_config(cfg, get_registry()), get_registry(), out, quiet=True).run()
     return out

@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import math
 import shutil
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -17,7 +18,8 @@ from pptarena.report.meta_stats import bootstrap_ci, kendall_tau_b, pearson, ran
 from pptarena.run.config import load_config
 from pptarena.run.registry import get_registry, reset_registry
 from pptarena.run.runner import Runner
-from tests.support.report_fixtures import demo_run, fake_run, rows_of
+from tests.support.config import run_toml, use, write_run_config
+from tests.support.report_fixtures import rows_of
 
 # ------------------------------------------------------------------ statistics
 
@@ -115,8 +117,8 @@ def test_label_scales_and_errors(tmp_path):
 # ------------------------------------------------------------------ agreement on a real run
 
 
-def test_agreement_with_labels_on_a_fake_run(tmp_path, fake_plugins):
-    run_dir = fake_run(tmp_path, count=4)
+def test_agreement_with_labels_on_a_fake_run(tmp_path, fake_plugins, fake_run):
+    run_dir = fake_run(count=4)
     rows = rows_of(run_dir)
     # humans agree with the title judge except on one noop pair; crash pairs have no score
     lines = ["task_id,agent,label"]
@@ -162,14 +164,16 @@ def _need_soffice():
         pytest.skip("LibreOffice (soffice) is not installed")
 
 
-def test_repeat_of_the_deterministic_structural_judge_has_no_variance(tmp_path_factory, tmp_path):
+def test_repeat_of_the_deterministic_structural_judge_has_no_variance(tmp_path_factory, tmp_path, demo_run):
     _need_soffice()
     run_dir = tmp_path / "run"
-    shutil.copytree(demo_run(tmp_path_factory), run_dir)
-    cfg = tmp_path / "structural-only.toml"
-    cfg.write_text(
-        '[dataset]\nuse = "demo"\n[[agents]]\nuse = "noop"\n[renderer]\nuse = "libreoffice"\n'
-        '[[judges]]\nuse = "structural"\n'
+    shutil.copytree(demo_run, run_dir)
+    cfg = write_run_config(
+        tmp_path / "structural-only.toml",
+        dataset="demo",
+        agents=["noop"],
+        renderer="libreoffice",
+        judges=["structural"],
     )
     report = meta_eval(run_dir, repeat=3, config_path=cfg, registry=get_registry())
     s = report["repeat"]["series"]["structural"]
@@ -178,31 +182,21 @@ def test_repeat_of_the_deterministic_structural_judge_has_no_variance(tmp_path_f
     assert report["warnings"] == []
 
 
-DUAL = """
-[run]
-tasks = ["birds-title-colour"]
-cache_dir = "{cache}"
-[dataset]
-use = "demo"
-[[agents]]
-use = "noop"
-[renderer]
-use = "libreoffice"
-[[judges]]
-use = "dual"
-model = "scripted/judge"
-chunk_size = 50
-[backends.scripted]
-responses = ['{{"score": 4, "reason": "r0"}}', '{{"score": 2, "reason": "r1"}}', \
-'{{"score": 4, "reason": "r2"}}']
-on_exhausted = "cycle"
-{extra}
-"""
+def _dual_config(cache_dir: Path, **backend_options) -> str:
+    """noop on one demo task, real renders, the dual judge on three scripted replies (cycled)."""
+    replies = [f'{{"score": {score}, "reason": "r{i}"}}' for i, score in enumerate((4, 2, 4))]
+    return run_toml(
+        run={"tasks": ["birds-title-colour"], "cache_dir": str(cache_dir)},
+        dataset="demo",
+        agents=["noop"],
+        renderer="libreoffice",
+        judges=[use("dual", model="scripted/judge", chunk_size=50)],
+        backends={"scripted": {"responses": replies, "on_exhausted": "cycle", **backend_options}},
+    )
 
 
-def _dual_run(tmp_path, extra=""):
-    cfg = tmp_path / "dual.toml"
-    cfg.write_text(DUAL.format(cache=tmp_path / "cache", extra=extra))
+def _dual_run(tmp_path, **backend_options):
+    cfg = write_run_config(tmp_path / "dual.toml", _dual_config(tmp_path / "cache", **backend_options))
     reset_registry()
     Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "run", quiet=True).run()
     return tmp_path / "run"
@@ -229,7 +223,7 @@ def test_repeat_of_a_model_judge_on_the_scripted_backend(tmp_path):
 
 def test_repeat_warns_when_the_response_cache_hides_variance(tmp_path):
     _need_soffice()
-    run_dir = _dual_run(tmp_path, extra="cache = true")
+    run_dir = _dual_run(tmp_path, cache=True)
     report = meta_eval(run_dir, repeat=2, registry=get_registry())
     assert any("response cache" in w for w in report["warnings"])
     assert report["repeat"]["series"]["dual"]["mean_variance"] == 0.0
@@ -270,8 +264,8 @@ def test_graded_set_kinds_and_order_within_tasks(tmp_path):
     assert plain[0].kind == "" and kind_means(plain, {"j": values}) == {}
 
 
-def test_meta_eval_command_reports_kinds_on_a_run(tmp_path, fake_plugins):
-    run_dir = fake_run(tmp_path, count=3)
+def test_meta_eval_command_reports_kinds_on_a_run(tmp_path, fake_plugins, fake_run):
+    run_dir = fake_run(count=3)
     lines = ["task_id,agent,label,kind"]
     for r in rows_of(run_dir):
         lines.append(f"{r['task_id']},{r['agent']},{1 if r['agent'] == 'retitle' else 0},{r['agent']}-kind")

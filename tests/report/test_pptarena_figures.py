@@ -21,6 +21,7 @@ from pptarena.plugins.datasets.pptarena_bench import load_pptarena_tasks
 from pptarena.run.config import load_config
 from pptarena.run.registry import get_registry, reset_registry
 from pptarena.run.runner import Runner
+from tests.support.config import use, write_run_config
 
 CATEGORIES = {  # case number -> categories
     1: ["Content"],
@@ -91,15 +92,19 @@ def test_dataset_describes_its_splits(tmp_path):
 @pytest.fixture
 def run_dir(tmp_path, figures_plugin) -> Path:
     root = _index(tmp_path / "arena")
-    scores = ", ".join(f'"case-{n}" = [{i}, {v}]' for n, (i, v) in SCORES.items())
-    cfg = tmp_path / "run.toml"
-    cfg.write_text(
-        f'[run]\njobs = 1\n\n[dataset]\nuse = "pptarena"\nroot = "{root}"\n'
-        'subset = "agent_bench/subset25.json"\nsubset_only = false\n'
-        'ids = ["case-1", "case-2", "case-3", "case-4", "case-6"]\n\n'
-        '[[agents]]\nuse = "noop"\n\n'
-        f'[[judges]]\nuse = "ifvq"\nlabel = "dual"\nscores = {{ {scores} }}\nfail = ["case-3"]\n',
-        encoding="utf-8",
+    scores = {f"case-{n}": [i, v] for n, (i, v) in SCORES.items()}
+    cfg = write_run_config(
+        tmp_path / "run.toml",
+        run={"jobs": 1},
+        dataset=use(
+            "pptarena",
+            root=str(root),
+            subset="agent_bench/subset25.json",
+            subset_only=False,
+            ids=["case-1", "case-2", "case-3", "case-4", "case-6"],
+        ),
+        agents=["noop"],
+        judges=[use("ifvq", label="dual", scores=scores, fail=["case-3"])],
     )
     out = tmp_path / "run"
     Runner(load_config(cfg, get_registry()), get_registry(), out, quiet=True).run()

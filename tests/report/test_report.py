@@ -10,7 +10,7 @@ from pptarena.cli.main import cli
 from pptarena.report.show import print_summary
 from pptarena.report.tables import breakdown_tables, judge_kinds, leaderboard_table, plain_text
 from pptarena.run.results import summarize_results
-from tests.support.report_fixtures import fake_run, rows_of
+from tests.support.report_fixtures import rows_of
 
 
 def _table_rows(text: str, title: str) -> dict[str, list[str]]:
@@ -28,8 +28,8 @@ def _table_rows(text: str, title: str) -> dict[str, list[str]]:
     return out
 
 
-def test_plain_summary_of_a_real_fake_run(tmp_path, fake_plugins):
-    run_dir = fake_run(tmp_path, count=2)
+def test_plain_summary_of_a_real_fake_run(tmp_path, fake_plugins, fake_run):
+    run_dir = fake_run(count=2)
     summary = summarize_results(rows_of(run_dir))
     buf = io.StringIO()
     assert print_summary(run_dir, summary, file=buf, rich=False, html=False) is None
@@ -47,8 +47,8 @@ def test_plain_summary_of_a_real_fake_run(tmp_path, fake_plugins):
     assert f"Results: {run_dir / 'results.jsonl'}" in text
 
 
-def test_rich_output_on_a_terminal(tmp_path, fake_plugins):
-    run_dir = fake_run(tmp_path, count=1)
+def test_rich_output_on_a_terminal(tmp_path, fake_plugins, fake_run):
+    run_dir = fake_run(count=1)
     buf = io.StringIO()
     print_summary(run_dir, summarize_results(rows_of(run_dir)), file=buf, rich=True, html=False)
     text = buf.getvalue()
@@ -101,8 +101,8 @@ def test_ppteval_and_pptarena_figures():
     assert "rubric success" in plain_text(table)
 
 
-def test_arena_report_command(tmp_path, fake_plugins):
-    run_dir = fake_run(tmp_path, count=1)
+def test_arena_report_command(tmp_path, fake_plugins, fake_run):
+    run_dir = fake_run(count=1)
     res = CliRunner().invoke(cli, ["report", str(run_dir), "--no-render"])
     assert res.exit_code == 0, res.output
     assert "Leaderboard" in res.output and f"Report: {run_dir / 'report.html'}" in res.output

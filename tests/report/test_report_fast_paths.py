@@ -21,6 +21,7 @@ from pptarena.run import resample, results
 from pptarena.run.results import read_results, summarize_results
 from pptarena.run.rundir import RunDir
 from pptarena.run.stats import bootstrap_mean_ci
+from tests.support.config import fake_dataset, fake_run_toml, write_run_config
 
 
 def reference_bootstrap(values, n_boot=2000, seed=0, level=0.95):
@@ -217,12 +218,10 @@ def test_the_report_reuses_the_summary_a_real_run_wrote(tmp_path, fake_plugins, 
 
     from pptarena.run.summary_stats import stats_options
 
-    cfg = tmp_path / "c.toml"
-    cfg.write_text(
-        '[run]\nbootstrap = 300\nseed = 4\n[dataset]\nuse = "fake"\nroot = "d"\ncount = 3\n'
-        '[renderer]\nuse = "dummy"\n[[agents]]\nuse = "noop"\n[[agents]]\nuse = "oracle"\n'
-        '[[judges]]\nuse = "title"\n'
+    text = fake_run_toml(
+        3, ["noop", "oracle"], dataset=fake_dataset(3, root="d"), run={"bootstrap": 300, "seed": 4}
     )
+    cfg = write_run_config(tmp_path / "c.toml", text)
     out = subprocess.run(
         [sys.executable, "-m", "pptarena.cli", "run", "--config", str(cfg), "--out", str(tmp_path / "r")],
         capture_output=True,

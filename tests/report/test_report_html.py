@@ -13,16 +13,16 @@ from urllib.parse import unquote
 import pytest
 
 from pptarena.report.html import write_report
-from tests.support.report_fixtures import copy_run, demo_run, fake_run
+from tests.support.report_fixtures import copy_run
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
 @pytest.fixture
-def demo(tmp_path_factory, tmp_path):
+def demo(tmp_path_factory, tmp_path, demo_run):
     if not shutil.which("soffice"):
         pytest.skip("LibreOffice (soffice) is not installed")
-    return copy_run(demo_run(tmp_path_factory), tmp_path / "demo-run")
+    return copy_run(demo_run, tmp_path / "demo-run")
 
 
 def _image_sources(html: str) -> list[str]:
@@ -69,16 +69,16 @@ def test_report_escapes_untrusted_text(demo):
     assert "<img src=x" not in html and "Agent log (2 events)" in html and "(unreadable line)" in html
 
 
-def test_fake_run_report_says_rendering_is_impossible(tmp_path, fake_plugins):
-    run_dir = fake_run(tmp_path, count=1)
+def test_fake_run_report_says_rendering_is_impossible(tmp_path, fake_plugins, fake_run):
+    run_dir = fake_run(count=1)
     html = write_report(run_dir).read_text()
     assert "rendering is impossible here: InfraError: dummy renderer cannot render" in html
     assert "agent_error" in html and "RuntimeError: agent bug" in html
     assert "Change the title to &#x27;New 0&#x27;" in html
 
 
-def test_report_without_the_dataset_still_works(tmp_path, fake_plugins):
-    run_dir = fake_run(tmp_path, count=1)
+def test_report_without_the_dataset_still_works(tmp_path, fake_plugins, fake_run):
+    run_dir = fake_run(count=1)
     shutil.rmtree(tmp_path / "data")
     (tmp_path / "fake.toml").unlink()
     manifest = json.loads((run_dir / "manifest.json").read_text())

@@ -18,7 +18,7 @@ from pptarena.report.index import SINGLE_PAGE_MAX_PAIRS
 from pptarena.report.pages import TASKS_PER_PAGE
 from pptarena.run.rundir import RunDir
 from tests.support.chromium import CHROMIUM, dump_dom
-from tests.support.report_fixtures import copy_run, demo_run
+from tests.support.report_fixtures import copy_run
 
 EVIL = "evil</script><img src=x onerror=alert(1)>"
 
@@ -159,12 +159,12 @@ def test_index_filters_and_sorts_in_headless_chromium(big, tmp_path):
     )
 
 
-def test_task_page_opens_from_the_index_on_a_real_run(tmp_path_factory, tmp_path):
+def test_task_page_opens_from_the_index_on_a_real_run(tmp_path_factory, tmp_path, demo_run):
     if not shutil.which("soffice"):
         pytest.skip("LibreOffice (soffice) is not installed")
     if not Path(CHROMIUM).exists():
         pytest.skip("chromium is not installed")
-    run_dir = copy_run(demo_run(tmp_path_factory), tmp_path / "demo-run")
+    run_dir = copy_run(demo_run, tmp_path / "demo-run")
     index = write_report(run_dir, layout="pages")
     profile = tmp_path / "profile"
     dom = dump_dom(index.resolve().as_uri() + "#q=birds-align", profile)

@@ -8,31 +8,22 @@ from click.testing import CliRunner
 from pptarena.cli.main import cli
 from pptarena.report.rescore import RescoreError, Rescorer, rescore
 from pptarena.run.registry import get_registry
-from tests.support.report_fixtures import fake_run, rows_of
+from tests.support.config import run_toml, use, write_run_config
+from tests.support.report_fixtures import rows_of
 
-ALT = """
-[dataset]
-use = "fake"
-root = "data"
-[renderer]
-use = "dummy"
-[[agents]]
-use = "noop"
-[[judges]]
-use = "title"
-label = "title-again"
-[[judges]]
-use = "title"
-label = "buggy"
-fail = "judge"
-"""
+ALT_JUDGES = (use("title", label="title-again"), use("title", label="buggy", fail="judge"))
 
 
-def test_rescore_with_other_judges_keeps_results_apart(tmp_path, fake_plugins):
-    run_dir = fake_run(tmp_path, count=2)
+def alt_config(judges=ALT_JUDGES) -> str:
+    """Another config for the fake run: the title judge under another label and a buggy one."""
+    return run_toml(dataset=use("fake", root="data"), renderer="dummy", agents=["noop"], judges=judges)
+
+
+def test_rescore_with_other_judges_keeps_results_apart(tmp_path, fake_plugins, fake_run):
+    run_dir = fake_run(count=2)
     before = (run_dir / "results.jsonl").read_bytes()
     alt = tmp_path / "alt.toml"
-    alt.write_text(ALT)
+    write_run_config(alt, alt_config())
     out, summary = rescore(run_dir, get_registry(), config_path=alt)
     assert out == run_dir / "rescore" / "alt"
     assert (run_dir / "results.jsonl").read_bytes() == before  # the run itself is untouched
@@ -68,8 +59,8 @@ def test_rescore_with_other_judges_keeps_results_apart(tmp_path, fake_plugins):
     assert len((out / "results.jsonl").read_text().splitlines()) == 6
 
 
-def test_rescore_with_the_runs_own_judges_and_cli(tmp_path, fake_plugins):
-    run_dir = fake_run(tmp_path, count=1)
+def test_rescore_with_the_runs_own_judges_and_cli(tmp_path, fake_plugins, fake_run):
+    run_dir = fake_run(count=1)
     res = CliRunner().invoke(cli, ["rescore", str(run_dir), "--quiet"])
     assert res.exit_code == 0, res.output
     assert "Re-score self" in res.output and "rescore/self · title" in res.output
@@ -84,8 +75,8 @@ def test_rescore_with_the_runs_own_judges_and_cli(tmp_path, fake_plugins):
     assert "Re-score self" in html and "rescore/self · title: score distribution" in html
 
 
-def test_rescore_rejects_bad_names_and_configs_without_judges(tmp_path, fake_plugins):
-    run_dir = fake_run(tmp_path, count=1)
+def test_rescore_rejects_bad_names_and_configs_without_judges(tmp_path, fake_plugins, fake_run):
+    run_dir = fake_run(count=1)
     try:
         Rescorer(run_dir, get_registry(), name="../escape")
     except RescoreError as exc:
@@ -93,6 +84,6 @@ def test_rescore_rejects_bad_names_and_configs_without_judges(tmp_path, fake_plu
     else:
         raise AssertionError("a name with '/' was accepted")
     nojudge = tmp_path / "nojudge.toml"
-    nojudge.write_text(ALT.split("[[judges]]")[0])
+    write_run_config(nojudge, alt_config(judges=()))
     res = CliRunner().invoke(cli, ["rescore", str(run_dir), "--config", str(nojudge)])
     assert res.exit_code != 0 and "has no [[judges]]" in res.output

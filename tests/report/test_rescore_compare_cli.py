@@ -9,7 +9,6 @@ from click.testing import CliRunner
 
 from pptarena.cli.main import cli
 from pptarena.report.tables import fmt, signed
-from tests.support.report_fixtures import fake_run
 
 JUDGES_ONLY = """
 # only what re-judging needs: the dataset and the agents are the run's own
@@ -24,8 +23,8 @@ label = "title-second"
 """
 
 
-def test_a_judges_only_config_rescores_and_compares_under_another_label(tmp_path, fake_plugins):
-    run_dir = fake_run(tmp_path, count=2)
+def test_a_judges_only_config_rescores_and_compares_under_another_label(tmp_path, fake_plugins, fake_run):
+    run_dir = fake_run(count=2)
     elsewhere = tmp_path / "configs"
     elsewhere.mkdir()
     cfg = elsewhere / "lenient.toml"
@@ -49,8 +48,8 @@ def test_a_judges_only_config_rescores_and_compares_under_another_label(tmp_path
     assert "title → title-lenient" in text.output and "-0.000" not in text.output
 
 
-def test_a_misspelled_judge_mapping_names_the_labels(tmp_path, fake_plugins):
-    run_dir = fake_run(tmp_path, count=1)
+def test_a_misspelled_judge_mapping_names_the_labels(tmp_path, fake_plugins, fake_run):
+    run_dir = fake_run(count=1)
     res = CliRunner().invoke(cli, ["compare", str(run_dir), str(run_dir), "--judge", "titel=title"])
     assert res.exit_code != 0 and "no judge labelled 'titel'" in res.output and "title" in res.output
     bad = CliRunner().invoke(cli, ["compare", str(run_dir), str(run_dir), "--judge", "title"])

@@ -14,11 +14,7 @@ from pptarena.run.config import load_config
 from pptarena.run.fingerprint import JudgeChangedError
 from pptarena.run.registry import get_registry
 from pptarena.run.runner import Runner
-
-DATASET = (
-    '[dataset]\nuse = "fake"\nroot = "data"\ncount = {count}\n'
-    '[renderer]\nuse = "dummy"\n[[judges]]\nuse = "title"\n'
-)
+from tests.support.config import fake_dataset, fake_run_toml, use, write_run_config
 
 
 def rows_of(run_dir: Path) -> list[dict]:
@@ -29,27 +25,26 @@ def rows_of(run_dir: Path) -> list[dict]:
     return list(latest.values())
 
 
-def write(tmp_path: Path, body: str) -> Path:
-    p = tmp_path / "run.toml"
-    p.write_text(body)
-    return p
+def write(tmp_path: Path, count: int, agents: list, **parts) -> Path:
+    """run.toml: ``agents`` on the fake dataset of ``count`` tasks (``parts``: the rest of the config)."""
+    return write_run_config(tmp_path / "run.toml", fake_run_toml(count, agents, **parts))
 
 
 def test_epochs_give_pass_at_k_and_reuse_deterministic_agents(tmp_path, fake_plugins):
     rng = random.Random(5)
     outcomes = {i: [rng.random() < 0.5 for _ in range(3)] for i in range(2)}
     outcomes[0][0], outcomes[1][0] = True, False  # both outcomes occur
-    rules = "".join(
-        f'[[backends.scripted.rules]]\nmatch = "New {i}"\n'
-        f"reply = {json.dumps([f'New {i}' if ok else 'Wrong' for ok in oks])}\n"
+    rules = [
+        {"match": f"New {i}", "reply": [f"New {i}" if ok else "Wrong" for ok in oks]}
         for i, oks in outcomes.items()
+    ]
+    cfg = write(
+        tmp_path,
+        2,
+        [use("asker", model="scripted/echo-1"), "noop"],
+        run={"epochs": 2, "bootstrap": 200},
+        backends={"scripted": {"state_file": str(tmp_path / "state.json"), "rules": rules}},
     )
-    body = (
-        f"[run]\nepochs = 2\nbootstrap = 200\n{DATASET.format(count=2)}"
-        '[[agents]]\nuse = "asker"\nmodel = "scripted/echo-1"\n[[agents]]\nuse = "noop"\n'
-        f'[backends.scripted]\nstate_file = "{tmp_path / "state.json"}"\n{rules}'
-    )
-    cfg = write(tmp_path, body)
     out = tmp_path / "out"
     Runner(load_config(cfg, get_registry()), get_registry(), out, quiet=True).run()
     assert len(rows_of(out)) == 8
@@ -98,19 +93,19 @@ def test_epochs_give_pass_at_k_and_reuse_deterministic_agents(tmp_path, fake_plu
     assert all(r["cost"]["agent"]["usd"] == 0.0 for r in rows if r["agent"] == "asker")
 
 
-PRICED = (
-    '[backends.scripted]\nresponses = [{{ reply = "x", input_tokens = 1000, output_tokens = 10 }}]\n'
-    'on_exhausted = "repeat_last"\n'
-    '[backends.scripted.pricing]\n"echo-1" = {{ input = 1000.0, output = 0.0 }}\n'
-)
+PRICED = {  # $1000 per million input tokens, 1000 tokens a call: $1 a call
+    "scripted": {
+        "responses": [{"reply": "x", "input_tokens": 1000, "output_tokens": 10}],
+        "on_exhausted": "repeat_last",
+        "pricing": {"echo-1": {"input": 1000.0, "output": 0.0}},
+    }
+}
+ASKER = use("asker-inproc", model="scripted/echo-1")
 
 
 def priced_config(tmp_path: Path, max_cost: float, jobs: int, count: int = 6) -> Path:
-    return write(
-        tmp_path,
-        f"[run]\njobs = {jobs}\nmax_cost = {max_cost}\nbootstrap = 50\n{DATASET.format(count=count)}"
-        '[[agents]]\nuse = "asker-inproc"\nmodel = "scripted/echo-1"\n' + PRICED.format(),
-    )
+    run = {"jobs": jobs, "max_cost": max_cost, "bootstrap": 50}
+    return write(tmp_path, count, [ASKER], run=run, backends=PRICED)
 
 
 def test_cost_per_call_pair_agent_and_run(tmp_path, fake_plugins):
@@ -134,9 +129,11 @@ def test_cost_per_call_pair_agent_and_run(tmp_path, fake_plugins):
 def test_unknown_price_is_unknown_not_zero(tmp_path, fake_plugins):
     cfg = write(
         tmp_path,
-        f'{DATASET.format(count=1)}[[agents]]\nuse = "asker-inproc"\nmodel = "openai/no-such-model"\n'
-        '[backends.openai]\nbase_url = "http://127.0.0.1:9/v1"\napi_key = "x"\n'
-        "max_retries = 0\ntimeout = 2\n",
+        1,
+        [use("asker-inproc", model="openai/no-such-model")],
+        backends={
+            "openai": {"base_url": "http://127.0.0.1:9/v1", "api_key": "x", "max_retries": 0, "timeout": 2}
+        },
     )
     # price calls as the openai backend configured above would (no call is made)
     from pptarena.models import Usage
@@ -198,7 +195,7 @@ def test_max_cost_finishes_pairs_in_flight(tmp_path, fake_plugins):
 def test_changed_judge_prompt_is_refused_on_resume_and_rescore(tmp_path, fake_plugins, monkeypatch):
     import fakeplugins
 
-    cfg = write(tmp_path, f'[run]\nlimit = 1\n{DATASET.format(count=2)}[[agents]]\nuse = "noop"\n')
+    cfg = write(tmp_path, 2, ["noop"], run={"limit": 1})
     out = tmp_path / "out"
     Runner(load_config(cfg, get_registry()), get_registry(), out, quiet=True).run()
     manifest = json.loads((out / "manifest.json").read_text())
@@ -212,7 +209,7 @@ def test_changed_judge_prompt_is_refused_on_resume_and_rescore(tmp_path, fake_pl
     assert verdicts["verdicts"]["title"]["fingerprint"] == fp["id"]
     Rescorer(out, get_registry(), name="again").run()
     monkeypatch.setattr(fakeplugins, "PROMPT", "Compare the titles, strictly.")
-    cfg.write_text(cfg.read_text().replace("limit = 1", ""))  # new work would be pending
+    write(tmp_path, 2, ["noop"])  # no limit: new work would be pending
     with pytest.raises(JudgeChangedError, match=r"judge 'title' \(differs in prompts_sha.*arena rescore"):
         Runner(load_config(cfg, get_registry()), get_registry(), out, quiet=True).run()
     assert len(rows_of(out)) == 1
@@ -229,12 +226,7 @@ def test_cli_epochs_and_max_cost_then_report(tmp_path, fake_plugins):
     from pptarena.cli.main import cli
     from pptarena.report.html import write_report
 
-    cfg = write(
-        tmp_path,
-        f"[run]\nbootstrap = 100\n{DATASET.format(count=3)}"
-        '[[agents]]\nuse = "asker-inproc"\nmodel = "scripted/echo-1"\n[[agents]]\nuse = "noop"\n'
-        + PRICED.format(),
-    )
+    cfg = write(tmp_path, 3, [ASKER, "noop"], run={"bootstrap": 100}, backends=PRICED)
     out = tmp_path / "cli"
     res = CliRunner().invoke(
         cli,
@@ -297,18 +289,16 @@ def test_fingerprint_follows_options_backend_sampling_and_prompts(tmp_path, fake
     from pptarena.run.components import Components
     from pptarena.run.fingerprint import judge_fingerprint
 
-    def fingerprint(judge_table: str, temperature: float = 0.0) -> dict:
+    def fingerprint(judge: dict, temperature: float = 0.0) -> dict:
         cfg = write(
-            tmp_path,
-            DATASET.format(count=1).replace('[[judges]]\nuse = "title"\n', judge_table)
-            + f'[[agents]]\nuse = "noop"\n[backends.scripted]\ntemperature = {temperature}\n',
+            tmp_path, 1, ["noop"], judges=[judge], backends={"scripted": {"temperature": temperature}}
         )
         config = load_config(cfg, get_registry())
         judge = Components(config, get_registry()).build(config.judges[0])
         assert prompts in type(judge).fingerprint_modules  # the dual judge's prompts are hashed
         return judge_fingerprint(config.judges[0], judge, config.backends)
 
-    dual = '[[judges]]\nuse = "dual"\nmodel = "scripted/judge-1"\n'
+    dual = use("dual", model="scripted/judge-1")
     base = fingerprint(dual)
     assert base["component"].endswith(":dual") and base["models"] == ["scripted/judge-1"] and base["version"]
     assert (
@@ -317,17 +307,13 @@ def test_fingerprint_follows_options_backend_sampling_and_prompts(tmp_path, fake
     )
     assert fingerprint(dual)["id"] == base["id"]  # stable
     assert fingerprint(dual, temperature=0.7)["id"] != base["id"]  # the backend's sampling default
-    assert fingerprint(dual + "max_tokens = 64\n")["id"] != base["id"]  # the judge's own options
-    assert fingerprint(dual.replace("judge-1", "judge-2"))["id"] != base["id"]  # the model
+    assert fingerprint({**dual, "max_tokens": 64})["id"] != base["id"]  # the judge's own options
+    assert fingerprint({**dual, "model": "scripted/judge-2"})["id"] != base["id"]  # the model
 
 
 def test_epochs_of_a_session_keep_their_own_turn_folders(tmp_path, fake_plugins):
     """Attempt 2 of a multi-turn session must not reuse (and so delete) attempt 1's turn folders."""
-    cfg = tmp_path / "run.toml"
-    cfg.write_text(
-        '[run]\nepochs = 2\n[dataset]\nuse = "fake"\nroot = "data"\ncount = 1\nturns = 2\n'
-        '[renderer]\nuse = "dummy"\n[[agents]]\nuse = "slowcopy"\n[[judges]]\nuse = "title"\n'
-    )
+    cfg = write(tmp_path, 1, ["slowcopy"], run={"epochs": 2}, dataset=fake_dataset(1, turns=2))
     Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
     rows = [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
     assert sorted(r["epoch"] for r in rows) == [1, 2] and all(r["status"] == "scored" for r in rows)
@@ -344,11 +330,8 @@ def test_files_an_agent_writes_during_a_session_turn_are_redacted(tmp_path, fake
     the run keeps it."""
     secret = "sk-test-session-0123456789abcdef"
     monkeypatch.setenv("PPTARENA_TEST_API_KEY", secret)
-    cfg = tmp_path / "run.toml"
-    cfg.write_text(
-        '[dataset]\nuse = "fake"\nroot = "data"\ncount = 1\nturns = 2\n'
-        '[renderer]\nuse = "dummy"\n[[agents]]\nuse = "leaky"\ntrusted = true\n[[judges]]\nuse = "title"\n'
-    )  # trusted: in the harness's process the agent can read the key (a jailed one never has it)
+    # trusted: in the harness's process the agent can read the key (a jailed one never has it)
+    cfg = write(tmp_path, 1, [use("leaky", trusted=True)], dataset=fake_dataset(1, turns=2))
     Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
     transcripts = sorted((tmp_path / "out" / "tasks" / "leaky").glob("*/transcript.txt"))
     assert len(transcripts) == 2
@@ -361,10 +344,11 @@ def test_max_cost_counts_every_turn_of_a_session(tmp_path, fake_plugins):
     and 2 ($2, then $4 > $2.5) no third may start."""
     cfg = write(
         tmp_path,
-        "[run]\njobs = 1\nmax_cost = 2.5\nbootstrap = 50\n"
-        + DATASET.format(count=6).replace("count = 6\n", "count = 6\nturns = 2\n")
-        + '[[agents]]\nuse = "asker-inproc"\nmodel = "scripted/echo-1"\n'
-        + PRICED.format(),
+        6,
+        [ASKER],
+        run={"jobs": 1, "max_cost": 2.5, "bootstrap": 50},
+        dataset=fake_dataset(6, turns=2),
+        backends=PRICED,
     )
     summary = Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
     rows = rows_of(tmp_path / "out")
@@ -379,11 +363,7 @@ def test_max_cost_counts_every_turn_of_a_session(tmp_path, fake_plugins):
 def test_a_failing_turn_is_recorded_like_a_failing_pair(tmp_path, fake_plugins):
     """A turn is an ordinary attempt: the agent's traceback lands in the turn's folder, the session
     stops there with the turn's status, and the turn's isolation and cost are on the line."""
-    cfg = write(
-        tmp_path,
-        '[dataset]\nuse = "fake"\nroot = "data"\ncount = 1\nturns = 3\n'
-        '[renderer]\nuse = "dummy"\n[[agents]]\nuse = "crash"\n[[judges]]\nuse = "title"\n',
-    )
+    cfg = write(tmp_path, 1, ["crash"], dataset=fake_dataset(1, turns=3))
     Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
     (row,) = rows_of(tmp_path / "out")
     assert row["status"] == "agent_error" and row["error"].startswith("turn 0: RuntimeError: agent bug")

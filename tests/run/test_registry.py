@@ -18,6 +18,7 @@ from pptarena.run.registry import (
     get_registry,
     load_registry,
 )
+from tests.support.config import fake_dataset, fake_run_toml, write_run_config
 from tests.support.paths import PLUGIN_MODULES
 
 
@@ -130,10 +131,8 @@ def test_broken_plugin_does_not_break_help_or_plugins(tmp_path):
     # a run that does not use the broken plugin works, with a warning naming it
     env["PPTARENA_PLUGINS"] = "explodes_on_import,fakeplugins"
     env["PYTHONPATH"] = os.pathsep.join([str(tmp_path), str(PLUGIN_MODULES)])
-    cfg = tmp_path / "run.toml"
-    cfg.write_text(
-        '[dataset]\nuse = "fake"\nroot = "d"\ncount = 1\n[renderer]\nuse = "dummy"\n'
-        '[[agents]]\nuse = "noop"\n[[judges]]\nuse = "title"\n'
+    cfg = write_run_config(
+        tmp_path / "run.toml", fake_run_toml(1, ["noop"], dataset=fake_dataset(1, root="d"))
     )
     out = subprocess.run(
         [

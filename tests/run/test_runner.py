@@ -15,17 +15,12 @@ import pytest
 from pptarena.run.config import load_config
 from pptarena.run.registry import get_registry
 from pptarena.run.runner import Runner
-
-BASE = (
-    '[dataset]\nuse = "fake"\nroot = "data"\ncount = {count}\n'
-    '[renderer]\nuse = "dummy"\n[[judges]]\nuse = "title"\n'
-)
+from tests.support.config import fake_dataset, fake_run_toml, use, write_run_config
 
 
-def config_file(tmp_path: Path, agents: str, count: int = 3, run: str = "") -> Path:
-    p = tmp_path / "run.toml"
-    p.write_text(run + BASE.format(count=count) + agents)
-    return p
+def config_file(tmp_path: Path, agents: list, count: int = 3, **parts) -> Path:
+    """run.toml: the fake dataset of ``count`` tasks, the dummy renderer, the title judge and ``agents``."""
+    return write_run_config(tmp_path / "run.toml", fake_run_toml(count, agents, **parts))
 
 
 def rows_of(run_dir: Path) -> list[dict]:
@@ -35,8 +30,7 @@ def rows_of(run_dir: Path) -> list[dict]:
 def test_statuses_and_run_directory(tmp_path, fake_plugins):
     cfg = config_file(
         tmp_path,
-        '[[agents]]\nuse = "retitle"\n[[agents]]\nuse = "noop"\n[[agents]]\nuse = "crash"\n'
-        '[[agents]]\nuse = "crash"\nlabel = "broken-tool"\ninfra = true\n',
+        ["retitle", "noop", "crash", use("crash", label="broken-tool", infra=True)],
         count=2,
     )
     config = load_config(cfg, get_registry())
@@ -74,18 +68,16 @@ def test_statuses_and_run_directory(tmp_path, fake_plugins):
 
 
 def test_judge_errors_are_classified(tmp_path, fake_plugins):
-    cfg = tmp_path / "run.toml"
-    cfg.write_text(
-        '[dataset]\nuse = "fake"\nroot = "data"\ncount = 1\n'
-        '[renderer]\nuse = "dummy"\n[[agents]]\nuse = "noop"\n'
-        '[[judges]]\nuse = "title"\n[[judges]]\nuse = "title"\nlabel = "buggy"\nfail = "judge"\n'
-    )
+    judges = ["title", use("title", label="buggy", fail="judge")]
+    cfg = config_file(tmp_path, ["noop"], count=1, judges=judges)
     Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "a", quiet=True).run()
     row = rows_of(tmp_path / "a")[0]
     assert (
         row["status"] == "judge_error" and "buggy" in row["error"] and row["scores"]["title"]["score"] == 0.0
     )
-    cfg.write_text(cfg.read_text().replace('fail = "judge"', 'fail = "infra"'))
+    cfg = config_file(
+        tmp_path, ["noop"], count=1, judges=["title", use("title", label="buggy", fail="infra")]
+    )
     Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "b", quiet=True).run()
     assert rows_of(tmp_path / "b")[0]["status"] == "infra_error"
 
@@ -106,9 +98,9 @@ def test_timeout_kills_agent_and_its_children(tmp_path, fake_plugins, monkeypatc
     pidfile = tmp_path / "child.pid"
     cfg = config_file(
         tmp_path,
-        f'[[agents]]\nuse = "hang"\npidfile = "{pidfile}"\n',
+        [use("hang", pidfile=str(pidfile))],
         count=1,
-        run="[run]\ntask_timeout = 3\nallow_weak_isolation = true\n",
+        run={"task_timeout": 3, "allow_weak_isolation": True},
     )
     t0 = time.monotonic()
     Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
@@ -126,8 +118,7 @@ def test_timeout_kills_agent_and_its_children(tmp_path, fake_plugins, monkeypatc
 def test_sigkill_then_resume_records_every_pair_once(tmp_path, fake_plugins):
     cfg = config_file(
         tmp_path,
-        '[[agents]]\nuse = "slowcopy"\nsleep = 0.4\n'
-        '[[agents]]\nuse = "slowcopy"\nlabel = "second"\nsleep = 0.4\n',
+        [use("slowcopy", sleep=0.4), use("slowcopy", label="second", sleep=0.4)],
         count=6,
     )
     out = tmp_path / "run"
@@ -178,7 +169,7 @@ def test_partial_last_line_is_repaired(tmp_path):
 
 
 def test_filters_limit_and_globs(tmp_path, fake_plugins):
-    cfg = config_file(tmp_path, '[[agents]]\nuse = "noop"\n', count=5)
+    cfg = config_file(tmp_path, ["noop"], count=5)
     config = load_config(cfg, get_registry())
     Runner(config, get_registry(), tmp_path / "g", task_globs=["task-0[13]"], quiet=True).run()
     assert sorted(r["task_id"] for r in rows_of(tmp_path / "g")) == ["task-01", "task-03"]
@@ -202,7 +193,7 @@ def _interrupt_run(cfg: Path, out: Path, ready=None) -> tuple[int, str]:
 
 
 def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path, fake_plugins):
-    cfg = config_file(tmp_path, '[[agents]]\nuse = "slowcopy"\nsleep = 0.5\n', count=8)
+    cfg = config_file(tmp_path, [use("slowcopy", sleep=0.5)], count=8)
     out = tmp_path / "run"
     returncode, err = _interrupt_run(cfg, out)
     assert returncode == 130, err
@@ -213,9 +204,7 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path, fake_plugins):
 def test_ctrl_c_says_how_to_resume_even_when_the_executor_crashes_while_stopping(tmp_path, fake_plugins):
     """The attack is Ray's own: cancelling its tasks can abort the driver. The user must still be
     told how to resume, so the message is printed before anything is stopped."""
-    cfg = config_file(
-        tmp_path, '[[agents]]\nuse = "slowcopy"\nsleep = 0.5\n[executor]\nuse = "crash-on-stop"\n', count=8
-    )
+    cfg = config_file(tmp_path, [use("slowcopy", sleep=0.5)], count=8, executor="crash-on-stop")
     out = tmp_path / "run"
     returncode, err = _interrupt_run(cfg, out)
     assert returncode == 1, err  # the executor's crash, not a clean 130
@@ -229,7 +218,8 @@ def test_ctrl_c_stops_the_run_even_when_the_agent_swallows_the_keyboard_interrup
     not record it, instead of running every remaining pair to the end."""
     cfg = config_file(
         tmp_path,
-        '[[agents]]\nuse = "swallower"\nsleep = 0.5\ntrusted = true\n[executor]\nuse = "inline"\n',
+        [use("swallower", sleep=0.5, trusted=True)],
+        executor="inline",
         count=8,
     )
     out = tmp_path / "run"
@@ -242,8 +232,8 @@ def test_ctrl_c_stops_the_run_even_when_the_agent_swallows_the_keyboard_interrup
 def test_model_usage_is_recorded_per_pair_and_calls_logged(tmp_path, fake_plugins):
     cfg = config_file(
         tmp_path,
-        '[[agents]]\nuse = "asker"\nmodel = "scripted/echo-1"\n'
-        '[backends.scripted]\nresponses = ["New 0"]\non_exhausted = "repeat_last"\n',
+        [use("asker", model="scripted/echo-1")],
+        backends={"scripted": {"responses": ["New 0"], "on_exhausted": "repeat_last"}},
         count=2,
     )
     summary = Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
@@ -264,7 +254,7 @@ def test_model_usage_is_recorded_per_pair_and_calls_logged(tmp_path, fake_plugin
 def test_agents_tool_resaves_the_reference_decks_for_judges(tmp_path, fake_plugins, monkeypatch):
     cache = tmp_path / "cache"
     monkeypatch.setenv("PPTARENA_CACHE", str(cache))
-    cfg = config_file(tmp_path, '[[agents]]\nuse = "resaving"\n[[agents]]\nuse = "slowcopy"\n', count=2)
+    cfg = config_file(tmp_path, ["resaving", "slowcopy"], count=2)
     Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
     rows = {(r["agent"], r["task_id"]): r for r in rows_of(tmp_path / "out")}
     assert all(r["status"] == "scored" for r in rows.values())
@@ -284,8 +274,7 @@ def test_agents_tool_resaves_the_reference_decks_for_judges(tmp_path, fake_plugi
 
 def test_reference_resave_failure_is_an_infra_error(tmp_path, fake_plugins, monkeypatch):
     monkeypatch.setenv("PPTARENA_CACHE", str(tmp_path / "cache"))
-    cfg = config_file(tmp_path, '[[agents]]\nuse = "resaving"\n', count=1)
-    cfg.write_text(cfg.read_text().replace('root = "data"', 'root = "data-fail"'))
+    cfg = config_file(tmp_path, ["resaving"], dataset=fake_dataset(1, root="data-fail"))
     Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
     row = rows_of(tmp_path / "out")[0]
     assert row["status"] == "infra_error" and "tool crashed" in row["error"]
@@ -326,7 +315,7 @@ def test_unreadable_input_deck_is_an_infra_error_and_the_run_goes_on(tmp_path, f
         return [dataclasses.replace(tasks[0], original=tmp_path / "vanished.pptx"), *tasks[1:]]
 
     monkeypatch.setattr(runner_mod, "load_tasks", one_deck_gone)
-    cfg = config_file(tmp_path, '[[agents]]\nuse = "noop"\n', count=2)
+    cfg = config_file(tmp_path, ["noop"], count=2)
     Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
     rows = {r["task_id"]: r for r in rows_of(tmp_path / "out")}
     assert len(rows) == 2
@@ -346,19 +335,19 @@ def test_safe_names_of_long_ids_do_not_collide():
 def test_resume_refuses_a_changed_config_but_accepts_a_new_agent(tmp_path, fake_plugins):
     from pptarena.types import PptArenaError
 
-    cfg = config_file(tmp_path, '[[agents]]\nuse = "noop"\n', count=1)
+    cfg = config_file(tmp_path, ["noop"], count=1)
     Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
-    cfg.write_text(cfg.read_text() + '[[agents]]\nuse = "slowcopy"\n')  # adding an agent resumes
+    cfg = config_file(tmp_path, ["noop", "slowcopy"], count=1)  # adding an agent resumes
     Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
     assert sorted(r["agent"] for r in rows_of(tmp_path / "out")) == ["noop", "slowcopy"]
-    cfg.write_text(cfg.read_text().replace('use = "title"', 'use = "title"\nlabel = "other"'))
+    cfg = config_file(tmp_path, ["noop", "slowcopy"], count=1, judges=[use("title", label="other")])
     with pytest.raises(PptArenaError, match=r"\[judges\] differs.*arena rescore"):
         Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
     assert len(rows_of(tmp_path / "out")) == 2
 
 
 def test_rerunning_without_out_resumes_the_same_configs_run(tmp_path, fake_plugins):
-    cfg = config_file(tmp_path, '[[agents]]\nuse = "noop"\n', count=2)
+    cfg = config_file(tmp_path, ["noop"], count=2)
     cmd = [sys.executable, "-m", "pptarena.cli", "run", "--config", str(cfg), "--no-report"]
     first = subprocess.run(cmd, capture_output=True, text=True, cwd=tmp_path)
     assert first.returncode == 0, first.stderr
@@ -381,7 +370,7 @@ def test_a_key_copied_out_encoded_is_masked_in_every_file_of_the_run(tmp_path, f
 
     secret = "sk-test/encoded+0123456789abcdef"  # "/" and "+" change under percent-encoding
     monkeypatch.setenv("PPTARENA_TEST_API_KEY", secret)
-    cfg = config_file(tmp_path, '[[agents]]\nuse = "encoding-leaker"\ntrusted = true\n', count=1)
+    cfg = config_file(tmp_path, [use("encoding-leaker", trusted=True)], count=1)
     out = tmp_path / "run"
     Runner(load_config(cfg, get_registry()), get_registry(), out, quiet=True).run()
     write_report(out, render=False)
@@ -398,7 +387,7 @@ def test_ctrl_c_mid_pair_leaves_no_key_in_the_run_folder(tmp_path, fake_plugins,
 
     secret = "sk-test-interrupt-0123456789abcdef"
     monkeypatch.setenv("PPTARENA_TEST_API_KEY", secret)
-    cfg = config_file(tmp_path, '[[agents]]\nuse = "leaky"\nsleep = 1.5\ntrusted = true\n', count=6)
+    cfg = config_file(tmp_path, [use("leaky", sleep=1.5, trusted=True)], count=6)
     out = tmp_path / "run"
     # Ctrl-C while the second pair sleeps, its transcript written and its result not
     returncode, err = _interrupt_run(

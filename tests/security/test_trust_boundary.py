@@ -24,12 +24,9 @@ from pptarena.run.config import load_config
 from pptarena.run.registry import get_registry, reset_registry
 from pptarena.run.runner import Runner
 from pptarena.types import AgentTask, Task
+from tests.support.config import fake_dataset, fake_run_toml, use, write_run_config
 from tests.support.paths import PLUGIN_MODULES
 
-BASE = (
-    '[dataset]\nuse = "fake"\nroot = "data"\ncount = {count}\n'
-    '[renderer]\nuse = "{renderer}"\n[[judges]]\nuse = "title"\n'
-)
 needs_jail = pytest.mark.skipif(not jail_available(), reason="bubblewrap is not usable on this machine")
 
 
@@ -42,11 +39,11 @@ def plugins(monkeypatch, plugin_modules):
     reset_registry()
 
 
-def run(
-    tmp_path: Path, agents: str, count: int = 2, run: str = "", renderer: str = "dummy", **kw
-) -> list[dict]:
-    cfg = tmp_path / "run.toml"
-    cfg.write_text(run + BASE.format(count=count, renderer=renderer) + agents)
+def run(tmp_path: Path, agents: list, count: int = 2, renderer: str = "dummy", parts=(), **kw) -> list[dict]:
+    """Runs ``agents`` on the fake dataset (``parts``: more of the config, e.g. ``run``, ``executor``)."""
+    cfg = write_run_config(
+        tmp_path / "run.toml", fake_run_toml(count, agents, renderer=renderer, **dict(parts))
+    )
     registry = get_registry()
     Runner(load_config(cfg, registry), registry, tmp_path / "out", quiet=True, **kw).run()
     return [json.loads(line) for line in (tmp_path / "out" / "results.jsonl").read_text().splitlines()]
@@ -132,8 +129,7 @@ def test_an_agent_plugin_copying_task_target_fails_and_never_scores(tmp_path, pl
     trusted one's rows say isolation none even though it claims bwrap in its prediction metadata."""
     rows = run(
         tmp_path,
-        '[[agents]]\nuse = "target-copier"\n'
-        '[[agents]]\nuse = "target-copier"\nlabel = "trusted-copier"\ntrusted = true\n',
+        ["target-copier", use("target-copier", label="trusted-copier", trusted=True)],
     )
     assert len(rows) == 4
     for row in rows:
@@ -151,7 +147,7 @@ def test_an_agent_plugin_copying_task_target_fails_and_never_scores(tmp_path, pl
 def test_an_agent_hunting_for_the_answer_finds_nothing_in_its_jail(tmp_path, plugins):
     """The attack: walk the task object, its metadata, every JSON file around the workspace (a worker's
     spec file), the environment and the whole visible file system for the target deck."""
-    rows = run(tmp_path, '[[agents]]\nuse = "answer-hunter"\n')
+    rows = run(tmp_path, ["answer-hunter"])
     for row in rows:
         assert row["status"] == "scored" and row["scores"]["title"]["score"] == 0.0, row
         assert row["isolation"] == "bwrap"
@@ -181,7 +177,8 @@ def test_the_spec_file_a_plain_worker_gets_holds_no_answer(tmp_path, plugins, mo
     monkeypatch.setenv("PPTARENA_SANDBOX", "off")
     rows = run(
         tmp_path,
-        f'[[agents]]\nuse = "answer-hunter"\nwalk = false\n[executor]\nuse = "local"\npool = {pool}\n',
+        [use("answer-hunter", walk=False)],
+        parts={"executor": use("local", pool=pool == "true")},
         allow_weak_isolation=True,
     )
     for row in rows:
@@ -200,10 +197,8 @@ def test_the_spec_file_a_plain_worker_gets_holds_no_answer(tmp_path, plugins, mo
 def test_each_turn_of_a_session_gets_its_history_and_no_target(tmp_path, plugins):
     """Multi-turn sessions: each turn's agent gets the earlier turns' instructions, never the turns'
     targets (``metadata["turns"]`` stays on the judges' side)."""
-    cfg = tmp_path / "run.toml"
-    cfg.write_text(
-        '[dataset]\nuse = "fake"\nroot = "data"\ncount = 1\nturns = 2\n[renderer]\nuse = "dummy"\n'
-        '[[judges]]\nuse = "title"\n[[agents]]\nuse = "answer-hunter"\n'
+    cfg = write_run_config(
+        tmp_path / "run.toml", fake_run_toml(agents=["answer-hunter"], dataset=fake_dataset(1, turns=2))
     )
     registry = get_registry()
     Runner(load_config(cfg, registry), registry, tmp_path / "out", quiet=True).run()
@@ -219,11 +214,13 @@ def test_an_agent_importing_the_datasets_code_gets_module_not_found(tmp_path, pl
     """The attack of item 2 through an agent plugin: import the demo dataset's task table inside the
     worker and apply the task's own edit (byte-identical slides to the target on the old code)."""
     cache = tmp_path / "cache"
-    cfg = tmp_path / "demo.toml"
-    cfg.write_text(
-        f'[run]\ncache_dir = "{cache}"\n[dataset]\nuse = "demo"\nids = ["qbr-fix-typos"]\n'
-        '[renderer]\nuse = "dummy"\n[[judges]]\nuse = "same-slides"\n'
-        '[[agents]]\nuse = "dataset-importer"\n[[agents]]\nuse = "oracle"\n'
+    cfg = write_run_config(
+        tmp_path / "demo.toml",
+        run={"cache_dir": str(cache)},
+        dataset=use("demo", ids=["qbr-fix-typos"]),
+        renderer="dummy",
+        judges=["same-slides"],
+        agents=["dataset-importer", "oracle"],
     )
     registry = get_registry()
     Runner(load_config(cfg, registry), registry, tmp_path / "out", quiet=True).run()
@@ -255,9 +252,7 @@ def test_weak_isolation_is_refused_without_the_flag_and_said_everywhere_with_it(
     """Item 8: without bubblewrap (PPTARENA_SANDBOX=off) a run of an untrusted agent stops before any
     pair with one line naming the fix; with --allow-weak-isolation it runs and the leaderboard,
     summary.json, manifest.json and every row say isolation none."""
-    (tmp_path / "run.toml").write_text(
-        BASE.format(count=1, renderer="dummy") + '[[agents]]\nuse = "answer-hunter"\nwalk = false\n'
-    )
+    write_run_config(tmp_path / "run.toml", fake_run_toml(1, [use("answer-hunter", walk=False)]))
     env = {"PPTARENA_SANDBOX": "off"}
     refused = _arena(["run", "--config", "run.toml", "--out", "out", "--no-report"], tmp_path, env)
     assert refused.returncode != 0
@@ -290,7 +285,7 @@ def test_trusted_and_reference_agents_run_where_bubblewrap_is_missing(tmp_path, 
     monkeypatch.setenv("PPTARENA_SANDBOX", "off")
     rows = run(
         tmp_path,
-        '[[agents]]\nuse = "retitle"\ntrusted = true\n[[agents]]\nuse = "oracle"\n[[agents]]\nuse = "noop"\n',
+        [use("retitle", trusted=True), "oracle", "noop"],
         count=1,
     )
     assert {(r["agent"], r["isolation"], r["agent_process"], r["status"]) for r in rows} == {
@@ -322,9 +317,9 @@ def test_a_jailed_pair_that_hangs_is_stopped_with_everything_it_started(tmp_path
     tag = f"hang{os.getpid()}"
     rows = run(
         tmp_path,
-        f'[[agents]]\nuse = "lingerer"\nhang = true\ntag = "{tag}"\n',
+        [use("lingerer", hang=True, tag=tag)],
         count=1,
-        run="[run]\ntask_timeout = 4\n",
+        parts={"run": {"task_timeout": 4}},
     )
     assert rows[0]["status"] == "timeout" and "task_timeout=4" in rows[0]["error"]
     deadline = time.monotonic() + 5
@@ -340,7 +335,7 @@ def test_jailed_workers_are_reused_never_leak_into_the_next_pair_and_crashes_are
     from boundary_plugins import MARKER
 
     tag = f"stray{os.getpid()}"
-    rows = run(tmp_path, f'[[agents]]\nuse = "lingerer"\ntag = "{tag}"\n[[agents]]\nuse = "exit"\n', count=3)
+    rows = run(tmp_path, [use("lingerer", tag=tag), "exit"], count=3)
     lingerer = sorted((r for r in rows if r["agent"] == "lingerer"), key=lambda r: r["task_id"])
     assert [r["scores"]["title"]["score"] for r in lingerer] == [1.0, 1.0, 1.0]
     events = [
@@ -368,10 +363,12 @@ def test_a_jailed_agent_calls_its_own_models_only(tmp_path, plugins):
     not another configured model such as a judge's."""
     rows = run(
         tmp_path,
-        '[[agents]]\nuse = "asker"\nmodel = "scripted/echo-1"\n'
-        '[[agents]]\nuse = "judge-model-caller"\nmodel = "scripted/echo-1"\nother = "scripted/judge-1"\n'
-        '[backends.scripted]\nresponses = ["New 0"]\non_exhausted = "repeat_last"\n',
+        [
+            use("asker", model="scripted/echo-1"),
+            use("judge-model-caller", model="scripted/echo-1", other="scripted/judge-1"),
+        ],
         count=1,
+        parts={"backends": {"scripted": {"responses": ["New 0"], "on_exhausted": "repeat_last"}}},
     )
     by = {r["agent"]: r for r in rows}
     assert by["asker"]["scores"]["title"]["score"] == 1.0 and by["asker"]["agent_process"] == "jail"
@@ -382,7 +379,7 @@ def test_a_jailed_agent_calls_its_own_models_only(tmp_path, plugins):
 
 @needs_jail
 def test_a_jailed_agent_renders_through_the_bridge(tmp_path, plugins):
-    rows = run(tmp_path, '[[agents]]\nuse = "rendering"\n', count=1, renderer="boxes")
+    rows = run(tmp_path, ["rendering"], count=1, renderer="boxes")
     assert rows[0]["status"] == "scored", rows[0]
     assert rows[0]["isolation"] == "bwrap"
     renders = sorted((tmp_path / "out/tasks/rendering/task-00/renders-mine").glob("*.png"))
@@ -397,7 +394,7 @@ def test_a_fork_bomb_in_a_jailed_worker_stops_at_its_process_cap(tmp_path, plugi
 
     if limits_level() not in ("cgroup1", "cgroup2"):
         pytest.skip(f"no pids cgroup here ({limits_level()}): the jailed worker runs without a process cap")
-    rows = run(tmp_path, '[[agents]]\nuse = "forker"\n', count=1)
+    rows = run(tmp_path, ["forker"], count=1)
     assert rows[0]["status"] == "scored", rows[0]
     log = (tmp_path / "out/tasks/forker/task-00/agent.log.jsonl").read_text().splitlines()
     forks = next(e for e in map(json.loads, log) if e["event"] == "forks")
@@ -411,10 +408,10 @@ def test_a_bridge_call_never_holds_a_pair_past_its_timeout(tmp_path, plugins):
     t0 = time.monotonic()
     rows = run(
         tmp_path,
-        '[[agents]]\nuse = "rendering"\n',
+        ["rendering"],
         count=1,
         renderer="slow",
-        run="[run]\ntask_timeout = 3\n",
+        parts={"run": {"task_timeout": 3}},
     )
     assert rows[0]["status"] == "timeout", rows[0]
     assert rows[0]["duration_s"] < 15, rows[0]["duration_s"]  # the render takes 30 s

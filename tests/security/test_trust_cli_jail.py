@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from tests.support.agents_fixtures import events, make_task, scripted_workspace
+from tests.support.config import command_agent, demo_dataset
 from tests.support.stub_llm_server import StubLLMServer
 from tests.support.trust_fixtures import arena, needs_bwrap, processes_with, rows, wait_gone
 
@@ -201,7 +202,7 @@ def test_no_network_and_open_network_never_reach_this_machine(tmp_path, host_ser
     assert x_socket.accepted == 0 and service.accepted == 0
 
 
-def test_a_judge_only_key_never_reaches_the_cli(tmp_path):
+def test_a_judge_only_key_never_reaches_the_cli(tmp_path, run_config):
     """ANTHROPIC_API_KEY is in the harness's environment (a judge's key); the CLI dumps its whole
     environment reversed (so the redactor cannot recognise it) into its workspace."""
     judge_key = "sk-ant-judge-only-5f4e3d2c1b0a9988"
@@ -212,11 +213,11 @@ def test_a_judge_only_key_never_reaches_the_cli(tmp_path):
         "open('env.txt', 'w').write(dump[::-1])\n"
         "shutil.copyfile(sys.argv[1], sys.argv[2])\n"
     )
-    (tmp_path / "c.toml").write_text(
-        '[dataset]\nuse = "demo"\nids = ["qbr-fix-typos"]\n'
-        '[[agents]]\nuse = "command"\nlabel = "cli"\n'
-        f'command = ["{sys.executable}", "{cli}", "{{input}}", "{{output}}"]\n'
-        '[[judges]]\nuse = "structural"\n'
+    run_config(
+        "c.toml",
+        dataset=demo_dataset("qbr-fix-typos"),
+        agents=[command_agent(sys.executable, cli, "{input}", "{output}")],
+        judges=["structural"],
     )
     out = arena(["run", "--config", "c.toml", "--out", "run"], tmp_path, env={"ANTHROPIC_API_KEY": judge_key})
     assert out.returncode == 0, out.stderr[-2000:]

@@ -19,7 +19,10 @@ from pathlib import Path
 import pytest
 
 from pptarena.redact import redact_file, redact_tree
+from tests.support.config import command_agent, demo_dataset, fake_dataset, use, write_run_config
 from tests.support.trust_fixtures import SECRET, arena
+
+STUB_KEY_ENV = {"STUB_KEY": {"env": "STUB_KEY"}}  # the agent's key, passed by name (never literally)
 
 
 def host_file(tmp_path: Path, data: bytes) -> Path:
@@ -153,12 +156,12 @@ def test_a_do_nothing_cli_agent_cannot_forge_the_cached_target_for_its_next_epoc
     before = target.read_bytes()
     script = tmp_path / "forger.py"
     script.write_text(FORGER.format(target=str(target)))
-    (tmp_path / "c.toml").write_text(
-        f'[run]\ntask_timeout = 60\njobs = 1\nepochs = 2\ncache_dir = "{cache}"\n'
-        '[dataset]\nuse = "demo"\nids = ["qbr-fix-typos"]\n'
-        '[[agents]]\nuse = "command"\nlabel = "cli"\nenv = { STUB_KEY = { env = "STUB_KEY" } }\n'
-        f'command = ["{sys.executable}", "{script}", "{{input}}", "{{output}}"]\n'
-        '[[judges]]\nuse = "structural"\n'
+    write_run_config(
+        tmp_path / "c.toml",
+        run={"task_timeout": 60, "jobs": 1, "epochs": 2, "cache_dir": str(cache)},
+        dataset=demo_dataset("qbr-fix-typos"),
+        agents=[command_agent(sys.executable, script, "{input}", "{output}", env=STUB_KEY_ENV)],
+        judges=["structural"],
     )
     out = arena(["run", "--config", "c.toml", "--out", "run"], tmp_path, timeout=240)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -189,11 +192,12 @@ print("planted")
 def test_fifos_left_by_a_cli_agent_do_not_block_the_run(tmp_path):
     script = tmp_path / "fifos.py"
     script.write_text(FIFO_LAYER)
-    (tmp_path / "c.toml").write_text(
-        '[run]\ntask_timeout = 30\njobs = 1\n[dataset]\nuse = "demo"\nids = ["qbr-fix-typos"]\n'
-        '[[agents]]\nuse = "command"\nlabel = "cli"\nenv = { STUB_KEY = { env = "STUB_KEY" } }\n'
-        f'command = ["{sys.executable}", "{script}", "{{input}}", "{{output}}"]\n'
-        '[[judges]]\nuse = "structural"\n'
+    write_run_config(
+        tmp_path / "c.toml",
+        run={"task_timeout": 30, "jobs": 1},
+        dataset=demo_dataset("qbr-fix-typos"),
+        agents=[command_agent(sys.executable, script, "{input}", "{output}", env=STUB_KEY_ENV)],
+        judges=["structural"],
     )
     try:  # a run of one pair with task_timeout = 30 that takes 2 minutes is blocked
         out = arena(["run", "--config", "c.toml", "--out", "run"], tmp_path, timeout=120)
@@ -267,10 +271,9 @@ def test_a_prediction_that_links_to_the_answer_key_is_not_judged(
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(tmp_path), os.environ.get("PYTHONPATH", "")]))
     reset_registry()
     data = tmp_path / "data"
-    (tmp_path / "c.toml").write_text(
-        f'[dataset]\nuse = "fake"\nroot = "{data}"\ncount = 1\n'
-        f'[[agents]]\nuse = "linker"\n{trusted}answers = "{data}"\n'
-        '[[judges]]\nuse = "title"\n'
+    linker = use("linker", **({"trusted": True} if trusted else {}), answers=str(data))
+    write_run_config(
+        tmp_path / "c.toml", dataset=fake_dataset(1, root=str(data)), agents=[linker], judges=["title"]
     )
     config = load_config(tmp_path / "c.toml", get_registry())
     Runner(config, get_registry(), tmp_path / "out", quiet=True, allow_weak_isolation=True).run()
@@ -404,9 +407,12 @@ def test_reference_decks_left_in_the_pair_folder_are_not_taken_as_the_target(tmp
     monkeypatch.syspath_prepend(str(tmp_path))
     monkeypatch.setenv("PPTARENA_PLUGINS", "refplugin")
     reset_registry()
-    (tmp_path / "c.toml").write_text(
-        f'[run]\ncache_dir = "{tmp_path / "cache"}"\n[dataset]\nuse = "demo"\nids = ["qbr-fix-typos"]\n'
-        '[[agents]]\nuse = "refforger"\ntrusted = true\n[[judges]]\nuse = "structural"\n'
+    write_run_config(
+        tmp_path / "c.toml",
+        run={"cache_dir": str(tmp_path / "cache")},
+        dataset=demo_dataset("qbr-fix-typos"),
+        agents=[use("refforger", trusted=True)],
+        judges=["structural"],
     )
     try:
         config = load_config(tmp_path / "c.toml", get_registry())

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.config import run_toml, use, write_run_config
 from tests.support.stub_llm_server import Reply, StubLLMServer
 from tests.support.trust_fixtures import (
     OTHER_SECRET,
@@ -27,7 +28,7 @@ from tests.support.trust_fixtures import (
     rows,
 )
 
-TWO_TASKS = '["qbr-fix-typos", "qbr-*"]'
+TWO_TASKS = ["qbr-fix-typos", "qbr-*"]
 
 
 def demo_deck(tmp_path: Path) -> Path:
@@ -39,14 +40,16 @@ def demo_deck(tmp_path: Path) -> Path:
 
 
 def command_config(
-    script: Path, *, ids: str = '["qbr-fix-typos"]', timeout: int = 120, extra: str = ""
+    script: Path, *, ids: list[str] = ("qbr-fix-typos",), timeout: int = 120, more_agents=(), **options
 ) -> str:
-    """A run of a command agent running ``script {input} {output}`` on demo tasks, judged structurally."""
-    return (
-        f'[run]\ntask_timeout = {timeout}\njobs = 1\n[dataset]\nuse = "demo"\nids = {ids}\n'
-        '[[agents]]\nuse = "command"\nlabel = "cli"\n'
-        f'command = ["{sys.executable}", "{script}", "{{input}}", "{{output}}"]\n'
-        f'{extra}[[judges]]\nuse = "structural"\n'
+    """A run of a command agent running ``script {input} {output}`` on demo tasks, judged structurally
+    (``options``: more options of that agent; ``more_agents``: agents beside it)."""
+    cli = use("command", label="cli", command=[sys.executable, str(script), "{input}", "{output}"], **options)
+    return run_toml(
+        run={"task_timeout": timeout, "jobs": 1},
+        dataset=use("demo", ids=list(ids)),
+        agents=[cli, *more_agents],
+        judges=["structural"],
     )
 
 
@@ -97,7 +100,7 @@ def test_row3_pair_that_killed_the_run_twice_is_recorded_failed_on_resume(tmp_pa
         "runner = int(open(f'/proc/{worker}/stat').read().rsplit(')', 1)[1].split()[1])\n"
         "os.kill(runner, signal.SIGKILL)\n"
     )
-    config = command_config(killer, extra='sandbox = "off"\n[[agents]]\nuse = "noop"\n')
+    config = command_config(killer, sandbox="off", more_agents=["noop"])
     (tmp_path / "c.toml").write_text(config)
     for _ in range(2):
         died = arena(["run", "--config", "c.toml", "--out", "run"], tmp_path)
@@ -145,9 +148,7 @@ def test_row11_plugin_calling_sys_exit_at_import_is_named_and_skipped(tmp_path):
 
 @needs_bwrap
 def test_row11_read_only_run_and_cache_folders_give_a_clear_message(tmp_path):
-    (tmp_path / "c.toml").write_text(
-        '[dataset]\nuse = "demo"\nids = ["qbr-fix-typos"]\n[[agents]]\nuse = "noop"\n'
-    )
+    write_run_config(tmp_path / "c.toml", dataset=use("demo", ids=["qbr-fix-typos"]), agents=["noop"])
     frozen = tmp_path / "frozen"
     (frozen / "run").mkdir(parents=True)
     (frozen / "cache").mkdir()
@@ -214,11 +215,11 @@ def test_row11_broken_original_is_the_datasets_fault_and_rejected_prediction_the
         "            data = head + b'?><!DOCTYPE x [<!ENTITY a \"aaaaaaaaaa\">]>' + rest\n"
         "        b.writestr(info, data)\n"
     )
-    (tmp_path / "c.toml").write_text(
-        f'[dataset]\nuse = "folder"\nroot = "{root}"\n'
-        '[[agents]]\nuse = "command"\nlabel = "cli"\n'
-        f'command = ["{sys.executable}", "{writer}", "{{input}}", "{{output}}"]\n'
-        '[[judges]]\nuse = "structural"\n'
+    write_run_config(
+        tmp_path / "c.toml",
+        dataset=use("folder", root=str(root)),
+        agents=[use("command", label="cli", command=[sys.executable, str(writer), "{input}", "{output}"])],
+        judges=["structural"],
     )
     out = arena(["run", "--config", "c.toml", "--out", "run"], tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -236,11 +237,12 @@ def test_a_broken_original_gives_one_line_per_epoch(tmp_path):
     root.mkdir(parents=True)
     (root / "original.pptx").write_text("this is not a deck")
     (root / "task.toml").write_text('instruction = "Fix the typos."\noriginal = "original.pptx"\n')
-    (tmp_path / "c.toml").write_text(
-        f'[run]\nepochs = 2\n[dataset]\nuse = "folder"\nroot = "{tmp_path / "tasks"}"\n'
-        '[[agents]]\nuse = "command"\nlabel = "cli"\n'
-        f'command = ["{sys.executable}", "-c", "pass"]\n'
-        '[[judges]]\nuse = "structural"\n'
+    write_run_config(
+        tmp_path / "c.toml",
+        run={"epochs": 2},
+        dataset=use("folder", root=str(tmp_path / "tasks")),
+        agents=[use("command", label="cli", command=[sys.executable, "-c", "pass"])],
+        judges=["structural"],
     )
     out = arena(["run", "--config", "c.toml", "--out", "run"], tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -270,7 +272,8 @@ def test_a_broken_original_gives_one_line_per_epoch(tmp_path):
     ],
 )
 def test_row12_literal_secrets_in_a_config_are_refused_with_a_hint(tmp_path, table):
-    (tmp_path / "c.toml").write_text('[dataset]\nuse = "demo"\n[[agents]]\nuse = "noop"\n' + table)
+    # the literal secret tables above are the attack; the rest of the config is built
+    write_run_config(tmp_path / "c.toml", dataset="demo", agents=["noop"], extra=table)
     out = arena(["run", "--config", "c.toml", "--out", "run"], tmp_path)
     assert out.returncode != 0
     assert "written literally" in out.stderr and "{ env = " in out.stderr, out.stderr[-2000:]

@@ -15,6 +15,7 @@ import pytest
 
 from pptarena.plugins.judges.rubric.execute import LeafRun, ModelBridge, run_function_leaves
 from pptarena.sandbox import SandboxLimits, run_python
+from tests.support.config import command_agent, demo_dataset, write_run_config
 from tests.support.stub_llm_server import Reply, StubLLMServer
 from tests.support.trust_fixtures import (
     OTHER_SECRET,
@@ -49,8 +50,7 @@ def demo_target(tmp_path: Path) -> tuple[Path, Path]:
     from pptarena.run.config import load_config
     from pptarena.run.tasks import load_tasks
 
-    cfg = tmp_path / "probe.toml"
-    cfg.write_text('[dataset]\nuse = "demo"\nids = ["qbr-fix-typos"]\n[[agents]]\nuse = "noop"\n')
+    cfg = write_run_config(tmp_path / "probe.toml", dataset=demo_dataset("qbr-fix-typos"), agents=["noop"])
     (task,) = load_tasks(Components(load_config(cfg, load_registry()), load_registry()))
     return task.original, task.target
 
@@ -126,12 +126,11 @@ def test_row1_command_agents_cli_sees_only_its_workspace(tmp_path):
         "print('REPORT' + json.dumps(report))\n"
         "shutil.copyfile(sys.argv[1], sys.argv[2])\n"
     )
-    (tmp_path / "c.toml").write_text(
-        f'[dataset]\nuse = "demo"\nids = ["qbr-fix-typos"]\n'
-        '[[agents]]\nuse = "noop"\n'
-        '[[agents]]\nuse = "command"\nlabel = "cli"\n'
-        f'command = ["{sys.executable}", "{cli}", "{{input}}", "{{output}}"]\n'
-        '[[judges]]\nuse = "structural"\n'
+    write_run_config(
+        tmp_path / "c.toml",
+        dataset=demo_dataset("qbr-fix-typos"),
+        agents=["noop", command_agent(sys.executable, cli, "{input}", "{output}")],
+        judges=["structural"],
     )
     out = arena(["run", "--config", "c.toml", "--out", str(run_dir), "--jobs", "1"], tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -310,10 +309,12 @@ def test_row4_setsid_grandchildren_die_with_the_sandbox_and_the_command_agent(tm
     # the command agent: its CLI tree escapes with setsid, then the task times out
     cli = tmp_path / "cli.py"
     cli.write_text(spawn.replace(marker, marker + "-cli") + "import time\ntime.sleep(300)\n")
-    (tmp_path / "c.toml").write_text(
-        f'[run]\ntask_timeout = 6\n[dataset]\nuse = "demo"\nids = ["qbr-fix-typos"]\n'
-        f'[[agents]]\nuse = "command"\nlabel = "cli"\ncommand = ["{sys.executable}", "{cli}"]\ntimeout = 3\n'
-        f'[[judges]]\nuse = "structural"\n'
+    write_run_config(
+        tmp_path / "c.toml",
+        run={"task_timeout": 6},
+        dataset=demo_dataset("qbr-fix-typos"),
+        agents=[command_agent(sys.executable, cli, timeout=3)],
+        judges=["structural"],
     )
     out = arena(["run", "--config", "c.toml", "--out", str(tmp_path / "run")], tmp_path)
     assert out.returncode == 0, out.stderr[-2000:]
@@ -330,10 +331,12 @@ def test_row4_kill_9_of_the_run_ends_the_command_agents_tree(tmp_path):
         f"subprocess.Popen(['setsid', sys.executable, '-c', 'import time; time.sleep(300)', '{marker}'],"
         " start_new_session=True)\ntime.sleep(300)\n"
     )
-    (tmp_path / "c.toml").write_text(
-        f'[run]\ntask_timeout = 200\n[dataset]\nuse = "demo"\nids = ["qbr-fix-typos"]\n'
-        f'[[agents]]\nuse = "command"\nlabel = "cli"\ncommand = ["{sys.executable}", "{cli}"]\n'
-        f'[[judges]]\nuse = "structural"\n'
+    write_run_config(
+        tmp_path / "c.toml",
+        run={"task_timeout": 200},
+        dataset=demo_dataset("qbr-fix-typos"),
+        agents=[command_agent(sys.executable, cli)],
+        judges=["structural"],
     )
     import os
     import time

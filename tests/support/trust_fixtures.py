@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from pptarena import isolation
+from tests.support.config import demo_dataset, run_toml, use
 
 SECRET = "sk-test-DO-NOT-LEAK-0123456789abcdef"  # the stub's TEST_API_KEY
 OTHER_SECRET = "tok-unrelated-service-9f8e7d6c5b4a"  # a secret of the environment no config names
@@ -28,38 +29,24 @@ needs_bwrap = pytest.mark.skipif(
 )
 
 
-def code_agent_config(
-    base_url: str, *, agents_extra: str = "", retries: int = 1, ids: str = '["qbr-fix-typos"]'
-) -> str:
+def code_agent_config(base_url: str, *, retries: int = 1) -> str:
     """A run of the code agent (programs from the stub) and noop on one demo task, judged structurally."""
-    return f"""
-[run]
-task_timeout = 120
-
-[dataset]
-use = "demo"
-ids = {ids}
-
-[[agents]]
-use = "code"
-label = "hostile"
-model = "local/stub"
-retries = {retries}
-max_images = 0
-render_check = false
-code_timeout = 30
-
-[[agents]]
-use = "noop"
-{agents_extra}
-[[judges]]
-use = "structural"
-
-[backends.local]
-use = "openai"
-base_url = "{base_url}"
-api_key = {{ env = "STUB_KEY" }}
-"""
+    hostile = use(
+        "code",
+        label="hostile",
+        model="local/stub",
+        retries=retries,
+        max_images=0,
+        render_check=False,
+        code_timeout=30,
+    )
+    return run_toml(
+        run={"task_timeout": 120},
+        dataset=demo_dataset("qbr-fix-typos"),
+        agents=[hostile, "noop"],
+        judges=["structural"],
+        backends={"local": use("openai", base_url=base_url, api_key={"env": "STUB_KEY"})},
+    )
 
 
 def arena(

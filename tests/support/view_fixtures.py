@@ -23,6 +23,7 @@ import httpx
 from pptarena.run.config import load_config
 from pptarena.run.registry import get_registry, reset_registry
 from pptarena.run.runner import Runner
+from tests.support.config import use, write_run_config
 
 ARENA = [sys.executable, "-m", "pptarena.cli"]
 XSS_INSTRUCTION = "Replace the title with <script>window.__pwned_i=1</script>"
@@ -56,10 +57,8 @@ def make_dataset(root: Path, count: int = 3) -> None:
 def small_run(tmp: Path, count: int = 3) -> Path:
     """A finished real run in ``tmp/run`` (see the module doc)."""
     make_dataset(tmp / "data", count)
-    config = tmp / "run.toml"
-    config.write_text(
-        '[dataset]\nuse = "folder"\nroot = "data"\n'
-        '[[agents]]\nuse = "oracle"\n[[agents]]\nuse = "noop"\n[[judges]]\nuse = "structural"\n'
+    config = write_run_config(
+        tmp / "run.toml", dataset=use("folder", root="data"), agents=["oracle", "noop"], judges=["structural"]
     )
     reset_registry()
     run_dir = tmp / "run"

@@ -18,6 +18,8 @@ import sys
 import pytest
 from pptx import Presentation
 
+from tests.support.config import use, write_run_config
+
 pytestmark = pytest.mark.gui
 if any(
     shutil.which(p) is None for p in ("Xvfb", "xdotool", "soffice")
@@ -76,31 +78,13 @@ def test_gui_agent_run_on_a_demo_deck_is_judged_against_impress_round_trips(tmp_
         f'instruction = "Change the title of slide 1 to \\"{NEW_TITLE}\\"."\n'
         'original = "original.pptx"\ntarget = "target.pptx"\n'
     )
-    cfg = tmp_path / "gui.toml"
-    cfg.write_text(
-        f"""
-[run]
-task_timeout = 400
-
-[dataset]
-use = "folder"
-root = "tasks"
-
-[[agents]]
-use = "gui"
-model = "scripted/keyboard"
-max_steps = 3
-step_delay = 0.3
-
-[[agents]]
-use = "noop"
-
-[[judges]]
-use = "structural"
-
-[backends.scripted]
-responses = [{json.dumps(KEYBOARD_RETITLE)}, '{{"action": "done"}}']
-"""
+    cfg = write_run_config(
+        tmp_path / "gui.toml",
+        run={"task_timeout": 400},
+        dataset=use("folder", root="tasks"),
+        agents=[use("gui", model="scripted/keyboard", max_steps=3, step_delay=0.3), "noop"],
+        judges=["structural"],
+        backends={"scripted": {"responses": [KEYBOARD_RETITLE, '{"action": "done"}']}},
     )
     arena_run(cfg, tmp_path)
     rows = {
@@ -129,32 +113,13 @@ def test_gui_agent_hands_its_office_settings_to_the_osworld_checker(tmp_path):
         pytest.skip("../shared/osworld or ../shared/corpus is absent")
     root, files = standin.build(tmp_path / "osworld")
     task_id = "0f84bef9-9790-432e-92b7-eece357603fb"
-    cfg = tmp_path / "gui.toml"
-    cfg.write_text(
-        f"""
-[run]
-task_timeout = 400
-
-[dataset]
-use = "osworld"
-root = "{root}"
-files_dir = "{files}"
-ids = ["{task_id}"]
-
-[[agents]]
-use = "gui"
-model = "scripted/done"
-max_steps = 2
-
-[[agents]]
-use = "noop"
-
-[[judges]]
-use = "osworld"
-
-[backends.scripted]
-responses = ['{{"action": "done"}}']
-"""
+    cfg = write_run_config(
+        tmp_path / "gui.toml",
+        run={"task_timeout": 400},
+        dataset=use("osworld", root=str(root), files_dir=str(files), ids=[task_id]),
+        agents=[use("gui", model="scripted/done", max_steps=2), "noop"],
+        judges=["osworld"],
+        backends={"scripted": {"responses": ['{"action": "done"}']}},
     )
     arena_run(cfg, tmp_path)
     rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]

@@ -10,6 +10,7 @@ import pytest
 from pptarena.run.config import load_config
 from pptarena.run.registry import get_registry
 from pptarena.run.runner import Runner
+from tests.support.config import use, write_run_config
 from tests.support.rubric_fixtures import STAND_IN, edit_title, leaf, rubric
 
 TITLE = (
@@ -41,13 +42,13 @@ def test_rubric_judge_in_a_run(tmp_path):
         'instruction = "Retitle slide 1 to Quarterly review"\noriginal = "original.pptx"\n'
         'target = "target.pptx"\nrubric = "rubric.json"\n'
     )
-    config = tmp_path / "run.toml"
-    config.write_text(
-        '[dataset]\nuse = "folder"\nroot = "data"\n'
-        '[[agents]]\nuse = "oracle"\n[[agents]]\nuse = "noop"\n'
-        '[renderer]\nuse = "libreoffice"\nsize = 400\n'
-        '[[judges]]\nuse = "rubric"\nlabel = "ppteval"\nmodel = "scripted/vlm"\nexplain = "deterministic"\n'
-        '[backends.scripted]\nrules = [{ match = "retitled", reply = "YES" }]\n'
+    config = write_run_config(
+        tmp_path / "run.toml",
+        dataset=use("folder", root="data"),
+        agents=["oracle", "noop"],
+        renderer=use("libreoffice", size=400),
+        judges=[use("rubric", label="ppteval", model="scripted/vlm", explain="deterministic")],
+        backends={"scripted": {"rules": [{"match": "retitled", "reply": "YES"}]}},
     )
     Runner(load_config(config, get_registry()), get_registry(), tmp_path / "out", jobs=1, quiet=True).run()
     rows = {

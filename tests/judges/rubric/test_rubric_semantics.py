@@ -11,6 +11,7 @@ import json
 import pytest
 
 from pptarena.types import Task
+from tests.support.config import use, write_run_config
 from tests.support.rubric_fixtures import (  # noqa: F401 - fixtures
     edit_title,
     leaf,
@@ -145,13 +146,14 @@ def test_run_keeps_ppteval_score_of_unreadable_deck(stand_in_pair, tmp_path):  #
     made = tmp_path / "predictions"  # predictions made elsewhere, e.g. a PPT-Eval CLI run: one is truncated
     made.mkdir()
     (made / "t1.pptx").write_bytes(original.read_bytes()[:4000])
-    config = tmp_path / "run.toml"
-    config.write_text(
-        '[dataset]\nuse = "folder"\nroot = "data"\n'
-        f'[[agents]]\nuse = "precomputed"\nlabel = "breaker"\ndir = "{made}"\n'
-        '[[agents]]\nuse = "noop"\n'
-        '[[judges]]\nuse = "rubric"\nlabel = "pe"\nsemantics = "ppteval"\nexplain = "deterministic"\n'
-        '[[judges]]\nuse = "rubric"\nlabel = "fixed"\nsemantics = "corrected"\nexplain = "deterministic"\n'
+    config = write_run_config(
+        tmp_path / "run.toml",
+        dataset=use("folder", root="data"),
+        agents=[use("precomputed", label="breaker", dir=str(made)), "noop"],
+        judges=[
+            use("rubric", label="pe", semantics="ppteval", explain="deterministic"),
+            use("rubric", label="fixed", semantics="corrected", explain="deterministic"),
+        ],
     )
     summary = Runner(
         load_config(config, get_registry()), get_registry(), tmp_path / "out", jobs=1, quiet=True

@@ -13,18 +13,12 @@ import pytest
 from pptarena.run.config import ConfigError, load_config
 from pptarena.run.registry import get_registry
 from pptarena.run.runner import Runner
-
-BASE = (
-    '[dataset]\nuse = "fake"\nroot = "data"\ncount = {count}\n'
-    '[renderer]\nuse = "dummy"\n[[judges]]\nuse = "title"\n'
-)
+from tests.support.config import fake_run_toml, use, write_run_config
 
 
-def run(
-    tmp_path: Path, agents: str, count: int = 3, extra: str = "", jobs: int = 1, out: str = "out"
-) -> list[dict]:
-    cfg = tmp_path / "run.toml"
-    cfg.write_text(extra + BASE.format(count=count) + agents)
+def run(tmp_path: Path, agents: list, count: int = 3, jobs: int = 1, out: str = "out", **parts) -> list[dict]:
+    """Runs ``agents`` on the fake dataset (``parts``: more of the config, e.g. ``run``, ``executor``)."""
+    cfg = write_run_config(tmp_path / "run.toml", fake_run_toml(count, agents, **parts))
     registry = get_registry()
     Runner(
         load_config(cfg, registry), registry, tmp_path / out, jobs=jobs, quiet=True, allow_weak_isolation=True
@@ -70,13 +64,13 @@ def _wait_dead(pid: int, seconds: float = 5.0) -> bool:
 def test_a_budgeted_run_keeps_one_pool_across_its_batches(tmp_path, fake_plugins):
     """Under ``max_cost`` pairs are handed over ``[run] jobs`` at a time: every batch must reuse the
     same warm worker, not start (and leak) a new pool."""
-    rows = run(tmp_path, '[[agents]]\nuse = "retitle"\n', count=4, extra="[run]\nmax_cost = 100.0\n")
+    rows = run(tmp_path, ["retitle"], count=4, run={"max_cost": 100.0})
     assert len(rows) == 4 and all(r["status"] == "scored" for r in rows)
     assert len(set(worker_pids(tmp_path / "out", "retitle"))) == 1
 
 
 def test_pool_reuses_one_warm_worker_and_recycles_after_n(tmp_path, fake_plugins):
-    rows = run(tmp_path, '[[agents]]\nuse = "retitle"\n', count=5, extra="", out="a")
+    rows = run(tmp_path, ["retitle"], count=5, out="a")
     assert [r["status"] for r in rows] == ["scored"] * 5
     assert all(r["scores"]["title"]["score"] == 1.0 for r in rows)
     pids = worker_pids(tmp_path / "a", "retitle")
@@ -85,10 +79,10 @@ def test_pool_reuses_one_warm_worker_and_recycles_after_n(tmp_path, fake_plugins
 
     rows = run(
         tmp_path,
-        '[[agents]]\nuse = "retitle"\n',
+        ["retitle"],
         count=5,
         out="b",
-        extra='[executor]\nuse = "local"\nrecycle_after = 2\n',
+        executor=use("local", recycle_after=2),
     )
     assert len(rows) == 5
     pids = worker_pids(tmp_path / "b", "retitle")
@@ -96,15 +90,13 @@ def test_pool_reuses_one_warm_worker_and_recycles_after_n(tmp_path, fake_plugins
 
 
 def test_per_pair_interpreter_when_pool_is_off(tmp_path, fake_plugins):
-    rows = run(
-        tmp_path, '[[agents]]\nuse = "retitle"\n', count=3, extra='[executor]\nuse = "local"\npool = false\n'
-    )
+    rows = run(tmp_path, ["retitle"], count=3, executor=use("local", pool=False))
     assert all(r["status"] == "scored" for r in rows)
     assert len(set(worker_pids(tmp_path / "out", "retitle"))) == 3
 
 
 def test_crashed_worker_is_replaced_and_charged_to_the_agent(tmp_path, fake_plugins):
-    rows = run(tmp_path, '[[agents]]\nuse = "exit"\n[[agents]]\nuse = "retitle"\n', count=2)
+    rows = run(tmp_path, ["exit", "retitle"], count=2)
     by = {(r["agent"], r["task_id"]): r for r in rows}
     assert len(by) == 4
     for t in ("task-00", "task-01"):
@@ -121,9 +113,9 @@ def test_timeout_kills_the_pairs_process_group_and_the_next_pair_gets_a_fresh_wo
     pidfile = tmp_path / "child.pid"
     rows = run(
         tmp_path,
-        f'[[agents]]\nuse = "hang"\npidfile = "{pidfile}"\n[[agents]]\nuse = "retitle"\n',
+        [use("hang", pidfile=str(pidfile)), "retitle"],
         count=1,
-        extra="[run]\ntask_timeout = 2\n",
+        run={"task_timeout": 2},
     )
     by = {r["agent"]: r for r in rows}
     assert by["hang"]["status"] == "timeout" and "task_timeout=2" in by["hang"]["error"]
@@ -133,7 +125,7 @@ def test_timeout_kills_the_pairs_process_group_and_the_next_pair_gets_a_fresh_wo
 
 def test_a_pair_never_leaks_processes_into_the_next(tmp_path, fake_plugins):
     pidfile = tmp_path / "stray.pid"
-    rows = run(tmp_path, f'[[agents]]\nuse = "stray"\npidfile = "{pidfile}"\n', count=1)
+    rows = run(tmp_path, [use("stray", pidfile=str(pidfile))], count=1)
     assert rows[0]["status"] == "scored"
     assert _wait_dead(int(pidfile.read_text())), (
         "the background process the agent left behind is still running"
@@ -141,15 +133,14 @@ def test_a_pair_never_leaks_processes_into_the_next(tmp_path, fake_plugins):
 
 
 def test_executor_options_are_validated_with_key_paths(tmp_path, fake_plugins):
-    cfg = tmp_path / "run.toml"
-    cfg.write_text(
-        BASE.format(count=1) + '[[agents]]\nuse = "noop"\n[executor]\nuse = "local"\nrecycle_afterr = 3\n'
+    cfg = write_run_config(
+        tmp_path / "run.toml", fake_run_toml(1, ["noop"], executor=use("local", recycle_afterr=3))
     )
     with pytest.raises(
         ConfigError, match=r"executor\.recycle_afterr: unknown option .*did you mean 'recycle_after'"
     ):
         load_config(cfg, get_registry())
-    cfg.write_text(BASE.format(count=1) + '[[agents]]\nuse = "noop"\n[executor]\nuse = "locall"\n')
+    write_run_config(cfg, fake_run_toml(1, ["noop"], executor="locall"))
     with pytest.raises(
         ConfigError, match=r"(?s)executor\.use = 'locall': unknown executor.*Did you mean: local"
     ):
@@ -189,7 +180,7 @@ def test_hook_register_executors(tmp_path, fake_plugins):
     reg.register_plugin(plugin, "serial-plugin")
     try:
         assert isinstance(SerialExecutor(None, None), Executor)
-        rows = run(tmp_path, '[[agents]]\nuse = "slowcopy"\n', count=3, extra='[executor]\nuse = "serial"\n')
+        rows = run(tmp_path, ["slowcopy"], count=3, executor="serial")
     finally:
         reg.unregister_plugin("serial-plugin")
     assert calls == ["task-00", "task-01", "task-02"]
@@ -203,8 +194,8 @@ def test_an_agent_forging_a_malformed_outcome_is_charged_and_the_run_goes_on(tmp
     """The attack: agent code writes its own "outcome" (a result file, the pool's reply pipe) with a
     wrong shape. The runner validates what it reads through the outcome type: the pair is the
     agent's error, named as such, and the other agent's pairs are scored."""
-    extra = "" if pool else '[executor]\nuse = "local"\npool = false\n'
-    rows = run(tmp_path, '[[agents]]\nuse = "forger"\n[[agents]]\nuse = "retitle"\n', count=2, extra=extra)
+    executor = None if pool else use("local", pool=False)
+    rows = run(tmp_path, ["forger", "retitle"], count=2, executor=executor)
     by_agent = {(r["agent"], r["task_id"]): r for r in rows}
     assert len(by_agent) == 4
     for task in ("task-00", "task-01"):
@@ -249,8 +240,7 @@ def test_an_executor_passes_its_launcher_in_and_the_run_keeps_its_own(tmp_path, 
             pass
 
     # built in the driver only (a per-pair worker re-reads the config, which names no third executor)
-    cfg = tmp_path / "run.toml"
-    cfg.write_text(BASE.format(count=3) + '[[agents]]\nuse = "retitle"\n')
+    cfg = write_run_config(tmp_path / "run.toml", fake_run_toml(3, ["retitle"]))
     registry = get_registry()
     config = load_config(cfg, registry)
     runner = Runner(config, registry, tmp_path / "out", quiet=True, allow_weak_isolation=True)

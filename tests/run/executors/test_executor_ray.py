@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.config import fake_run_toml, run_toml, use, write_run_config
 from tests.support.paths import PLUGIN_MODULES, ROOT
 
 # every Ray process of these tests talks over 127.0.0.1 only (Ray would advertise the host's address)
@@ -31,10 +32,6 @@ from pptarena.run.runner import Runner  # noqa: E402
 pytestmark = pytest.mark.slow
 
 STORE = 80 * 1024 * 1024
-FAKE = (
-    '[dataset]\nuse = "fake"\nroot = "data"\ncount = {count}\n'
-    '[renderer]\nuse = "dummy"\n[[judges]]\nuse = "title"\n'
-)
 
 
 @pytest.fixture(scope="module")
@@ -70,13 +67,13 @@ def rows_of(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines() if line.strip()]
 
 
-def executor_table(cluster, extra: str = "") -> str:
-    return f'[executor]\nuse = "ray"\naddress = "{cluster.address}"\nmax_retries = 2\n{extra}'
+def executor_table(cluster, **agents: dict) -> dict:
+    """The ray executor on ``cluster``; ``agents``: per-agent options by label (``resources``)."""
+    return use("ray", address=cluster.address, max_retries=2, **({"agents": agents} if agents else {}))
 
 
 def run_config(tmp_path: Path, text: str, out: str, **kw) -> dict:
-    cfg = tmp_path / f"{out}.toml"
-    cfg.write_text(text)
+    cfg = write_run_config(tmp_path / f"{out}.toml", text)
     return Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / out, quiet=True, **kw).run()
 
 
@@ -86,30 +83,7 @@ def files_of(task_dir: Path) -> set[str]:
     }
 
 
-DEMO = """
-[run]
-jobs = 2
-tasks = ["qbr-*"]
-limit = 3
-
-[dataset]
-use = "demo"
-
-[[agents]]
-use = "noop"
-
-[[agents]]
-use = "oracle"
-
-[[agents]]
-use = "code"
-label = "scripted-code"
-model = "scripted/fixer"
-render_check = false
-max_images = 0
-
-[backends.scripted]
-rules = [{ match = ".", reply = '''```python
+FIX_TYPOS = """```python
 from pptx import Presentation
 prs = Presentation(INPUT_PATH)
 for slide in prs.slides:
@@ -119,22 +93,24 @@ for slide in prs.slides:
                 for run in paragraph.runs:
                     run.text = run.text.replace("Quartely", "Quarterly").replace("performence", "performance")
 prs.save(OUTPUT_PATH)
-```''' }]
-
-[renderer]
-use = "libreoffice"
-
-[[judges]]
-use = "rubric"
-
-[[judges]]
-use = "structural"
-"""
+```"""
+DEMO = {  # three demo tasks, two baselines and a scripted code agent, real renders and judges
+    "run": {"jobs": 2, "tasks": ["qbr-*"], "limit": 3},
+    "dataset": "demo",
+    "agents": [
+        "noop",
+        "oracle",
+        use("code", label="scripted-code", model="scripted/fixer", render_check=False, max_images=0),
+    ],
+    "backends": {"scripted": {"rules": [{"match": ".", "reply": FIX_TYPOS}]}},
+    "renderer": "libreoffice",
+    "judges": ["rubric", "structural"],
+}
 
 
 def test_demo_set_on_three_nodes_equals_the_local_executor(tmp_path, cluster):
-    run_config(tmp_path, DEMO, "local")
-    run_config(tmp_path, DEMO + executor_table(cluster), "ray")
+    run_config(tmp_path, run_toml(**DEMO), "local")
+    run_config(tmp_path, run_toml(**DEMO, executor=executor_table(cluster)), "ray")
     local = {(r["agent"], r["task_id"]): r for r in rows_of(tmp_path / "local")}
     remote = {(r["agent"], r["task_id"]): r for r in rows_of(tmp_path / "ray")}
     assert len(rows_of(tmp_path / "ray")) == len(remote) == len(local) == 9
@@ -155,10 +131,10 @@ def test_demo_set_on_three_nodes_equals_the_local_executor(tmp_path, cluster):
 
 
 def test_gui_marked_agents_only_run_on_a_desktop_node(tmp_path, cluster, fake_plugins):
-    text = (
-        FAKE.format(count=3) + '[[agents]]\nuse = "desktop"\n[[agents]]\nuse = "retitle"\nlabel = "pinned"\n'
-        '[[agents]]\nuse = "retitle"\n'
-        + executor_table(cluster, "[executor.agents.pinned]\nresources = { desktop = 1 }\n")
+    text = fake_run_toml(
+        3,
+        ["desktop", use("retitle", label="pinned"), "retitle"],
+        executor=executor_table(cluster, pinned={"resources": {"desktop": 1}}),
     )
     run_config(tmp_path, text, "out")
     rows = rows_of(tmp_path / "out")
@@ -171,11 +147,9 @@ def test_gui_marked_agents_only_run_on_a_desktop_node(tmp_path, cluster, fake_pl
 def test_unknown_agent_label_in_executor_options_fails_before_work(tmp_path, cluster, fake_plugins):
     from pptarena.run.config import ConfigError
 
-    cfg = tmp_path / "bad.toml"
-    cfg.write_text(
-        FAKE.format(count=1)
-        + '[[agents]]\nuse = "noop"\n'
-        + executor_table(cluster, "[executor.agents.gui]\nresources = { desktop = 1 }\n")
+    cfg = write_run_config(
+        tmp_path / "bad.toml",
+        fake_run_toml(1, ["noop"], executor=executor_table(cluster, gui={"resources": {"desktop": 1}})),
     )
     with pytest.raises(ConfigError, match=r"executor\.agents\.gui: no agent is labelled 'gui'"):
         load_config(cfg, get_registry())
@@ -238,9 +212,8 @@ def test_worker_node_killed_mid_run_gives_retries_never_lost_or_duplicated_resul
 ):
     victim = cluster.add_node(num_cpus=1, object_store_memory=STORE, node_ip_address="127.0.0.1")
     cluster.wait_for_nodes()
-    text = FAKE.format(count=6) + '[[agents]]\nuse = "retitle"\nsleep = 1.5\n' + executor_table(cluster)
-    cfg = tmp_path / "run.toml"
-    cfg.write_text(text)
+    text = fake_run_toml(6, [use("retitle", sleep=1.5)], executor=executor_table(cluster))
+    cfg = write_run_config(tmp_path / "run.toml", text)
     errors: list[BaseException] = []
 
     def go() -> None:
@@ -274,10 +247,8 @@ def test_worker_node_killed_mid_run_gives_retries_never_lost_or_duplicated_resul
 def test_killing_the_driver_leaves_nothing_running_and_rerunning_resumes(
     tmp_path, cluster, fake_plugins, sig
 ):
-    cfg = tmp_path / "run.toml"
-    cfg.write_text(
-        FAKE.format(count=6) + '[[agents]]\nuse = "retitle"\nsleep = 1.5\n' + executor_table(cluster)
-    )
+    text = fake_run_toml(6, [use("retitle", sleep=1.5)], executor=executor_table(cluster))
+    cfg = write_run_config(tmp_path / "run.toml", text)
     out = tmp_path / "out"
     env = {**os.environ, "PPTARENA_PLUGINS": "fakeplugins"}
     cmd = [
@@ -327,10 +298,8 @@ def test_killing_the_driver_leaves_nothing_running_and_rerunning_resumes(
 def test_an_agent_needing_a_resource_no_node_has_fails_before_submitting(tmp_path, cluster, fake_plugins):
     from pptarena.run.executors import ExecutorError
 
-    text = (
-        FAKE.format(count=1)
-        + '[[agents]]\nuse = "retitle"\n'
-        + executor_table(cluster, "[executor.agents.retitle]\nresources = { gpu_desktop = 1 }\n")
+    text = fake_run_toml(
+        1, ["retitle"], executor=executor_table(cluster, retitle={"resources": {"gpu_desktop": 1}})
     )
     with pytest.raises(ExecutorError, match=r"agent 'retitle' needs 1 'gpu_desktop' per pair.*advertises 0"):
         run_config(tmp_path, text, "out")
@@ -340,10 +309,10 @@ def test_an_agent_needing_a_resource_no_node_has_fails_before_submitting(tmp_pat
 def test_default_local_cluster_with_shared_dir_runs_gui_marked_agents(tmp_path, fake_plugins):
     """No address: the executor starts (and stops) a private cluster that advertises what the agents need."""
     shared = tmp_path / "shared"
-    text = (
-        FAKE.format(count=2)
-        + '[[agents]]\nuse = "desktop"\n[[agents]]\nuse = "slowcopy"\n'
-        + f'[executor]\nuse = "ray"\nlocal_cpus = 1\nobject_store_memory = {STORE}\nshared_dir = "{shared}"\n'
+    text = fake_run_toml(
+        2,
+        ["desktop", "slowcopy"],
+        executor=use("ray", local_cpus=1, object_store_memory=STORE, shared_dir=str(shared)),
     )
     run_config(tmp_path, text, "out")
     rows = rows_of(tmp_path / "out")

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.support.config import fake_run_toml, use, write_run_config
 from tests.support.paths import PLUGIN_MODULES
 
 pytest.importorskip("ray", reason="the ray executor tests need `pip install 'pptarena[ray]'`")
@@ -150,13 +151,9 @@ def cluster(tmp_path_factory):
             assert "InvalidAuthToken" not in line or "driver" in line  # the nodes themselves agreed
 
 
-def config(path: Path, address: str, count: int, extra: str = "") -> Path:
-    path.write_text(
-        f'[dataset]\nuse = "fake"\nroot = "data"\ncount = {count}\n[renderer]\nuse = "dummy"\n'
-        '[[judges]]\nuse = "title"\n[[agents]]\nuse = "retitle"\nsleep = 2.0\n'
-        f'[executor]\nuse = "ray"\naddress = "{address}"\nmax_retries = 3\nconnect_timeout = 3\n{extra}'
-    )
-    return path
+def config(path: Path, address: str, count: int) -> Path:
+    ray = use("ray", address=address, max_retries=3, connect_timeout=3)
+    return write_run_config(path, fake_run_toml(count, [use("retitle", sleep=2.0)], executor=ray))
 
 
 def nodes_of(out: Path) -> set[str]:
