@@ -10,50 +10,29 @@ had no process limit).
 
 from __future__ import annotations
 
-import json
 import os
 import shutil
 import socket
 import sys
-import textwrap
 import threading
-from pathlib import Path
 
 import pytest
 
-from tests.support.agents_fixtures import events, make_task, scripted_workspace
+from tests.support.agents_fixtures import events
 from tests.support.config import command_agent, demo_dataset
 from tests.support.stub_llm_server import StubLLMServer
-from tests.support.trust_fixtures import arena, needs_bwrap, processes_with, rows, wait_gone
+from tests.support.trust_fixtures import (
+    arena,
+    needs_bwrap,
+    processes_with,
+    rows,
+    run_cli,
+    wait_gone,
+)
 
 pytestmark = needs_bwrap
 
 MB = 1024 * 1024
-
-
-def make_agent(tmp_path: Path, **options):
-    from pptarena.run.registry import get_registry
-    from pptarena.types import ComponentContext
-
-    ctx = ComponentContext(cache_dir=tmp_path, model=None, name="command", label="cli")  # type: ignore[arg-type]
-    return get_registry().create("agents", "command", options, ctx)
-
-
-def run_cli(tmp_path: Path, body: str, **options):
-    """Run ``body`` (Python; ``report`` is a dict printed as JSON at the end, the input deck is
-    copied to the output first) as the CLI agent; return (prediction, report, workspace)."""
-    script = tmp_path / "cli.py"
-    script.write_text(
-        "import json, os, shutil, socket, sys\n"
-        "shutil.copyfile(sys.argv[1], sys.argv[2])\n"
-        "report = {}\n" + textwrap.dedent(body) + "\nprint('REPORT' + json.dumps(report))\n"
-    )
-    ws, _ = scripted_workspace(tmp_path, [])
-    agent = make_agent(tmp_path, command=[sys.executable, str(script), "{input}", "{output}"], **options)
-    pred = agent.edit(make_task(tmp_path), ws)
-    stdout = (ws.dir / "cli.stdout.txt").read_text()
-    assert "REPORT" in stdout, (ws.dir / "cli.stderr.txt").read_text()[-2000:]
-    return pred, json.loads(stdout.split("REPORT", 1)[1]), ws
 
 
 class Listener:

@@ -36,14 +36,12 @@ import pytest
 
 from tests.support.agents_fixtures import events
 from tests.support.stub_llm_server import Reply
-from tests.support.trust_fixtures import needs_bwrap
+from tests.support.trust_fixtures import make_agent, needs_bwrap, run_cli
 
 MB = 1024 * 1024
 
 
 def _run_cli(tmp_path: Path, body: str, **options):
-    from test_trust_cli_jail import run_cli
-
     return run_cli(tmp_path, body, **options)
 
 
@@ -55,8 +53,6 @@ def test_a_cli_flooding_stdout_does_not_fill_the_run_folder(tmp_path):
     """The CLI's stdout went straight into ``cli.stdout.txt`` in the pair folder: 200 MB printed
     made a 200 MB file there (no quota, no cap), then the redactor read it all."""
     import sys
-
-    from test_trust_cli_jail import make_agent
 
     from tests.support.agents_fixtures import make_task, scripted_workspace
 

@@ -11,6 +11,7 @@ import json
 import os
 import subprocess
 import sys
+import textwrap
 import time
 from pathlib import Path
 from typing import Any
@@ -18,6 +19,7 @@ from typing import Any
 import pytest
 
 from pptarena import isolation
+from tests.support.agents_fixtures import make_task, scripted_workspace
 from tests.support.config import demo_dataset, run_toml, use
 
 SECRET = "sk-test-DO-NOT-LEAK-0123456789abcdef"  # the stub's TEST_API_KEY
@@ -114,3 +116,29 @@ def wait_gone(marker: str, seconds: float = 5.0) -> list[int]:
 def program_reply(program: str) -> str:
     """A model reply holding ``program`` as a fenced Python block."""
     return "```python\n" + program.strip() + "\n```"
+
+
+def make_agent(tmp_path: Path, **options):
+    """The ``command`` agent labelled ``cli`` with ``options``, built through the registry."""
+    from pptarena.run.registry import get_registry
+    from pptarena.types import ComponentContext
+
+    ctx = ComponentContext(cache_dir=tmp_path, model=None, name="command", label="cli")  # type: ignore[arg-type]
+    return get_registry().create("agents", "command", options, ctx)
+
+
+def run_cli(tmp_path: Path, body: str, **options):
+    """Run ``body`` (Python; ``report`` is a dict printed as JSON at the end, the input deck is
+    copied to the output first) as the CLI agent; return (prediction, report, workspace)."""
+    script = tmp_path / "cli.py"
+    script.write_text(
+        "import json, os, shutil, socket, sys\n"
+        "shutil.copyfile(sys.argv[1], sys.argv[2])\n"
+        "report = {}\n" + textwrap.dedent(body) + "\nprint('REPORT' + json.dumps(report))\n"
+    )
+    ws, _ = scripted_workspace(tmp_path, [])
+    agent = make_agent(tmp_path, command=[sys.executable, str(script), "{input}", "{output}"], **options)
+    pred = agent.edit(make_task(tmp_path), ws)
+    stdout = (ws.dir / "cli.stdout.txt").read_text()
+    assert "REPORT" in stdout, (ws.dir / "cli.stderr.txt").read_text()[-2000:]
+    return pred, json.loads(stdout.split("REPORT", 1)[1]), ws
