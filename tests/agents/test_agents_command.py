@@ -98,6 +98,7 @@ def test_missing_output_names_the_expected_path(tmp_path):
     assert "cli/output/demo-001.pptx" in message and "exit status 3" in message and "wrong.pptx" in message
 
 
+@pytest.mark.slow
 def test_broken_output_and_timeout(tmp_path):
     ws, _ = scripted_workspace(tmp_path, [])
     agent = make_agent(
@@ -213,6 +214,7 @@ def test_allow_hosts_opens_a_loopback_port_through_the_proxy(tmp_path):
     assert "TUNNEL refused HTTP/1.1 403 Forbidden" in outputs["refused"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not _jail_usable(), reason="bubblewrap is not usable here")
 def test_output_written_before_a_timeout_is_taken_and_a_killed_launcher_is_the_agents_error(tmp_path):
     ws, _ = scripted_workspace(tmp_path, [])

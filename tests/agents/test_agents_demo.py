@@ -60,6 +60,7 @@ def target_only_texts(task: Task) -> set[str]:
     return {t for t in _texts(summarize(task.target)) if t not in original and t not in task.instruction}
 
 
+@pytest.mark.slow
 def test_no_demo_prompt_contains_the_target_or_style_target(tmp_path, demo_tasks):
     checked_target_texts = 0
     for task in demo_tasks:

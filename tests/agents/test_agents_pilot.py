@@ -90,6 +90,7 @@ def test_code_agent_can_hand_in_the_input_on_failure(tmp_path):
     assert events(ws, "handed_in_input")
 
 
+@pytest.mark.slow
 def test_code_timeout_and_missing_output_go_back_to_the_model(tmp_path):
     hang = "```python\nwhile True:\n    pass\n```"
     no_save = (

@@ -36,6 +36,7 @@ def renderer(tmp_path_factory):
     r.close()
 
 
+@pytest.mark.slow
 def test_xml_agent_on_a_real_deck_renders_and_verifies(tmp_path, corpus_dir, renderer):
     source = corpus_dir / DECK
     if not source.is_file():

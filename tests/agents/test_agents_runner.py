@@ -6,6 +6,8 @@ import json
 import sys
 from pathlib import Path
 
+import pytest
+
 from pptarena.run.config import load_config
 from pptarena.run.registry import get_registry
 from pptarena.run.runner import Runner
@@ -29,6 +31,7 @@ prs.save(sys.argv[1])
 """
 
 
+@pytest.mark.slow
 def test_code_xml_and_command_agents_in_a_run(tmp_path: Path, fake_plugins):
     script = tmp_path / "cli_agent.py"
     script.write_text(CLI_SCRIPT)

@@ -20,9 +20,10 @@ from tests.support.agents_fixtures import FIX_QBR_TYPOS
 from tests.support.config import demo_dataset, use, write_run_config
 from tests.support.stub_llm_server import TEST_API_KEY, RecordedRequest, Reply, StubLLMServer
 
-pytestmark = pytest.mark.skipif(
-    shutil.which("soffice") is None, reason="LibreOffice (soffice) is not installed"
-)
+pytestmark = [
+    pytest.mark.skipif(shutil.which("soffice") is None, reason="LibreOffice (soffice) is not installed"),
+    pytest.mark.slow,
+]
 
 
 def answer(request: RecordedRequest) -> Reply:

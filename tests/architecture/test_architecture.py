@@ -15,6 +15,8 @@ import ast
 import sys
 from pathlib import Path
 
+import pytest
+
 import pptarena
 from tests.support.paths import ROOT
 
@@ -148,6 +150,7 @@ def test_function_level_imports_are_edges(tmp_path, monkeypatch):
     }
 
 
+@pytest.mark.slow
 def test_the_core_never_imports_a_plugin():
     offenders = {
         m: sorted(i for i in deps if i.startswith("pptarena.plugins"))
@@ -157,6 +160,7 @@ def test_the_core_never_imports_a_plugin():
     assert {m: d for m, d in offenders.items() if d} == {}
 
 
+@pytest.mark.slow
 def test_reports_never_import_the_runner():
     edges = graph()
     assert {

@@ -82,6 +82,7 @@ def test_plugins_lists_the_third_party_plugin(python_with_plugin):
     assert plugins["agents-baselines"]["builtin"] is True
 
 
+@pytest.mark.slow
 def test_a_run_uses_the_plugins_agent_and_judge(python_with_plugin, tmp_path):
     from pptx import Presentation
 

@@ -54,6 +54,7 @@ def _one_typo_fixed(original: Path, dest: Path) -> Path:
     return dest
 
 
+@pytest.mark.slow
 def test_the_demo_set_passes(tmp_path):
     result = run_cli("check", str(demo_root(_cache())))
     assert result.exit_code == 0, result.output
@@ -63,6 +64,7 @@ def test_the_demo_set_passes(tmp_path):
     assert "12 rubric(s) checked, 0 flagged" in result.output
 
 
+@pytest.mark.slow
 def test_bad_rubrics_are_flagged_and_partials_are_run(tmp_path):
     root = copy_demo_tasks(_cache(), tmp_path / "tasks", DEMO_TASK, keep=("target.pptx", "rubric.json"))
     good = root / DEMO_TASK
@@ -157,6 +159,7 @@ def test_no_renders_reports_rubrics_that_need_screenshots(tmp_path):
     assert "error" in result.output and "renders are switched off" in result.output
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     not (PPTEVAL / "task_registry").is_dir() or not (CORPUS / "poi_stress013.pptx").is_file(),
     reason="../shared/ppteval or the stand-in corpus deck is not available",

@@ -68,6 +68,7 @@ def test_diff_fields_come_from_the_deck_engine():
         assert name in primer
 
 
+@pytest.mark.slow
 def test_the_documented_context_is_what_leaves_see(tmp_path):
     """A leaf using every attribute the primer names runs without error in the real judge."""
     from pptarena.authoring.check import RubricChecker

@@ -7,6 +7,8 @@ import os
 import tomllib
 from pathlib import Path
 
+import pytest
+
 from pptarena.authoring.lint import CONTEXT_NAMES
 from pptarena.authoring.rubric import authoring_problems, parse_rubric_reply
 from tests.support.author_fixtures import (
@@ -100,6 +102,7 @@ def test_undefined_names_fail_after_bounded_attempts_with_a_clear_report(tmp_pat
     assert "rubric" not in tomllib.loads((folder / "task.toml").read_text(encoding="utf-8"))
 
 
+@pytest.mark.slow
 def test_a_draft_that_misjudges_the_target_is_caught_by_running_it(tmp_path):
     wrong = rubric_of(
         leaf(

@@ -6,6 +6,8 @@ import json
 import subprocess
 import sys
 
+import pytest
+
 import pptarena
 from tests.support.config import fake_dataset, fake_run_toml
 
@@ -30,6 +32,7 @@ def test_plugins_json_lists_builtins_with_components():
     assert all(p["builtin"] for n, p in plugins.items() if n.startswith(("agents-", "datasets-", "judges-")))
 
 
+@pytest.mark.slow
 def test_tasks_and_run_piped_output(tmp_path, fake_plugins, run_config):
     cfg = run_config("c.toml", fake_run_toml(3, ["noop"], dataset=fake_dataset(3, root="d")))
     out = arena("tasks", "--config", str(cfg), "--json")
@@ -42,6 +45,7 @@ def test_tasks_and_run_piped_output(tmp_path, fake_plugins, run_config):
     assert len(lines) == 2 and "noop task-01: scored title=0.00" in out.stderr and "\x1b[" not in out.stderr
 
 
+@pytest.mark.slow
 def test_options_lists_a_components_config_keys():
     out = arena("options", "agent", "precomputed")
     assert out.returncode == 0, out.stderr

@@ -58,6 +58,7 @@ def test_unknown_cost_has_single_brackets():
     assert text == "unknown (agent calls not reported)"
 
 
+@pytest.mark.slow
 def test_report_html_has_one_leaderboard_heading(tmp_path, fake_plugins, fake_run):
     run_dir = fake_run(count=1)
     res = CliRunner().invoke(cli, ["report", str(run_dir), "--no-render"])

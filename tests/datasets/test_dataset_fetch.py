@@ -180,6 +180,7 @@ def arena_fetch(args: list[str], tty: bool = False) -> tuple[int, str, str]:
     return proc.returncode, out, b"".join(chunks).decode(errors="replace")
 
 
+@pytest.mark.slow
 def test_an_interrupted_download_resumes_with_range(site, tmp_path):
     source = osworld_source(site)
     site.cut["/files/a/1_1.pptx"] = 120_000
@@ -199,6 +200,7 @@ def test_an_interrupted_download_resumes_with_range(site, tmp_path):
     assert not (tmp_path / "files" / DOMAIN / TASK_B).exists()  # --task: only the selected task's files
 
 
+@pytest.mark.slow
 def test_hub_files_come_through_huggingface_hub_and_a_corrupt_one_is_refused(site, tmp_path):
     source = osworld_source(site)
     gold = f"/datasets/{REPO}/resolve/main/{DOMAIN}/{TASK_B}/2_1_Gold.pptx"
@@ -214,6 +216,7 @@ def test_hub_files_come_through_huggingface_hub_and_a_corrupt_one_is_refused(sit
     assert any(m == "HEAD" and p == gold for m, p, _ in site.requests)  # huggingface_hub's metadata call
 
 
+@pytest.mark.slow
 def test_the_fetched_task_loads(site, tmp_path):
     source = osworld_source(site)
     code, out, err = arena_fetch(["osworld", "--dir", str(tmp_path), "--source", source])
@@ -242,6 +245,7 @@ def test_offline_is_one_line_after_the_licence(tmp_path):
     assert "Traceback" not in err and err.index("Licence:") < err.index("Error:")
 
 
+@pytest.mark.slow
 def test_progress_bar_only_on_a_terminal(site, tmp_path):
     source = osworld_source(site)
     code, _, piped = arena_fetch(
@@ -282,6 +286,7 @@ def _zip(members: dict[str, bytes], links: dict[str, str] | None = None) -> byte
     return buf.getvalue()
 
 
+@pytest.mark.slow
 def test_pptc_archive_is_extracted_and_a_path_escape_refused(site, tmp_path):
     session = b'{"Turn": 0, "User instruction": "Add a title"}\n'
     site.files["/pptc-good.zip"] = _zip({"PPTC-main/PPT_test_input/short/session_1.json": session})

@@ -156,6 +156,7 @@ def test_demo_decks_have_the_promised_features(demo_tasks):
     assert len(layouts) >= 3, layouts
 
 
+@pytest.mark.slow
 def test_demo_decks_render_in_libreoffice(demo_tasks, tmp_path):
     soffice = shutil.which("soffice")
     if soffice is None:

@@ -59,6 +59,7 @@ def _config(tmp_path, data, pptc_judges: tuple[str, ...] = ("match",), **parts) 
     )
 
 
+@pytest.mark.slow
 def test_mixed_run_has_labelled_ids_and_a_leaderboard_per_dataset(tmp_path, data):
     cfg = _config(tmp_path, data)
     config = load_config(cfg, get_registry())

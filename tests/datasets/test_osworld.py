@@ -162,6 +162,7 @@ def skipped_reasons(manifest: dict) -> dict:
     return {(s["agent"], s["task_id"]): s["reason"] for s in manifest["skipped"]}
 
 
+@pytest.mark.slow
 def test_oracle_scores_one_and_noop_zero_through_the_runner(data, tmp_path):
     by_pair, rows, manifest = _run(data, tmp_path, ["oracle", "noop"])
     skipped = {(s["agent"], s["task_id"]) for s in manifest["skipped"]}

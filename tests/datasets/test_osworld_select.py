@@ -104,6 +104,7 @@ def test_a_missing_files_dir_names_the_fetch_command(partial, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_data_warnings_print_as_one_line_each(partial, tmp_path):
     root, files = partial
     cfg = config(tmp_path, root, files)

@@ -175,6 +175,7 @@ def _variants(decks: Path, tmp_path: Path) -> list[tuple[str, Path, Path, str]]:
     return cases
 
 
+@pytest.mark.slow
 def test_pptx_match_agrees_with_pptc(decks, tmp_path):
     """Identical (str_correct, pos_total, pos_correct) to PPTC's calc_acc on passing and failing pairs."""
     judge = _judge(tmp_path)
@@ -219,6 +220,7 @@ def _run(
     return {(r["agent"], r["task_id"]): r for r in rows}
 
 
+@pytest.mark.slow
 def test_turn_mode_oracle_and_noop(decks, tmp_path):
     rows = _run(decks, tmp_path, "turn")
     oracle = [r for (a, _), r in rows.items() if a == "oracle"]
@@ -245,6 +247,7 @@ def test_turn_mode_oracle_and_noop(decks, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_session_mode_chains_turns(decks, tmp_path):
     rows = _run(decks, tmp_path, "session", {"session_check": "every"})
     for k in (3, 6):
@@ -269,6 +272,7 @@ def test_session_mode_chains_turns(decks, tmp_path):
     assert noop["scores"]["pptx_match"]["metrics"]["final_turn_score"] == 0.0
 
 
+@pytest.mark.slow
 def test_pptc_session_check_fails_gold_decks_where_pptc_does(decks, tmp_path):
     """PPTC's own session check (every restriction on the final deck) fails the gold chain of short-0."""
     rows = _run(decks, tmp_path, "session", {"session_check": "pptc"}, ["short-0", "short-3"], ("oracle",))

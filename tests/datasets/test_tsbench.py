@@ -125,6 +125,7 @@ def test_structural_judge_says_there_is_no_target(root, tmp_path):
     assert all("TSBench ships no target decks" in r["error"] for r in rows)
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(
     not (shutil.which("soffice") or shutil.which("libreoffice")), reason="LibreOffice is not installed"
 )

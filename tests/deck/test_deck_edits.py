@@ -112,6 +112,7 @@ def test_font_size_of_one_word(tmp_path):
     assert d.edits[0]["old"] is not None  # the inherited size, resolved through the master
 
 
+@pytest.mark.slow
 def test_delete_insert_reorder_slides(tmp_path):
     def mutate(prs):
         prs.slides.add_slide(prs.slide_layouts[6])  # first: python-pptx names parts by count

@@ -97,6 +97,7 @@ def mutations(members: dict[str, bytes], rng: random.Random):
         yield f"deleted:{name}", {n: d for n, d in members.items() if n != name}
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", SMALL)
 def test_mutated_parts(name, tmp_path):
     members = load(name)

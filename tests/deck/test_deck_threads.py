@@ -68,6 +68,7 @@ def test_parsing_waits_for_the_parse_lock():
     assert done == ["a"]
 
 
+@pytest.mark.slow
 def test_two_threads_reading_decks_in_fresh_processes_never_crash():
     """A smoke test: without the lock the same script crashed in 11 of 40, and in another series 1 of
     24, fresh processes on this machine (so 12 runs catch it often, not always)."""
@@ -79,6 +80,7 @@ def test_two_threads_reading_decks_in_fresh_processes_never_crash():
         assert done.returncode == 0, done.stderr[-2000:]
 
 
+@pytest.mark.slow
 def test_concurrent_reads_give_the_single_threaded_answers():
     expected = {}
     for deck in corpus_decks()[:12]:

@@ -156,6 +156,7 @@ def test_evidence_files_record_prompts_images_and_answers(tmp_path, scripted, de
     assert summary["score"] == verdict.score == pytest.approx(0.9)
 
 
+@pytest.mark.slow
 def test_images_are_capped_and_long_decks_chunked(tmp_path, scripted):
     orig = build_deck(tmp_path / "orig.pptx", slides=7)
     edits = [retitle(i, f"New title {i}") for i in range(1, 8)]
@@ -281,6 +282,7 @@ def test_task_without_target_and_separate_models(tmp_path, scripted):
     assert v2.metrics["if_score"] == 0
 
 
+@pytest.mark.slow
 def test_bounded_prompts_on_big_diffs(tmp_path, scripted):
     orig = build_deck(tmp_path / "orig.pptx", slides=12)
     edits = [

@@ -66,6 +66,7 @@ def test_rejected_answers_say_why(text, problem):
         parse_score(text)
 
 
+@pytest.mark.slow
 def test_long_answers_and_reasons_are_bounded():
     reason = "x" * 50_000
     parsed = parse_score(json.dumps({"score": 3, "reason": reason}))

@@ -401,6 +401,7 @@ def test_a_negative_slide_size_does_not_make_every_move_within_tolerance(tmp_pat
     assert match_edits(target, far).matches[0].credit < 1.0
 
 
+@pytest.mark.slow
 def test_matching_stays_linear_for_hundreds_of_added_shapes(tmp_path):
     """1000 added text boxes in both target and prediction: all matched, via the windowed pairing."""
     from pptx import Presentation

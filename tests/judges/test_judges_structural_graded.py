@@ -12,6 +12,8 @@ import pytest
 
 from tests.support.graded_set import KINDS, build_set, iter_attempts, label_of, write_labels
 
+pytestmark = pytest.mark.slow
+
 N_TASKS = 5
 
 

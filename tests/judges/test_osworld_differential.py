@@ -222,6 +222,7 @@ def test_compare_pptx_files_matches_osworld(case: Case, ref: Any, tmp_path: Path
     assert ours == theirs, f"{case.name}: ours {ours} vs OSWorld {theirs}"
 
 
+@pytest.mark.slow
 def test_differential_sample_has_both_verdicts(ref: Any, tmp_path: Path) -> None:
     """The sample is informative: OSWorld passes some pairs and fails others."""
     scores = set()

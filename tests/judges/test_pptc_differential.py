@@ -155,6 +155,7 @@ def _sessions(base: Path, tmp: Path) -> dict[int, list[tuple[str, Path, Path]]]:
     }
 
 
+@pytest.mark.slow
 def test_sessions_get_pptcs_session_verdict(cases, tmp_path):
     base = cases[0][1]
     sessions = _sessions(base, tmp_path / "decks")

@@ -20,6 +20,7 @@ def client_for(backend, model="claude-test"):
     return ModelClient(backend, "anthropic", model)
 
 
+@pytest.mark.slow
 def test_system_text_and_images_use_the_messages_wire_format(anthropic_backend, llm_server):
     llm_server.enqueue(Reply("done", input_tokens=120, output_tokens=1))
     client = client_for(anthropic_backend())

@@ -89,6 +89,7 @@ def test_a_plain_backend_gets_default_retries_and_its_policy_is_shared():
     assert a.usage.retries == 1 and backend.calls == 2
 
 
+@pytest.mark.slow
 def test_deadline_stops_waiting_for_a_backend_that_ignores_timeouts():
     backend = PlainBackend([5.0])
     policy = CallPolicy(retry=RetryPolicy(0), timeout=0.2)

@@ -137,6 +137,7 @@ def test_fatal_error_items_are_not_retried(scripted_backend):
     assert not isinstance(info.value, TransientModelError) and len(backend.requests) == 1
 
 
+@pytest.mark.slow
 def test_slow_item_hits_the_client_deadline(scripted_backend):
     backend = scripted_backend(responses=[{"reply": "slow", "delay": 3}], timeout=0.2, max_retries=0)
     with pytest.raises(TransientModelError, match="did not return within"):

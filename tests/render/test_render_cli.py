@@ -28,6 +28,7 @@ def decks():
     return HIDDEN_DECK, SMALL_DECK
 
 
+@pytest.mark.slow
 def test_several_decks_go_to_one_folder_each(decks, tmp_path):
     result = CliRunner().invoke(render_command, [*map(str, decks), "--out", str(tmp_path), "--size", "320"])
     assert result.exit_code == 0, result.output
@@ -39,6 +40,7 @@ def test_several_decks_go_to_one_folder_each(decks, tmp_path):
     assert "(1 slides, 1 hidden)" in result.output and "rendered 4 slides from 2 deck(s)" in result.output
 
 
+@pytest.mark.slow
 def test_one_deck_goes_straight_into_out_as_json(decks, tmp_path):
     result = CliRunner().invoke(
         render_command, [str(decks[0]), "--out", str(tmp_path), "--no-cache", "--json"]
@@ -67,6 +69,7 @@ def test_unknown_renderer_suggests_a_name(decks, tmp_path):
     assert "libreoffice" in result.output
 
 
+@pytest.mark.slow
 def test_render_loads_only_renderer_plugins_when_they_have_the_renderer(tmp_path):
     import subprocess
     import sys

@@ -55,6 +55,7 @@ def assert_not_blank(path: Path) -> None:
     assert extrema[0] < extrema[1] and spread > 1.0, f"{path} looks blank"
 
 
+@pytest.mark.slow
 def test_hidden_slide_is_rendered_with_its_ids_and_size(warm, tmp_path):
     deck = corpus(HIDDEN_DECK)
     images = warm.render(deck, tmp_path / "out")
@@ -105,6 +106,7 @@ def test_one_slide_edit_yields_exactly_that_slide(warm, tmp_path):
     assert renders_unchanged(before, warm.render(deck, tmp_path / "before2"))
 
 
+@pytest.mark.slow
 def test_parallel_callers_get_separate_offices_and_profiles(tmp_path):
     r = make(tmp_path, workers=2, cache=False)
     decks = [corpus(SMALL_DECK), corpus(HIDDEN_DECK), corpus(WIDE_DECK)]
@@ -118,6 +120,7 @@ def test_parallel_callers_get_separate_offices_and_profiles(tmp_path):
         r.close()
 
 
+@pytest.mark.slow
 def test_crashed_office_is_replaced(warm, tmp_path):
     deck = corpus(SMALL_DECK)
     if not warm._slots:  # run first or alone: start the office with one render
@@ -134,6 +137,7 @@ def test_crashed_office_is_replaced(warm, tmp_path):
     assert slot.office._office_pid != office_pid
 
 
+@pytest.mark.slow
 def test_warm_office_that_hangs_mid_render_is_killed(tmp_path):
     r = make(tmp_path, cache=False, workers=1, timeout=2.0)
     try:
@@ -149,6 +153,7 @@ def test_warm_office_that_hangs_mid_render_is_killed(tmp_path):
         r.close()
 
 
+@pytest.mark.slow
 def test_oneshot_mode_custom_size_and_render_many(tmp_path):
     r = make(tmp_path, warm=False, size=400, cache=False)
     try:
@@ -165,6 +170,7 @@ def test_oneshot_mode_custom_size_and_render_many(tmp_path):
         assert [(i.width, i.height) for i in images] == [(400, 300)] * 3
 
 
+@pytest.mark.slow
 def test_close_leaves_no_process(tmp_path):
     r = make(tmp_path, cache=False)
     r.render(corpus(HIDDEN_DECK), tmp_path / "out")
@@ -193,6 +199,7 @@ def fake_soffice(tmp: Path, body: str) -> Path:
     return script
 
 
+@pytest.mark.slow
 def test_hung_office_times_out_as_infra_error_without_orphans(tmp_path, monkeypatch):
     # the fake office writes host pids into tmp_path: it runs outside the office's jail (the jailed
     # office's own hang is test_warm_office_that_hangs_mid_render_is_killed)

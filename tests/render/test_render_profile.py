@@ -12,7 +12,7 @@ import pytest
 from pptarena.types import ComponentContext
 from tests.support.render_fixtures import SMALL_DECK, WIDE_DECK, corpus, needs_soffice
 
-pytestmark = needs_soffice
+pytestmark = [needs_soffice, pytest.mark.slow]
 
 
 def make(cache: Path, **options):

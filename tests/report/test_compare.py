@@ -33,6 +33,7 @@ def run_with(tmp_path: Path, name: str, right: list[bool]) -> Path:
     return out
 
 
+@pytest.mark.slow
 def test_compare_two_runs(tmp_path, fake_plugins):
     a = run_with(tmp_path, "a", [True, True, False, True])
     b = run_with(tmp_path, "b", [False, True, False, True])

@@ -117,6 +117,7 @@ def test_label_scales_and_errors(tmp_path):
 # ------------------------------------------------------------------ agreement on a real run
 
 
+@pytest.mark.slow
 def test_agreement_with_labels_on_a_fake_run(tmp_path, fake_plugins, fake_run):
     run_dir = fake_run(count=4)
     rows = rows_of(run_dir)
@@ -164,6 +165,7 @@ def _need_soffice():
         pytest.skip("LibreOffice (soffice) is not installed")
 
 
+@pytest.mark.slow
 def test_repeat_of_the_deterministic_structural_judge_has_no_variance(tmp_path_factory, tmp_path, demo_run):
     _need_soffice()
     run_dir = tmp_path / "run"
@@ -202,6 +204,7 @@ def _dual_run(tmp_path, **backend_options):
     return tmp_path / "run"
 
 
+@pytest.mark.slow
 def test_repeat_of_a_model_judge_on_the_scripted_backend(tmp_path):
     _need_soffice()
     run_dir = _dual_run(tmp_path)
@@ -221,6 +224,7 @@ def test_repeat_of_a_model_judge_on_the_scripted_backend(tmp_path):
     assert len(list((run_dir / "meta-eval").glob("repeat-*/tasks/noop/*/judges/dual"))) == 3
 
 
+@pytest.mark.slow
 def test_repeat_warns_when_the_response_cache_hides_variance(tmp_path):
     _need_soffice()
     run_dir = _dual_run(tmp_path, cache=True)
@@ -264,6 +268,7 @@ def test_graded_set_kinds_and_order_within_tasks(tmp_path):
     assert plain[0].kind == "" and kind_means(plain, {"j": values}) == {}
 
 
+@pytest.mark.slow
 def test_meta_eval_command_reports_kinds_on_a_run(tmp_path, fake_plugins, fake_run):
     run_dir = fake_run(count=3)
     lines = ["task_id,agent,label,kind"]

@@ -123,6 +123,7 @@ def _f(score, if_pct, vq_pct, mean_scored, coverage, scored, cases) -> dict:
     }
 
 
+@pytest.mark.slow
 def test_leaderboard_figures_by_hand(run_dir):
     splits = json.loads((run_dir / "summary.json").read_text())["leaderboard_splits"]["dual"]
     # per case (IF%, VQ%, case%): 1 (100, 80, 90); 2 (60, 50, 55); 3 unscored; 4 clamped (100, 0, 50);
@@ -143,6 +144,7 @@ def test_leaderboard_figures_by_hand(run_dir):
     assert subset["categories"]["Content"]["agents"]["noop"] == _f(90.0, 100.0, 80.0, 90.0, 100.0, 1, 1)
 
 
+@pytest.mark.slow
 def test_leaderboard_terminal_and_report(run_dir):
     result = CliRunner().invoke(cli, ["report", str(run_dir), "--no-render"])
     assert result.exit_code == 0, result.output

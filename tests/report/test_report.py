@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 
+import pytest
 from click.testing import CliRunner
 
 from pptarena.cli.main import cli
@@ -28,6 +29,7 @@ def _table_rows(text: str, title: str) -> dict[str, list[str]]:
     return out
 
 
+@pytest.mark.slow
 def test_plain_summary_of_a_real_fake_run(tmp_path, fake_plugins, fake_run):
     run_dir = fake_run(count=2)
     summary = summarize_results(rows_of(run_dir))
@@ -47,6 +49,7 @@ def test_plain_summary_of_a_real_fake_run(tmp_path, fake_plugins, fake_run):
     assert f"Results: {run_dir / 'results.jsonl'}" in text
 
 
+@pytest.mark.slow
 def test_rich_output_on_a_terminal(tmp_path, fake_plugins, fake_run):
     run_dir = fake_run(count=1)
     buf = io.StringIO()
@@ -101,6 +104,7 @@ def test_ppteval_and_pptarena_figures():
     assert "rubric success" in plain_text(table)
 
 
+@pytest.mark.slow
 def test_arena_report_command(tmp_path, fake_plugins, fake_run):
     run_dir = fake_run(count=1)
     res = CliRunner().invoke(cli, ["report", str(run_dir), "--no-render"])

@@ -38,6 +38,7 @@ def reference_bootstrap(values, n_boot=2000, seed=0, level=0.95):
     return [round(float(lo), 4), round(float(hi), 4)]
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("cache", ["cached", "uncached"])
 def test_bootstrap_with_shared_draws_equals_the_original_computation(monkeypatch, cache):
     if cache == "uncached":
@@ -211,6 +212,7 @@ def test_verdicts_of_a_pair_read_through_the_fast_reader(tmp_path):
     assert report_data.MAX_JSON_BYTES > 0
 
 
+@pytest.mark.slow
 def test_the_report_reuses_the_summary_a_real_run_wrote(tmp_path, fake_plugins, monkeypatch):
     """End to end: ``arena run`` writes summary.json, the report takes it instead of recomputing."""
     import subprocess

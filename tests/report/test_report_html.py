@@ -15,6 +15,8 @@ import pytest
 from pptarena.report.html import write_report
 from tests.support.report_fixtures import copy_run
 
+pytestmark = pytest.mark.slow
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 

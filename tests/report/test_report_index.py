@@ -119,6 +119,7 @@ def test_auto_layout_writes_an_index_and_task_pages(big):
     assert '<section class="task"' in write_report(run_dir, render=False, layout="single").read_text()
 
 
+@pytest.mark.slow
 def test_index_filters_and_sorts_in_headless_chromium(big, tmp_path):
     if not Path(CHROMIUM).exists():
         pytest.skip("chromium is not installed")
@@ -159,6 +160,7 @@ def test_index_filters_and_sorts_in_headless_chromium(big, tmp_path):
     )
 
 
+@pytest.mark.slow
 def test_task_page_opens_from_the_index_on_a_real_run(tmp_path_factory, tmp_path, demo_run):
     if not shutil.which("soffice"):
         pytest.skip("LibreOffice (soffice) is not installed")

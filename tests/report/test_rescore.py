@@ -3,6 +3,7 @@ resumable."""
 
 from __future__ import annotations
 
+import pytest
 from click.testing import CliRunner
 
 from pptarena.cli.main import cli
@@ -19,6 +20,7 @@ def alt_config(judges=ALT_JUDGES) -> str:
     return run_toml(dataset=use("fake", root="data"), renderer="dummy", agents=["noop"], judges=judges)
 
 
+@pytest.mark.slow
 def test_rescore_with_other_judges_keeps_results_apart(tmp_path, fake_plugins, fake_run):
     run_dir = fake_run(count=2)
     before = (run_dir / "results.jsonl").read_bytes()
@@ -59,6 +61,7 @@ def test_rescore_with_other_judges_keeps_results_apart(tmp_path, fake_plugins, f
     assert len((out / "results.jsonl").read_text().splitlines()) == 6
 
 
+@pytest.mark.slow
 def test_rescore_with_the_runs_own_judges_and_cli(tmp_path, fake_plugins, fake_run):
     run_dir = fake_run(count=1)
     res = CliRunner().invoke(cli, ["rescore", str(run_dir), "--quiet"])
@@ -75,6 +78,7 @@ def test_rescore_with_the_runs_own_judges_and_cli(tmp_path, fake_plugins, fake_r
     assert "Re-score self" in html and "rescore/self · title: score distribution" in html
 
 
+@pytest.mark.slow
 def test_rescore_rejects_bad_names_and_configs_without_judges(tmp_path, fake_plugins, fake_run):
     run_dir = fake_run(count=1)
     try:

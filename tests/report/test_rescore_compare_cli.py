@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 
+import pytest
 from click.testing import CliRunner
 
 from pptarena.cli.main import cli
@@ -23,6 +24,7 @@ label = "title-second"
 """
 
 
+@pytest.mark.slow
 def test_a_judges_only_config_rescores_and_compares_under_another_label(tmp_path, fake_plugins, fake_run):
     run_dir = fake_run(count=2)
     elsewhere = tmp_path / "configs"
@@ -48,6 +50,7 @@ def test_a_judges_only_config_rescores_and_compares_under_another_label(tmp_path
     assert "title → title-lenient" in text.output and "-0.000" not in text.output
 
 
+@pytest.mark.slow
 def test_a_misspelled_judge_mapping_names_the_labels(tmp_path, fake_plugins, fake_run):
     run_dir = fake_run(count=1)
     res = CliRunner().invoke(cli, ["compare", str(run_dir), str(run_dir), "--judge", "titel=title"])

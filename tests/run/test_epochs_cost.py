@@ -30,6 +30,7 @@ def write(tmp_path: Path, count: int, agents: list, **parts) -> Path:
     return write_run_config(tmp_path / "run.toml", fake_run_toml(count, agents, **parts))
 
 
+@pytest.mark.slow
 def test_epochs_give_pass_at_k_and_reuse_deterministic_agents(tmp_path, fake_plugins):
     rng = random.Random(5)
     outcomes = {i: [rng.random() < 0.5 for _ in range(3)] for i in range(2)}
@@ -108,6 +109,7 @@ def priced_config(tmp_path: Path, max_cost: float, jobs: int, count: int = 6) ->
     return write(tmp_path, count, [ASKER], run=run, backends=PRICED)
 
 
+@pytest.mark.slow
 def test_cost_per_call_pair_agent_and_run(tmp_path, fake_plugins):
     cfg = priced_config(tmp_path, 100.0, 1, count=2)
     summary = Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
@@ -157,6 +159,7 @@ def test_unknown_price_is_unknown_not_zero(tmp_path, fake_plugins):
     assert fmt_usd(total).startswith("≥ $0.75") and "unknown" in fmt_usd(total)
 
 
+@pytest.mark.slow
 def test_max_cost_stops_starting_pairs_and_resume_keeps_the_budget(tmp_path, fake_plugins):
     out = tmp_path / "one"
     runner = Runner(
@@ -182,6 +185,7 @@ def test_max_cost_stops_starting_pairs_and_resume_keeps_the_budget(tmp_path, fak
     assert len(rows_of(out)) == 5
 
 
+@pytest.mark.slow
 def test_max_cost_finishes_pairs_in_flight(tmp_path, fake_plugins):
     out = tmp_path / "two"
     Runner(
@@ -220,6 +224,7 @@ def test_changed_judge_prompt_is_refused_on_resume_and_rescore(tmp_path, fake_pl
     assert rows_of(out / "rescore/strict")[0]["scores"]["title"]["fingerprint"] != fp["id"]
 
 
+@pytest.mark.slow
 def test_cli_epochs_and_max_cost_then_report(tmp_path, fake_plugins):
     from click.testing import CliRunner
 

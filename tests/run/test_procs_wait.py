@@ -5,6 +5,8 @@ from __future__ import annotations
 import subprocess
 import sys
 
+import pytest
+
 from pptarena.procs import run_in_session, wait_exit
 
 
@@ -20,6 +22,7 @@ def test_wait_exit_reaps_an_exited_process_and_reports_a_timeout():
     assert wait_exit(subprocess.Popen(["true"]), None) is True
 
 
+@pytest.mark.slow
 def test_run_in_session_exit_status_timeout_and_grandchildren_killed(tmp_path):
     out = (tmp_path / "out").open("w+b")
     code, timed_out = run_in_session(

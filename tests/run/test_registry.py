@@ -105,6 +105,7 @@ def test_no_entry_points_means_not_installed():
         load_registry(entry_points=[])
 
 
+@pytest.mark.slow
 def test_broken_plugin_does_not_break_help_or_plugins(tmp_path):
     (tmp_path / "explodes_on_import.py").write_text("raise RuntimeError('kaboom at import')\n")
     env = {

@@ -27,6 +27,7 @@ def rows_of(run_dir: Path) -> list[dict]:
     return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines() if line.strip()]
 
 
+@pytest.mark.slow
 def test_statuses_and_run_directory(tmp_path, fake_plugins):
     cfg = config_file(
         tmp_path,
@@ -67,6 +68,7 @@ def test_statuses_and_run_directory(tmp_path, fake_plugins):
     assert deck_title(tmp_path / "data" / "t0" / "original.pptx") == "Old 0"
 
 
+@pytest.mark.slow
 def test_judge_errors_are_classified(tmp_path, fake_plugins):
     judges = ["title", use("title", label="buggy", fail="judge")]
     cfg = config_file(tmp_path, ["noop"], count=1, judges=judges)
@@ -91,6 +93,7 @@ def _alive(pid: int) -> bool:
     return stat.exists() and stat.read_text().split()[2] != "Z"
 
 
+@pytest.mark.slow
 def test_timeout_kills_agent_and_its_children(tmp_path, fake_plugins, monkeypatch):
     """A plain worker process (weak isolation allowed; tests/security/test_trust_boundary.py times out
     a jail)."""
@@ -115,6 +118,7 @@ def test_timeout_kills_agent_and_its_children(tmp_path, fake_plugins, monkeypatc
     assert not _alive(child), "the agent's grandchild process survived the timeout"
 
 
+@pytest.mark.slow
 def test_sigkill_then_resume_records_every_pair_once(tmp_path, fake_plugins):
     cfg = config_file(
         tmp_path,
@@ -168,6 +172,7 @@ def test_partial_last_line_is_repaired(tmp_path):
     ] == ["1", "2"]
 
 
+@pytest.mark.slow
 def test_filters_limit_and_globs(tmp_path, fake_plugins):
     cfg = config_file(tmp_path, ["noop"], count=5)
     config = load_config(cfg, get_registry())
@@ -192,6 +197,7 @@ def _interrupt_run(cfg: Path, out: Path, ready=None) -> tuple[int, str]:
     return proc.returncode, err
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path, fake_plugins):
     cfg = config_file(tmp_path, [use("slowcopy", sleep=0.5)], count=8)
     out = tmp_path / "run"
@@ -201,6 +207,7 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path, fake_plugins):
     assert 1 <= len(rows_of(out)) < 8
 
 
+@pytest.mark.slow
 def test_ctrl_c_says_how_to_resume_even_when_the_executor_crashes_while_stopping(tmp_path, fake_plugins):
     """The attack is Ray's own: cancelling its tasks can abort the driver. The user must still be
     told how to resume, so the message is printed before anything is stopped."""
@@ -212,6 +219,7 @@ def test_ctrl_c_says_how_to_resume_even_when_the_executor_crashes_while_stopping
     assert 1 <= len(rows_of(out)) < 8
 
 
+@pytest.mark.slow
 def test_ctrl_c_stops_the_run_even_when_the_agent_swallows_the_keyboard_interrupt(tmp_path, fake_plugins):
     """The attack: pairs run in the driver's main thread and the agent catches ``BaseException`` around
     the moment Ctrl-C lands (a finalizer drops it the same way). The run must stop after that pair and
@@ -229,6 +237,7 @@ def test_ctrl_c_stops_the_run_even_when_the_agent_swallows_the_keyboard_interrup
     assert 1 <= len(rows_of(out)) < 8
 
 
+@pytest.mark.slow
 def test_model_usage_is_recorded_per_pair_and_calls_logged(tmp_path, fake_plugins):
     cfg = config_file(
         tmp_path,
@@ -251,6 +260,7 @@ def test_model_usage_is_recorded_per_pair_and_calls_logged(tmp_path, fake_plugin
     assert [e["event"] for e in log] == ["model_call"] and log[0]["model"] == "scripted/echo-1"
 
 
+@pytest.mark.slow
 def test_agents_tool_resaves_the_reference_decks_for_judges(tmp_path, fake_plugins, monkeypatch):
     cache = tmp_path / "cache"
     monkeypatch.setenv("PPTARENA_CACHE", str(cache))
@@ -272,6 +282,7 @@ def test_agents_tool_resaves_the_reference_decks_for_judges(tmp_path, fake_plugi
     assert again == seen  # re-scoring judges the same re-saved references
 
 
+@pytest.mark.slow
 def test_reference_resave_failure_is_an_infra_error(tmp_path, fake_plugins, monkeypatch):
     monkeypatch.setenv("PPTARENA_CACHE", str(tmp_path / "cache"))
     cfg = config_file(tmp_path, ["resaving"], dataset=fake_dataset(1, root="data-fail"))
@@ -346,6 +357,7 @@ def test_resume_refuses_a_changed_config_but_accepts_a_new_agent(tmp_path, fake_
     assert len(rows_of(tmp_path / "out")) == 2
 
 
+@pytest.mark.slow
 def test_rerunning_without_out_resumes_the_same_configs_run(tmp_path, fake_plugins):
     cfg = config_file(tmp_path, ["noop"], count=2)
     cmd = [sys.executable, "-m", "pptarena.cli", "run", "--config", str(cfg), "--no-report"]
@@ -380,6 +392,7 @@ def test_a_key_copied_out_encoded_is_masked_in_every_file_of_the_run(tmp_path, f
     assert transcript.count("***") == len(leaks)  # every form found, none left whole
 
 
+@pytest.mark.slow
 def test_ctrl_c_mid_pair_leaves_no_key_in_the_run_folder(tmp_path, fake_plugins, monkeypatch):
     """The attack: an agent writes the API key into its folder and is still working when Ctrl-C
     comes; the run exits at once, before the pair's own clean-up, and must not leave the key behind."""

@@ -56,6 +56,7 @@ def test_flip_bits_are_numpys_int8_draws(monkeypatch, block):
             assert np.array_equal(bits.take(m * n).reshape(m, n), want), (seed, m, n)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("border", [signflip.BORDER, 1.0])
 def test_sign_flip_p_values_are_the_original_ones(monkeypatch, border):
     """Near 0.5 (many flipped means close to the observed one), in the tail, several lengths, shared

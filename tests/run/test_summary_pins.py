@@ -32,7 +32,16 @@ def differences(want, got, path="") -> list[str]:
     return [] if want == got and type(want) is type(got) else [f"{path}: pinned {want!r}, now {got!r}"]
 
 
-@pytest.mark.parametrize("name", sorted(cases()))
+SLOW_CASES = {
+    "close_26000_pairs",
+    "close_4000_pairs_seed5",
+    "bench_4000_pairs",
+}  # several seconds; the fast lane (-m "not slow") keeps the other cases
+
+
+@pytest.mark.parametrize(
+    "name", [pytest.param(n, marks=pytest.mark.slow) if n in SLOW_CASES else n for n in sorted(cases())]
+)
 def test_summary_equals_the_pinned_figures(name):
     make, opts = cases()[name]
     got = summary_of(make(), **opts)

@@ -137,6 +137,7 @@ def open_with_user_settings(
     return marker.exists()
 
 
+@pytest.mark.slow
 @pytest.mark.gui
 @needs_screen
 def test_macros_enabled_in_the_user_settings_still_do_not_run(tmp_path, monkeypatch):
@@ -368,6 +369,7 @@ def office_settings(tmp_path: Path, name: str, layers: str | None) -> dict:
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(shutil.which("soffice") is None, reason="LibreOffice (soffice) is not installed")
 def test_the_finalized_layer_wins_over_the_users_settings_in_a_running_office(tmp_path):
     from pptarena.plugins.agents.gui import lockdown

@@ -146,6 +146,7 @@ print("planted")
 """
 
 
+@pytest.mark.slow
 def test_a_do_nothing_cli_agent_cannot_forge_the_cached_target_for_its_next_epoch(tmp_path):
     """The attack of issue 23 through `arena run`: epoch 1 plants the link; had the harness written
     through it, the cached target would become the original deck and epoch 2 would score 1.0."""

@@ -110,6 +110,7 @@ def test_fork_bomb_stops_at_the_process_cap(level):
     assert sandbox_cgroups() == []
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_forks_that_together_exceed_the_memory_cap_are_killed():
     level = limits.limits_level()

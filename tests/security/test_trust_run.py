@@ -56,6 +56,7 @@ def command_config(
 # ---------------------------------------------------------------- row 8: two runs in one folder
 
 
+@pytest.mark.slow
 def test_row8_second_run_on_the_same_folder_refuses_naming_the_holder(tmp_path):
     script = tmp_path / "slow.py"
     script.write_text("import shutil, sys, time\ntime.sleep(3)\nshutil.copyfile(sys.argv[1], sys.argv[2])\n")
@@ -285,6 +286,7 @@ def test_row12_literal_secrets_in_a_config_are_refused_with_a_hint(tmp_path, tab
     )
 
 
+@pytest.mark.slow
 def test_row12_a_model_reply_echoing_the_key_is_never_written_or_sent_back(tmp_path):
     run_dir = tmp_path / "run"
     echo = (

@@ -167,6 +167,7 @@ raise SystemExit(3)
 """
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("sandbox", ["auto", "off"])
 def test_row2_program_and_leaf_cannot_leak_keys_to_files_or_prompts(tmp_path, monkeypatch, sandbox):
     """With bubblewrap the environ of the harness is out of reach; without it the redactor still masks it."""
@@ -292,6 +293,7 @@ def assert_marker_visible(spawn: str, marker: str) -> None:
     assert wait_gone(marker) == []
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_row4_setsid_grandchildren_die_with_the_sandbox_and_the_command_agent(tmp_path):
     marker = f"pptarena-marker-{tmp_path.name}"

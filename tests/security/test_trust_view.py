@@ -98,6 +98,7 @@ def test_model_program_cannot_import_or_read_the_datasets_code(tmp_path):
     assert seen["walk"] == []
 
 
+@pytest.mark.slow
 @needs_bwrap
 def test_code_agent_run_copying_the_datasets_edit_scores_nothing(tmp_path):
     run_dir = tmp_path / "run"

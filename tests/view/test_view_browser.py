@@ -25,6 +25,8 @@ from pptarena.view.runs import run_id  # noqa: E402
 from tests.support.paths import ROOT  # noqa: E402
 from tests.support.view_fixtures import MARKERS, serve, small_run, stop  # noqa: E402
 
+pytestmark = pytest.mark.slow
+
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 ARGS = [
     "--headless",

@@ -22,7 +22,7 @@ from pptx.util import Inches, Pt
 from pptarena.models import ModelClient
 from pptarena.types import AgentLog, ComponentContext, Task, Workspace
 
-pytestmark = pytest.mark.gui
+pytestmark = [pytest.mark.gui, pytest.mark.slow]
 NEEDED = ("Xvfb", "xdotool", "soffice")
 if any(shutil.which(p) is None for p in NEEDED):  # pragma: no cover - CI installs them
     pytest.skip(

@@ -20,6 +20,8 @@ from pptx import Presentation
 
 from pptarena.types import AgentLog, ComponentContext, ComponentUnavailable
 
+pytestmark = pytest.mark.slow
+
 HAVE_PROGRAMS = all(shutil.which(p) for p in ("Xvfb", "xdotool", "soffice"))
 needs_screen = pytest.mark.skipif(not HAVE_PROGRAMS, reason="needs xvfb, xdotool and libreoffice-impress")
 

@@ -20,7 +20,7 @@ from pptx import Presentation
 
 from tests.support.config import use, write_run_config
 
-pytestmark = pytest.mark.gui
+pytestmark = [pytest.mark.gui, pytest.mark.slow]
 if any(
     shutil.which(p) is None for p in ("Xvfb", "xdotool", "soffice")
 ):  # pragma: no cover - CI installs them

@@ -29,10 +29,13 @@ from tests.support.ppteval_pairs import CORPUS, build_pairs
 from tests.support.ppteval_reference import RUBRICS, quiet, reference, rubric_leaves, whole_deck_fields
 
 REF, WHY = reference()
-pytestmark = pytest.mark.skipif(
-    REF is None or not CORPUS.is_dir() or not RUBRICS.is_dir(),
-    reason=WHY or "../shared/corpus or the PPT-Eval rubrics are absent",
-)
+pytestmark = [
+    pytest.mark.skipif(
+        REF is None or not CORPUS.is_dir() or not RUBRICS.is_dir(),
+        reason=WHY or "../shared/corpus or the PPT-Eval rubrics are absent",
+    ),
+    pytest.mark.slow,
+]
 LISTS = (
     "added_animations",
     "removed_animations",

@@ -6,6 +6,8 @@ import base64
 import textwrap
 from pathlib import Path
 
+import pytest
+
 from pptarena.plugins.judges.rubric.execute import LeafRun, ModelBridge, run_function_leaves
 from tests.support.rubric_fixtures import scripted_hub
 
@@ -87,6 +89,7 @@ def test_bad_results_fail_only_their_leaf_with_a_traceback():
     assert "does not define compute_score" in records["no_function"]["error"]
 
 
+@pytest.mark.slow
 def test_time_budget_crashes_and_exit_are_per_leaf():
     records = run(
         {
@@ -200,6 +203,7 @@ def test_without_a_model_calls_fail_clearly_and_backend_failures_are_marked_infr
     assert bridge.calls[0].infra is True and "backend down" in bridge.calls[0].error
 
 
+@pytest.mark.slow
 def test_leaf_budget_pauses_while_the_model_answers_and_calls_are_capped(tmp_path: Path):
     backend, factory = scripted_hub(
         tmp_path, responses=[{"reply": "slow YES", "delay": 1.5}, "quick"], on_exhausted="repeat_last"

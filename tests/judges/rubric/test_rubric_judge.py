@@ -68,6 +68,7 @@ def test_task_without_rubric_is_a_judge_error(edited, tmp_path):
         judge_once(tmp_path, None, original, prediction)
 
 
+@pytest.mark.slow
 def test_scores_a_real_edit_and_keeps_the_scored_tree(edited, tmp_path):
     original, prediction = edited
     rub = rubric(
@@ -119,6 +120,7 @@ def test_scores_a_real_edit_and_keeps_the_scored_tree(edited, tmp_path):
     assert m2w.score == 0.0 and m2w.details["strategy"] == "mind2web2"
 
 
+@pytest.mark.slow
 def test_vlm_leaf_gets_the_rendered_slide_and_the_model_explains(edited, renderer, tmp_path):  # noqa: F811
     original, prediction = edited
     backend, factory = scripted_hub(
@@ -152,6 +154,7 @@ def test_vlm_leaf_gets_the_rendered_slide_and_the_model_explains(edited, rendere
     )
 
 
+@pytest.mark.slow
 def test_without_a_model_a_vlm_leaf_scores_zero_and_the_verdict_says_why(edited, renderer, tmp_path):  # noqa: F811
     original, prediction = edited
     verdict, _ = judge_once(
@@ -196,6 +199,7 @@ def test_render_failure_is_an_infra_error(edited, tmp_path):
         judge_once(tmp_path / "none", rubric(leaf("looks right", LOOKS)), original, prediction, renderer=None)
 
 
+@pytest.mark.slow
 def test_backend_failure_and_missing_screenshots_are_infra_errors(edited, renderer, tmp_path):  # noqa: F811
     original, prediction = edited
     backend, factory = scripted_hub(

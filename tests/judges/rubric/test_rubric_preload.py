@@ -49,6 +49,7 @@ def test_preload_skips_modules_that_do_not_import():
     assert child.preload(["json", "pptarena_no_such_module_18", "difflib"]) == ["json", "difflib"]
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("stand_in_pair")
 def test_the_driver_preloads_python_pptx_and_leaves_use_it():
     probe = code(
@@ -113,6 +114,7 @@ CHECK_MODULES = code(MODULE_CHECKS + RESULT)  # leaves of one tree share its wor
 CHECK_ALL = code(MODULE_CHECKS + FILE_CHECKS + RESULT)
 
 
+@pytest.mark.slow
 @pytest.mark.usefixtures("stand_in_pair")
 def test_a_leaf_poisoning_preloaded_modules_leaves_nothing_for_the_next_leaf_or_tree():
     first = run({"poison": POISON, "check_same_tree": CHECK_MODULES})

@@ -23,6 +23,8 @@ from tests.support.rubric_fixtures import (  # noqa: F401
     stand_in_pair,
 )
 
+pytestmark = pytest.mark.slow
+
 CONTEXT_CLASSES = ("PowerPointDiff", "Slide", "AnimationEffect", "SlideTransition", "SlideScreenshot")
 # The published leaves whose code names something no context provides (ppteval-format.md §3.2).
 KNOWN_UNDEFINED = {"reason_list", "el", "extract_tags"}

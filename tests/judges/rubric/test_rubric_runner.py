@@ -13,6 +13,8 @@ from pptarena.run.runner import Runner
 from tests.support.config import use, write_run_config
 from tests.support.rubric_fixtures import STAND_IN, edit_title, leaf, rubric
 
+pytestmark = pytest.mark.slow
+
 TITLE = (
     "def compute_score():\n    from pptx import Presentation\n"
     "    texts = [s.text_frame.text for s in Presentation(modified_ppt_path).slides[0].shapes "

@@ -74,6 +74,7 @@ def test_auto_follows_the_task_tag_and_a_raising_leaf_aborts_the_tree_only_under
     assert forced.metrics["semantics"] == "corrected" and forced.score == pytest.approx(0.7)
 
 
+@pytest.mark.slow
 def test_screenshot_gate_ppteval_gives_no_screenshots_without_vlm_call(retitled, tmp_path, renderer):  # noqa: F811
     original, prediction = retitled
     rub = rubric(leaf("looks at slides", NEEDS_SHOTS))
@@ -87,6 +88,7 @@ def test_screenshot_gate_ppteval_gives_no_screenshots_without_vlm_call(retitled,
     assert ppteval.score == 0.0 and "ScreenshotsUnavailableError" in ppteval.explanation
 
 
+@pytest.mark.slow
 def test_a_slide_move_is_no_modification_under_ppteval(stand_in_pair, tmp_path):  # noqa: F811
     from pptx import Presentation
 
@@ -120,6 +122,7 @@ def test_unreadable_prediction_is_graded_under_ppteval_and_refused_otherwise(sta
         _judge(tmp_path / "c", _task(rub, original), broken)
 
 
+@pytest.mark.slow
 def test_run_keeps_ppteval_score_of_unreadable_deck(stand_in_pair, tmp_path):  # noqa: F811
     """Row 10 through the runner: status agent_error, yet the rubric score (0.0 here) is kept, as
     PPT-Eval counts it."""

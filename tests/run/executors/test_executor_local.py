@@ -15,6 +15,8 @@ from pptarena.run.registry import get_registry
 from pptarena.run.runner import Runner
 from tests.support.config import fake_run_toml, use, write_run_config
 
+pytestmark = pytest.mark.slow
+
 
 def run(tmp_path: Path, agents: list, count: int = 3, jobs: int = 1, out: str = "out", **parts) -> list[dict]:
     """Runs ``agents`` on the fake dataset (``parts``: more of the config, e.g. ``run``, ``executor``)."""
