@@ -28,8 +28,10 @@ from pathlib import Path
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 os.environ["PPTARENA_PLUGINS"] = "fakeplugins"
-sys.path[:0] = [str(ROOT / "tests")]
-os.environ["PYTHONPATH"] = os.pathsep.join([str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")])
+sys.path[:0] = [str(ROOT / "tests" / "plugin_modules")]
+os.environ["PYTHONPATH"] = os.pathsep.join(
+    [str(ROOT / "tests" / "plugin_modules"), os.environ.get("PYTHONPATH", "")]
+)
 
 
 def timed_run(tmp: Path, name: str, body: str, jobs: int, **kw: object) -> float:

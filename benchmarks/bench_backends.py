@@ -14,15 +14,15 @@ import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pydantic import SecretStr  # noqa: E402
-from stub_llm_server import StubLLMServer  # noqa: E402
 
 from pptarena.models import ImagePart, Message, ModelClient  # noqa: E402
 from pptarena.plugins.backends.openai import OpenAIBackend, OpenAIOptions  # noqa: E402
 from pptarena.plugins.backends.scripted import ScriptedBackend, ScriptedOptions  # noqa: E402
 from pptarena.types import ComponentContext  # noqa: E402
+from tests.support.stub_llm_server import StubLLMServer  # noqa: E402
 
 
 def per_call_ms(client: ModelClient, messages_for, n: int) -> float:

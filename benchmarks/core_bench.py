@@ -48,7 +48,11 @@ def main() -> None:
         bad = tmpd / "bad.toml"
         bad.write_text('[dataset]\nuse = "demo"\n[[agents]]\nuse = "oracel"\n')
         results["config error for 'oracel' (s)"] = median([*arena, "run", "--config", str(bad)], args.repeat)
-        env = {**os.environ, "PPTARENA_PLUGINS": "fakeplugins", "PYTHONPATH": str(HERE.parent / "tests")}
+        env = {
+            **os.environ,
+            "PPTARENA_PLUGINS": "fakeplugins",
+            "PYTHONPATH": str(HERE.parent / "tests" / "plugin_modules"),
+        }
         for agent, label in (("slowcopy", "in-process"), ("retitle", "worker process")):
             cfg = tmpd / f"{agent}.toml"
             cfg.write_text(

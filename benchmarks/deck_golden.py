@@ -28,7 +28,7 @@ from pptarena.deck.summary import to_json_text
 ROOT = Path(__file__).resolve().parents[1]
 CORPUS = ROOT.parent / "shared" / "corpus"
 sys.path.insert(0, str(ROOT / "benchmarks"))
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 
 
 def _decks(folder: Path) -> list[tuple[Path, Path]]:
@@ -42,7 +42,7 @@ def _decks(folder: Path) -> list[tuple[Path, Path]]:
     stand_in = CORPUS / "poi_stress013.pptx"
     edited = folder / "stand-in-edited.pptx"
     if not edited.exists():
-        from rubric_fixtures import edited_copy
+        from tests.support.rubric_fixtures import edited_copy
 
         edited_copy(stand_in, edited)
     return [(a, b), (stand_in, edited)]

@@ -32,8 +32,9 @@ HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")  # keep Ray on 127.0.0.1
 os.environ["PPTARENA_PLUGINS"] = "fakeplugins,executors_plugin"
-sys.path[:0] = [str(HERE), str(ROOT / "tests")]
-os.environ["PYTHONPATH"] = os.pathsep.join([str(HERE), str(ROOT / "tests"), os.environ.get("PYTHONPATH", "")])
+PLUGIN_MODULES = ROOT / "tests" / "plugin_modules"
+sys.path[:0] = [str(HERE), str(PLUGIN_MODULES)]
+os.environ["PYTHONPATH"] = os.pathsep.join([str(HERE), str(PLUGIN_MODULES), os.environ.get("PYTHONPATH", "")])
 
 
 def timed_run(tmp: Path, name: str, body: str, jobs: int) -> float:

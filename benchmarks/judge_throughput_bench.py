@@ -40,7 +40,7 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 PHASES = ("sandbox start-up", "leaf execution", "sandbox driver + exit", "rendering", "diff", "other")
 
@@ -130,7 +130,10 @@ def legacy_sandbox(enabled: bool) -> Iterator[None]:
 
 def bench_rubric(tmp: Path, limit: int | None, legacy: bool, label: str) -> dict[str, Any]:
     """Judge the published rubrics against the stand-in pair (``legacy``: as before issue 18)."""
-    from rubric_fixtures import (
+    from pptarena.evidence import Evidence
+    from pptarena.plugins.renderers.libreoffice import LibreOfficeRenderer
+    from pptarena.types import ComponentContext, Task
+    from tests.support.rubric_fixtures import (
         STAND_IN,
         edited_copy,
         make_evidence,
@@ -138,10 +141,6 @@ def bench_rubric(tmp: Path, limit: int | None, legacy: bool, label: str) -> dict
         published_rubrics,
         scripted_hub,
     )
-
-    from pptarena.evidence import Evidence
-    from pptarena.plugins.renderers.libreoffice import LibreOfficeRenderer
-    from pptarena.types import ComponentContext, Task
 
     rubrics = list(published_rubrics().items())[:limit]
     if not rubrics or not STAND_IN.is_file():

@@ -1,6 +1,6 @@
 """Agreement of ``semantics="ppteval"`` with PPT-Eval's reference code, on the full matrix (not run by CI).
 
-Builds the 58 corpus deck pairs of tests/ppteval_pairs.py and measures, against the reference
+Builds the 58 corpus deck pairs of tests/support/ppteval_pairs.py and measures, against the reference
 (``../shared/ppteval/reference`` + ai-rubric 0.2.5, the ``ppteval-ref`` extra):
 
 * the nine ``ppt_diff`` lists and every field (``to_dict``, content_hash included) per pair, and
@@ -13,7 +13,7 @@ Builds the 58 corpus deck pairs of tests/ppteval_pairs.py and measures, against 
   with the ``ppteval`` leaf-error rule, from our leaf results.
 
 python-pptx loads are memoised per deck path on both sides (no published leaf writes to a deck).
-The tests (tests/test_ppteval_semantics.py) run a subset of the leaf matrix and the real judge.
+The tests (tests/judges/rubric/test_ppteval_semantics.py) run a subset of the leaf matrix and the real judge.
 
     python benchmarks/ppteval_agreement.py
 """
@@ -27,10 +27,10 @@ import time
 from pathlib import Path
 from typing import Any
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from ppteval_pairs import build_pairs  # noqa: E402
-from ppteval_reference import RUBRICS, quiet, reference, rubric_leaves, whole_deck_fields  # noqa: E402
+from tests.support.ppteval_pairs import build_pairs  # noqa: E402
+from tests.support.ppteval_reference import RUBRICS, quiet, reference, rubric_leaves, whole_deck_fields  # noqa: E402
 
 
 def main() -> None:

@@ -38,8 +38,8 @@ from pathlib import Path
 from pptarena.run.results import read_results, summarize_results
 from pptarena.run.rundir import RunDir
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-from chromium import CHROMIUM, dump_dom  # noqa: E402 - the tests' helper, found through sys.path
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from tests.support.chromium import CHROMIUM, dump_dom  # noqa: E402 - the tests' helper, found through sys.path
 
 STATUSES = ("scored",) * 17 + ("agent_error", "timeout", "judge_error")
 CATEGORIES = ("text", "layout", "style", "chart", "table")

@@ -1,7 +1,7 @@
 """Time of the ``rubric`` judge over the 120 published PPT-Eval rubrics (not run by CI).
 
 Every rubric is judged against the same stand-in pair (a corpus deck and a lightly edited
-copy, see tests/rubric_fixtures.py) through the full judge: rubric loading, ppt_diff, lazy
+copy, see tests/support/rubric_fixtures.py) through the full judge: rubric loading, ppt_diff, lazy
 LibreOffice renders (the render cache makes every render after the first a copy), one
 sandboxed process per rubric, the scripted backend answering every vlm_call "YES", and the
 evidence files. Also times the same 481 leaves run as one sandbox batch (what the test does).
@@ -20,11 +20,17 @@ from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
-
-from rubric_fixtures import STAND_IN, edited_copy, make_evidence, make_judge, published_rubrics, scripted_hub  # noqa: E402
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from pptarena.types import ComponentContext, Task  # noqa: E402
+from tests.support.rubric_fixtures import (  # noqa: E402
+    STAND_IN,
+    edited_copy,
+    make_evidence,
+    make_judge,
+    published_rubrics,
+    scripted_hub,
+)
 
 
 def child_cpu() -> float:

@@ -2,7 +2,7 @@
 
 Usage: python benchmarks/structural_graded.py [--tasks 12] [--out DIR] [--json FILE] [--dataset DIR]
 
-Builds the graded set of ``tests/graded_set.py`` (tasks of three sub-edits; per task nine attempts:
+Builds the graded set of ``tests/support/graded_set.py`` (tasks of three sub-edits; per task nine attempts:
 none, one, two, complete, damage, wrong_value, wrong_object, overlay, over_edit, each with a
 repair-cost label), scores every attempt with the ``structural`` judge and prints:
 
@@ -30,7 +30,7 @@ from pathlib import Path
 from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
-sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(ROOT))
 CORPUS = ROOT.parent / "shared" / "corpus"
 
 ORDERINGS = (
@@ -55,12 +55,11 @@ def make_judge(**options: Any) -> Any:
 
 def score_set(tasks: list[Any], work: Path, **options: Any) -> dict[tuple[str, str], dict[str, Any]]:
     """Judge every attempt; (task_id, kind) -> {"score", "metrics"}."""
-    from graded_set import iter_attempts
-
     from pptarena.deck import summarize
     from pptarena.deck.diff import diff_summaries
     from pptarena.evidence import Evidence
     from pptarena.types import Prediction, Task
+    from tests.support.graded_set import iter_attempts
 
     summaries: dict[Path, dict[str, Any]] = {}
 
@@ -89,9 +88,8 @@ def score_set(tasks: list[Any], work: Path, **options: Any) -> dict[tuple[str, s
 
 def report(tasks: list[Any], scores: dict[tuple[str, str], dict[str, Any]]) -> dict[str, Any]:
     """τ_b, per-kind means and ordering checks."""
-    from graded_set import ALTERNATIVE_COSTS, KINDS, label_of
-
     from pptarena.report.meta_stats import kendall_tau_b, spearman
+    from tests.support.graded_set import ALTERNATIVE_COSTS, KINDS, label_of
 
     labels, judged = [], []
     per_kind: dict[str, list[float]] = defaultdict(list)
@@ -133,7 +131,7 @@ def write_dataset(tasks: list[Any], folder: Path) -> Path:
     """The set as a folder dataset + precomputed agents + config + labels.csv; returns the config path."""
     import shutil
 
-    from graded_set import KINDS, write_labels
+    from tests.support.graded_set import KINDS, write_labels
 
     data = folder / "tasks"
     for t in tasks:
@@ -188,7 +186,7 @@ def main() -> None:
         "--dataset", type=Path, default=None, help="also write a folder dataset + config + labels here"
     )
     args = ap.parse_args()
-    from graded_set import build_set
+    from tests.support.graded_set import build_set
 
     if not CORPUS.is_dir():
         sys.exit(f"{CORPUS} is not available")

@@ -31,15 +31,15 @@ from pathlib import Path
 import httpx
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "tests"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from report_bench import make_run, write_summary  # noqa: E402
-from view_fixtures import free_port  # noqa: E402
 
 from pptarena.label.store import create_campaign  # noqa: E402
 from pptarena.report.data import stored_summary  # noqa: E402
 from pptarena.run.results import read_results  # noqa: E402
 from pptarena.run.summary_stats import stats_options  # noqa: E402
 from pptarena.view.runs import run_id  # noqa: E402
+from tests.support.view_fixtures import free_port  # noqa: E402
 
 
 def server_ms(r: httpx.Response) -> float:

@@ -56,7 +56,7 @@ if [ ! -x .venv/bin/python ]; then
 fi
 .venv/bin/python -m pip install -q --upgrade pip >/dev/null
 .venv/bin/python -m pip install -q -e ".[test,openai,anthropic]"
-# PPT-Eval's reference code for the differential tests (tests/test_ppteval_semantics.py); optional
+# PPT-Eval's reference code for the differential tests (tests/judges/rubric/test_ppteval_semantics.py); optional
 .venv/bin/python -m pip install -q -e ".[ppteval-ref]" || echo "warning: the ppteval-ref extra did not install; its tests will skip"
 # OSWorld's own checkers, for the differential test of the osworld judge only (never imported by
 # pptarena): the wheel's files in a folder of their own, without its (heavy) dependencies.

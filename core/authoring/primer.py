@@ -4,7 +4,7 @@ The text restates what docs/datasets.md ("Writing a rubric") and the rubric judg
 (plugins/judges/rubric*.py) define. Field lists of the ``ppt_diff`` items are read from
 :mod:`pptarena.deck.ppteval` when the primer is built, so they cannot drift; the rest
 (context names, screenshot fields, helper signatures) is checked against the rubric judge by
-``tests/test_author_primer.py``.
+``tests/authoring/test_author_primer.py``.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ such 0/1 value from one byte of a 32-bit draw (bytes used from the lowest up, a 
 dropped; Lemire's method on a range of 2 keeps the byte's top bit), and each 32-bit draw is one half of
 the generator's 64-bit output (the low half first). :class:`FlipBits` reads the same bytes straight
 from ``bit_generator.random_raw`` and keeps their top bits: the same flips, ten times faster.
-``tests/test_stats.py`` checks them against ``integers`` for many shapes and seeds.
+``tests/run/test_stats.py`` checks them against ``integers`` for many shapes and seeds.
 
 The flipped means are then computed as before (float32 flips times float32 differences, one matrix
 product per chunk of the same shape; see :func:`flip_hits` for the threads), so every p-value is the

@@ -4,7 +4,7 @@ The checker walks the agent's deck (``result``) and the gold deck (``expected``)
 fails (0.0) at the first difference it examines; nothing different → 1.0. What it examines, and in
 which order, is described in ``../shared/reference/osworld-impress-format.md`` §4; the quirks of
 OSWorld's version are kept on purpose so scores agree with OSWorld's own checker (the
-differential test ``tests/test_osworld_differential.py`` compares both on real decks):
+differential test ``tests/judges/test_osworld_differential.py`` compares both on real decks):
 
 * "approximately equal" is a relative tolerance: ``|a-b| / max(|a|,|b|) <= tol``, with exactly one
   zero failing;

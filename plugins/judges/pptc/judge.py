@@ -15,7 +15,7 @@ Semantics follow PPTC's ``src/evaluate.py calc_acc``, ``src/ppt_reader.py`` and
 ``src/pptx_check.py`` (``../shared/reference/pptc-format.md`` §5), quirks included; where PPTC's
 check raises (a deck its reader cannot read, a malformed restriction) the judge raises a
 :class:`JudgeError` naming what could not be read instead of inventing a score.
-``tests/test_pptc_differential.py`` compares verdicts with PPTC's own ``calc_acc``.
+``tests/judges/test_pptc_differential.py`` compares verdicts with PPTC's own ``calc_acc``.
 Option ``semantics = "corrected"`` mends the reader's defects (see :data:`.serialise.SEMANTICS`).
 """
 

@@ -1,0 +1,1 @@
+"""Tests of the agent plugins (command, PPTPilot, the examples) through backends and the runner."""

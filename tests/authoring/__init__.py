@@ -1,0 +1,1 @@
+"""Tests of the rubric and dataset authoring tools (`arena author ...`)."""

@@ -1,0 +1,1 @@
+"""Tests of the `arena` command line: surface, imports, polish, `arena init`."""

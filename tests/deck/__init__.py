@@ -1,0 +1,1 @@
+"""Tests of deck reading, alignment, diffing and summaries (pptarena.deck)."""

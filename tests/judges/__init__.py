@@ -1,0 +1,1 @@
+"""Tests of the judges (dual, structural, osworld and pptc differentials)."""

@@ -1,0 +1,1 @@
+"""Tests of the rubric judge: trees, leaf execution, semantics, published rubrics."""

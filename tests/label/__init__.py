@@ -1,0 +1,1 @@
+"""Tests of labelling campaigns and agreement figures (pptarena.label)."""

@@ -1,0 +1,1 @@
+"""Tests of the model backends, the client layer, pricing and reply parsing."""

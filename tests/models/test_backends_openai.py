@@ -1,0 +1,295 @@
+"""The openai backend through the real OpenAI SDK against the loopback stub server."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+import traceback
+
+import pytest
+
+from pptarena.models import ImagePart, Message, ModelClient, ModelError, TransientModelError
+from pptarena.types import ComponentContext, ComponentUnavailable
+from tests.support.stub_llm_server import TEST_API_KEY, Fail, Hang, Reply
+
+PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
+JPEG = b"\xff\xd8\xff\xe0" + bytes(range(32))
+
+
+def client_for(backend, model="gpt-test"):
+    return ModelClient(backend, "openai", model)
+
+
+def test_text_and_images_use_the_chat_completions_wire_format(openai_backend, llm_server):
+    llm_server.enqueue(Reply("the answer", input_tokens=40, output_tokens=2))
+    client = client_for(openai_backend(temperature=0.2))
+    completion = client.complete(
+        [
+            Message.system("You edit decks."),
+            Message.user("Slide 1 and 2:", ImagePart(PNG), ImagePart(JPEG, "image/jpeg")),
+        ],
+        max_tokens=50,
+    )
+    assert completion.text == "the answer"
+    assert completion.usage.input_tokens == 40 and completion.usage.output_tokens == 2
+    assert completion.finish_reason == "stop"
+    req = llm_server.requests[-1]
+    assert req.path == "/v1/chat/completions"
+    assert req.api_key == TEST_API_KEY
+    body = req.body
+    assert body["model"] == "gpt-test"
+    assert body["temperature"] == 0.2  # option default applied
+    assert body["max_tokens"] == 50  # base_url server: plain max_tokens
+    assert body["messages"][0] == {"role": "system", "content": "You edit decks."}
+    parts = body["messages"][1]["content"]
+    assert parts[0] == {"type": "text", "text": "Slide 1 and 2:"}
+    assert parts[1]["type"] == "image_url" and parts[1]["image_url"]["url"].startswith(
+        "data:image/png;base64,"
+    )
+    assert req.images() == [("image/png", PNG), ("image/jpeg", JPEG)]
+    assert client.usage.as_dict() == {
+        "input_tokens": 40,
+        "output_tokens": 2,
+        "calls": 1,
+        "cached_calls": 0,
+        "retries": 0,
+        "errors": 0,
+        "cached_input_tokens": 0,
+        "cache_write_input_tokens": 0,
+        "cache_write_1h_input_tokens": 0,
+    }
+
+
+def test_plain_user_text_is_a_string_and_assistant_turns_pass_through(openai_backend, llm_server):
+    client = client_for(openai_backend())
+    client.complete(
+        [Message.user("hi"), Message.assistant("hello"), Message.user("again")], stop=["END"], seed=7
+    )
+    body = llm_server.requests[-1].body
+    assert body["messages"] == [
+        {"role": "user", "content": "hi"},
+        {"role": "assistant", "content": "hello"},
+        {"role": "user", "content": "again"},
+    ]
+    assert body["stop"] == ["END"] and body["seed"] == 7
+
+
+def test_headers_extra_body_and_max_completion_tokens_option(openai_backend, llm_server):
+    backend = openai_backend(
+        default_headers={"X-Team": "arena"},
+        extra_body={"top_k": 5},
+        max_tokens_param="max_completion_tokens",
+        organization="org-1",
+        image_detail="low",
+    )
+    client_for(backend).complete([Message.user("x", ImagePart(PNG))], max_tokens=9)
+    req = llm_server.requests[-1]
+    assert req.headers["x-team"] == "arena"
+    assert req.headers["openai-organization"] == "org-1"
+    assert req.body["top_k"] == 5
+    assert req.body["max_completion_tokens"] == 9 and "max_tokens" not in req.body
+    assert req.body["messages"][0]["content"][1]["image_url"]["detail"] == "low"
+
+
+def test_unknown_parameters_are_refused_before_any_request(openai_backend, llm_server):
+    with pytest.raises(TypeError, match="unknown parameter"):
+        client_for(openai_backend()).complete([Message.user("x")], temprature=0.1)
+    assert llm_server.requests == []
+
+
+@pytest.mark.parametrize("status", [429, 500, 503])
+def test_transient_status_then_success_is_retried_and_counted(openai_backend, llm_server, status):
+    llm_server.enqueue(Fail(status, "try later"), Reply("fine"))
+    client = client_for(openai_backend(max_retries=3))
+    assert client.complete([Message.user("x")]).text == "fine"
+    assert len(llm_server.requests) == 2
+    assert client.usage.retries == 1 and client.usage.calls == 1 and client.usage.errors == 0
+
+
+def test_retry_after_header_is_honoured(openai_backend, llm_server):
+    llm_server.enqueue(Fail(429, retry_after=0.3), Reply("fine"))
+    client = client_for(openai_backend(max_retries=2, retry_max_delay=1.0))
+    client.complete([Message.user("x")])
+    first, second = llm_server.requests
+    assert second.time - first.time >= 0.28
+
+
+def test_retries_are_bounded(openai_backend, llm_server):
+    llm_server.enqueue(*[Fail(500, "down")] * 5)
+    client = client_for(openai_backend(max_retries=2))
+    with pytest.raises(TransientModelError, match="gave up after 3 attempts") as info:
+        client.complete([Message.user("x")])
+    assert info.value.status == 500
+    assert len(llm_server.requests) == 3
+    assert client.usage.errors == 1 and client.usage.retries == 2 and client.usage.calls == 0
+    assert llm_server.requests[0].headers["x-stainless-retry-count"] == "0"  # the SDK itself never retries
+
+
+def test_client_errors_are_not_retried(openai_backend, llm_server):
+    llm_server.enqueue(Fail(400, "messages: bad shape"))
+    with pytest.raises(ModelError, match="HTTP 400: messages: bad shape") as info:
+        client_for(openai_backend(max_retries=3)).complete([Message.user("x")])
+    assert not isinstance(info.value, TransientModelError)
+    assert len(llm_server.requests) == 1
+
+
+def test_a_hanging_server_times_out_then_the_retry_succeeds(openai_backend, llm_server):
+    llm_server.enqueue(Hang(10), Reply("late but fine"))
+    client = client_for(openai_backend(timeout=0.5, max_retries=1))
+    started = time.monotonic()
+    assert client.complete([Message.user("x")]).text == "late but fine"
+    assert time.monotonic() - started < 5
+    assert client.usage.retries == 1
+
+
+def test_a_hang_without_retries_raises_a_timeout(openai_backend, llm_server):
+    llm_server.enqueue(Hang(10))
+    started = time.monotonic()
+    with pytest.raises(TransientModelError, match="timed out"):
+        client_for(openai_backend(timeout=0.4, max_retries=0)).complete([Message.user("x")])
+    assert time.monotonic() - started < 5
+
+
+def test_cache_hit_makes_no_request_and_survives_a_new_backend(openai_backend, llm_server, tmp_path):
+    cache_file = tmp_path / "responses.sqlite"
+    llm_server.enqueue(Reply("first answer", input_tokens=11, output_tokens=2))
+    messages = [Message.user("describe", ImagePart(PNG))]
+    first = client_for(openai_backend(cache=cache_file)).complete(messages, max_tokens=5)
+    assert not first.cached and len(llm_server.requests) == 1
+
+    again = client_for(openai_backend(cache=cache_file))  # a new backend object, same sqlite file
+    hit = again.complete(messages, max_tokens=5)
+    assert hit.cached and hit.text == "first answer"
+    assert len(llm_server.requests) == 1
+    assert again.usage.cached_calls == 1 and again.usage.input_tokens == 11
+
+    # a different image, parameter or model is a different request
+    again.complete([Message.user("describe", ImagePart(PNG + b"x"))], max_tokens=5)
+    again.complete(messages, max_tokens=6)
+    client_for(openai_backend(cache=cache_file), "other-model").complete(messages, max_tokens=5)
+    assert len(llm_server.requests) == 4
+
+
+def test_cache_true_uses_the_context_cache_dir(openai_backend, llm_server, tmp_path):
+    backend = openai_backend(cache=True)
+    client_for(backend).complete([Message.user("x")])
+    assert (tmp_path / "cache" / "model-cache.sqlite").is_file()
+    client_for(backend).complete([Message.user("x")])
+    assert len(llm_server.requests) == 1
+
+
+def test_failures_are_not_cached(openai_backend, llm_server, tmp_path):
+    llm_server.enqueue(Fail(400, "nope"), Reply("ok now"))
+    backend = openai_backend(cache=tmp_path / "c.sqlite")
+    with pytest.raises(ModelError):
+        client_for(backend).complete([Message.user("x")])
+    assert client_for(backend).complete([Message.user("x")]).text == "ok now"
+
+
+def test_concurrency_limit_is_honoured(openai_backend, llm_server):
+    llm_server.default = Reply("slow", delay=0.25)
+    backend = openai_backend(concurrency=2)
+    clients = [client_for(backend) for _ in range(6)]  # clients share the backend's limit
+    errors: list[BaseException] = []
+
+    def call(c):
+        try:
+            c.complete([Message.user("x")])
+        except BaseException as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    threads = [threading.Thread(target=call, args=(c,)) for c in clients]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert not errors
+    assert len(llm_server.requests) == 6
+    assert llm_server.max_in_flight == 2
+
+
+def test_without_a_limit_calls_do_overlap(openai_backend, llm_server):
+    """Control for the test above: the server does see parallel calls when allowed."""
+    llm_server.default = Reply("slow", delay=0.25)
+    backend = openai_backend(concurrency=6)
+    threads = [
+        threading.Thread(target=client_for(backend).complete, args=([Message.user("x")],)) for _ in range(6)
+    ]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert llm_server.max_in_flight > 2
+
+
+def test_api_key_never_leaks_into_errors_or_logs(openai_backend, llm_server, caplog):
+    caplog.set_level(logging.DEBUG)
+    llm_server.enqueue(Fail(401, "Incorrect API key provided: {api_key}"), Fail(500, "boom for {api_key}"))
+    client = client_for(openai_backend(max_retries=0))
+    with pytest.raises(ModelError) as auth:
+        client.complete([Message.user("x")])
+    with pytest.raises(TransientModelError) as server:
+        client.complete([Message.user("x")])
+    assert llm_server.requests[0].api_key == TEST_API_KEY  # the stub did echo it back
+    for info in (auth, server):
+        exc = info.value
+        assert exc.__cause__ is None and exc.__suppress_context__
+        text = "".join(traceback.format_exception(exc)) + repr(exc)
+        assert TEST_API_KEY not in text and TEST_API_KEY[:8] not in text and TEST_API_KEY[-8:] not in text
+    assert "HTTP 401" in str(auth.value) and "API key" in str(auth.value)
+    assert TEST_API_KEY not in caplog.text
+    assert TEST_API_KEY not in repr(openai_backend().options)
+
+
+def test_key_falls_back_to_the_environment(llm_server, monkeypatch, tmp_path):
+    from pptarena.plugins.backends.openai import OpenAIBackend, OpenAIOptions
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-env-123")
+    ctx = ComponentContext(cache_dir=tmp_path, model=lambda ref: None)
+    backend = OpenAIBackend(OpenAIOptions(base_url=llm_server.openai_base_url), ctx)
+    client_for(backend).complete([Message.user("x")])
+    assert llm_server.requests[-1].api_key == "sk-from-env-123"
+    backend.close()
+
+
+def test_missing_key_for_the_official_api_is_a_clear_unavailability(monkeypatch, tmp_path):
+    from pptarena.plugins.backends.openai import OpenAIBackend, OpenAIOptions
+
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    with pytest.raises(ComponentUnavailable, match="OPENAI_API_KEY"):
+        OpenAIBackend(OpenAIOptions(), ComponentContext(cache_dir=tmp_path, model=lambda ref: None))
+
+
+def test_azure_deployment_path_api_version_and_key_header(openai_backend, llm_server):
+    backend = openai_backend(
+        azure_endpoint=llm_server.azure_endpoint, api_version="2024-10-21", azure_deployment="dep-4o"
+    )
+    client = ModelClient(backend, "openai", "gpt-4o")
+    llm_server.enqueue(Reply("from azure"))
+    assert client.complete([Message.user("x", ImagePart(PNG))], max_tokens=4).text == "from azure"
+    req = llm_server.requests[-1]
+    assert req.path == "/openai/deployments/dep-4o/chat/completions"
+    assert req.deployment == "dep-4o" and req.query == {"api-version": "2024-10-21"}
+    assert req.headers["api-key"] == TEST_API_KEY
+    assert req.body["max_completion_tokens"] == 4
+    assert req.images() == [("image/png", PNG)]
+
+
+def test_azure_model_name_as_deployment(openai_backend, llm_server):
+    backend = openai_backend(azure_endpoint=llm_server.azure_endpoint, api_version="2024-10-21")
+    ModelClient(backend, "openai", "my-deployment").complete([Message.user("x")])
+    assert llm_server.requests[-1].path == "/openai/deployments/my-deployment/chat/completions"
+
+
+def test_azure_options_are_checked():
+    from pydantic import ValidationError
+
+    from pptarena.plugins.backends.openai import OpenAIOptions
+
+    with pytest.raises(ValidationError, match="needs api_version"):
+        OpenAIOptions(azure_endpoint="https://x.openai.azure.com")
+    with pytest.raises(ValidationError, match="need azure_endpoint"):
+        OpenAIOptions(azure_deployment="d")
+    with pytest.raises(ValidationError, match="extra"):
+        OpenAIOptions(base_urll="http://x")

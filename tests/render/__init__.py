@@ -1,0 +1,1 @@
+"""Tests of rendering: renderers, the render cache, SSIM slide matching."""

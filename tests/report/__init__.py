@@ -1,0 +1,1 @@
+"""Tests of reports: leaderboards, HTML, compare, rescore, meta-evaluation, figures."""

@@ -1,0 +1,1 @@
+"""Tests of a run: runner, config, records, registry, epochs and cost, statistics."""

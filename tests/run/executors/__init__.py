@@ -1,0 +1,1 @@
+"""Tests of the executors: the local warm pool and Ray."""

@@ -1,0 +1,1 @@
+"""Tests of `arena view` in process and in a real browser."""
