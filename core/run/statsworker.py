@@ -23,28 +23,17 @@ import pickle
 import subprocess
 import sys
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, BinaryIO
 
 ENV = "PPTARENA_STATS_WORKER"
 
 
-def _run(kind: str, args: Any) -> Any:
-    if kind == "intervals":
-        from pptarena.run.resample import intervals_of
-
-        return intervals_of(args)
-    if kind == "p_values":
-        from pptarena.run.stats import paired_p_values
-
-        diffs, n_perm, seed = args
-        return paired_p_values(diffs, n_perm=n_perm, seed=seed)
-    raise ValueError(f"unknown job {kind!r}")
-
-
-def serve(inp: BinaryIO, out: BinaryIO, threads: int = 2) -> None:
-    """The child's loop: jobs run one at a time until :meth:`StatsWorker.widen`, then ``threads`` at
-    a time (the caller's thread has stopped using its core)."""
+def serve(inp: BinaryIO, out: BinaryIO, run: Callable[[str, Any], Any], threads: int = 2) -> None:
+    """The child's loop: each job is ``run(kind, args)`` (:func:`pptarena.run.statsjobs.run_job`), one
+    at a time until :meth:`StatsWorker.widen`, then ``threads`` at a time (the caller's thread has
+    stopped using its core)."""
     cond = threading.Condition()
     queue: list[tuple[int, str, Any]] = []
     state = {"width": 1, "running": 0, "closed": False}
@@ -59,7 +48,7 @@ def serve(inp: BinaryIO, out: BinaryIO, threads: int = 2) -> None:
                 job, kind, args = queue.pop(0)
                 state["running"] += 1
             try:
-                answer = (job, True, _run(kind, args))
+                answer = (job, True, run(kind, args))
             except Exception as exc:  # noqa: BLE001 - reported to the caller, which computes it itself
                 answer = (job, False, f"{type(exc).__name__}: {exc}")
             with write:
@@ -106,7 +95,8 @@ class StatsWorker:
             "import json, os, sys; sys.path[:0] = json.loads(sys.argv[1]); import pptarena; "
             "pptarena.__file__ == sys.argv[2] or sys.exit('another pptarena'); "
             "answers = os.fdopen(os.dup(1), 'wb'); os.dup2(2, 1); "
-            "from pptarena.run.statsworker import serve; serve(sys.stdin.buffer, answers)"
+            "from pptarena.run.statsjobs import run_job; from pptarena.run.statsworker import serve; "
+            "serve(sys.stdin.buffer, answers, run_job)"
         )
         self._proc = subprocess.Popen(
             [sys.executable, "-c", boot, json.dumps(sys.path), str(pptarena.__file__)],

@@ -12,7 +12,7 @@ from concurrent.futures import Future
 import numpy as np
 import pytest
 
-from pptarena.run import blas, bootdraws, resample, signflip, statsworker
+from pptarena.run import blas, bootdraws, resample, signflip, statsjobs, statsworker
 from pptarena.run.stats import bootstrap_mean_ci, paired_p_values, paired_permutation_p
 from tests.support.summary_pin_rows import PINS, cases, summary_of
 
@@ -168,7 +168,6 @@ def test_without_a_working_helper_the_figures_are_computed_here(monkeypatch, fai
     if failure == "cannot start":
         monkeypatch.setattr(statsworker.sys, "executable", "/nonexistent/python")
     elif failure == "fails a job":
-        monkeypatch.setattr(statsworker, "_run", lambda kind, args: 1 / 0)  # (the child is unaffected)
         monkeypatch.setattr(statsworker.StatsWorker, "submit", _failing_submit)
     else:
         monkeypatch.setattr(statsworker.StatsWorker, "widen", lambda self: self._proc.kill())
@@ -193,7 +192,7 @@ def test_the_helper_answers_jobs_in_a_pipe():
     v = rng.random(50).round(3)
     jobs_r, jobs_w = (os.fdopen(fd, mode) for fd, mode in zip(os.pipe(), ("rb", "wb"), strict=True))
     answers_r, answers_w = (os.fdopen(fd, mode) for fd, mode in zip(os.pipe(), ("rb", "wb"), strict=True))
-    child = threading.Thread(target=statsworker.serve, args=(jobs_r, answers_w))
+    child = threading.Thread(target=statsworker.serve, args=(jobs_r, answers_w, statsjobs.run_job))
     child.start()
     for message in [("job", 7, "intervals", [(v, 300, 1, 0.95)]), ("widen",), ("job", 8, "nope", None)]:
         pickle.dump(message, jobs_w)

@@ -153,11 +153,14 @@ def test_slirp4netns_parsing_the_jails_packets_runs_without_root_powers(tmp_path
                     )
                     if status.get("PPid", "").strip() != me:  # another run's
                         continue
-                    seen["cap_eff"] = int(status["CapEff"], 16)
-                    seen["seccomp"] = status["Seccomp"].strip()
-                    seen["own_mounts"] = os.readlink(entry / "ns" / "mnt") != os.readlink("/proc/self/ns/mnt")
+                    look = {  # one whole look or none: an exiting slirp can fail half-way through
+                        "cap_eff": int(status["CapEff"], 16),
+                        "seccomp": status["Seccomp"].strip(),
+                        "own_mounts": os.readlink(entry / "ns" / "mnt") != os.readlink("/proc/self/ns/mnt"),
+                    }
                 except (OSError, ValueError, KeyError):
                     continue
+                seen.update(look)
             time.sleep(0.005)
 
     watcher = threading.Thread(target=watch, daemon=True)
