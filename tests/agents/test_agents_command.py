@@ -44,6 +44,7 @@ def make_agent(tmp_path, **options):
     return get_registry().create("agents", "command", options, ctx)
 
 
+@pytest.mark.slow
 def test_cli_agent_edits_the_deck(tmp_path):
     script = tmp_path / "agent.py"
     script.write_text(EDIT_SCRIPT)

@@ -112,6 +112,7 @@ def describe(cycle: list[str], edges: dict[str, dict[str, bool]]) -> str:
     return out
 
 
+@pytest.mark.slow
 def test_no_import_cycle_at_run_time():
     edges = import_graph()
     cycle = find_cycle(edges)

@@ -207,6 +207,7 @@ def test_the_120_published_rubrics_on_a_stand_in_deck(tmp_path):
     assert "120 rubric(s) checked" in format_table(checks)
 
 
+@pytest.mark.slow
 def test_config_dataset_selection_and_usage_errors(tmp_path):
     from tests.support.paths import ROOT
 

@@ -189,6 +189,7 @@ def test_demo_decks_render_in_libreoffice(demo_tasks, tmp_path):
 # --------------------------------------------------------------------------- generation and cache
 
 
+@pytest.mark.slow
 def test_demo_generation_is_deterministic(tmp_path):
     build_demo_set(tmp_path / "a")
     build_demo_set(tmp_path / "b")
@@ -205,6 +206,7 @@ print(ensure_demo_set(Path(sys.argv[1])))
 """
 
 
+@pytest.mark.slow
 def test_demo_first_use_is_safe_across_processes(tmp_path):
     cache = tmp_path / "cache"
     procs = [

@@ -376,6 +376,7 @@ def test_ppteval_all_120_tasks_and_rubrics_parse_and_validate(ppteval_root):
     assert counts == {"Easy": 51, "medium": 39, "HARD": 30}
 
 
+@pytest.mark.slow
 def test_ppteval_absent_decks_error_names_them(ppteval_root, tmp_path):
     dataset = PptEvalDataset(PptEvalDataset.Options(root=ppteval_root), _context(tmp_path))
     with pytest.raises(DatasetError) as err:

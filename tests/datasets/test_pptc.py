@@ -58,6 +58,7 @@ def test_turn_tasks(decks):
     assert t.metadata["turn_history"][0]["api_sequence"].startswith("insert_picture(")
 
 
+@pytest.mark.slow
 def test_session_tasks_carry_ordered_turns(decks):
     sessions = load_pptc(
         ref.PPTC,

@@ -308,6 +308,7 @@ def test_bounded_prompts_on_big_diffs(tmp_path, scripted):
     assert len(text) < 3 * 2000 + 3 * 3000 + 3000
 
 
+@pytest.mark.slow
 def test_changes_invisible_to_the_diff_still_count_for_the_if_rules(tmp_path, scripted):
     """Text-frame insets are not in the deck summary: 'unchanged' also compares the content XML."""
     orig = build_deck(tmp_path / "orig.pptx")

@@ -183,6 +183,7 @@ def test_jsonl_has_every_version_and_label_studio_round_trip(run, tmp_path):
     assert again["added"] == 0 and again["unchanged"] == 2 and len(fresh.history()) == 2
 
 
+@pytest.mark.slow
 def test_cli_new_prints_links_and_refuses_bad_names(run, tmp_path):
     tokens, out = label_new(
         "--run", str(run), "--annotators", "ann,ben", "--out", str(tmp_path / "x.sqlite"), "--port", "8123"

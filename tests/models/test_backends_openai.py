@@ -187,6 +187,7 @@ def test_failures_are_not_cached(openai_backend, llm_server, tmp_path):
     assert client_for(backend).complete([Message.user("x")]).text == "ok now"
 
 
+@pytest.mark.slow
 def test_concurrency_limit_is_honoured(openai_backend, llm_server):
     llm_server.default = Reply("slow", delay=0.25)
     backend = openai_backend(concurrency=2)

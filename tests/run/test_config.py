@@ -22,6 +22,7 @@ def write(tmp_path, text: str):
     return p
 
 
+@pytest.mark.slow
 def test_misspelled_agent_fails_fast_with_did_you_mean(tmp_path, fake_plugins):
     cfg = write(
         tmp_path, '[dataset]\nuse = "fake"\nroot = "d"\n[[agents]]\nuse = "oracel"\n[renderer]\nuse="dummy"\n'

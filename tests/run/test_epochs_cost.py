@@ -350,6 +350,7 @@ def test_files_an_agent_writes_during_a_session_turn_are_redacted(tmp_path, fake
     assert all(t.read_text() == "key=***\n" for t in transcripts)
 
 
+@pytest.mark.slow
 def test_max_cost_counts_every_turn_of_a_session(tmp_path, fake_plugins):
     """The attack: a paid agent on multi-turn sessions (PPTC) spends past ``max_cost`` when a session's
     line carries no cost. Each turn costs $1 here, so a two-turn session costs $2: after sessions 1

@@ -344,6 +344,7 @@ def test_safe_names_of_long_ids_do_not_collide():
     assert safe_name("case-1") == "case-1" and safe_name("Case 1: a/b").startswith("Case_1_a_b-")
 
 
+@pytest.mark.slow
 def test_resume_refuses_a_changed_config_but_accepts_a_new_agent(tmp_path, fake_plugins):
     from pptarena.types import PptArenaError
 

@@ -101,6 +101,7 @@ def test_bootstrap_interval_matches_scipy_percentile_bootstrap():
     assert bootstrap_mean_ci([0.5]) is None
 
 
+@pytest.mark.slow
 def test_paired_permutation_test_matches_scipy_exact():
     rng = np.random.default_rng(8)
     a = rng.uniform(0, 1, 12)

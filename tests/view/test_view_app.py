@@ -208,6 +208,7 @@ def test_runs_page_lists_runs_found_below_a_folder(run):
     assert "6 of 6" in page.text  # attempts done of tasks × agents × epochs
 
 
+@pytest.mark.slow
 def test_pairwise_item_page_and_sides(run, tmp_path):
     from pptarena.label.campaign import new_campaign
     from pptarena.label.store import Campaign

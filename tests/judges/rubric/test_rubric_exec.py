@@ -64,6 +64,7 @@ def test_exec_semantics_match_ai_rubric():
     )
 
 
+@pytest.mark.slow
 def test_bad_results_fail_only_their_leaf_with_a_traceback():
     records = run(
         {
@@ -186,6 +187,7 @@ def test_model_calls_reach_the_scripted_backend_with_prompt_params_and_images(tm
     )
 
 
+@pytest.mark.slow
 def test_without_a_model_calls_fail_clearly_and_backend_failures_are_marked_infra(tmp_path: Path):
     records = run({"asks": code("return vlm_call('q', []), 1")})
     assert "no model is configured" in records["asks"]["error"]

@@ -55,6 +55,7 @@ def retitled(stand_in_pair, tmp_path):  # noqa: F811
     return original, edit_title(original, tmp_path / "retitled.pptx", "Quarterly review")
 
 
+@pytest.mark.slow
 def test_auto_follows_the_task_tag_and_a_raising_leaf_aborts_the_tree_only_under_ppteval(retitled, tmp_path):
     original, prediction = retitled
     rub = rubric(leaf("ok", PASS), leaf("buggy", BROKEN, critical=False), leaf("after", PASS))
@@ -106,6 +107,7 @@ def test_a_slide_move_is_no_modification_under_ppteval(stand_in_pair, tmp_path):
     assert ppteval.score == 1.0  # PPT-Eval does not: only the slide part counts
 
 
+@pytest.mark.slow
 def test_unreadable_prediction_is_graded_under_ppteval_and_refused_otherwise(stand_in_pair, tmp_path):  # noqa: F811
     original, _ = stand_in_pair
     broken = tmp_path / "broken.pptx"

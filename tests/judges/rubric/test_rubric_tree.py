@@ -177,6 +177,7 @@ def test_size_limits():
 # --------------------------------------------------------------------------- the 120 published rubrics
 
 
+@pytest.mark.slow
 def test_every_published_rubric_loads_and_every_leaf_compiles():
     rubrics = published_rubrics()
     if not rubrics:
