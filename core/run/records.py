@@ -181,8 +181,8 @@ class ResultRow(BaseModel):
     def rescored(
         self, status: Status | str, error: str | None, scores: dict[str, Any] | None = None
     ) -> ResultRow:
-        """This attempt with another judging outcome (``arena rescore``): status, error and scores
-        replaced, everything the agent did kept."""
+        """This attempt under another judging (``arena meta-eval --repeat`` judges it again): status,
+        error and scores replaced, everything the agent did kept."""
         copy = self.model_copy(deep=True)
         copy.status = Status(status)
         copy.error = error

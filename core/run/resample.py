@@ -253,19 +253,16 @@ class IntervalBatch:
             entries = sum(len(r[0]) * r[1] for r in requests)
             units = plan_units([r[:4] for r in requests], WORKERS)
             futures = [self.elsewhere("intervals", [requests[i][:4] for i in u], entries) for u in units]
-            if all(f is not None for f in futures):
-                for unit, future in zip(units, futures, strict=True):
-                    self._remote.append(([requests[i] for i in unit], future))  # type: ignore[arg-type]
-                return
-            for unit, future in zip(units, futures, strict=True):  # the helper failed on the way
+            here = []  # units the helper does not take (a small wave, or it failed on the way)
+            for unit, future in zip(units, futures, strict=True):
                 if future is not None:
                     self._remote.append(([requests[i] for i in unit], future))
                 else:
-                    self._requests += [requests[i] for i in unit]
-            requests, self._requests = self._requests, []
-            thread = threading.Thread(target=self._background, args=(requests,), daemon=True)
-            self._threads.append(thread)
-            thread.start()
+                    here += [requests[i] for i in unit]
+            if here:
+                thread = threading.Thread(target=self._background, args=(here,), daemon=True)
+                self._threads.append(thread)
+                thread.start()
 
     def _background(self, requests: list[tuple[np.ndarray, int, int, float, list[float]]]) -> None:
         try:

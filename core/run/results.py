@@ -85,11 +85,6 @@ def paused_gc() -> Iterator[None]:
             gc.enable()
 
 
-def attempt_key(row: ResultRow) -> tuple[str, str, int]:
-    """(agent, task_id, epoch) of a result line; lines without ``epoch`` are epoch 1."""
-    return row.key
-
-
 def write_json_atomic(path: Path, data: Any) -> None:
     """Write JSON to ``path`` via a new temporary file and rename (never a half-written file, never
     through a link an agent left in a pair's folder: :func:`pptarena.safeio.write_replacing`)."""

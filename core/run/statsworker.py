@@ -27,6 +27,8 @@ from collections.abc import Callable
 from concurrent.futures import Future
 from typing import Any, BinaryIO
 
+from pptarena.procs import close_pipes
+
 ENV = "PPTARENA_STATS_WORKER"
 
 
@@ -90,13 +92,12 @@ class StatsWorker:
         import pptarena
 
         # the child imports pptarena exactly as this process did (same sys.path), checks it, and keeps
-        # its answers' pipe to itself (anything else writing to fd 1 goes to stderr, discarded)
+        # its two pipes to itself (procs.take_protocol_pipes: anything else on fd 0/1 is /dev/null)
         boot = (
-            "import json, os, sys; sys.path[:0] = json.loads(sys.argv[1]); import pptarena; "
+            "import json, sys; sys.path[:0] = json.loads(sys.argv[1]); import pptarena; "
             "pptarena.__file__ == sys.argv[2] or sys.exit('another pptarena'); "
-            "answers = os.fdopen(os.dup(1), 'wb'); os.dup2(2, 1); "
-            "from pptarena.run.statsjobs import run_job; from pptarena.run.statsworker import serve; "
-            "serve(sys.stdin.buffer, answers, run_job)"
+            "from pptarena.procs import take_protocol_pipes; from pptarena.run.statsjobs import run_job; "
+            "from pptarena.run.statsworker import serve; serve(*take_protocol_pipes(), run_job)"
         )
         self._proc = subprocess.Popen(
             [sys.executable, "-c", boot, json.dumps(sys.path), str(pptarena.__file__)],
@@ -161,11 +162,7 @@ class StatsWorker:
             abandoned = bool(self._futures)
         if abandoned:
             self._proc.kill()
-        try:
-            assert self._proc.stdin is not None
-            self._proc.stdin.close()
-        except OSError:
-            pass
+        close_pipes(self._proc.stdin)
         try:
             self._proc.wait(timeout=30)
         except subprocess.TimeoutExpired:
