@@ -192,58 +192,102 @@ def _hide(binds: set[Path], hidden: Path) -> set[Path]:
     return out
 
 
+_FORBIDDEN: set[Path] = set()
+
+
+def forbid_in_jails(roots: Iterable[Path]) -> None:
+    """Never bind anything under ``roots`` into an agent's jail (the run calls this with its cache, run
+    folder and dataset folders before the first pair; the default cache folder is always forbidden)."""
+    _FORBIDDEN.update(Path(r).expanduser().resolve() for r in roots if r)
+
+
+def forbidden_roots() -> set[Path]:
+    """The folders no agent jail binds from: :func:`forbid_in_jails`'s and the default cache folder."""
+    from pptarena.run.components import default_cache_dir
+
+    return {*_FORBIDDEN, default_cache_dir().resolve()}
+
+
+def _allowed(paths: Iterable[Path]) -> list[Path]:
+    """``paths`` without the ones at or under a forbidden root (a cache, a dataset, the run folder)."""
+    roots = forbidden_roots()
+    out = []
+    for p in paths:
+        resolved = Path(p).resolve()
+        if not any(resolved == r or r in resolved.parents for r in roots):
+            out.append(Path(p))
+    return out
+
+
+def judge_side_distributions() -> set[str]:
+    """Distributions of the harness's environment that register datasets or judges (their files
+    may hold answer keys: decks, rubrics): never bound into an agent's jail (pptarena's own are
+    hidden by :func:`plugin_paths` itself)."""
+    from pptarena.run.registry import get_registry
+
+    found = set()
+    for info in get_registry().plugins.values():
+        if info.distribution and ({"datasets", "judges"} & {k for k, v in info.components.items() if v}):
+            found.add(canonical(info.distribution))
+    return found - {"pptarena"}
+
+
+def canonical(name: str) -> str:
+    """A distribution name in its normal form (PEP 503)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
 @functools.lru_cache(maxsize=64)
-def plugin_paths(module: str) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
+def plugin_paths(
+    module: str, builtin: bool = False, excluded: frozenset[str] = frozenset()
+) -> tuple[tuple[Path, ...], tuple[Path, ...]]:
     """``(read-only binds, extra PYTHONPATH entries)`` for an agent class defined in ``module``:
     pptarena's core and requirements, plus the plugin's distribution and its requirements (or, for
     a module outside every distribution, its top-level package or file). ``pptarena.plugins`` is
-    never bound whole: a built-in agent gets the plugins package's ``__init__`` and its own kind's
-    folder (``pptarena.plugins.agents``), never the datasets or judges."""
+    never bound whole: a built-in agent (``builtin``: registered by pptarena's own entry points) gets
+    the plugins package's ``__init__`` and the agents' folder, never the datasets or judges.
+    Distributions named in ``excluded`` (those registering datasets or judges) are never bound, but
+    the agent's own, which is refused when it registers datasets."""
     sites = _site_dirs()
     binds: set[Path] = set(_interpreter_paths()) | _pptarena_paths(sites)
     pythonpath: list[Path] = []
     wanted = ["pptarena"]
-    if not module.startswith(BUILTIN_PLUGINS + "."):
+    own: list[str] = []
+    if not builtin:
         top = module.partition(".")[0]
-        dists = metadata.packages_distributions().get(top) or []
-        wanted.extend(d for d in dists if re.sub(r"[-_.]+", "-", d).lower() != "pptarena")
+        own = [d for d in metadata.packages_distributions().get(top) or [] if canonical(d) != "pptarena"]
+        wanted.extend(own)
         root = _module_root(module)
         if root is not None:
             where, entry = root
             if not any(where == s or s in where.parents for s in sites):  # not installed: bind it as is
                 binds.add(where)
                 pythonpath.append(entry)
+    keep = {canonical(d) for d in own}
     for dist in distribution_closure(wanted):
+        if canonical(dist.metadata["Name"]) in excluded - keep:
+            continue
         binds.update(distribution_paths(dist, sites))
     plugins_spec = importlib.util.find_spec(BUILTIN_PLUGINS)
     if plugins_spec is not None and plugins_spec.submodule_search_locations:
         binds = _hide(binds, Path(next(iter(plugins_spec.submodule_search_locations))))
-        if module.startswith(BUILTIN_PLUGINS + "."):
+        if builtin:
             binds |= _builtin_plugin_paths(module)
     return tuple(sorted(p for p in binds if str(p) != "/")), tuple(pythonpath)
 
 
-def jail_paths_of(factory: Any, options: Any) -> list[Path]:
-    """Host paths the agent class asks to read (``jail_paths(options)``), existing ones only."""
-    hook = getattr(factory, "jail_paths", None)
-    if not callable(hook):
+def jail_paths_of(spec: Any, options: Any) -> list[Path]:
+    """Host paths a built-in agent class asks to read (``jail_paths(options)``: the ``precomputed``
+    agent's folder), existing ones only; never asked of any other agent."""
+    hook = getattr(spec.factory, "jail_paths", None)
+    if not getattr(spec, "builtin", False) or getattr(spec, "env", None) is not None or not callable(hook):
         return []
     return [Path(p) for p in hook(options) or [] if Path(p).exists()]
 
 
-def worker_command(
-    factory: Any, options: Any, disk_mb: int = DEFAULT_DISK_MB
-) -> tuple[list[str], dict[str, str]]:
-    """The bwrap command line and environment of a jailed worker for the agent class ``factory``."""
-    binds, pythonpath = plugin_paths(factory.__module__)
-    jail = isolation.Jail(
-        workdir=JAIL_HOME,
-        tmpfs_mb=disk_mb,
-        read_only=[*binds, *jail_paths_of(factory, options)],
-        python=False,
-    )
-    argv = isolation.command(jail, [sys.executable, "-m", WORKER_MODULE])
-    env = {
+def _worker_env(pythonpath: Iterable[Path]) -> dict[str, str]:
+    """The scrubbed environment of a jailed worker."""
+    return {
         "PATH": os.environ.get("PATH", "/usr/bin:/bin"),
         "LANG": os.environ.get("LANG", "C.UTF-8"),
         "HOME": str(JAIL_HOME),
@@ -251,4 +295,53 @@ def worker_command(
         "PYTHONDONTWRITEBYTECODE": "1",
         "PYTHONPATH": os.pathsep.join(str(p) for p in pythonpath),
     }
-    return argv, env
+
+
+def _jailed(read_only: list[Path], disk_mb: int, module: str) -> list[str]:
+    jail = isolation.Jail(workdir=JAIL_HOME, tmpfs_mb=disk_mb, read_only=read_only, python=False)
+    return isolation.command(jail, [sys.executable, "-m", module])
+
+
+def env_worker_command(
+    env: Any, disk_mb: int = DEFAULT_DISK_MB, module: str = WORKER_MODULE
+) -> tuple[list[str], dict[str, str]]:
+    """The bwrap command line and environment of a worker for an agent from its own environment
+    (:class:`~pptarena.run.agent_env.AgentEnv`): the interpreter, pptarena's core and requirements,
+    and the environment's folder, on ``PYTHONPATH`` (its ``.pth`` files are never processed)."""
+    binds, _ = plugin_paths("pptarena", builtin=True)  # no plugin folder: pptarena.plugins' __init__ only
+    return _jailed([*binds, Path(env.root)], disk_mb, module), _worker_env([Path(env.site)])
+
+
+def worker_command(spec: Any, options: Any, disk_mb: int = DEFAULT_DISK_MB) -> tuple[list[str], dict[str, str]]:
+    """The bwrap command line and environment of a jailed worker for the agent ``spec`` (a
+    :class:`~pptarena.run.plugin_specs.ComponentSpec`)."""
+    if getattr(spec, "env", None) is not None:
+        return env_worker_command(spec.env, disk_mb)
+    factory = spec.factory
+    builtin = bool(getattr(spec, "builtin", False))
+    excluded = frozenset() if builtin else frozenset(judge_side_distributions())
+    if not builtin:
+        check_own_distribution(factory.__module__)
+    binds, pythonpath = plugin_paths(factory.__module__, builtin, excluded)
+    read_only = _allowed([*binds, *jail_paths_of(spec, options)])
+    return _jailed(read_only, disk_mb, WORKER_MODULE), _worker_env(pythonpath)
+
+
+def check_own_distribution(module: str) -> None:
+    """Refuse to jail an agent whose own distribution also registers datasets: its files would hold
+    the answer keys the agent is scored against.
+
+    :raises pptarena.types.PptArenaError: naming the distribution.
+    """
+    from pptarena.run.registry import get_registry
+    from pptarena.types import PptArenaError
+
+    dists = {canonical(d) for d in metadata.packages_distributions().get(module.partition(".")[0]) or []}
+    for info in get_registry().plugins.values():
+        if info.distribution and canonical(info.distribution) in dists - {"pptarena"}:
+            if info.components.get("datasets"):
+                raise PptArenaError(
+                    f"distribution {info.distribution} registers datasets ({', '.join(info.components['datasets'])}) "
+                    "as well as the agent under test: its jail would hold the answer keys; ship the agent "
+                    "in a distribution of its own"
+                )

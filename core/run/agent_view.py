@@ -9,12 +9,12 @@ turn history. The target deck, style target, rubric and reference paths are not 
 - ``"jail"`` (the default): a worker process under bubblewrap that sees the interpreter, pptarena's
   core, the agent plugin's own distribution and its workspace; model calls and renders go through
   a bridge the harness holds (:mod:`pptarena.run.agent_jail`, :mod:`pptarena.run.bridge`);
-- ``"host"``: built-in agents (modules under ``pptarena.plugins.agents``) that declare
-  ``host_worker = True`` because they start sandboxes of their own (the code agents' program
+- ``"host"``: built-in agents (registered by pptarena's own entry points) that registered with
+  ``placement="host"`` because they start sandboxes of their own (the code agents' program
   sandbox, the ``command`` agent's CLI jail, the ``gui`` agent's office jail) and bubblewrap cannot
   nest here; their own process is trusted harness code in a plain worker process;
 - ``"in-process"``: the ``[[agents]]`` table says ``trusted = true``; rows say ``isolation: none``;
-- ``"reference"``: a built-in reference baseline (``reference_agent = True``, the ``oracle``) that
+- ``"reference"``: a built-in reference baseline (registered ``placement="reference"``: the ``oracle``) that
   the runner hands the judge-side task (with its target); in the harness's process, rows say
   ``isolation: none`` and ``reference: true``, and the run says so when it starts.
 """
@@ -25,10 +25,6 @@ from pathlib import Path
 from typing import Any
 
 from pptarena.types import HIDDEN_KEYS, PUBLIC_METADATA_KEYS, AgentTask, Task
-
-BUILTIN_AGENTS = "pptarena.plugins.agents."
-"""Module prefix of the built-in agents: the only ones whose ``host_worker`` / ``reference_agent``
-class attributes are honoured (a third-party class setting them is jailed like any other)."""
 
 PLACEMENTS = ("jail", "host", "in-process", "reference")
 
@@ -65,30 +61,32 @@ def agent_task(task: Task, original: Path) -> AgentTask:
     )
 
 
-def is_builtin(factory: Any) -> bool:
-    """Whether ``factory`` is one of pptarena's own agents (a module under ``pptarena.plugins.agents``)."""
-    return str(getattr(factory, "__module__", "")).startswith(BUILTIN_AGENTS)
+def is_builtin(spec: Any) -> bool:
+    """Whether a :class:`~pptarena.run.plugin_specs.ComponentSpec` is one of pptarena's own components:
+    decided by the registry from the entry point's distribution, never by a module name or a class
+    attribute the component sets itself."""
+    return getattr(spec, "builtin", False) is True and getattr(spec, "env", None) is None
 
 
-def is_reference(factory: Any) -> bool:
-    """Whether ``factory`` is a built-in reference baseline handed the task's answer (the ``oracle``)."""
-    return is_builtin(factory) and getattr(factory, "reference_agent", False) is True
-
-
-def runs_untrusted_code(factory: Any) -> bool:
-    """False only for built-in agents that declare ``untrusted_code = False`` (``noop``,
-    ``precomputed``: they copy a file); such agents do not make a run without bubblewrap refuse."""
-    return not (is_builtin(factory) and getattr(factory, "untrusted_code", True) is False)
+def runs_untrusted_code(spec: Any) -> bool:
+    """False only for built-in agents registered ``inert=True`` (``noop``, ``precomputed``: they copy a
+    file); such agents do not make a run without bubblewrap refuse."""
+    return not (is_builtin(spec) and getattr(spec, "runs_untrusted_code", True) is False)
 
 
 def placement(agent: Any) -> str:
-    """Where the agent of a :class:`~pptarena.run.config.ComponentConfig` runs (see the module doc)."""
-    factory = agent.spec.factory
-    if is_reference(factory):
+    """Where the agent of a :class:`~pptarena.run.config.ComponentConfig` runs (see the module doc).
+
+    ``reference`` and ``host`` come from the placement a built-in asked for when it registered
+    (:func:`pptarena.run.registry.check_trust_request` refuses them to any other plugin); ``trusted =
+    true`` is the user's word in the config; everything else is jailed."""
+    spec = agent.spec
+    builtin_placement = getattr(spec, "placement", "jail") if is_builtin(spec) else "jail"
+    if builtin_placement == "reference":
         return "reference"
     if getattr(agent, "trusted", False):
         return "in-process"
-    if is_builtin(factory) and getattr(factory, "host_worker", False) is True:
+    if builtin_placement == "host":
         return "host"
     return "jail"
 

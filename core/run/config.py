@@ -15,6 +15,7 @@ the bad value, the valid choices and a did-you-mean — before any work starts.
 from __future__ import annotations
 
 import difflib
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -128,6 +129,59 @@ class RunConfig:
         ]
 
 
+def _env_agent_component(
+    table: dict[str, Any], key_path: str, base: Path, errors: list[str], label_allowed: bool, cache_dir: Path | None
+) -> ComponentConfig | None:
+    """An ``[[agents]]`` table with ``package``: built from the agent's own environment, its options
+    validated in its jail (:mod:`pptarena.run.env_agents`); secrets reach it masked, as they reach
+    every jailed agent."""
+    from pptarena.run.agent_env import AgentEnvError
+    from pptarena.run.components import default_cache_dir
+    from pptarena.run.config_options import format_errors
+    from pptarena.run.env_agents import env_agent
+
+    use, package = table["use"], table["package"]
+    if not isinstance(package, str) or not package.strip():
+        errors.append(f"{key_path}.package: expected a requirement, a wheel file or a folder, got {package!r}")
+        return None
+    label = table.get("label", use) if label_allowed else use
+    if not isinstance(label, str) or not label or "/" in label or label.startswith("."):
+        errors.append(f"{key_path}.label: must be a non-empty name without '/', got {label!r}")
+        return None
+    if table.get("trusted"):
+        errors.append(
+            f"{key_path}.trusted: an agent from its own environment (package = ...) always runs in its jail; "
+            "the harness never imports it"
+        )
+        return None
+    raw_opts = {k: v for k, v in table.items() if k not in ("use", "label", "package", "trusted")}
+    masked = _masked(resolve_secrets(raw_opts, key_path, errors, missing=[]))
+    try:
+        spec, options, problems, fields = env_agent(
+            use, package.strip(), masked, base, cache_dir or default_cache_dir(), key_path, say=_say
+        )
+    except AgentEnvError as exc:
+        errors.append(f"{key_path}.package = {package!r}: {exc}")
+        return None
+    if problems:
+        errors.extend(format_errors(problems, key_path, fields))
+        return None
+    return ComponentConfig("agents", use, label, options, table, key_path, spec)
+
+
+def _masked(value: Any) -> Any:
+    """``value`` with every resolved secret replaced by ``"**********"`` (what a jail gets)."""
+    if isinstance(value, dict):
+        return {k: _masked(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_masked(v) for v in value]
+    return "**********" if hasattr(value, "get_secret_value") else value
+
+
+def _say(line: str) -> None:
+    print(line, file=sys.stderr, flush=True)
+
+
 def _component(
     registry: Registry,
     kind: str,
@@ -137,6 +191,7 @@ def _component(
     errors: list[str],
     label_allowed: bool,
     missing: list[str] | None = None,
+    cache_dir: Path | None = None,
 ) -> ComponentConfig | None:
     if not isinstance(table, dict):
         errors.append(f"{key_path}: expected a table, got {type(table).__name__}")
@@ -150,6 +205,8 @@ def _component(
     if not isinstance(use, str):
         errors.append(f"{key_path}.use: expected a component name, got {use!r}")
         return None
+    if kind == "agents" and "package" in table:
+        return _env_agent_component(table, key_path, base, errors, label_allowed, cache_dir)
     try:
         spec = registry.get(kind, use)
     except (UnknownComponentError, LookupError) as exc:
@@ -257,9 +314,11 @@ def parse_config(
     if not agent_tables:
         errors.append(f"agents: no [[agents]] table; installed agents: {', '.join(registry.names('agents'))}")
     key = "agents" if "agents" in data else "agent"
+    cache_dir = Path(run.cache_dir).expanduser() if run.cache_dir else None
     agents = [
         _component(
-            registry, "agents", t, f"{key}[{i}]" if key == "agents" else "agent", base, errors, True, missing
+            registry, "agents", t, f"{key}[{i}]" if key == "agents" else "agent", base, errors, True, missing,
+            cache_dir,
         )
         for i, t in enumerate(agent_tables)
     ]

@@ -91,10 +91,16 @@ def absolutize_paths(options: BaseModel, base: Path) -> BaseModel:
 def format_validation(
     exc: ValidationError, prefix: str, options_model: type[BaseModel], raw: dict[str, Any]
 ) -> list[str]:
+    """One line per problem of a validation error, each naming the config key path."""
+    return format_errors(exc.errors(), prefix, list(options_model.model_fields))
+
+
+def format_errors(errors: list[dict[str, Any]], prefix: str, known: list[str]) -> list[str]:
+    """One line per problem of pydantic-style error dicts (``loc``, ``msg``, ``type``, ``input``): also
+    for errors made in an agent's jail (:mod:`pptarena.run.env_agents`); ``known`` lists the valid keys."""
     out = []
     seen: set[str] = set()
-    known = list(options_model.model_fields)
-    for err in exc.errors():
+    for err in errors:
         loc = _readable_loc(tuple(err["loc"]))
         path = f"{prefix}.{loc}" if loc and not loc.startswith("[") else f"{prefix}{loc}"
         if path in seen:  # one line per problem: a union reports each member's failure
@@ -110,6 +116,8 @@ def format_validation(
         else:
             value = err.get("input")
             shown = "" if isinstance(value, dict) else f" (got {value!r})"
+            if isinstance(err.get("input_repr"), str):  # made in a jail: the value's repr, cut short
+                shown = f" (got {err['input_repr']})"
             msg = f"{path}: {err['msg']}{shown}"
         out.append(msg)
     return out

@@ -27,6 +27,16 @@ class ComponentSpec:
     plugin: str
     distribution: str | None
     version: str | None
+    #: registered by one of pptarena's own entry points (decided by the registry from the entry point's
+    #: distribution, never by anything the component says about itself)
+    builtin: bool = False
+    #: where an agent runs (``jail``; ``host`` and ``reference`` only for built-ins that asked for it
+    #: when registering: :func:`pptarena.run.agent_view.placement`)
+    placement: str = "jail"
+    #: False only for built-in agents registered with ``inert=True`` (they copy a file)
+    runs_untrusted_code: bool = True
+    #: for an agent from its own environment (``package = ...``): the :class:`~pptarena.run.agent_env.AgentEnv`
+    env: Any = None
 
     @property
     def options_model(self) -> type[BaseModel]:
@@ -68,7 +78,17 @@ class ComponentSpec:
             "plugin": self.plugin,
             "distribution": self.distribution,
             "version": self.version,
+            "code": self.code_kind,
         }
+
+    @property
+    def code_kind(self) -> str:
+        """Which kind of code this is: ``builtin`` (pptarena's own), ``installed`` (a plugin in the
+        harness's environment: code the harness trusts) or ``agent-env`` (an agent distribution in an
+        environment of its own, never imported by the harness)."""
+        if self.env is not None:
+            return "agent-env"
+        return "builtin" if self.builtin else "installed"
 
 
 def _type_name(annotation: Any, metadata: list[Any]) -> str:

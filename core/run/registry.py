@@ -33,7 +33,7 @@ import pluggy
 from pydantic import BaseModel
 
 from pptarena import hookspecs
-from pptarena.run.plugin_specs import ComponentSpec, PluginInfo
+from pptarena.run.plugin_specs import OWN_DISTRIBUTION, ComponentSpec, PluginInfo
 from pptarena.types import KINDS, ComponentContext, PptArenaError
 
 GROUP = "pptarena"
@@ -76,6 +76,9 @@ class Registry:
     def __init__(self) -> None:
         self.plugins: dict[str, PluginInfo] = {}
         self.manual: dict[str, str] = {}  # plugins registered by hand (not entry points): name -> module
+        #: plugins loaded from pptarena's own entry points (the built-ins), decided from the entry
+        #: point's distribution by :func:`load_registry`, never by anything a plugin says
+        self.own_plugins: set[str] = set()
         self._components: dict[str, dict[str, list[ComponentSpec]]] = {k: {} for k in KINDS}
         self.pm = pluggy.PluginManager(hookspecs.PROJECT)
         self.pm.add_hookspecs(hookspecs)
@@ -140,12 +143,23 @@ class Registry:
                 if impl.plugin is not module:
                     continue
 
-                def register(name: str, factory: Callable[..., Any], *, _kind: str = kind) -> None:
+                def register(
+                    name: str,
+                    factory: Callable[..., Any],
+                    *,
+                    placement: str = "jail",
+                    inert: bool = False,
+                    _kind: str = kind,
+                ) -> None:
                     if not isinstance(name, str) or not name or ":" in name or "/" in name:
                         raise PluginLoadError(
                             f"plugin {info.name!r} registered an invalid {SINGULAR[_kind]} name {name!r}"
                         )
-                    self.add(ComponentSpec(_kind, name, factory, info.name, info.distribution, info.version))
+                    own = info.name in self.own_plugins
+                    check_trust_request(info.name, _kind, name, placement, inert, own)
+                    spec = ComponentSpec(_kind, name, factory, info.name, info.distribution, info.version)
+                    spec.builtin, spec.placement, spec.runs_untrusted_code = own, placement, not inert
+                    self.add(spec)
 
                 kwargs = {"register": register} if "register" in impl.argnames else {}
                 impl.function(**kwargs)
@@ -237,11 +251,59 @@ class Registry:
         return spec.factory(options, context)
 
 
+PLACEMENTS = ("jail", "host", "reference")
+"""Where an agent may be registered to run; ``host`` and ``reference`` are for pptarena's own agents."""
+
+
+def check_trust_request(plugin: str, kind: str, name: str, placement: str, inert: bool, own: bool) -> None:
+    """Refuse a registration asking for more trust than its plugin has.
+
+    ``placement="host"`` (a plain worker process), ``placement="reference"`` (handed the task's answer)
+    and ``inert=True`` (runs no untrusted code, so a run without bubblewrap need not refuse it) are
+    honoured for pptarena's own agents only (docs/security.md); any other plugin asking for them fails
+    to load with a message saying so.
+    """
+    if placement not in PLACEMENTS:
+        raise PluginLoadError(f"plugin {plugin!r}: {SINGULAR[kind]} {name!r}: unknown placement {placement!r}")
+    if (placement != "jail" or inert) and (kind != "agents" or not own):
+        asked = f"placement={placement!r}" if placement != "jail" else "inert=True"
+        raise PluginLoadError(
+            f"plugin {plugin!r}: {SINGULAR[kind]} {name!r} asks for {asked}, which only pptarena's own "
+            "agents may have; a third-party agent always runs in its jail"
+        )
+
+
+def _own_entry_points() -> set[tuple[str, str]]:
+    """``(name, value)`` of the entry points pptarena's own distribution declares."""
+    try:
+        dist = md.distribution(OWN_DISTRIBUTION)
+    except md.PackageNotFoundError:
+        return set()
+    return {(ep.name, ep.value) for ep in dist.entry_points if ep.group == GROUP}
+
+
+def _duplicate_names(eps: list[md.EntryPoint]) -> dict[str, list[str]]:
+    """Entry-point names that two or more distributions declare: name → the distributions (sorted)."""
+    by_name: dict[str, set[str]] = {}
+    for ep in eps:
+        by_name.setdefault(ep.name, set()).add(_dist_of(ep)[0] or f"(no distribution: {ep.value})")
+    return {name: sorted(dists) for name, dists in by_name.items() if len(dists) > 1}
+
+
 def _dist_of(ep: md.EntryPoint) -> tuple[str | None, str | None]:
     dist = getattr(ep, "dist", None)
     if dist is None:
         return None, None
     return dist.metadata["Name"], dist.version
+
+
+def _clash_message(name: str, dists: list[str]) -> str:
+    """Why a plugin name that several distributions declare is loaded from none of them."""
+    return (
+        f"entry point {name!r} is declared by {len(dists)} distributions ({', '.join(dists)}); none is "
+        "loaded: uninstall the one you do not want (pip uninstall NAME), or block it with "
+        "PPTARENA_BLOCK_PLUGINS"
+    )
 
 
 def _selected(ep_name: str, dist_name: str | None, allow: set[str] | None, block: set[str]) -> bool:
@@ -275,13 +337,21 @@ def load_registry(
         )
     registry = Registry()
     seen: set[str] = set()
+    own = _own_entry_points()
+    eps = [ep for ep in eps if _selected(ep.name, _dist_of(ep)[0], allow, blocked)]
+    clashes = _duplicate_names(eps)
     for ep in sorted(eps, key=lambda e: e.name):
         if ep.name in seen:
             continue
         seen.add(ep.name)
         dist, version = _dist_of(ep)
-        if not _selected(ep.name, dist, allow, blocked):
+        if ep.name in clashes:  # never first-wins: a distribution could silently replace a judge
+            info = PluginInfo(ep.name, ", ".join(clashes[ep.name]), None, ep.value)
+            registry.plugins[ep.name] = info
+            registry._fail(info, PluginLoadError(_clash_message(ep.name, clashes[ep.name])), strict)
             continue
+        if dist == OWN_DISTRIBUTION and (ep.name, ep.value) in own:
+            registry.own_plugins.add(ep.name)
         try:
             module = ep.load()
         except (Exception, SystemExit) as exc:  # noqa: BLE001 - isolate a plugin that raises (or exits) on import

@@ -30,9 +30,9 @@ class WeakIsolationRefused(PptArenaError):
 
 def untrusted_agents(agents: list[Any]) -> list[str]:
     """Labels of the agents that run untrusted code (placement ``jail`` or ``host``, except built-ins
-    that declare they run none: :func:`~pptarena.run.agent_view.runs_untrusted_code`)."""
+    registered ``inert=True``: :func:`~pptarena.run.agent_view.runs_untrusted_code`)."""
     return [
-        a.label for a in agents if placement(a) in ("jail", "host") and runs_untrusted_code(a.spec.factory)
+        a.label for a in agents if placement(a) in ("jail", "host") and runs_untrusted_code(a.spec)
     ]
 
 
@@ -57,18 +57,26 @@ def agent_process(agent: Any) -> str:
     return where
 
 
-def row_isolation(process: str, reported: Any, machine: str) -> str:
-    """The ``isolation`` of a row: what the agent's code ran in.
+def row_isolation(agent: Any, machine: str) -> str:
+    """The ``isolation`` of a row: what the harness launched the agent's code in, never what the
+    agent's prediction says.
 
     A jailed agent: ``bwrap``; trusted, reference and unjailed agents: ``none``; a built-in host
-    worker: the weaker of what it reports for the programs it jailed (``Prediction.metadata
-    ["isolation"]``, e.g. ``none`` for a ``command`` agent with ``sandbox = "off"``) and the machine's.
+    worker: the weaker of the machine's level and what its own class says its options launch
+    (``launched_isolation(options)``, e.g. ``none`` for a ``command`` agent with ``sandbox = "off"``;
+    asked of pptarena's own host agents only).
     """
+    process = agent_process(agent)
     if process == "jail":
         return "bwrap"
     if process != "host":
         return "none"
-    levels = [machine] + ([reported] if isinstance(reported, str) and reported else [])
+    declared = getattr(agent.spec.factory, "launched_isolation", None)
+    levels = [machine]
+    if callable(declared):
+        level = declared(agent.options)
+        if isinstance(level, str) and level:
+            levels.append(level)
     return min(levels, key=lambda level: ISOLATION_RANK.get(level, 0))
 
 

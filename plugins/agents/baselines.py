@@ -3,9 +3,10 @@
 elsewhere, one file per task).
 
 ``noop`` and ``precomputed`` run in a jailed worker like every agent (``precomputed`` names its
-folder through ``jail_paths`` so the jail can read it). ``oracle`` is the one reference baseline:
-``reference_agent = True`` makes the runner hand it the judge-side task (with its target) in the
-harness's process; its rows say ``isolation: none`` and ``agent_process: reference``, and the run
+folder through ``jail_paths`` so the jail can read it, honoured for pptarena's own agents only); they
+are registered ``inert=True`` (they copy a file). ``oracle`` is the one reference baseline: registered
+with ``placement="reference"`` (honoured for pptarena's own agents only), the runner hands it the
+judge-side task (with its target) in the harness's process; its rows say ``isolation: none`` and ``agent_process: reference``, and the run
 says so when it starts (docs/security.md).
 """
 
@@ -24,7 +25,6 @@ from pptarena.types import Options as OptionsBase
 class NoopAgent(Component):
     """Returns the input deck unchanged: the floor every real agent must beat."""
 
-    untrusted_code = False  # runs no untrusted code: a run without bubblewrap need not refuse it
     deterministic = True  # every attempt gives the same deck: run once, reused for every epoch
 
     class Options(OptionsBase):
@@ -42,7 +42,6 @@ class OracleAgent(Component):
     A reference baseline, not an agent under test: the runner hands it the full :class:`Task`.
     """
 
-    reference_agent = True
     needs_target = True  # tasks without a target deck are skipped with the reason, not failed
     deterministic = True  # every attempt gives the same deck: run once, reused for every epoch
 
@@ -71,7 +70,6 @@ class PrecomputedOptions(OptionsBase):
 class PrecomputedAgent(Component):
     """Hands in predictions made elsewhere: ``dir``/``pattern`` per task."""
 
-    untrusted_code = False  # copies a file: a run without bubblewrap need not refuse it
     deterministic = True  # every attempt gives the same deck: run once, reused for every epoch
     Options = PrecomputedOptions
 
@@ -96,6 +94,6 @@ class PrecomputedAgent(Component):
 @pptarena.hookimpl
 def register_agents(register):
     """Register the baseline agents."""
-    register("noop", NoopAgent)
-    register("oracle", OracleAgent)
-    register("precomputed", PrecomputedAgent)
+    register("noop", NoopAgent, inert=True)  # runs no untrusted code: no refusal without bubblewrap
+    register("oracle", OracleAgent, placement="reference")  # handed the task's answer, in the harness
+    register("precomputed", PrecomputedAgent, inert=True)  # copies a file

@@ -102,7 +102,7 @@ def test_the_jail_binds_no_plugin_folder_but_a_builtin_agents_own(tmp_path, plug
     from pptarena.run.agent_jail import _hide, plugin_paths
 
     root = Path(next(iter(importlib.util.find_spec("pptarena.plugins").submodule_search_locations)))
-    builtin, _ = plugin_paths("pptarena.plugins.agents.baselines")
+    builtin, _ = plugin_paths("pptarena.plugins.agents.baselines", builtin=True)
     assert [p for p in builtin if p == root or root in p.parents] == [root / "__init__.py", root / "agents"]
     third, pythonpath = plugin_paths("boundary_plugins")
     assert not [p for p in third if p == root or root in p.parents]

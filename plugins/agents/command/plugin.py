@@ -12,4 +12,4 @@ from .agent import CommandAgent
 @pptarena.hookimpl
 def register_agents(register: Any) -> None:
     """Register the ``command`` agent."""
-    register("command", CommandAgent)
+    register("command", CommandAgent, placement="host")  # the CLI runs in a jail of its own

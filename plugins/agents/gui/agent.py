@@ -87,7 +87,6 @@ class GuiAgent(Component):
     """Edits a deck by operating LibreOffice Impress through screenshots, mouse and keyboard."""
 
     Options = GuiOptions
-    host_worker = True  # Impress runs in a jail of its own (bubblewrap cannot nest): pptarena.run.agent_view
     #: on a Ray cluster each episode needs a node advertising a ``desktop`` (docs/distributed.md)
     resources = {"desktop": 1}
     #: What the agent hands back besides the deck (see pptarena.run.requirements): its Impress

@@ -12,4 +12,4 @@ from .agent import GuiAgent
 @pptarena.hookimpl
 def register_agents(register: Any) -> None:
     """Register the ``gui`` agent."""
-    register("gui", GuiAgent)
+    register("gui", GuiAgent, placement="host")  # Impress runs in a jail of its own

@@ -127,9 +127,6 @@ class PilotAgent(Component):
 
     fixed_route: Route | None = None
     Options = PilotOptions
-    #: built-in, and its model-written programs run in their own sandbox (bubblewrap cannot nest):
-    #: its process is a plain worker, never a jail (pptarena.run.agent_view)
-    host_worker = True
 
     def edit(self, task: AgentTask, workspace: Workspace) -> Prediction:
         """Edit ``workspace.input_deck`` for ``task.instruction``; write ``workspace.output_deck``."""

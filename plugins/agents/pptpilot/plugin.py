@@ -12,6 +12,7 @@ from .agent import CodeAgent, HybridAgent, XmlAgent
 @pptarena.hookimpl
 def register_agents(register: Any) -> None:
     """Register ``code``, ``xml`` and ``hybrid``."""
-    register("code", CodeAgent)
-    register("xml", XmlAgent)
-    register("hybrid", HybridAgent)
+    # host: their model-written programs run in sandboxes of their own (bubblewrap cannot nest)
+    register("code", CodeAgent, placement="host")
+    register("xml", XmlAgent, placement="host")
+    register("hybrid", HybridAgent, placement="host")
