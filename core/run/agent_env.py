@@ -114,11 +114,19 @@ def source_of(package: str, base: Path) -> tuple[str, Path | None]:
     return "requirement", None
 
 
-def _source_files(folder: Path) -> Iterator[Path]:
-    """The files of a project folder worth hashing and copying (no VCS, venv or build output)."""
+def _source_files(folder: Path, skip: Path | None = None) -> list[Path]:
+    """The files of a project folder worth hashing and copying (no VCS, venv or build output, nothing
+    under ``skip``: the harness's cache when it lies inside the folder)."""
+    return list(_walk_source(folder, skip.resolve() if skip is not None else None))
+
+
+def _walk_source(folder: Path, skip: Path | None) -> Iterator[Path]:
     count = size = 0
     for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = sorted(d for d in dirnames if d not in _SKIPPED_SOURCE and not d.endswith(".egg-info"))
+        dirnames[:] = sorted(
+            d for d in dirnames
+            if d not in _SKIPPED_SOURCE and not d.endswith(".egg-info") and (Path(dirpath) / d).resolve() != skip
+        )
         for name in sorted(filenames):
             path = Path(dirpath) / name
             count += 1
@@ -131,7 +139,7 @@ def _source_files(folder: Path) -> Iterator[Path]:
             yield path
 
 
-def env_key(package: str, kind: str, path: Path | None) -> str:
+def env_key(package: str, kind: str, path: Path | None, skip: Path | None = None) -> str:
     """The environment's cache key: what is installed (by content), the interpreter and pptarena."""
     digest = hashlib.sha256()
     head = [ENV_REVISION, kind, package if kind == "requirement" else "", __version__, sys.version, sys.platform]
@@ -140,20 +148,20 @@ def env_key(package: str, kind: str, path: Path | None) -> str:
         digest.update(path.name.encode())
         digest.update(path.read_bytes())
     elif kind == "folder" and path is not None:
-        for file in _source_files(path):
+        for file in _source_files(path, skip):
             digest.update(str(file.relative_to(path)).encode() + b"\0")
             digest.update(os.readlink(file).encode() if file.is_symlink() else file.read_bytes())
     return digest.hexdigest()[:24]
 
 
-def _copy_source(kind: str, path: Path, into: Path) -> Path:
+def _copy_source(kind: str, path: Path, into: Path, skip: Path | None = None) -> Path:
     """The source copied into the build folder (links copied as links: they lead nowhere in the jail)."""
     if kind == "wheel":
         into.mkdir(parents=True)
         dst = into / path.name
         shutil.copyfile(path, dst)
         return dst
-    for file in _source_files(path):
+    for file in _source_files(path, skip):
         dst = into / file.relative_to(path)
         dst.parent.mkdir(parents=True, exist_ok=True)
         if file.is_symlink():
@@ -243,8 +251,8 @@ def ensure_env(package: str, base: Path, cache_dir: Path, say: Any = None) -> Ag
     from pptarena.run.agent_jail import jail_available
 
     kind, path = source_of(package, base)
-    key = env_key(package, kind, path)
     folder = Path(cache_dir) / FOLDER
+    key = env_key(package, kind, path, skip=Path(cache_dir))
     root = folder / key
     if (root / "env.json").is_file():
         return _read(root, package)
@@ -261,7 +269,7 @@ def ensure_env(package: str, base: Path, cache_dir: Path, say: Any = None) -> Ag
         build = folder / f".build-{key}-{os.getpid()}"
         shutil.rmtree(build, ignore_errors=True)
         try:
-            _build(package, kind, path, build, key)
+            _build(package, kind, path, build, key, skip=Path(cache_dir))
             shutil.rmtree(root, ignore_errors=True)
             os.replace(build, root)
         finally:
@@ -269,11 +277,11 @@ def ensure_env(package: str, base: Path, cache_dir: Path, say: Any = None) -> Ag
     return _read(root, package)
 
 
-def _build(package: str, kind: str, path: Path | None, build: Path, key: str) -> None:
+def _build(package: str, kind: str, path: Path | None, build: Path, key: str, skip: Path) -> None:
     """Install ``package`` (no dependencies), then what it needs that the harness does not give."""
     site = build / "site"
     site.mkdir(parents=True)
-    target = package if path is None else str(_copy_source(kind, path, build / "src"))
+    target = package if path is None else str(_copy_source(kind, path, build / "src", skip))
     common = ["install", "--no-compile", "--no-warn-script-location", "--target", str(site)]
     _pip([*common, "--no-deps", "--no-build-isolation", target], build, network=path is None)
     dists = list(md.distributions(path=[str(site)]))

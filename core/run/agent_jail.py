@@ -201,6 +201,17 @@ def forbid_in_jails(roots: Iterable[Path]) -> None:
     _FORBIDDEN.update(Path(r).expanduser().resolve() for r in roots if r)
 
 
+def dataset_folders(config: Any) -> list[Path]:
+    """The folders a run's dataset tables name (every path-valued option): never bound into a jail."""
+    out = []
+    for comp in [config.dataset, *getattr(config, "datasets", [])]:
+        options = getattr(comp, "options", None)
+        for value in (options.model_dump() if hasattr(options, "model_dump") else {}).values():
+            if isinstance(value, Path):
+                out.append(value)
+    return out
+
+
 def forbidden_roots() -> set[Path]:
     """The folders no agent jail binds from: :func:`forbid_in_jails`'s and the default cache folder."""
     from pptarena.run.components import default_cache_dir

@@ -41,6 +41,7 @@ from pptarena.run.runlock import MAX_CRASHES, AttemptLedger, RunLock
 from pptarena.run.summary_record import Summary
 from pptarena.run.summary_stats import StatsOptions
 from pptarena.run.tasks import load_tasks, select_tasks
+from pptarena.run.agent_jail import dataset_folders, forbid_in_jails
 from pptarena.run.trust import check_isolation, isolation_record, process_note
 from pptarena.types import PptArenaError, Status, Task
 
@@ -174,6 +175,7 @@ class Runner:
 
     def _run(self) -> Summary:
         check_isolation(self.config.agents, self.allow_weak_isolation)
+        forbid_in_jails([self.components.cache_dir, self.run_dir, *dataset_folders(self.config)])
         tasks = select_tasks(load_tasks(self.components), self.task_globs, self.limit)
         self._check_resume()
         self._check_judges()
