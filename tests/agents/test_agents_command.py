@@ -228,3 +228,30 @@ def test_output_written_before_a_timeout_is_taken_and_a_killed_launcher_is_the_a
     agent = make_agent(tmp_path, command=[sys.executable, "-c", killer, "{input}", "{output}"])
     with pytest.raises(AgentError, match="jail ended before its workspace could be copied out"):
         agent.edit(make_task(tmp_path / "second"), ws2)
+
+
+def test_the_program_follower_on_the_host(tmp_path):
+    """How a program is followed before its jail starts (no jail needed): a version manager's shim on
+    PATH is passed over, a link loop and an ``env`` interpreter missing from PATH are errors, and an
+    npm file shows its (scoped) package folder."""
+    from pptarena.plugins.agents.command.programs import ProgramFollower, Shown, UnshownProgram, package_of
+
+    shims, real = tmp_path / "pyenv" / "shims", tmp_path / "tools"
+    for folder in (shims, real):
+        folder.mkdir(parents=True)
+        (folder / "python9").write_text("#!/bin/sh\n")
+        (folder / "python9").chmod(0o755)
+    follower = ProgramFollower(Shown(folders=(Path("/usr"),)), f"{shims}:{real}")
+    assert follower.find("python9") == real / "python9"
+    (tmp_path / "loop-a").symlink_to(tmp_path / "loop-b")
+    (tmp_path / "loop-b").symlink_to(tmp_path / "loop-a")
+    with pytest.raises(UnshownProgram, match="too many levels"):
+        follower.command(str(tmp_path / "loop-a"))
+    script = tmp_path / "agent"
+    script.write_text("#!/usr/bin/env -S no-such-interpreter-xyz -u\n")
+    with pytest.raises(UnshownProgram, match="'no-such-interpreter-xyz' through env"):
+        follower.command(str(script))
+    modules = Path("/p/lib/node_modules")
+    assert package_of(modules / "@acme/cli/bin/cli.js") == modules / "@acme/cli"
+    assert package_of(modules / "tool/node_modules/dep/index.js") == modules / "tool"
+    assert package_of(modules / "tool") is None

@@ -6,6 +6,12 @@ judge's key from its environment, to fill the run folder with a gigabyte, to pla
 for the harness, and to spawn 1,500 processes. Each test fails on the code before issue 23 (the
 jail shared the host's network namespace, inherited the environment, wrote to a host folder and
 had no process limit).
+
+Issue 31 item 6 ("programs from anywhere"): CLIs installed in a virtualenv of another interpreter
+(pyenv, conda, uv), an npm global, a program under /tmp or a `#!/usr/bin/env` script start in the
+jail, which shows what the program resolves to and nothing beside it; a program in the harness's
+data is refused with the path to add to `read_only_paths`. Each test failed on the code before it
+(the jail bound the named program's folder and the folder its link points into, nothing else).
 """
 
 from __future__ import annotations
@@ -13,20 +19,26 @@ from __future__ import annotations
 import os
 import shutil
 import socket
+import subprocess
 import sys
+import tempfile
 import threading
+from pathlib import Path
 
 import pytest
 
+from pptarena.types import ComponentUnavailable
 from tests.support.agents_fixtures import events
 from tests.support.config import command_agent, demo_dataset
 from tests.support.stub_llm_server import StubLLMServer
 from tests.support.trust_fixtures import (
     arena,
+    cli_program,
     needs_bwrap,
     processes_with,
     rows,
     run_cli,
+    run_program,
     wait_gone,
 )
 
@@ -363,3 +375,183 @@ def test_a_real_x_display_of_the_host_is_out_of_reach(tmp_path):
         xvfb.kill()
         xvfb.wait()
     assert report["returncode"] != 0 and "unable to open display" in report["output"], report
+
+
+# --------------------------------------------------------------------------- programs from anywhere
+
+
+def first_python3_on_path() -> str:
+    """The first ``python3`` on PATH without this test interpreter's folder (what scripts/setup.sh would
+    find; pyenv's shim on a pyenv machine)."""
+    own = os.path.realpath(Path(sys.executable).parent)
+    path = os.pathsep.join(
+        d for d in os.environ.get("PATH", "").split(os.pathsep) if d and os.path.realpath(d) != own
+    )
+    found = shutil.which("python3", path=path)
+    if found is None:
+        pytest.skip("no python3 on PATH")
+    return found
+
+
+def make_venv(python3: str, folder: Path) -> Path:
+    """A virtualenv made by ``python3`` at ``folder`` (no pip: nothing is downloaded)."""
+    subprocess.run([python3, "-m", "venv", "--without-pip", str(folder)], check=True, timeout=300)
+    return folder
+
+
+def host_python(python: Path | str, expression: str) -> str:
+    """``expression`` (of module sys) evaluated by ``python`` on the host."""
+    code = f"import sys; print({expression})"
+    run = subprocess.run([str(python), "-c", code], check=True, capture_output=True, text=True)
+    return run.stdout.strip()
+
+
+@pytest.mark.parametrize("layout", ["shebang", "argv0"])
+def test_a_cli_of_a_virtualenv_made_by_the_first_python3_on_path_starts(tmp_path, layout):
+    """The venv's bin/python links to an interpreter outside every folder the jail showed (pyenv's,
+    conda's, uv's), and the venv needs its pyvenv.cfg and that interpreter's standard library. The
+    CLI is a program whose #! is the venv's python (a console script), or the venv's python is the
+    command with the script as its argument."""
+    venv = make_venv(first_python3_on_path(), tmp_path / "venv")
+    python = venv / "bin" / "python"
+    if layout == "shebang":
+        argv = [str(cli_program(tmp_path / "tools" / "agent-cli", str(python))), "{input}", "{output}"]
+    else:
+        script = cli_program(tmp_path / "tools" / "agent.py", "/bin/false")  # its #! is not used
+        argv = [str(python), str(script), "{input}", "{output}"]
+    pred, report, _ = run_program(tmp_path, argv)
+    assert pred.path.is_file() and pred.metadata["returncode"] == 0
+    assert report["prefix"] == str(venv), report  # its pyvenv.cfg was read: the venv is in force
+    assert report["base_prefix"] == host_python(python, "sys.base_prefix"), report
+
+
+def test_a_cli_of_a_virtualenv_of_another_installation_starts(tmp_path):
+    """As above with a virtualenv of an installation the harness does not run on (another pyenv
+    version beside the harness's): its prefix, with the standard library, is shown too."""
+    base = Path(sys.base_prefix).resolve()
+    others = sorted(p for p in base.parent.glob("*/bin/python3") if p.resolve().parent.parent != base)
+    if not others:
+        pytest.skip(f"no other Python installation beside {base}")
+    venv = make_venv(str(others[-1]), tmp_path / "venv")
+    program = cli_program(tmp_path / "tools" / "agent-cli", str(venv / "bin" / "python"))
+    pred, report, _ = run_program(tmp_path, [str(program), "{input}", "{output}"])
+    assert pred.path.is_file() and report["prefix"] == str(venv), report
+    assert report["base_prefix"] == host_python(venv / "bin" / "python", "sys.base_prefix") != str(base)
+
+
+@pytest.mark.parametrize("where", ["a folder of /tmp", "/tmp itself"])
+def test_a_program_under_tmp_starts_and_the_jails_own_tmp_stays_writable(tmp_path, where):
+    """The jail's /tmp is a tmpfs of its own: the program is shown over it, the rest of the host's /tmp
+    is not, and the CLI can still write to /tmp."""
+    folder = Path(tempfile.mkdtemp(dir="/tmp")) if where == "a folder of /tmp" else Path("/tmp")
+    handle, host_file = tempfile.mkstemp(dir="/tmp", prefix="pptarena-host-secret-")
+    os.close(handle)
+    program = folder / f"pptarena-test-agent-{os.getpid()}-{tmp_path.name}"
+    body = f"""
+    with open("/tmp/scratch.txt", "w") as f:
+        f.write("written in the jail")
+    report["scratch"] = open("/tmp/scratch.txt").read()
+    report["host_file_seen"] = os.path.exists({host_file!r})
+    """
+    try:
+        cli_program(program, sys.executable, body)
+        pred, report, _ = run_program(tmp_path, [str(program), "{input}", "{output}"])
+    finally:
+        program.unlink(missing_ok=True)
+        os.unlink(host_file)
+        if folder != Path("/tmp"):
+            shutil.rmtree(folder, ignore_errors=True)
+    assert pred.path.is_file() and report["scratch"] == "written in the jail", report
+    assert report["host_file_seen"] is False and not Path("/tmp/scratch.txt").exists()
+
+
+def test_an_env_python3_script_runs_the_interpreter_its_path_links_to(tmp_path):
+    """``#!/usr/bin/env python3`` looked up on the CLI's PATH, whose first folder holds a link to the
+    interpreter (a toolchain's bin folder): the jail runs that one, not the system's python3."""
+    real = host_python(first_python3_on_path(), "sys.executable")
+    interpreters = tmp_path / "interpreters"
+    interpreters.mkdir()
+    (interpreters / "python3").symlink_to(real)
+    program = cli_program(tmp_path / "tools" / "agent", "/usr/bin/env python3")
+    path = f"{interpreters}{os.pathsep}{os.environ.get('PATH', os.defpath)}"
+    _, report, _ = run_program(tmp_path, [str(program), "{input}", "{output}"], env={"PATH": path})
+    assert report["executable"] == str(interpreters / "python3"), report
+    assert report["base_prefix"] == host_python(real, "sys.base_prefix")
+
+
+def test_an_interpreter_in_the_harness_cache_is_refused_with_the_path_to_add(tmp_path):
+    """The program's #! names a virtualenv inside the harness cache (harness data: it is never shown
+    on its own); the error names the exact path for read_only_paths, and naming it there works."""
+    runtime = make_venv(first_python3_on_path(), tmp_path / "harness-cache" / "runtime")
+    argv = [str(cli_program(tmp_path / "tools" / "agent", f"{runtime}/bin/python")), "{input}", "{output}"]
+    with pytest.raises(ComponentUnavailable) as info:
+        run_program(tmp_path, argv)
+    message = str(info.value)
+    assert f"add {runtime} to read_only_paths" in message and "harness cache" in message, message
+    _, report, _ = run_program(tmp_path, argv, read_only_paths=[str(runtime)])
+    assert report["prefix"] == str(runtime)
+
+
+SIBLING_PROBE = """
+here = os.path.dirname(os.path.realpath(__file__))
+try:
+    report["sibling"] = open(os.path.join(here, "target.pptx"), "rb").read().decode()
+except OSError as exc:
+    report["sibling"] = "refused: " + type(exc).__name__
+report["listing"] = sorted(os.listdir(here))
+"""
+
+
+@pytest.mark.parametrize("secret", ["a folder", "a dataset's task folder"])
+def test_a_program_linked_into_a_secret_folder_shows_only_itself(tmp_path, secret):
+    """The attack: the configured program is a link into a folder holding an answer deck. Only the
+    program file is shown (the CLI reading its sibling finds nothing); inside a dataset's task folder
+    (task.toml) it is not shown at all, and the error says so."""
+    folder = tmp_path / "datasets" / "bench" / "task-7"
+    folder.mkdir(parents=True)
+    (folder / "target.pptx").write_text("ANSWER DECK")
+    if secret == "a dataset's task folder":
+        (folder / "task.toml").write_text('instruction = "x"\noriginal = "target.pptx"\n')
+    link = tmp_path / "bin" / "agent"
+    link.parent.mkdir()
+    link.symlink_to(cli_program(folder / "agent.py", sys.executable, SIBLING_PROBE))
+    argv = [str(link), "{input}", "{output}"]
+    if secret == "a folder":
+        _, report, _ = run_program(tmp_path, argv)
+        assert report["sibling"] == "refused: FileNotFoundError" and report["listing"] == ["agent.py"], report
+        return
+    with pytest.raises(ComponentUnavailable, match="task folder") as info:
+        run_program(tmp_path, argv)
+    assert str(folder) in str(info.value)
+
+
+def test_an_npm_global_starts_from_its_package_and_sees_no_other_package(tmp_path):
+    """An npm global: <prefix>/bin/agent-cli links to bin/cli.js of its package under
+    lib/node_modules, which requires a module of its own package; another package stays hidden."""
+    if shutil.which("node") is None:
+        pytest.skip("node is not installed")
+    modules = tmp_path / "npm-global" / "lib" / "node_modules"
+    package = modules / "@acme" / "agent-cli"
+    (package / "bin").mkdir(parents=True)
+    (package / "lib").mkdir()
+    (package / "package.json").write_text('{"name": "@acme/agent-cli", "bin": {"agent-cli": "bin/cli.js"}}')
+    (package / "lib" / "copy.js").write_text("module.exports = (a, b) => require('fs').copyFileSync(a, b);\n")
+    cli = package / "bin" / "cli.js"
+    cli.write_text(
+        "#!/usr/bin/env node\n"
+        "const fs = require('fs'), path = require('path');\n"
+        "require('../lib/copy.js')(process.argv[2], process.argv[3]);\n"
+        "let other;\n"
+        "try { other = fs.readFileSync(path.join(__dirname, '../../../other/secret.txt'), 'utf8'); }\n"
+        "catch (e) { other = 'refused: ' + e.code; }\n"
+        "console.log('REPORT' + JSON.stringify({other}));\n"
+    )
+    cli.chmod(0o755)
+    (modules / "other").mkdir()
+    (modules / "other" / "secret.txt").write_text("another package's file")
+    command = tmp_path / "npm-global" / "bin" / "agent-cli"
+    command.parent.mkdir()
+    command.symlink_to("../lib/node_modules/@acme/agent-cli/bin/cli.js")
+    argv = [str(command), "{input}", "{output}"]
+    pred, report, _ = run_program(tmp_path, argv)
+    assert pred.path.is_file() and report["other"] == "refused: ENOENT", report

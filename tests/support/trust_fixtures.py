@@ -142,3 +142,36 @@ def run_cli(tmp_path: Path, body: str, **options):
     stdout = (ws.dir / "cli.stdout.txt").read_text()
     assert "REPORT" in stdout, (ws.dir / "cli.stderr.txt").read_text()[-2000:]
     return pred, json.loads(stdout.split("REPORT", 1)[1]), ws
+
+
+def cli_program(path: Path, interpreter: str, body: str = "") -> Path:
+    """An executable CLI agent at ``path``: a ``#!interpreter`` line, then Python (standard library only)
+    that copies the input deck (argument 1) to the output (argument 2), runs ``body`` (which fills the
+    dict ``report``) and prints the report the way :func:`run_cli`'s programs do."""
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(
+        f"#!{interpreter}\n"
+        "import json, os, shutil, sys\n"
+        "shutil.copyfile(sys.argv[1], sys.argv[2])\n"
+        "report = {'executable': sys.executable, 'prefix': sys.prefix, 'base_prefix': sys.base_prefix}\n"
+        + textwrap.dedent(body)
+        + "\nprint('REPORT' + json.dumps(report))\n"
+    )
+    path.chmod(0o755)
+    return path
+
+
+def run_program(tmp_path: Path, argv: list[str], **options):
+    """Run the ``command`` agent on ``argv`` (``{input}`` and ``{output}`` filled in) in a pair folder of
+    its own under ``tmp_path``, with the harness cache at ``tmp_path/harness-cache`` (so programs
+    elsewhere in ``tmp_path`` are not harness data); return (prediction, report, workspace). The
+    agent's errors propagate."""
+    import tempfile
+
+    pair = Path(tempfile.mkdtemp(prefix="pair-", dir=tmp_path))
+    ws, _ = scripted_workspace(pair, [])
+    agent = make_agent(tmp_path / "harness-cache", command=argv, **options)
+    pred = agent.edit(make_task(pair), ws)
+    stdout = (ws.dir / "cli.stdout.txt").read_text()
+    assert "REPORT" in stdout, (ws.dir / "cli.stderr.txt").read_text()[-2000:]
+    return pred, json.loads(stdout.split("REPORT", 1)[1]), ws

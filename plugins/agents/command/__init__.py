@@ -16,8 +16,10 @@ command runs in a jail (:mod:`.jail`): its own PID, mount, IPC and **network** n
 workspace a size-capped tmpfs copied out to ``cli/`` in the pair folder when it ends (regular files
 only); a cgroup bounding its processes and memory (:mod:`pptarena.limits`); egress only to the hosts its
 config names, through a proxy (:mod:`.proxy`, :mod:`.network`). It sees the system folders, the
-Python installation, its program's folder, files named by absolute path in the command and
-``read_only_paths``; the run folder, the cache, the dataset and your home stay hidden.
+Python installation, its program and what the program leads to (links, its virtualenv and that
+virtualenv's base installation, its npm package, ``#!`` interpreters: :mod:`.programs`), files named
+by absolute path in the command and ``read_only_paths``; the run folder, the cache, the dataset and
+your home stay hidden (a program inside them is refused, naming the path for ``read_only_paths``).
 
 No output deck → :class:`AgentError` naming the expected path; a program that cannot be started →
 :class:`ComponentUnavailable` (recorded as ``infra_error``). The result's metadata records the

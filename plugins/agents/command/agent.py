@@ -18,6 +18,7 @@ from pptarena.types import AgentError, Component, ComponentUnavailable, Predicti
 from . import jail as cli_jail
 from .network import allow_entries, slirp_executable
 from .options import CommandOptions
+from .programs import ProgramFollower, ProgramView, Shown, UnshownProgram
 from .workspace import prepare_workspace, workspace_paths
 
 DEFAULT_PROMPT = (
@@ -42,6 +43,23 @@ def _regular(path: Path) -> bool:
         return stat.S_ISREG(os.lstat(path).st_mode)
     except OSError:
         return False
+
+
+def run_folder(pair: Path) -> Path:
+    """The run folder holding a pair folder (``<run>/tasks/<agent>/<task id>``), else the pair folder."""
+    from pptarena.run.rundir import TASKS
+
+    return next((folder.parent for folder in pair.parents if folder.name == TASKS), pair)
+
+
+def start_hint(view: ProgramView) -> str:
+    """What to do when the jail could not start a program it was shown: the folder to add to
+    ``read_only_paths``."""
+    shown = ", ".join(str(p) for p in view.binds) or "nothing beyond the system and the interpreter"
+    needs = view.needs()
+    return f"the jail showed {shown}; if the program needs more of its installation, add " + (
+        f"{needs} to read_only_paths" if needs else "its folder to read_only_paths"
+    )
 
 
 class CommandAgent(Component):
@@ -170,33 +188,64 @@ class CommandAgent(Component):
         except OSError as exc:
             raise ComponentUnavailable(f"cannot start command {argv[0]!r}: {exc}") from None
 
-    def _visible(self, argv: list[str], cwd: Path, root: Path, env: dict[str, str]) -> list[Path]:
-        """Host paths the jailed command may read: its program's folder, files named in the command,
-        ``read_only_paths``, ``cwd`` when outside the workspace."""
-        opts: CommandOptions = self.options  # type: ignore[assignment]
-        visible = [Path(p).expanduser() for p in opts.read_only_paths]
-        program = shutil.which(argv[0], path=env.get("PATH"))
-        if program and Path(program).resolve() != Path(sys.executable).resolve():
-            visible += [
-                Path(program).parent,
-                Path(program).resolve().parent,
-            ]  # (the interpreter is always in)
-        elif not any(
-            (base / argv[0]).exists() for base in (Path.cwd(), cwd, *filter(None, [opts.customization_dir]))
-        ) and not argv[0].startswith("./"):  # (the workspace is made inside the jail: a program there)
-            raise ComponentUnavailable(f"command not found: {argv[0]!r}")
-        # files named in the command (a script, a config) are the user's choice: readable inside
-        visible += [Path(a) for a in argv[1:] if a.startswith("/") and Path(a).is_file()]
-        if cwd != root and not cwd.is_relative_to(root):
-            visible.append(cwd)
+    def _shown(self, workspace: Workspace) -> Shown:
+        """What every jail of this command shows already (system folders, the harness's interpreter) and
+        what is never shown automatically: the harness cache and the run folder."""
         from pptarena import isolation
+        from pptarena.run.components import default_cache_dir
 
-        system = [Path(d) for d in isolation.SYSTEM_DIRS]
-        return [  # system folders are in every jail already (and /bin may be a link to usr/bin)
-            p
-            for p in visible
-            if p.exists() and not p.is_symlink() and not any(p.resolve().is_relative_to(d) for d in system)
-        ]
+        view = isolation.python_view()
+        caches = {Path(self.context.cache_dir), default_cache_dir()}
+        protected = {cache.resolve(): "the harness cache" for cache in caches}
+        protected[run_folder(workspace.dir).resolve()] = "the run folder"
+        return Shown(
+            folders=(
+                *(Path(d) for d in (*isolation.SYSTEM_DIRS, *isolation.ETC_PATHS)),
+                *(p for p in view.read_only if p.is_dir()),
+            ),
+            files=tuple(p for p in view.read_only if not p.is_dir()),
+            masked=view.masked,
+            protected=protected,
+        )
+
+    def _follow_program(self, follower: ProgramFollower, argv0: str, cwd: Path, root: Path) -> None:
+        """Follow the command's program on the host (:mod:`.programs`), unless it comes with the
+        workspace (a relative path, or a name the customization folder holds)."""
+        opts: CommandOptions = self.options  # type: ignore[assignment]
+        local = [Path.cwd(), cwd, *filter(None, [opts.customization_dir])]
+        in_workspace = any((base / argv0).exists() for base in local)
+        if "/" in argv0 and not os.path.isabs(argv0):
+            if not cwd.is_relative_to(root) and (cwd / argv0).exists():
+                follower.command(str(cwd / argv0))
+            elif not (argv0.startswith("./") or in_workspace):
+                raise UnshownProgram(f"command not found: {argv0!r}")
+            return
+        if "/" not in argv0 and follower.find(argv0) is None and in_workspace:
+            return  # (the workspace is made inside the jail: a program there)
+        follower.command(argv0)
+
+    def _program_view(
+        self, argv: list[str], cwd: Path, root: Path, env: dict[str, str], workspace: Workspace
+    ) -> ProgramView:
+        """What the jailed command is shown besides the system and the interpreter: ``read_only_paths``,
+        files named in the command, ``cwd`` when outside the workspace, and its program with whatever
+        it leads to (links, virtualenv, installation, ``#!`` interpreters: :mod:`.programs`)."""
+        opts: CommandOptions = self.options  # type: ignore[assignment]
+        harness_venv = Path(sys.prefix) if sys.prefix != sys.base_prefix else None
+        follower = ProgramFollower(self._shown(workspace), env.get("PATH") or os.defpath, harness_venv)
+        for path in opts.read_only_paths:
+            follower.explicit(Path(path).expanduser())
+        # files named in the command (a script, a config) are the user's choice: readable inside
+        for arg in argv[1:]:
+            if arg.startswith("/") and Path(arg).is_file():
+                follower.explicit(Path(arg))
+        if cwd != root and not cwd.is_relative_to(root):
+            follower.explicit(cwd)
+        try:
+            self._follow_program(follower, argv[0], cwd, root)
+        except UnshownProgram as exc:
+            raise ComponentUnavailable(str(exc)) from None
+        return follower.finish()
 
     def _run_jailed(
         self,
@@ -227,13 +276,22 @@ class CommandAgent(Component):
         def prepare(stage: Path) -> None:
             prepare_workspace(stage, task, workspace.input_deck, opts.customization_dir)
 
+        view = self._program_view(argv, cwd, root, env, workspace)
+        workspace.log.write(
+            "command_program",
+            shown=[str(p) for p in view.binds],
+            links={str(p): t for p, t in view.links.items()},
+            followed=[str(p) for p in view.chain],
+        )
+
         spec = cli_jail.JailSpec(
             argv=argv,
             workspace=root,
             prepare=prepare,
             cwd=cwd,
             env=env,
-            read_only=self._visible(argv, cwd, root, env),
+            read_only=view.binds,
+            links={str(path): target for path, target in view.links.items()},
             timeout=timeout,
             network=opts.network,
             allow=allow_entries(
@@ -266,7 +324,9 @@ class CommandAgent(Component):
             error=outcome.error,
         )
         if outcome.start_error:
-            raise ComponentUnavailable(f"cannot start command {argv[0]!r} in its jail: {outcome.start_error}")
+            raise ComponentUnavailable(
+                f"cannot start command {argv[0]!r} in its jail: {outcome.start_error}; " + start_hint(view)
+            )
         if outcome.error and not outcome.started:
             raise ComponentUnavailable(
                 f"the command's jail could not start: {outcome.error}; stderr tail: "

@@ -58,6 +58,7 @@ class JailSpec:
     cwd: Path
     env: dict[str, str]
     read_only: list[Path] = field(default_factory=list)
+    links: dict[str, str] = field(default_factory=dict)  # path inside -> target: the program's links
     timeout: float | None = None
     network: str = "allowlist"
     allow: list[AllowEntry] = field(default_factory=list)
@@ -103,6 +104,15 @@ def _insert(command: list[str], extra: list[str]) -> list[str]:
     """bwrap options added before the final remount (mounts after it would fail)."""
     at = command.index("--remount-ro") if "--remount-ro" in command else command.index("--chdir")
     return command[:at] + extra + command[at:]
+
+
+def link_flags(links: dict[str, str]) -> list[str]:
+    """bwrap flags making each link (path inside -> target) again in the jail, after every bind (a
+    link's folder may be made in a tmpfs, e.g. the jail's own /tmp, never in a read-only bind)."""
+    flags: list[str] = []
+    for path, target in sorted(links.items()):
+        flags += ["--symlink", target, path]
+    return flags
 
 
 def _read_info(fd: int, deadline: float) -> dict[str, int]:
@@ -247,7 +257,7 @@ def _supervise(
     from pptarena import isolation
     from pptarena.procs import kill_group
 
-    extra: list[str] = []
+    extra = link_flags(spec.links)
     if spec.network == "open":
         (private / "resolv.conf").write_text(SLIRP_RESOLV)
         extra += ["--ro-bind", str(private / "resolv.conf"), "/etc/resolv.conf"]
