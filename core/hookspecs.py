@@ -65,12 +65,12 @@ def register_agents(register: RegisterFn) -> None:
         and write the edited deck to ``workspace.output_deck``.
 
     ``edit`` receives a :class:`pptarena.AgentTask` (the task without its answer). Agents run in
-    a jailed worker (:mod:`pptarena.run.agent_jail`); an agent that must read a host folder names
-    it in a class method ``jail_paths(options)``. Only the user puts an agent in the harness's
-    process (``trusted = true`` in its ``[[agents]]`` table). Agents that can only save
-    through a tool that rewrites decks may define a class method
-    ``normalize_reference(src, dst)``; judges then see the task's original and
-    target decks re-saved by that tool (:mod:`pptarena.run.references`).
+    a jailed worker (:mod:`pptarena.run.agent_jail`) that sees their own distribution and no host
+    folder; an agent under test is best installed in an environment of its own (``package = ...``
+    in its ``[[agents]]`` table: the harness then never imports it). Only the user puts an agent in
+    the harness's process (``trusted = true``). ``register`` also takes ``placement=``, ``inert=``
+    and ``reference_normalizer=``, honoured for pptarena's own agents only (any other plugin asking
+    for them fails to load): nothing an agent class says decides how far it is trusted.
     """
 
 

@@ -141,7 +141,7 @@ def plugins_command(ctx: click.Context, as_json: bool) -> None:
     from rich.table import Table
 
     table = Table(title="pptarena plugins")
-    for col in ("plugin", "distribution", "version", "builtin", "components"):
+    for col in ("plugin", "distribution", "version", "code", "components"):
         table.add_column(col, overflow="fold")  # a long name wraps onto more lines, never cut to "…"
     for p in infos:
         comps = "; ".join(f"{k}: {', '.join(sorted(v))}" for k, v in sorted(p.components.items()) if v)
@@ -149,10 +149,15 @@ def plugins_command(ctx: click.Context, as_json: bool) -> None:
             p.name,
             p.distribution or "-",
             p.version or "-",
-            "yes" if p.builtin else "no",
+            "built-in" if p.builtin else "installed (trusted)",
             f"[red]broken: {p.error}[/red]" if p.error else comps,
         )
     Console().print(table)
+    click.echo(
+        "Plugins listed here are imported by the harness: code you trust (their agents still run jailed). "
+        "Take an agent under test from elsewhere with `package = ...` in its [[agents]] table: it gets an "
+        "environment of its own the harness never imports (docs/security.md)."
+    )
 
 
 @cli.command("options", short_help="Show the options a component accepts in its config table.")

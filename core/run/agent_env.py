@@ -44,7 +44,17 @@ BUILD_TOOLS = ("pip", "setuptools", "wheel")
 BUILD_TIMEOUT = 900.0
 MAX_SOURCE_FILES = 20_000
 MAX_SOURCE_BYTES = 512 * 1024 * 1024
-_SKIPPED_SOURCE = {".git", ".venv", "venv", "__pycache__", "build", "dist", ".tox", ".mypy_cache", ".pytest_cache"}
+_SKIPPED_SOURCE = {
+    ".git",
+    ".venv",
+    "venv",
+    "__pycache__",
+    "build",
+    "dist",
+    ".tox",
+    ".mypy_cache",
+    ".pytest_cache",
+}
 _PIP_ENV = ("PIP_INDEX_URL", "PIP_EXTRA_INDEX_URL", "PIP_FIND_LINKS", "PIP_NO_INDEX", "PIP_TRUSTED_HOST")
 
 
@@ -88,7 +98,12 @@ class AgentEnv:
 
     def record(self) -> dict[str, Any]:
         """What a row, ``manifest.json`` and ``arena plugins`` say about the environment."""
-        return {"package": self.package, "key": self.key, "distribution": self.distribution, "version": self.version}
+        return {
+            "package": self.package,
+            "key": self.key,
+            "distribution": self.distribution,
+            "version": self.version,
+        }
 
 
 def source_of(package: str, base: Path) -> tuple[str, Path | None]:
@@ -124,8 +139,11 @@ def _walk_source(folder: Path, skip: Path | None) -> Iterator[Path]:
     count = size = 0
     for dirpath, dirnames, filenames in os.walk(folder):
         dirnames[:] = sorted(
-            d for d in dirnames
-            if d not in _SKIPPED_SOURCE and not d.endswith(".egg-info") and (Path(dirpath) / d).resolve() != skip
+            d
+            for d in dirnames
+            if d not in _SKIPPED_SOURCE
+            and not d.endswith(".egg-info")
+            and (Path(dirpath) / d).resolve() != skip
         )
         for name in sorted(filenames):
             path = Path(dirpath) / name
@@ -142,7 +160,14 @@ def _walk_source(folder: Path, skip: Path | None) -> Iterator[Path]:
 def env_key(package: str, kind: str, path: Path | None, skip: Path | None = None) -> str:
     """The environment's cache key: what is installed (by content), the interpreter and pptarena."""
     digest = hashlib.sha256()
-    head = [ENV_REVISION, kind, package if kind == "requirement" else "", __version__, sys.version, sys.platform]
+    head = [
+        ENV_REVISION,
+        kind,
+        package if kind == "requirement" else "",
+        __version__,
+        sys.version,
+        sys.platform,
+    ]
     digest.update(json.dumps(head).encode())
     if kind == "wheel" and path is not None:
         digest.update(path.name.encode())
@@ -172,7 +197,8 @@ def _copy_source(kind: str, path: Path, into: Path, skip: Path | None = None) ->
 
 
 def harness_provides() -> dict[str, str]:
-    """Distributions every agent jail sees from the harness (pptarena and its requirements): name → version."""
+    """Distributions every agent jail sees from the harness (pptarena and its requirements):
+    name → version."""
     from pptarena.run.agent_jail import canonical, distribution_closure
 
     return {canonical(d.metadata["Name"]): d.version for d in distribution_closure(["pptarena"])}
@@ -207,11 +233,25 @@ def missing_requirements(dist: md.Distribution, have: dict[str, str]) -> list[st
 def _pip(argv: list[str], build: Path, network: bool) -> None:
     """Run ``python -m pip ARGV`` in a jail that sees pip, the build tools and ``build`` (writable)."""
     view = isolation.python_view(BUILD_TOOLS)
-    jail = isolation.Jail(workdir=build / "home", workdir_host=build / "home", writable=[build],
-                          network=network, python=True, python_view=view, tmpfs_mb=1024)
+    jail = isolation.Jail(
+        workdir=build / "home",
+        workdir_host=build / "home",
+        writable=[build],
+        network=network,
+        python=True,
+        python_view=view,
+        tmpfs_mb=1024,
+    )
     (build / "home").mkdir(exist_ok=True)
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(build / "home"), "LANG": "C.UTF-8", "TMPDIR": "/tmp",
-           "PIP_DISABLE_PIP_VERSION_CHECK": "1", "PIP_NO_INPUT": "1", "PYTHONDONTWRITEBYTECODE": "1"}
+    env = {
+        "PATH": "/usr/bin:/bin",
+        "HOME": str(build / "home"),
+        "LANG": "C.UTF-8",
+        "TMPDIR": "/tmp",
+        "PIP_DISABLE_PIP_VERSION_CHECK": "1",
+        "PIP_NO_INPUT": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+    }
     env.update({k: os.environ[k] for k in _PIP_ENV if k in os.environ})
     cmd = isolation.command(jail, [sys.executable, "-I", "-m", "pip", *argv])
     try:
@@ -293,6 +333,11 @@ def _build(package: str, kind: str, path: Path | None, build: Path, key: str, sk
         _pip([*common, *missing], build, network=True)
     shutil.rmtree(build / "src", ignore_errors=True)
     shutil.rmtree(build / "home", ignore_errors=True)
-    record = {"key": key, "package": package, "distribution": str(own.metadata["Name"]),
-              "version": own.version, "extra_requirements": missing}
+    record = {
+        "key": key,
+        "package": package,
+        "distribution": str(own.metadata["Name"]),
+        "version": own.version,
+        "extra_requirements": missing,
+    }
     (build / "env.json").write_text(json.dumps(record, indent=2))

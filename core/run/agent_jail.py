@@ -323,7 +323,9 @@ def env_worker_command(
     return _jailed([*binds, Path(env.root)], disk_mb, module), _worker_env([Path(env.site)])
 
 
-def worker_command(spec: Any, options: Any, disk_mb: int = DEFAULT_DISK_MB) -> tuple[list[str], dict[str, str]]:
+def worker_command(
+    spec: Any, options: Any, disk_mb: int = DEFAULT_DISK_MB
+) -> tuple[list[str], dict[str, str]]:
     """The bwrap command line and environment of a jailed worker for the agent ``spec`` (a
     :class:`~pptarena.run.plugin_specs.ComponentSpec`)."""
     if getattr(spec, "env", None) is not None:
@@ -352,7 +354,8 @@ def check_own_distribution(module: str) -> None:
         if info.distribution and canonical(info.distribution) in dists - {"pptarena"}:
             if info.components.get("datasets"):
                 raise PptArenaError(
-                    f"distribution {info.distribution} registers datasets ({', '.join(info.components['datasets'])}) "
+                    f"distribution {info.distribution} registers datasets "
+                    f"({', '.join(info.components['datasets'])}) "
                     "as well as the agent under test: its jail would hold the answer keys; ship the agent "
                     "in a distribution of its own"
                 )

@@ -80,7 +80,12 @@ def _validate(factory: Any, options: dict[str, Any]) -> dict[str, Any]:
         return {"ok": True, "options": model.model_validate(options).model_dump(mode="json")}
     except ValidationError as exc:
         errors = [
-            {"loc": list(e["loc"]), "msg": str(e["msg"]), "type": str(e["type"]), "input_repr": repr(e.get("input"))[:200]}
+            {
+                "loc": list(e["loc"]),
+                "msg": str(e["msg"]),
+                "type": str(e["type"]),
+                "input_repr": repr(e.get("input"))[:200],
+            }
             for e in exc.errors()
         ]
         return {"ok": False, "errors": errors, "fields": list(model.model_fields)}
@@ -123,8 +128,9 @@ def read_answer(text: str) -> dict[str, Any]:
     if len(text) > MAX_ANSWER:
         raise ValueError(f"the probe's answer is over {MAX_ANSWER >> 20} MB")
     data = json.loads(text)
-    if not isinstance(data, dict) or not all(isinstance(data.get(k), t) for k, t in
-                                              (("plugins", dict), ("agents", dict), ("validated", list))):
+    if not isinstance(data, dict) or not all(
+        isinstance(data.get(k), t) for k, t in (("plugins", dict), ("agents", dict), ("validated", list))
+    ):
         raise ValueError("the probe's answer is not the expected object")
     return data
 
@@ -140,15 +146,25 @@ def probe(env: Any, validate: list[dict[str, Any]]) -> dict[str, Any]:
     argv, environ = env_worker_command(env, module=__name__)
     request = {"entry_points": [[n, v] for n, v, _ in env.entry_points()], "validate": validate}
     try:
-        done = subprocess.run(argv, input=json.dumps(request), env=environ, capture_output=True,
-                              text=True, timeout=PROBE_TIMEOUT)
+        done = subprocess.run(
+            argv,
+            input=json.dumps(request),
+            env=environ,
+            capture_output=True,
+            text=True,
+            timeout=PROBE_TIMEOUT,
+        )
     except subprocess.TimeoutExpired as exc:
-        raise AgentEnvError(f"reading the agent environment {env.package!r} took over {PROBE_TIMEOUT:.0f} s") from exc
+        raise AgentEnvError(
+            f"reading the agent environment {env.package!r} took over {PROBE_TIMEOUT:.0f} s"
+        ) from exc
     try:
         return read_answer(done.stdout)
     except ValueError as exc:
         tail = (done.stderr.strip().splitlines() or ["(nothing on stderr)"])[-1]
-        raise AgentEnvError(f"reading the agent environment {env.package!r} failed ({exc}): {tail[:300]}") from exc
+        raise AgentEnvError(
+            f"reading the agent environment {env.package!r} failed ({exc}): {tail[:300]}"
+        ) from exc
 
 
 if __name__ == "__main__":  # pragma: no cover - started in a jail by probe()

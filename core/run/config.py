@@ -130,7 +130,12 @@ class RunConfig:
 
 
 def _env_agent_component(
-    table: dict[str, Any], key_path: str, base: Path, errors: list[str], label_allowed: bool, cache_dir: Path | None
+    table: dict[str, Any],
+    key_path: str,
+    base: Path,
+    errors: list[str],
+    label_allowed: bool,
+    cache_dir: Path | None,
 ) -> ComponentConfig | None:
     """An ``[[agents]]`` table with ``package``: built from the agent's own environment, its options
     validated in its jail (:mod:`pptarena.run.env_agents`); secrets reach it masked, as they reach
@@ -142,7 +147,9 @@ def _env_agent_component(
 
     use, package = table["use"], table["package"]
     if not isinstance(package, str) or not package.strip():
-        errors.append(f"{key_path}.package: expected a requirement, a wheel file or a folder, got {package!r}")
+        errors.append(
+            f"{key_path}.package: expected a requirement, a wheel file or a folder, got {package!r}"
+        )
         return None
     label = table.get("label", use) if label_allowed else use
     if not isinstance(label, str) or not label or "/" in label or label.startswith("."):
@@ -317,7 +324,14 @@ def parse_config(
     cache_dir = Path(run.cache_dir).expanduser() if run.cache_dir else None
     agents = [
         _component(
-            registry, "agents", t, f"{key}[{i}]" if key == "agents" else "agent", base, errors, True, missing,
+            registry,
+            "agents",
+            t,
+            f"{key}[{i}]" if key == "agents" else "agent",
+            base,
+            errors,
+            True,
+            missing,
             cache_dir,
         )
         for i, t in enumerate(agent_tables)

@@ -45,7 +45,9 @@ def _stand_in(use: str, info: dict[str, Any]) -> type:
 
 def _error(raw: dict[str, Any]) -> dict[str, Any]:
     """A validation error from the jail, reduced to plain strings and numbers of bounded size."""
-    loc = [p if isinstance(p, int) else str(p)[:100] for p in raw.get("loc") or [] if isinstance(p, int | str)]
+    loc = [
+        p if isinstance(p, int) else str(p)[:100] for p in raw.get("loc") or [] if isinstance(p, int | str)
+    ]
     return {
         "loc": loc[:10],
         "msg": str(raw.get("msg", "invalid"))[:300],
@@ -60,7 +62,9 @@ def check_registrations(env: AgentEnv, plugins: dict[str, Any]) -> None:
         if not isinstance(found, dict):
             raise AgentEnvError(f"agent environment {env.package!r}: plugin {name!r} answered nonsense")
         if found.get("error"):
-            raise AgentEnvError(f"agent environment {env.package!r}: plugin {name!r} failed to load: {found['error']}")
+            raise AgentEnvError(
+                f"agent environment {env.package!r}: plugin {name!r} failed to load: {found['error']}"
+            )
         components = found.get("components") or {}
         refused = [k for k in ENV_KINDS_REFUSED if components.get(k)]
         if refused:
@@ -72,7 +76,13 @@ def check_registrations(env: AgentEnv, plugins: dict[str, Any]) -> None:
 
 
 def env_agent(
-    use: str, package: str, options: dict[str, Any], base: Path, cache_dir: Path, key_path: str, say: Any = None
+    use: str,
+    package: str,
+    options: dict[str, Any],
+    base: Path,
+    cache_dir: Path,
+    key_path: str,
+    say: Any = None,
 ) -> tuple[ComponentSpec, BaseModel, list[dict[str, Any]], list[str]]:
     """``(spec, options, validation errors, field names)`` for the agent ``use`` of ``package``.
 
@@ -91,11 +101,15 @@ def env_agent(
     info = answer["agents"].get(use)
     if not isinstance(info, dict):
         known = ", ".join(sorted(answer["agents"])) or "(none)"
-        raise AgentEnvError(f"{key_path}.use = {use!r}: {env.distribution} registers no such agent; it registers: {known}")
+        raise AgentEnvError(
+            f"{key_path}.use = {use!r}: {env.distribution} registers no such agent; it registers: {known}"
+        )
     checked = (answer["validated"] or [None])[0]
     if not isinstance(checked, dict):
         raise AgentEnvError(f"{key_path}: the agent environment did not validate the options")
-    spec = ComponentSpec("agents", use, _stand_in(use, info), f"env:{env.distribution}", env.distribution, env.version)
+    spec = ComponentSpec(
+        "agents", use, _stand_in(use, info), f"env:{env.distribution}", env.distribution, env.version
+    )
     spec.env = env
     if not checked.get("ok"):
         errors = [_error(e) for e in checked.get("errors") or [] if isinstance(e, dict)][:50]

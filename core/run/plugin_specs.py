@@ -35,7 +35,10 @@ class ComponentSpec:
     placement: str = "jail"
     #: False only for built-in agents registered with ``inert=True`` (they copy a file)
     runs_untrusted_code: bool = True
-    #: for an agent from its own environment (``package = ...``): the :class:`~pptarena.run.agent_env.AgentEnv`
+    #: a built-in agent's judge-side re-saver of reference decks (:mod:`pptarena.run.references`)
+    reference_normalizer: Callable[[Any, Any], None] | None = None
+    #: for an agent from its own environment (``package = ...``):
+    #: the :class:`~pptarena.run.agent_env.AgentEnv`
     env: Any = None
 
     @property
@@ -124,11 +127,15 @@ class PluginInfo:
     module: str
     error: str | None = None
     components: dict[str, list[str]] = field(default_factory=dict)
+    #: loaded from one of pptarena's own entry points (set by the registry from the entry point's
+    #: distribution; a plugin naming itself ``pptarena`` is not one)
+    builtin: bool = False
 
     @property
-    def builtin(self) -> bool:
-        """True for plugins shipped inside pptarena itself."""
-        return self.distribution == OWN_DISTRIBUTION
+    def code_kind(self) -> str:
+        """``builtin`` or ``installed``: a plugin in the harness's environment, code the harness trusts
+        (it is imported here; its agents still run jailed)."""
+        return "builtin" if self.builtin else "installed"
 
     def to_json(self) -> dict[str, Any]:
         """JSON-ready form used by ``arena plugins --json``."""
@@ -138,6 +145,7 @@ class PluginInfo:
             "version": self.version,
             "module": self.module,
             "builtin": self.builtin,
+            "code": self.code_kind,
             "error": self.error,
             "components": {k: sorted(v) for k, v in self.components.items() if v},
         }

@@ -7,9 +7,12 @@ such a prediction against the untouched original charges the agent for its
 tool. PPT-Eval avoids this by round-tripping its original decks through
 PowerPoint Online before the agent starts.
 
-An agent class opts in by defining a class method
-``normalize_reference(src: Path, dst: Path) -> None`` that saves ``src``
-unchanged to ``dst`` with its tool. The runner then stores the task's original
+The re-saving is judge-side code: it is handed the target deck, so no agent
+class may provide it (issue 31: one stashed the target in its own package).
+pptarena's own agents name it when they register
+(``register("gui", GuiAgent, placement="host", reference_normalizer=fn)``,
+refused to any other plugin); ``fn(src: Path, dst: Path) -> None`` saves
+``src`` unchanged to ``dst`` with the agent's tool. The runner then stores the task's original
 and target decks, normalised that way, in ``tasks/<agent>/<task>/references/``
 (cached by content across runs), and every judge of that pair — in ``arena
 run``, ``arena rescore`` and ``arena meta-eval`` — sees them as the
@@ -30,9 +33,11 @@ FOLDER = "references"
 ROLES = ("original", "target")
 
 
-def normalizer_of(agent_factory: object) -> Callable[[Path, Path], None] | None:
-    """The agent class's ``normalize_reference`` method, when it defines one."""
-    fn = getattr(agent_factory, "normalize_reference", None)
+def normalizer_of(spec: object) -> Callable[[Path, Path], None] | None:
+    """The reference normalizer a built-in agent registered with (never anything of the agent class)."""
+    if not getattr(spec, "builtin", False) or getattr(spec, "env", None) is not None:
+        return None
+    fn = getattr(spec, "reference_normalizer", None)
     return fn if callable(fn) else None
 
 

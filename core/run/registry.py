@@ -110,6 +110,7 @@ class Registry:
         Used for entry points and by tests that register a plugin for their duration.
         """
         info = PluginInfo(name, distribution, version, getattr(module, "__name__", type(module).__name__))
+        info.builtin = name in self.own_plugins
         self.plugins[name] = info
         if not from_entry_point and isinstance(module, types.ModuleType):
             self.manual[name] = module.__name__
@@ -149,6 +150,7 @@ class Registry:
                     *,
                     placement: str = "jail",
                     inert: bool = False,
+                    reference_normalizer: Callable[[Any, Any], None] | None = None,
                     _kind: str = kind,
                 ) -> None:
                     if not isinstance(name, str) or not name or ":" in name or "/" in name:
@@ -156,9 +158,12 @@ class Registry:
                             f"plugin {info.name!r} registered an invalid {SINGULAR[_kind]} name {name!r}"
                         )
                     own = info.name in self.own_plugins
-                    check_trust_request(info.name, _kind, name, placement, inert, own)
+                    check_trust_request(
+                        info.name, _kind, name, placement, inert or reference_normalizer is not None, own
+                    )
                     spec = ComponentSpec(_kind, name, factory, info.name, info.distribution, info.version)
                     spec.builtin, spec.placement, spec.runs_untrusted_code = own, placement, not inert
+                    spec.reference_normalizer = reference_normalizer
                     self.add(spec)
 
                 kwargs = {"register": register} if "register" in impl.argnames else {}
@@ -258,15 +263,18 @@ PLACEMENTS = ("jail", "host", "reference")
 def check_trust_request(plugin: str, kind: str, name: str, placement: str, inert: bool, own: bool) -> None:
     """Refuse a registration asking for more trust than its plugin has.
 
-    ``placement="host"`` (a plain worker process), ``placement="reference"`` (handed the task's answer)
-    and ``inert=True`` (runs no untrusted code, so a run without bubblewrap need not refuse it) are
+    ``placement="host"`` (a plain worker process), ``placement="reference"`` (handed the task's answer),
+    ``inert=True`` (runs no untrusted code, so a run without bubblewrap need not refuse it) and a
+    ``reference_normalizer`` (judge-side code handed the target deck: :mod:`pptarena.run.references`) are
     honoured for pptarena's own agents only (docs/security.md); any other plugin asking for them fails
     to load with a message saying so.
     """
     if placement not in PLACEMENTS:
-        raise PluginLoadError(f"plugin {plugin!r}: {SINGULAR[kind]} {name!r}: unknown placement {placement!r}")
+        raise PluginLoadError(
+            f"plugin {plugin!r}: {SINGULAR[kind]} {name!r}: unknown placement {placement!r}"
+        )
     if (placement != "jail" or inert) and (kind != "agents" or not own):
-        asked = f"placement={placement!r}" if placement != "jail" else "inert=True"
+        asked = f"placement={placement!r}" if placement != "jail" else "inert=True or a reference_normalizer"
         raise PluginLoadError(
             f"plugin {plugin!r}: {SINGULAR[kind]} {name!r} asks for {asked}, which only pptarena's own "
             "agents may have; a third-party agent always runs in its jail"

@@ -22,6 +22,7 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
+from pptarena.run.agent_jail import dataset_folders, forbid_in_jails
 from pptarena.run.attempt import Attempts, infra_failure, ledger_key
 from pptarena.run.attempts import Budget, is_deterministic, reused_rows
 from pptarena.run.components import Components
@@ -41,7 +42,6 @@ from pptarena.run.runlock import MAX_CRASHES, AttemptLedger, RunLock
 from pptarena.run.summary_record import Summary
 from pptarena.run.summary_stats import StatsOptions
 from pptarena.run.tasks import load_tasks, select_tasks
-from pptarena.run.agent_jail import dataset_folders, forbid_in_jails
 from pptarena.run.trust import check_isolation, isolation_record, process_note
 from pptarena.types import PptArenaError, Status, Task
 

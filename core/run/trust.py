@@ -31,9 +31,7 @@ class WeakIsolationRefused(PptArenaError):
 def untrusted_agents(agents: list[Any]) -> list[str]:
     """Labels of the agents that run untrusted code (placement ``jail`` or ``host``, except built-ins
     registered ``inert=True``: :func:`~pptarena.run.agent_view.runs_untrusted_code`)."""
-    return [
-        a.label for a in agents if placement(a) in ("jail", "host") and runs_untrusted_code(a.spec)
-    ]
+    return [a.label for a in agents if placement(a) in ("jail", "host") and runs_untrusted_code(a.spec)]
 
 
 def check_isolation(agents: list[Any], allow_weak: bool) -> None:
@@ -93,6 +91,9 @@ def isolation_record(agents: list[Any], machine: str, allow_weak: bool) -> dict[
         "agent_jail": jail_available(),
         "allow_weak_isolation": allow_weak,
         "agents": {a.label: agent_process(a) for a in agents},
+        # which kind of code each agent is: builtin, installed (trusted, in the harness's environment)
+        # or agent-env (an environment of its own, never imported by the harness)
+        "agent_code": {a.label: getattr(a.spec, "code_kind", "installed") for a in agents},
     }
 
 

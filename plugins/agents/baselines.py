@@ -6,7 +6,8 @@ elsewhere, one file per task).
 folder through ``jail_paths`` so the jail can read it, honoured for pptarena's own agents only); they
 are registered ``inert=True`` (they copy a file). ``oracle`` is the one reference baseline: registered
 with ``placement="reference"`` (honoured for pptarena's own agents only), the runner hands it the
-judge-side task (with its target) in the harness's process; its rows say ``isolation: none`` and ``agent_process: reference``, and the run
+judge-side task (with its target) in the harness's process; its rows say ``isolation: none`` and
+``agent_process: reference``, and the run
 says so when it starts (docs/security.md).
 """
 

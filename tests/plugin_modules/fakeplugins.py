@@ -252,15 +252,22 @@ class EncodingLeaker(InProcessCopy):
 
 
 class ResavingAgent(InProcessCopy):
-    """Like ``slowcopy``, but its "tool" re-saves every deck with a marker in the core properties."""
+    """Like ``slowcopy``; its class also defines ``normalize_reference``, which the harness must ignore
+    (judge-side code handed the target deck: only a built-in registration names one). Tests that need
+    the re-saving grant the spec :func:`resave_with_marker` as a built-in would register it."""
 
     @classmethod
     def normalize_reference(cls, src, dst):
-        if "fail" in str(src):
-            raise RuntimeError("tool crashed")
-        prs = Presentation(str(src))
-        prs.core_properties.subject = "re-saved by the tool"
-        prs.save(str(dst))
+        raise AssertionError("an agent class's normalize_reference was called by the harness")
+
+
+def resave_with_marker(src, dst):
+    """The "tool" of ``resaving``: re-saves a deck with a marker in the core properties."""
+    if "fail" in str(src):
+        raise RuntimeError("tool crashed")
+    prs = Presentation(str(src))
+    prs.core_properties.subject = "re-saved by the tool"
+    prs.save(str(dst))
 
 
 PROMPT = "Compare the titles."  # the TitleJudge's "prompt": tests change it to check judge pinning

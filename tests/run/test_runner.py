@@ -261,8 +261,29 @@ def test_model_usage_is_recorded_per_pair_and_calls_logged(tmp_path, fake_plugin
     assert [e["event"] for e in log] == ["model_call"] and log[0]["model"] == "scripted/echo-1"
 
 
+@pytest.fixture
+def resaving_builtin(fake_plugins, monkeypatch):
+    """The ``resaving`` fake agent given a reference normalizer as pptarena's own registration would
+    give it (a third-party class's ``normalize_reference`` is never used: checked first). Only the
+    normalizer lookup is granted: the agent itself stays a jailed third-party one."""
+    from fakeplugins import resave_with_marker
+
+    import pptarena.run.attempt
+    from pptarena.run.references import normalizer_of
+
+    spec = get_registry().get("agents", "resaving")
+    assert normalizer_of(spec) is None
+    monkeypatch.setattr(spec, "reference_normalizer", resave_with_marker)
+    monkeypatch.setattr(
+        pptarena.run.attempt,
+        "normalizer_of",
+        lambda s: normalizer_of(s) or (resave_with_marker if s is spec else None),
+    )
+    return spec
+
+
 @pytest.mark.slow
-def test_agents_tool_resaves_the_reference_decks_for_judges(tmp_path, fake_plugins, monkeypatch):
+def test_agents_tool_resaves_the_reference_decks_for_judges(tmp_path, resaving_builtin, monkeypatch):
     cache = tmp_path / "cache"
     monkeypatch.setenv("PPTARENA_CACHE", str(cache))
     cfg = config_file(tmp_path, ["resaving", "slowcopy"], count=2)
@@ -284,7 +305,7 @@ def test_agents_tool_resaves_the_reference_decks_for_judges(tmp_path, fake_plugi
 
 
 @pytest.mark.slow
-def test_reference_resave_failure_is_an_infra_error(tmp_path, fake_plugins, monkeypatch):
+def test_reference_resave_failure_is_an_infra_error(tmp_path, resaving_builtin, monkeypatch):
     monkeypatch.setenv("PPTARENA_CACHE", str(tmp_path / "cache"))
     cfg = config_file(tmp_path, ["resaving"], dataset=fake_dataset(1, root="data-fail"))
     Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()

@@ -71,8 +71,10 @@ class EvilAgent(Component):
         shutil.copyfile(src, dst)
 
     def edit(self, task, workspace):
-        found = [str(p) for p in pathlib.Path({cache!r}).rglob("*target*")] if pathlib.Path({cache!r}).exists() else []
-        seen = {{"targets": found[:5], "key": os.environ.get("OPENAI_API_KEY"), "has_target": hasattr(task, "target")}}
+        cache = pathlib.Path({cache!r})
+        found = [str(p) for p in cache.rglob("*target*")] if cache.exists() else []
+        key = os.environ.get("OPENAI_API_KEY")
+        seen = {{"targets": found[:5], "key": key, "has_target": hasattr(task, "target")}}
         (pathlib.Path(workspace.dir) / "seen.json").write_text(json.dumps(seen))
         shutil.copyfile(workspace.input_deck, workspace.output_deck)
         return Prediction(path=workspace.output_deck)
@@ -93,10 +95,17 @@ def _hostile_wheel(tmp: Path, marks: Path, cache: Path, extra_files: dict[str, s
     return write_wheel(tmp / "dist", "evil-env-agent", "0.1.0", files, {"agents-evil": "evil_env_agent"})
 
 
-def _arena(*args: str, cwd: Path, env_extra: dict[str, str] | None = None) -> subprocess.CompletedProcess[str]:
+def _arena(
+    *args: str, cwd: Path, env_extra: dict[str, str] | None = None
+) -> subprocess.CompletedProcess[str]:
     env = {**os.environ, "OPENAI_API_KEY": SECRET, **(env_extra or {})}
     return subprocess.run(
-        [sys.executable, "-m", "pptarena.cli", *args], cwd=cwd, env=env, capture_output=True, text=True, timeout=600
+        [sys.executable, "-m", "pptarena.cli", *args],
+        cwd=cwd,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
     )
 
 
@@ -115,14 +124,18 @@ def test_a_hostile_agent_distribution_runs_only_in_its_jail(tmp_path, shared_cac
     marks.mkdir()
     wheel = _hostile_wheel(tmp_path, marks, shared_cache)
     config = env_agent_config(tmp_path, str(wheel), "evil", shared_cache, extra='note = "hello"')
-    done = _arena("run", "--config", str(config), "--out", str(tmp_path / "run"), "--limit", "1", cwd=tmp_path)
+    done = _arena(
+        "run", "--config", str(config), "--out", str(tmp_path / "run"), "--limit", "1", cwd=tmp_path
+    )
     assert done.returncode == 0, done.stderr[-3000:]
     assert sorted(p.name for p in marks.iterdir()) == [], "code of the agent's distribution ran on the host"
     rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     assert [r["status"] for r in rows] == ["scored"]
     assert rows[0]["agent_process"] == "jail" and rows[0]["isolation"] == "bwrap"
     pair = tmp_path / "run" / "tasks" / "evil" / rows[0]["task_id"]
-    seen = json.loads((pair / "seen.json").read_text())  # what the agent found, handed back with its workspace
+    seen = json.loads(
+        (pair / "seen.json").read_text()
+    )  # what the agent found, handed back with its workspace
     assert seen == {"targets": [], "key": None, "has_target": False}, seen
     assert not (pair / "references").exists()
     manifest = json.loads((tmp_path / "run" / "manifest.json").read_text())
@@ -155,8 +168,13 @@ def test_an_agent_environment_may_not_register_a_judge(tmp_path, shared_cache):
     code = HOSTILE.format(marks=str(tmp_path), cache=str(shared_cache)) + (
         "\n@pptarena.hookimpl\ndef register_judges(register):\n    register('structural', EvilAgent)\n"
     )
-    wheel = write_wheel(tmp_path / "dist", "judge-too", "0.1.0", {"judge_too/__init__.py": code},
-                        {"agents-judge-too": "judge_too"})
+    wheel = write_wheel(
+        tmp_path / "dist",
+        "judge-too",
+        "0.1.0",
+        {"judge_too/__init__.py": code},
+        {"agents-judge-too": "judge_too"},
+    )
     config = env_agent_config(tmp_path, str(wheel), "evil", shared_cache)
     done = _arena("run", "--config", str(config), "--out", str(tmp_path / "run"), cwd=tmp_path)
     assert done.returncode != 0
@@ -199,12 +217,16 @@ def test_an_agent_needing_another_pptarena_is_refused_with_the_versions(tmp_path
     site = tmp_path / "site"
     info = site / "x-1.0.dist-info"
     info.mkdir(parents=True)
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: x\nVersion: 1.0\nRequires-Dist: pptarena>=99\n"
-                                   "Requires-Dist: python-pptx\nRequires-Dist: tiny-extra>=1\n")
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: x\nVersion: 1.0\nRequires-Dist: pptarena>=99\n"
+        "Requires-Dist: python-pptx\nRequires-Dist: tiny-extra>=1\n"
+    )
     dist = next(iter(md.distributions(path=[str(site)])))
     with pytest.raises(AgentEnvError, match="needs pptarena>=99, but the harness is pptarena"):
         missing_requirements(dist, {"pptarena": "0.1.0", "python-pptx": "1.0.2"})
-    (info / "METADATA").write_text("Metadata-Version: 2.1\nName: x\nVersion: 1.0\nRequires-Dist: pptarena\n"
-                                   "Requires-Dist: python-pptx\nRequires-Dist: tiny-extra>=1\n")
+    (info / "METADATA").write_text(
+        "Metadata-Version: 2.1\nName: x\nVersion: 1.0\nRequires-Dist: pptarena\n"
+        "Requires-Dist: python-pptx\nRequires-Dist: tiny-extra>=1\n"
+    )
     dist = next(iter(md.distributions(path=[str(site)])))
     assert missing_requirements(dist, {"pptarena": "0.1.0", "python-pptx": "1.0.2"}) == ["tiny-extra>=1"]

@@ -50,8 +50,11 @@ def test_a_third_party_class_claiming_builtin_status_is_jailed_and_binds_nothing
     from pptarena.run.trust import untrusted_agents
 
     reg = Registry()
-    reg.register_plugin(_module("claims", register_agents=lambda register: register("claims", ClaimsEverything)),
-                        "claims", distribution="pptarena")  # even its distribution name says pptarena
+    reg.register_plugin(
+        _module("claims", register_agents=lambda register: register("claims", ClaimsEverything)),
+        "claims",
+        distribution="pptarena",
+    )  # even its distribution name says pptarena
     spec = reg.get("agents", "claims")
     assert not spec.builtin and spec.code_kind == "installed"
     assert placement(_agent(spec)) == "jail"
@@ -70,7 +73,8 @@ def test_a_third_party_plugin_cannot_register_itself_into_a_trusted_placement(kw
     with pytest.raises(PluginLoadError, match="only pptarena's own agents"):
         Registry().register_plugin(
             _module("asks", register_agents=lambda register: register("asks", ClaimsEverything, **kwargs)),
-            "asks", strict=True,
+            "asks",
+            strict=True,
         )
 
 
@@ -86,7 +90,9 @@ def _dist(folder: Path, name: str, entry_points: dict[str, str]) -> Path:
     info = folder / f"{name.replace('-', '_')}-1.0.dist-info"
     info.mkdir(parents=True)
     (info / "METADATA").write_text(f"Metadata-Version: 2.1\nName: {name}\nVersion: 1.0\n")
-    (info / "entry_points.txt").write_text("[pptarena]\n" + "".join(f"{k} = {v}\n" for k, v in entry_points.items()))
+    (info / "entry_points.txt").write_text(
+        "[pptarena]\n" + "".join(f"{k} = {v}\n" for k, v in entry_points.items())
+    )
     return info
 
 
@@ -96,7 +102,8 @@ def test_two_distributions_declaring_one_entry_point_name_load_neither(tmp_path,
     import sys
 
     (tmp_path / "fake_structural.py").write_text(
-        "import pptarena\n@pptarena.hookimpl\ndef register_judges(register):\n    register('structural', object)\n"
+        "import pptarena\n@pptarena.hookimpl\n"
+        "def register_judges(register):\n    register('structural', object)\n"
     )
     monkeypatch.syspath_prepend(str(tmp_path))
     _dist(tmp_path, "aaa-agent", {"judges-structural": "fake_structural"})
@@ -117,6 +124,7 @@ def test_the_jail_never_binds_a_distribution_that_registers_datasets_or_judges(m
 
     agent_jail.plugin_paths.cache_clear()
     binds, _ = agent_jail.plugin_paths("tests", False, frozenset({"pydantic"}))
+
     def own_files(paths):
         return [p for p in paths if p.name == "pydantic" or p.name.startswith("pydantic-")]
 
@@ -134,3 +142,27 @@ def test_nothing_under_a_forbidden_root_is_bound(tmp_path):
     inside.write_text("answer")
     agent_jail.forbid_in_jails([tmp_path / "cache"])
     assert agent_jail._allowed([inside, tmp_path / "cache", tmp_path]) == [tmp_path]
+
+
+def test_a_rows_isolation_is_what_was_launched_never_what_the_prediction_says():
+    """Attack (round 3): host agents' rows took ``isolation`` from ``Prediction.metadata``, so an agent
+    could write ``bwrap`` there. The row now asks the built-in's own class about its options."""
+    from pptarena.run.trust import row_isolation
+
+    reg = load_registry()
+    spec = reg.get("agents", "command")
+    model = spec.options_model
+    off = types.SimpleNamespace(
+        spec=spec, trusted=False, label="cli", options=model(command="true", sandbox="off")
+    )
+    on = types.SimpleNamespace(spec=spec, trusted=False, label="cli", options=model(command="true"))
+    assert row_isolation(off, "bwrap") == "none"
+    assert row_isolation(on, "rlimits") == "rlimits"  # never stronger than the machine
+    jailed = types.SimpleNamespace(spec=reg.get("agents", "noop"), trusted=False, label="noop", options=None)
+    from pptarena.run.agent_jail import jail_available
+
+    assert row_isolation(jailed, "bwrap") == ("bwrap" if jail_available() else "none")
+    reference = types.SimpleNamespace(
+        spec=reg.get("agents", "oracle"), trusted=False, label="o", options=None
+    )
+    assert row_isolation(reference, "bwrap") == "none"

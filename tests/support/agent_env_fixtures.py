@@ -14,8 +14,14 @@ def _record_line(name: str, data: bytes) -> str:
     return f"{name},sha256={digest},{len(data)}"
 
 
-def write_wheel(folder: Path, name: str, version: str, files: dict[str, str], entry_points: dict[str, str],
-                requires: tuple[str, ...] = ()) -> Path:
+def write_wheel(
+    folder: Path,
+    name: str,
+    version: str,
+    files: dict[str, str],
+    entry_points: dict[str, str],
+    requires: tuple[str, ...] = (),
+) -> Path:
     """A pure-Python wheel of distribution ``name`` holding ``files`` (path in site-packages → text) and
     declaring ``entry_points`` in the ``pptarena`` group (entry-point name → module)."""
     folder.mkdir(parents=True, exist_ok=True)
@@ -25,8 +31,12 @@ def write_wheel(folder: Path, name: str, version: str, files: dict[str, str], en
     contents = {
         **{path: text.encode() for path, text in files.items()},
         f"{info}/METADATA": f"Metadata-Version: 2.1\nName: {name}\nVersion: {version}\n{meta}".encode(),
-        f"{info}/WHEEL": b"Wheel-Version: 1.0\nGenerator: pptarena-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n",
-        f"{info}/entry_points.txt": ("[pptarena]\n" + "".join(f"{k} = {v}\n" for k, v in entry_points.items())).encode(),
+        f"{info}/WHEEL": (
+            b"Wheel-Version: 1.0\nGenerator: pptarena-tests\nRoot-Is-Purelib: true\nTag: py3-none-any\n"
+        ),
+        f"{info}/entry_points.txt": (
+            "[pptarena]\n" + "".join(f"{k} = {v}\n" for k, v in entry_points.items())
+        ).encode(),
     }
     record = [_record_line(path, data) for path, data in contents.items()] + [f"{info}/RECORD,,"]
     wheel = folder / f"{stem}-{version}-py3-none-any.whl"
@@ -37,12 +47,26 @@ def write_wheel(folder: Path, name: str, version: str, files: dict[str, str], en
     return wheel
 
 
-def env_agent_config(folder: Path, package: str, use: str, cache: Path, extra: str = "", judges: str = "structural") -> Path:
+def env_agent_config(
+    folder: Path, package: str, use: str, cache: Path, extra: str = "", judges: str = "structural"
+) -> Path:
     """A run config over the demo set with one agent from its own environment (``package``)."""
     lines = [
-        "[run]", "jobs = 1", f'cache_dir = "{cache}"', "", "[dataset]", 'use = "demo"', "",
-        "[[agents]]", f'use = "{use}"', f'package = "{package}"', extra, "",
-        "[[judges]]", f'use = "{judges}"', "",
+        "[run]",
+        "jobs = 1",
+        f'cache_dir = "{cache}"',
+        "",
+        "[dataset]",
+        'use = "demo"',
+        "",
+        "[[agents]]",
+        f'use = "{use}"',
+        f'package = "{package}"',
+        extra,
+        "",
+        "[[judges]]",
+        f'use = "{judges}"',
+        "",
     ]
     path = folder / "run.toml"
     path.write_text("\n".join(lines))

@@ -66,7 +66,16 @@ class CommandAgent(Component):
     """Runs a CLI agent in a PPT-Eval-style workspace and hands in the deck it writes."""
 
     Options = CommandOptions
-    host_worker = True  # the CLI runs in a jail of its own (bubblewrap cannot nest): pptarena.run.agent_view
+
+    @classmethod
+    def launched_isolation(cls, options: CommandOptions) -> str:
+        """What the CLI runs in for these options (asked by the harness for its row's ``isolation``,
+        pptarena.run.trust.row_isolation): ``none`` with ``sandbox = "off"``, else the jail's level."""
+        from pptarena import isolation
+
+        if options.sandbox == "off" or isolation.base_flags() is None:
+            return "none"
+        return isolation.BWRAP_LEVEL
 
     def argv(self, paths: dict[str, Path], task: Task) -> list[str]:
         """The command with its placeholders filled in."""
@@ -90,12 +99,7 @@ class CommandAgent(Component):
 
     def isolation_level(self) -> str:
         """``"bwrap"`` when the command will run jailed here, else ``"none"``."""
-        from pptarena import isolation
-
-        opts: CommandOptions = self.options  # type: ignore[assignment]
-        if opts.sandbox == "off" or isolation.base_flags() is None:
-            return "none"
-        return isolation.BWRAP_LEVEL
+        return self.launched_isolation(self.options)  # type: ignore[arg-type]
 
     def edit(self, task: Task, workspace: Workspace) -> Prediction:
         """Prepare the workspace, run the command, check and hand in ``output/<task_id><suffix>``."""

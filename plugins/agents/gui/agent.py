@@ -100,18 +100,6 @@ class GuiAgent(Component):
         self.options: GuiOptions = options
         check_programs()
 
-    @classmethod
-    def normalize_reference(cls, src: Path, dst: Path) -> None:
-        """Save ``src`` unchanged through Impress, as an episode that edits nothing would.
-
-        The runner uses this for the task's original and target decks (see
-        :mod:`pptarena.run.references`), so judges do not charge the agent for the
-        rewrites Impress makes to any deck it saves.
-        """
-        from .env import impress_round_trip
-
-        impress_round_trip(Path(src), Path(dst))
-
     def edit(self, task: Task, workspace: Workspace) -> Prediction:
         """Run one GUI episode on a copy of the input deck; the saved .pptx is the prediction."""
         from .adapters import make_adapter

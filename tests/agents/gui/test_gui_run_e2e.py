@@ -3,8 +3,8 @@
 A scripted model retitles the first slide of the demo QBR deck with keyboard actions (focus the
 slide, Tab to the title, Return to edit, select all, type, Escape). The task's target is the same
 edit made with python-pptx. The runner re-saves the original and the target through Impress (the
-gui agent's ``normalize_reference``), so the structural judge compares like with like: the GUI
-prediction scores 1.0 and the unchanged noop deck 0.0.
+gui agent's reference normalizer, registered with it), so the structural judge compares like with
+like: the GUI prediction scores 1.0 and the unchanged noop deck 0.0.
 """
 
 from __future__ import annotations
