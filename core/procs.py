@@ -138,3 +138,66 @@ def die_with_parent(expected_parent: int | None = None) -> None:
         return
     if expected_parent is not None and os.getppid() != expected_parent:
         os._exit(1)
+
+
+def _drain(pipe: IO[bytes], keep: int, tail: bool, out: bytearray) -> None:
+    """Read ``pipe`` to its end, keeping at most ``keep`` bytes of it (the first, or with ``tail`` the
+    last) in ``out``: a program printing without end costs no memory here."""
+    while True:
+        chunk = pipe.read(1 << 16)
+        if not chunk:
+            return
+        if tail:
+            out.extend(chunk)
+            del out[: max(0, len(out) - keep)]
+        elif len(out) <= keep:
+            out.extend(chunk[: keep + 1 - len(out)])
+
+
+def run_capped(
+    argv: Sequence[str],
+    *,
+    env: Mapping[str, str],
+    stdin_bytes: bytes,
+    timeout: float,
+    keep_stdout: int,
+    keep_stderr: int = 64 * 1024,
+    preexec_fn: Callable[[], None] | None = None,
+) -> tuple[int | None, bytes, bytes]:
+    """Run ``argv`` in a new session, feeding it ``stdin_bytes``; its output is read as it comes, the
+    first ``keep_stdout`` + 1 bytes of stdout and the last ``keep_stderr`` of stderr kept (a caller sees
+    an answer over its cap by its length). On timeout the whole session is killed.
+
+    :returns: ``(returncode or None after a timeout, stdout kept, stderr kept)``.
+    """
+    import threading
+
+    proc = subprocess.Popen(
+        list(argv),
+        env=dict(env),
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        start_new_session=True,
+        preexec_fn=preexec_fn,  # noqa: PLW1509 - moves the child into its cgroup
+    )
+    out, err = bytearray(), bytearray()
+    readers = [
+        threading.Thread(target=_drain, args=(proc.stdout, keep_stdout, False, out), daemon=True),
+        threading.Thread(target=_drain, args=(proc.stderr, keep_stderr, True, err), daemon=True),
+    ]
+    for reader in readers:
+        reader.start()
+    try:
+        assert proc.stdin is not None
+        proc.stdin.write(stdin_bytes)
+    except BrokenPipeError:
+        pass
+    finally:
+        close_pipes(proc.stdin)
+    finished = wait_exit(proc, timeout)
+    kill_group(proc)
+    for reader in readers:
+        reader.join(timeout=5)
+    close_pipes(proc.stdout, proc.stderr)
+    return (proc.returncode if finished else None), bytes(out), bytes(err)

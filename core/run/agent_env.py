@@ -24,7 +24,6 @@ import importlib.metadata as md
 import json
 import os
 import shutil
-import subprocess
 import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -42,6 +41,9 @@ ENV_REVISION = 1
 BUILD_TOOLS = ("pip", "setuptools", "wheel")
 """The harness's distributions an environment build sees (pip, and the build backend of a folder)."""
 BUILD_TIMEOUT = 900.0
+PIP_LOG_BYTES = 1024 * 1024
+"""What of pip's output a build keeps (the start of stdout, the end of stderr): an install may print
+without end."""
 MAX_SOURCE_FILES = 20_000
 MAX_SOURCE_BYTES = 512 * 1024 * 1024
 _SKIPPED_SOURCE = {
@@ -232,6 +234,8 @@ def missing_requirements(dist: md.Distribution, have: dict[str, str]) -> list[st
 
 def _pip(argv: list[str], build: Path, network: bool) -> None:
     """Run ``python -m pip ARGV`` in a jail that sees pip, the build tools and ``build`` (writable)."""
+    from pptarena.run.agent_jail import run_jailed_capped
+
     view = isolation.python_view(BUILD_TOOLS)
     jail = isolation.Jail(
         workdir=build / "home",
@@ -254,13 +258,13 @@ def _pip(argv: list[str], build: Path, network: bool) -> None:
     }
     env.update({k: os.environ[k] for k in _PIP_ENV if k in os.environ})
     cmd = isolation.command(jail, [sys.executable, "-I", "-m", "pip", *argv])
-    try:
-        done = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=BUILD_TIMEOUT)
-    except subprocess.TimeoutExpired as exc:
-        raise AgentEnvError(f"pip did not finish in {BUILD_TIMEOUT:.0f} s: {' '.join(argv[-1:])}") from exc
-    (build / "pip.log").open("a").write(done.stdout + done.stderr)
-    if done.returncode != 0:
-        lines = [ln for ln in done.stderr.splitlines() if ln.strip()] or ["(no output)"]
+    code, out, err = run_jailed_capped(cmd, env, b"", BUILD_TIMEOUT, PIP_LOG_BYTES)
+    with (build / "pip.log").open("ab") as log:
+        log.write(out[:PIP_LOG_BYTES] + err)
+    if code is None:
+        raise AgentEnvError(f"pip did not finish in {BUILD_TIMEOUT:.0f} s: {' '.join(argv[-1:])}")
+    if code != 0:
+        lines = [ln for ln in err.decode("utf-8", "replace").splitlines() if ln.strip()] or ["(no output)"]
         raise AgentEnvError(f"pip install {argv[-1]} failed in its jail: {lines[-1].strip()}")
 
 

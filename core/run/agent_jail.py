@@ -37,6 +37,10 @@ JAIL_HOME = Path("/agent")
 JAIL_WORKSPACE = JAIL_HOME / "pair"
 """The workspace of the pair being run, inside the jail (emptied between pairs)."""
 DEFAULT_DISK_MB = 1024
+MAX_PROCESSES = 512
+"""Processes (threads count) of one jailed worker together, where the machine has a pids cgroup."""
+MEMORY_MB = 4096
+"""Memory of one jailed worker's processes together, where the machine has a memory cgroup."""
 BUILTIN_PLUGINS = "pptarena.plugins"
 
 
@@ -359,3 +363,37 @@ def check_own_distribution(module: str) -> None:
                     "as well as the agent under test: its jail would hold the answer keys; ship the agent "
                     "in a distribution of its own"
                 )
+
+
+def worker_cgroup() -> Any:
+    """An entered process and memory cap for one jailed worker (:class:`pptarena.limits.SandboxCgroup`:
+    call its ``preexec()`` in the child, ``__exit__`` when done), or None where no cgroup can be made (the
+    ``uid`` level would run the worker as a uid that cannot read the interpreter's folders)."""
+    from pptarena.limits import SandboxCgroup
+
+    group = SandboxCgroup(max_processes=MAX_PROCESSES, memory_mb=MEMORY_MB)
+    group.__enter__()
+    if group.level in ("cgroup1", "cgroup2"):
+        return group
+    group.__exit__(None, None, None)
+    return None
+
+
+def run_jailed_capped(argv: list[str], env: dict[str, str], stdin: bytes, timeout: float, keep: int) -> Any:
+    """Run a jail command line to its end in a cgroup of its own (where there is one), its output capped
+    (:func:`pptarena.procs.run_capped`): ``(returncode or None on timeout, stdout, stderr tail)``."""
+    from pptarena.procs import run_capped
+
+    group = worker_cgroup()
+    try:
+        return run_capped(
+            argv,
+            env=env,
+            stdin_bytes=stdin,
+            timeout=timeout,
+            keep_stdout=keep,
+            preexec_fn=group.preexec() if group is not None else None,
+        )
+    finally:
+        if group is not None:
+            group.__exit__(None, None, None)

@@ -8,7 +8,7 @@ environment's ``site/`` on ``PYTHONPATH`` (the view of a jailed agent worker,
 
 imports each entry point, calls its ``register_*`` hooks, and answers on its private copy of stdout
 with, per entry point, the kinds and names it registered (or its error), per agent the class's
-module, qualified name, ``provides``, ``needs_target``, docstring and options (JSON schema), and per
+module, qualified name, ``provides``, ``needs_target`` and docstring, and per
 ``validate`` item the options as the agent's ``Options`` model reads them, or its validation errors.
 Whatever it answers is the agent's claim: the harness checks its shape and sizes
 (:func:`read_answer`) and trusts nothing in it but names.
@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import importlib
 import json
-import subprocess
 import sys
 import traceback
 from typing import Any
@@ -58,15 +57,12 @@ def _registered(plugin: Any) -> dict[str, dict[str, Any]]:
 
 
 def _describe(factory: Any) -> dict[str, Any]:
-    options = getattr(factory, "Options", None)
-    schema = options.model_json_schema() if hasattr(options, "model_json_schema") else {}
     return {
         "module": factory.__module__,
         "qualname": factory.__qualname__,
         "provides": [str(p) for p in getattr(factory, "provides", ()) or ()],
         "needs_target": bool(getattr(factory, "needs_target", False)),
         "doc": (factory.__doc__ or "").strip()[:2000],
-        "options_schema": schema,
     }
 
 
@@ -141,27 +137,17 @@ def probe(env: Any, validate: list[dict[str, Any]]) -> dict[str, Any]:
     :raises pptarena.run.agent_env.AgentEnvError: the jail did not start or answered nonsense.
     """
     from pptarena.run.agent_env import AgentEnvError
-    from pptarena.run.agent_jail import env_worker_command
+    from pptarena.run.agent_jail import env_worker_command, run_jailed_capped
 
     argv, environ = env_worker_command(env, module=__name__)
     request = {"entry_points": [[n, v] for n, v, _ in env.entry_points()], "validate": validate}
+    code, out, err = run_jailed_capped(argv, environ, json.dumps(request).encode(), PROBE_TIMEOUT, MAX_ANSWER)
+    if code is None:
+        raise AgentEnvError(f"reading the agent environment {env.package!r} took over {PROBE_TIMEOUT:.0f} s")
     try:
-        done = subprocess.run(
-            argv,
-            input=json.dumps(request),
-            env=environ,
-            capture_output=True,
-            text=True,
-            timeout=PROBE_TIMEOUT,
-        )
-    except subprocess.TimeoutExpired as exc:
-        raise AgentEnvError(
-            f"reading the agent environment {env.package!r} took over {PROBE_TIMEOUT:.0f} s"
-        ) from exc
-    try:
-        return read_answer(done.stdout)
+        return read_answer(out.decode("utf-8", "replace"))
     except ValueError as exc:
-        tail = (done.stderr.strip().splitlines() or ["(nothing on stderr)"])[-1]
+        tail = (err.decode("utf-8", "replace").strip().splitlines() or ["(nothing on stderr)"])[-1]
         raise AgentEnvError(
             f"reading the agent environment {env.package!r} failed ({exc}): {tail[:300]}"
         ) from exc

@@ -230,3 +230,47 @@ def test_an_agent_needing_another_pptarena_is_refused_with_the_versions(tmp_path
     )
     dist = next(iter(md.distributions(path=[str(site)])))
     assert missing_requirements(dist, {"pptarena": "0.1.0", "python-pptx": "1.0.2"}) == ["tiny-extra>=1"]
+
+
+FLOOD = """
+import os
+for _ in range(300):
+    os.write(1, b"x" * (1 << 20))
+    os.write(2, b"x" * (1 << 20))
+"""
+
+RSS_CHILD = r"""
+import resource, sys
+from pathlib import Path
+from pptarena.run.agent_env import ensure_env
+from pptarena.run.agent_probe import probe
+env = ensure_env(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[2]))
+before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+answer = probe(env, [{"use": "evil", "options": {}}])
+after = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+print(after - before, sorted(answer["agents"]))
+"""
+
+
+@needs_jail
+def test_a_plugin_printing_without_end_while_probed_costs_the_harness_no_memory(tmp_path, shared_cache):
+    """Attack: the plugin's module body writes 300 MB on stdout and stderr while the harness reads what
+    it registers. The probe's answer channel is private; both pipes are drained with a cap."""
+    code = FLOOD + HOSTILE.format(marks=str(tmp_path), cache=str(shared_cache))
+    wheel = write_wheel(
+        tmp_path / "dist",
+        "flood-agent",
+        "0.1.0",
+        {"flood_agent/__init__.py": code},
+        {"agents-flood": "flood_agent"},
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", RSS_CHILD, str(wheel), str(shared_cache)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        check=True,
+    )
+    growth_kb, agents = done.stdout.split(maxsplit=1)
+    assert agents.strip() == "['evil']"
+    assert int(growth_kb) < 32 * 1024, f"the harness grew {growth_kb} KB reading a flooding probe"
