@@ -327,7 +327,15 @@ def _build(package: str, kind: str, path: Path | None, build: Path, key: str, sk
     site.mkdir(parents=True)
     target = package if path is None else str(_copy_source(kind, path, build / "src", skip))
     common = ["install", "--no-compile", "--no-warn-script-location", "--target", str(site)]
-    _pip([*common, "--no-deps", "--no-build-isolation", target], build, network=path is None)
+    try:
+        _pip([*common, "--no-deps", "--no-build-isolation", target], build, network=path is None)
+    except AgentEnvError as exc:
+        if kind != "folder":
+            raise
+        raise AgentEnvError(
+            f"{exc} (a folder is built offline with the harness's own setuptools and wheel: install "
+            "them next to pptarena, or build a wheel first, `python -m build`, and name that)"
+        ) from exc
     dists = list(md.distributions(path=[str(site)]))
     if len(dists) != 1:
         raise AgentEnvError(f"package {package!r}: expected one distribution, pip installed {len(dists)}")

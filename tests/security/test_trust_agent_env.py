@@ -274,3 +274,37 @@ def test_a_plugin_printing_without_end_while_probed_costs_the_harness_no_memory(
     growth_kb, agents = done.stdout.split(maxsplit=1)
     assert agents.strip() == "['evil']"
     assert int(growth_kb) < 32 * 1024, f"the harness grew {growth_kb} KB reading a flooding probe"
+
+
+@needs_jail
+def test_a_project_folder_is_built_in_a_jail_its_setup_py_never_on_the_host(tmp_path, shared_cache):
+    """Attack: a submission given as a project folder whose ``setup.py`` writes on the host and copies
+    the judge's key and the dataset cache while pip builds it."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    project = tmp_path / "project"
+    (project / "folder_agent").mkdir(parents=True)
+    (project / "folder_agent" / "__init__.py").write_text(
+        HOSTILE.format(marks=str(marks), cache=str(shared_cache))
+    )
+    (project / "pyproject.toml").write_text(
+        '[build-system]\nrequires = ["setuptools"]\nbuild-backend = "setuptools.build_meta"\n'
+        '[project]\nname = "folder-agent"\nversion = "0.3.0"\ndependencies = ["pptarena"]\n'
+        '[project.entry-points.pptarena]\nagents-folder = "folder_agent"\n'
+        "[tool.setuptools]\npackages = ['folder_agent']\n"
+    )
+    (project / "setup.py").write_text(
+        "import os, pathlib\n"
+        f"for name in ('setup-py', 'key-' + os.environ.get('OPENAI_API_KEY', 'none')):\n"
+        f"    try:\n        pathlib.Path({str(marks)!r}, name).write_text('ran')\n"
+        "    except OSError:\n        pass\n"
+        "from setuptools import setup\nsetup()\n"
+    )
+    config = env_agent_config(tmp_path, str(project), "evil", shared_cache)
+    done = _arena(
+        "run", "--config", str(config), "--out", str(tmp_path / "run"), "--limit", "1", cwd=tmp_path
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "building the agent environment" in done.stderr
+    assert list(marks.iterdir()) == []
+    assert not list(project.glob("*.egg-info")) and not (project / "build").exists()  # built on a copy
