@@ -16,8 +16,10 @@ for each pair it was handed; a multi-turn session (:mod:`pptarena.run.sessions`)
    (a link or an unreadable deck is the agent's fault; some judges still grade an unreadable one);
 4. the task's decks are re-saved by the agent's tool when its class asks (:mod:`.references`);
 5. the judges run in this process (:mod:`.judging`); ``verdicts.json`` is written;
-6. the row: status, scores, usage, cost, isolation, ``agent_process``, ``prediction`` (relative to
-   the run folder when inside it); the folder is redacted. Appending the row is the run's job.
+6. the row: status, scores, usage and cost (what the harness counted: the launcher's usage book and
+   the judges'), the usage the agent reported itself apart (``reported_usage``), isolation,
+   ``agent_process``, ``prediction`` (relative to the run folder when inside it); the folder is
+   redacted. Appending the row is the run's job.
 """
 
 from __future__ import annotations
@@ -36,7 +38,7 @@ from pptarena.run.agent_view import agent_task
 from pptarena.run.config import ComponentConfig
 from pptarena.run.judging import judge_prediction
 from pptarena.run.launchers import InProcessLauncher, JailLauncher, Launcher, WorkerLauncher
-from pptarena.run.records import AgentOutcome, JudgeOutcome, ResultRow
+from pptarena.run.records import MAX_REPORTED_COUNT, AgentOutcome, JudgeOutcome, ResultRow, reported_usage
 from pptarena.run.references import FOLDER as REFERENCES
 from pptarena.run.references import normalized_references, normalizer_of
 from pptarena.run.results import write_json_atomic
@@ -278,7 +280,7 @@ class Attempts:
                 write_replacing(ws.dir / AGENT_ERROR, redact_text(outcome.traceback).encode("utf-8"))
         else:
             pred = outcome.prediction
-            add_counts(row.usage, pred.usage)
+            keep_reported_usage(row, pred, ws.log)
             problem = check_prediction(pred)
             if problem:
                 row.status = Status.AGENT_ERROR
@@ -310,9 +312,8 @@ class Attempts:
         ):  # the worker was killed or crashed before reporting its calls
             agent_cost = {"usd": None, "known_usd": 0.0, "unpriced_models": ["(agent calls not reported)"]}
         row.cost = pair_cost(agent_cost, {k: v.get("cost") for k, v in details.get("verdicts", {}).items()})
-        pred_meta = outcome.prediction.metadata if outcome.ok and outcome.prediction else {}
-        # a built-in host worker reports its tools' sandbox (e.g. a command agent run unsandboxed)
-        row.isolation = row_isolation(process, pred_meta.get("isolation"), self.isolation)
+        # what the harness launched the agent's code in, never what its prediction claims
+        row.isolation = row_isolation(agent, self.isolation)
         row.agent_process = process
         write_json_atomic(ws.dir / VERDICTS, {"status": row.status, "error": row.error, **details})
         if self.stopping():
@@ -326,7 +327,7 @@ class Attempts:
 
         Returns False (and records an infra_error in ``row``) when that fails.
         """
-        normalize = normalizer_of(agent.spec.factory)
+        normalize = normalizer_of(agent.spec)
         if normalize is None:
             return True
         tool = f"{agent.spec.plugin}.{agent.spec.name}"
@@ -346,6 +347,21 @@ class Attempts:
         if key not in cache:
             cache[key] = original_problem(original)
         return cache[key]
+
+
+def keep_reported_usage(row: ResultRow, pred: Prediction, log: AgentLog) -> None:
+    """Keep the usage an agent reported itself (``Prediction.usage``) apart in ``row.reported_usage``:
+    never added to ``row.usage`` (what the harness counted), the cost or the summary. Implausible
+    figures (negative, non-integer, absurd) are dropped, and ``log`` says which."""
+    kept, refused = reported_usage(pred.usage)
+    if kept:
+        row.reported_usage = kept
+    if refused:
+        log.write(
+            "reported_usage_refused",
+            refused=refused,
+            note=f"usage the agent reported that is not a count from 0 to {MAX_REPORTED_COUNT}: dropped",
+        )
 
 
 def check_prediction(pred: Prediction) -> str | None:

@@ -28,6 +28,10 @@ from pptarena.types import Prediction, Status
 RESULTS_SCHEMA = 1
 MAX_EPOCH = 1000  # the largest attempt number a result line (or a label naming one) may carry
 """The version of the result-line shape, written in every line as ``schema_version``."""
+MAX_REPORTED_COUNT = 10**10
+"""The largest count an agent may report in ``Prediction.usage``; larger ones are refused."""
+MAX_REPORTED_KEYS = 64
+"""The most counts of an agent's ``Prediction.usage`` kept in a row; the rest are refused."""
 
 
 def _finite(value: float | None) -> float | None:
@@ -39,6 +43,45 @@ def _finite(value: float | None) -> float | None:
 
 FiniteFloat = Annotated[float | None, AfterValidator(_finite)]
 """A float that is not NaN or infinite, or None."""
+
+
+def _plausible(value: Any) -> bool:
+    """Whether ``value`` is a count an agent may report: an ``int`` (not a bool) in [0, 10^10]."""
+    return type(value) is int and 0 <= value <= MAX_REPORTED_COUNT
+
+
+def reported_usage(claimed: Any) -> tuple[dict[str, int], list[str]]:
+    """What of an agent's own usage figures (``Prediction.usage``) a row keeps, and what it refuses.
+
+    Kept: up to :data:`MAX_REPORTED_KEYS` counts under text keys (of 100 characters at most) that
+    are integers from 0 to :data:`MAX_REPORTED_COUNT`. Refused (named in the second item): negative,
+    non-integer, boolean, absurd or non-numeric values, and the keys past the cap. The harness never
+    adds these figures to a row's ``usage``, its cost or the summary: they are the agent's word.
+    """
+    if not isinstance(claimed, dict):
+        return {}, [f"(not a mapping: {type(claimed).__name__})"]
+    kept: dict[str, int] = {}
+    refused: list[str] = []
+    for key, value in claimed.items():
+        if len(kept) == MAX_REPORTED_KEYS:
+            refused.append(f"({len(claimed) - len(kept) - len(refused)} more keys)")
+            break
+        if isinstance(key, str) and len(key) <= 100 and _plausible(value):
+            kept[key] = value
+        else:
+            refused.append(str(key)[:100])
+    return kept, refused
+
+
+def _checked_reported_usage(value: dict[str, int] | None) -> dict[str, int] | None:
+    """``value`` unless one of its counts is not plausible (see :func:`reported_usage`)."""
+    if value is not None and reported_usage(value)[0] != value:
+        raise ValueError(f"counts must be integers from 0 to {MAX_REPORTED_COUNT}")
+    return value
+
+
+ReportedUsage = Annotated[dict[str, Any] | None, AfterValidator(_checked_reported_usage)]
+"""An agent's own usage figures as a row keeps them (see :func:`reported_usage`), or None."""
 
 
 class JudgeScore(BaseModel):
@@ -80,6 +123,11 @@ class ResultRow(BaseModel):
     error: str | None = None
     duration_s: FiniteFloat = Field(None, ge=0)
     usage: dict[str, Any] = Field(default_factory=dict)
+    reported_usage: ReportedUsage = Field(
+        None,
+        description="the agent's own usage figures (Prediction.usage) that passed reported_usage: "
+        "its word, never added to usage, cost or the summary; absent when it reported none",
+    )
     metadata: dict[str, Any] = Field(default_factory=dict)
     agent_process: str | None = Field(
         None, description="where the agent ran (pptarena.run.trust.agent_process); absent on old lines"
@@ -174,6 +222,7 @@ class ResultRow(BaseModel):
         copy.reused_from_epoch = 1
         copy.reused_digest = digest
         copy.usage = {}
+        copy.reported_usage = None
         copy.duration_s = 0.0
         copy.cost = {"usd": 0.0, "known_usd": 0.0, "unpriced_models": [], "agent": None, "judges": {}}
         return copy
@@ -227,14 +276,17 @@ class ResultRow(BaseModel):
         for name in ("agent_process", "prediction", "reused_digest"):
             if name not in unset and data.get(name) is None:
                 data.pop(name)
-        if data.get("turns") is None:  # single-turn rows stay as they were
-            data.pop("turns", None)
+        for name in ("turns", "reported_usage"):  # rows without them stay as they were
+            if data.get(name) is None:
+                data.pop(name, None)
         return data
 
     def to_line(self) -> dict[str, Any]:
         """The JSON object written to ``results.jsonl``: the fields this row was given, in the order
         an attempt writes them, then ``schema_version``."""
         data = self.model_dump(mode="json", exclude_unset=True)
+        if data.get("reported_usage") is None:
+            data.pop("reported_usage", None)
         data.pop("schema_version", None)
         data["schema_version"] = self.schema_version
         return data

@@ -160,6 +160,17 @@ def _value_keys(value: Any) -> list[str]:
     return [str(value)]
 
 
+NEWER_FIELDS = frozenset({"reported_usage"})
+"""Row fields added after the digest's revision 4: left out of a row's digest while they are None,
+so the lines that never had them digest as before (and stored summaries stay reusable)."""
+
+
+def _absent_newer_fields(row: ResultRow) -> set[str] | None:
+    """The :data:`NEWER_FIELDS` that ``row`` leaves empty (None when it has them all)."""
+    absent = {name for name in NEWER_FIELDS if getattr(row, name) is None}
+    return absent or None
+
+
 def rows_source(rows: list[ResultRow]) -> dict[str, Any]:
     """What a summary was computed from: the number of lines, a SHA-256 of the lines as read and
     :data:`SUMMARY_REVISION` (``summary.json`` ``source``).
@@ -167,13 +178,13 @@ def rows_source(rows: list[ResultRow]) -> dict[str, Any]:
     A reader holding the same lines and options can reuse a stored summary whose ``source`` is
     equal instead of recomputing it (the report does, :func:`pptarena.report.data.load_run`).
     Each row is digested as its JSON serialization (fields in declared order, then the line's other
-    keys in the order read); a row holding text JSON cannot encode (a lone surrogate in its
-    metadata) is digested through Python's encoder instead.
+    keys in the order read; :data:`NEWER_FIELDS` only when set); a row holding text JSON cannot
+    encode (a lone surrogate in its metadata) is digested through Python's encoder instead.
     """
     digest = hashlib.sha256()
     for row in rows:
         try:
-            digest.update(row.model_dump_json().encode("utf-8"))
+            digest.update(row.model_dump_json(exclude=_absent_newer_fields(row)).encode("utf-8"))
         except ValueError:  # pydantic's serialization error: text UTF-8 cannot carry
             text = json.dumps(row.to_json(), ensure_ascii=False, separators=(",", ":"), default=str)
             digest.update(text.encode("utf-8", errors="surrogatepass"))
