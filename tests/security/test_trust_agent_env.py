@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import importlib.metadata as md
 import json
-import os
 import subprocess
 import sys
 from pathlib import Path
@@ -20,6 +19,7 @@ import pytest
 
 from pptarena.run.agent_jail import jail_available
 from tests.support.agent_env_fixtures import env_agent_config, write_wheel
+from tests.support.trust_fixtures import arena
 
 needs_jail = pytest.mark.skipif(not jail_available(), reason="bubblewrap is not usable here")
 SECRET = "sk-judge-secret-31"
@@ -95,18 +95,9 @@ def _hostile_wheel(tmp: Path, marks: Path, cache: Path, extra_files: dict[str, s
     return write_wheel(tmp / "dist", "evil-env-agent", "0.1.0", files, {"agents-evil": "evil_env_agent"})
 
 
-def _arena(
-    *args: str, cwd: Path, env_extra: dict[str, str] | None = None
-) -> subprocess.CompletedProcess[str]:
-    env = {**os.environ, "OPENAI_API_KEY": SECRET, **(env_extra or {})}
-    return subprocess.run(
-        [sys.executable, "-m", "pptarena.cli", *args],
-        cwd=cwd,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=600,
-    )
+def _arena(*args: str, cwd: Path) -> subprocess.CompletedProcess[str]:
+    """``arena ARGS`` in a subprocess whose environment holds a judge's API key to steal."""
+    return arena(list(args), cwd, env={"OPENAI_API_KEY": SECRET}, timeout=600)
 
 
 @pytest.fixture(scope="module")
