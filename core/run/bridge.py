@@ -8,6 +8,11 @@ model call with the run's own client (keys, retries, cache, usage book and ``mod
 stay on the host, so the pair's usage and cost are counted where the agent cannot forge them),
 renders a copy of the deck bytes it was sent in a private folder of its own (the renderer's
 guard applies) and sends the slide images back as bytes; it never opens a path the agent names.
+It answers only the models the agent's own config table names, and it notes every infrastructure
+failure it answers with (:attr:`BridgeHost.infra_failures`): the harness, not the worker, decides
+whether a failed pair is the agent's (:func:`pptarena.run.jail_pool.host_decided`). Renders go
+through :class:`AgentRenders`, the run's renderer built again with its render cache in a size-capped
+folder of the run's own, never the persistent render cache.
 
 Messages (one JSON object per line):
 
@@ -21,7 +26,9 @@ Messages (one JSON object per line):
 from __future__ import annotations
 
 import base64
+import dataclasses
 import json
+import os
 import shutil
 import tempfile
 import threading
@@ -40,7 +47,7 @@ from pptarena.models.messages import (
     TransientModelError,
     Usage,
 )
-from pptarena.types import AgentError, AgentLog, InfraError, SlideImage
+from pptarena.types import AgentError, AgentLog, ComponentUnavailable, InfraError, SlideImage
 
 MAX_DECK_BYTES = 256 * 1024 * 1024
 """Largest deck a jailed agent may send to be rendered."""
@@ -50,6 +57,11 @@ MAX_LOG_EVENTS = 20_000
 """Log events kept per pair; later ones are dropped (one note says so)."""
 MAX_LOG_BYTES = 64 * 1024 * 1024
 """Log bytes kept per pair; later events are dropped (one note says so)."""
+AGENT_RENDER_CACHE_BYTES = 256 * 1024 * 1024
+"""Size cap of the render cache of a run's jailed agents (:class:`AgentRenders`): past it, the oldest
+renders are removed."""
+RENDER_ENTRY_BYTES = 4096
+"""What one cached render is counted for beyond its PNGs (its folder and ``meta.json``)."""
 
 
 # --------------------------------------------------------------------------- JSON forms
@@ -273,25 +285,32 @@ class BridgeHost:
     """Answers one pair's bridge requests on the harness's side.
 
     :param model: the run's ``ref -> ModelClient`` factory bound to this pair's usage book and log.
-    :param renderer: a callable returning the run's renderer (built on first render), or None.
+    :param renderer: what renders the agent's decks (:class:`AgentRenders`, built on first render), or
+        None.
     :param log: the pair's log (``agent.log.jsonl`` in its task folder).
-    :param models: the ``"<backend>/<model>"`` references the agent may call (those its options
-        name); None: any configured one.
+    :param models: the ``"<backend>/<model>"`` references the agent may call (those its config table
+        names, :func:`pptarena.run.jail_pool.table_models`); None: any configured one.
+    :param judge_models: the models the run's judges use (a refusal of one says so).
     """
 
     def __init__(
         self,
         model: Callable[[str], ModelClient],
-        renderer: Callable[[], Any] | None,
+        renderer: Any | None,
         log: AgentLog,
         models: set[str] | None = None,
+        judge_models: frozenset[str] = frozenset(),
     ):
         self.model = model
         self.renderer = renderer
         self.log = log
         self.models = models
+        self.judge_models = judge_models
         self.events = 0
         self.log_bytes = 0
+        self.infra_failures: list[str] = []
+        """The infrastructure failures this host answered requests with (a model backend, the
+        renderer): what the harness itself saw fail during the pair."""
 
     def handle(self, message: dict[str, Any]) -> dict[str, Any] | None:
         """The answer to one request (None for a log event)."""
@@ -308,26 +327,40 @@ class BridgeHost:
             else:
                 answer = {"ok": False, "error": f"unknown bridge request {op!r}", "kind": "agent"}
         except TransientModelError as exc:
-            answer = {"ok": False, "error": str(exc), "kind": "transient", "status": exc.status}
+            answer = self._infra_failure(op, exc, "transient", status=exc.status)
         except ModelError as exc:
-            answer = {"ok": False, "error": str(exc), "kind": "model", "status": exc.status}
-        except InfraError as exc:
-            answer = {"ok": False, "error": str(exc), "kind": "infra"}
+            answer = self._infra_failure(op, exc, "model", status=exc.status)
+        except (InfraError, ComponentUnavailable) as exc:
+            answer = self._infra_failure(op, exc, "infra")
         except Exception as exc:  # noqa: BLE001 - a bad request is the agent's error
             answer = {"ok": False, "error": f"{type(exc).__name__}: {exc}", "kind": "agent"}
         return {"op": "reply", "id": message.get("id"), **answer}
 
+    def _infra_failure(self, op: Any, exc: Exception, kind: str, **extra: Any) -> dict[str, Any]:
+        """The answer to a request the infrastructure failed; noted in :attr:`infra_failures`."""
+        self.infra_failures.append(f"{op}: {type(exc).__name__}: {exc}"[:2000])
+        return {"ok": False, "error": str(exc), "kind": kind, **extra}
+
     def _model(self, message: dict[str, Any]) -> dict[str, Any]:
         ref = str(message.get("ref") or "")
         if self.models is not None and ref not in self.models:
-            named = ", ".join(sorted(self.models)) or "none"
-            raise AgentError(f"model {ref!r} is not named in this agent's options ({named})")
+            raise AgentError(self._refusal(ref))
         params = message.get("params") or {}
         if not isinstance(params, dict):
             raise ValueError("params must be an object")
         client = self.model(ref)
         completion = client.complete(messages_from_json(message.get("messages")), **params)
         return {"ok": True, "completion": completion_to_json(completion)}
+
+    def _refusal(self, ref: str) -> str:
+        """Why the model ``ref`` is not answered (it is not on :attr:`models`)."""
+        named = ", ".join(sorted(self.models or ())) or "none"
+        why = "; a judge of this run uses it" if ref in self.judge_models else ""
+        return (
+            f"model {ref!r} is not named in this agent's config table (it names: {named}): a jailed "
+            f"agent may call only the models its [[agents]] table names, not a default of its "
+            f"plugin{why}"
+        )
 
     def _render(self, message: dict[str, Any]) -> dict[str, Any]:
         if self.renderer is None:
@@ -340,7 +373,7 @@ class BridgeHost:
         try:
             deck = work / f"deck{suffix if suffix.isascii() and len(suffix) <= 8 else '.pptx'}"
             deck.write_bytes(data)
-            images = self.renderer().render(deck, work / "out")
+            images = self.renderer.render(deck, work / "out")
             return {
                 "ok": True,
                 "images": [
@@ -376,3 +409,129 @@ class BridgeHost:
             self.events = MAX_LOG_EVENTS  # the next event writes the one note about the cut
             return
         self.log.write(str(message.get("event") or "event")[:200], **data)
+
+
+# --------------------------------------------------------------------------- renders for agents
+
+
+def renderer_caching_in(factory: Any, options: Any, context: Any) -> Callable[[Path], Any]:
+    """A builder of the renderer plugin ``factory`` (with ``options`` and ``context``, as the run built
+    it) whose render cache is in a given folder: its ``cache_dir`` option set to the folder; without
+    one, its ``cache`` option off, and its context's ``cache_dir`` the folder when it has neither
+    (a plugin caching under ``context.cache_dir`` then caches there)."""
+    fields = type(options).model_fields
+
+    def build(folder: Path) -> Any:
+        if "cache_dir" in fields:
+            return factory(options.model_copy(update={"cache_dir": folder}), context)
+        if "cache" in fields:
+            return factory(options.model_copy(update={"cache": False}), context)
+        return factory(options, dataclasses.replace(context, cache_dir=folder))
+
+    return build
+
+
+def _tree_bytes(path: Path) -> int:
+    """Bytes of the regular files under ``path`` (or of ``path`` itself), links not followed."""
+    if not path.is_dir() or path.is_symlink():
+        return path.lstat().st_size
+    return sum(
+        os.lstat(os.path.join(folder, name)).st_size for folder, _, names in os.walk(path) for name in names
+    )
+
+
+def _cache_entries(root: Path) -> list[tuple[float, Path, int]]:
+    """``(mtime, path, bytes)`` of each entry of a render cache folder: the folders two levels down
+    (:class:`pptarena.render.RenderCache`'s ``<key[:2]>/<key>/``), or a file one level down."""
+    entries = []
+    for child in root.iterdir():
+        for entry in child.iterdir() if child.is_dir() and not child.is_symlink() else [child]:
+            try:
+                entries.append((entry.lstat().st_mtime, entry, _tree_bytes(entry)))
+            except OSError:  # removed meanwhile (a store that failed)
+                continue
+    return sorted(entries)
+
+
+def evict_oldest(root: Path, keep_bytes: int) -> int:
+    """Remove the oldest entries of the render cache ``root`` until it holds at most ``keep_bytes``;
+    the bytes it holds then."""
+    entries = _cache_entries(root)
+    held = sum(size for _, _, size in entries)
+    for _, path, size in entries:
+        if held <= keep_bytes:
+            break
+        if path.is_dir() and not path.is_symlink():
+            shutil.rmtree(path, ignore_errors=True)
+        else:
+            path.unlink(missing_ok=True)
+        held -= size
+    return held
+
+
+class AgentRenders:
+    """The renderer a run's jailed agents reach through the bridge, with a render cache of the run's own.
+
+    ``build(folder)`` makes the run's renderer plugin with its cache in ``folder``
+    (:func:`renderer_caching_in`), a private temporary folder made on the first render: what agents
+    render never lands in the persistent render cache. The folder is capped at ``cap_bytes``: each
+    render is counted for its PNGs (what a cache entry holds) and :data:`RENDER_ENTRY_BYTES`, and past
+    the cap the oldest entries are removed until half of it is left. :meth:`close` (when the run's
+    jailed workers close) closes that renderer and removes the folder.
+    """
+
+    def __init__(self, build: Callable[[Path], Any], cap_bytes: int = AGENT_RENDER_CACHE_BYTES):
+        self.cap_bytes = cap_bytes
+        self.folder: Path | None = None
+        """The run's render cache folder for agents (None before the first render)."""
+        self._build = build
+        self._renderer: Any = None
+        self._held = 0  # bytes the folder holds, as counted (at least what it holds)
+        self._lock = threading.Lock()
+        self._closed = False
+
+    def render(self, deck_path: Path, out_dir: Path) -> list[SlideImage]:
+        """Render ``deck_path`` into ``out_dir`` (see :class:`pptarena.types.Renderer`)."""
+        images = self._renderer_made().render(deck_path, out_dir)
+        self._count(images)
+        return images
+
+    def close(self) -> None:
+        """Close the renderer and remove the cache folder (again: nothing to do)."""
+        with self._lock:
+            self._closed = True
+            renderer, self._renderer = self._renderer, None
+            folder = self.folder
+        close = getattr(renderer, "close", None)
+        if callable(close):
+            close()
+        if folder is not None:
+            shutil.rmtree(folder, ignore_errors=True)
+
+    def _renderer_made(self) -> Any:
+        """The renderer, built on first use with its cache in :meth:`_folder`."""
+        with self._lock:
+            if self._closed:
+                raise InfraError("the run's renderer for agents is closed")
+            if self._renderer is None:
+                self._renderer = self._build(self.folder or self._folder())
+            return self._renderer
+
+    def _folder(self) -> Path:
+        """Make the run's render cache folder for agents (once: a renderer that failed to build is
+        built again in the same folder)."""
+        self.folder = Path(tempfile.mkdtemp(prefix="pptarena-agent-renders-"))
+        return self.folder
+
+    def _count(self, images: list[SlideImage]) -> None:
+        """Count a render against the cap; past it, remove the oldest renders."""
+        added = RENDER_ENTRY_BYTES
+        for img in images:
+            try:
+                added += Path(img.path).lstat().st_size
+            except OSError:
+                continue
+        with self._lock:
+            self._held += added
+            if self._held > self.cap_bytes and self.folder is not None and not self._closed:
+                self._held = evict_oldest(self.folder, self.cap_bytes // 2)

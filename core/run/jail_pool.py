@@ -25,7 +25,7 @@ from typing import Any
 
 from pptarena.procs import close_pipes, kill_group
 from pptarena.run.agent_jail import worker_command
-from pptarena.run.bridge import BridgeHost
+from pptarena.run.bridge import AgentRenders, BridgeHost
 from pptarena.run.jail_archive import (  # noqa: F401 - MAX_*, RESERVED re-exported
     MAX_HEADER_BYTES,
     MAX_UNPACKED_BYTES,
@@ -37,7 +37,7 @@ from pptarena.run.jail_archive import (  # noqa: F401 - MAX_*, RESERVED re-expor
 from pptarena.run.records import AgentOutcome
 from pptarena.run.rundir import AGENT_STDERR
 from pptarena.run.worker import reported_outcome, timed_out_outcome, vanished_outcome
-from pptarena.types import AgentTask, InfraError
+from pptarena.types import AgentTask, InfraError, Status
 
 BOOT_TIMEOUT = 120.0
 MAX_LINE_BYTES = 1024 * 1024 * 1024
@@ -97,6 +97,10 @@ class JailWorker:
         os.set_blocking(self.proc.stderr.fileno(), False)
         self.pairs = 0
         self._buf = bytearray()
+        self._searched = 0  # the start of _buf holds no line end up to here
+        self.scanned = 0
+        """Bytes searched for a line end so far: each byte once, so reading is linear in what comes
+        back (searching the whole buffer after every pipe read made a 200 MB line take minutes)."""
         try:
             ready = self.read(time.monotonic() + BOOT_TIMEOUT)
         except WorkerGone as exc:
@@ -113,10 +117,8 @@ class JailWorker:
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
         while True:
-            end = self._buf.find(b"\n")
-            if end >= 0:
-                line = bytes(self._buf[:end])
-                del self._buf[: end + 1]
+            line = self._next_line()
+            if line is not None:
                 try:
                     message = json.loads(line)
                 except ValueError as exc:
@@ -139,6 +141,19 @@ class JailWorker:
             if not chunk:
                 raise WorkerGone("the worker closed its output")
             self._buf += chunk
+
+    def _next_line(self) -> bytearray | None:
+        """The next complete line taken off the buffer (without its newline), or None; searches only
+        the bytes that arrived since the last search."""
+        end = self._buf.find(b"\n", self._searched)
+        self.scanned += (len(self._buf) if end < 0 else end + 1) - self._searched
+        if end < 0:
+            self._searched = len(self._buf)
+            return None
+        line, self._buf = self._buf, self._buf[end + 1 :]  # the rest (usually nothing) is copied
+        del line[end:]  # truncating the end costs nothing
+        self._searched = 0
+        return line
 
     def _drain_stderr(self, reads: int = 16) -> None:
         """Read what is waiting on the stderr pipe (at most ``reads`` MB at a time), keeping its last
@@ -313,8 +328,9 @@ class JailPool:
         if message is None:
             return timed_out_outcome(timeout)
         problem = unpack_workspace(message.get("archive"), Path(ws.dir))
-        outcome = reported_outcome(
-            message.get("outcome") if isinstance(message.get("outcome"), dict) else "null"
+        outcome = host_decided(
+            reported_outcome(message.get("outcome") if isinstance(message.get("outcome"), dict) else "null"),
+            host,
         )
         if outcome.prediction is not None:
             outcome.prediction.path = host_path(outcome.prediction.path, Path(ws.dir))
@@ -353,23 +369,79 @@ class JailPool:
             w.kill()
 
 
+def host_decided(outcome: AgentOutcome, host: BridgeHost) -> AgentOutcome:
+    """A jailed worker's reported outcome with its failure status decided by the harness.
+
+    What the worker says is the agent's word (agent code runs in that process and can raise
+    :class:`~pptarena.types.InfraError`, or write the protocol itself). A reported ``infra_error``
+    stands only when ``host`` answered a request of this pair with an infrastructure failure
+    (:attr:`~pptarena.run.bridge.BridgeHost.infra_failures`); any other failure it reports
+    (``infra_error`` without one, ``timeout``, ``judge_error``: the harness decides those itself) is
+    ``agent_error``. A worker that could not import or build its agent reports ``infra_error`` too:
+    the host cannot tell that from a claim, so it is the agent's as well.
+    """
+    status = outcome.status
+    if status is None or status == Status.AGENT_ERROR:
+        return outcome
+    if status == Status.INFRA_ERROR and host.infra_failures:
+        outcome.error = f"{outcome.error} (the harness saw: {host.infra_failures[0]})"
+        return outcome
+    outcome.status = Status.AGENT_ERROR
+    outcome.error = (
+        f"{outcome.error} [reported as {status} by the agent's jailed worker, but the harness saw no "
+        "infrastructure failure during this pair: counted as the agent's (a jailed agent that cannot "
+        "be imported or built, or raises InfraError itself, fails on its own account)]"
+    )
+    return outcome
+
+
+def _table_keys(name: str, info: Any) -> set[str]:
+    """The keys of a config table that set the option field ``name`` (its name and aliases)."""
+    return {name} | {a for a in (info.alias, info.validation_alias) if isinstance(a, str)}
+
+
+def table_models(agent: Any) -> set[str]:
+    """The ``"<backend>/<model>"`` references the agent's own ``[[agents]]`` table names (``agent.raw``):
+    the values of its model fields that the table sets, never a default of its plugin's Options."""
+    from pptarena.run.config_options import model_refs
+
+    table = set(agent.raw or ())
+    fields = type(agent.options).model_fields
+    named = set()
+    for key, ref in model_refs(agent.options).items():
+        field = key.partition("[")[0]  # "models[1]" -> "models"
+        if _table_keys(field, fields[field]) & table:
+            named.add(ref)
+    return named
+
+
 def run_jailed(
-    pool: JailPool, components: Any, agent: Any, task: AgentTask, ws: Any, timeout: float
+    pool: JailPool,
+    components: Any,
+    agent: Any,
+    task: AgentTask,
+    ws: Any,
+    timeout: float,
+    *,
+    renders: AgentRenders | None,
+    judge_models: frozenset[str] = frozenset(),
 ) -> AgentOutcome:
     """Run ``agent`` on ``task`` on ``pool`` with the run's ``components`` on the host side of the
-    bridge: the agent's own models only, the run's renderer, the pair's log; usage and cost are
-    counted here, never as the worker reports them."""
+    bridge: only the models the agent's config table names (:func:`table_models`; a refusal of one of
+    ``judge_models``, the run's judges' models, says so), ``renders`` (the run's renderer with a
+    capped cache of its own), the pair's log; usage and cost are counted here, never as the worker
+    reports them, and a failure's status is decided here (:func:`host_decided`)."""
     from pptarena.models import UsageBook
-    from pptarena.run.config_options import model_refs
 
     book = UsageBook()
     host = BridgeHost(
         components.hub.factory(book=book, log=ws.log),
-        components.renderer,
+        renders,
         ws.log,
-        models=set(model_refs(agent.options).values()),  # the agent's own models, never a judge's
+        models=table_models(agent),
+        judge_models=judge_models,
     )
-    out = pool.run_pair(agent, task, ws, host, timeout, renderer=True)
+    out = pool.run_pair(agent, task, ws, host, timeout, renderer=renders is not None)
     out.model_usage = book.total().as_dict()
     out.model_cost = book.cost()
     return out

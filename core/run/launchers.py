@@ -145,9 +145,25 @@ class WorkerLauncher:
             kill_group(proc)
 
 
+def judges_models(config: Any) -> frozenset[str]:
+    """The ``"<backend>/<model>"`` references the run's judges name (their options, defaults included)."""
+    from pptarena.run.config_options import model_refs
+
+    return frozenset(ref for judge in config.judges for ref in model_refs(judge.options).values())
+
+
+def agent_renders(components: Any) -> Any:
+    """The renderer jailed agents reach through the bridge: the run's renderer plugin built again with
+    its render cache in a capped folder of the run's own (:class:`~pptarena.run.bridge.AgentRenders`)."""
+    from pptarena.run.bridge import AgentRenders, renderer_caching_in
+
+    cfg = components.config.renderer
+    return AgentRenders(renderer_caching_in(cfg.spec.factory, cfg.options, components.context(cfg)))
+
+
 class JailLauncher:
     """The run's warm jailed agent workers (:class:`~pptarena.run.jail_pool.JailPool` of ``jobs``
-    workers, made on first use)."""
+    workers) and the renderer serving them (:func:`agent_renders`), made on first use."""
 
     def __init__(self, components: Any, jobs: int, timeout: float, stopping: Callable[[], bool]):
         self.components = components
@@ -155,20 +171,35 @@ class JailLauncher:
         self.timeout = timeout
         self.stopping = stopping
         self._pool: Any = None
+        self._renders: Any = None
         self._lock = threading.Lock()
 
     def __call__(self, agent: Any, task: Any, ws: Workspace) -> AgentOutcome:
-        """Run the agent on a jailed worker; the run's models and renderer serve it over the bridge."""
+        """Run the agent on a jailed worker; the models its config table names and the run's renderer
+        serve it over the bridge (never a judge's model it does not name itself)."""
         from pptarena.run.jail_pool import JailPool, run_jailed
 
         with self._lock:
             if self._pool is None:
                 self._pool = JailPool(self.jobs)
-        out = run_jailed(self._pool, self.components, agent, task, ws, self.timeout)
+                self._renders = agent_renders(self.components)
+        out = run_jailed(
+            self._pool,
+            self.components,
+            agent,
+            task,
+            ws,
+            self.timeout,
+            renders=self._renders,
+            judge_models=judges_models(self.components.config),
+        )
         return AgentOutcome.failed(Status.INFRA_ERROR, "interrupted") if self.stopping() else out
 
     def close(self, kill: bool = False) -> None:
-        """Retire the jailed workers (``kill``: at once, busy ones included)."""
-        pool = self._pool
+        """Retire the jailed workers (``kill``: at once, busy ones included) and remove the render
+        cache they used."""
+        pool, renders = self._pool, self._renders
         if pool is not None:
             pool.kill_all() if kill else pool.close()
+        if renders is not None:
+            renders.close()
