@@ -38,9 +38,9 @@ JAIL_WORKSPACE = JAIL_HOME / "pair"
 """The workspace of the pair being run, inside the jail (emptied between pairs)."""
 DEFAULT_DISK_MB = 1024
 MAX_PROCESSES = 512
-"""Processes (threads count) of one jailed worker together, where the machine has a pids cgroup."""
+"""Processes (threads included) alive at once in one jailed worker, where a cgroup can be made."""
 MEMORY_MB = 4096
-"""Memory of one jailed worker's processes together, where the machine has a memory cgroup."""
+"""Memory of one jailed worker and everything it started (its tmpfs files too), where a cgroup can be made."""
 BUILTIN_PLUGINS = "pptarena.plugins"
 
 
@@ -201,7 +201,8 @@ _FORBIDDEN: set[Path] = set()
 
 def forbid_in_jails(roots: Iterable[Path]) -> None:
     """Never bind anything under ``roots`` into an agent's jail (the run calls this with its cache, run
-    folder and dataset folders before the first pair; the default cache folder is always forbidden)."""
+    folder and dataset folders before the first pair, and every process that starts jailed workers
+    with its cache and dataset folders: :class:`pptarena.run.launchers.JailLauncher`)."""
     _FORBIDDEN.update(Path(r).expanduser().resolve() for r in roots if r)
 
 
@@ -217,10 +218,8 @@ def dataset_folders(config: Any) -> list[Path]:
 
 
 def forbidden_roots() -> set[Path]:
-    """The folders no agent jail binds from: :func:`forbid_in_jails`'s and the default cache folder."""
-    from pptarena.run.components import default_cache_dir
-
-    return {*_FORBIDDEN, default_cache_dir().resolve()}
+    """The folders no agent jail binds from (:func:`forbid_in_jails`)."""
+    return set(_FORBIDDEN)
 
 
 def _allowed(paths: Iterable[Path]) -> list[Path]:

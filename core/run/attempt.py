@@ -45,7 +45,7 @@ from pptarena.run.results import write_json_atomic
 from pptarena.run.rundir import AGENT_ERROR, AGENT_LOG, INPUT, VERDICTS, RunDir, prediction_name, safe_name
 from pptarena.run.runlock import AttemptLedger
 from pptarena.run.sessions import is_session, run_session
-from pptarena.run.trust import agent_process, row_isolation
+from pptarena.run.trust import agent_code, agent_process, row_isolation
 from pptarena.safeio import regular_file, remove_entry, write_replacing
 from pptarena.types import AgentLog, InfraError, Prediction, Status, Task, Workspace
 
@@ -65,7 +65,13 @@ def new_row(
     """A result row of ``agent`` on ``task`` before anything happened: scored, no scores, no error
     (:meth:`ResultRow.begin`)."""
     return ResultRow.begin(
-        agent.label, task.id, epoch, metadata=task.metadata, usage=usage, agent_process=agent_process(agent)
+        agent.label,
+        task.id,
+        epoch,
+        metadata=task.metadata,
+        usage=usage,
+        agent_process=agent_process(agent),
+        agent_code=agent_code(agent),
     )
 
 
@@ -79,6 +85,7 @@ def infra_failure(agent: ComponentConfig, task: Task, epoch: int, error: str, **
         error,
         metadata=task.metadata,
         agent_process=agent_process(agent),
+        agent_code=agent_code(agent),
         **extra,
     )
 

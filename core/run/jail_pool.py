@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from pptarena.procs import close_pipes, kill_group
-from pptarena.run.agent_jail import worker_command
+from pptarena.run.agent_jail import worker_cgroup, worker_command
 from pptarena.run.bridge import AgentRenders, BridgeHost
 from pptarena.run.jail_archive import (  # noqa: F401 - MAX_*, RESERVED re-exported
     MAX_HEADER_BYTES,
@@ -44,10 +44,6 @@ MAX_LINE_BYTES = 1024 * 1024 * 1024
 """Largest protocol line a jailed worker may send (a deck or a workspace archive, base64)."""
 MAX_STDERR_BYTES = 1024 * 1024
 """What is kept of a worker's stderr per pair (its end); the rest is read from the pipe and dropped."""
-MAX_PROCESSES = 512
-"""Processes (threads included) alive at once in one jailed worker, where a cgroup can be made."""
-MEMORY_MB = 4096
-"""Memory of one jailed worker and everything it started (its tmpfs files too), where a cgroup can be made."""
 
 
 _BRIDGE = concurrent.futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="agent-bridge")
@@ -58,27 +54,13 @@ class WorkerGone(Exception):
     """The jailed worker ended (or broke the protocol) without finishing the pair."""
 
 
-def _cgroup() -> Any:
-    """A process and memory cap for one jailed worker (:class:`pptarena.limits.SandboxCgroup`), or None
-    where no cgroup can be made (the ``uid`` level would run the worker as a uid that cannot read the
-    interpreter's folders)."""
-    from pptarena.limits import SandboxCgroup
-
-    group = SandboxCgroup(max_processes=MAX_PROCESSES, memory_mb=MEMORY_MB)
-    group.__enter__()
-    if group.level in ("cgroup1", "cgroup2"):
-        return group
-    group.__exit__(None, None, None)
-    return None
-
-
 class JailWorker:
     """One jailed worker process and its pipes, in a cgroup of its own where the machine has one."""
 
     def __init__(self, argv: list[str], env: dict[str, str]):
         self._err = bytearray()  # the end of what the agent printed on stderr (a pipe, drained as it runs)
         self._err_open = True
-        self.group = _cgroup()
+        self.group = worker_cgroup()
         try:
             self.proc = subprocess.Popen(
                 argv,
@@ -239,7 +221,7 @@ class JailPool:
                     break
                 self._cond.wait()
         try:
-            argv, env = worker_command(agent.spec.factory, agent.options)
+            argv, env = worker_command(agent.spec, agent.options)
             worker = JailWorker(argv, env)
         except BaseException:
             with self._cond:

@@ -177,10 +177,12 @@ class JailLauncher:
     def __call__(self, agent: Any, task: Any, ws: Workspace) -> AgentOutcome:
         """Run the agent on a jailed worker; the models its config table names and the run's renderer
         serve it over the bridge (never a judge's model it does not name itself)."""
+        from pptarena.run.agent_jail import dataset_folders, forbid_in_jails
         from pptarena.run.jail_pool import JailPool, run_jailed
 
         with self._lock:
             if self._pool is None:
+                forbid_in_jails([self.components.cache_dir, *dataset_folders(self.components.config)])
                 self._pool = JailPool(self.jobs)
                 self._renders = agent_renders(self.components)
         out = run_jailed(

@@ -132,6 +132,12 @@ class ResultRow(BaseModel):
     agent_process: str | None = Field(
         None, description="where the agent ran (pptarena.run.trust.agent_process); absent on old lines"
     )
+    agent_code: str | None = Field(
+        None,
+        description="which kind of code the agent is: builtin, installed (a plugin of the harness's "
+        "environment, trusted) or agent-env (an environment of its own, never imported by the harness); "
+        "absent on old lines",
+    )
     prediction: str | None = Field(
         None, description="the prediction's path, relative to the run folder when inside it"
     )
@@ -174,6 +180,7 @@ class ResultRow(BaseModel):
         metadata: dict[str, Any] | None = None,
         usage: dict[str, Any] | None = None,
         agent_process: str | None = None,
+        agent_code: str | None = None,
     ) -> ResultRow:
         """An attempt's (or a session's) row before anything happened: scored, no scores, no error;
         the attempt fills in status, scores, usage, cost and isolation as it runs."""
@@ -190,6 +197,8 @@ class ResultRow(BaseModel):
         }
         if agent_process is not None:
             fields["agent_process"] = agent_process
+        if agent_code is not None:
+            fields["agent_code"] = agent_code
         return cls(**fields)
 
     @classmethod
@@ -205,7 +214,7 @@ class ResultRow(BaseModel):
         **extra: Any,
     ) -> ResultRow:
         """The row of an attempt the infrastructure failed to run (a lost worker, a crashed run);
-        ``extra`` adds what the caller knows (``isolation``, ``agent_process``)."""
+        ``extra`` adds what the caller knows (``isolation``, ``agent_process``, ``agent_code``)."""
         row = cls.begin(agent, task_id, epoch, metadata=metadata)
         row.status = Status.INFRA_ERROR
         row.error = error
@@ -276,7 +285,7 @@ class ResultRow(BaseModel):
         for name in ("agent_process", "prediction", "reused_digest"):
             if name not in unset and data.get(name) is None:
                 data.pop(name)
-        for name in ("turns", "reported_usage"):  # rows without them stay as they were
+        for name in ("turns", "reported_usage", "agent_code"):  # rows without them stay as they were
             if data.get(name) is None:
                 data.pop(name, None)
         return data

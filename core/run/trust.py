@@ -78,6 +78,12 @@ def row_isolation(agent: Any, machine: str) -> str:
     return min(levels, key=lambda level: ISOLATION_RANK.get(level, 0))
 
 
+def agent_code(agent: Any) -> str:
+    """Which kind of code an agent is (``builtin``, ``installed`` or ``agent-env``): rows, the isolation
+    record and ``arena plugins`` say it (:attr:`~pptarena.run.plugin_specs.ComponentSpec.code_kind`)."""
+    return str(getattr(agent.spec, "code_kind", "installed"))
+
+
 def weakest(levels: list[Any]) -> str | None:
     """The weakest of some isolation levels (None when there are none)."""
     found = [lv for lv in levels if isinstance(lv, str) and lv]
@@ -93,7 +99,7 @@ def isolation_record(agents: list[Any], machine: str, allow_weak: bool) -> dict[
         "agents": {a.label: agent_process(a) for a in agents},
         # which kind of code each agent is: builtin, installed (trusted, in the harness's environment)
         # or agent-env (an environment of its own, never imported by the harness)
-        "agent_code": {a.label: getattr(a.spec, "code_kind", "installed") for a in agents},
+        "agent_code": {a.label: agent_code(a) for a in agents},
     }
 
 

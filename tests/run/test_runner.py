@@ -32,13 +32,19 @@ def rows_of(run_dir: Path) -> list[dict]:
 def test_statuses_and_run_directory(tmp_path, fake_plugins):
     cfg = config_file(
         tmp_path,
-        ["retitle", "noop", "crash", use("crash", label="broken-tool", infra=True)],
+        [
+            "retitle",
+            "noop",
+            "crash",
+            use("crash", label="broken-tool", infra=True),
+            use("crash", label="trusted-tool", infra=True, trusted=True),
+        ],
         count=2,
     )
     config = load_config(cfg, get_registry())
     summary = Runner(config, get_registry(), tmp_path / "out", jobs=2, quiet=True).run()
     rows = {(r["agent"], r["task_id"]): r for r in rows_of(tmp_path / "out")}
-    assert len(rows) == 8
+    assert len(rows) == 10
     assert rows[("retitle", "task-00")]["status"] == "scored"
     assert rows[("retitle", "task-00")]["scores"]["title"]["score"] == 1.0
     assert rows[("noop", "task-01")]["scores"]["title"]["score"] == 0.0
@@ -46,7 +52,11 @@ def test_statuses_and_run_directory(tmp_path, fake_plugins):
         rows[("crash", "task-00")]["status"] == "agent_error"
         and "agent bug" in rows[("crash", "task-00")]["error"]
     )
-    assert rows[("broken-tool", "task-00")]["status"] == "infra_error"
+    # a jailed agent's own InfraError is its failure unless the harness saw a tool fail (issue 31);
+    # harness-side code the user trusts keeps the claim
+    broken = rows[("broken-tool", "task-00")]
+    assert broken["status"] == "agent_error" and "saw no infrastructure failure" in broken["error"]
+    assert rows[("trusted-tool", "task-00")]["status"] == "infra_error"
     assert summary.agents["retitle"].judges["title"].mean == 1.0
     assert summary.agents["noop"].judges["title"].mean == 0.0
     assert summary.agents["crash"].status["agent_error"] == 2

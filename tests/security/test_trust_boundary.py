@@ -391,7 +391,7 @@ def test_a_jailed_agent_renders_through_the_bridge(tmp_path, plugins):
 def test_a_fork_bomb_in_a_jailed_worker_stops_at_its_process_cap(tmp_path, plugins):
     """Item 7 for the agent's own jail: 1,500 processes as root stop at the worker's cgroup cap."""
     from pptarena.limits import limits_level
-    from pptarena.run.jail_pool import MAX_PROCESSES
+    from pptarena.run.agent_jail import MAX_PROCESSES
 
     if limits_level() not in ("cgroup1", "cgroup2"):
         pytest.skip(f"no pids cgroup here ({limits_level()}): the jailed worker runs without a process cap")
