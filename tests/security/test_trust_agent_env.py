@@ -123,6 +123,7 @@ def test_a_hostile_agent_distribution_runs_only_in_its_jail(tmp_path, shared_cac
     rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
     assert [r["status"] for r in rows] == ["scored"]
     assert rows[0]["agent_process"] == "jail" and rows[0]["isolation"] == "bwrap"
+    assert rows[0]["agent_code"] == "agent-env"
     pair = tmp_path / "run" / "tasks" / "evil" / rows[0]["task_id"]
     seen = json.loads(
         (pair / "seen.json").read_text()
