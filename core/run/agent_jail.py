@@ -339,7 +339,16 @@ def worker_command(
     if not builtin:
         check_own_distribution(factory.__module__)
     binds, pythonpath = plugin_paths(factory.__module__, builtin, excluded)
-    read_only = _allowed([*binds, *jail_paths_of(spec, options)])
+    asked = jail_paths_of(spec, options)
+    refused = sorted(set(asked) - set(_allowed(asked)))
+    if refused:
+        from pptarena.types import PptArenaError
+
+        raise PptArenaError(
+            f"agent {spec.name!r} needs {refused[0]} in its jail, which lies inside the run's cache, "
+            "dataset or run folder (a jail never shows those: they hold the answers); move it elsewhere"
+        )
+    read_only = _allowed([*binds, *asked])
     return _jailed(read_only, disk_mb, WORKER_MODULE), _worker_env(pythonpath)
 
 

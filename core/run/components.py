@@ -2,25 +2,15 @@
 
 from __future__ import annotations
 
-import os
 import threading
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
 from pptarena.models import ModelClient, ModelHub, UsageBook
-from pptarena.run.config import ComponentConfig, RunConfig
+from pptarena.run.config import ComponentConfig, RunConfig, default_cache_dir
 from pptarena.run.registry import Registry
 from pptarena.types import AgentLog, ComponentContext, Renderer
-
-
-def default_cache_dir() -> Path:
-    """``$PPTARENA_CACHE``, else ``$XDG_CACHE_HOME/pptarena``, else ``~/.cache/pptarena``."""
-    env = os.environ.get("PPTARENA_CACHE")
-    if env:
-        return Path(env).expanduser()
-    xdg = os.environ.get("XDG_CACHE_HOME")
-    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "pptarena"
 
 
 class Components:

@@ -15,6 +15,7 @@ the bad value, the valid choices and a did-you-mean — before any work starts.
 from __future__ import annotations
 
 import difflib
+import os
 import sys
 import tomllib
 from dataclasses import dataclass, field
@@ -129,6 +130,15 @@ class RunConfig:
         ]
 
 
+def default_cache_dir() -> Path:
+    """``$PPTARENA_CACHE``, else ``$XDG_CACHE_HOME/pptarena``, else ``~/.cache/pptarena``."""
+    env = os.environ.get("PPTARENA_CACHE")
+    if env:
+        return Path(env).expanduser()
+    xdg = os.environ.get("XDG_CACHE_HOME")
+    return (Path(xdg).expanduser() if xdg else Path.home() / ".cache") / "pptarena"
+
+
 def _env_agent_component(
     table: dict[str, Any],
     key_path: str,
@@ -141,7 +151,6 @@ def _env_agent_component(
     validated in its jail (:mod:`pptarena.run.env_agents`); secrets reach it masked, as they reach
     every jailed agent."""
     from pptarena.run.agent_env import AgentEnvError
-    from pptarena.run.components import default_cache_dir
     from pptarena.run.config_options import format_errors
     from pptarena.run.env_agents import env_agent
 

@@ -200,7 +200,8 @@ def test_sessions_get_pptcs_session_verdict(cases, tmp_path):
         tmp_path / "run.toml",
         run={"jobs": 1},
         dataset=use("pptc", root=str(root), mode="session"),
-        agents=[use("precomputed", dir=str(root / "preds"))],
+        # the predictions outside the dataset's folder: no jail shows a dataset folder (issue 31)
+        agents=[use("precomputed", dir=str(shutil.copytree(root / "preds", tmp_path / "preds")))],
         judges=["pptx_match"],
     )
     out = tmp_path / "run"

@@ -166,3 +166,23 @@ def test_a_rows_isolation_is_what_was_launched_never_what_the_prediction_says():
         spec=reg.get("agents", "oracle"), trusted=False, label="o", options=None
     )
     assert row_isolation(reference, "bwrap") == "none"
+
+
+def test_a_builtin_agents_folder_inside_a_dataset_is_refused_with_a_clear_message(tmp_path):
+    """The ``precomputed`` agent's folder (a built-in's ``jail_paths``) inside a dataset folder would
+    show the dataset's files to the jail: refused, naming the folder, instead of a silent omission."""
+    from pptarena.run.agent_jail import forbid_in_jails, worker_command
+    from pptarena.types import PptArenaError
+
+    dataset = tmp_path / "dataset"
+    (dataset / "preds").mkdir(parents=True)
+    forbid_in_jails([dataset])
+    reg = load_registry()
+    spec = reg.get("agents", "precomputed")
+    options = spec.options_model(dir=dataset / "preds")
+    with pytest.raises(PptArenaError, match="lies inside the run's cache, dataset or run folder"):
+        worker_command(spec, options)
+    elsewhere = tmp_path / "preds"
+    elsewhere.mkdir()
+    argv, _ = worker_command(spec, spec.options_model(dir=elsewhere))
+    assert str(elsewhere) in argv and str(dataset) not in " ".join(argv)
