@@ -269,7 +269,7 @@ def plugin_paths(
     own: list[str] = []
     if not builtin:
         top = module.partition(".")[0]
-        own = [d for d in metadata.packages_distributions().get(top) or [] if canonical(d) != "pptarena"]
+        own = [d for d in _distributions_of(top) if canonical(d) != "pptarena"]
         wanted.extend(own)
         root = _module_root(module)
         if root is not None:
@@ -352,6 +352,13 @@ def worker_command(
     return _jailed(read_only, disk_mb, WORKER_MODULE), _worker_env(pythonpath)
 
 
+@functools.lru_cache(maxsize=256)
+def _distributions_of(top: str) -> tuple[str, ...]:
+    """The distributions that install the top-level package ``top`` (read once: the scan of every
+    distribution's file list takes about half a second)."""
+    return tuple(metadata.packages_distributions().get(top) or ())
+
+
 def check_own_distribution(module: str) -> None:
     """Refuse to jail an agent whose own distribution also registers datasets: its files would hold
     the answer keys the agent is scored against.
@@ -361,7 +368,7 @@ def check_own_distribution(module: str) -> None:
     from pptarena.run.registry import get_registry
     from pptarena.types import PptArenaError
 
-    dists = {canonical(d) for d in metadata.packages_distributions().get(module.partition(".")[0]) or []}
+    dists = {canonical(d) for d in _distributions_of(module.partition(".")[0])}
     for info in get_registry().plugins.values():
         if info.distribution and canonical(info.distribution) in dists - {"pptarena"}:
             if info.components.get("datasets"):
