@@ -300,3 +300,57 @@ def test_a_project_folder_is_built_in_a_jail_its_setup_py_never_on_the_host(tmp_
     assert "building the agent environment" in done.stderr
     assert list(marks.iterdir()) == []
     assert not list(project.glob("*.egg-info")) and not (project / "build").exists()  # built on a copy
+
+
+@pytest.fixture
+def loopback_index(tmp_path):
+    """A PEP 503 simple index on loopback (``PIP_INDEX_URL``), serving the hostile wheel."""
+    import functools
+    import http.server
+    import threading
+
+    root = tmp_path / "index"
+    served = {}
+
+    def serve(wheel: Path) -> str:
+        project = root / "simple" / "evil-env-agent"
+        project.mkdir(parents=True)
+        (project / wheel.name).write_bytes(wheel.read_bytes())
+        (project / "index.html").write_text(f'<a href="{wheel.name}">{wheel.name}</a>\n')
+        handler = functools.partial(http.server.SimpleHTTPRequestHandler, directory=str(root))
+        server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), handler)
+        threading.Thread(target=server.serve_forever, daemon=True).start()
+        served["server"] = server
+        return f"http://127.0.0.1:{server.server_address[1]}/simple/"
+
+    yield serve
+    if "server" in served:
+        served["server"].shutdown()
+
+
+@needs_jail
+def test_a_requirement_from_an_index_is_installed_in_its_jail(tmp_path, shared_cache, loopback_index):
+    """``package = "name==version"``: pip fetches it from the index (``PIP_INDEX_URL`` passed on) in the
+    build jail; the agent runs jailed and its module body never runs on the host."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    url = loopback_index(_hostile_wheel(tmp_path, marks, shared_cache))
+    config = env_agent_config(tmp_path, "evil-env-agent==0.1.0", "evil", shared_cache)
+    done = arena(
+        ["run", "--config", str(config), "--out", str(tmp_path / "run"), "--limit", "1"],
+        tmp_path,
+        env={"OPENAI_API_KEY": SECRET, "PIP_INDEX_URL": url},
+        timeout=600,
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert [(r["status"], r["agent_code"]) for r in rows] == [("scored", "agent-env")]
+    assert list(marks.iterdir()) == []
+    missing = env_agent_config(tmp_path, "evil-env-agent==9.9", "evil", shared_cache)
+    done = arena(
+        ["run", "--config", str(missing), "--out", str(tmp_path / "run2")],
+        tmp_path,
+        env={"PIP_INDEX_URL": url},
+        timeout=600,
+    )
+    assert done.returncode != 0 and "failed in its jail" in done.stderr, done.stderr[-2000:]
