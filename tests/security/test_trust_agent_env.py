@@ -106,6 +106,7 @@ def shared_cache(tmp_path_factory):
     return tmp_path_factory.mktemp("agent-env-cache")
 
 
+@pytest.mark.slow
 @needs_jail
 def test_a_hostile_agent_distribution_runs_only_in_its_jail(tmp_path, shared_cache):
     """Attack: module body, validator and .pth file write marks on the host and read the judge's key;
@@ -134,6 +135,7 @@ def test_a_hostile_agent_distribution_runs_only_in_its_jail(tmp_path, shared_cac
     assert "agent-env" in json.dumps(manifest)
 
 
+@pytest.mark.slow
 @needs_jail
 def test_options_are_validated_in_the_jail_with_the_usual_error(tmp_path, shared_cache):
     """A bad option is refused with the config key path and the validator's message, and the
@@ -154,6 +156,7 @@ def test_options_are_validated_in_the_jail_with_the_usual_error(tmp_path, shared
     assert list(marks.iterdir()) == []
 
 
+@pytest.mark.slow
 @needs_jail
 def test_an_agent_environment_may_not_register_a_judge(tmp_path, shared_cache):
     """Attack: the submission also registers a judge named like the run's (to score itself)."""
@@ -173,6 +176,7 @@ def test_an_agent_environment_may_not_register_a_judge(tmp_path, shared_cache):
     assert "registers judges; an agent's environment holds the agent under test only" in done.stderr
 
 
+@pytest.mark.slow
 @needs_jail
 def test_trusted_is_refused_for_an_agent_from_its_own_environment(tmp_path, shared_cache):
     """``trusted = true`` would run it in the harness's process: impossible for code never imported."""
@@ -268,6 +272,7 @@ def test_a_plugin_printing_without_end_while_probed_costs_the_harness_no_memory(
     assert int(growth_kb) < 32 * 1024, f"the harness grew {growth_kb} KB reading a flooding probe"
 
 
+@pytest.mark.slow
 @needs_jail
 def test_a_project_folder_is_built_in_a_jail_its_setup_py_never_on_the_host(tmp_path, shared_cache):
     """Attack: a submission given as a project folder whose ``setup.py`` writes on the host and copies
@@ -328,6 +333,7 @@ def loopback_index(tmp_path):
         served["server"].shutdown()
 
 
+@pytest.mark.slow
 @needs_jail
 def test_a_requirement_from_an_index_is_installed_in_its_jail(tmp_path, shared_cache, loopback_index):
     """``package = "name==version"``: pip fetches it from the index (``PIP_INDEX_URL`` passed on) in the
