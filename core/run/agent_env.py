@@ -98,15 +98,6 @@ class AgentEnv:
                     found.append((ep.name, ep.value, str(dist.metadata["Name"])))
         return sorted(set(found))
 
-    def record(self) -> dict[str, Any]:
-        """What a row, ``manifest.json`` and ``arena plugins`` say about the environment."""
-        return {
-            "package": self.package,
-            "key": self.key,
-            "distribution": self.distribution,
-            "version": self.version,
-        }
-
 
 def source_of(package: str, base: Path) -> tuple[str, Path | None]:
     """``("wheel" | "folder" | "requirement", path)`` for a ``package`` value; paths are relative to

@@ -94,7 +94,7 @@ def distribution_closure(names: Iterable[str]) -> list[metadata.Distribution]:
     todo = list(names)
     while todo:
         name = todo.pop()
-        key = re.sub(r"[-_.]+", "-", name).lower()
+        key = canonical(name)
         if key in seen:
             continue
         try:
@@ -293,8 +293,10 @@ def plugin_paths(
 def jail_paths_of(spec: Any, options: Any) -> list[Path]:
     """Host paths a built-in agent class asks to read (``jail_paths(options)``: the ``precomputed``
     agent's folder), existing ones only; never asked of any other agent."""
+    from pptarena.run.agent_view import is_builtin
+
     hook = getattr(spec.factory, "jail_paths", None)
-    if not getattr(spec, "builtin", False) or getattr(spec, "env", None) is not None or not callable(hook):
+    if not is_builtin(spec) or not callable(hook):
         return []
     return [Path(p) for p in hook(options) or [] if Path(p).exists()]
 

@@ -35,7 +35,9 @@ ROLES = ("original", "target")
 
 def normalizer_of(spec: object) -> Callable[[Path, Path], None] | None:
     """The reference normalizer a built-in agent registered with (never anything of the agent class)."""
-    if not getattr(spec, "builtin", False) or getattr(spec, "env", None) is not None:
+    from pptarena.run.agent_view import is_builtin
+
+    if not is_builtin(spec):
         return None
     fn = getattr(spec, "reference_normalizer", None)
     return fn if callable(fn) else None
