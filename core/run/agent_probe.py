@@ -34,26 +34,22 @@ def _load(value: str) -> Any:
     return obj
 
 
-def _registered(plugin: Any) -> dict[str, dict[str, Any]]:
-    """``{kind: {name: factory}}`` that ``plugin``'s register hooks register."""
-    import pluggy
+def _registered(plugin: Any, name: str) -> dict[str, dict[str, Any]]:
+    """``{kind: {name: factory}}`` that ``plugin``'s register hooks register, through the harness's own
+    registration path (:meth:`pptarena.run.registry.Registry.register_plugin`: the same hook checks and
+    refusals, trust keywords included, as for an installed plugin).
 
-    from pptarena import hookspecs
-    from pptarena.types import KINDS
+    :raises RuntimeError: with the registry's message, when the plugin fails to register.
+    """
+    from pptarena.run.registry import Registry
 
-    pm = pluggy.PluginManager(hookspecs.PROJECT)
-    pm.add_hookspecs(hookspecs)
-    pm.register(plugin)
-    pm.check_pending()
-    found: dict[str, dict[str, Any]] = {}
-    for kind in KINDS:
-        for impl in getattr(pm.hook, f"register_{kind}").get_hookimpls():
-
-            def register(name: str, factory: Any, _kind: str = kind, **_: Any) -> None:
-                found.setdefault(_kind, {})[str(name)] = factory
-
-            impl.function(**({"register": register} if "register" in impl.argnames else {}))
-    return found
+    registry = Registry()
+    info = registry.register_plugin(plugin, name)
+    if info.error:
+        raise RuntimeError(info.error)
+    return {
+        kind: {n: registry.get(kind, n).factory for n in names} for kind, names in info.components.items()
+    }
 
 
 def _describe(factory: Any) -> dict[str, Any]:
@@ -93,7 +89,7 @@ def answer(request: dict[str, Any]) -> dict[str, Any]:
     agents: dict[str, Any] = {}
     for name, value in request.get("entry_points", []):
         try:
-            found = _registered(_load(value))
+            found = _registered(_load(value), name)
         except BaseException as exc:  # noqa: BLE001 - a broken plugin is reported, not fatal
             plugins[name] = {"error": "".join(traceback.format_exception_only(type(exc), exc)).strip()[:2000]}
             continue
