@@ -40,6 +40,11 @@ LAZY_COMMANDS = {
         "Compare runs: score differences with intervals, moved tasks, τ_b.",
     ),
     "author": ("pptarena.cli.author", "author_group", "Draft and check tasks, rubrics and style targets."),
+    "provider-sim": (
+        "pptarena.cli.provider_sim",
+        "provider_sim_command",
+        "Serve a simulated model provider on loopback (rate limits, faults, batches) for tests.",
+    ),
     "view": ("pptarena.cli.view", "view_command", "Browse runs live in a local web app and label them."),
     "label": ("pptarena.cli.label", "label_group", "Labelling campaigns: create, agreement, export, import."),
 }

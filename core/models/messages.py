@@ -122,20 +122,26 @@ class Message:
 
     role: Role
     content: str | tuple[Part, ...]
+    cache_prefix: bool = False
+    """This message ends the request's stable prefix: the part a task's calls share (system prompt,
+    instruction, original and target slides). Backends with explicit prompt caching (Anthropic's
+    ``cache_control``) mark it; providers with automatic caching (OpenAI, Gemini) gain from the order
+    alone. It never changes the answer, so it is not part of the response-cache key."""
 
     def parts(self) -> tuple[Part, ...]:
         """Content as a tuple of parts."""
         return (self.content,) if isinstance(self.content, str) else tuple(self.content)
 
     @classmethod
-    def user(cls, *parts: Part) -> Message:
-        """Shorthand for a user message."""
-        return cls("user", parts[0] if len(parts) == 1 and isinstance(parts[0], str) else tuple(parts))
+    def user(cls, *parts: Part, cache_prefix: bool = False) -> Message:
+        """Shorthand for a user message (``cache_prefix``: see the field)."""
+        content = parts[0] if len(parts) == 1 and isinstance(parts[0], str) else tuple(parts)
+        return cls("user", content, cache_prefix)
 
     @classmethod
-    def system(cls, text: str) -> Message:
-        """Shorthand for a system message."""
-        return cls("system", text)
+    def system(cls, text: str, *, cache_prefix: bool = False) -> Message:
+        """Shorthand for a system message (``cache_prefix``: see the field)."""
+        return cls("system", text, cache_prefix)
 
     @classmethod
     def assistant(cls, text: str, *calls: ToolCall) -> Message:
@@ -299,6 +305,11 @@ class Completion:
     cached: bool = False
     raw: dict[str, Any] | None = None
     finish_reason: str | None = None
+    rate_headers: dict[str, str] = field(default_factory=dict)
+    """The response's rate-limit headers, names lower-cased (``x-ratelimit-*``,
+    ``anthropic-ratelimit-*``, ``retry-after``, ``retry-after-ms``): what the run's rate limiter
+    learns the provider's limits from (:mod:`pptarena.models.ratelimit`). Empty when the backend
+    cannot see headers."""
 
 
 class ModelError(InfraError):
@@ -316,12 +327,41 @@ class ModelError(InfraError):
 class TransientModelError(ModelError):
     """A retryable failure: rate limit, 5xx, timeout, connection error.
 
-    ``retry_after`` is the server's ``Retry-After`` in seconds when it sent one.
+    ``retry_after`` is the server's ``Retry-After`` in seconds when it sent one (``retry-after-ms``
+    preferred); ``rate_headers`` the answer's rate-limit headers as in :attr:`Completion.rate_headers`.
     """
 
-    def __init__(self, message: str, *, status: int | None = None, retry_after: float | None = None):
+    def __init__(
+        self,
+        message: str,
+        *,
+        status: int | None = None,
+        retry_after: float | None = None,
+        rate_headers: Mapping[str, str] | None = None,
+    ):
         super().__init__(message, status=status)
         self.retry_after = retry_after
+        self.rate_headers = dict(rate_headers or {})
+
+
+RATE_HEADER_PREFIXES = ("x-ratelimit-", "anthropic-ratelimit-", "retry-after", "x-goog-quota")
+"""Response headers the rate limiter reads (names lower-cased)."""
+
+
+def rate_headers_of(headers: Mapping[str, str] | Iterable[tuple[str, str]] | None) -> dict[str, str]:
+    """The rate-limit headers among ``headers`` (a mapping or ``(name, value)`` pairs), names
+    lower-cased: what a backend puts in :attr:`Completion.rate_headers` and
+    :attr:`TransientModelError.rate_headers`."""
+    if headers is None:
+        return {}
+    items = headers.items() if isinstance(headers, Mapping) else headers
+    try:
+        pairs = list(items)
+    except Exception:  # an SDK's odd header object: no headers rather than a failed call
+        return {}
+    return {
+        str(k).lower(): str(v) for k, v in pairs if str(k).lower().startswith(RATE_HEADER_PREFIXES)
+    }
 
 
 def redact_secrets(text: str, secrets: Iterable[str | None]) -> str:
@@ -356,7 +396,7 @@ def redact_messages(messages: list[Any]) -> list[Any]:
                 if isinstance(m.content, str)
                 else tuple(part(p) for p in m.content)
             )
-            out.append(Message(m.role, content) if content != m.content else m)
+            out.append(replace(m, content=content) if content != m.content else m)
         else:
             out.append(m)
     return out

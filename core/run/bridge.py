@@ -119,6 +119,7 @@ def messages_to_json(messages: list[Message]) -> list[dict[str, Any]]:
         {
             "role": m.role,
             "content": m.content if isinstance(m.content, str) else [part_to_json(p) for p in m.content],
+            **({"cache_prefix": True} if m.cache_prefix else {}),
         }
         for m in messages
     ]
@@ -134,7 +135,7 @@ def messages_from_json(data: Any) -> list[Message]:
             raise ValueError("each message needs a role: system, user or assistant")
         content = m.get("content")
         parts = content if isinstance(content, str) else tuple(part_from_json(p) for p in content or [])
-        out.append(Message(m["role"], parts))
+        out.append(Message(m["role"], parts, m.get("cache_prefix") is True))
     return out
 
 

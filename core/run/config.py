@@ -67,6 +67,16 @@ class RunOptions(BaseModel):
         "same as `arena run --allow-weak-isolation`",
     )
     bootstrap: int = Field(2000, ge=0, le=100_000, description="bootstrap resamples per interval")
+    preflight: bool = Field(
+        True,
+        description="check every model backend the run uses once before the first pair "
+        "(SDK installed, key present, server reachable, model known); `arena run --no-preflight` skips it",
+    )
+    batch: bool = Field(
+        False,
+        description="send judge calls through the providers' batch APIs (half price, answers within "
+        "hours); same as `arena run --batch`",
+    )
 
 
 @dataclass

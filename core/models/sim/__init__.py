@@ -1,0 +1,1 @@
+"""A simulated model provider on loopback (see :mod:`pptarena.models.sim.server`)."""
