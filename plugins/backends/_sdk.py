@@ -21,6 +21,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from pptarena.models import ModelError, TransientModelError, redact_secrets
+from pptarena.models.messages import rate_headers_of
 from pptarena.types import ComponentUnavailable
 
 RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 524, 529})
@@ -97,12 +98,35 @@ def call_sdk(
         raise mapped from None
 
 
+def call_sdk_raw(
+    api: Any, body: dict[str, Any], provider: str, secrets: Sequence[str | None]
+) -> tuple[Any, dict[str, str]]:
+    """``api.create(**body)`` through the SDK's raw-response access: ``(parsed response, rate-limit
+    headers)``, the headers as :func:`~pptarena.models.messages.rate_headers_of` keeps them.
+
+    ``api`` is an SDK resource (``client.chat.completions``, ``client.messages``...); one without
+    ``with_raw_response`` is called plainly and gives no headers. SDK API errors are raised as
+    :func:`map_sdk_error` makes them (a :class:`TransientModelError` carries the error's headers).
+    """
+    raw_api = getattr(api, "with_raw_response", None)
+    if raw_api is None:
+        return call_sdk(api.create, body, provider, secrets), {}
+
+    def create(**kwargs: Any) -> tuple[Any, dict[str, str]]:
+        raw = raw_api.create(**kwargs)
+        return raw.parse(), rate_headers_of(getattr(raw, "headers", None))
+
+    return call_sdk(create, body, provider, secrets)
+
+
 def plain_headers(headers: dict[str, Any]) -> dict[str, str]:
     """Header values with secrets revealed, ready to hand to an SDK client (never logged)."""
     return {k: v.get_secret_value() if isinstance(v, SecretStr) else v for k, v in headers.items()}
 
 
 def _retry_after(response: Any) -> float | None:
+    """Seconds the server asks to wait: ``retry-after-ms`` (OpenAI, Azure) before ``retry-after``
+    (seconds or an HTTP date); None without either."""
     headers = getattr(response, "headers", None)
     if headers is None:
         return None
@@ -139,7 +163,8 @@ def map_sdk_error(exc: BaseException, provider: str, secrets: Sequence[str | Non
     """The :class:`ModelError` for an SDK exception, or None when ``exc`` is not an SDK API error.
 
     429, 408/409, 5xx and 529, timeouts and connection errors are transient;
-    other statuses (400, 401, 403, 404, 422...) are not.
+    other statuses (400, 401, 403, 404, 422...) are not. A transient HTTP error carries the response's
+    ``retry_after`` and rate-limit headers (``rate_headers``).
     """
     names = {cls.__name__ for cls in type(exc).__mro__}
     if "APITimeoutError" in names:
@@ -156,6 +181,7 @@ def map_sdk_error(exc: BaseException, provider: str, secrets: Sequence[str | Non
                 f"{provider}: HTTP {status}: {detail}{suffix}",
                 status=status,
                 retry_after=_retry_after(getattr(exc, "response", None)),
+                rate_headers=rate_headers_of(getattr(getattr(exc, "response", None), "headers", None)),
             )
         hint = {
             401: ' (check the API key: set it in the environment or with api_key = { env = "VAR" })',

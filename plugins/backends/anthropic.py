@@ -19,12 +19,18 @@ Sampling parameters (``temperature``, ``top_p``, ``top_k``): API version
 dropped (logged once) unless ``api_version = "2023-06-01"`` is set, which sends
 that version header and the parameters in the body. Older SDKs (API
 2023-06-01) take them as usual.
+
+Prompt caching: a message with ``cache_prefix`` gets ``cache_control: {"type": "ephemeral"}`` on its
+last content block (see :func:`to_anthropic_request`); option ``prompt_cache_ttl = "1h"`` adds
+``"ttl": "1h"``. Every completion carries the response's ``anthropic-ratelimit-*`` headers in
+``Completion.rate_headers`` (beta endpoint included), and a transient HTTP error those of its
+response. :meth:`AnthropicBackend.check` is the preflight's look at the API and the model.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field, SecretStr
 
@@ -43,7 +49,7 @@ from pptarena.models import (
 )
 from pptarena.types import ComponentContext
 
-from ._sdk import call_sdk, check_params, open_sdk
+from ._sdk import call_sdk_raw, check_params, map_sdk_error, open_sdk
 
 PROVIDER = "anthropic"
 INSTALL_HINT = "install with: pip install 'pptarena[anthropic]'"
@@ -89,6 +95,11 @@ class AnthropicOptions(BackendOptions):
     api_version: str | None = Field(
         None, description="anthropic-version header override, e.g. 2023-06-01 to keep temperature/top_p/top_k"
     )
+    prompt_cache_ttl: Literal["5m", "1h"] = Field(
+        "5m",
+        description="lifetime of the prompt-cache entries a message marked cache_prefix writes "
+        '(1h: written at 2x the input rate instead of 1.25x, adds "ttl": "1h")',
+    )
 
 
 SAMPLING_PARAMS = ("temperature", "top_p", "top_k")
@@ -114,45 +125,91 @@ def _tool_result_block(p: ToolResult) -> dict[str, Any]:
     return block
 
 
-def to_anthropic_request(messages: list[Message]) -> tuple[str | None, list[dict[str, Any]]]:
+MAX_CACHE_BREAKPOINTS = 4
+"""The API takes at most four ``cache_control`` marks per request; the last four are kept."""
+
+
+def cache_control(ttl: str = "5m") -> dict[str, Any]:
+    """The ``cache_control`` value of a prompt-cache breakpoint (``ttl`` "5m", the API's default, or "1h")."""
+    return {"type": "ephemeral", "ttl": "1h"} if ttl == "1h" else {"type": "ephemeral"}
+
+
+def _message_blocks(m: Message) -> list[dict[str, Any]]:
+    """The content blocks of a user or assistant message."""
+    blocks: list[dict[str, Any]] = []
+    for p in m.parts():
+        if isinstance(p, ImagePart):
+            if m.role != "user":
+                raise TypeError("anthropic backend: images are only allowed in user messages")
+            blocks.append(_image_block(p))
+        elif isinstance(p, ToolCall):
+            if m.role != "assistant":
+                raise TypeError("anthropic backend: tool calls belong in assistant messages")
+            blocks.append({"type": "tool_use", "id": p.id, "name": p.name, "input": dict(p.input)})
+        elif isinstance(p, ToolResult):
+            if m.role != "user":
+                raise TypeError("anthropic backend: tool results belong in user messages")
+            if blocks and blocks[-1]["type"] != "tool_result":
+                raise TypeError("anthropic backend: tool results must come first in their message")
+            blocks.append(_tool_result_block(p))
+        elif p:  # the API rejects empty text blocks
+            blocks.append({"type": "text", "text": p})
+    return blocks
+
+
+def to_anthropic_request(
+    messages: list[Message], cache_ttl: str = "5m"
+) -> tuple[str | list[dict[str, Any]] | None, list[dict[str, Any]]]:
     """pptarena messages → ``(system, messages)`` of the Messages API.
 
     :class:`ToolCall` parts (assistant) become ``tool_use`` blocks
     (``id``, ``name``, ``input``); :class:`ToolResult` parts (user) become
     ``tool_result`` blocks and must come before any other part of their message.
+
+    A message with ``cache_prefix`` ends the request's stable prefix: the last content block it
+    maps to gets ``cache_control`` (:func:`cache_control` with ``cache_ttl``), so its content is
+    always a list of blocks; a system message with it turns ``system`` into a list of text
+    blocks, one per system message, the marked one's carrying ``cache_control`` (otherwise system
+    messages are joined into one string). Each message stays a message of its own (the API accepts
+    consecutive user messages), so the mark stays where the caller put it. At most
+    :data:`MAX_CACHE_BREAKPOINTS` marks are sent: the last ones.
     """
     system: list[str] = []
+    system_marked: list[int] = []
     out: list[dict[str, Any]] = []
+    marked: list[tuple[str, int]] = []  # ("system", index in system) or ("message", index in out)
     for m in messages:
         parts = m.parts()
         if m.role == "system":
             if any(not isinstance(p, str) for p in parts):
                 raise TypeError("anthropic backend: system messages hold text only")
-            system.append("".join(p for p in parts if isinstance(p, str)))
+            text = "".join(p for p in parts if isinstance(p, str))
+            if text or not m.cache_prefix:
+                system.append(text)
+            if m.cache_prefix and system:
+                marked.append(("system", len(system) - 1))
             continue
-        if len(parts) == 1 and isinstance(parts[0], str):
+        if len(parts) == 1 and isinstance(parts[0], str) and not m.cache_prefix:
             out.append({"role": m.role, "content": parts[0]})
             continue
-        blocks: list[dict[str, Any]] = []
-        for p in parts:
-            if isinstance(p, ImagePart):
-                if m.role != "user":
-                    raise TypeError("anthropic backend: images are only allowed in user messages")
-                blocks.append(_image_block(p))
-            elif isinstance(p, ToolCall):
-                if m.role != "assistant":
-                    raise TypeError("anthropic backend: tool calls belong in assistant messages")
-                blocks.append({"type": "tool_use", "id": p.id, "name": p.name, "input": dict(p.input)})
-            elif isinstance(p, ToolResult):
-                if m.role != "user":
-                    raise TypeError("anthropic backend: tool results belong in user messages")
-                if blocks and blocks[-1]["type"] != "tool_result":
-                    raise TypeError("anthropic backend: tool results must come first in their message")
-                blocks.append(_tool_result_block(p))
-            elif p:  # the API rejects empty text blocks
-                blocks.append({"type": "text", "text": p})
+        blocks = _message_blocks(m)
         out.append({"role": m.role, "content": blocks})
-    return ("\n\n".join(system) if system else None), out
+        if m.cache_prefix and blocks:
+            marked.append(("message", len(out) - 1))
+    marked = marked[-MAX_CACHE_BREAKPOINTS:]
+    for where, i in marked:
+        if where == "message":
+            out[i]["content"][-1]["cache_control"] = cache_control(cache_ttl)
+        else:
+            system_marked.append(i)
+    if not system:
+        return None, out
+    if not system_marked:
+        return "\n\n".join(system), out
+    blocks = [{"type": "text", "text": t} for t in system]
+    for i in system_marked:
+        blocks[i]["cache_control"] = cache_control(cache_ttl)
+    return [b for b in blocks if b["text"]], out
 
 
 def implied_betas(tools: Any) -> list[str]:
@@ -210,7 +267,7 @@ class AnthropicBackend(BackendBase):
     def request_body(self, messages: list[Message], model: str, params: dict[str, Any]) -> dict[str, Any]:
         """The keyword arguments for ``messages.create``."""
         check_params(PROVIDER, params, KNOWN_PARAMS)
-        system, wire_messages = to_anthropic_request(messages)
+        system, wire_messages = to_anthropic_request(messages, self.options.prompt_cache_ttl)
         max_tokens = params.get("max_tokens") or self.options.max_tokens or 4096
         body: dict[str, Any] = {"model": model, "max_tokens": int(max_tokens), "messages": wire_messages}
         if system:
@@ -253,7 +310,7 @@ class AnthropicBackend(BackendBase):
         body = self.request_body(messages, model, params)
         # beta features (computer use): the beta endpoint sends anthropic-beta
         messages_api = self._client.beta.messages if "betas" in body else self._client.messages
-        response = call_sdk(messages_api.create, body, PROVIDER, self._secrets)
+        response, headers = call_sdk_raw(messages_api, body, PROVIDER, self._secrets)
         text = "".join(
             getattr(b, "text", "") for b in (response.content or []) if getattr(b, "type", "") == "text"
         )
@@ -279,7 +336,44 @@ class AnthropicBackend(BackendBase):
             ),
             raw=response.model_dump(mode="json", exclude_none=True),
             finish_reason=getattr(response, "stop_reason", None),
+            rate_headers=headers,
         )
+
+    def check(self, model: str, *, timeout: float | None = None) -> str | None:
+        """Preflight (:mod:`pptarena.models.preflight`): is the API reachable, the key accepted and
+        ``model`` known (``GET /v1/models/{model}``, which takes aliases such as
+        ``claude-sonnet-4-5``)? One request, no retries, ``timeout`` seconds (default: the backend's
+        timeout, at most 15 s).
+
+        Raises :class:`ModelError` / :class:`TransientModelError` when the API cannot be reached, the
+        key is refused or the model is unknown. Returns a note (the run may start) when the server
+        answers 429 or 5xx (busy right now), and when a ``base_url`` server of one's own (a proxy)
+        answers 404 (it may not list models); None when the model was found.
+        """
+        client = self._client.with_options(
+            timeout=timeout if timeout is not None else min(self.options.timeout, 15.0), max_retries=0
+        )
+        try:
+            client.models.retrieve(model)
+            return None
+        except Exception as exc:
+            error = map_sdk_error(exc, PROVIDER, self._secrets)
+            if error is None:
+                raise
+        status = error.status
+        if status is None or status in (401, 403):
+            raise error from None
+        if status == 429 or status >= 500:
+            return f"the server answered HTTP {status} (busy or failing right now); {model!r} not checked"
+        if (
+            status == 404
+            and self.options.base_url is not None
+            and "api.anthropic.com" not in self.options.base_url
+        ):
+            return (
+                f"the server answered HTTP 404 for model {model!r}; a proxy may not list models, not checked"
+            )
+        raise error from None
 
     def close(self) -> None:
         """Close the SDK's HTTP connections."""

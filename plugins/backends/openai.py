@@ -9,6 +9,12 @@ Computer use goes through the Responses API (``client.responses.create``):
 a call whose ``tools`` hold a ``computer_use_preview`` (or ``computer``) tool,
 or that gives ``previous_response_id`` or ``truncation``, takes that path (see
 :func:`to_responses_input`); every other call is a chat completion.
+
+Every completion carries the response's rate-limit headers (``x-ratelimit-*``, through the SDK's
+``with_raw_response``) in ``Completion.rate_headers``, and a transient HTTP error those of its
+response. Prompt caching is automatic on the OpenAI API: a message's ``cache_prefix`` sends nothing;
+a ``prompt_cache_key`` goes in ``extra_body`` (the option or the call parameter).
+:meth:`OpenAIBackend.check` is the preflight's look at the server and the model.
 """
 
 from __future__ import annotations
@@ -31,7 +37,7 @@ from pptarena.models import (
 )
 from pptarena.types import ComponentContext
 
-from ._sdk import call_sdk, check_params, open_sdk
+from ._sdk import call_sdk_raw, check_params, map_sdk_error, open_sdk
 
 PROVIDER = "openai"
 INSTALL_HINT = "install with: pip install 'pptarena[openai]'"
@@ -332,8 +338,9 @@ class OpenAIBackend(BackendBase):
             body["extra_body"] = extra
         return body
 
-    def _call(self, create: Any, body: dict[str, Any]) -> Any:
-        return call_sdk(create, body, PROVIDER, self._secrets)
+    def _call(self, api: Any, body: dict[str, Any]) -> tuple[Any, dict[str, str]]:
+        """``api.create(**body)``: the parsed response and its rate-limit headers."""
+        return call_sdk_raw(api, body, PROVIDER, self._secrets)
 
     def complete(self, messages: list[Message], *, model: str, **params: Any) -> Completion:
         """One chat completion, or one Responses API call when :func:`uses_responses_api` says so.
@@ -342,8 +349,8 @@ class OpenAIBackend(BackendBase):
         """
         if uses_responses_api(params):
             return self._complete_responses(messages, model, params)
-        response = self._call(
-            self._client.chat.completions.create, self.request_body(messages, model, params)
+        response, headers = self._call(
+            self._client.chat.completions, self.request_body(messages, model, params)
         )
         choices = getattr(response, "choices", None) or []
         if not choices:
@@ -356,10 +363,11 @@ class OpenAIBackend(BackendBase):
             usage=_usage(response, "prompt_tokens", "completion_tokens"),
             raw=response.model_dump(mode="json", exclude_none=True),
             finish_reason=choice.finish_reason,
+            rate_headers=headers,
         )
 
     def _complete_responses(self, messages: list[Message], model: str, params: dict[str, Any]) -> Completion:
-        response = self._call(self._client.responses.create, self.responses_body(messages, model, params))
+        response, headers = self._call(self._client.responses, self.responses_body(messages, model, params))
         raw = response.model_dump(mode="json", exclude_none=True)
         output = raw.get("output") or []
         if any(isinstance(i, dict) and i.get("type") == "computer_call" for i in output):
@@ -374,7 +382,77 @@ class OpenAIBackend(BackendBase):
             usage=_usage(response, "input_tokens", "output_tokens"),
             raw=raw,
             finish_reason=finish,
+            rate_headers=headers,
         )
+
+    @property
+    def official_api(self) -> bool:
+        """True for the OpenAI API itself (no ``base_url``, or one on api.openai.com; Azure is not)."""
+        base = self.options.base_url
+        return not self.options.azure_endpoint and (base is None or "api.openai.com" in base)
+
+    def check(self, model: str, *, timeout: float | None = None) -> str | None:
+        """Preflight (:mod:`pptarena.models.preflight`): is the server reachable, the key accepted and
+        ``model`` known? One request (two on other servers), no retries, ``timeout`` seconds each
+        (default: the backend's timeout, at most 15 s).
+
+        Raises :class:`ModelError` / :class:`TransientModelError` for a failure: no connection, a
+        timeout, a refused key (401/403), an exhausted quota (429 ``insufficient_quota``), and on the
+        OpenAI API an unknown model (404 from ``GET /models/{model}``). Returns a note (the run may
+        start) when the model could not be checked: on Azure (a deployment name is not a model
+        name, so only the endpoint and the key are checked, with ``GET /models``), when the server is
+        rate limiting or failing right now (429, 5xx), and on other ``base_url`` servers (vLLM,
+        Ollama, LM Studio, proxies) when ``GET /models/{model}`` answers 404: their ``GET /models``
+        list is read instead; the model missing from it, or a server without that list, is a note,
+        not a failure, since such servers name models their own way (``llama3`` for
+        ``llama3:latest``). Returns None when the model was found.
+        """
+        client = self._client.with_options(
+            timeout=timeout if timeout is not None else min(self.options.timeout, 15.0), max_retries=0
+        )
+        if self.options.azure_endpoint:
+            try:
+                client.models.list()
+            except Exception as exc:
+                return self._check_failure(exc, model, lenient_status=True)
+            return None
+        try:
+            client.models.retrieve(model)
+            return None
+        except Exception as exc:
+            error = map_sdk_error(exc, PROVIDER, self._secrets)
+            if error is None:
+                raise
+            if error.status != 404 or self.official_api:
+                return self._check_failure(exc, model)
+        try:
+            listed = [str(getattr(m, "id", m)) for m in client.models.list()]
+        except Exception as exc:
+            return self._check_failure(exc, model, lenient_status=True)
+        if model in listed:
+            return None
+        shown = ", ".join(listed[:8]) + (", ..." if len(listed) > 8 else "")
+        return (
+            f"model {model!r} is not in the server's model list ({shown or 'empty'}); "
+            "the server may name it differently, the first call will tell"
+        )
+
+    def _check_failure(self, exc: Exception, model: str, *, lenient_status: bool = False) -> str | None:
+        """Raise the failure a preflight request met, or return a note when it is not one (see
+        :meth:`check`); ``lenient_status``: any HTTP answer but 401/403 means the server is there."""
+        error = map_sdk_error(exc, PROVIDER, self._secrets)
+        if error is None:
+            raise exc
+        status = error.status
+        if status is None or status in (401, 403):  # no answer at all, or the key refused
+            raise error from None
+        if status == 429 and "quota" in str(error).lower():
+            raise error from None
+        if status == 429 or status >= 500:
+            return f"the server answered HTTP {status} (busy or failing right now); {model!r} not checked"
+        if lenient_status:
+            return f"the server answered HTTP {status} to GET /models; {model!r} not checked"
+        raise error from None
 
     def close(self) -> None:
         """Close the SDK's HTTP connections."""

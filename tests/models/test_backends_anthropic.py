@@ -129,3 +129,104 @@ def test_missing_key_is_a_clear_unavailability(monkeypatch, tmp_path):
     monkeypatch.delenv("ANTHROPIC_API_KEY", raising=False)
     with pytest.raises(ComponentUnavailable, match="ANTHROPIC_API_KEY"):
         AnthropicBackend(AnthropicOptions(), ComponentContext(cache_dir=tmp_path, model=lambda ref: None))
+
+
+RATE = {
+    "anthropic-ratelimit-requests-limit": "50",
+    "anthropic-ratelimit-input-tokens-remaining": "39000",
+    "anthropic-ratelimit-input-tokens-reset": "2026-12-02T03:00:00Z",
+    "x-unrelated": "kept out",
+}
+KEPT = {k: v for k, v in RATE.items() if k.startswith("anthropic-")}
+
+
+def test_rate_limit_headers_come_back_from_messages_and_the_beta_endpoint(anthropic_backend, llm_server):
+    llm_server.enqueue(Reply("plain", headers=RATE), Reply("beta", headers=RATE))
+    backend = anthropic_backend()
+    plain = client_for(backend).complete([Message.user("x")])
+    beta = client_for(backend).complete([Message.user("x")], betas=["some-beta-2025-01-01"])
+    assert llm_server.requests[-1].headers["anthropic-beta"] == "some-beta-2025-01-01"
+    assert plain.rate_headers == KEPT and beta.rate_headers == KEPT
+
+
+def test_a_429_carries_its_rate_headers(anthropic_backend, llm_server):
+    llm_server.enqueue(Fail(429, "rate limited", retry_after=2, headers=RATE))
+    with pytest.raises(TransientModelError) as info:
+        anthropic_backend().complete([Message.user("x")], model="claude-test")
+    assert info.value.status == 429 and info.value.retry_after == 2.0
+    assert info.value.rate_headers == {**KEPT, "retry-after": "2"}
+
+
+def test_cache_prefix_marks_the_last_block_of_a_user_message(anthropic_backend, llm_server):
+    client = client_for(anthropic_backend())
+    client.complete(
+        [
+            Message.system("You judge slides."),
+            Message.user("Instruction", ImagePart(PNG), cache_prefix=True),
+            Message.user("Prediction", ImagePart(PNG)),  # a second user message in a row stays apart
+        ]
+    )
+    body = llm_server.requests[-1].body
+    assert body["system"] == "You judge slides."  # no mark on it: a plain string as before
+    first, second = body["messages"]
+    assert [m["role"] for m in body["messages"]] == ["user", "user"]
+    assert [b["type"] for b in first["content"]] == ["text", "image"]
+    assert "cache_control" not in first["content"][0]
+    assert first["content"][-1]["cache_control"] == {"type": "ephemeral"}
+    assert all("cache_control" not in b for b in second["content"])
+    # plain text with the mark becomes a block list so the mark has a block to sit on
+    client.complete([Message.user("just text", cache_prefix=True), Message.user("question")])
+    body = llm_server.requests[-1].body
+    assert body["messages"][0]["content"] == [
+        {"type": "text", "text": "just text", "cache_control": {"type": "ephemeral"}}
+    ]
+    assert body["messages"][1]["content"] == "question"
+
+
+def test_cache_prefix_on_a_system_message_makes_system_a_block_list(anthropic_backend, llm_server):
+    client = client_for(anthropic_backend(prompt_cache_ttl="1h"))
+    client.complete(
+        [
+            Message.system("You judge slides."),
+            Message.system("Rubric: ...", cache_prefix=True),
+            Message.system("Answer in JSON."),
+            Message.user("deck"),
+        ]
+    )
+    req = llm_server.requests[-1]
+    assert req.body["system"] == [
+        {"type": "text", "text": "You judge slides."},
+        {"type": "text", "text": "Rubric: ...", "cache_control": {"type": "ephemeral", "ttl": "1h"}},
+        {"type": "text", "text": "Answer in JSON."},
+    ]
+    assert req.body["messages"] == [{"role": "user", "content": "deck"}]
+    assert req.system() == "You judge slides.\nRubric: ...\nAnswer in JSON."
+
+
+def test_at_most_four_cache_marks_are_sent_the_last_ones(anthropic_backend, llm_server):
+    from pptarena.plugins.backends.anthropic import to_anthropic_request
+
+    messages = [Message.system("s", cache_prefix=True)] + [
+        Message.user(f"turn {i}", cache_prefix=True) for i in range(5)
+    ]
+    system, wire = to_anthropic_request(messages, "5m")
+    assert system == "s"  # its mark was among the dropped ones
+    marked = [i for i, m in enumerate(wire) if "cache_control" in m["content"][-1]]
+    assert marked == [1, 2, 3, 4]
+    client_for(anthropic_backend()).complete(messages)
+    sent = llm_server.requests[-1].body["messages"]
+    assert sum("cache_control" in m["content"][-1] for m in sent) == 4
+
+
+def test_cache_prefix_on_a_tool_result_message_marks_the_tool_result(anthropic_backend, llm_server):
+    from pptarena.models import ToolCall, ToolResult
+
+    client_for(anthropic_backend()).complete(
+        [
+            Message.user("start"),
+            Message.assistant("", ToolCall("tu_1", "computer", {"action": "screenshot"})),
+            Message.user(ToolResult("tu_1", (ImagePart(PNG),)), cache_prefix=True),
+        ]
+    )
+    last = llm_server.requests[-1].body["messages"][-1]["content"]
+    assert last[-1]["type"] == "tool_result" and last[-1]["cache_control"] == {"type": "ephemeral"}

@@ -6,7 +6,11 @@ status handling and timeouts are exercised for real. It understands:
 * ``POST /v1/chat/completions`` — OpenAI chat completions (also vLLM, Ollama, LM Studio);
 * ``POST /openai/deployments/<deployment>/chat/completions?api-version=...`` — Azure OpenAI;
 * ``POST /v1/responses`` — the OpenAI Responses API (computer use: ``computer_call`` output items);
-* ``POST /v1/messages`` — Anthropic messages (also the beta endpoint's ``?beta=true``).
+* ``POST /v1/messages`` — Anthropic messages (also the beta endpoint's ``?beta=true``);
+* ``GET /v1/models`` and ``GET /v1/models/<id>`` (Azure: ``/openai/models``) — the model list and one
+  model, in the OpenAI or (with an ``anthropic-version`` header) the Anthropic format, from
+  ``server.models``; when that is None (the default) they answer 404, like servers without them.
+  ``server.models_action`` (a :class:`Fail` or :class:`Hang`) answers them instead.
 
 A :class:`Reply` is answered in the request's own format (a chat completion,
 a Response with one output message, or a message with one text block); a
@@ -65,6 +69,7 @@ class Reply:
     cached_input_tokens: int = 0  # of input_tokens, served from the provider's prompt cache
     cache_write_5m_tokens: int = 0  # of input_tokens, written to Anthropic's prompt cache for 5 minutes
     cache_write_1h_tokens: int = 0  # ... and for one hour
+    headers: dict[str, str] = field(default_factory=dict)  # extra response headers (rate limits...)
 
 
 @dataclass(frozen=True)
@@ -78,6 +83,7 @@ class Fail:
     status: int
     message: str = "stub failure"
     retry_after: float | None = None
+    headers: dict[str, str] = field(default_factory=dict)  # extra response headers (rate limits...)
 
 
 @dataclass(frozen=True)
@@ -260,6 +266,8 @@ class StubLLMServer:
         self.default: Action = Reply("ok")
         self.responder: Callable[[RecordedRequest], Action] | None = None
         self.max_in_flight = 0
+        self.models: list[str] | None = None
+        self.models_action: Fail | Hang | None = None
         self._queue: deque[Action] = deque()
         self._lock = threading.Lock()
         self._in_flight = 0
@@ -332,6 +340,8 @@ class StubLLMServer:
             self.max_in_flight = 0
             self.responder = None
             self.default = Reply("ok")
+            self.models = None
+            self.models_action = None
 
     @property
     def pending(self) -> int:
@@ -362,7 +372,7 @@ class StubLLMServer:
                 server._handle(self)
 
             def do_GET(self) -> None:  # noqa: N802
-                self._send_json(404, {"error": {"message": "not found", "type": "invalid_request_error"}})
+                server._handle_get(self)
 
             def _send_json(
                 self, status: int, payload: dict[str, Any], headers: dict[str, str] | None = None
@@ -418,6 +428,40 @@ class StubLLMServer:
             with self._lock:
                 self._in_flight -= 1
 
+    def _handle_get(self, h: Any) -> None:
+        """``GET /v1/models[/<id>]`` (Azure ``/openai/models``): ``server.models`` in the wire's format."""
+        split = urlsplit(h.path)
+        path = split.path
+        wire: Wire = "anthropic" if h.headers.get("anthropic-version") else "openai"
+        request = RecordedRequest(
+            wire=wire,
+            method="GET",
+            path=path,
+            query={k: v[-1] for k, v in parse_qs(split.query).items()},
+            headers={k.lower(): v for k, v in h.headers.items()},
+            body={},
+        )
+        with self._lock:
+            self.requests.append(request)
+        listing = path in ("/v1/models", "/openai/models")
+        one = path.startswith("/v1/models/") and path[len("/v1/models/") :]
+        if self.models_action is not None and (listing or one):
+            self._respond(h, request, self.models_action)
+            return
+        if self.models is None or not (listing or one):
+            h._send_json(404, _error_body(wire, 404, f"no route {path}"))
+            return
+        if listing:
+            data = [_model_object(wire, m) for m in self.models]
+            page: dict[str, Any] = {"data": data, "object": "list"}
+            if wire == "anthropic":
+                page = {"data": data, "has_more": False, "first_id": None, "last_id": None}
+            h._send_json(200, page)
+        elif one in self.models:
+            h._send_json(200, _model_object(wire, str(one)))
+        else:
+            h._send_json(404, _error_body(wire, 404, f"The model `{one}` does not exist"))
+
     def _respond(self, h: Any, request: RecordedRequest, action: Action) -> None:
         if isinstance(action, Hang):
             self._released.wait(action.seconds)
@@ -426,12 +470,15 @@ class StubLLMServer:
         if isinstance(action, Fail):
             message = action.message.replace("{api_key}", request.api_key or "")
             headers = {"retry-after": f"{action.retry_after:g}"} if action.retry_after is not None else {}
+            headers.update(action.headers)
             h._send_json(action.status, _error_body(request.wire, action.status, message), headers)
             return
         prompt_words = _words(([request.system()] if request.system() else []) + request.texts())
         n = len(self.requests)
         model = request.model or request.deployment or "stub-model"
         headers = {"x-request-id": f"req_stub{n}", "request-id": f"req_stub{n}"}
+        if isinstance(action, Reply):
+            headers.update(action.headers)
         if isinstance(action, Native):
             h._send_json(200, _native_body(request, action.body, n, model, prompt_words), headers)
             return
@@ -502,6 +549,13 @@ class StubLLMServer:
                 },
             }
         h._send_json(200, payload, headers)
+
+
+def _model_object(wire: Wire, model: str) -> dict[str, Any]:
+    """One model as ``GET /v1/models/<id>`` answers it (OpenAI or Anthropic format)."""
+    if wire == "anthropic":
+        return {"type": "model", "id": model, "display_name": model, "created_at": "2025-01-01T00:00:00Z"}
+    return {"id": model, "object": "model", "created": 1700000000, "owned_by": "stub"}
 
 
 def _responses_usage(usage_in: int, usage_out: int, cached: int = 0) -> dict[str, Any]:
