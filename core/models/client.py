@@ -5,7 +5,8 @@ Components never call a backend directly: they get a :class:`ModelClient` from
 ``context.model("<backend>/<model>")``. The client adds what every backend
 shares, built-in or third-party: bounded retries with backoff and jitter on
 :class:`TransientModelError`, a per-call deadline, the on-disk response cache,
-a concurrency limit per backend instance, and usage accounting.
+the run's rate limiter of the backend's account (:mod:`pptarena.models.ratelimit`: one per base URL
+and key for the whole run, whichever process calls), and usage accounting.
 
 Backends that subclass :class:`BackendBase` (options: :class:`BackendOptions`)
 get their retry/timeout/cache/concurrency settings from their config table;
@@ -14,6 +15,7 @@ any other backend object gets the defaults of :class:`BackendOptions`.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -37,6 +39,8 @@ from pptarena.types import AgentLog, Component, ComponentContext, Options
 
 if TYPE_CHECKING:  # pragma: no cover
     from pptarena.models.cache import ResponseCache
+    from pptarena.models.limiter_service import Limiter
+    from pptarena.models.ratelimit import LimitSettings
     from pptarena.models.retry import RetryPolicy
 
 log = logging.getLogger("pptarena.models")
@@ -64,8 +68,28 @@ class BackendOptions(Options):
         1.0, ge=0, description="first backoff ceiling in seconds; doubles per retry"
     )
     retry_max_delay: float = Field(30.0, ge=0, description="backoff ceiling in seconds")
-    concurrency: int = Field(
-        8, ge=1, le=1024, description="calls in flight per backend instance (per process)"
+    concurrency: int | None = Field(
+        None,
+        ge=1,
+        le=1024,
+        description="most calls in flight for the whole run (every process); default: adaptive, "
+        "learned from the provider's rate-limit headers and 429s",
+    )
+    rpm: float | None = Field(
+        None, gt=0, description="requests per minute the account allows (default: learned from headers)"
+    )
+    tpm: float | None = Field(
+        None, gt=0, description="tokens per minute the account allows (default: learned from headers)"
+    )
+    adaptive: bool = Field(
+        True,
+        description="learn limits from the rate-limit headers and pause every call on a 429 "
+        "(false: only rpm/tpm/concurrency as given, a 429 is an ordinary retry)",
+    )
+    rate_limit_patience: float = Field(
+        600.0,
+        ge=0,
+        description="seconds a call keeps retrying 429 answers (adaptive) before it gives up",
     )
     cache: bool | Path = Field(
         False, description="true: <cache_dir>/model-cache.sqlite; a path: that sqlite file; false: off"
@@ -93,18 +117,36 @@ class CallPolicy:
         self,
         retry: RetryPolicy | None = None,
         timeout: float | None = 120.0,
-        concurrency: int = 8,
+        concurrency: int | None = None,
         cache: ResponseCache | None = None,
         defaults: Mapping[str, Any] | None = None,
+        limits: LimitSettings | None = None,
+        rate_limit_patience: float = 600.0,
     ):
+        from pptarena.models.ratelimit import LimitSettings
         from pptarena.models.retry import RetryPolicy
 
         self.retry = retry or RetryPolicy()
         self.timeout = timeout
-        self.concurrency = concurrency
-        self.semaphore = threading.BoundedSemaphore(concurrency)
+        self.limits = limits or LimitSettings(concurrency=concurrency)
+        self.concurrency = self.limits.concurrency
+        self.rate_limit_patience = rate_limit_patience
         self.cache = cache
         self.defaults = dict(defaults or {})
+        self._accounts: weakref.WeakKeyDictionary[Any, str] = weakref.WeakKeyDictionary()
+
+    def limiter(self, backend: Any, backend_name: str) -> Limiter:
+        """The run's limiter of ``backend``'s account (see :mod:`pptarena.models.limiter_service`)."""
+        from pptarena.models.limiter_service import limiter_for
+        from pptarena.models.ratelimit import account_of
+
+        try:
+            account = self._accounts.get(backend)
+            if account is None:
+                account = self._accounts[backend] = account_of(backend, backend_name)
+        except TypeError:  # not weak-referenceable
+            account = account_of(backend, backend_name)
+        return limiter_for(account, self.limits)
 
     @property
     def deadline(self) -> float | None:
@@ -129,12 +171,15 @@ class CallPolicy:
             for k, v in (("temperature", options.temperature), ("max_tokens", options.max_tokens))
             if v is not None
         }
+        from pptarena.models.ratelimit import LimitSettings
+
         return cls(
             retry=RetryPolicy(options.max_retries, options.retry_base_delay, options.retry_max_delay),
             timeout=options.timeout,
-            concurrency=options.concurrency,
             cache=cache,
             defaults=defaults,
+            limits=LimitSettings(options.rpm, options.tpm, options.concurrency, options.adaptive),
+            rate_limit_patience=options.rate_limit_patience,
         )
 
 
@@ -244,7 +289,6 @@ class ModelClient:
         :class:`ModelError` for non-retryable failures (bad key, bad request).
         """
         from pptarena.models.messages import redact_messages
-        from pptarena.models.retry import call_with_deadline, call_with_retries
 
         messages = redact_messages(list(messages))  # no secret is ever sent to a model provider
         params = {**self.policy.defaults, **params}
@@ -255,38 +299,109 @@ class ModelClient:
             hit = cache.get(key)
             if hit is not None:
                 hit.usage.calls, hit.usage.cached_calls = 1, 1
-                hit.usage.retries = hit.usage.errors = 0
+                hit.usage.retries = hit.usage.errors = hit.usage.throttled = hit.usage.wait_ms = 0
                 self._account(hit.usage, messages, hit, started)
                 return hit
 
-        retries_seen = 0
-
-        def attempt() -> Completion:
-            with self.policy.semaphore:
-                return call_with_deadline(
-                    lambda: self.backend.complete(messages, model=self.model, **params),
-                    self.policy.deadline,
-                    describe=f"{self.ref} call",
-                )
-
-        def on_retry(n: int, exc: TransientModelError, wait: float) -> None:
-            nonlocal retries_seen
-            retries_seen = n
-
         try:
-            completion, retries = call_with_retries(
-                attempt, self.policy.retry, describe=f"{self.ref} call", on_retry=on_retry
-            )
+            completion, counts = self._call_through_limiter(messages, params, started)
         except Exception as exc:
-            self._account(Usage(retries=retries_seen, errors=1), messages, None, started, error=exc)
+            counts = getattr(exc, "call_counts", None) or Usage()
+            failed = Usage(
+                retries=counts.retries, errors=1, throttled=counts.throttled, wait_ms=counts.wait_ms
+            )
+            self._account(failed, messages, None, started, error=exc)
             raise
         completion.usage = Usage.from_dict(completion.usage.as_dict())
         completion.usage.calls = 1
-        completion.usage.retries = retries
+        completion.usage.retries = counts.retries
+        completion.usage.throttled = counts.throttled
+        completion.usage.wait_ms = counts.wait_ms
         if cache is not None and key is not None:
             cache.put(key, self.backend_name, completion)
         self._account(completion.usage, messages, completion, started)
         return completion
+
+    def _call_through_limiter(
+        self, messages: list[Message], params: dict[str, Any], started: float
+    ) -> tuple[Completion, Usage]:
+        """Attempts until one answers: each takes a lease from the run's limiter and hands it back
+        with the answer's rate-limit headers. 429s under an adaptive limiter are retried for
+        ``rate_limit_patience`` seconds (the limiter pauses every caller); other transient failures
+        ``max_retries`` times with backoff. Returns the completion and the retry/wait counts."""
+        from pptarena.models.ratelimit import Outcome, estimate_tokens
+        from pptarena.models.retry import call_with_deadline
+
+        policy = self.policy
+        limiter = policy.limiter(self.backend, self.backend_name)
+        tokens = estimate_tokens(messages, params)
+        counts = Usage()
+        waited = 0.0
+        other_retries = 0
+        while True:
+            lease, wait = limiter.acquire(tokens)
+            waited += wait
+            outcome = Outcome(status="error")
+            try:
+                completion = call_with_deadline(
+                    lambda: self.backend.complete(messages, model=self.model, **params),
+                    policy.deadline,
+                    describe=f"{self.ref} call",
+                )
+                used = completion.usage.input_tokens + completion.usage.output_tokens
+                outcome = Outcome("ok", dict(completion.rate_headers), None, used or None)
+                counts.wait_ms = int(waited * 1000)
+                return completion, counts
+            except BaseException as exc:
+                if not isinstance(exc, TransientModelError):
+                    counts.wait_ms = int(waited * 1000)
+                    with contextlib.suppress(Exception):
+                        exc.call_counts = counts  # type: ignore[attr-defined]
+                    raise
+                throttled = exc.status == 429
+                outcome = Outcome(
+                    "throttled" if throttled else "error", dict(exc.rate_headers), exc.retry_after
+                )
+                counts.throttled += int(throttled)
+                patient = throttled and policy.limits.adaptive
+                if patient:
+                    give_up = time.monotonic() - started >= policy.rate_limit_patience
+                else:
+                    give_up = other_retries >= policy.retry.max_retries
+                if give_up:
+                    counts.wait_ms = int(waited * 1000)
+                    attempts = counts.retries + 1
+                    rated = f", {counts.throttled} rate-limited" if counts.throttled else ""
+                    final = TransientModelError(
+                        f"{exc} (gave up after {attempts} attempts{rated})" if attempts > 1 else str(exc),
+                        status=exc.status,
+                        retry_after=exc.retry_after,
+                        rate_headers=exc.rate_headers,
+                    )
+                    final.call_counts = counts  # type: ignore[attr-defined]
+                    raise final from None
+                counts.retries += 1
+                if not patient:
+                    other_retries += 1
+                # an adaptive limiter pauses every caller after a 429; other failures back off here
+                pause = 0.0 if patient else policy.retry.delay(other_retries, exc.retry_after)
+                log.warning(
+                    "%s failed (%s); retry %d in %.2fs", f"{self.ref} call", exc, counts.retries, pause
+                )
+                if self.log is not None:
+                    self.log.write(
+                        "model_retry",
+                        model=self.ref,
+                        attempt=counts.retries,
+                        status=exc.status,
+                        error=str(exc)[:500],
+                        wait_s=round(pause, 3),
+                        retry_after=exc.retry_after,
+                    )
+            finally:
+                limiter.release(lease, outcome)
+            time.sleep(pause)
+            waited += pause
 
     def _account(
         self,

@@ -167,7 +167,8 @@ class Usage:
     from its prompt cache (priced at the ``cached_input`` rate);
     ``cache_write_input_tokens`` the part it wrote to its prompt cache (Anthropic
     bills writes above the input rate), ``cache_write_1h_input_tokens`` of which
-    with a one-hour lifetime.
+    with a one-hour lifetime. ``throttled`` counts the provider's 429 answers and ``wait_ms`` the
+    milliseconds the calls waited for the run's rate limiter and for retry backoff.
     """
 
     input_tokens: int = 0
@@ -179,6 +180,8 @@ class Usage:
     cached_input_tokens: int = 0  # new fields go last, so positional construction keeps its meaning
     cache_write_input_tokens: int = 0
     cache_write_1h_input_tokens: int = 0
+    throttled: int = 0  # answers that were a rate-limit refusal (429), retried or not
+    wait_ms: int = 0  # milliseconds spent waiting on the run's rate limiter and on retry backoff
 
     def add(self, other: Usage) -> None:
         """Accumulate another usage into this one."""
@@ -359,9 +362,7 @@ def rate_headers_of(headers: Mapping[str, str] | Iterable[tuple[str, str]] | Non
         pairs = list(items)
     except Exception:  # an SDK's odd header object: no headers rather than a failed call
         return {}
-    return {
-        str(k).lower(): str(v) for k, v in pairs if str(k).lower().startswith(RATE_HEADER_PREFIXES)
-    }
+    return {str(k).lower(): str(v) for k, v in pairs if str(k).lower().startswith(RATE_HEADER_PREFIXES)}
 
 
 def redact_secrets(text: str, secrets: Iterable[str | None]) -> str:

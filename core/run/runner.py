@@ -95,6 +95,7 @@ class Runner:
         )
         """Makes this run's attempts; executors run pairs through it (see :mod:`pptarena.run.attempt`)."""
         self._executor: Executor | None = None
+        self._limiter_service: Any = None  # the run's rate limiters served to its worker processes
 
     # ------------------------------------------------------------------ setup
 
@@ -153,8 +154,13 @@ class Runner:
         The run folder is locked for the run's duration (:class:`~pptarena.run.runlock.RunLock`).
         """
         self.start_executor()
-        with RunLock(self.run_dir):
-            return self._run()
+        try:
+            with RunLock(self.run_dir):
+                return self._run()
+        finally:
+            if self._limiter_service is not None:
+                self._limiter_service.stop()
+                self._limiter_service = None
 
     def start_executor(self) -> None:
         """Build the run's executor and start it (the ``ray`` executor joins its cluster here), before
@@ -163,6 +169,13 @@ class Runner:
         """
         if self._executor is not None:
             return
+        if self.config.backends and self._limiter_service is None:
+            # one rate limiter per provider account for the whole run: worker processes started
+            # from here on reach the host's limiters through this service
+            from pptarena.models.limiter_service import LimiterService, reset_local
+
+            reset_local()
+            self._limiter_service = LimiterService().start()
         executor = self.build_executor()
         start = getattr(executor, "start", None)
         if start is not None:

@@ -115,6 +115,7 @@ class RayExecutor(Component):
         self._pending: dict[Any, PairJob] = {}
         self._owns_ray = False
         self._stopped = False
+        self._limiter_actor: tuple[str, Any] | None = None  # (name, handle) of the run's rate limiters
 
     @classmethod
     def check_config(cls, options: RayOptions, agent_labels: list[str]) -> list[str]:
@@ -213,6 +214,7 @@ class RayExecutor(Component):
 
     def _boot(self, run: RunHandle) -> dict[str, Any]:
         opts: RayOptions = self.options  # type: ignore[assignment]
+        run_id = uuid.uuid4().hex[:8]
         env = {}
         if opts.forward_env:
             env = {name: os.environ[name] for name in sorted(_env_refs(run.config.raw)) if name in os.environ}
@@ -224,8 +226,18 @@ class RayExecutor(Component):
             "env": env,
             "shared_dir": str(opts.shared_dir) if opts.shared_dir else None,
             "recycle_after": opts.recycle_after,
-            "run_id": uuid.uuid4().hex[:8],
+            "run_id": run_id,
+            "limiter_actor": self._limiter_name(run) if run.config.backends else None,
         }
+
+    def _limiter_name(self, run: RunHandle) -> str:
+        """The run's rate-limiter actor, started on first use (every node's model calls draw from it)."""
+        if self._limiter_actor is None:
+            from .limiter import start_actor
+
+            name = f"pptarena-limiter-{uuid.uuid4().hex[:12]}"
+            self._limiter_actor = (name, start_actor(self._ray(), name))
+        return self._limiter_actor[0]
 
     def execute(self, jobs: Sequence[PairJob], run: RunHandle) -> Iterator[tuple[PairJob, dict[str, Any]]]:
         """Submit pairs as Ray tasks (at most ``max_in_flight`` at once) and yield rows as they come back."""
@@ -343,6 +355,12 @@ class RayExecutor(Component):
         """Cancel leftovers and shut down the local cluster this executor started."""
         if self._pending:
             self.stop()
+        if self._limiter_actor is not None:
+            try:
+                self._ray().kill(self._limiter_actor[1])
+            except Exception:  # noqa: BLE001 - the cluster may be gone already
+                pass
+            self._limiter_actor = None
         if self._owns_ray:
             self._ray().shutdown()
             self._owns_ray = False

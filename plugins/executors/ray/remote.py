@@ -42,6 +42,16 @@ class NodeRun:
 
         for name, value in (boot.get("env") or {}).items():
             os.environ[name] = value  # variables the config references as { env = ... }
+        self.limiter_service = None
+        if boot.get("limiter_actor"):
+            # every model call on this node (and in the agent workers it starts) draws from the
+            # run's one limiter actor
+            from pptarena.models.limiter_service import LimiterService
+
+            from .limiter import use_actor
+
+            use_actor(boot["limiter_actor"])
+            self.limiter_service = LimiterService().start()
         self.registry = worker_registry(boot)
         self.config = parse_config(boot["config"], self.registry, Path(boot["config_path"]))
         root = Path(boot["shared_dir"]) if boot.get("shared_dir") else Path(tempfile.gettempdir())
@@ -60,6 +70,8 @@ class NodeRun:
         self.pool.close()
         self.attempts.close()  # jailed agents run on the attempts' own warm jail pool, not self.pool
         self.components.close()
+        if self.limiter_service is not None:
+            self.limiter_service.stop()
         shutil.rmtree(self.work, ignore_errors=True)
 
 
