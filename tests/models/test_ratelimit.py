@@ -149,7 +149,7 @@ def test_limits_are_learned_from_headers_and_remaining_zero_pauses_until_reset()
 def test_fixed_concurrency_is_never_adapted_and_not_adaptive_ignores_headers():
     clock = Clock()
     fixed = RateLimiter(LimitSettings(concurrency=2), clock=clock)
-    a, b = fixed.try_acquire()[0], fixed.try_acquire()[0]
+    a, _ = fixed.try_acquire()[0], fixed.try_acquire()[0]
     assert fixed.try_acquire()[0] is None
     fixed.release(a, Outcome("throttled", retry_after=0.1))
     assert fixed.cap == 2
