@@ -76,7 +76,12 @@ def test_anthropic_cache_writes_cost_more_than_input_by_lifetime(anthropic_backe
     assert plain.cost(1000, 10, 100, 500, 200) == pytest.approx((900 * 1.0 + 100 * 0.1 + 10 * 5.0) / 1e6)
 
 
-def test_unknown_model_is_unpriced_and_response_cache_hits_are_free(openai_backend, llm_server, tmp_path):
+def test_unknown_model_is_unpriced_and_response_cache_hits_are_free(
+    openai_backend, llm_server, tmp_path, monkeypatch
+):
+    from pptarena.models import pricing
+
+    monkeypatch.setattr(pricing, "is_local_url", lambda url: False)  # the stub stands for a remote server
     backend = openai_backend(cache=tmp_path / "cache.sqlite")
     llm_server.enqueue(Reply("a", input_tokens=50, output_tokens=5))
     unknown = ModelClient(backend, "openai", "local-llama")
@@ -85,3 +90,133 @@ def test_unknown_model_is_unpriced_and_response_cache_hits_are_free(openai_backe
     again = ModelClient(backend, "openai", "local-llama")
     again.complete([Message.user("same")])  # served by pptarena's response cache: nothing spent
     assert again.usage.cached_calls == 1 and again.unpriced_calls == 0 and again.cost_usd == 0.0
+
+
+def test_batch_rates_are_half_price_in_the_bundled_table_and_explicit_rates_win():
+    from pptarena.models import Usage
+    from pptarena.models.pricing import call_cost
+
+    table = bundled_prices()
+    for name in ("gpt-5.2", "claude-sonnet-4-5", "gemini-2.5-pro"):
+        standard, batch = table[name], table[name].batch_price()
+        assert (batch.input, batch.output) == (standard.input / 2, standard.output / 2)
+        assert batch.cached_input == pytest.approx(standard.cached_input / 2)
+    sonnet = table["claude-sonnet-4-5"].batch_price()
+    assert (sonnet.cache_write, sonnet.cache_write_1h) == (3.75 / 2, 6.0 / 2)  # cache rates stack with batch
+
+    class Backend:
+        class options:  # noqa: N801 - a stand-in for a backend's options
+            pricing = {
+                "explicit": ModelPrice(input=2.0, output=8.0, batch_input=0.5, batch_output=6.0),
+                "plain": ModelPrice(input=2.0, output=8.0),
+            }
+
+    usage = Usage(input_tokens=1_000_000, output_tokens=1_000_000)
+    assert call_cost(Backend, "explicit", usage) == pytest.approx(10.0)
+    assert call_cost(Backend, "explicit", usage, batch=True) == pytest.approx(6.5)
+    assert call_cost(Backend, "plain", usage, batch=True) == pytest.approx(10.0)  # no discount known
+    assert call_cost(Backend, "gpt-4o", usage, batch=True) == pytest.approx((2.5 + 10.0) / 2)
+    assert call_cost(Backend, "gpt-4o", usage, batch=True, cached=True) == 0.0
+    with pytest.raises(ValueError):
+        ModelPrice(input=1.0, output=1.0, batch=1.5)
+
+
+def test_gemini_models_have_cached_input_rates():
+    table = bundled_prices()
+    for name in ("gemini-2.5-pro", "gemini-2.5-flash", "gemini-2.5-flash-lite", "gemini-3-pro-preview"):
+        price = table[name]
+        assert price.cached_input is not None and price.cached_input < price.input < price.output
+    assert table["gemini-2.5-flash"].cost(1000, 100, 600) == pytest.approx(
+        (400 * 0.30 + 600 * 0.03 + 100 * 2.5) / 1e6
+    )
+
+
+def test_cache_savings_are_the_read_discount_minus_the_write_premium():
+    from pptarena.models import Usage
+    from pptarena.models.pricing import cache_savings_usd
+
+    haiku = bundled_prices()["claude-haiku-4-5"]  # input 1.00, reads 0.10, writes 1.25 / 2.00
+    reads = Usage(input_tokens=1000, output_tokens=10, cached_input_tokens=800)
+    assert cache_savings_usd(reads, haiku) == pytest.approx(800 * (1.0 - 0.10) / 1e6)
+    writes = Usage(input_tokens=1000, cache_write_input_tokens=500, cache_write_1h_input_tokens=200)
+    assert cache_savings_usd(writes, haiku) == pytest.approx(-(300 * 0.25 + 200 * 1.0) / 1e6)
+    both = {"input_tokens": 1000, "cached_input_tokens": 800, "cache_write_input_tokens": 200}
+    assert cache_savings_usd(both, haiku) == pytest.approx((800 * 0.9 - 200 * 0.25) / 1e6)
+    assert cache_savings_usd(reads, None) == 0.0
+    assert cache_savings_usd(Usage(input_tokens=1000), haiku) == 0.0
+
+
+@pytest.mark.parametrize(
+    "url, local",
+    [
+        ("http://localhost:11434/v1", True),
+        ("http://127.0.0.1:8000/v1", True),
+        ("http://[::1]:8000/v1", True),
+        ("http://192.168.1.20:8000/v1", True),
+        ("http://10.0.0.5/v1", True),
+        ("http://172.20.0.3:8000", True),
+        ("http://gpu-box.local:8000/v1", True),
+        ("http://host.docker.internal:11434/v1", True),
+        ("https://api.openai.com/v1", False),
+        ("https://myres.openai.azure.com", False),
+        ("http://8.8.8.8/v1", False),
+        ("http://100.101.2.3:8000/v1", True),
+        ("http://localhost.example.com/v1", False),
+        (None, False),
+        ("", False),
+    ],
+)
+def test_local_urls(url, local):
+    from pptarena.models.pricing import is_local_url
+
+    assert is_local_url(url) is local
+
+
+def test_a_local_server_without_a_price_is_free_and_shown_so(openai_backend, llm_server, tmp_path):
+    from pptarena.models.pricing import LOCAL_FREE, clients_cost, fmt_usd, merge_costs, price_for
+
+    local = openai_backend()  # the stub listens on 127.0.0.1
+    assert price_for(local, "llama3") is LOCAL_FREE
+    assert price_for(local, "gpt-4o") is bundled_prices()["gpt-4o"]  # a known model keeps its price
+    priced = openai_backend(pricing={"llama3": ModelPrice(input=0.1, output=0.2)})
+    assert price_for(priced, "llama3").input == 0.1  # a price given wins
+    remote = openai_backend(base_url="https://llm.example.com/v1")
+    assert price_for(remote, "llama3") is None
+
+    llm_server.enqueue(Reply("a", input_tokens=50, output_tokens=5))
+    client = ModelClient(local, "openai", "llama3")
+    client.complete([Message.user("x")])
+    assert client.cost_usd == 0.0 and client.unpriced_calls == 0
+    cost = clients_cost([client])
+    assert cost == {"usd": 0.0, "known_usd": 0.0, "unpriced_models": [], "local_models": ["openai/llama3"]}
+    assert fmt_usd(cost) == "local (free)"
+    idle = ModelClient(local, "openai", "llama3")  # no call made: nothing to say
+    assert "local_models" not in clients_cost([idle])
+    paid = {"usd": 0.5, "known_usd": 0.5, "unpriced_models": []}
+    assert merge_costs([cost, paid]) == {**paid, "local_models": ["openai/llama3"]}
+    assert fmt_usd(merge_costs([cost, paid])) == "$0.5000"
+    unknown = {"usd": None, "known_usd": 0.0, "unpriced_models": ["openai/x"]}
+    assert fmt_usd(merge_costs([cost, unknown])) == "unknown (openai/x)"
+
+
+def test_clients_cost_counts_what_prompt_caching_saved_but_not_response_cache_hits(
+    anthropic_backend, llm_server, tmp_path
+):
+    from pptarena.models.pricing import cache_saved, clients_cost, fmt_cache_saved, merge_costs
+
+    backend = anthropic_backend(cache=tmp_path / "responses.sqlite")
+    llm_server.enqueue(Reply("a", input_tokens=1000, output_tokens=10, cached_input_tokens=800))
+    client = ModelClient(backend, "anthropic", "claude-haiku-4-5")
+    client.complete([Message.user("x")])
+    cost = clients_cost([client])
+    assert cost["cache_saved_usd"] == pytest.approx(800 * 0.9 / 1e6)
+    assert cost["usd"] == pytest.approx((200 * 1.0 + 800 * 0.1 + 10 * 5.0) / 1e6)
+    hit = ModelClient(backend, "anthropic", "claude-haiku-4-5")
+    hit.complete([Message.user("x")])  # pptarena's response cache: free, saved nothing this time
+    assert hit.usage.cached_calls == 1 and "cache_saved_usd" not in clients_cost([hit])
+    assert clients_cost([client, hit])["cache_saved_usd"] == cost["cache_saved_usd"]
+    total = merge_costs([cost, cost, None, {"usd": 0.0, "known_usd": 0.0, "unpriced_models": []}])
+    assert cache_saved(total) == pytest.approx(2 * 800 * 0.9 / 1e6)
+    assert fmt_cache_saved(total) == "prompt caching saved $0.0014"
+    assert fmt_cache_saved({"cache_saved_usd": -0.25}) == "prompt caching cost $0.2500 more than it saved"
+    assert fmt_cache_saved({"usd": 1.0}) is None and fmt_cache_saved(None) is None

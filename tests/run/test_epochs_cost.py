@@ -134,10 +134,16 @@ def test_unknown_price_is_unknown_not_zero(tmp_path, fake_plugins):
         1,
         [use("asker-inproc", model="openai/no-such-model")],
         backends={
-            "openai": {"base_url": "http://127.0.0.1:9/v1", "api_key": "x", "max_retries": 0, "timeout": 2}
+            "openai": {
+                "base_url": "https://llm.example.com/v1",
+                "api_key": "x",
+                "max_retries": 0,
+                "timeout": 2,
+            }
         },
     )
-    # price calls as the openai backend configured above would (no call is made)
+    # price calls as the openai backend configured above would (no call is made; a remote server:
+    # on a local one a model without a price is free, see tests/models/test_pricing.py)
     from pptarena.models import Usage
     from pptarena.models.pricing import call_cost, cost_of_rows, fmt_usd
 
