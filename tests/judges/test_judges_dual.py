@@ -77,6 +77,11 @@ def requests_of(backend, pattern):
     return [r for r in backend.requests if pattern in r.last_user_text]
 
 
+def user_text(request):
+    """Text parts of every user message of a request: the task-stable one, then the prediction's."""
+    return "\n".join(p for m in request.messages if m.role == "user" for p in m.parts() if isinstance(p, str))
+
+
 def test_prompts_carry_the_evidence_and_the_images(tmp_path, scripted, decks):
     orig, target, pred = decks
     backend = scripted(
@@ -90,29 +95,55 @@ def test_prompts_carry_the_evidence_and_the_images(tmp_path, scripted, decks):
     )
     verdict, ev = run(tmp_path, backend, orig, target, pred, chunk_size=2)
     [if_req] = requests_of(backend, IF_RULE)
-    text = if_req.last_user_text
+    assert [(m.role, m.cache_prefix) for m in if_req.messages] == [
+        ("system", False),
+        ("user", True),  # the task-stable part, marked for prompt caching
+        ("user", False),  # the prediction's part
+    ]
+    stable, text = if_req.messages[1].content, if_req.last_user_text
     assert (
-        "Fill the box on slide 1 red" in text and "title reads 'Annual review'" in text
+        "Fill the box on slide 1 red" in stable and "title reads 'Annual review'" in stable
     )  # instruction, style target
-    target_part = text.split("## Edits the TARGET")[1].split("## Edits the PREDICTION")[0]
+    target_part = stable.split("## Edits the TARGET")[1].split("## Slides the TARGET")[0]
     pred_part = text.split("## Edits the PREDICTION")[1].split("## Differences remaining")[0]
     assert "Box0" in target_part and "Annual review" in target_part and "Body2" not in target_part
     assert "Box0" in pred_part and "lorem ipsum" in pred_part and "Annual review" not in pred_part
-    remaining = text.split("## Differences remaining")[1].split("## Relevant slides")[0]
+    assert "lorem ipsum" not in stable and "PREDICTION deck" not in stable
+    remaining = text.split("## Differences remaining")[1].split("## Slides the PREDICTION")[0]
     assert "Annual review" in remaining and "Body2" in remaining
-    summaries = text.split("## Relevant slides")[1]
-    assert "showing slides [1, 2, 3]" in summaries  # every slide touched by either diff
-    assert '"E01010"' in summaries  # the new fill colour appears in the target/prediction summaries
+    # the slides the target touches come first; those only the prediction touches after the mark
+    stable_summaries = stable.split("## Slides the TARGET's edits touch")[1]
+    assert "ORIGINAL deck: 3 slides, 720.0x540.0 pt; showing slides [1, 2]\n" in stable_summaries
+    assert "TARGET deck: 3 slides, 720.0x540.0 pt; showing slides [1, 2]\n" in stable_summaries
+    summaries = text.split("## Slides the PREDICTION")[1]
+    assert "ORIGINAL deck: 3 slides, 720.0x540.0 pt; showing slides [3] (slides not shown above)" in summaries
+    assert "TARGET deck: 3 slides, 720.0x540.0 pt; showing slides [3] (slides not shown above)" in summaries
+    assert "PREDICTION deck: 3 slides, 720.0x540.0 pt; showing slides [1, 2, 3]" in summaries
+    assert '"E01010"' in stable_summaries and '"E01010"' in summaries  # the new fill colour
+    assert text.endswith('Score instruction following. Answer with only {"score": <0-5>, "reason": "..."}.')
     assert if_req.images == [] and if_req.params["temperature"] == 0.0
 
     vq = requests_of(backend, VQ_RULE)
     assert len(vq) == 2  # slides 1, 2, 3 in chunks of 2
     assert "PREDICTION slides 1, 2" in vq[0].last_user_text and "PREDICTION slides 3" in vq[1].last_user_text
-    assert [len(r.images) for r in vq] == [4, 2]  # each prediction slide plus the target's version
-    assert "TARGET slide 2 (reference)" in vq[0].last_user_text
+    # the stable part: the target slides that changed visibly (1 and 2), the same in both chunks
+    assert vq[0].messages[1] == vq[1].messages[1] and vq[0].messages[1].cache_prefix
+    assert "TARGET slide 2 (reference)" in user_text(vq[0]) and "TARGET slide 2" not in vq[1].last_user_text
+    # then each prediction slide, followed by the target's version unless the stable part has it
+    assert [len(r.images) for r in vq] == [2 + 2, 2 + 2]
+    assert "PREDICTION slide 1 (its TARGET version is TARGET slide 1, shown above):" in vq[0].last_user_text
+    assert "PREDICTION slide 3:" in vq[1].last_user_text
+    assert "TARGET slide 3 (reference):" in vq[1].last_user_text
     # the images are the renders of those slides
     pred_renders = {img.number: img.path.read_bytes() for img in ev.renders("prediction")}
-    assert vq[0].images[0].data == pred_renders[1] and vq[1].images[0].data == pred_renders[3]
+    target_renders = {img.number: img.path.read_bytes() for img in ev.renders("target")}
+    assert [i.data for i in vq[0].images] == [
+        target_renders[1],
+        target_renders[2],
+        pred_renders[1],
+        pred_renders[2],
+    ]
+    assert [i.data for i in vq[1].images][2:] == [pred_renders[3], target_renders[3]]
     assert all(isinstance(i, ImagePart) and i.media_type == "image/png" for i in vq[0].images)
 
     assert verdict.metrics["if_score"] == 3 and verdict.metrics["vq_score"] == 2  # min over chunks
@@ -136,18 +167,21 @@ def test_evidence_files_record_prompts_images_and_answers(tmp_path, scripted, de
     verdict, _ = run(tmp_path, backend, orig, target, pred)
     folder = tmp_path / "case" / "judges" / "dual"
     if_data = json.loads((folder / "if.json").read_text())
-    assert "Annual review" in if_data["prompt"]["user"] and if_data["attempts"][0]["parsed"]["score"] == 4
+    assert "Annual review" in if_data["prompt"]["stable"] and "lorem ipsum" in if_data["prompt"]["user"]
+    assert if_data["attempts"][0]["parsed"]["score"] == 4
     vq_data = json.loads((folder / "vq-01.json").read_text())
-    assert [(i["role"], i["slide"]) for i in vq_data["images"]] == [
-        ("prediction", 1),
-        ("target", 1),
-        ("prediction", 2),
-        ("target", 2),
-        ("prediction", 3),
-        ("target", 3),
+    assert [(i["role"], i["slide"], i.get("stable", False)) for i in vq_data["images"]] == [
+        ("target", 1, True),
+        ("target", 2, True),
+        ("prediction", 1, False),
+        ("prediction", 2, False),
+        ("prediction", 3, False),
+        ("target", 3, False),
     ]
     assert all(len(i["sha256"]) == 64 and i["bytes"] > 0 for i in vq_data["images"])
-    assert vq_data["images"][0]["why"] == ["changed in prediction", "changed in target"]
+    assert vq_data["images"][0]["why"] == ["changed in target"]
+    assert vq_data["images"][2]["why"] == ["changed in prediction", "changed in target"]
+    assert vq_data["prompt"]["stable"][0].startswith("The agent was asked: Fill the box")
     assert (
         vq_data["attempts"][0]["answer"].startswith("```json")
         and vq_data["attempts"][0]["parsed"]["form"] == "fenced"
@@ -165,7 +199,9 @@ def test_images_are_capped_and_long_decks_chunked(tmp_path, scripted):
     backend = scripted(rules=[{"match": IF_RULE, "reply": "4"}, {"match": VQ_RULE, "reply": ["5", "3", "4"]}])
     verdict, _ = run(tmp_path, backend, orig, target, pred, chunk_size=3, chunk_aggregate="mean")
     vq = requests_of(backend, VQ_RULE)
-    assert [len(r.images) for r in vq] == [6, 6, 2]
+    # 7 target slides changed: all 7 in every call's stable part (each is the counterpart of a
+    # prediction slide, so none is repeated after it), then 3, 3 and 1 prediction slides
+    assert [len(r.images) for r in vq] == [7 + 3, 7 + 3, 7 + 1]
     assert verdict.metrics["vq_score"] == 4.0 and verdict.metrics["vq_chunks"] == 3
     assert verdict.score == pytest.approx((4 + 4.0) / 10)
 
@@ -233,8 +269,9 @@ def test_one_retry_on_unreadable_answer_then_judge_error(tmp_path, scripted, dec
     retry = [r for r in backend.requests if "could not be read" in r.last_user_text]
     assert len(retry) == 1
     roles = [m.role for m in retry[0].messages]
-    assert roles == ["system", "user", "assistant", "user"]
-    assert retry[0].messages[2].content == "I would say it is decent."
+    assert roles == ["system", "user", "user", "assistant", "user"]  # stable part, prediction's part, ...
+    assert retry[0].messages[3].content == "I would say it is decent."
+    assert [m.cache_prefix for m in retry[0].messages] == [False, True, False, False, False]
     assert verdict.metrics["if_score"] == 4 and verdict.metrics["vq_score"] == 3
     data = json.loads((tmp_path / "case" / "judges" / "dual" / "if.json").read_text())
     assert [a["attempt"] for a in data["attempts"]] == [1, 2] and "parse_error" in data["attempts"][0]
@@ -271,10 +308,12 @@ def test_task_without_target_and_separate_models(tmp_path, scripted):
         tmp_path, backend, orig, None, pred, if_model="scripted/if-model", vq_model="scripted/vq-model"
     )
     [if_req] = requests_of(backend, IF_RULE)
-    assert if_req.model == "if-model" and "no target deck for this task" in if_req.last_user_text
-    assert "Differences remaining" not in if_req.last_user_text
+    assert if_req.model == "if-model" and "no target deck for this task" in if_req.messages[1].content
+    assert if_req.messages[1].cache_prefix and "Differences remaining" not in user_text(if_req)
+    assert "ORIGINAL deck: 3 slides, 720.0x540.0 pt; showing slides [1]\n" in if_req.last_user_text
     [vq] = requests_of(backend, VQ_RULE)
-    assert vq.model == "vq-model" and len(vq.images) == 1 and "TARGET" not in vq.last_user_text
+    assert vq.model == "vq-model" and len(vq.images) == 1 and "TARGET" not in user_text(vq)
+    assert vq.messages[1].content == "The agent was asked: Fill the box on slide 1 red and retitle slide 2."
     assert verdict.score == pytest.approx(0.9) and verdict.metrics["if_model"] == "scripted/if-model"
     # no target and no change: IF 0 by rule
     backend2 = scripted(rules=[{"match": VQ_RULE, "reply": "4"}])
@@ -303,8 +342,10 @@ def test_bounded_prompts_on_big_diffs(tmp_path, scripted):
         shortcut_identical=False,
     )
     [if_req] = requests_of(backend, IF_RULE)
-    text = if_req.last_user_text
-    assert "characters omitted" in text
+    text = user_text(if_req)
+    assert (
+        "characters omitted" in if_req.messages[1].content and "characters omitted" in if_req.last_user_text
+    )
     assert len(text) < 3 * 2000 + 3 * 3000 + 3000
 
 

@@ -98,11 +98,18 @@ def test_requests_on_the_wire_carry_evidence_and_images(tmp_path, server, judge_
     user = "\n".join(if_req.texts())
     assert "Fill the box on slide 1 red" in user and "Annual review" in user and "lorem ipsum" in user
     assert if_req.images() == []
-    assert [len(r.images()) for r in (vq1, vq2)] == [4, 2]
+    # each VQ call: the target's changed slides 1 and 2 (the task-stable part), then its prediction
+    # slides, each followed by the target's version unless the stable part shows it
+    assert [len(r.images()) for r in (vq1, vq2)] == [2 + 2, 2 + 2]
     assert all(media == "image/png" and data.startswith(b"\x89PNG") for media, data in vq1.images())
     renders = {img.number: img.path.read_bytes() for img in ev.renders("prediction")}
-    assert vq1.images()[0][1] == renders[1] and vq2.images()[0][1] == renders[3]
-    assert "PREDICTION slide 3:" in vq2.texts()
+    target_renders = {img.number: img.path.read_bytes() for img in ev.renders("target")}
+    assert vq1.images()[:2] == vq2.images()[:2] == [("image/png", target_renders[n]) for n in (1, 2)]
+    assert vq1.images()[2][1] == renders[1] and vq2.images()[2][1] == renders[3]
+    assert "PREDICTION slide 3:" in vq2.texts() and vq2.images()[3][1] == target_renders[3]
+    # the stable part is its own user message, before the prediction's, on the wire too
+    assert [m["role"] for m in vq1.messages()] == ["system", "user", "user"]
+    assert vq1.messages()[1] == vq2.messages()[1]
     assert verdict.metrics["if_score"] == 3 and verdict.metrics["vq_score"] == 4
     assert verdict.score == pytest.approx(0.7)
     assert (
@@ -121,8 +128,8 @@ def test_retry_over_the_wire_then_judge_error(tmp_path, server, judge_for, decks
     task, prediction, ev = make_case(tmp_path, orig, target, pred, renderer=FakeRenderer(), model=ctx.model)
     verdict = judge.judge(task, prediction, ev)
     retry = server.requests[1]
-    assert [m["role"] for m in retry.messages()] == ["system", "user", "assistant", "user"]
-    assert retry.messages()[2]["content"] == "It looks fine to me."
+    assert [m["role"] for m in retry.messages()] == ["system", "user", "user", "assistant", "user"]
+    assert retry.messages()[3]["content"] == "It looks fine to me."
     assert verdict.metrics["if_score"] == 4 and len(server.requests) == 3
 
     server.reset()

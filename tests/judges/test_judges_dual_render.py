@@ -53,7 +53,11 @@ def test_real_renders_select_changed_slides_and_reach_the_model(tmp_path):
         renderer.close()
     [vq] = [r for r in backend.requests if r.images]
     assert "PREDICTION slides 2, 4" in vq.last_user_text  # slides 1, 3, 5 render identically and are left out
-    assert len(vq.images) == 4  # slides 2 and 4 of the prediction, each with the target's version
+    # the target's changed slide 2 in the task-stable part, then prediction slides 2 and 4 (slide 4
+    # followed by the target's version: it is not in the stable part)
+    assert len(vq.images) == 4
+    assert "TARGET slide 2 (reference):" in vq.messages[1].parts() and vq.messages[1].cache_prefix
     pngs = {img.number: img.path.read_bytes() for img in ev.renders("prediction")}
-    assert vq.images[0].data == pngs[2]
+    target_pngs = {img.number: img.path.read_bytes() for img in ev.renders("target")}
+    assert [i.data for i in vq.images] == [target_pngs[2], pngs[2], pngs[4], target_pngs[4]]
     assert verdict.metrics["if_score"] == 4 and verdict.metrics["vq_score"] == 5

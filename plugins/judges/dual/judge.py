@@ -10,8 +10,22 @@
 * **VQ** (0-5): the slides that changed visibly in the prediction or in the target (SSIM on the
   renders, :meth:`Evidence.changed_slides`), most changed first, capped at ``max_images``, shown in
   prediction order in chunks of ``chunk_size`` slides (each followed by the target's version when
-  ``reference_images``); one call per chunk; chunk scores are combined with ``chunk_aggregate``
-  (``min`` as PPTArena does, or ``mean``).
+  ``reference_images``, unless that version is among the reference slides shown first); one call
+  per chunk; chunk scores are combined with ``chunk_aggregate`` (``min`` as PPTArena does, or
+  ``mean``).
+
+Every call sends its **task-stable prefix** first: the system prompt, then one user message that is
+byte-identical for every prediction of a task, marked ``Message.cache_prefix`` (providers cache
+it across the agents judged on the task), then the prediction's user message:
+
+* IF prefix: instruction, style target, the target's edits, and the summaries of the original and
+  target slides the target's edits touch. After it: the prediction's edits, the remaining
+  differences, the original and target slides only the prediction's edits touch, the prediction's
+  slides, and the request for a score. Every slide shown before (the union the two diffs touch) is
+  still shown, once.
+* VQ prefix: the instruction and, with ``reference_images``, the target slides that changed visibly
+  (SSIM original → target, the ``max_images`` most changed, in target order). After it: the chunk's
+  prediction slides, each followed by its target version only when that one is not in the prefix.
 
 ``score = (IF + VQ) / 10`` (the mean of the two 0-5 scores, scaled to [0, 1]). Answers are parsed
 by :mod:`.verdict_parse`; an unreadable answer is retried once, then the judge raises
@@ -54,7 +68,12 @@ class DualOptions(Options):
     vq_model: ModelRef | None = Field(None, description="model for the VQ calls (default: model)")
     temperature: float = Field(0.0, ge=0, le=2, description="sampling temperature of the judge calls")
     max_tokens: int = Field(1024, ge=16, le=32768, description="output-token limit per call")
-    max_images: int = Field(12, ge=1, le=200, description="most prediction slides judged for VQ (all chunks)")
+    max_images: int = Field(
+        12,
+        ge=1,
+        le=200,
+        description="most prediction slides judged for VQ (all chunks); most target reference slides",
+    )
     chunk_size: int = Field(4, ge=1, le=50, description="prediction slides per VQ call")
     chunk_aggregate: Literal["min", "mean"] = Field("min", description="how chunk VQ scores combine")
     reference_images: bool = Field(True, description="show the target's version of each slide beside it")
@@ -64,7 +83,7 @@ class DualOptions(Options):
     max_image_side: int = Field(1024, ge=64, le=4096, description="images are downscaled to this long edge")
     max_diff_chars: int = Field(12_000, ge=500, le=500_000, description="per diff in the IF prompt")
     max_summary_chars: int = Field(
-        10_000, ge=500, le=500_000, description="per deck summary in the IF prompt"
+        10_000, ge=500, le=500_000, description="per deck summary block in the IF prompt"
     )
     shortcut_identical: bool = Field(True, description="IF = 5 without a call when prediction == target")
 
@@ -122,6 +141,7 @@ class DualJudge(Component):
                 "if_model": if_ref,
                 "vq_model": vq_ref,
                 "temperature": opts.temperature,
+                "prompt_version": prompts.PROMPT_VERSION,
             },
             "if": {k: if_result[k] for k in ("score", "reason", "rule")},
             "vq": {
@@ -188,60 +208,68 @@ class DualJudge(Component):
             evidence.write_json(label, "if.json", {**record, **out})
             return out
 
-        summaries = self._summaries(evidence, pred_diff, target_diff)
-        user = prompts.if_prompt(
+        stable_blocks, prediction_blocks = self._summaries(evidence, pred_diff, target_diff)
+        stable = prompts.if_stable_prompt(
             task.instruction,
             task.style_target,
             prompts.bounded(target_diff.to_text(), opts.max_diff_chars) if target_diff is not None else None,
+            stable_blocks,
+        )
+        user = prompts.if_prediction_prompt(
             prompts.bounded(pred_diff.to_text(), opts.max_diff_chars),
             prompts.bounded(remaining.to_text(), opts.max_diff_chars) if remaining is not None else None,
-            summaries,
+            prediction_blocks,
         )
-        messages = [Message.system(prompts.IF_SYSTEM), Message.user(user)]
-        record["prompt"] = {"system": prompts.IF_SYSTEM, "user": user}
+        messages = [
+            Message.system(prompts.IF_SYSTEM),
+            Message.user(stable, cache_prefix=True),
+            Message.user(user),
+        ]
+        record["prompt"] = {"system": prompts.IF_SYSTEM, "stable": stable, "user": user}
         parsed, attempts = self._ask(evidence, ref, messages, label, "if.json", record, what="IF")
         out = {"score": parsed.score, "reason": parsed.reason, "rule": None}
         evidence.write_json(label, "if.json", {**record, "attempts": attempts, **out})
         return out
 
-    def _summaries(self, evidence: Evidence, pred_diff: Any, target_diff: Any) -> list[str]:
-        """Bounded summaries of the slides the two diffs touch, in each deck's numbering."""
+    def _summaries(self, evidence: Evidence, pred_diff: Any, target_diff: Any) -> tuple[list[str], list[str]]:
+        """Bounded summaries of the slides the two diffs touch, in each deck's numbering.
+
+        Returns ``(stable, prediction)`` blocks. ``stable`` depends on the task alone: the original
+        and target slides the target's edits touch. ``prediction``: the original slides only the
+        prediction's edits touch and their target versions (when not shown already), then the
+        prediction's slides (those its edits touch and its versions of every original slide shown).
+        """
         opts: DualOptions = self.options  # type: ignore[assignment]
-        orig_nums: set[int] = set()
-        own: dict[str, set[int]] = {"prediction": set(), "target": set()}
-        to_b: dict[str, dict[int, int]] = {}
-        for role, diff in (("prediction", pred_diff), ("target", target_diff)):
-            if diff is None:
-                continue
-            b_to_a = {b: a for a, b in diff.slide_matches if a is not None and b is not None}
-            to_b[role] = {a: b for b, a in b_to_a.items()}
-            for e in diff.edits:
-                n = e.get("slide")
-                if n is None:
-                    continue
-                if e.get("kind") == "slide_removed":
-                    orig_nums.add(n)
-                    continue
-                own[role].add(n)
-                if n in b_to_a:
-                    orig_nums.add(b_to_a[n])
-        for role, mapping in to_b.items():
-            own[role] |= {mapping[a] for a in orig_nums if a in mapping}
-        blocks = [
-            prompts.summary_block("ORIGINAL", evidence.summary("original"), orig_nums, opts.max_summary_chars)
-        ]
+        limit = opts.max_summary_chars
+        p_orig, p_own, p_map = _touched(pred_diff)
+        stable: list[str] = []
+        t_orig: set[int] = set()
+        t_shown: set[int] = set()
+        t_map: dict[int, int] = {}
         if target_diff is not None:
+            t_orig, t_own, t_map = _touched(target_diff)
+            t_shown = t_own | {t_map[a] for a in t_orig if a in t_map}
+            stable = [
+                prompts.summary_block("ORIGINAL", evidence.summary("original"), t_orig, limit),
+                prompts.summary_block("TARGET", evidence.summary("target"), t_shown, limit),
+            ]
+        more_orig = p_orig - t_orig
+        blocks: list[str] = []
+        if target_diff is None:
+            blocks.append(prompts.summary_block("ORIGINAL", evidence.summary("original"), p_orig, limit))
+        elif more_orig:
+            more_target = {t_map[a] for a in more_orig if a in t_map} - t_shown
+            note = "slides not shown above"
             blocks.append(
-                prompts.summary_block(
-                    "TARGET", evidence.summary("target"), own["target"], opts.max_summary_chars
+                prompts.summary_block("ORIGINAL", evidence.summary("original"), more_orig, limit, note)
+            )
+            if more_target:
+                blocks.append(
+                    prompts.summary_block("TARGET", evidence.summary("target"), more_target, limit, note)
                 )
-            )
-        blocks.append(
-            prompts.summary_block(
-                "PREDICTION", evidence.summary("prediction"), own["prediction"], opts.max_summary_chars
-            )
-        )
-        return blocks
+        own = p_own | {p_map[a] for a in t_orig | p_orig if a in p_map}
+        blocks.append(prompts.summary_block("PREDICTION", evidence.summary("prediction"), own, limit))
+        return stable, blocks
 
     # ------------------------------------------------------------------ VQ
 
@@ -306,6 +334,20 @@ class DualJudge(Component):
         except OSError as exc:
             raise InfraError(f"cannot read the render {path}: {exc}") from exc
 
+    def _references(self, evidence: Evidence) -> list[dict[str, Any]]:
+        """Target slides for the VQ prefix: changed visibly (SSIM) from the original, most changed first,
+        capped at ``max_images``, in target order. Depends on the task alone.
+        """
+        opts: DualOptions = self.options  # type: ignore[assignment]
+        kw = {"threshold": opts.ssim_threshold} if opts.ssim_threshold is not None else {}
+        rows = [
+            {"target": r["b"], "ssim": float(r.get("ssim", 0.0)), "why": [_why(r, "target")]}
+            for r in evidence.changed_slides("original", "target", **kw)
+            if r.get("b") is not None
+        ]
+        ranked = sorted(rows, key=lambda row: (row["ssim"], row["target"]))
+        return sorted(ranked[: opts.max_images], key=lambda row: row["target"])
+
     def _visual_quality(
         self, task: Task, evidence: Evidence, label: str, pred_diff: Any, remaining: Any, ref: str
     ) -> dict[str, Any]:
@@ -320,32 +362,54 @@ class DualJudge(Component):
             target_images = {img.number: img for img in evidence.renders("target")}
             pred_to_target = {a: b for a, b in remaining.slide_matches if a is not None and b is not None}
         chunks = [slides[i : i + opts.chunk_size] for i in range(0, len(slides), opts.chunk_size)]
+        if not chunks:  # a deck with no slides shows nothing: no visual quality to credit
+            return {"score": 0, "chunks": [], "slides": slides, "selection_note": note}
+
+        # the task-stable prefix: the instruction and the target's visibly changed slides
+        references = self._references(evidence) if with_reference else []
+        references = [row for row in references if row["target"] in target_images]
+        stable_parts: list[str | ImagePart] = [
+            prompts.vq_stable_intro(task.instruction, [row["target"] for row in references])
+        ]
+        stable_shown: list[dict[str, Any]] = []
+        for row in references:
+            t = row["target"]
+            part = self._image(target_images[t].path)
+            stable_parts += [prompts.target_label(t), part]
+            stable_shown.append({**_image_row("target", t, target_images[t].path, part, row), "stable": True})
+        in_prefix = {row["target"] for row in references}
+        stable_message = Message.user(*stable_parts, cache_prefix=True)
+
         results: list[dict[str, Any]] = []
         for k, chunk in enumerate(chunks, 1):
-            parts: list[str | ImagePart] = [
-                prompts.vq_intro(task.instruction, k, len(chunks), chunk, with_reference)
-            ]
+            parts: list[str | ImagePart] = [prompts.vq_chunk_intro(k, len(chunks), chunk, with_reference)]
             shown: list[dict[str, Any]] = []
             for row in chunk:
                 img = pred_images.get(row["prediction"])
                 if img is None:
                     raise InfraError(f"no render of prediction slide {row['prediction']}")
+                t = pred_to_target.get(row["prediction"]) if with_reference else None
+                if t is not None and t not in target_images:
+                    t = None
                 part = self._image(img.path)
-                parts += [f"PREDICTION slide {row['prediction']}:", part]
+                parts += [prompts.vq_prediction_label(row["prediction"], t if t in in_prefix else None), part]
                 shown.append(_image_row("prediction", row["prediction"], img.path, part, row))
-                t = pred_to_target.get(row["prediction"])
-                if with_reference and t is not None and t in target_images:
+                if t is not None and t not in in_prefix:
                     tpart = self._image(target_images[t].path)
-                    parts += [f"TARGET slide {t} (reference):", tpart]
+                    parts += [prompts.target_label(t), tpart]
                     shown.append(_image_row("target", t, target_images[t].path, tpart, None))
-            messages = [Message.system(prompts.VQ_SYSTEM), Message.user(*parts)]
+            messages = [Message.system(prompts.VQ_SYSTEM), stable_message, Message.user(*parts)]
             record: dict[str, Any] = {
                 "model": ref,
                 "chunk": k,
                 "chunks": len(chunks),
                 "selection": note,
-                "prompt": {"system": prompts.VQ_SYSTEM, "user": [p for p in parts if isinstance(p, str)]},
-                "images": shown,
+                "prompt": {
+                    "system": prompts.VQ_SYSTEM,
+                    "stable": [p for p in stable_parts if isinstance(p, str)],
+                    "user": [p for p in parts if isinstance(p, str)],
+                },
+                "images": stable_shown + shown,
             }
             name = f"vq-{k:02d}.json"
             parsed, attempts = self._ask(evidence, ref, messages, label, name, record, what=f"VQ chunk {k}")
@@ -356,8 +420,6 @@ class DualJudge(Component):
                 {"slides": [r["prediction"] for r in chunk], "score": parsed.score, "reason": parsed.reason}
             )
         scores = [c["score"] for c in results]
-        if not scores:  # a deck with no slides shows nothing: no visual quality to credit
-            return {"score": 0, "chunks": [], "slides": slides, "selection_note": note}
         vq = min(scores) if opts.chunk_aggregate == "min" else round(sum(scores) / len(scores), 4)
         return {"score": vq, "chunks": results, "slides": slides, "selection_note": note}
 
@@ -419,6 +481,28 @@ def _same_content(a: Path | None, b: Path | None) -> bool:
         return canonical_parts(a) == canonical_parts(b)
     except PptArenaError as exc:
         raise JudgeError(f"cannot compare the XML parts of {Path(a).name} and {Path(b).name}: {exc}") from exc
+
+
+def _touched(diff: Any) -> tuple[set[int], set[int], dict[int, int]]:
+    """What a diff from the original touches: ``(original slides, own slides, original → own numbers)``.
+
+    A removed slide counts in the original's numbering; an edited or added one in the diff's own
+    deck, and its original counterpart (when matched) in the original's.
+    """
+    b_to_a = {b: a for a, b in diff.slide_matches if a is not None and b is not None}
+    orig: set[int] = set()
+    own: set[int] = set()
+    for e in diff.edits:
+        n = e.get("slide")
+        if n is None:
+            continue
+        if e.get("kind") == "slide_removed":
+            orig.add(n)
+            continue
+        own.add(n)
+        if n in b_to_a:
+            orig.add(b_to_a[n])
+    return orig, own, {a: b for b, a in b_to_a.items()}
 
 
 def _why(row: dict[str, Any], role: str) -> str:

@@ -4,6 +4,11 @@ PPTArena's own judge prompts were never published (see the format reference §3.
 written for this harness, keeping what is known: a 0-5 integer scale per criterion with a reason,
 the instruction plus the per-task *style target*, structural diffs for instruction following, and
 slide renders for visual quality. The anchors follow the PPTPilot-era judge lineage.
+
+Every call puts its task-stable part first (system prompt, then a user message holding what all
+predictions of a task share: instruction, style target, the target's edits and the slides they
+touch, for VQ the target's visibly changed slides), marked ``cache_prefix`` so providers can cache
+it across the agents of a task; the prediction's part follows in a second user message.
 """
 
 from __future__ import annotations
@@ -13,6 +18,13 @@ from collections.abc import Iterable
 from typing import Any
 
 EMU_PER_PT = 12700
+
+PROMPT_VERSION = "2"
+"""Version of the prompts' text and layout, recorded in the verdict's details.
+
+1: one user message per call. 2: the task-stable part first, in its own user message marked
+``cache_prefix``; VQ shows the target's visibly changed slides once in that part (issue 32).
+The judge's fingerprint hashes this module's source, so any change here also changes it."""
 
 IF_SYSTEM = """You are an exacting judge of PowerPoint edits. An agent was asked to edit a deck. You are \
 given the instruction, a style target describing the intended result in detail, the structural edits the \
@@ -148,13 +160,16 @@ def compact_slides(summary: dict[str, Any], numbers: Iterable[int]) -> list[dict
     return out
 
 
-def summary_block(label: str, summary: dict[str, Any], numbers: Iterable[int], limit: int) -> str:
-    """One deck's relevant slides as bounded JSON text under a heading."""
+def summary_block(
+    label: str, summary: dict[str, Any], numbers: Iterable[int], limit: int, note: str = ""
+) -> str:
+    """One deck's relevant slides as bounded JSON text under a heading (``note`` ends the heading)."""
     numbers = sorted(set(numbers))
     size = summary.get("slide_size") or {}
     head = (
         f"### {label} deck: {len(summary.get('slides') or [])} slides, "
         f"{_pt(size.get('cx'))}x{_pt(size.get('cy'))} pt; showing slides {numbers or 'none'}"
+        + (f" ({note})" if note else "")
     )
     body = json.dumps(
         compact_slides(summary, numbers), ensure_ascii=False, separators=(",", ":"), default=str
@@ -162,59 +177,116 @@ def summary_block(label: str, summary: dict[str, Any], numbers: Iterable[int], l
     return head + "\n" + bounded(body, limit)
 
 
-def if_prompt(
-    instruction: str,
-    style_target: str | None,
-    target_edits: str | None,
-    prediction_edits: str,
-    remaining: str | None,
-    summaries: list[str],
+IF_ANSWER = 'Score instruction following. Answer with only {"score": <0-5>, "reason": "..."}.'
+"""The last line of an IF call's prediction message (scripted rules match "Score instruction following")."""
+
+VQ_ANSWER = (
+    'Score the visual quality of the PREDICTION slides. Answer with only {"score": <0-5>, "reason": "..."}.'
+)
+"""Ends the text opening a VQ call's prediction message (rules match "Score the visual quality")."""
+
+
+def if_stable_prompt(
+    instruction: str, style_target: str | None, target_edits: str | None, target_summaries: list[str]
 ) -> str:
-    """The user message of the instruction-following call."""
+    """The task-stable user message of the instruction-following call (the same for every prediction).
+
+    Instruction, style target, the edits the target makes (``None``: the task has no target) and
+    the summaries of the original and target slides those edits touch.
+    """
     parts = [
         f"## Instruction\n{instruction.strip()}",
         f"## Style target\n{(style_target or '(none given)').strip()}",
     ]
     if target_edits is not None:
         parts.append("## Edits the TARGET (human reference) makes to the original\n" + target_edits)
+        parts.append(
+            "## Slides the TARGET's edits touch (compact summaries; positions in points)\n"
+            + "\n\n".join(target_summaries)
+        )
     else:
         parts.append(
             "## Edits the TARGET makes\n(no target deck for this task: judge against the instruction)"
         )
-    parts.append("## Edits the PREDICTION (agent) makes to the original\n" + prediction_edits)
-    if remaining is not None:
-        parts.append("## Differences remaining from PREDICTION to TARGET\n" + remaining)
-    parts.append("## Relevant slides (compact summaries; positions in points)\n" + "\n\n".join(summaries))
-    parts.append('Score instruction following. Answer with only {"score": <0-5>, "reason": "..."}.')
     return "\n\n".join(parts)
 
 
-def vq_intro(
-    instruction: str, chunk: int, chunks: int, slides: list[dict[str, Any]], with_reference: bool
-) -> str:
-    """The text that opens a visual-quality call (images follow, each preceded by its label)."""
-    listed = ", ".join(str(s["prediction"]) for s in slides)
-    lines = [
-        f"The agent was asked: {instruction.strip()}",
-        f"Below are PREDICTION slides {listed} (part {chunk} of {chunks} of the slides that changed).",
-    ]
-    if with_reference:
-        lines.append("Each is followed by the same slide of the TARGET deck, when the target has it.")
-    lines.append(
-        "Score the visual quality of the PREDICTION slides. "
-        'Answer with only {"score": <0-5>, "reason": "..."}.'
+def if_prediction_prompt(prediction_edits: str, remaining: str | None, summaries: list[str]) -> str:
+    """The prediction's user message of the instruction-following call (after the stable one).
+
+    The prediction's edits, the differences remaining to the target (``None``: no target), the
+    summaries of the slides the prediction's edits touch, and the request for a score.
+    """
+    parts = ["## Edits the PREDICTION (agent) makes to the original\n" + prediction_edits]
+    if remaining is not None:
+        parts.append("## Differences remaining from PREDICTION to TARGET\n" + remaining)
+    parts.append(
+        "## Slides the PREDICTION's edits touch, and the PREDICTION's versions of the slides shown above "
+        "(compact summaries; positions in points)\n" + "\n\n".join(summaries)
     )
+    parts.append(IF_ANSWER)
+    return "\n\n".join(parts)
+
+
+def vq_stable_intro(instruction: str, references: list[int]) -> str:
+    """The text that opens the task-stable message of a visual-quality call.
+
+    ``references``: the TARGET slides shown right after it (the slides the target changed
+    visibly), each image preceded by its label; empty when none are shown.
+    """
+    lines = [f"The agent was asked: {instruction.strip()}"]
+    if references:
+        listed = ", ".join(str(n) for n in references)
+        lines.append(
+            f"For reference, these are the slides a human reference edit of the same deck (the TARGET) "
+            f"changed visibly, as they look in the TARGET deck: slides {listed}. "
+            "The PREDICTION slides to score follow."
+        )
     return "\n".join(lines)
 
 
+def vq_chunk_intro(chunk: int, chunks: int, slides: list[dict[str, Any]], with_reference: bool) -> str:
+    """The text that opens the prediction's message of a visual-quality call (images follow, each
+    preceded by its label).
+    """
+    listed = ", ".join(str(s["prediction"]) for s in slides)
+    lines = [f"Below are PREDICTION slides {listed} (part {chunk} of {chunks} of the slides that changed)."]
+    if with_reference:
+        lines.append(
+            "Each is followed by the same slide of the TARGET deck, when the target has it, unless that "
+            "TARGET slide is among the reference slides above: the PREDICTION slide's label then names it."
+        )
+    lines.append(VQ_ANSWER)
+    return "\n".join(lines)
+
+
+def vq_prediction_label(number: int, target_above: int | None) -> str:
+    """The label before a PREDICTION slide's image (``target_above``: its TARGET slide, shown above)."""
+    if target_above is None:
+        return f"PREDICTION slide {number}:"
+    return f"PREDICTION slide {number} (its TARGET version is TARGET slide {target_above}, shown above):"
+
+
+def target_label(number: int) -> str:
+    """The label before a TARGET slide's image."""
+    return f"TARGET slide {number} (reference):"
+
+
 __all__ = [
+    "IF_ANSWER",
     "IF_SYSTEM",
+    "PROMPT_VERSION",
     "RETRY_TEXT",
+    "VQ_ANSWER",
     "VQ_SYSTEM",
     "bounded",
     "compact_shape",
     "compact_slides",
-    "if_prompt",
+    "if_prediction_prompt",
+    "if_stable_prompt",
     "summary_block",
-    "vq_intro",
+    "target_label",
+    "vq_chunk_intro",
+    "vq_prediction_label",
+    "vq_stable_intro",
 ]

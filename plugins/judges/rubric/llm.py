@@ -6,7 +6,10 @@ Both run in the judge process (no untrusted code is involved).
   with the context when it is non-empty, sent as a system + user chat at temperature 0.3, and
   the reply is parsed with :func:`parse_llm_score` (first ```json block, else the first ```
   block, else the whole reply, as a JSON object with ``score`` and ``reason``; else
-  ``score:`` / ``reason:`` lines; else the last number that looks like a score).
+  ``score:`` / ``reason:`` lines; else the last number that looks like a score). A system prompt
+  with no replacement field is the same for every prediction of the task, so it is marked
+  ``cache_prefix`` (the prompts themselves are the rubric's and are sent unchanged: ai-rubric's
+  one system + one user message; a user prompt is never split).
 * :func:`deterministic_reason` and :func:`model_reason` explain a parent from its children:
   reasons bubble up the tree, leaves first.
 """
@@ -97,6 +100,16 @@ def format_prompt(template: str, context: dict[str, Any]) -> str:
     return _RubricFormatter().vformat(template, (), context) if context else template
 
 
+def static_template(template: str) -> bool:
+    """True when ``template`` has no replacement field, so formatting cannot make it depend on the
+    prediction (``{{`` / ``}}`` escapes are fine; an unparsable template is not static).
+    """
+    try:
+        return all(field is None for _, field, _, _ in string.Formatter().parse(template))
+    except ValueError:
+        return False
+
+
 def score_llm_leaf(
     scorer: LLMScorer, context: dict[str, Any], client: Any | None
 ) -> tuple[float, str, list[dict[str, Any]]]:
@@ -118,8 +131,12 @@ def score_llm_leaf(
         "params": {"temperature": LLM_SCORER_TEMPERATURE},
     }
     try:
+        # a static system prompt is the task-stable prefix (the context names mostly depend on the
+        # prediction, and even the original's screenshot paths lie in the pair's folder)
+        stable = static_template(scorer.system_prompt)
         completion = client.complete(
-            [Message.system(system), Message.user(user)], temperature=LLM_SCORER_TEMPERATURE
+            [Message.system(system, cache_prefix=stable), Message.user(user)],
+            temperature=LLM_SCORER_TEMPERATURE,
         )
     except Exception as exc:
         call["error"] = f"{type(exc).__name__}: {exc}"

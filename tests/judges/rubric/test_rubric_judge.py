@@ -258,6 +258,8 @@ def test_llm_scorer_leaves_use_the_model(edited, tmp_path):
     assert verdict.score == pytest.approx(0.8)
     request = backend.requests[0]
     assert request.messages[0].role == "system" and request.last_user_text == f"Grade {prediction}"
+    # the static system prompt is the same for every prediction: marked for prompt caching
+    assert [m.cache_prefix for m in request.messages] == [True, False]
     assert request.params == {"temperature": 0.3}
 
 
