@@ -291,6 +291,11 @@ def tasks_command(
     default=None,
     help="USD: start no new attempt once the run spent this much.",
 )
+@click.option(
+    "--no-preflight",
+    is_flag=True,
+    help="Skip the check of the model backends before the first pair (same as [run] preflight = false).",
+)
 @click.pass_context
 def run_command(
     ctx: click.Context,
@@ -306,13 +311,28 @@ def run_command(
     epochs: int | None = None,
     max_cost: float | None = None,
     allow_weak_isolation: bool = False,
+    no_preflight: bool = False,
 ) -> None:
-    """Run every agent of a config on every task and judge the predictions."""
+    """Run every agent of a config on every task and judge the predictions.
+
+    Before the first pair, every model backend the agents and judges name is checked once: SDK
+    installed, key present, server reachable, model known (skip it with --no-preflight).
+
+    \b
+    Exit codes:
+      0    done
+      1    an error (config, run folder, executor, ...)
+      2    the preflight failed: one line per problem on stderr, nothing started
+      130  interrupted (Ctrl-C); run the same command again to resume
+    """
+    from pptarena.models.preflight import PreflightError
     from pptarena.run.resume import choose_run_dir
     from pptarena.run.runner import RunInterrupted, Runner
     from pptarena.types import PptArenaError
 
     config, registry = load_run_config(ctx, config_path)
+    if no_preflight:
+        config.run.preflight = False
     from pptarena.run.trust import check_isolation
 
     try:  # before any run folder is made (the runner checks again)
@@ -343,6 +363,10 @@ def run_command(
     except RunInterrupted:
         sys.stderr.flush()
         os._exit(130)  # results are fsynced line by line; do not wait for in-flight judges
+    except PreflightError as exc:
+        click.echo(str(exc), err=True)
+        click.echo("Nothing was started (arena run --no-preflight skips this check).", err=True)
+        ctx.exit(2)
     except (PptArenaError, ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     _print_leaderboard(Path(runner.run_dir), summary, quiet, no_report)

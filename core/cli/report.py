@@ -125,7 +125,12 @@ def report_command(
 def rescore_command(
     ctx: click.Context, run_dir: Path, config_path: Path | None, name: str | None, jobs: int, quiet: bool
 ) -> None:
-    """Re-judge a run's predictions with other judges, without re-running agents."""
+    """Re-judge a run's predictions with other judges, without re-running agents.
+
+    The judges' model backends are checked first, as `arena run` checks them (unless the config says
+    [run] preflight = false); a failure exits with code 2, one line per problem on stderr.
+    """
+    from pptarena.models.preflight import PreflightError, preflight_run
     from pptarena.report.data import load_run
     from pptarena.report.rescore import Rescorer
     from pptarena.report.tables import leaderboard_table, print_tables, rescore_table
@@ -136,6 +141,11 @@ def rescore_command(
     registry = _registry(ctx)
     try:
         rescorer = Rescorer(run_dir, registry, config_path=config_path, name=name, jobs=jobs)
+        try:  # the judges' model backends answer before the first prediction is judged
+            preflight_run(rescorer.judge_config, registry, kinds=("judges",))
+        except PreflightError as exc:
+            click.echo(str(exc), err=True)
+            ctx.exit(2)
         warn_skipped_lines(rescorer.data)
         total = len(rescorer.data.rows)
         summary = rescorer.run(progress=Progress(total, quiet=quiet))

@@ -165,10 +165,16 @@ class Runner:
     def start_executor(self) -> None:
         """Build the run's executor and start it (the ``ray`` executor joins its cluster here), before
         anything is written: an executor that cannot start leaves no run folder behind. Called by
-        :meth:`run`; calling it first (as ``arena run`` does) only moves the moment.
+        :meth:`run`; calling it first (as ``arena run`` does) only moves the moment. First, with
+        ``[run] preflight`` (the default), every model backend the agents and judges name is checked
+        once (:func:`~pptarena.models.preflight.preflight_run`; a run naming no model pays nothing):
+        a failure raises :class:`~pptarena.models.preflight.PreflightError` and nothing starts.
         """
         if self._executor is not None:
             return
+        from pptarena.models.preflight import preflight_run
+
+        preflight_run(self.config, self.registry)
         if self.config.backends and self._limiter_service is None:
             # one rate limiter per provider account for the whole run: worker processes started
             # from here on reach the host's limiters through this service

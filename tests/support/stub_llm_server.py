@@ -10,7 +10,9 @@ status handling and timeouts are exercised for real. It understands:
 * ``GET /v1/models`` and ``GET /v1/models/<id>`` (Azure: ``/openai/models``) — the model list and one
   model, in the OpenAI or (with an ``anthropic-version`` header) the Anthropic format, from
   ``server.models``; when that is None (the default) they answer 404, like servers without them.
-  ``server.models_action`` (a :class:`Fail` or :class:`Hang`) answers them instead.
+  ``server.models_action`` (a :class:`Fail` or :class:`Hang`) answers them instead. They are
+  recorded in ``server.model_requests``, not ``server.requests`` (a run's preflight makes them
+  before its first call), and consume nothing from the queue.
 
 A :class:`Reply` is answered in the request's own format (a chat completion,
 a Response with one output message, or a message with one text block); a
@@ -253,7 +255,10 @@ class StubLLMServer:
     """A threaded HTTP server on 127.0.0.1 with a queue of scripted actions.
 
     Attributes:
-        requests: every request received, in arrival order.
+        requests: every POST request received, in arrival order.
+        model_requests: every ``GET /v1/models...`` request, in arrival order.
+        models: the model ids ``GET /v1/models`` lists (None: those paths answer 404).
+        models_action: a :class:`Fail` or :class:`Hang` answering the model paths instead.
         default: the action used when the queue is empty and no responder is set.
         responder: optional ``callable(RecordedRequest) -> Action`` used when the queue is empty.
         max_in_flight: the largest number of requests handled at the same time.
@@ -268,6 +273,7 @@ class StubLLMServer:
         self.max_in_flight = 0
         self.models: list[str] | None = None
         self.models_action: Fail | Hang | None = None
+        self.model_requests: list[RecordedRequest] = []
         self._queue: deque[Action] = deque()
         self._lock = threading.Lock()
         self._in_flight = 0
@@ -342,6 +348,7 @@ class StubLLMServer:
             self.default = Reply("ok")
             self.models = None
             self.models_action = None
+            self.model_requests.clear()
 
     @property
     def pending(self) -> int:
@@ -442,7 +449,7 @@ class StubLLMServer:
             body={},
         )
         with self._lock:
-            self.requests.append(request)
+            self.model_requests.append(request)
         listing = path in ("/v1/models", "/openai/models")
         one = path.startswith("/v1/models/") and path[len("/v1/models/") :]
         if self.models_action is not None and (listing or one):
