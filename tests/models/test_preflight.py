@@ -191,8 +191,10 @@ def test_openai_check_against_a_local_server(openai_backend, llm_server):
     note = backend.check("llama3", timeout=2)
     assert "not in the server's model list (gpt-test, llama3:latest)" in note
     assert [r.path for r in llm_server.model_requests[-2:]] == ["/v1/models/llama3", "/v1/models"]
-    llm_server.models = None  # a server without /v1/models at all: it answered, so a note
+    llm_server.models_action = Fail(404, "no route")  # a server without /v1/models: it answered, a note
     assert "HTTP 404 to GET /models" in backend.check("anything", timeout=2)
+    llm_server.models_action, llm_server.models = None, None  # the stub's default: every model exists
+    assert backend.check("anything", timeout=2) is None
     assert llm_server.requests == []  # no completion was asked for
 
 

@@ -91,3 +91,32 @@ def test_rescore_rejects_bad_names_and_configs_without_judges(tmp_path, fake_plu
     write_run_config(nojudge, alt_config(judges=()))
     res = CliRunner().invoke(cli, ["rescore", str(run_dir), "--config", str(nojudge)])
     assert res.exit_code != 0 and "has no [[judges]]" in res.output
+
+
+@pytest.mark.slow
+def test_rescore_checks_its_judges_model_backends_first(
+    tmp_path, fake_plugins, fake_run, llm_server, monkeypatch
+):
+    from tests.support.stub_llm_server import TEST_API_KEY, Fail
+
+    run_dir = fake_run(count=1)
+    monkeypatch.setenv("STUB_KEY", TEST_API_KEY)
+    llm_server.models_action = Fail(401, "Incorrect API key provided: {api_key}")
+    cfg = tmp_path / "model.toml"
+    write_run_config(
+        cfg,
+        run_toml(
+            dataset=use("fake", root="data"),
+            renderer="dummy",
+            agents=["noop"],
+            judges=[use("dual", label="vlm", model="local/gpt-test")],
+            backends={
+                "local": use("openai", base_url=llm_server.openai_base_url, api_key={"env": "STUB_KEY"})
+            },
+        ),
+    )
+    res = CliRunner().invoke(cli, ["rescore", str(run_dir), "--config", str(cfg), "--quiet"])
+    assert res.exit_code == 2, res.output
+    assert "preflight failed: local/gpt-test (base_url http://127.0.0.1:" in res.stderr
+    assert "HTTP 401" in res.stderr and TEST_API_KEY not in res.output
+    assert llm_server.requests == [] and not (run_dir / "rescore" / "model" / "results.jsonl").exists()

@@ -9,8 +9,9 @@ status handling and timeouts are exercised for real. It understands:
 * ``POST /v1/messages`` — Anthropic messages (also the beta endpoint's ``?beta=true``);
 * ``GET /v1/models`` and ``GET /v1/models/<id>`` (Azure: ``/openai/models``) — the model list and one
   model, in the OpenAI or (with an ``anthropic-version`` header) the Anthropic format, from
-  ``server.models``; when that is None (the default) they answer 404, like servers without them.
-  ``server.models_action`` (a :class:`Fail` or :class:`Hang`) answers them instead. They are
+  ``server.models``; when that is None (the default) every model exists (the list holds those
+  asked for so far), so a run's preflight passes. ``server.models_action`` (a :class:`Fail` or
+  :class:`Hang`; ``Fail(404)`` for a server without these paths) answers them instead. They are
   recorded in ``server.model_requests``, not ``server.requests`` (a run's preflight makes them
   before its first call), and consume nothing from the queue.
 
@@ -257,7 +258,7 @@ class StubLLMServer:
     Attributes:
         requests: every POST request received, in arrival order.
         model_requests: every ``GET /v1/models...`` request, in arrival order.
-        models: the model ids ``GET /v1/models`` lists (None: those paths answer 404).
+        models: the model ids ``GET /v1/models`` lists (None: every model exists).
         models_action: a :class:`Fail` or :class:`Hang` answering the model paths instead.
         default: the action used when the queue is empty and no responder is set.
         responder: optional ``callable(RecordedRequest) -> Action`` used when the queue is empty.
@@ -455,16 +456,20 @@ class StubLLMServer:
         if self.models_action is not None and (listing or one):
             self._respond(h, request, self.models_action)
             return
-        if self.models is None or not (listing or one):
+        if not (listing or one):
             h._send_json(404, _error_body(wire, 404, f"no route {path}"))
             return
+        known = self.models
+        if known is None:  # every model exists: those asked for so far make the list
+            asked = (r.path[len("/v1/models/") :] for r in self.model_requests)
+            known = list(dict.fromkeys(m for m in asked if m))
         if listing:
-            data = [_model_object(wire, m) for m in self.models]
+            data = [_model_object(wire, m) for m in known]
             page: dict[str, Any] = {"data": data, "object": "list"}
             if wire == "anthropic":
                 page = {"data": data, "has_more": False, "first_id": None, "last_id": None}
             h._send_json(200, page)
-        elif one in self.models:
+        elif one in known:
             h._send_json(200, _model_object(wire, str(one)))
         else:
             h._send_json(404, _error_body(wire, 404, f"The model `{one}` does not exist"))
