@@ -153,8 +153,21 @@ def render_generate(prompt: Prompt, c: Completion) -> dict[str, Any]:
     parts: list[dict[str, Any]] = []
     if c.reply.text or not c.reply.tool_calls:
         parts.append({"text": c.reply.text})
+    broken = [t for t in c.reply.tool_calls if not isinstance(t.parsed_arguments(), dict)]
     for t in c.reply.tool_calls:
         parts.append({"functionCall": {"name": t.name, "args": t.parsed_arguments()}})
+    candidate: dict[str, Any] = {
+        "content": {"parts": parts, "role": "model"},
+        "finishReason": "MAX_TOKENS" if c.finish == "length" else "STOP",
+        "index": 0,
+    }
+    if broken:  # Gemini's form of a tool call it could not write: no content, a finish reason saying so
+        candidate = {
+            "content": {},
+            "finishReason": "MALFORMED_FUNCTION_CALL",
+            "finishMessage": f"Malformed function call: {broken[0].name}({broken[0].arguments}",
+            "index": 0,
+        }
     image_tokens = sum(b.tokens for b in prompt.blocks if b.kind == "image")
     details = [{"modality": "TEXT", "tokenCount": c.prompt_tokens - image_tokens}]
     if image_tokens:
@@ -169,13 +182,7 @@ def render_generate(prompt: Prompt, c: Completion) -> dict[str, Any]:
         usage["cachedContentTokenCount"] = c.cache.read
         usage["cacheTokensDetails"] = [{"modality": "TEXT", "tokenCount": c.cache.read}]
     return {
-        "candidates": [
-            {
-                "content": {"parts": parts, "role": "model"},
-                "finishReason": "MAX_TOKENS" if c.finish == "length" else "STOP",
-                "index": 0,
-            }
-        ],
+        "candidates": [candidate],
         "usageMetadata": usage,
         "modelVersion": prompt.model,
         "responseId": new_id(""),

@@ -59,6 +59,7 @@ class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "provider-sim"
     timeout = IDLE_SECONDS
+    disable_nagle_algorithm = True  # headers and body go out in separate writes: no 40 ms delayed-ACK stall
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - http.server's signature
         """Quiet: the simulator keeps its own records."""
