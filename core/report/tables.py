@@ -160,6 +160,7 @@ def leaderboard_table(
     )
     if k > 1:
         table.note += f"; pass@{k}/pass^{k}: unbiased estimators over {k} epochs"
+    table.note += cost_note(summary)
     semantics: dict[str, dict[str, int]] = {}
     for e in agents.values():
         for j, b in e.judges.items():
@@ -381,14 +382,23 @@ def cost_table(summary: Summary) -> TableData | None:
     (None when nothing was spent). The cost records themselves are free-form
     (:func:`pptarena.models.pricing.pair_cost`).
     """
-    from pptarena.models.pricing import fmt_usd
+    from pptarena.models.pricing import cache_saved, fmt_usd
 
     agents = summary.agents
     run = summary.cost or {}
     if not agents or (run.get("usd") == 0 and not run.get("unpriced_models")):
         return None
     judges = sorted({j for e in agents.values() for j in ((e.cost or {}).get("judges") or {})})
-    t = TableData("Cost (USD)", ["agent", "agent calls", *(f"judge {j}" for j in judges), "total"])
+    saved = bool(summary.cache_saved_usd())
+    headers = ["agent", "agent calls", *(f"judge {j}" for j in judges), "total"]
+    t = TableData("Cost (USD)", headers + (["prompt caching saved"] if saved else []))
+
+    def saved_cell(cost: dict[str, Any] | None) -> list[str]:
+        if not saved:
+            return []
+        amount = cache_saved(cost)
+        return [("-" if amount < 0 else "") + fmt_usd({"usd": abs(amount)}) if amount else "–"]
+
     for name, e in agents.items():
         c = e.cost or {}
         t.rows.append(
@@ -397,6 +407,7 @@ def cost_table(summary: Summary) -> TableData | None:
                 fmt_usd(c.get("agent")),
                 *(fmt_usd((c.get("judges") or {}).get(j)) for j in judges),
                 fmt_usd(c),
+                *saved_cell(c),
             ]
         )
     t.rows.append(
@@ -405,9 +416,31 @@ def cost_table(summary: Summary) -> TableData | None:
             fmt_usd(run.get("agent")),
             *(fmt_usd((run.get("judges") or {}).get(j)) for j in judges),
             fmt_usd(run),
+            *saved_cell(run),
         ]
     )
     t.note = (
-        "priced from the backend's `pricing` or the bundled table; unknown when a model has no price, never 0"
+        "priced from the backend's `pricing` or the bundled table; unknown when a model has no price, "
+        "never 0; local (free): models without a price on a server of this machine or network"
     )
+    if saved:
+        t.note += (
+            "; prompt caching saved: the cached reads' discount minus the cache writes' premium "
+            "(included in the costs)"
+        )
     return t
+
+
+def cost_note(summary: Summary) -> str:
+    """What the leaderboard's note says about cost: what prompt caching saved (when not 0) and
+    what "local (free)" means (when a local model was used); "" otherwise."""
+    from pptarena.models.pricing import LOCAL_FREE_TEXT, fmt_cache_saved
+
+    run = summary.cost or {}
+    note = ""
+    if run.get("local_models"):
+        note += f"; cost {LOCAL_FREE_TEXT}: {', '.join(run['local_models'])} on a local server, no price"
+    said = fmt_cache_saved(run)
+    if said:
+        note += f"; {said} over the run"
+    return note

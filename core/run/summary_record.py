@@ -109,6 +109,10 @@ class Summary(_Record):
     """``summary.json``: per agent and judge figures, groups, paired comparisons, cost and the
     ``source`` (rows digest and summary revision) a reader checks before reusing it.
 
+    ``cost`` (and each agent's) is a cost record (:func:`pptarena.models.pricing.cost_of_rows`):
+    ``usd``, ``known_usd``, ``unpriced_models``, ``agent``, ``judges``, and when not empty / zero
+    ``local_models`` (priced as local and free) and ``cache_saved_usd`` (:meth:`cache_saved_usd`).
+
     ``isolation`` and ``budget`` are what the runner adds after the figures (the run's record).
     """
 
@@ -131,6 +135,14 @@ class Summary(_Record):
         """The comparison of ``a`` and ``b`` under ``judge`` in either order (as stored: ``a|b``)."""
         pairs = self.comparisons.get(judge) or {}
         return pairs.get(f"{a}|{b}") or pairs.get(f"{b}|{a}")
+
+    def cache_saved_usd(self) -> float:
+        """What providers' prompt caching saved over the run in USD (its reads' discount minus its
+        writes' premium, :func:`pptarena.models.pricing.cache_savings_usd`): ``cost.cache_saved_usd``,
+        0 when the cost has none (nothing saved, or a summary from before it was recorded)."""
+        from pptarena.models.pricing import cache_saved
+
+        return cache_saved(self.cost)
 
     def figures(self) -> dict[str, Any]:
         """The summary without what the runner adds (``budget``, ``isolation``): what

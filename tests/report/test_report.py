@@ -143,3 +143,50 @@ def test_tokens_column_counts_prompt_cache_reads_and_writes_once():
         zip(*(lambda t: (t.headers, t.rows[0]))(leaderboard_table(summarize_results([line]))), strict=True)
     )
     assert row["tokens"] == "1015"
+
+
+def _costed(agent, task, cost):
+    line = _line(agent, task, "scored", {}, {})
+    line.cost = cost
+    return line
+
+
+def test_local_models_show_as_local_free_and_caching_savings_are_said():
+    from pptarena.models.pricing import pair_cost
+    from pptarena.report.tables import cost_table
+    from pptarena.run.summary_record import Summary
+
+    local = {"usd": 0.0, "known_usd": 0.0, "unpriced_models": [], "local_models": ["local/llama3"]}
+    paid = {"usd": 0.02, "known_usd": 0.02, "unpriced_models": [], "cache_saved_usd": 0.005}
+    rows = [
+        _costed("on-prem", "t1", pair_cost(local, {"vlm": local})),
+        _costed("cloud", "t1", pair_cost(paid, {"vlm": local})),
+        _costed("cloud", "t2", pair_cost(paid, {"vlm": None})),
+    ]
+    summary = summarize_results(rows)
+    assert summary.cost["local_models"] == ["local/llama3"]
+    assert summary.cost["cache_saved_usd"] == pytest.approx(0.01) and summary.cache_saved_usd() == 0.01
+    board = leaderboard_table(summary)
+    cells = {r[0]: dict(zip(board.headers, r, strict=True)) for r in board.rows}
+    assert cells["on-prem"]["cost"] == "local (free)" and cells["cloud"]["cost"] == "$0.0400"
+    assert "prompt caching saved $0.0100 over the run" in board.note
+    assert "local (free): local/llama3 on a local server" in board.note
+    costs = cost_table(summary)
+    assert costs.headers[-1] == "prompt caching saved"
+    by_agent = {r[0]: r for r in costs.rows}
+    assert by_agent["on-prem"][1:] == ["local (free)", "local (free)", "local (free)", "–"]
+    assert by_agent["cloud"][-2:] == ["$0.0400", "$0.0100"] and by_agent["(run)"][-1] == "$0.0100"
+    # a summary.json from before these fields: read as before, no caching column, no note
+    old = Summary.model_validate(
+        {"judges": [], "agents": {"a": {"cost": {"usd": 0.5, "known_usd": 0.5, "unpriced_models": []}}}}
+        | {"cost": {"usd": 0.5, "known_usd": 0.5, "unpriced_models": [], "agent": None, "judges": {}}}
+    )
+    assert old.cache_saved_usd() == 0.0
+    assert "caching" not in leaderboard_table(old).note and "caching" not in cost_table(old).headers[-1]
+    assert old.to_json()["cost"] == {
+        "usd": 0.5,
+        "known_usd": 0.5,
+        "unpriced_models": [],
+        "agent": None,
+        "judges": {},
+    }
