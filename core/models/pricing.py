@@ -286,13 +286,41 @@ def _client_extras(c: Any) -> tuple[float, bool]:
     return cache_savings_usd(usage, price) * fresh / calls, local
 
 
-def _with_extras(record: dict[str, Any], local: Iterable[str], saved: float) -> dict[str, Any]:
-    """``record`` plus ``local_models`` and ``cache_saved_usd`` when they are not empty / zero."""
-    local = sorted(set(local))
+def call_cache_savings(
+    backend: Any, model: str, usage: Any, *, cached: bool = False, batch: bool = False
+) -> float:
+    """What the provider's prompt caching saved on one call (:func:`cache_savings_usd` at the price
+    :func:`call_cost` uses); 0 for a response-cache hit or an unpriced model. For whoever keeps
+    per-call totals (a model client's ``cache_saved_usd``, which :func:`clients_cost` then uses)."""
+    if cached:
+        return 0.0
+    price = price_for(backend, model)
+    if price is not None and batch:
+        price = price.batch_price()
+    return cache_savings_usd(usage, price)
+
+
+def cost_record(
+    known_usd: float,
+    unpriced_models: Iterable[str] = (),
+    *,
+    unknown: bool = False,
+    local_models: Iterable[str] = (),
+    cache_saved_usd: float = 0.0,
+) -> dict[str, Any]:
+    """A cost record: ``{"usd", "known_usd", "unpriced_models"}`` (``usd`` None when a model was
+    unpriced or ``unknown``), plus ``local_models`` and ``cache_saved_usd`` when not empty / zero."""
+    unpriced = sorted(set(unpriced_models))
+    record: dict[str, Any] = {
+        "usd": None if unpriced or unknown else round(known_usd, 6),
+        "known_usd": round(known_usd, 6),
+        "unpriced_models": unpriced,
+    }
+    local = sorted(set(local_models))
     if local:
         record["local_models"] = local
-    if round(saved, 6):
-        record["cache_saved_usd"] = round(saved, 6)
+    if round(cache_saved_usd, 6):
+        record["cache_saved_usd"] = round(cache_saved_usd, 6)
     return record
 
 
@@ -308,12 +336,7 @@ def clients_cost(clients: Iterable[Any]) -> dict[str, Any]:
         saved += c_saved
         if c_local:
             local.add(str(getattr(c, "ref", "?")))
-    record = {
-        "usd": None if unpriced else round(known, 6),
-        "known_usd": round(known, 6),
-        "unpriced_models": sorted(unpriced),
-    }
-    return _with_extras(record, local, saved)
+    return cost_record(known, unpriced, local_models=local, cache_saved_usd=saved)
 
 
 def merge_costs(parts: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
@@ -328,12 +351,7 @@ def merge_costs(parts: Iterable[dict[str, Any] | None]) -> dict[str, Any]:
         unknown = unknown or p.get("usd") is None
         local.update(p.get("local_models") or [])
         saved += float(p.get("cache_saved_usd") or 0.0)
-    record = {
-        "usd": None if unknown else round(known, 6),
-        "known_usd": round(known, 6),
-        "unpriced_models": sorted(unpriced),
-    }
-    return _with_extras(record, local, saved)
+    return cost_record(known, unpriced, unknown=unknown, local_models=local, cache_saved_usd=saved)
 
 
 def pair_cost(agent: dict[str, Any] | None, judges: dict[str, dict[str, Any] | None]) -> dict[str, Any]:

@@ -220,3 +220,41 @@ def test_clients_cost_counts_what_prompt_caching_saved_but_not_response_cache_hi
     assert fmt_cache_saved(total) == "prompt caching saved $0.0014"
     assert fmt_cache_saved({"cache_saved_usd": -0.25}) == "prompt caching cost $0.2500 more than it saved"
     assert fmt_cache_saved({"usd": 1.0}) is None and fmt_cache_saved(None) is None
+
+
+def test_per_call_savings_and_a_client_keeping_its_own_total():
+    from types import SimpleNamespace
+
+    from pptarena.models import Usage
+    from pptarena.models.pricing import call_cache_savings, clients_cost, cost_record
+
+    backend = SimpleNamespace(options=SimpleNamespace(pricing={}))
+    usage = Usage(input_tokens=1000, output_tokens=10, cached_input_tokens=800, calls=1)
+    full = call_cache_savings(backend, "claude-haiku-4-5", usage)
+    assert full == pytest.approx(800 * 0.9 / 1e6)
+    assert call_cache_savings(backend, "claude-haiku-4-5", usage, batch=True) == pytest.approx(full / 2)
+    assert call_cache_savings(backend, "claude-haiku-4-5", usage, cached=True) == 0.0
+    assert call_cache_savings(backend, "no-such-model", usage) == 0.0
+    # a client that keeps its own per-call total is taken at its word (no estimate from its usage)
+    client = SimpleNamespace(
+        backend=backend,
+        model="claude-haiku-4-5",
+        ref="anthropic/claude-haiku-4-5",
+        usage=usage,
+        cost_usd=0.001,
+        unpriced_calls=0,
+        cache_saved_usd=0.25,
+    )
+    assert clients_cost([client])["cache_saved_usd"] == 0.25
+    assert cost_record(0.1, ["b/x", "a/y"]) == {
+        "usd": None,
+        "known_usd": 0.1,
+        "unpriced_models": ["a/y", "b/x"],
+    }
+    assert cost_record(0.1, unknown=True)["usd"] is None
+    assert cost_record(0.1234567, local_models=["l/m", "l/m"], cache_saved_usd=1e-9) == {
+        "usd": 0.123457,
+        "known_usd": 0.123457,
+        "unpriced_models": [],
+        "local_models": ["l/m"],
+    }
