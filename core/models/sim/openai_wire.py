@@ -475,7 +475,12 @@ class OpenAIWire(Wire):
             self.engine.stats.batch(submitted=1, ended=1)
             return Outgoing.json(200, failed)
         batch = self.engine.batches.create("openai", inc.api_key or "", items, info, "batch_")
-        return Outgoing.json(200, self._batch_json(batch) | {"status": "validating", "in_progress_at": None})
+        validating = {
+            "status": "validating",
+            "in_progress_at": None,
+            "request_counts": {"total": 0, "completed": 0, "failed": 0},
+        }
+        return Outgoing.json(200, self._batch_json(batch) | validating)
 
     def _batch_items(self, data: bytes, endpoint: str) -> tuple[list[BatchItem], list[dict[str, Any]]]:
         items: list[BatchItem] = []
