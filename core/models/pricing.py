@@ -191,7 +191,7 @@ def is_local_free(price: ModelPrice | None) -> bool:
 
 
 @lru_cache(maxsize=1)
-def _bundled() -> tuple[dict[str, ModelPrice], str, float | None]:
+def _bundled() -> tuple[dict[str, ModelPrice], str]:
     data = tomllib.loads(DATA_FILE.read_text(encoding="utf-8"))
     batch = data.get("batch")
     prices = {}
@@ -200,7 +200,7 @@ def _bundled() -> tuple[dict[str, ModelPrice], str, float | None]:
         if batch is not None and not {"batch", "batch_input", "batch_output"} & set(entry):
             entry["batch"] = batch  # the table's default batch discount
         prices[name] = ModelPrice.model_validate(entry)
-    return prices, str(data.get("as_of", "?")), batch
+    return prices, str(data.get("as_of", "?"))
 
 
 def bundled_prices() -> dict[str, ModelPrice]:

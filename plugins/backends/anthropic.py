@@ -348,7 +348,8 @@ class AnthropicBackend(BackendBase):
         Raises :class:`ModelError` / :class:`TransientModelError` when the API cannot be reached, the
         key is refused or the model is unknown. Returns a note (the run may start) when the server
         answers 429 or 5xx (busy right now), and when a ``base_url`` server of one's own (a proxy)
-        answers 404 (it may not list models); None when the model was found.
+        answers 404 (it may not list models); None when the model was found. The API itself is the
+        client's server being api.anthropic.com (no ``base_url``, no ``$ANTHROPIC_BASE_URL``).
         """
         client = self._client.with_options(
             timeout=timeout if timeout is not None else min(self.options.timeout, 15.0), max_retries=0
@@ -366,9 +367,7 @@ class AnthropicBackend(BackendBase):
         if status == 429 or status >= 500:
             return f"the server answered HTTP {status} (busy or failing right now); {model!r} not checked"
         if (
-            status == 404
-            and self.options.base_url is not None
-            and "api.anthropic.com" not in self.options.base_url
+            status == 404 and "api.anthropic.com" not in str(self._client.base_url)  # ANTHROPIC_BASE_URL too
         ):
             return (
                 f"the server answered HTTP 404 for model {model!r}; a proxy may not list models, not checked"

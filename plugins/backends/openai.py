@@ -387,9 +387,9 @@ class OpenAIBackend(BackendBase):
 
     @property
     def official_api(self) -> bool:
-        """True for the OpenAI API itself (no ``base_url``, or one on api.openai.com; Azure is not)."""
-        base = self.options.base_url
-        return not self.options.azure_endpoint and (base is None or "api.openai.com" in base)
+        """True when the client talks to the OpenAI API itself (api.openai.com: no ``base_url`` and no
+        ``$OPENAI_BASE_URL``, or one naming it); Azure and every other server are not."""
+        return not self.options.azure_endpoint and "api.openai.com" in str(self._client.base_url)
 
     def check(self, model: str, *, timeout: float | None = None) -> str | None:
         """Preflight (:mod:`pptarena.models.preflight`): is the server reachable, the key accepted and
