@@ -57,6 +57,10 @@ class PreflightError(PptArenaError):
         super().__init__("\n".join(report.lines()))
         self.report = report
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        """Pickled with its report (it may cross a process boundary)."""
+        return (type(self), (self.report,))
+
 
 @dataclass(frozen=True)
 class PreflightCheck:
