@@ -780,6 +780,41 @@ def test_gemini_implicit_caching(sim):
     assert short.usage_metadata.cached_content_token_count is None
 
 
+def test_the_harness_backends_read_usage_and_headers_from_the_sim(tmp_path: Path):
+    from pydantic import SecretStr
+
+    from pptarena.models import Message, ModelClient
+    from pptarena.plugins.backends.anthropic import AnthropicBackend, AnthropicOptions
+    from pptarena.plugins.backends.openai import OpenAIBackend, OpenAIOptions
+    from pptarena.types import ComponentContext
+
+    def no_model(ref: str):
+        raise AssertionError(ref)
+
+    context = ComponentContext(cache_dir=tmp_path, model=no_model, name="test", label="test")
+    common = {"api_key": SecretStr(KEY), "cache": False, "max_retries": 0}
+    with ProviderSim(SimConfig(rpm=600, tpm=1_000_000)) as sim:
+        backend = AnthropicBackend(AnthropicOptions(base_url=sim.url, **common), context)
+        try:
+            client = ModelClient(backend, "anthropic", "claude-x")
+            messages = [Message.system(LONG, cache_prefix=True), Message.user("Summarize.")]
+            first = client.complete(messages)
+            second = client.complete(messages)
+        finally:
+            backend.close()
+        assert first.usage.cache_write_input_tokens == tokens(LONG) and first.usage.cached_input_tokens == 0
+        assert second.usage.cached_input_tokens == tokens(LONG)
+        assert second.usage.input_tokens == tokens(LONG) + tokens("Summarize.")
+        assert second.rate_headers["anthropic-ratelimit-requests-limit"] == "600"
+        backend = OpenAIBackend(OpenAIOptions(base_url=sim.url + "/v1", **common), context)
+        try:
+            done = ModelClient(backend, "openai", "gpt-x").complete([Message.user("hello")])
+        finally:
+            backend.close()
+        assert done.text == "This is a simulated reply."
+        assert done.rate_headers["x-ratelimit-limit-tokens"] == "1000000"
+
+
 # --------------------------------------------------------------------------- stats, CLI
 
 

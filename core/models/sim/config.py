@@ -13,14 +13,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pptarena.models.sim.errors import SimConfigError
+from pptarena.models.sim.latency import parse_latency
+
 FAULT_KINDS = ("500", "502", "503", "529", "reset", "timeout", "truncated", "malformed", "bad_tool_args")
 """Every fault the simulator can inject (see :mod:`pptarena.models.sim.faults`)."""
 
 MAX_RULES_FILE_BYTES = 4 * 1024 * 1024
-
-
-class SimConfigError(ValueError):
-    """A setting of the simulator is out of range or unreadable; the message names it."""
 
 
 @dataclass(frozen=True)
@@ -153,8 +152,6 @@ class SimConfig:
     mix: dict[str, float] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        from pptarena.models.sim.latency import parse_latency
-
         for name in ("rpm", "tpm", "burst", "token_burst"):
             value = getattr(self, name)
             if value is not None and (not math.isfinite(value) or value <= 0):

@@ -10,6 +10,8 @@ import math
 import random
 from dataclasses import dataclass
 
+from pptarena.models.sim.errors import SimConfigError
+
 
 @dataclass(frozen=True)
 class Latency:
@@ -30,8 +32,6 @@ class Latency:
 
 def parse_latency(spec: str | float | int) -> Latency:
     """A :class:`Latency` from ``"fixed:0.2"``, ``"uniform:0.1,0.5"``, ``"lognormal:0.4,0.3"`` or a number."""
-    from pptarena.models.sim.config import SimConfigError
-
     if isinstance(spec, (int, float)) and not isinstance(spec, bool):
         spec = f"fixed:{spec}"
     if not isinstance(spec, str):
