@@ -72,7 +72,7 @@ class Reply:
     cached_input_tokens: int = 0  # of input_tokens, served from the provider's prompt cache
     cache_write_5m_tokens: int = 0  # of input_tokens, written to Anthropic's prompt cache for 5 minutes
     cache_write_1h_tokens: int = 0  # ... and for one hour
-    headers: dict[str, str] = field(default_factory=dict)  # extra response headers (rate limits...)
+    headers: dict[str, str] = field(default_factory=dict, hash=False)  # extra response headers (rate limits)
 
 
 @dataclass(frozen=True)
@@ -86,7 +86,7 @@ class Fail:
     status: int
     message: str = "stub failure"
     retry_after: float | None = None
-    headers: dict[str, str] = field(default_factory=dict)  # extra response headers (rate limits...)
+    headers: dict[str, str] = field(default_factory=dict, hash=False)  # extra response headers (rate limits)
 
 
 @dataclass(frozen=True)
