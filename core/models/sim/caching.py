@@ -76,20 +76,17 @@ def step_prefix_hashes(blocks: list[Block], boundaries: list[int]) -> dict[int, 
         h.update(_block_header(block))
         if block.kind == "image":
             h.update(hashlib.sha256(block.data).digest())
-        text = block.text.encode("utf-8") if block.kind != "image" else b""
-        start = pos
+        start, done = pos, 0
         pos += block.tokens
         while target is not None and target <= pos:
-            if block.kind == "image":
-                out[target] = h.copy().hexdigest()
-            else:
-                upto = block.text[: (target - start) * CHARS_PER_TOKEN]
-                part = h.copy()
-                part.update(upto.encode("utf-8"))
-                out[target] = part.hexdigest()
+            if block.kind != "image":  # feed the text up to the boundary: linear in the prompt's length
+                cut = (target - start) * CHARS_PER_TOKEN
+                h.update(block.text[done:cut].encode("utf-8"))
+                done = max(done, cut)
+            out[target] = h.hexdigest()
             target = next(todo, None)
         if block.kind != "image":
-            h.update(text)
+            h.update(block.text[done:].encode("utf-8"))
     return out
 
 

@@ -118,6 +118,8 @@ class SimConfig:
     API keys answered with 401. Prompt caching follows each provider's rules with the
     minimum lengths below and ``cache_ttl`` (the 5-minute lifetime; Anthropic's ``1h``
     breakpoints live ``cache_ttl_long``).
+
+    ``mix`` (set from ``fault_mix``, not an argument) is the fault mix as kind → weight.
     """
 
     rpm: float | None = None
