@@ -534,9 +534,9 @@ TOOL_ANT = [{"name": "f", "input_schema": {"type": "object", "properties": {}}}]
 
 def _call_all(sim: ProviderSim):
     """One call through each SDK, offering a tool; each result or exception, by provider."""
-    o = oai(sim, timeout=0.3)
-    a = ant(sim, timeout=0.3)
-    g = gem(sim, timeout_ms=300)
+    o = oai(sim, timeout=0.6)
+    a = ant(sim, timeout=0.6)
+    g = gem(sim, timeout_ms=600)
     gconfig = gtypes.GenerateContentConfig(
         tools=[gtypes.Tool(function_declarations=[gtypes.FunctionDeclaration(name="f")])],
         automatic_function_calling=gtypes.AutomaticFunctionCallingConfig(disable=True),
@@ -604,7 +604,7 @@ def _call_all(sim: ProviderSim):
 def test_each_fault_kind_makes_each_sdk_raise(kind, expect):
     import httpx2
 
-    with ProviderSim(SimConfig(faults=1.0, fault_mix={kind: 1}, hang_seconds=0.5)) as sim:
+    with ProviderSim(SimConfig(faults=1.0, fault_mix={kind: 1}, hang_seconds=1.0)) as sim:
         got = _call_all(sim)
         for provider, wanted in expect.items():
             exc = got[provider]
@@ -828,6 +828,15 @@ def test_stats_endpoint_matches_and_reset_clears(sim):
     assert remote["output_tokens"] == local["output_tokens"] == tokens("hi there")
     sim.reset_stats()
     assert sim.stats()["requests"] == 0 and sim.requests == []
+    body = json.dumps({"contents": [{"role": "user", "parts": [{"text": "hello"}]}]}).encode()
+    url = sim.url + "/v1beta/models/gemini-x:generateContent?key=query-key"
+    with urllib.request.urlopen(urllib.request.Request(url, data=body, method="POST"), timeout=5) as resp:
+        assert json.load(resp)["candidates"][0]["content"]["parts"][0]["text"] == "hi there"
+    assert sim.requests[-1].api_key == "query-key" and sim.requests[-1].wire == "gemini"
+    reset = urllib.request.Request(sim.url + "/sim/reset", data=b"", method="POST")
+    with urllib.request.urlopen(reset, timeout=5) as resp:
+        assert json.load(resp) == {"reset": True}
+    assert sim.stats()["requests"] == 0
 
 
 def test_only_loopback_addresses_are_bound():

@@ -190,7 +190,7 @@ class ProviderSim:
 
     @property
     def requests(self) -> list[SimRequest]:
-        """Every recorded request, in the order they ended."""
+        """Every recorded request, in the order they were answered (recorded just before the answer)."""
         return self.engine.requests
 
     def stats(self) -> dict[str, Any]:
@@ -221,37 +221,41 @@ class ProviderSim:
         wire = self._wires[detect_wire(inc)]
         stats = self.engine.stats
         stats.enter()
-        route = "(unknown)"
-        out: Outgoing | None = None
+        route, out = "(unknown)", None
         try:
             route, out = self._dispatch(inc, wire)
         finally:
             if out is None:
                 out = wire.error(500, "the provider simulator failed on this request")
-            self._send(handler, out)
+            # counted and recorded before the answer goes out, so a caller that got its answer
+            # finds its request in stats() and requests
             status = 0 if out.action in ("reset", "timeout") else out.status
             stats.leave(wire.name, route, status, out.fault)
-            body = (
-                inc.safe_json()
-                if "multipart" not in inc.headers.get("content-type", "")
-                else {"upload": len(inc.body)}
+            self._record(inc, wire, route, status, out)
+            self._send(handler, out)
+
+    def _record(self, inc: Incoming, wire: Wire, route: str, status: int, out: Outgoing) -> None:
+        body = (
+            inc.safe_json()
+            if "multipart" not in inc.headers.get("content-type", "")
+            else {"upload": len(inc.body)}
+        )
+        model = out.model or (body.get("model") if isinstance(body, dict) else None)
+        self.engine.record(
+            SimRequest(
+                wire=wire.name,
+                method=inc.method,
+                path=inc.path,
+                route=route,
+                model=model if isinstance(model, str) else None,
+                api_key=inc.api_key,
+                status=status,
+                headers=dict(inc.headers),
+                body=body,
+                response_headers=dict(out.headers),
+                fault=out.fault,
             )
-            model = out.model or (body.get("model") if isinstance(body, dict) else None)
-            self.engine.record(
-                SimRequest(
-                    wire=wire.name,
-                    method=inc.method,
-                    path=inc.path,
-                    route=route,
-                    model=model if isinstance(model, str) else None,
-                    api_key=inc.api_key,
-                    status=status,
-                    headers=dict(inc.headers),
-                    body=body,
-                    response_headers=dict(out.headers),
-                    fault=out.fault,
-                )
-            )
+        )
 
     def _dispatch(self, inc: Incoming, wire: Wire) -> tuple[str, Outgoing]:
         found = wire.match(inc.method if inc.method != "HEAD" else "GET", inc.path)
