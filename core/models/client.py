@@ -411,7 +411,13 @@ class ModelClient:
         started: float,
         error: BaseException | None = None,
     ) -> None:
-        cost = call_cost(self.backend, self.model, usage, cached=bool(completion and completion.cached))
+        cost = call_cost(
+            self.backend,
+            self.model,
+            usage,
+            cached=bool(completion and completion.cached),
+            batch=bool(completion and completion.batch_id),
+        )
         with self._lock:
             self.usage.add(usage)
             if cost is None:
@@ -433,6 +439,8 @@ class ModelClient:
             }
             if completion is not None:
                 event["reply"] = completion.text
+                if completion.batch_id:
+                    event["batch_id"] = completion.batch_id
             if error is not None:
                 event["error"] = f"{type(error).__name__}: {error}"
             self.log.write("model_call", **event)

@@ -313,6 +313,9 @@ class Completion:
     ``anthropic-ratelimit-*``, ``retry-after``, ``retry-after-ms``): what the run's rate limiter
     learns the provider's limits from (:mod:`pptarena.models.ratelimit`). Empty when the backend
     cannot see headers."""
+    batch_id: str | None = None
+    """The provider's batch job this answer came from (priced at the batch rates), None for a
+    direct call."""
 
 
 class ModelError(InfraError):

@@ -99,6 +99,7 @@ class _Shared:
         self.in_flight: set[Path] = set()  # folders of attempts running in this process
         self.judges: list[tuple[ComponentConfig, Any]] | None = None
         self.originals: dict[str, str | None] = {}  # original deck -> why it is unusable
+        self.agent_slots = threading.BoundedSemaphore(1)
 
 
 class Attempts:
@@ -130,6 +131,9 @@ class Attempts:
         self.strict = strict
         self.ledger = ledger
         self._shared = _Shared()
+        # agents run ``jobs`` at a time even when more pairs are in flight (batch mode: most of them
+        # wait for their judges' batch jobs)
+        self._shared.agent_slots = threading.BoundedSemaphore(max(1, jobs))
         self._in_process = InProcessLauncher(components)
         self._workers = WorkerLauncher(config, registry, strict, self.stopping)
         self._jails = JailLauncher(components, jobs, float(config.run.task_timeout), self.stopping)
@@ -233,6 +237,12 @@ class Attempts:
         (:func:`pptarena.run.trust.agent_process`); only the reference baseline sees the full task."""
         where = agent_process(agent)
         view = agent_task(task, ws.input_deck)
+        with self._shared.agent_slots:
+            return self._launch_at(where, agent, task, view, ws)
+
+    def _launch_at(
+        self, where: str, agent: ComponentConfig, task: Task, view: Task, ws: Workspace
+    ) -> AgentOutcome:
         try:
             if where == "reference":
                 return self._in_process(agent, task, ws)

@@ -27,6 +27,9 @@ class Components:
         self._renderer: Renderer | None = None
         self.hub = ModelHub(self.backend)
         """Hands out model clients of this run's backends (built on first use)."""
+        self.batch_queue: Any = None
+        self._unbatched: set[str] = set()
+        """The run's :class:`~pptarena.run.batches.BatchQueue` in batch mode (judge calls go through it)."""
 
     def context(
         self, comp: ComponentConfig | None = None, model: Callable[[str], ModelClient] | None = None
@@ -69,6 +72,30 @@ class Components:
         """
         return self.hub.client(ref, book=book, log=log)
 
+    def judge_client(
+        self, ref: str, log: AgentLog | None = None, book: UsageBook | None = None
+    ) -> ModelClient:
+        """A client for a judge's calls: through the run's batch queue in batch mode when the backend
+        can batch (:mod:`pptarena.run.batches`), else as :meth:`model_client`."""
+        queue = self.batch_queue
+        if queue is not None:
+            from pptarena.models.batch import supports_batch
+            from pptarena.models.messages import split_model_ref
+
+            name, model = split_model_ref(ref)
+            backend = self.hub.backend(name)
+            if supports_batch(backend):
+                from pptarena.run.batches import BatchingModelClient
+
+                return BatchingModelClient(queue, backend, name, model, book=book, log=log)
+            with self._lock:
+                if name not in self._unbatched:
+                    self._unbatched.add(name)
+                    queue.say(
+                        f"Batch mode: backend {name!r} has no batch API; its judge calls go out directly."
+                    )
+        return self.model_client(ref, log=log, book=book)
+
     def build(self, comp: ComponentConfig, model: Callable[[str], ModelClient] | None = None) -> Any:
         """Instantiate one component."""
         return comp.spec.factory(comp.options, self.context(comp, model))
@@ -87,7 +114,10 @@ class Components:
         return LazyRenderer(self)
 
     def close(self) -> None:
-        """Release helper processes held by the renderer and backends."""
+        """Stop the batch queue and release helper processes held by the renderer and backends."""
+        if self.batch_queue is not None:
+            self.batch_queue.close()
+            self.batch_queue = None
         for obj in [self._renderer, *self._backends.values()]:
             close = getattr(obj, "close", None)
             if callable(close):

@@ -77,6 +77,15 @@ class RunOptions(BaseModel):
         description="send judge calls through the providers' batch APIs (half price, answers within "
         "hours); same as `arena run --batch`",
     )
+    batch_poll: float = Field(
+        30.0, gt=0, le=3600, description="seconds between polls of pending batch jobs (batch mode)"
+    )
+    batch_quiet: float = Field(
+        2.0,
+        gt=0,
+        le=3600,
+        description="batch mode: submit a backend's waiting calls once no new one came for this long",
+    )
 
 
 @dataclass

@@ -42,7 +42,7 @@ def judge_prediction(
         prediction,
         task_dir,
         renderer=components.renderer,
-        model=components.model_client,
+        model=getattr(components, "judge_client", components.model_client),
         references=stored_references(pair_dir or task_dir),
     )
     status, scores, errors, verdicts = Status.SCORED, {}, [], {}

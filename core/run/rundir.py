@@ -36,6 +36,7 @@ AGENT_STDERR = "agent.stderr.txt"
 AGENT_ERROR = "agent.error.txt"
 INPUT = "input"
 LOCK = ".lock"  # held by the run working in the folder (run/runlock.py)
+BATCHES = "batches.jsonl"  # batch jobs submitted and their results (run/batches.py): resume polls them
 ATTEMPTS = ".attempts.jsonl"  # pair attempts started and ended, to spot pairs that kill the run
 RENDERS = "renders"  # an attempt's slide renders, one folder per role (original, prediction, target)
 JUDGES = "judges"  # an attempt's judge evidence, one folder per judge label

@@ -192,6 +192,21 @@ class Runner:
                 raise
         self._executor = executor
 
+    def _start_batches(self, progress: Progress) -> None:
+        """Batch mode: the run's batch queue, resuming the jobs its folder says are pending."""
+        from pptarena.run.batches import BatchQueue, BatchSettings
+
+        if not getattr(self._executor, "judges_on_host", True):
+            progress.message(
+                "Batch mode needs the judges on this host; this executor judges on its nodes, "
+                "so judge calls go out directly."
+            )
+            return
+        opts = self.config.run
+        settings = BatchSettings(quiet=opts.batch_quiet, poll=opts.batch_poll)
+        queue = BatchQueue(self.run_dir, settings, say=progress.message)
+        self.components.batch_queue = queue.start(self.components.backend)
+
     def _run(self) -> Summary:
         check_isolation(self.config.agents, self.allow_weak_isolation)
         forbid_in_jails([self.components.cache_dir, self.run_dir, *dataset_folders(self.config)])
@@ -219,6 +234,8 @@ class Runner:
         total = len(plan)
         self.budget = Budget(self.max_cost, self.store.read())
         progress = self._progress or Progress(total, quiet=self.quiet)
+        if self.config.run.batch:
+            self._start_batches(progress)
         progress.done = total - len(pending)
         for agent in self.config.agents:
             note = process_note(agent)

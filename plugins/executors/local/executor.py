@@ -38,6 +38,10 @@ class LocalOptions(Options):
     )
 
 
+BATCH_PAIRS = 256
+"""Pairs in flight in batch mode (most of them waiting for their judges' batch jobs)."""
+
+
 class LocalExecutor(Component):
     """Threads on this host; agents in a pool of warm worker processes."""
 
@@ -61,7 +65,10 @@ class LocalExecutor(Component):
         if self._launcher is not None:
             attempts = attempts.using(self._launcher)
         if self._threads is None:
-            self._threads = ThreadPoolExecutor(max_workers=run.jobs, thread_name_prefix="pair")
+            # batch mode: pairs wait hours for their judges' batches, so many more wait than agents
+            # run (the attempts hold agents to run.jobs at a time themselves)
+            threads = max(run.jobs, BATCH_PAIRS) if run.config.run.batch else run.jobs
+            self._threads = ThreadPoolExecutor(max_workers=threads, thread_name_prefix="pair")
         futures: dict[Future[Any], PairJob] = {
             self._threads.submit(attempts.run, j.agent, j.task, j.epoch): j for j in jobs
         }

@@ -109,6 +109,7 @@ class RayExecutor(Component):
     """Pairs as Ray tasks on a local or remote cluster."""
 
     Options = RayOptions
+    judges_on_host = False  # each node judges its own pairs (batch mode then calls directly)
 
     def __init__(self, options: Any, context: Any):
         super().__init__(options, context)

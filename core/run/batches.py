@@ -1,0 +1,420 @@
+"""Judge calls through the providers' batch APIs, surviving a killed run (``arena run --batch``).
+
+:class:`BatchQueue` is the run's one queue. A judge's call (:class:`BatchingModelClient`) is queued
+under its backend and its thread waits. The queue submits a backend's waiting calls as one batch
+job once no new call came for ``quiet`` seconds (or the oldest waited ``max_wait``), polls every
+``poll`` seconds, and hands each answer to its caller by custom id (a digest of the request).
+
+Everything needed to resume is appended to the run folder's ``batches.jsonl`` before it matters:
+``submitted`` (batch id, backend, custom ids, attempt), ``result`` (one answer or final error per
+custom id) and ``ended``. A run killed while waiting and started again reads it, polls the same
+jobs (submitting nothing again), and a call whose answer is already stored returns at once. An
+expired, canceled or server-failed request is submitted once more, then fails with a clear status.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections.abc import Callable
+from concurrent.futures import Future
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from pptarena.models.batch import (
+    BatchError,
+    BatchRequest,
+    BatchResult,
+    BatchState,
+    custom_id_of,
+)
+from pptarena.models.client import ModelClient
+from pptarena.models.messages import Completion, Message, ModelError, TransientModelError, Usage
+from pptarena.run.rundir import BATCHES
+
+log = logging.getLogger("pptarena.run")
+
+MAX_ATTEMPTS = 2
+"""Submissions of one request at most (the first, and one more after an expiry or a server failure)."""
+MAX_BATCH_REQUESTS = 10_000
+"""Requests per batch job at most (OpenAI allows 50,000, Anthropic 100,000)."""
+
+
+@dataclass
+class BatchSettings:
+    """When the queue submits and how often it polls (seconds)."""
+
+    quiet: float = 2.0
+    max_wait: float = 60.0
+    poll: float = 30.0
+    max_requests: int = MAX_BATCH_REQUESTS
+
+
+# --------------------------------------------------------------------------- the run folder's record
+
+
+class BatchBook:
+    """``batches.jsonl``: what was submitted, what ended, and every stored answer (append-only, fsynced)."""
+
+    def __init__(self, path: Path):
+        self.path = path
+        self._lock = threading.Lock()
+        self.submitted: dict[str, dict[str, Any]] = {}  # batch id -> {"backend", "custom_ids", "attempt"}
+        self.ended: set[str] = set()
+        self.results: dict[str, dict[str, Any]] = {}  # custom id -> {"completion"} | {"error", "kind"}
+        self.attempts: dict[str, int] = {}  # custom id -> submissions so far
+        self._load()
+
+    def _load(self) -> None:
+        if not self.path.exists():
+            return
+        with self.path.open(encoding="utf-8") as fh:
+            for line in fh:
+                try:
+                    entry = json.loads(line)
+                except ValueError:
+                    continue  # a line cut by a crash: the calls it concerned are simply asked again
+                if not isinstance(entry, dict):
+                    continue
+                op = entry.get("op")
+                if op == "submitted" and isinstance(entry.get("custom_ids"), list):
+                    self.submitted[str(entry["batch_id"])] = entry
+                    for cid in entry["custom_ids"]:
+                        self.attempts[cid] = max(self.attempts.get(cid, 0), int(entry.get("attempt") or 1))
+                elif op == "ended":
+                    self.ended.add(str(entry.get("batch_id")))
+                elif op == "result" and isinstance(entry.get("custom_id"), str):
+                    self.results[entry["custom_id"]] = entry
+
+    def pending(self) -> dict[str, dict[str, Any]]:
+        """Batches submitted and not ended."""
+        return {bid: e for bid, e in self.submitted.items() if bid not in self.ended}
+
+    def pending_batch_of(self, custom_id: str) -> str | None:
+        """The pending batch holding ``custom_id``, if any."""
+        for bid, entry in self.pending().items():
+            if custom_id in entry["custom_ids"]:
+                return bid
+        return None
+
+    def write(self, entry: dict[str, Any]) -> None:
+        """Append one entry and fsync it, then update the in-memory view."""
+        data = (json.dumps(entry, sort_keys=True) + "\n").encode()
+        with self._lock:
+            with self.path.open("ab") as fh:
+                fh.write(data)
+                fh.flush()
+                os.fsync(fh.fileno())
+            op = entry["op"]
+            if op == "submitted":
+                self.submitted[entry["batch_id"]] = entry
+                for cid in entry["custom_ids"]:
+                    self.attempts[cid] = max(self.attempts.get(cid, 0), int(entry["attempt"]))
+            elif op == "ended":
+                self.ended.add(entry["batch_id"])
+            elif op == "result":
+                self.results[entry["custom_id"]] = entry
+
+
+def completion_entry(result: BatchResult, batch_id: str) -> dict[str, Any]:
+    """The ``result`` entry of one answer."""
+    from pptarena.run.bridge import completion_to_json
+
+    if result.completion is not None:
+        return {
+            "op": "result",
+            "custom_id": result.custom_id,
+            "batch_id": batch_id,
+            "completion": completion_to_json(result.completion),
+        }
+    return {
+        "op": "result",
+        "custom_id": result.custom_id,
+        "batch_id": batch_id,
+        "error": result.error or result.kind,
+        "kind": result.kind,
+        "status": result.status,
+    }
+
+
+def answer_of(entry: dict[str, Any]) -> Completion:
+    """The completion a stored ``result`` entry holds; raises :class:`BatchError` for a stored failure."""
+    from pptarena.run.bridge import completion_from_json
+
+    if isinstance(entry.get("completion"), dict):
+        completion = completion_from_json(entry["completion"])
+        completion.batch_id = str(entry.get("batch_id") or "") or None
+        return completion
+    raise BatchError(
+        f"batch request {entry.get('custom_id')} {entry.get('kind', 'failed')}: {entry.get('error')}",
+        status=entry.get("status") if isinstance(entry.get("status"), int) else None,
+    )
+
+
+# --------------------------------------------------------------------------- the queue
+
+
+@dataclass
+class _Waiting:
+    backend_name: str
+    backend: Any
+    request: BatchRequest
+    futures: list[Future[Completion]] = field(default_factory=list)
+
+
+class BatchQueue:
+    """The run's batch queue (see the module docstring). ``say`` gets one line per batch event."""
+
+    def __init__(
+        self, run_dir: Path, settings: BatchSettings | None = None, say: Callable[[str], None] | None = None
+    ):
+        self.settings = settings or BatchSettings()
+        self.book = BatchBook(Path(run_dir) / BATCHES)
+        self.say = say or (lambda line: log.info("%s", line))
+        self._lock = threading.Lock()
+        self._calls: dict[str, _Waiting] = {}  # custom id -> its waiting callers (queued or in a batch)
+        self._queued: dict[str, list[str]] = {}  # backend name -> custom ids not yet submitted
+        self._first: dict[str, float] = {}
+        self._last: dict[str, float] = {}
+        self._backends: dict[str, Any] = {}  # backend name -> instance (for polling resumed batches)
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+        self.counts = {"submitted": 0, "pending": 0, "done": 0, "resumed": 0}
+
+    # ---- life
+
+    def start(self, backends: Callable[[str], Any]) -> BatchQueue:
+        """Start the submit/poll thread; batches the run folder says are pending are polled again."""
+        pending = self.book.pending()
+        for entry in pending.values():
+            try:
+                self._backends[entry["backend"]] = backends(entry["backend"])
+            except Exception as exc:  # noqa: BLE001 - the backend is gone from the config
+                self.say(
+                    f"batch {entry['batch_id']}: its backend {entry['backend']!r} is not configured ({exc})"
+                )
+        self.counts["resumed"] = self.counts["pending"] = len(pending)
+        if pending:
+            self.say(f"Resuming {len(pending)} pending batch job(s); nothing is submitted again.")
+        self._thread = threading.Thread(target=self._loop, name="batch-queue", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Stop the thread; callers still waiting get an error (the batches stay pending in the folder)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(5)
+        with self._lock:
+            waiting = list(self._calls.values())
+            self._calls.clear()
+        for w in waiting:
+            for fut in w.futures:
+                if not fut.done():
+                    fut.set_exception(ModelError("the run stopped while this call waited for its batch"))
+
+    def status_line(self) -> str:
+        """``batches: N submitted, P pending, D done``."""
+        c = self.counts
+        return f"batches: {c['submitted']} submitted, {c['pending']} pending, {c['done']} done"
+
+    # ---- calls
+
+    def call(self, backend_name: str, backend: Any, request: BatchRequest) -> Completion:
+        """Queue ``request`` (or join the same request already queued or in a pending batch) and wait."""
+        fut: Future[Completion] = Future()
+        with self._lock:
+            stored = self.book.results.get(request.custom_id)
+            if stored is not None:
+                return answer_of(stored)
+            self._backends.setdefault(backend_name, backend)
+            waiting = self._calls.get(request.custom_id)
+            if waiting is None:
+                waiting = self._calls[request.custom_id] = _Waiting(backend_name, backend, request)
+                if self.book.pending_batch_of(request.custom_id) is None:
+                    self._enqueue(backend_name, request.custom_id)
+            waiting.futures.append(fut)
+        while True:
+            try:
+                return fut.result(timeout=1.0)
+            except TimeoutError:
+                if self._stop.is_set() and not fut.done():
+                    raise ModelError("the run stopped while this call waited for its batch") from None
+
+    def _enqueue(self, backend_name: str, custom_id: str) -> None:
+        now = time.monotonic()
+        queue = self._queued.setdefault(backend_name, [])
+        if not queue:
+            self._first[backend_name] = now
+        queue.append(custom_id)
+        self._last[backend_name] = now
+
+    # ---- the thread
+
+    def _loop(self) -> None:
+        next_poll = time.monotonic() + self.settings.poll
+        while not self._stop.is_set():
+            self._submit_due()
+            if time.monotonic() >= next_poll:
+                self._poll_all()
+                next_poll = time.monotonic() + self.settings.poll
+            self._stop.wait(min(0.2, self.settings.poll))
+
+    def _submit_due(self) -> None:
+        s = self.settings
+        now = time.monotonic()
+        due: list[tuple[str, list[str]]] = []
+        with self._lock:
+            for name, ids in list(self._queued.items()):
+                if not ids:
+                    continue
+                if (
+                    now - self._last[name] >= s.quiet
+                    or now - self._first[name] >= s.max_wait
+                    or len(ids) >= s.max_requests
+                ):
+                    take, rest = ids[: s.max_requests], ids[s.max_requests :]
+                    self._queued[name] = rest
+                    if rest:
+                        self._first[name] = now
+                    due.append((name, take))
+        for name, ids in due:
+            self._submit(name, ids)
+
+    def _submit(self, name: str, ids: list[str]) -> None:
+        with self._lock:
+            calls = [self._calls[cid] for cid in ids if cid in self._calls]
+        if not calls:
+            return
+        backend = calls[0].backend
+        attempt = {c.request.custom_id: self.book.attempts.get(c.request.custom_id, 0) + 1 for c in calls}
+        try:
+            batch_id = backend.batch_submit([c.request for c in calls])
+        except TransientModelError as exc:
+            self.say(f"batch submission to {name} failed ({exc}); trying again")
+            with self._lock:
+                for c in calls:
+                    self._enqueue(name, c.request.custom_id)
+            self._stop.wait(min(30.0, max(1.0, self.settings.quiet)))
+            return
+        except Exception as exc:  # noqa: BLE001 - every waiting caller gets the reason
+            self._fail(
+                [c.request.custom_id for c in calls], ModelError(f"batch submission to {name} failed: {exc}")
+            )
+            return
+        self.book.write(
+            {
+                "op": "submitted",
+                "batch_id": batch_id,
+                "backend": name,
+                "custom_ids": [c.request.custom_id for c in calls],
+                "attempt": max(attempt.values()),
+                "at": time.time(),
+            }
+        )
+        self.counts["submitted"] += 1
+        self.counts["pending"] += 1
+        self.say(f"batch {batch_id}: {len(calls)} request(s) submitted to {name} ({self.status_line()})")
+
+    def _poll_all(self) -> None:
+        for batch_id, entry in list(self.book.pending().items()):
+            backend = self._backends.get(entry["backend"])
+            if backend is None:
+                continue
+            try:
+                state: BatchState = backend.batch_status(batch_id)
+            except Exception as exc:  # noqa: BLE001 - polled again next round
+                log.warning("polling batch %s failed: %s", batch_id, exc)
+                continue
+            if state.finished:
+                self._finish(batch_id, entry, state)
+
+    def _finish(self, batch_id: str, entry: dict[str, Any], state: BatchState) -> None:
+        results = state.results or {}
+        counts: dict[str, int] = {}
+        again: list[tuple[str, str]] = []
+        for cid in entry["custom_ids"]:
+            result = results.get(cid) or BatchResult(
+                cid,
+                kind="expired" if state.status == "expired" else "errored",
+                error=state.error or f"batch {state.status}",
+            )
+            counts[result.kind] = counts.get(result.kind, 0) + 1
+            if result.completion is not None:
+                result.completion.batch_id = batch_id
+                self.book.write(completion_entry(result, batch_id))
+                self._resolve(cid, result.completion)
+            elif result.retryable and self.book.attempts.get(cid, 1) < MAX_ATTEMPTS:
+                again.append((entry["backend"], cid))
+            else:
+                self.book.write(completion_entry(result, batch_id))
+                self._fail([cid], answer_error(result, self.book.attempts.get(cid, 1)))
+        self.book.write(
+            {"op": "ended", "batch_id": batch_id, "status": state.status, "counts": counts, "at": time.time()}
+        )
+        self.counts["pending"] = max(0, self.counts["pending"] - 1)
+        self.counts["done"] += 1
+        summary = ", ".join(f"{n} {k}" for k, n in sorted(counts.items()))
+        self.say(
+            f"batch {batch_id} {state.status}: {summary}"
+            + (f"; {len(again)} submitted again" if again else "")
+        )
+        with self._lock:
+            for name, cid in again:
+                if cid in self._calls:
+                    self._enqueue(name, cid)
+                # a request nobody waits for (the run restarted) is queued when its caller asks again
+
+    def _resolve(self, custom_id: str, completion: Completion) -> None:
+        with self._lock:
+            waiting = self._calls.pop(custom_id, None)
+        for fut in waiting.futures if waiting else []:
+            if not fut.done():
+                fut.set_result(completion)
+
+    def _fail(self, ids: list[str], error: BaseException) -> None:
+        with self._lock:
+            waiting = [self._calls.pop(cid, None) for cid in ids]
+        for w in waiting:
+            for fut in w.futures if w else []:
+                if not fut.done():
+                    fut.set_exception(error)
+
+
+def answer_error(result: BatchResult, attempts: int) -> BatchError:
+    """The error a caller gets for a request that got no answer."""
+    tries = f" (after {attempts} submissions)" if attempts > 1 else ""
+    return BatchError(
+        f"batch request {result.kind}{tries}: {result.error or 'no answer'}", status=result.status
+    )
+
+
+# --------------------------------------------------------------------------- the client
+
+
+class BatchingModelClient(ModelClient):
+    """A :class:`ModelClient` whose calls go through the run's :class:`BatchQueue` (the response
+    cache, usage book and log work as for any client; cost is at the batch rates)."""
+
+    def __init__(self, queue: BatchQueue, *args: Any, **kwargs: Any):
+        super().__init__(*args, **kwargs)
+        self.queue = queue
+
+    def bound(self, **kwargs: Any) -> ModelClient:
+        """A new client of the same backend and model on the same queue."""
+        return BatchingModelClient(
+            self.queue, self.backend, self.backend_name, self.model, policy=self.policy, **kwargs
+        )
+
+    def _call_through_limiter(
+        self, messages: list[Message], params: dict[str, Any], started: float
+    ) -> tuple[Completion, Usage]:
+        request = BatchRequest(
+            custom_id_of(self.cache_key(messages, params)), self.model, list(messages), dict(params)
+        )
+        # the hours a batch may take are the call's duration in the log, not rate-limit waiting
+        return self.queue.call(self.backend_name, self.backend, request), Usage()
