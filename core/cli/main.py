@@ -296,6 +296,12 @@ def tasks_command(
     is_flag=True,
     help="Skip the check of the model backends before the first pair (same as [run] preflight = false).",
 )
+@click.option(
+    "--batch",
+    is_flag=True,
+    help="Send judge calls through the providers' batch APIs: half price, answers within hours; a killed "
+    "run resumes polling the same batches (same as [run] batch = true).",
+)
 @click.pass_context
 def run_command(
     ctx: click.Context,
@@ -312,6 +318,7 @@ def run_command(
     max_cost: float | None = None,
     allow_weak_isolation: bool = False,
     no_preflight: bool = False,
+    batch: bool = False,
 ) -> None:
     """Run every agent of a config on every task and judge the predictions.
 
@@ -333,6 +340,8 @@ def run_command(
     config, registry = load_run_config(ctx, config_path)
     if no_preflight:
         config.run.preflight = False
+    if batch:
+        config.run.batch = True
     from pptarena.run.trust import check_isolation
 
     try:  # before any run folder is made (the runner checks again)
