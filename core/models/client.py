@@ -260,6 +260,7 @@ class ModelClient:
         self.log = log
         self.usage = Usage()
         self.cost_usd = 0.0  # priced calls only
+        self.cache_saved_usd = 0.0  # what the provider's prompt caching saved on this client's calls
         self.unpriced_calls = 0  # calls with tokens whose model has no price
         self._lock = threading.Lock()
 
@@ -418,14 +419,25 @@ class ModelClient:
             cached=bool(completion and completion.cached),
             batch=bool(completion and completion.batch_id),
         )
+        from pptarena.models.pricing import call_cache_savings, is_local_free, price_for
+
+        saved = call_cache_savings(
+            self.backend,
+            self.model,
+            usage,
+            cached=bool(completion and completion.cached),
+            batch=bool(completion and completion.batch_id),
+        )
+        local = usage.total_tokens > 0 and is_local_free(price_for(self.backend, self.model))
         with self._lock:
             self.usage.add(usage)
+            self.cache_saved_usd += saved
             if cost is None:
                 self.unpriced_calls += 1
             else:
                 self.cost_usd += cost
         if self.book is not None:
-            self.book.record(self.ref, usage, cost)
+            self.book.record(self.ref, usage, cost, saved=saved, local=local)
         if self.log is not None:
             from pptarena.models.cache import message_fingerprint
 

@@ -242,16 +242,25 @@ class UsageBook:
         self._by_ref: dict[str, Usage] = {}
         self._cost = 0.0
         self._unpriced: set[str] = set()
+        self._local: set[str] = set()
+        self._saved = 0.0
         self._lock = threading.Lock()
 
-    def record(self, ref: str, usage: Usage, cost: float | None = 0.0) -> None:
-        """Add one call's usage (and its cost in USD; None when its model has no price) under ``ref``."""
+    def record(
+        self, ref: str, usage: Usage, cost: float | None = 0.0, *, saved: float = 0.0, local: bool = False
+    ) -> None:
+        """Add one call's usage (and its cost in USD; None when its model has no price) under ``ref``;
+        ``saved``: what the provider's prompt caching saved on it; ``local``: priced 0 as a model on a
+        local server."""
         with self._lock:
             self._by_ref.setdefault(ref, Usage()).add(usage)
             if cost is None:
                 self._unpriced.add(ref)
             else:
                 self._cost += cost
+            self._saved += saved
+            if local:
+                self._local.add(ref)
 
     def merge(self, other: UsageBook | Mapping[str, Mapping[str, Any]]) -> None:
         """Add another book (or its ``by_model`` dict) into this one."""
@@ -263,14 +272,19 @@ class UsageBook:
             with self._lock:
                 self._cost += cost["known_usd"]
                 self._unpriced.update(cost["unpriced_models"])
+                self._local.update(cost.get("local_models") or [])
+                self._saved += float(cost.get("cache_saved_usd") or 0.0)
 
     def cost(self) -> dict[str, Any]:
         """``{"usd": total or None when a call was unpriced, "known_usd": priced part,
-        "unpriced_models": [...]}``.
+        "unpriced_models": [...]}``, plus ``local_models`` and ``cache_saved_usd`` when not empty
+        (:func:`pptarena.models.pricing.cost_record`).
         """
+        from pptarena.models.pricing import cost_record
+
         with self._lock:
-            known, unpriced = round(self._cost, 6), sorted(self._unpriced)
-        return {"usd": None if unpriced else known, "known_usd": known, "unpriced_models": unpriced}
+            known, unpriced, local, saved = self._cost, set(self._unpriced), set(self._local), self._saved
+        return cost_record(known, unpriced, local_models=local, cache_saved_usd=saved)
 
     def by_model(self) -> dict[str, Usage]:
         """A copy of the per-reference totals."""

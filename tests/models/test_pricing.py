@@ -258,3 +258,24 @@ def test_per_call_savings_and_a_client_keeping_its_own_total():
         "unpriced_models": [],
         "local_models": ["l/m"],
     }
+
+
+def test_an_agents_usage_book_says_local_and_what_caching_saved(openai_backend, llm_server):
+    """The agent side's cost (a usage book) carries what the judges' records carry."""
+    from pptarena.models import UsageBook
+
+    book = UsageBook()
+    llm_server.enqueue(Reply("a", input_tokens=50, output_tokens=5))
+    ModelClient(openai_backend(), "openai", "llama3", book=book).complete([Message.user("x")])
+    assert book.cost()["local_models"] == ["openai/llama3"] and book.cost()["usd"] == 0.0
+    priced = openai_backend(pricing={"m": ModelPrice(input=2.0, output=8.0, cached_input=0.5)})
+    llm_server.enqueue(Reply("b", input_tokens=1000, output_tokens=10, cached_input_tokens=800))
+    client = ModelClient(priced, "openai", "m", book=book)
+    client.complete([Message.user("y")])
+    saved = 800 * (2.0 - 0.5) / 1e6
+    assert client.cache_saved_usd == pytest.approx(saved)
+    assert book.cost()["cache_saved_usd"] == pytest.approx(saved, abs=1e-6)
+    merged = UsageBook()
+    merged.merge(book)
+    assert merged.cost()["local_models"] == ["openai/llama3"]
+    assert merged.cost()["cache_saved_usd"] == pytest.approx(saved, abs=1e-6)
