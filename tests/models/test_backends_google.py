@@ -329,11 +329,6 @@ def test_server_errors_broken_answers_and_timeouts_are_transient(start_sim, back
         backend_for(sim, timeout=0.3, max_retries=0).complete([Message.user("x")], model=MODEL)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="provider sim gap: its decode_base64 reads only the standard base64 alphabet, google-genai "
-    "sends URL-safe base64 ('-', '_'), so such images are refused with 400",
-)
 def test_any_image_bytes_reach_the_simulator(start_sim, backend_for):
     sim = start_sim()
     backend_for(sim).complete([Message.user("Slide:", ImagePart(PNG_ALL_BYTES))], model=MODEL)

@@ -164,12 +164,19 @@ def decode_data_url(url: str) -> bytes:
     return url.encode("utf-8")
 
 
+_URL_SAFE = str.maketrans("-_", "+/")
+
+
 def decode_base64(payload: Any, what: str) -> bytes:
-    """Base64 text to bytes; :class:`WireError` when it is not base64."""
+    """Base64 text to bytes, in the standard alphabet (``+``, ``/``) or the URL-safe one (``-``,
+    ``_``, which google-genai sends), padded or not; :class:`WireError` when it is not base64."""
     if not isinstance(payload, str):
         raise WireError(f"{what}: the data must be a base64 string")
+    text = "".join(payload.split()).translate(_URL_SAFE)
+    if "=" not in text:  # unpadded (URL-safe encoders often drop the padding)
+        text += "=" * (-len(text) % 4)
     try:
-        return base64.b64decode(payload, validate=False)
+        return base64.b64decode(text, validate=False)
     except (binascii.Error, ValueError):
         raise WireError(f"{what}: the data is not valid base64") from None
 
