@@ -47,6 +47,7 @@ class Limiter(Protocol):
 _local: dict[str, RateLimiter] = {}
 _local_lock = threading.Lock()
 _remote_factory: Callable[[str, LimitSettings], Limiter] | None = None
+_serving: set[str] = set()  # addresses of services running in this process (its own calls stay local)
 
 
 def local_limiter(account: str, settings: LimitSettings) -> RateLimiter:
@@ -84,7 +85,7 @@ def limiter_for(account: str, settings: LimitSettings) -> Limiter:
     if _remote_factory is not None:
         return _remote_factory(account, settings)
     where = os.environ.get(ENV_VAR, "")
-    if where.startswith("unix:"):
+    if where.startswith("unix:") and where not in _serving:
         return SocketLimiter(where[5:], account, settings)
     return local_limiter(account, settings)
 
@@ -168,12 +169,14 @@ class LimiterService:
         self._thread.start()
         self._previous = os.environ.get(ENV_VAR)
         os.environ[ENV_VAR] = f"unix:{path}"
+        _serving.add(f"unix:{path}")
         return self
 
     def stop(self) -> None:
         """Stop serving and remove the socket."""
         if self._server is None:
             return
+        _serving.discard(self.address or "")
         self._server.shutdown()
         self._server.server_close()
         self._server = None

@@ -301,3 +301,10 @@ def test_threads_of_one_process_share_the_accounts_limiter(openai_backend, llm_s
     for t in threads:
         t.join(20)
     assert len(llm_server.requests) == 6 and llm_server.max_in_flight == 2
+
+
+def test_the_host_that_serves_the_limiters_uses_them_directly():
+    from pptarena.models.limiter_service import limiter_for
+
+    with LimiterService():
+        assert isinstance(limiter_for("a", LimitSettings()), RateLimiter)  # no socket round trip
