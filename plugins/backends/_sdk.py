@@ -1,4 +1,5 @@
-"""Helpers shared by the SDK-based backends: the SDK import, credentials, error mapping, wire checks.
+"""Helpers shared by the SDK-based backends: the SDK import, credentials, error mapping, wire checks,
+and the pieces of batch requests and results (:func:`wire_json`, :func:`batch_error`).
 
 Both official SDKs (openai, anthropic) raise the same shapes of exception:
 ``APIStatusError`` subclasses with ``status_code`` and ``response``,
@@ -21,6 +22,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from pptarena.models import ModelError, TransientModelError, redact_secrets
+from pptarena.models.batch import BatchResult
 from pptarena.models.messages import rate_headers_of
 from pptarena.types import ComponentUnavailable
 
@@ -192,6 +194,24 @@ def map_sdk_error(exc: BaseException, provider: str, secrets: Sequence[str | Non
     if "APIError" in names or "OpenAIError" in names or "AnthropicError" in names:
         return ModelError(f"{provider}: {redact_secrets(str(exc), secrets)[:_MAX_SERVER_MESSAGE]}")
     return None
+
+
+def wire_json(body: dict[str, Any]) -> dict[str, Any]:
+    """The JSON an SDK sends for ``create(**body)``: ``body`` with its ``extra_body`` merged in at the
+    top level (later keys win, as the openai and anthropic SDKs merge it). For batch requests,
+    whose bodies are sent as data rather than through ``create``."""
+    out = {k: v for k, v in body.items() if k != "extra_body"}
+    out.update(body.get("extra_body") or {})
+    return out
+
+
+def batch_error(
+    custom_id: str, kind: str, message: Any, status: int | None, secrets: Sequence[str | None]
+) -> BatchResult:
+    """A failed request's :class:`~pptarena.models.batch.BatchResult` (``kind`` ``errored``,
+    ``expired`` or ``canceled``), its provider message redacted and cut to a readable length."""
+    text = redact_secrets(str(message or kind), secrets)[:_MAX_SERVER_MESSAGE]
+    return BatchResult(custom_id, error=text, kind=kind, status=status)
 
 
 def check_params(provider: str, params: dict[str, Any], known: frozenset[str]) -> None:

@@ -25,6 +25,12 @@ last content block (see :func:`to_anthropic_request`); option ``prompt_cache_ttl
 ``"ttl": "1h"``. Every completion carries the response's ``anthropic-ratelimit-*`` headers in
 ``Completion.rate_headers`` (beta endpoint included), and a transient HTTP error those of its
 response. :meth:`AnthropicBackend.check` is the preflight's look at the API and the model.
+
+Batch mode (:mod:`pptarena.models.batch`): calls go through Message Batches
+(``messages.batches.create``), each request's ``params`` the very JSON :meth:`AnthropicBackend.complete`
+would send (model, ``system``, ``cache_control`` marks and ``extra_body`` included); answers come from
+``messages.batches.results``. Calls with ``betas`` (computer use: the beta endpoint) are not batched
+(:meth:`AnthropicBackend.batch_unsupported`).
 """
 
 from __future__ import annotations
@@ -47,9 +53,10 @@ from pptarena.models import (
     Usage,
     redact_secrets,
 )
+from pptarena.models.batch import BatchRequest, BatchResult, BatchState, BatchStatus
 from pptarena.types import ComponentContext
 
-from ._sdk import call_sdk_raw, check_params, map_sdk_error, open_sdk
+from ._sdk import batch_error, call_sdk, call_sdk_raw, check_params, map_sdk_error, open_sdk, wire_json
 
 PROVIDER = "anthropic"
 INSTALL_HINT = "install with: pip install 'pptarena[anthropic]'"
@@ -74,6 +81,20 @@ COMPUTER_TOOL_BETAS = {
     "computer_20251124": "computer-use-2025-11-24",
 }
 """The ``anthropic-beta`` value each computer tool version needs (added when a call gives no ``betas``)."""
+
+ERROR_STATUS = {
+    "invalid_request_error": 400,
+    "authentication_error": 401,
+    "billing_error": 402,
+    "permission_error": 403,
+    "not_found_error": 404,
+    "request_too_large": 413,
+    "rate_limit_error": 429,
+    "api_error": 500,
+    "timeout_error": 504,
+    "overloaded_error": 529,
+}
+"""The HTTP status of each Anthropic error type (an errored batch request carries only the type)."""
 
 log = logging.getLogger("pptarena.models")
 
@@ -222,6 +243,37 @@ def implied_betas(tools: Any) -> list[str]:
     return betas
 
 
+def message_completion(response: Any, model: str, headers: dict[str, str] | None = None) -> Completion:
+    """The :class:`Completion` of a Messages API response (the SDK's ``Message``), as
+    :meth:`AnthropicBackend.complete` returns it and as a batch's ``succeeded`` result answers it;
+    ``model`` when the response names none."""
+    text = "".join(
+        getattr(b, "text", "") for b in (response.content or []) if getattr(b, "type", "") == "text"
+    )
+    usage = getattr(response, "usage", None)
+    # Anthropic counts prompt-cache reads and writes apart from input_tokens; pptarena's input_tokens
+    # include them, cached_input_tokens are the reads and cache_write_input_tokens the writes (each
+    # with its own rate), with usage.cache_creation splitting the writes by lifetime (5 min / 1 h)
+    cache_read = int(getattr(usage, "cache_read_input_tokens", 0) or 0)
+    cache_write = int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
+    cache_write_1h = int(getattr(getattr(usage, "cache_creation", None), "ephemeral_1h_input_tokens", 0) or 0)
+    return Completion(
+        text=text,
+        model=getattr(response, "model", None) or model,
+        usage=Usage(
+            input_tokens=int(getattr(usage, "input_tokens", 0) or 0) + cache_read + cache_write,
+            output_tokens=int(getattr(usage, "output_tokens", 0) or 0),
+            cached_input_tokens=cache_read,
+            cache_write_input_tokens=cache_write,
+            cache_write_1h_input_tokens=cache_write_1h,
+            calls=1,
+        ),
+        raw=response.model_dump(mode="json", exclude_none=True),
+        finish_reason=getattr(response, "stop_reason", None),
+        rate_headers=headers or {},
+    )
+
+
 class AnthropicBackend(BackendBase):
     """Messages through the official ``anthropic`` SDK."""
 
@@ -311,33 +363,91 @@ class AnthropicBackend(BackendBase):
         # beta features (computer use): the beta endpoint sends anthropic-beta
         messages_api = self._client.beta.messages if "betas" in body else self._client.messages
         response, headers = call_sdk_raw(messages_api, body, PROVIDER, self._secrets)
-        text = "".join(
-            getattr(b, "text", "") for b in (response.content or []) if getattr(b, "type", "") == "text"
+        return message_completion(response, model, headers)
+
+    # ---- batch mode
+
+    def batch_unsupported(self, request: BatchRequest) -> str | None:
+        """Why ``request`` cannot go through Message Batches, or None when it can: a call with beta
+        flags (``betas``, or computer tools implying them) goes to the beta endpoint and is sent alone."""
+        body = self.request_body(list(request.messages), request.model, dict(request.params))
+        if "betas" in body:
+            return (
+                f"anthropic backend: calls with beta flags ({', '.join(body['betas'])}: the beta endpoint, "
+                "e.g. computer use) are not batched: send this call with complete()"
+            )
+        return None
+
+    def batch_params(self, request: BatchRequest) -> dict[str, Any]:
+        """A request's ``params`` in a Message Batch: the JSON :meth:`complete` sends for the same call
+        (model, ``system``, ``cache_control`` marks, ``extra_body`` merged in). Raises ``TypeError`` for
+        a call :meth:`batch_unsupported` refuses."""
+        reason = self.batch_unsupported(request)
+        if reason is not None:
+            raise TypeError(reason)
+        return wire_json(self.request_body(list(request.messages), request.model, dict(request.params)))
+
+    def batch_submit(self, requests: list[BatchRequest]) -> str:
+        """Send ``requests`` as one Message Batch (``messages.batches.create``); returns its id.
+
+        Raises ``TypeError`` before anything is sent when a request is not batchable
+        (:meth:`batch_unsupported`), ``ValueError`` for an empty list, and :class:`ModelError` /
+        :class:`TransientModelError` when the API refuses or fails the batch."""
+        if not requests:
+            raise ValueError("anthropic backend: a batch needs at least one request")
+        entries = [{"custom_id": r.custom_id, "params": self.batch_params(r)} for r in requests]
+        batch = call_sdk(self._client.messages.batches.create, {"requests": entries}, PROVIDER, self._secrets)
+        return str(batch.id)
+
+    def batch_status(self, batch_id: str) -> BatchState:
+        """Where Message Batch ``batch_id`` is (``messages.batches.retrieve``: ``in_progress`` and
+        ``canceling`` are in progress); once ended, every result from ``messages.batches.results``:
+        ``succeeded`` → a :class:`Completion` as :meth:`complete` makes it, ``errored`` → its error with
+        the HTTP status of its type (:data:`ERROR_STATUS`), ``expired``, ``canceled``. The status is
+        ``expired`` when every request expired, ``canceled`` when a cancel ended it, else ``ended``."""
+        batch = call_sdk(
+            self._client.messages.batches.retrieve, {"message_batch_id": batch_id}, PROVIDER, self._secrets
         )
-        usage = getattr(response, "usage", None)
-        # Anthropic counts prompt-cache reads and writes apart from input_tokens; pptarena's input_tokens
-        # include them, cached_input_tokens are the reads and cache_write_input_tokens the writes (each
-        # with its own rate), with usage.cache_creation splitting the writes by lifetime (5 min / 1 h)
-        cache_read = int(getattr(usage, "cache_read_input_tokens", 0) or 0)
-        cache_write = int(getattr(usage, "cache_creation_input_tokens", 0) or 0)
-        cache_write_1h = int(
-            getattr(getattr(usage, "cache_creation", None), "ephemeral_1h_input_tokens", 0) or 0
+        counts_obj = getattr(batch, "request_counts", None)
+        counts = {
+            k: int(v) for k, v in (counts_obj.model_dump() if counts_obj else {}).items() if v is not None
+        }
+        if batch.processing_status != "ended":
+            return BatchState(batch_id, "in_progress", counts)
+        decoder = call_sdk(
+            self._client.messages.batches.results, {"message_batch_id": batch_id}, PROVIDER, self._secrets
         )
-        return Completion(
-            text=text,
-            model=getattr(response, "model", None) or model,
-            usage=Usage(
-                input_tokens=int(getattr(usage, "input_tokens", 0) or 0) + cache_read + cache_write,
-                output_tokens=int(getattr(usage, "output_tokens", 0) or 0),
-                cached_input_tokens=cache_read,
-                cache_write_input_tokens=cache_write,
-                cache_write_1h_input_tokens=cache_write_1h,
-                calls=1,
-            ),
-            raw=response.model_dump(mode="json", exclude_none=True),
-            finish_reason=getattr(response, "stop_reason", None),
-            rate_headers=headers,
-        )
+        results: dict[str, BatchResult] = {}
+        try:
+            for item in decoder:
+                results[item.custom_id] = self._batch_result(item.custom_id, item.result)
+        except Exception as exc:  # an SDK error while streaming the results
+            mapped = map_sdk_error(exc, PROVIDER, self._secrets)
+            if mapped is None:
+                raise
+            raise mapped from None
+        total = sum(counts.values())
+        status: BatchStatus = "ended"
+        if total and counts.get("expired", 0) == total:
+            status = "expired"
+        elif getattr(batch, "cancel_initiated_at", None) is not None:
+            status = "canceled"
+        return BatchState(batch_id, status, counts, results)
+
+    def _batch_result(self, custom_id: str, result: Any) -> BatchResult:
+        """One ``MessageBatchResult`` as a :class:`BatchResult`."""
+        kind = str(getattr(result, "type", "") or "")
+        if kind == "succeeded":
+            message = result.message
+            return BatchResult(
+                custom_id, message_completion(message, str(getattr(message, "model", "") or ""))
+            )
+        if kind in ("expired", "canceled"):
+            return batch_error(custom_id, kind, f"the batch ended before this request ran ({kind})", None, [])
+        error = getattr(getattr(result, "error", None), "error", None)
+        error_type = str(getattr(error, "type", "") or "")
+        message = getattr(error, "message", None) or error_type or kind or "no result"
+        return batch_error(custom_id, "errored", message, ERROR_STATUS.get(error_type), self._secrets)
 
     def check(self, model: str, *, timeout: float | None = None) -> str | None:
         """Preflight (:mod:`pptarena.models.preflight`): is the API reachable, the key accepted and

@@ -24,6 +24,15 @@ the SDK exception dropped from the chain.
 The Gemini API (``api_key``, ``base_url``) is what is tested, against the
 loopback provider simulator; the Vertex AI path (``vertexai``, ``project``,
 ``location``) is passed to the SDK as is and is untested.
+
+Batch mode (:mod:`pptarena.models.batch`): calls go through Gemini's batch mode with inlined requests
+(``batches.create(model=..., src=[InlinedRequest...])``), each request the contents and config
+:meth:`GoogleBackend.complete` would send and ``metadata = {"key": custom_id}``, which the answers
+echo; ``batches.get`` reads the job and, once it is done, its inlined responses. A Gemini batch job
+serves one model: a batch naming several models is refused (``ValueError``). Calls with
+``extra_body`` (the option or the call parameter) are not batched: the SDK merges it into one call's
+HTTP body, and inlined requests have no such place (:meth:`GoogleBackend.batch_unsupported`).
+Batch mode is a Gemini API feature: on Vertex AI (untested) the SDK refuses inlined requests.
 """
 
 from __future__ import annotations
@@ -53,10 +62,11 @@ from pptarena.models import (
     Usage,
     redact_secrets,
 )
+from pptarena.models.batch import BatchRequest, BatchResult, BatchState, BatchStatus
 from pptarena.models.messages import rate_headers_of
 from pptarena.types import ComponentContext, ComponentUnavailable
 
-from ._sdk import RETRYABLE_STATUS, check_params, plain_headers, resolve_secret
+from ._sdk import RETRYABLE_STATUS, batch_error, check_params, plain_headers, resolve_secret
 
 PROVIDER = "google"
 INSTALL_HINT = "install with: pip install 'pptarena[google]'"
@@ -82,6 +92,34 @@ TOOL_CHOICE_MODES = {
 }
 """``tool_choice`` strings → ``function_calling_config.mode``."""
 _MAX_SERVER_MESSAGE = 500
+BATCH_STATES: dict[str, BatchStatus] = {
+    "SUCCEEDED": "ended",
+    "PARTIALLY_SUCCEEDED": "ended",
+    "FAILED": "failed",
+    "CANCELLED": "canceled",
+    "EXPIRED": "expired",
+}
+"""A batch job's state (``JOB_STATE_X`` / ``BATCH_STATE_X``, by ``X``) → its
+:data:`~pptarena.models.batch.BatchStatus`; every other state (pending, running...) is in progress."""
+GRPC_STATUS = {
+    1: 499,
+    2: 500,
+    3: 400,
+    4: 504,
+    5: 404,
+    6: 409,
+    7: 403,
+    8: 429,
+    9: 400,
+    10: 409,
+    11: 400,
+    12: 501,
+    13: 500,
+    14: 503,
+    15: 500,
+    16: 401,
+}
+"""gRPC status codes → HTTP statuses, for a batch request's error given as a ``google.rpc.Status``."""
 
 
 class GoogleOptions(BackendOptions):
@@ -317,6 +355,36 @@ def _enum_text(value: Any) -> str | None:
     return str(getattr(value, "value", value))
 
 
+def content_completion(response: Any, model: str) -> Completion:
+    """The :class:`Completion` of a ``GenerateContentResponse``, as :meth:`GoogleBackend.complete`
+    returns it and as a batch's inlined response answers it; ``model`` when the response names no
+    ``model_version``. Thought parts are not text; a blocked prompt (no candidate) has
+    ``finish_reason`` ``"blocked: <reason>"``."""
+    candidates = getattr(response, "candidates", None) or []
+    text, finish = "", None
+    if candidates:
+        candidate = candidates[0]
+        parts = getattr(getattr(candidate, "content", None), "parts", None) or []
+        text = "".join(p.text for p in parts if getattr(p, "text", None) and not getattr(p, "thought", None))
+        finish = _enum_text(getattr(candidate, "finish_reason", None))
+    else:  # the prompt itself was blocked: no candidate, the reason in prompt_feedback
+        reason = _enum_text(getattr(getattr(response, "prompt_feedback", None), "block_reason", None))
+        finish = f"blocked: {reason}" if reason else None
+    http = getattr(response, "sdk_http_response", None)
+    return Completion(
+        text=text,
+        model=getattr(response, "model_version", None) or model,
+        usage=_usage(response),
+        raw=response.model_dump(
+            mode="json",
+            exclude_none=True,
+            exclude={"sdk_http_response", "automatic_function_calling_history"},
+        ),
+        finish_reason=finish,
+        rate_headers=rate_headers_of(getattr(http, "headers", None)),
+    )
+
+
 # --------------------------------------------------------------------------- errors
 
 
@@ -372,15 +440,20 @@ def _headers_of(response: Any) -> dict[str, str]:
 
 
 def map_google_error(
-    exc: BaseException, secrets: Sequence[str | None], *, model: str, base_url: str
+    exc: BaseException,
+    secrets: Sequence[str | None],
+    *,
+    model: str,
+    base_url: str,
+    subject: str | None = None,
 ) -> ModelError | None:
     """The :class:`ModelError` for a google-genai or HTTP-transport exception, or None for others.
 
     429, 408/409, 5xx, timeouts, connection errors and answers that are not JSON are transient
     (``retry_after`` from the ``RetryInfo`` detail or ``Retry-After``, ``rate_headers`` from the
-    answer); 401/403 (and 400 ``API_KEY_INVALID``) say to check the key, 404 names the model and
-    the server; other 4xx are plain :class:`ModelError`. Every message passes through
-    :func:`redact_secrets`.
+    answer); 401/403 (and 400 ``API_KEY_INVALID``) say to check the key, 404 names the model (or
+    ``subject``, e.g. a batch job, when the request was about that) and the server; other 4xx are
+    plain :class:`ModelError`. Every message passes through :func:`redact_secrets`.
     """
     names = {cls.__name__ for cls in type(exc).__mro__}
     root = type(exc).__module__.split(".")[0]
@@ -412,7 +485,7 @@ def map_google_error(
             "; the key lacks permission for this model or endpoint)" if status == 403 else ")"
         )
     elif status == 404:
-        hint = f" (unknown model {model!r} at {base_url}, or wrong base_url / api_version)"
+        hint = f" (unknown {subject or f'model {model!r}'} at {base_url}, or wrong base_url / api_version)"
     else:
         hint = ""
     return ModelError(f"google: HTTP {status}: {detail}{hint}", status=status)
@@ -461,6 +534,7 @@ class GoogleBackend(BackendBase):
                 f"google: cannot create the client: {redact_secrets(str(exc), self._secrets)}"
             ) from None
         self.base_url = self._server_url()
+        self._submitted: dict[str, list[str]] = {}  # batch job name -> custom ids in order
 
     def _server_url(self) -> str:
         """The server the SDK talks to (its resolved base URL; not a secret)."""
@@ -517,10 +591,17 @@ class GoogleBackend(BackendBase):
             raise TypeError(f"google backend: invalid request: {exc}") from None
 
     def _call(self, fn: Any, model: str, **kwargs: Any) -> Any:
+        return self._request(fn, model, None, model=model, **kwargs)
+
+    def _request(self, fn: Any, about_model: str, subject: str | None, /, **kwargs: Any) -> Any:
+        """``fn(**kwargs)``, an SDK error raised as :func:`map_google_error` makes it (``about_model``
+        and ``subject`` name what a 404 was about)."""
         try:
-            return fn(model=model, **kwargs)
+            return fn(**kwargs)
         except Exception as exc:
-            mapped = map_google_error(exc, self._secrets, model=model, base_url=self.base_url)
+            mapped = map_google_error(
+                exc, self._secrets, model=about_model, base_url=self.base_url, subject=subject
+            )
             if mapped is None:
                 raise
             raise mapped from None
@@ -530,31 +611,117 @@ class GoogleBackend(BackendBase):
         :class:`TransientModelError`."""
         contents, config = self.request_config(messages, params)
         response = self._call(self._client.models.generate_content, model, contents=contents, config=config)
-        candidates = getattr(response, "candidates", None) or []
-        text, finish = "", None
-        if candidates:
-            candidate = candidates[0]
-            parts = getattr(getattr(candidate, "content", None), "parts", None) or []
-            text = "".join(
-                p.text for p in parts if getattr(p, "text", None) and not getattr(p, "thought", None)
+        return content_completion(response, model)
+
+    # ---- batch mode
+
+    def batch_unsupported(self, request: BatchRequest) -> str | None:
+        """Why ``request`` cannot go through Gemini's batch mode, or None when it can: a call with
+        ``extra_body`` (the option or the call parameter) is sent alone, since the SDK merges it into
+        one call's HTTP body and an inlined batch request has no such place."""
+        if self.options.extra_body or request.params.get("extra_body"):
+            return (
+                "google backend: calls with extra_body (the backend option or the call parameter) are not "
+                "batched (google-genai merges it into a single call's HTTP body, inlined batch requests "
+                "cannot carry it): send this call with complete(), or drop extra_body"
             )
-            finish = _enum_text(getattr(candidate, "finish_reason", None))
-        else:  # the prompt itself was blocked: no candidate, the reason in prompt_feedback
-            reason = _enum_text(getattr(getattr(response, "prompt_feedback", None), "block_reason", None))
-            finish = f"blocked: {reason}" if reason else None
-        http = getattr(response, "sdk_http_response", None)
-        return Completion(
-            text=text,
-            model=getattr(response, "model_version", None) or model,
-            usage=_usage(response),
-            raw=response.model_dump(
-                mode="json",
-                exclude_none=True,
-                exclude={"sdk_http_response", "automatic_function_calling_history"},
-            ),
-            finish_reason=finish,
-            rate_headers=rate_headers_of(getattr(http, "headers", None)),
+        return None
+
+    def inlined_request(self, request: BatchRequest) -> Any:
+        """A request of a batch job: an ``InlinedRequest`` with the contents and config
+        :meth:`complete` sends for the same call and ``metadata = {"key": custom_id}`` (no ``model``:
+        the job's model serves every request). Raises ``TypeError`` for a call
+        :meth:`batch_unsupported` refuses or the SDK's types reject."""
+        reason = self.batch_unsupported(request)
+        if reason is not None:
+            raise TypeError(reason)
+        contents, config = self.request_config(list(request.messages), dict(request.params))
+        return self._types.InlinedRequest(
+            contents=contents, config=config, metadata={"key": request.custom_id}
         )
+
+    def batch_submit(self, requests: list[BatchRequest]) -> str:
+        """Send ``requests`` as one batch job of inlined requests (``batches.create``); returns the
+        job's name (``batches/...``).
+
+        A Gemini batch job serves one model: requests naming several models raise ``ValueError`` (as
+        does an empty list), a request :meth:`batch_unsupported` refuses ``TypeError``, both before
+        anything is sent; a refused or failed creation :class:`ModelError` /
+        :class:`TransientModelError`."""
+        models = sorted({r.model for r in requests})
+        if len(models) != 1:
+            raise ValueError(
+                "google backend: a Gemini batch job serves one model; "
+                + (
+                    f"these requests name {len(models)}: {', '.join(models)}"
+                    if models
+                    else "no requests given"
+                )
+            )
+        src = [self.inlined_request(r) for r in requests]
+        job = self._request(
+            self._client.batches.create,
+            models[0],
+            None,
+            model=models[0],
+            src=src,
+            config={"display_name": f"pptarena {len(src)} request(s)"},
+        )
+        self._submitted[str(job.name)] = [r.custom_id for r in requests]
+        return str(job.name)
+
+    def batch_status(self, batch_id: str) -> BatchState:
+        """Where batch job ``batch_id`` is (``batches.get``); once it has finished, the result of every
+        request by the ``metadata`` key its inlined response echoes (by position when the answer echoes
+        none and this backend submitted the job). A response becomes a :class:`Completion` as
+        :meth:`complete` makes it; an error an ``errored`` result with its HTTP status (a gRPC code is
+        mapped), ``expired`` for a deadline error in an expired job, ``canceled`` for a cancelled
+        request."""
+        job = self._request(self._client.batches.get, "", f"batch job {batch_id!r}", name=batch_id)
+        state = (_enum_text(getattr(job, "state", None)) or "").rpartition("_STATE_")[2]
+        status = BATCH_STATES.get(state, "in_progress")
+        if status == "in_progress":
+            return BatchState(batch_id, status)
+        model = str(getattr(job, "model", "") or "").removeprefix("models/")
+        responses = getattr(getattr(job, "dest", None), "inlined_responses", None) or []
+        ids = self._submitted.get(batch_id, [])
+        results: dict[str, BatchResult] = {}
+        for i, item in enumerate(responses):
+            key = (getattr(item, "metadata", None) or {}).get("key")
+            cid = key if isinstance(key, str) and key else (ids[i] if i < len(ids) else None)
+            if cid is not None:
+                results[cid] = self._batch_result(cid, item, model, status)
+        counts: dict[str, int] = {}
+        for result in results.values():
+            counts[result.kind] = counts.get(result.kind, 0) + 1
+        error = getattr(job, "error", None)
+        message = self._redact(str(getattr(error, "message", None) or error)) if error else None
+        return BatchState(
+            batch_id,
+            status,
+            counts,
+            results,
+            message or (f"batch {state.lower()}" if status == "failed" else None),
+        )
+
+    def _batch_result(self, custom_id: str, item: Any, model: str, status: BatchStatus) -> BatchResult:
+        """One ``InlinedResponse`` as a :class:`BatchResult` (``status``: the job's)."""
+        response = getattr(item, "response", None)
+        error = getattr(item, "error", None)
+        if response is not None and error is None:
+            return BatchResult(custom_id, content_completion(response, model))
+        code = getattr(error, "code", None)
+        http = (GRPC_STATUS.get(code, 500) if code < 100 else code) if isinstance(code, int) else None
+        kind = "errored"
+        if http == 504 and status == "expired":
+            kind = "expired"
+        elif http == 499:
+            kind = "canceled"
+        message = getattr(error, "message", None) or "no response"
+        return batch_error(custom_id, kind, message, http, self._secrets)
+
+    def _redact(self, text: str) -> str:
+        return redact_secrets(text, self._secrets)
 
     def check(self, model: str, *, timeout: float | None = None) -> str | None:
         """Preflight: is the server reachable, the key accepted and ``model`` known

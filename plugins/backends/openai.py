@@ -15,10 +15,19 @@ Every completion carries the response's rate-limit headers (``x-ratelimit-*``, t
 response. Prompt caching is automatic on the OpenAI API: a message's ``cache_prefix`` sends nothing;
 a ``prompt_cache_key`` goes in ``extra_body`` (the option or the call parameter).
 :meth:`OpenAIBackend.check` is the preflight's look at the server and the model.
+
+Batch mode (:mod:`pptarena.models.batch`): chat completions go through the Batch API, one JSONL line
+per call (``custom_id``, ``POST``, the chat-completions URL, and as ``body`` the very JSON
+:meth:`OpenAIBackend.complete` would send), uploaded with ``files.create(purpose="batch")`` and started
+with ``batches.create(completion_window="24h")``; answers come from the batch's output and error files.
+On Azure the body's ``model`` is the deployment and the URL ``/chat/completions``. Responses API calls
+(computer use) are not batched (:meth:`OpenAIBackend.batch_unsupported`).
 """
 
 from __future__ import annotations
 
+import json
+import logging
 from typing import Any, Literal
 
 from pydantic import Field, SecretStr, model_validator
@@ -35,9 +44,10 @@ from pptarena.models import (
     ToolResult,
     Usage,
 )
+from pptarena.models.batch import BatchRequest, BatchResult, BatchState, BatchStatus
 from pptarena.types import ComponentContext
 
-from ._sdk import call_sdk_raw, check_params, map_sdk_error, open_sdk
+from ._sdk import batch_error, call_sdk, call_sdk_raw, check_params, map_sdk_error, open_sdk, wire_json
 
 PROVIDER = "openai"
 INSTALL_HINT = "install with: pip install 'pptarena[openai]'"
@@ -59,6 +69,22 @@ RESPONSES_PARAMS = frozenset({*RESPONSES_PASSTHROUGH, "max_tokens", "extra_body"
 KNOWN_PARAMS = CHAT_PARAMS | RESPONSES_PARAMS
 RESPONSES_TOOL_TYPES = frozenset({"computer_use_preview", "computer"})
 """Tool types only the Responses API has: a call with one of them goes to ``responses.create``."""
+BATCH_URL = "/v1/chat/completions"
+"""The URL of every batch line and the batch's ``endpoint`` (Azure: :data:`AZURE_BATCH_URL`)."""
+AZURE_BATCH_URL = "/chat/completions"
+BATCH_STATUS: dict[str, BatchStatus] = {
+    "validating": "in_progress",
+    "in_progress": "in_progress",
+    "finalizing": "in_progress",
+    "cancelling": "in_progress",
+    "completed": "ended",
+    "expired": "expired",
+    "cancelled": "canceled",
+    "failed": "failed",
+}
+"""The Batch API's ``status`` → :data:`~pptarena.models.batch.BatchStatus`."""
+
+log = logging.getLogger("pptarena.models")
 
 
 class OpenAIOptions(BackendOptions):
@@ -244,6 +270,25 @@ def _usage(response: Any, input_field: str, output_field: str) -> Usage:
     )
 
 
+def chat_completion(response: Any, model: str, headers: dict[str, str] | None = None) -> Completion:
+    """The :class:`Completion` of a chat-completions response (the SDK's ``ChatCompletion``), as
+    :meth:`OpenAIBackend.complete` returns it and as a batch's output file answers it; ``model`` when
+    the response names none. Raises :class:`ModelError` for a response without choices."""
+    choices = getattr(response, "choices", None) or []
+    if not choices:
+        raise ModelError(f"openai: the response for {model} has no choices")
+    choice = choices[0]
+    text = choice.message.content or ""
+    return Completion(
+        text=text,
+        model=getattr(response, "model", None) or model,
+        usage=_usage(response, "prompt_tokens", "completion_tokens"),
+        raw=response.model_dump(mode="json", exclude_none=True),
+        finish_reason=choice.finish_reason,
+        rate_headers=headers or {},
+    )
+
+
 class OpenAIBackend(BackendBase):
     """Chat completions through the official ``openai`` SDK (OpenAI, Azure OpenAI, compatible servers)."""
 
@@ -254,6 +299,7 @@ class OpenAIBackend(BackendBase):
         env_var = "AZURE_OPENAI_API_KEY" if options.azure_endpoint else "OPENAI_API_KEY"
         openai, key, headers = open_sdk(PROVIDER, INSTALL_HINT, options, env_var)
         self.options: OpenAIOptions = options
+        self._sdk = openai
         self._secrets = [key, *headers.values()]
         common: dict[str, Any] = {
             "api_key": key,
@@ -352,19 +398,7 @@ class OpenAIBackend(BackendBase):
         response, headers = self._call(
             self._client.chat.completions, self.request_body(messages, model, params)
         )
-        choices = getattr(response, "choices", None) or []
-        if not choices:
-            raise ModelError(f"openai: the response for {model} has no choices")
-        choice = choices[0]
-        text = choice.message.content or ""
-        return Completion(
-            text=text,
-            model=getattr(response, "model", None) or model,
-            usage=_usage(response, "prompt_tokens", "completion_tokens"),
-            raw=response.model_dump(mode="json", exclude_none=True),
-            finish_reason=choice.finish_reason,
-            rate_headers=headers,
-        )
+        return chat_completion(response, model, headers)
 
     def _complete_responses(self, messages: list[Message], model: str, params: dict[str, Any]) -> Completion:
         response, headers = self._call(self._client.responses, self.responses_body(messages, model, params))
@@ -384,6 +418,147 @@ class OpenAIBackend(BackendBase):
             finish_reason=finish,
             rate_headers=headers,
         )
+
+    # ---- batch mode
+
+    @property
+    def batch_url(self) -> str:
+        """The chat-completions URL batch lines and the batch's ``endpoint`` name (Azure's has no ``/v1``)."""
+        return AZURE_BATCH_URL if self.options.azure_endpoint else BATCH_URL
+
+    def batch_unsupported(self, request: BatchRequest) -> str | None:
+        """Why ``request`` cannot go through the Batch API, or None when it can: a call that takes the
+        Responses API path (computer use, ``previous_response_id``, ``truncation``) is sent one by one."""
+        if uses_responses_api(request.params):
+            return (
+                "openai backend: Responses API calls (computer use, previous_response_id, truncation) "
+                "are not batched; only chat completions are: send this call with complete()"
+            )
+        return None
+
+    def batch_line(self, request: BatchRequest) -> dict[str, Any]:
+        """One line of a batch input file: ``custom_id``, ``method``, ``url`` and as ``body`` the JSON
+        :meth:`complete` sends for the same call (on Azure the deployment is the body's ``model``, as it
+        is the deployment :meth:`complete`'s request goes to). Raises ``TypeError`` for a call
+        :meth:`batch_unsupported` refuses."""
+        reason = self.batch_unsupported(request)
+        if reason is not None:
+            raise TypeError(reason)
+        model = (
+            (self.options.azure_deployment or request.model) if self.options.azure_endpoint else request.model
+        )
+        body = wire_json(self.request_body(list(request.messages), model, dict(request.params)))
+        return {"custom_id": request.custom_id, "method": "POST", "url": self.batch_url, "body": body}
+
+    def batch_submit(self, requests: list[BatchRequest]) -> str:
+        """Upload ``requests`` as a JSONL file and start one batch job on it; returns the batch id.
+
+        Raises ``TypeError`` before any upload when a request is not batchable
+        (:meth:`batch_unsupported`), ``ValueError`` for an empty list, and :class:`ModelError` /
+        :class:`TransientModelError` for a refused or failed upload or creation."""
+        if not requests:
+            raise ValueError("openai backend: a batch needs at least one request")
+        lines = [json.dumps(self.batch_line(r), ensure_ascii=False) for r in requests]
+        data = ("\n".join(lines) + "\n").encode("utf-8")
+        upload = call_sdk(
+            self._client.files.create,
+            {"file": ("batch.jsonl", data), "purpose": "batch"},
+            PROVIDER,
+            self._secrets,
+        )
+        batch = call_sdk(
+            self._client.batches.create,
+            {"input_file_id": upload.id, "endpoint": self.batch_url, "completion_window": "24h"},
+            PROVIDER,
+            self._secrets,
+        )
+        return str(batch.id)
+
+    def batch_status(self, batch_id: str) -> BatchState:
+        """Where batch ``batch_id`` is (``batches.retrieve``); once it has finished, every answer read
+        from its output and error files: a 200 body becomes a :class:`Completion` as :meth:`complete`
+        makes it, another status an ``errored`` result with that status, a ``batch_expired`` error an
+        ``expired`` one. Requests of an expired or cancelled batch found in neither file are
+        ``expired`` / ``canceled`` (their ids read from the input file)."""
+        batch = call_sdk(self._client.batches.retrieve, {"batch_id": batch_id}, PROVIDER, self._secrets)
+        status = BATCH_STATUS.get(str(batch.status), "in_progress")
+        counts_obj = getattr(batch, "request_counts", None)
+        counts = {
+            k: int(v) for k, v in (counts_obj.model_dump() if counts_obj else {}).items() if v is not None
+        }
+        if status == "in_progress":
+            return BatchState(batch_id, status, counts)
+        results: dict[str, BatchResult] = {}
+        for file_id in (batch.output_file_id, batch.error_file_id):
+            for line in self._jsonl(file_id):
+                result = self._batch_result(line)
+                if result is not None:
+                    results[result.custom_id] = result
+        if status in ("expired", "canceled"):
+            for line in self._jsonl(batch.input_file_id, missing_ok=True):
+                cid = line.get("custom_id")
+                if isinstance(cid, str) and cid not in results:
+                    results[cid] = batch_error(cid, status, f"the batch {batch.status} first", None, [])
+        error = None
+        errors = getattr(getattr(batch, "errors", None), "data", None) or []
+        if errors:
+            error = self._redact(
+                "; ".join(
+                    f"line {getattr(e, 'line', '?')}: {getattr(e, 'message', None) or getattr(e, 'code', '')}"
+                    for e in errors
+                )
+            )
+        elif status == "failed":
+            error = "the batch failed"
+        return BatchState(batch_id, status, counts, results, error)
+
+    def _jsonl(self, file_id: str | None, *, missing_ok: bool = False) -> list[dict[str, Any]]:
+        """The JSON lines of file ``file_id`` (none without an id; ``missing_ok``: none when it cannot
+        be read, for the optional look at an input file)."""
+        if not file_id:
+            return []
+        try:
+            content = call_sdk(self._client.files.content, {"file_id": file_id}, PROVIDER, self._secrets)
+        except Exception as exc:
+            if not missing_ok:
+                raise
+            log.debug("openai backend: cannot read batch file %s: %s", file_id, exc)
+            return []
+        out: list[dict[str, Any]] = []
+        for text in content.text.splitlines():
+            if not text.strip():
+                continue
+            try:
+                line = json.loads(text)
+            except ValueError:
+                continue
+            if isinstance(line, dict):
+                out.append(line)
+        return out
+
+    def _batch_result(self, line: dict[str, Any]) -> BatchResult | None:
+        """One output- or error-file line as a :class:`BatchResult` (None without a custom id)."""
+        cid = line.get("custom_id")
+        if not isinstance(cid, str):
+            return None
+        response = line.get("response") if isinstance(line.get("response"), dict) else None
+        error = line.get("error") if isinstance(line.get("error"), dict) else None
+        if response is None:
+            code = str((error or {}).get("code") or "")
+            kind = {"batch_expired": "expired", "batch_cancelled": "canceled"}.get(code, "errored")
+            return batch_error(cid, kind, (error or {}).get("message") or code, None, self._secrets)
+        status = response.get("status_code")
+        body = response.get("body") if isinstance(response.get("body"), dict) else {}
+        if status != 200:
+            err = body.get("error")
+            message = err.get("message") if isinstance(err, dict) else err
+            code = status if isinstance(status, int) else None
+            return batch_error(cid, "errored", message or f"HTTP {status}", code, self._secrets)
+        parsed = self._sdk.types.chat.ChatCompletion.construct(**body)
+        try:
+            return BatchResult(cid, chat_completion(parsed, str(body.get("model") or "")))
+        except ModelError as exc:
+            return batch_error(cid, "errored", str(exc), None, self._secrets)
 
     @property
     def official_api(self) -> bool:
