@@ -369,7 +369,8 @@ class AnthropicBackend(BackendBase):
 
     def batch_unsupported(self, request: BatchRequest) -> str | None:
         """Why ``request`` cannot go through Message Batches, or None when it can: a call with beta
-        flags (``betas``, or computer tools implying them) goes to the beta endpoint and is sent alone."""
+        flags (``betas``, or computer tools implying them) goes to the beta endpoint and is sent alone.
+        Raises ``TypeError`` for a call :meth:`complete` would refuse too (unknown parameters...)."""
         body = self.request_body(list(request.messages), request.model, dict(request.params))
         if "betas" in body:
             return (

@@ -721,6 +721,7 @@ class GoogleBackend(BackendBase):
         return batch_error(custom_id, kind, message, http, self._secrets)
 
     def _redact(self, text: str) -> str:
+        """``text`` with the key and header secrets replaced."""
         return redact_secrets(text, self._secrets)
 
     def check(self, model: str, *, timeout: float | None = None) -> str | None:
