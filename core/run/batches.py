@@ -177,9 +177,10 @@ class BatchQueue:
         self.say = say or (lambda line: log.info("%s", line))
         self._lock = threading.Lock()
         self._calls: dict[str, _Waiting] = {}  # custom id -> its waiting callers (queued or in a batch)
-        self._queued: dict[str, list[str]] = {}  # backend name -> custom ids not yet submitted
-        self._first: dict[str, float] = {}
-        self._last: dict[str, float] = {}
+        # (backend name, model) -> custom ids not yet submitted (a Gemini job serves one model)
+        self._queued: dict[tuple[str, str], list[str]] = {}
+        self._first: dict[tuple[str, str], float] = {}
+        self._last: dict[tuple[str, str], float] = {}
         self._backends: dict[str, Any] = {}  # backend name -> instance (for polling resumed batches)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
@@ -247,11 +248,12 @@ class BatchQueue:
 
     def _enqueue(self, backend_name: str, custom_id: str) -> None:
         now = time.monotonic()
-        queue = self._queued.setdefault(backend_name, [])
+        key = (backend_name, self._calls[custom_id].request.model)
+        queue = self._queued.setdefault(key, [])
         if not queue:
-            self._first[backend_name] = now
+            self._first[key] = now
         queue.append(custom_id)
-        self._last[backend_name] = now
+        self._last[key] = now
 
     # ---- the thread
 
@@ -269,19 +271,19 @@ class BatchQueue:
         now = time.monotonic()
         due: list[tuple[str, list[str]]] = []
         with self._lock:
-            for name, ids in list(self._queued.items()):
+            for key, ids in list(self._queued.items()):
                 if not ids:
                     continue
                 if (
-                    now - self._last[name] >= s.quiet
-                    or now - self._first[name] >= s.max_wait
+                    now - self._last[key] >= s.quiet
+                    or now - self._first[key] >= s.max_wait
                     or len(ids) >= s.max_requests
                 ):
                     take, rest = ids[: s.max_requests], ids[s.max_requests :]
-                    self._queued[name] = rest
+                    self._queued[key] = rest
                     if rest:
-                        self._first[name] = now
-                    due.append((name, take))
+                        self._first[key] = now
+                    due.append((key[0], take))
         for name, ids in due:
             self._submit(name, ids)
 
@@ -416,5 +418,9 @@ class BatchingModelClient(ModelClient):
         request = BatchRequest(
             custom_id_of(self.cache_key(messages, params)), self.model, list(messages), dict(params)
         )
+        unsupported = getattr(self.backend, "batch_unsupported", None)
+        if callable(unsupported) and unsupported(request):
+            # a call the provider's batch API cannot carry (computer use, beta flags): sent alone
+            return super()._call_through_limiter(messages, params, started)
         # the hours a batch may take are the call's duration in the log, not rate-limit waiting
         return self.queue.call(self.backend_name, self.backend, request), Usage()

@@ -170,3 +170,23 @@ def test_the_client_prices_batch_answers_at_the_batch_rate_and_logs_the_batch(tm
         queue.close()
     assert reply.batch_id == "batch_1"
     assert client.cost_usd == pytest.approx((10 * 10.0 + 2 * 20.0) / 1e6 * 0.5)
+
+
+def test_calls_for_two_models_go_out_as_two_jobs_and_an_unbatchable_call_goes_alone(tmp_path):
+    provider = FakeBatchProvider()
+    provider.batch_unsupported = lambda req: "beta flags" if req.params.get("betas") else None
+    queue = BatchQueue(tmp_path, FAST).start(lambda name: provider)
+    try:
+        with ThreadPoolExecutor(4) as pool:
+            reqs = [
+                BatchRequest(custom_id_of(f"{m}{i}"), m, [Message.user(f"{m}{i}")])
+                for m in "ab"
+                for i in range(2)
+            ]
+            list(pool.map(lambda r: queue.call("p", provider, r), reqs))
+        client = BatchingModelClient(queue, provider, "p", "a")
+        direct = client.complete([Message.user("x")], betas=["b1"])
+    finally:
+        queue.close()
+    assert sorted(len(ids) for ids in provider.submitted) == [2, 2]
+    assert direct.text == "direct" and direct.batch_id is None and provider.direct_calls == 1
