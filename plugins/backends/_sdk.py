@@ -30,6 +30,14 @@ RETRYABLE_STATUS = frozenset({408, 409, 425, 429, 500, 502, 503, 504, 520, 522, 
 _MAX_SERVER_MESSAGE = 500
 
 
+def system_text(message: Any, backend: str) -> str:
+    """The text of a system message; :class:`TypeError` naming ``backend`` when it holds anything else."""
+    parts = message.parts()
+    if any(not isinstance(p, str) for p in parts):
+        raise TypeError(f"{backend} backend: system messages hold text only")
+    return "".join(parts)
+
+
 def resolve_secret(value: SecretStr | str | None, env_var: str) -> str | None:
     """The secret's plain value, else ``$env_var``, else None."""
     if isinstance(value, SecretStr):

@@ -56,7 +56,16 @@ from pptarena.models import (
 from pptarena.models.batch import BatchRequest, BatchResult, BatchState, BatchStatus
 from pptarena.types import ComponentContext
 
-from ._sdk import batch_error, call_sdk, call_sdk_raw, check_params, map_sdk_error, open_sdk, wire_json
+from ._sdk import (
+    batch_error,
+    call_sdk,
+    call_sdk_raw,
+    check_params,
+    map_sdk_error,
+    open_sdk,
+    system_text,
+    wire_json,
+)
 
 PROVIDER = "anthropic"
 INSTALL_HINT = "install with: pip install 'pptarena[anthropic]'"
@@ -202,9 +211,7 @@ def to_anthropic_request(
     for m in messages:
         parts = m.parts()
         if m.role == "system":
-            if any(not isinstance(p, str) for p in parts):
-                raise TypeError("anthropic backend: system messages hold text only")
-            text = "".join(p for p in parts if isinstance(p, str))
+            text = system_text(m, "anthropic")
             if text or not m.cache_prefix:
                 system.append(text)
             if m.cache_prefix and system:

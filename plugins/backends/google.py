@@ -66,7 +66,7 @@ from pptarena.models.batch import BatchRequest, BatchResult, BatchState, BatchSt
 from pptarena.models.messages import rate_headers_of
 from pptarena.types import ComponentContext, ComponentUnavailable
 
-from ._sdk import RETRYABLE_STATUS, batch_error, check_params, plain_headers, resolve_secret
+from ._sdk import RETRYABLE_STATUS, batch_error, check_params, plain_headers, resolve_secret, system_text
 
 PROVIDER = "google"
 INSTALL_HINT = "install with: pip install 'pptarena[google]'"
@@ -226,9 +226,7 @@ def to_gemini_request(messages: list[Message]) -> tuple[str | None, list[dict[st
     for m in messages:
         parts = m.parts()
         if m.role == "system":
-            if any(not isinstance(p, str) for p in parts):
-                raise TypeError("google backend: system messages hold text only")
-            system.append("".join(p for p in parts if isinstance(p, str)))
+            system.append(system_text(m, "google"))
             continue
         wire: list[dict[str, Any]] = []
         for p in parts:

@@ -47,7 +47,16 @@ from pptarena.models import (
 from pptarena.models.batch import BatchRequest, BatchResult, BatchState, BatchStatus
 from pptarena.types import ComponentContext
 
-from ._sdk import batch_error, call_sdk, call_sdk_raw, check_params, map_sdk_error, open_sdk, wire_json
+from ._sdk import (
+    batch_error,
+    call_sdk,
+    call_sdk_raw,
+    check_params,
+    map_sdk_error,
+    open_sdk,
+    system_text,
+    wire_json,
+)
 
 PROVIDER = "openai"
 INSTALL_HINT = "install with: pip install 'pptarena[openai]'"
@@ -224,9 +233,7 @@ def to_responses_input(
     for m in messages:
         parts = m.parts()
         if m.role == "system":
-            if any(not isinstance(p, str) for p in parts):
-                raise TypeError("openai backend: system messages hold text only")
-            system.append("".join(p for p in parts if isinstance(p, str)))
+            system.append(system_text(m, "openai"))
             continue
         pending: list[str | ImagePart] = []
         for p in parts:

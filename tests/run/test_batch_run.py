@@ -17,22 +17,11 @@ import pytest
 
 from pptarena.models.sim import ProviderSim, SimConfig
 from pptarena.run.rundir import BATCHES
+from tests.support.agents_fixtures import FIX_QBR_TYPOS
 from tests.support.config import run_toml, use, write_run_config
 from tests.support.paths import ROOT
 
 pytestmark = pytest.mark.slow
-
-FIX_TYPOS = """```python
-from pptx import Presentation
-prs = Presentation(INPUT_PATH)
-for slide in prs.slides:
-    for shape in slide.shapes:
-        if shape.has_text_frame:
-            for paragraph in shape.text_frame.paragraphs:
-                for run in paragraph.runs:
-                    run.text = run.text.replace("Quartely", "Quarterly").replace("performence", "performance")
-prs.save(OUTPUT_PATH)
-```"""
 
 
 def book(out: Path) -> list[dict]:
@@ -66,7 +55,7 @@ def test_a_killed_batch_run_resumes_polling_the_same_jobs(tmp_path):
                     "oracle",
                 ],
                 backends={
-                    "scripted": {"rules": [{"match": ".", "reply": FIX_TYPOS}]},
+                    "scripted": {"rules": [{"match": ".", "reply": FIX_QBR_TYPOS}]},
                     "anthropic": {"base_url": sim.url, "api_key": {"env": "PPTARENA_SIM_KEY"}},
                 },
                 renderer="libreoffice",
