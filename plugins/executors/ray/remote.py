@@ -43,6 +43,9 @@ class NodeRun:
         for name, value in (boot.get("env") or {}).items():
             os.environ[name] = value  # variables the config references as { env = ... }
         self.limiter_service = None
+        from pptarena.models.limiter_service import set_remote
+
+        set_remote(None)  # never an earlier run's actor
         if boot.get("limiter_actor"):
             # every model call on this node (and in the agent workers it starts) draws from the
             # run's one limiter actor
@@ -71,7 +74,10 @@ class NodeRun:
         self.attempts.close()  # jailed agents run on the attempts' own warm jail pool, not self.pool
         self.components.close()
         if self.limiter_service is not None:
+            from pptarena.models.limiter_service import set_remote
+
             self.limiter_service.stop()
+            set_remote(None)
         shutil.rmtree(self.work, ignore_errors=True)
 
 

@@ -322,38 +322,3 @@ def test_default_local_cluster_with_shared_dir_runs_gui_marked_agents(tmp_path, 
     # empty scratch
     assert not [p for p in shared.rglob("*") if p.is_file()]
     assert not ray.is_initialized()
-
-
-def test_nodes_share_one_rate_limiter(tmp_path, cluster, llm_server, monkeypatch):
-    """The attack on per-process limits: three nodes each allowed one call in flight would send three
-    at once. With the run's limiter actor the provider never sees more than the config's one."""
-    from tests.support.stub_llm_server import TEST_API_KEY, Reply
-
-    monkeypatch.setenv("PPTARENA_TEST_OPENAI_KEY", TEST_API_KEY)
-    llm_server.default = Reply(FIX_TYPOS, delay=0.4)
-    backend = {
-        "base_url": llm_server.openai_base_url,
-        "api_key": {"env": "PPTARENA_TEST_OPENAI_KEY"},
-        "concurrency": 1,
-        "max_retries": 0,
-    }
-    config = {
-        "run": {"jobs": 3, "tasks": ["qbr-*"], "limit": 3},
-        "dataset": "demo",
-        "agents": [
-            use("code", label="a", model="openai/gpt-4o", render_check=False, max_images=0),
-            use("code", label="b", model="openai/gpt-4o", render_check=False, max_images=0),
-        ],
-        "backends": {"openai": backend},
-        "renderer": "libreoffice",
-        "judges": ["structural"],
-        "executor": executor_table(cluster),
-    }
-    run_config(tmp_path, run_toml(**config), "limited")
-    rows = rows_of(tmp_path / "limited")
-    assert len(rows) == 6 and all(r["status"] == "scored" for r in rows), [r.get("error") for r in rows]
-    folders = [tmp_path / "limited" / Path(r["prediction"]).parent for r in rows]
-    nodes = {json.loads((f / "executor.json").read_text())["node"] for f in folders}
-    assert len(nodes) >= 2, "the pairs did not spread over the cluster's nodes"
-    assert len(llm_server.requests) >= 6
-    assert llm_server.max_in_flight == 1
