@@ -22,6 +22,11 @@ provider_bench_plugin.py: one small PNG per slide drawn from a hash of the slide
 agent's ``render_check`` is off: on 2 cores LibreOffice would dominate and hide the model-call
 layer.
 
+Two more configurations, not run by default (``--configs shallow,headerless``), look at the
+limiter closer: the adaptive default against simulator buckets holding 10 s' worth (100 requests,
+25k tokens) instead of a minute's, and the same on the ``google`` backend (Gemini's wire: no
+rate-limit headers, so ``rpm`` and ``tpm`` are given).
+
 **Caching.** The ``dual`` judge alone on the ``anthropic`` backend (model ``claude-sonnet-4-5``,
 priced from the bundled table) judges 3 agents x the 12 demo tasks twice: simulator caching on,
 then ``SimConfig(caching=False)``; compared: the judge's input cost (cache reads and writes at their
@@ -239,12 +244,16 @@ def run_config(tmp: Path, name: str, body: str, timeout: float) -> dict[str, Any
 # --------------------------------------------------------------------------- configs
 
 
-def limits_config(sim_url: str, labels: int, backend_extra: str, limit: int | None) -> str:
+def limits_config(
+    sim_url: str, labels: int, backend_extra: str, limit: int | None, backend: str = "openai"
+) -> str:
     """The rate-limit part's config: ``labels`` hybrid agents × the demo tasks, dual judge, one
-    openai backend on the simulator (``backend_extra``: its limiter options)."""
+    backend on the simulator (``openai``, or ``google``: Gemini's wire, which has no rate-limit
+    headers) with ``backend_extra`` (its limiter options)."""
+    model = f"openai/{AGENT_MODEL}" if backend == "openai" else "google/gemini-sim"
+    base_url = f"{sim_url}/v1" if backend == "openai" else sim_url
     agents = "".join(
-        f'[[agents]]\nuse = "hybrid"\nlabel = "hybrid-{i:02d}"\nmodel = "openai/{AGENT_MODEL}"\n'
-        "render_check = false\n\n"
+        f'[[agents]]\nuse = "hybrid"\nlabel = "hybrid-{i:02d}"\nmodel = "{model}"\nrender_check = false\n\n'
         for i in range(1, labels + 1)
     )
     return (
@@ -252,8 +261,8 @@ def limits_config(sim_url: str, labels: int, backend_extra: str, limit: int | No
         '[dataset]\nuse = "demo"\n\n'
         f"{agents}"
         '[renderer]\nuse = "blocks"\n\n'
-        f'[[judges]]\nuse = "dual"\nmodel = "openai/{AGENT_MODEL}"\n\n'
-        f'[backends.openai]\nbase_url = "{sim_url}/v1"\napi_key = {{ env = "SIM_KEY" }}\n{backend_extra}'
+        f'[[judges]]\nuse = "dual"\nmodel = "{model}"\n\n'
+        f'[backends.{backend}]\nbase_url = "{base_url}"\napi_key = {{ env = "SIM_KEY" }}\n{backend_extra}'
     )
 
 
@@ -324,19 +333,30 @@ def slowest_chain(rows: list[dict[str, Any]]) -> float:
     return best
 
 
-def limits_summary(name: str, data: dict[str, Any], stats: dict[str, Any], expected: set) -> dict[str, Any]:
-    """One configuration's line of the table (see the module docstring)."""
+GENERATION_ROUTES = ("/v1/chat/completions", "/v1/responses", "/v1/messages", ":generateContent")
+
+
+def limits_summary(
+    name: str,
+    data: dict[str, Any],
+    stats: dict[str, Any],
+    expected: set,
+    bursts: tuple[float, float] = (RPM, TPM),
+) -> dict[str, Any]:
+    """One configuration's line of the table (see the module docstring); ``bursts``: what the
+    simulator's request and token buckets hold when full."""
     rows = data["rows"]
-    gen = int(stats["by_path"].get("/v1/chat/completions", 0))
+    gen = sum(int(n) for route, n in stats["by_path"].items() if route.endswith(GENERATION_ROUTES))
     throttled = int(stats["by_status"].get("429", 0))
     req_bound = stats["admitted"] / RPM * 60.0
     tok_bound = stats["admitted_tokens"] / TPM * 60.0
     chain = slowest_chain(rows)
     binds = "tokens" if tok_bound >= req_bound else "requests"
     bound = max(req_bound, tok_bound) + chain
-    # the simulator's buckets start full (a minute's worth): nothing can finish before the rest is paid
+    # the simulator's buckets start full: nothing can finish before the rest is paid
     strict = (
-        max(max(0, stats["admitted"] - RPM) / RPM, max(0, stats["admitted_tokens"] - TPM) / TPM) * 60.0
+        max(max(0, stats["admitted"] - bursts[0]) / RPM, max(0, stats["admitted_tokens"] - bursts[1]) / TPM)
+        * 60.0
         + chain
     )
     wall = float(data["wall_s"])
@@ -376,26 +396,41 @@ def limits_summary(name: str, data: dict[str, Any], stats: dict[str, Any], expec
 # --------------------------------------------------------------------------- the two parts
 
 
+SHALLOW = {"burst": RPM // 6, "token_burst": TPM // 6}
+"""Simulator buckets holding 10 seconds' worth (the default holds a minute's)."""
+
+VARIANTS: dict[str, dict[str, Any]] = {
+    "no limits (compute floor)": {"extra": "", "limited": False},
+    "fixed 4, adaptive=false": {"extra": "concurrency = 4\nadaptive = false\n", "limited": True},
+    "fixed 16, adaptive=false": {"extra": "concurrency = 16\nadaptive = false\n", "limited": True},
+    "fixed 64, adaptive=false": {"extra": "concurrency = 64\nadaptive = false\n", "limited": True},
+    "adaptive (default)": {"extra": "", "limited": True},
+    # investigation, not run by default (--configs shallow,headerless)
+    "shallow buckets: adaptive (default)": {"extra": "", "limited": True, "sim": SHALLOW},
+    "headerless (google), shallow buckets: adaptive, rpm/tpm given": {
+        "extra": f"rpm = {RPM}\ntpm = {TPM}\n",
+        "limited": True,
+        "sim": SHALLOW,
+        "backend": "google",
+    },
+}
+"""The rate-limit part's configurations: backend options, simulator limits (and overrides)."""
+DEFAULT_CONFIGS = list(VARIANTS)[:5]
+
+
 def bench_limits(tmp: Path, labels: int, limit: int | None, configs: list[str]) -> list[dict[str, Any]]:
     """The rate-limit part: one fresh simulator and one harness run per configuration."""
     from pptarena.plugins.datasets.demo.dataset import DemoDataset  # noqa: F401 - fail early
 
-    variants = {
-        "no limits (compute floor)": ("", False),
-        "fixed 4, adaptive=false": ("concurrency = 4\nadaptive = false\n", True),
-        "fixed 16, adaptive=false": ("concurrency = 16\nadaptive = false\n", True),
-        "fixed 64, adaptive=false": ("concurrency = 64\nadaptive = false\n", True),
-        "adaptive (default)": ("", True),
-    }
     out = []
     for name in configs:
-        extra, limited = variants[name]
+        variant = VARIANTS[name]
         spec: dict[str, Any] = {"faults": FAULTS, "seed": SEED, "latency": LATENCY, "record_requests": False}
-        if limited:
-            spec.update(rpm=RPM, tpm=TPM)
+        if variant["limited"]:
+            spec.update(rpm=RPM, tpm=TPM, **variant.get("sim", {}))
         print(f"- {name}: running ...", flush=True)
         with SimProcess(**spec) as sim:
-            body = limits_config(sim.url, labels, extra, limit)
+            body = limits_config(sim.url, labels, variant["extra"], limit, variant.get("backend", "openai"))
             data = run_config(tmp, _slug(name), body, CONFIG_TIMEOUT)
             stats = sim.stats()
         tasks = sorted({r["task_id"] for r in data["rows"]}) or []
@@ -403,8 +438,9 @@ def bench_limits(tmp: Path, labels: int, limit: int | None, configs: list[str]) 
         if len(tasks) < n_tasks:  # rows lost: the task list comes from the dataset, not from the rows
             tasks = _demo_task_ids()[:n_tasks]
         expected = {(f"hybrid-{i:02d}", t, 1) for i in range(1, labels + 1) for t in tasks}
-        line = limits_summary(name, data, stats, expected)
-        if not limited:
+        bursts = (spec.get("burst") or RPM, spec.get("token_burst") or TPM)
+        line = limits_summary(name, data, stats, expected, bursts)
+        if not variant["limited"]:
             line["ratio"] = line["ratio_strict"] = None
         out.append(line)
         print(
@@ -417,7 +453,7 @@ def bench_limits(tmp: Path, labels: int, limit: int | None, configs: list[str]) 
 
 
 def _slug(name: str) -> str:
-    return "".join(c if c.isalnum() else "-" for c in name.split(" (")[0]).strip("-")
+    return "-".join("".join(c if c.isalnum() else " " for c in name).split())
 
 
 def _demo_task_ids() -> list[str]:
@@ -572,18 +608,16 @@ def main() -> None:
     ap.add_argument("--quick", action="store_true", help="smoke check (< 2 min): 6 tasks, 1 label, 2 configs")
     ap.add_argument("--labels", type=int, default=4, help="hybrid-agent labels in the rate-limit part")
     ap.add_argument("--only", choices=["limits", "caching"], default=None)
-    ap.add_argument("--configs", default=None, help="comma list of rate-limit configurations (prefixes)")
+    ap.add_argument(
+        "--configs",
+        default=None,
+        help="comma list of rate-limit configurations by prefix: no, fixed, adaptive (the default five) "
+        "and the investigation's shallow, headerless",
+    )
     ap.add_argument("--json", type=Path, default=None, help="also write the results here")
     ap.add_argument("--keep", action="store_true", help="keep the run folders")
     args = ap.parse_args()
-    all_configs = [
-        "no limits (compute floor)",
-        "fixed 4, adaptive=false",
-        "fixed 16, adaptive=false",
-        "fixed 64, adaptive=false",
-        "adaptive (default)",
-    ]
-    configs = all_configs
+    configs = DEFAULT_CONFIGS
     limit = None
     labels = args.labels
     sets, image_tokens = list(CACHING_AGENTS), list(IMAGE_TOKENS)
@@ -592,7 +626,7 @@ def main() -> None:
         sets, image_tokens = sets[:1], image_tokens[:1]
     if args.configs:
         wanted = [w.strip() for w in args.configs.split(",")]
-        configs = [c for c in all_configs if any(c.startswith(w) for w in wanted)]
+        configs = [c for c in VARIANTS if any(c.startswith(w) for w in wanted)]
     tmp = Path(tempfile.mkdtemp(prefix="provider-bench-"))
     print(
         f"machine: {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}; "
