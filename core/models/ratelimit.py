@@ -88,7 +88,7 @@ class Outcome:
     status: str = "ok"  # "ok" | "throttled" (a 429) | "error" (any other failure)
     rate_headers: dict[str, str] = field(default_factory=dict)
     retry_after: float | None = None
-    tokens: int | None = None  # the tokens the call really used, when known
+    tokens: int | None = None  # what the provider counted: the prompt's real tokens + the output asked for
 
     def as_dict(self) -> dict[str, Any]:
         """JSON form."""
@@ -262,6 +262,7 @@ class RateLimiter:
                 "cap": self.cap,
                 "rpm": None if self._requests is None else round(self._requests.rate * 60, 3),
                 "tpm": None if self._tokens is None else round(self._tokens.rate * 60, 3),
+                "tokens_available": None if self._tokens is None else round(self._tokens.level, 1),
             }
 
     # ---- granting

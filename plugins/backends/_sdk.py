@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import email.utils
 import importlib
+import json
 import os
 import time
 from collections.abc import Callable, Sequence
@@ -177,6 +178,9 @@ def map_sdk_error(exc: BaseException, provider: str, secrets: Sequence[str | Non
     ``retry_after`` and rate-limit headers (``rate_headers``).
     """
     names = {cls.__name__ for cls in type(exc).__mro__}
+    if isinstance(exc, json.JSONDecodeError):
+        # a 200 whose body is not JSON: a glitch of the server or a proxy in between, worth a retry
+        return TransientModelError(f"{provider}: the server's answer is not valid JSON")
     if "APITimeoutError" in names:
         return TransientModelError(f"{provider}: request timed out")
     if "APIConnectionError" in names:

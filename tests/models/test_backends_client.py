@@ -279,3 +279,21 @@ def test_encoded_forms_leave_short_values_and_innocent_numbers_alone():
     key = "sk-a/b+c=d?e&f"
     lower = "token%3dsk-a%2fb%2bc%3dd%3fe%26f"  # quote() writes %2F; other encoders write %2f
     assert "***" in redact_text(lower, [key, *encoded_forms(key)])
+
+
+@pytest.mark.parametrize("kind", ["openai", "anthropic"])
+def test_a_200_whose_body_is_not_json_is_a_transient_error_naming_the_provider(
+    kind, openai_backend, anthropic_backend
+):
+    """The provider simulator's ``malformed`` fault: before, the SDK's JSONDecodeError went through
+    as the agent's or judge's error, unretried and naming nobody."""
+    from pptarena.models import TransientModelError
+    from pptarena.models.sim import ProviderSim, SimConfig
+
+    with ProviderSim(SimConfig(faults=1.0, fault_mix="malformed=1")) as sim:
+        make = openai_backend if kind == "openai" else anthropic_backend
+        url = sim.openai_base_url if kind == "openai" else sim.anthropic_base_url
+        client = ModelClient(make(base_url=url, max_retries=1), kind, "some-model")
+        with pytest.raises(TransientModelError, match=f"{kind}: the server's answer is not valid JSON"):
+            client.complete([Message.user("x")])
+        assert client.usage.retries == 1 and sim.stats()["faults"].get("malformed") == 2

@@ -308,3 +308,15 @@ def test_the_host_that_serves_the_limiters_uses_them_directly():
 
     with LimiterService():
         assert isinstance(limiter_for("a", LimitSettings()), RateLimiter)  # no socket round trip
+
+
+def test_the_output_asked_for_stays_counted_after_the_call(openai_backend, llm_server):
+    """Providers count max_tokens at admission; refunding the unused part let a run through at 118 %
+    of its token limit against the simulator (benchmarks/provider_bench.py, issue 32)."""
+    from pptarena.models.limiter_service import local_snapshots
+
+    llm_server.enqueue(Reply("short", input_tokens=10, output_tokens=2))
+    client = ModelClient(openai_backend(tpm=6000), "openai", "gpt-4o")  # 100 tokens/s, bucket of 600
+    client.complete([Message.user("x")], max_tokens=500)
+    snap = next(iter(local_snapshots().values()))
+    assert snap["tokens_available"] < 600 - 500 + 20  # the 500 asked for were not handed back
