@@ -330,7 +330,7 @@ class ModelClient:
         with the answer's rate-limit headers. 429s under an adaptive limiter are retried for
         ``rate_limit_patience`` seconds (the limiter pauses every caller); other transient failures
         ``max_retries`` times with backoff. Returns the completion and the retry/wait counts."""
-        from pptarena.models.ratelimit import DEFAULT_OUTPUT_TOKENS, Outcome, estimate_tokens
+        from pptarena.models.ratelimit import Outcome, asked_output_tokens, estimate_tokens
         from pptarena.models.retry import call_with_deadline
 
         policy = self.policy
@@ -351,9 +351,8 @@ class ModelClient:
                 )
                 # providers count the output asked for at admission, not the output given: only
                 # the prompt's estimate is corrected with its real size
-                asked = params.get("max_tokens")
-                asked = asked if isinstance(asked, int) and asked > 0 else DEFAULT_OUTPUT_TOKENS
-                counted = completion.usage.input_tokens + asked if completion.usage.input_tokens else None
+                prompt = completion.usage.input_tokens
+                counted = prompt + asked_output_tokens(params) if prompt else None
                 outcome = Outcome("ok", dict(completion.rate_headers), None, counted)
                 counts.wait_ms = int(waited * 1000)
                 return completion, counts

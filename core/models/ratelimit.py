@@ -408,9 +408,14 @@ def estimate_tokens(messages: Any, params: Mapping[str, Any]) -> int:
         if isinstance(m, Message):
             for p in m.parts():
                 part(p)
+    return math.ceil(chars / 4) + images * IMAGE_TOKENS + asked_output_tokens(params)
+
+
+def asked_output_tokens(params: Mapping[str, Any]) -> int:
+    """The output tokens a call asks for (``max_tokens``, else :data:`DEFAULT_OUTPUT_TOKENS`): what
+    providers count against a tokens-per-minute limit at admission, whatever the answer's length."""
     out = params.get("max_tokens")
-    out = int(out) if isinstance(out, int) and out > 0 else DEFAULT_OUTPUT_TOKENS
-    return math.ceil(chars / 4) + images * IMAGE_TOKENS + out
+    return out if isinstance(out, int) and out > 0 else DEFAULT_OUTPUT_TOKENS
 
 
 def account_of(backend: Any, backend_name: str) -> str:

@@ -1,9 +1,9 @@
-"""Bounded retries with exponential backoff and full jitter, and a hard per-call deadline.
+"""The backoff of retries (exponential with full jitter) and a hard per-call deadline.
 
-Used by :class:`pptarena.models.ModelClient` so every backend, built-in or
-third-party, gets the same behaviour: a :class:`TransientModelError` (rate
-limit, 5xx, timeout, connection error) is retried up to ``max_retries`` times;
-any other exception goes straight to the caller.
+:class:`pptarena.models.ModelClient`'s attempt loop uses both, so every backend, built-in or
+third-party, gets the same behaviour: a :class:`TransientModelError` (5xx, timeout, connection
+error; a 429 when the limiter is not adaptive) is retried up to ``max_retries`` times after
+:meth:`RetryPolicy.delay`; any other exception goes straight to the caller.
 """
 
 from __future__ import annotations
@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import random
 import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TypeVar
@@ -43,42 +42,6 @@ class RetryPolicy:
         if retry_after is not None and retry_after > 0:
             wait = max(wait, min(retry_after, self.max_delay))
         return wait
-
-
-def call_with_retries(
-    fn: Callable[[], T],
-    policy: RetryPolicy,
-    *,
-    describe: str = "model call",
-    sleep: Callable[[float], None] = time.sleep,
-    on_retry: Callable[[int, TransientModelError, float], None] | None = None,
-) -> tuple[T, int]:
-    """Call ``fn`` until it succeeds or fails non-transiently; return ``(result, retries_used)``.
-
-    The last :class:`TransientModelError` is re-raised once ``policy.max_retries``
-    retries are spent, with the attempt count added to its message.
-    """
-    retries = 0
-    while True:
-        try:
-            return fn(), retries
-        except TransientModelError as exc:
-            if retries >= policy.max_retries:
-                if retries:
-                    raise TransientModelError(
-                        f"{exc} (gave up after {retries + 1} attempts)",
-                        status=exc.status,
-                        retry_after=exc.retry_after,
-                    ) from None
-                raise
-            retries += 1
-            wait = policy.delay(retries, exc.retry_after)
-            log.warning(
-                "%s failed (%s); retry %d/%d in %.2fs", describe, exc, retries, policy.max_retries, wait
-            )
-            if on_retry is not None:
-                on_retry(retries, exc, wait)
-            sleep(wait)
 
 
 def call_with_deadline(fn: Callable[[], T], seconds: float | None, *, describe: str = "model call") -> T:

@@ -28,7 +28,7 @@ from pptarena.models import (
     sum_usage,
 )
 from pptarena.models.cache import ResponseCache, request_key
-from pptarena.models.retry import RetryPolicy, call_with_retries
+from pptarena.models.retry import RetryPolicy
 from pptarena.types import AgentLog
 
 
@@ -61,23 +61,16 @@ def test_backoff_is_exponential_capped_and_jittered():
     assert policy.delay(1, retry_after=100.0, rng=rng) == 5.0  # capped
 
 
-def test_call_with_retries_sleeps_between_attempts_and_stops():
-    sleeps: list[float] = []
-    attempts = iter([TransientModelError("a"), TransientModelError("b", retry_after=0.5), "ok"])
-
-    def fn():
-        item = next(attempts)
-        if isinstance(item, Exception):
-            raise item
-        return item
-
-    result, retries = call_with_retries(fn, RetryPolicy(3, 0.1, 1.0), sleep=sleeps.append)
-    assert (result, retries) == ("ok", 2)
-    assert len(sleeps) == 2 and sleeps[1] >= 0.5
+def test_the_client_sleeps_between_attempts_and_passes_other_errors_through():
+    backend = PlainBackend([TransientModelError("a"), TransientModelError("b", retry_after=0.5), "ok"])
+    client = ModelClient(backend, "plain", "m", policy=CallPolicy(retry=RetryPolicy(3, 0.1, 1.0)))
+    reply = client.complete([Message.user("x")])
+    assert reply.text == "ok" and reply.usage.retries == 2
+    assert reply.usage.wait_ms >= 500  # the second wait honoured retry_after
+    failing = ModelClient(PlainBackend([ValueError("no")]), "plain", "m")
     with pytest.raises(ValueError):
-        call_with_retries(
-            lambda: (_ for _ in ()).throw(ValueError("no")), RetryPolicy(3), sleep=sleeps.append
-        )
+        failing.complete([Message.user("x")])
+    assert failing.usage.retries == 0 and failing.usage.errors == 1
 
 
 def test_a_plain_backend_gets_default_retries_and_its_policy_is_shared():
