@@ -78,17 +78,20 @@ class BatchBook:
                     entry = json.loads(line)
                 except ValueError:
                     continue  # a line cut by a crash: the calls it concerned are simply asked again
-                if not isinstance(entry, dict):
-                    continue
-                op = entry.get("op")
-                if op == "submitted" and isinstance(entry.get("custom_ids"), list):
-                    self.submitted[str(entry["batch_id"])] = entry
-                    for cid in entry["custom_ids"]:
-                        self.attempts[cid] = max(self.attempts.get(cid, 0), int(entry.get("attempt") or 1))
-                elif op == "ended":
-                    self.ended.add(str(entry.get("batch_id")))
-                elif op == "result" and isinstance(entry.get("custom_id"), str):
-                    self.results[entry["custom_id"]] = entry
+                if isinstance(entry, dict):
+                    self._apply(entry)
+
+    def _apply(self, entry: dict[str, Any]) -> None:
+        """Update the in-memory view with one entry (read back or just written)."""
+        op = entry.get("op")
+        if op == "submitted" and isinstance(entry.get("custom_ids"), list):
+            self.submitted[str(entry["batch_id"])] = entry
+            for cid in entry["custom_ids"]:
+                self.attempts[cid] = max(self.attempts.get(cid, 0), int(entry.get("attempt") or 1))
+        elif op == "ended":
+            self.ended.add(str(entry.get("batch_id")))
+        elif op == "result" and isinstance(entry.get("custom_id"), str):
+            self.results[entry["custom_id"]] = entry
 
     def pending(self) -> dict[str, dict[str, Any]]:
         """Batches submitted and not ended."""
@@ -109,15 +112,7 @@ class BatchBook:
                 fh.write(data)
                 fh.flush()
                 os.fsync(fh.fileno())
-            op = entry["op"]
-            if op == "submitted":
-                self.submitted[entry["batch_id"]] = entry
-                for cid in entry["custom_ids"]:
-                    self.attempts[cid] = max(self.attempts.get(cid, 0), int(entry["attempt"]))
-            elif op == "ended":
-                self.ended.add(entry["batch_id"])
-            elif op == "result":
-                self.results[entry["custom_id"]] = entry
+            self._apply(entry)
 
 
 def completion_entry(result: BatchResult, batch_id: str) -> dict[str, Any]:
