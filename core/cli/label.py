@@ -42,17 +42,27 @@ def label_group() -> None:
 @click.option("--port", type=int, default=8000, show_default=True, help="Port for the printed links.")
 def new_command(runs, protocol, annotators, overlap, sample, seed, blind, name, out, host, port) -> None:  # noqa: ANN001
     """Create a campaign and print each annotator's link (shown once; only digests are stored)."""
-    from pptarena.label.campaign import new_campaign, parse_annotators
-    from pptarena.label.store import CampaignError
+    import sqlite3
 
+    from pptarena.label.campaign import CAMPAIGNS_DIR, new_campaign, parse_annotators
+    from pptarena.label.store import CampaignError
+    from pptarena.report.fileio import ReadOnlyFolderError, writing_into
+
+    where = Path(out).absolute().parent if out else Path(runs[0]).absolute() / CAMPAIGNS_DIR
+    instead = "write the campaign file elsewhere with --out FILE.sqlite"
     try:
-        campaign, tokens = new_campaign(
-            [Path(r) for r in runs], protocol=protocol, annotators=parse_annotators(annotators),
-            overlap=overlap, sample=sample, seed=seed, blind=blind, name=name,
-            out=Path(out) if out else None,
-        )  # fmt: skip
-    except CampaignError as exc:
+        with writing_into(where, instead):
+            campaign, tokens = new_campaign(
+                [Path(r).absolute() for r in runs], protocol=protocol,
+                annotators=parse_annotators(annotators), overlap=overlap, sample=sample, seed=seed,
+                blind=blind, name=name, out=Path(out).absolute() if out else None,
+            )  # fmt: skip
+    except (CampaignError, ReadOnlyFolderError) as exc:
         raise click.ClickException(str(exc)) from exc
+    except sqlite3.OperationalError as exc:  # SQLite's own words for a folder it cannot write
+        if "readonly" not in str(exc) and "unable to open" not in str(exc):
+            raise
+        raise click.ClickException(f"cannot write into {where} ({exc}): {instead}") from exc
     click.echo(
         f"Campaign {campaign.name}: {len(campaign.items)} {protocol} items, "
         f"overlap {100 * campaign.overlap():.0f}%, {'blind' if blind else 'not blind'}"

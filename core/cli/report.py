@@ -17,7 +17,9 @@ from pptarena.cli.options import config_file_option
 if TYPE_CHECKING:  # imported by the commands themselves, when they run
     from pptarena.report.data import RunData
 
-RUN_DIR = click.Path(exists=True, file_okay=False, path_type=Path)
+# absolute from here on: a run folder's paths are handed to judges' jails and child processes, for
+# which a path relative to the shell's folder names nothing (issue 33 item 4)
+RUN_DIR = click.Path(exists=True, file_okay=False, path_type=Path, resolve_path=True)
 
 
 def warn_skipped_lines(data: RunData) -> None:
@@ -84,6 +86,7 @@ def report_command(
     """Print a run's leaderboard and breakdowns and write report.html."""
     one_blas_thread()
     from pptarena.report.data import RunDirError, load_run
+    from pptarena.report.fileio import ReadOnlyFolderError, writing_into
     from pptarena.report.html import DEFAULT_MAX_RENDERS, write_report
     from pptarena.report.tables import print_tables, summary_tables
 
@@ -95,16 +98,25 @@ def report_command(
     print_tables(summary_tables(data.summary, data.rows, {k: v.summary for k, v in data.rescores.items()}))
     if no_html:
         return
-    path = write_report(
-        run_dir,
-        out=out,
-        render=not no_render,
-        max_renders=DEFAULT_MAX_RENDERS if max_renders is None else max_renders,
-        registry=_registry(ctx),
-        layout=layout,
-        data=data,
-        workers=2,  # this process runs no other threads: a forked process may write half of the pages
-    )
+    out = out.absolute() if out else None
+    try:
+        with writing_into(
+            out.parent if out else run_dir,
+            "write the report elsewhere with --out FILE.html (slides the run lacks are then not rendered), "
+            "or copy the run folder",
+        ):
+            path = write_report(
+                run_dir,
+                out=out,
+                render=not no_render,
+                max_renders=DEFAULT_MAX_RENDERS if max_renders is None else max_renders,
+                registry=_registry(ctx),
+                layout=layout,
+                data=data,
+                workers=2,  # this process runs no other threads: a forked process may write half the pages
+            )
+    except ReadOnlyFolderError as exc:
+        raise click.ClickException(str(exc)) from exc
     click.echo(f"Report: {path}")
 
 
@@ -132,6 +144,7 @@ def rescore_command(
     """
     from pptarena.models.preflight import PreflightError, preflight_run
     from pptarena.report.data import load_run
+    from pptarena.report.fileio import writing_into
     from pptarena.report.rescore import Rescorer
     from pptarena.report.tables import leaderboard_table, print_tables, rescore_table
     from pptarena.run.config import ConfigError
@@ -148,7 +161,11 @@ def rescore_command(
             ctx.exit(2)
         warn_skipped_lines(rescorer.data)
         total = len(rescorer.data.rows)
-        summary = rescorer.run(progress=Progress(total, quiet=quiet))
+        with writing_into(
+            rescorer.out_dir.parent,
+            f"copy the run folder somewhere writable (cp -r {run_dir} COPY) and re-score the copy",
+        ):
+            summary = rescorer.run(progress=Progress(total, quiet=quiet))
     except (ConfigError, PptArenaError, OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     base = load_run(run_dir, with_rescores=False).summary
@@ -286,6 +303,14 @@ def _meta_tables(report: dict[str, Any]) -> list[Any]:
 )
 @click.option("--seed", type=int, default=0, show_default=True, help="Bootstrap seed.")
 @click.option("--json", "as_json", is_flag=True, help="Print the full JSON report.")
+@click.option(
+    "--out",
+    "out_path",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="Where to write the JSON report (default RUN/meta-eval/meta_eval.json; --repeat still keeps "
+    "its evidence under RUN/meta-eval/).",
+)
 @click.pass_context
 def meta_eval_command(
     ctx: click.Context,
@@ -297,8 +322,14 @@ def meta_eval_command(
     n_boot: int,
     seed: int,
     as_json: bool,
+    out_path: Path | None = None,
 ) -> None:
-    """Agreement of each judge with human labels; with --repeat K, the judges' stability."""
+    """Agreement of each judge with human labels; with --repeat K, the judges' stability.
+
+    --config takes what `arena rescore --config` takes: a config with only [[judges]] (and the
+    backends they use) works, the dataset and agents being the run's.
+    """
+    from pptarena.report.fileio import writing_into
     from pptarena.report.meta_eval import meta_eval
     from pptarena.report.tables import print_tables
     from pptarena.run.config import ConfigError
@@ -306,17 +337,25 @@ def meta_eval_command(
 
     if labels_path is None and not repeat:
         raise click.UsageError("give --labels FILE.csv, --repeat K, or both")
+    out_path = out_path.absolute() if out_path else None
+    instead = (
+        f"copy the run folder somewhere writable (cp -r {run_dir} COPY) and repeat the judges there"
+        if repeat
+        else "write the report elsewhere with --out FILE.json"
+    )
     try:
-        report = meta_eval(
-            run_dir,
-            labels_path=labels_path,
-            scale=scale,
-            repeat=repeat,
-            config_path=config_path,
-            n_boot=n_boot,
-            seed=seed,
-            registry=_registry(ctx) if repeat else None,
-        )
+        with writing_into(out_path.parent if out_path and not repeat else run_dir / "meta-eval", instead):
+            report = meta_eval(
+                run_dir,
+                labels_path=labels_path,
+                scale=scale,
+                repeat=repeat,
+                config_path=config_path,
+                n_boot=n_boot,
+                seed=seed,
+                registry=_registry(ctx) if repeat else None,
+                out=out_path,
+            )
     except (ConfigError, PptArenaError, OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     for w in report.get("warnings", []):
@@ -355,9 +394,13 @@ def compare_command(
 ) -> None:
     """Compare runs of the same agents and tasks (RUN_B... against RUN_A): score differences,
     moved tasks, τ_b.
+
+    Agents of one run only, judges without a counterpart and tasks one run has and the other not
+    are left out of the differences: each is named, with why, after the tables (``left_out`` in
+    --json).
     """
     one_blas_thread()
-    from pptarena.report.compare import compare_runs, compare_tables
+    from pptarena.report.compare import compare_runs, compare_tables, left_out_lines
     from pptarena.report.data import RunDirError
     from pptarena.report.tables import print_tables
 
@@ -377,3 +420,5 @@ def compare_command(
         click.echo(json.dumps(report, indent=2))
         return
     print_tables(compare_tables(report))
+    for line in left_out_lines(report):  # whole lines (a table cell would be cut on a narrow terminal)
+        click.echo(line)

@@ -28,7 +28,8 @@ def view_command(
 
     PATHS are run folders or folders holding runs (default: the current folder). On an address
     other than 127.0.0.1 every page needs the admin link printed at start-up; annotators use the
-    links `arena label new` printed.
+    links `arena label new` printed. A read-only run is served (slides it lacks renders of are not
+    rendered); a campaign in a read-only folder is not (copy it and pass --campaign FILE).
     """
     try:
         import uvicorn
@@ -50,6 +51,8 @@ def view_command(
         )
     except CampaignError as exc:
         raise click.ClickException(str(exc)) from exc
+    for warning in state.warnings:
+        click.echo(f"warning: {warning}", err=True)
     shown = f"[{host}]" if ":" in host else host
     click.echo(
         f"Serving {len(state.runs)} run(s) and {len(state.campaigns)} campaign(s) on http://{shown}:{port}/"

@@ -30,6 +30,64 @@ from pptarena.run.stats import DEFAULT_N_BOOT, DEFAULT_SEED, paired_comparison, 
 from pptarena.run.summary_record import Summary
 
 MOVED = 5
+LEFT_OUT_EXAMPLES = 5
+
+
+def left_out(base: Any, other: Any, judges: list[tuple[str, str]]) -> list[dict[str, Any]]:
+    """What a comparison of ``other`` with ``base`` leaves out, and why: agents of one run only, judge
+    labels not compared, and per agent compared the tasks one run scored and the other did not.
+
+    Each entry is ``{"what": "agent" | "judge" | "tasks", "run": "A" | "B", ...,  "why": sentence}``
+    (``tasks`` entries name the agent, count the tasks and list a few).
+    """
+    out: list[dict[str, Any]] = []
+    first, second = f"the first run ({base.run_dir.name})", f"the other run ({other.run_dir.name})"
+    for name, mine, theirs, run in (
+        (first, base.agents, other.agents, "A"),
+        (second, other.agents, base.agents, "B"),
+    ):
+        for agent in mine:
+            if agent not in theirs:
+                out.append(
+                    {
+                        "what": "agent",
+                        "run": run,
+                        "agent": agent,
+                        "why": f"agent {agent} is only in {name}",
+                    }
+                )
+    used_a = {a for a, _ in judges}
+    used_b = {b for _, b in judges}
+    for name, labels, used, run in ((first, base.judges, used_a, "A"), (second, other.judges, used_b, "B")):
+        for label in labels:
+            if label not in used:
+                out.append(
+                    {
+                        "what": "judge",
+                        "run": run,
+                        "judge": label,
+                        "why": f"judge {label} of {name} has no counterpart in the other run "
+                        "(pair labels with --judge A=B)",
+                    }
+                )
+    for agent in [a for a in base.agents if a in other.agents]:
+        tasks_a = {r.task_id for r in base.rows if r.agent == agent}
+        tasks_b = {r.task_id for r in other.rows if r.agent == agent}
+        for name, only, run in ((first, tasks_a - tasks_b, "A"), (second, tasks_b - tasks_a, "B")):
+            if only:
+                out.append(
+                    {
+                        "what": "tasks",
+                        "run": run,
+                        "agent": agent,
+                        "count": len(only),
+                        "tasks": sorted(only)[:LEFT_OUT_EXAMPLES],
+                        "why": f"{len(only)} task(s) of agent {agent} are only in {name} "
+                        f"(e.g. {', '.join(sorted(only)[:LEFT_OUT_EXAMPLES])}); differences are over "
+                        "the common tasks",
+                    }
+                )
+    return out
 
 
 def judge_pairs(a: list[str], b: list[str], judge_map: dict[str, str] | None = None) -> list[tuple[str, str]]:
@@ -99,6 +157,7 @@ def compare_runs(
         if not jp:
             entry["problem"] = "no judge label in common (and not exactly one judge in each run)"
         agents = [a for a in base.agents if a in other.agents]
+        entry["left_out"] = left_out(base, other, jp)
         for ja, jb in jp:
             all_x: list[float] = []
             all_y: list[float] = []
@@ -183,3 +242,13 @@ def compare_tables(report: dict[str, Any]) -> list[TableData]:
         if moved.rows:
             tables.append(moved)
     return tables
+
+
+def left_out_lines(report: dict[str, Any]) -> list[str]:
+    """One line per thing a comparison left out (see :func:`left_out`), naming the two runs."""
+    base = Path(report["base"]).name
+    return [
+        f"left out of {Path(c['run']).name} − {base}: {item['why']}"
+        for c in report["comparisons"]
+        for item in c.get("left_out") or []
+    ]

@@ -15,10 +15,18 @@ run's own records are never written this way).
 
 from __future__ import annotations
 
+import errno
 import os
 import stat
 import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import IO
+
+from pptarena.types import PptArenaError
+
+#: the errors of a folder that cannot be written: a read-only mount, or permissions
+READ_ONLY_ERRNOS = frozenset({errno.EROFS, errno.EACCES, errno.EPERM})
 
 
 def read_regular(
@@ -104,3 +112,29 @@ def write_derived(path: str | os.PathLike[str], text: str) -> None:
     with open(tmp, "wb") as fh:
         fh.write(data)
     os.replace(tmp, path)
+
+
+class ReadOnlyFolderError(PptArenaError):
+    """A command could not write into a folder (read-only file system, or no permission); the message
+    is one line naming the folder and what to do instead."""
+
+
+def read_only_message(exc: OSError, folder: str | os.PathLike[str], instead: str) -> str:
+    """``cannot write into FOLDER (Read-only file system): INSTEAD`` for a read-only error ``exc``."""
+    why = exc.strerror or os.strerror(exc.errno or 0) or type(exc).__name__
+    return f"cannot write into {os.fspath(folder)} ({why}): {instead}"
+
+
+@contextmanager
+def writing_into(folder: str | os.PathLike[str], instead: str) -> Iterator[None]:
+    """Turn a read-only error (:data:`READ_ONLY_ERRNOS`) raised inside the block into a
+    :class:`ReadOnlyFolderError` naming ``folder`` and ``instead`` (the option to use, e.g. ``"write
+    the report elsewhere with --out FILE"``); other errors pass through unchanged."""
+    try:
+        yield
+    except ReadOnlyFolderError:
+        raise
+    except OSError as exc:
+        if exc.errno not in READ_ONLY_ERRNOS:
+            raise
+        raise ReadOnlyFolderError(read_only_message(exc, folder, instead)) from exc

@@ -21,7 +21,15 @@ from pptarena.report.plots import histogram_rows_svg
 from pptarena.report.renders import PairView, RenderBudget, pair_decks, pair_view
 from pptarena.report.tables import TableData
 from pptarena.report.top import page_top
-from pptarena.report.verdicts import agent_log_html, esc, rel_url, score_cell, trajectory_html, verdict_html
+from pptarena.report.verdicts import (
+    agent_log_html,
+    esc,
+    notes_html,
+    rel_url,
+    score_cell,
+    trajectory_html,
+    verdict_html,
+)
 from pptarena.run.records import ResultRow
 
 REPORT_NAME = "report.html"
@@ -74,6 +82,8 @@ nav.toc{columns:3;font-size:12px}nav.toc a{text-decoration:none}\
 .problem{background:#fff4e5;border:1px solid #f0c36d;padding:6px 10px;margin:6px 0}
 img.thumb{max-width:360px;display:block;margin:4px 0;border:1px solid #ccc}\
 details summary{cursor:pointer;font-weight:bold;margin:6px 0}
+.agent-notes{white-space:pre-wrap;background:#f7f3e8;border-left:4px solid #b07aa1;padding:4px 10px;\
+margin:6px 0;font-size:13px}
 """
 
 
@@ -189,6 +199,7 @@ def pair_html(
         parts += [later_attempt_html(data, task, r) for r in sorted(others, key=_epoch)]
     if row.error:
         parts.append(f'<div class="err">{esc(row.error)}</div>')
+    parts.append(notes_html(row))
     decks = pair_decks(data.run_dir, folder, row, task)
     view = pair_view(decks, budget)
     for note in view.notes:
@@ -225,6 +236,7 @@ def later_attempt_html(data: RunData, task: Any, row: ResultRow) -> str:
     folder = RunDir(data.run_dir).attempt(agent, task_id, epoch)
     status = str(row.status)
     inner = [f'<div class="err">{esc(row.error)}</div>'] if row.error else []
+    inner.append(notes_html(row))
     if row.reused_from_epoch:
         reused = esc(row.reused_from_epoch, 10)
         inner.append(f'<p class="muted">a deterministic agent: epoch {reused}\'s result, reused</p>')
@@ -345,6 +357,7 @@ def write_report(
 
         budget = RenderBudget(make_renderer, max_renders)
     out = Path(out) if out else run_dir / REPORT_NAME
+    out.parent.mkdir(parents=True, exist_ok=True)  # --out into a folder not made yet
     try:
         from pptarena.report.index import HtmlParts, choose_layout, write_index_and_pages
 

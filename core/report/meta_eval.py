@@ -321,7 +321,7 @@ def repeat_judges(
     :returns: ``({series: stability}, warnings)``.
     """
     from pptarena.report.data import load_run, load_run_tasks, run_config
-    from pptarena.report.rescore import prediction_path
+    from pptarena.report.rescore import RescoreError, judges_config, prediction_path
     from pptarena.run.components import Components
     from pptarena.run.config import model_refs
     from pptarena.run.judging import judge_prediction
@@ -329,9 +329,13 @@ def repeat_judges(
 
     if k < 2:
         raise PptArenaError("--repeat needs K ≥ 2")
+    run_dir = Path(run_dir).absolute()  # its paths are bind sources of the judges' jails
     data = load_run(run_dir, with_rescores=False)
     base = run_config(data.manifest, registry)
-    judge_cfg = run_config(data.manifest, registry, config_path) if config_path else base
+    # the config `arena rescore --config` takes: [[judges]] alone is enough (dataset, agents: the run's)
+    judge_cfg = judges_config(data.manifest, registry, config_path) if config_path else base
+    if not judge_cfg.judges:
+        raise RescoreError(f"{config_path or 'the run config'} has no [[judges]] to repeat")
     warnings = []
     for j in judge_cfg.judges:
         for ref in model_refs(j.options).values():
@@ -394,14 +398,15 @@ def meta_eval(
     n_boot: int = 1000,
     seed: int = 0,
     registry: Any = None,
+    out: Path | None = None,
 ) -> dict[str, Any]:
     """Run the meta-evaluation; returns a JSON-ready report
-    (also written to ``RUN_DIR/meta-eval/meta_eval.json``).
+    (also written to ``out``, by default ``RUN_DIR/meta-eval/meta_eval.json``).
     """
     from pptarena.report.data import load_run
     from pptarena.run.results import write_json_atomic
 
-    run_dir = Path(run_dir)
+    run_dir = Path(run_dir).absolute()
     data = load_run(run_dir, with_rescores=False)
     report: dict[str, Any] = {
         "run": str(run_dir.resolve()),
@@ -437,8 +442,11 @@ def meta_eval(
         stab, warnings = repeat_judges(run_dir, registry, repeat, config_path=config_path, pairs=pairs)
         report["repeat"] = {"k": repeat, "series": stab}
         report["warnings"] += warnings
-    out = RunDir(run_dir).meta_eval
-    out.mkdir(exist_ok=True)
-    write_json_atomic(out / "meta_eval.json", report)
-    report["path"] = str(out / "meta_eval.json")
+    if out is None:
+        folder = RunDir(run_dir).meta_eval
+        folder.mkdir(exist_ok=True)
+        out = folder / "meta_eval.json"
+    Path(out).parent.mkdir(parents=True, exist_ok=True)
+    write_json_atomic(Path(out), report)
+    report["path"] = str(out)
     return report

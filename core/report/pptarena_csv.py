@@ -104,8 +104,23 @@ def case_rows(data: RunData, judge: str, agent: str) -> list[dict[str, Any]]:
 
 
 def export_pptarena_csv(data: RunData, out_dir: Path, judge: str | None = None) -> list[Path]:
-    """Write ``<agent>_judge_results.csv`` per agent under ``out_dir``; the files written."""
+    """Write ``<agent>_judge_results.csv`` per agent under ``out_dir``; the files written.
+
+    :raises ExportError: no judge to export, or ``out_dir`` cannot be written (read-only: the message
+        names the folder and ``--out``).
+    """
+    from pptarena.report.fileio import ReadOnlyFolderError, writing_into
+
     label = pick_judge(data, judge)
+    try:
+        with writing_into(Path(out_dir).absolute(), "write the CSV files elsewhere with --out DIR"):
+            return _write_csvs(data, Path(out_dir), label)
+    except ReadOnlyFolderError as exc:
+        raise ExportError(str(exc)) from exc
+
+
+def _write_csvs(data: RunData, out_dir: Path, label: str) -> list[Path]:
+    """:func:`export_pptarena_csv` once the judge is chosen."""
     out_dir.mkdir(parents=True, exist_ok=True)
     written = []
     for agent in data.agents:

@@ -87,7 +87,8 @@ def prediction_path(run_dir: Path, row: ResultRow) -> Path | None:
     if not pred:
         return None
     p = Path(pred)
-    p = p if p.is_absolute() else Path(run_dir) / p
+    # absolute: the path is handed to judges that bind it into a jail (bwrap needs an absolute source)
+    p = p if p.is_absolute() else Path(run_dir).absolute() / p
     return p if p.is_file() else None
 
 
@@ -116,7 +117,9 @@ class Rescorer:
         jobs: int = 1,
         agents: list[str] | None = None,
     ):
-        self.run_dir = Path(run_dir)
+        # absolute: the prediction paths built from it are bind sources of the judges' jails, which
+        # a relative path (to the shell's folder) would not name (issue 33 item 4)
+        self.run_dir = Path(run_dir).absolute()
         self.registry = registry
         self.config_path = Path(config_path) if config_path else None
         self.name = rescore_name(name, self.config_path)

@@ -212,6 +212,27 @@ def _log_events(lines: Iterable[str], events: list[dict[str, Any]]) -> int:
     return total
 
 
+MAX_NOTES = 4_000
+
+
+def prediction_notes(row: Any) -> str:
+    """The note the agent handed in with its prediction (``Prediction.notes``), as the result line
+    holds it (key ``notes``; empty when the line has none)."""
+    notes = getattr(row, "notes", None)
+    if notes is None:
+        notes = (getattr(row, "model_extra", None) or {}).get("notes")
+    return notes if isinstance(notes, str) else ""
+
+
+def notes_html(row: Any) -> str:
+    """The agent's note on its prediction (:func:`prediction_notes`), escaped and clipped; ``""``
+    when it left none."""
+    notes = prediction_notes(row).strip()
+    if not notes:
+        return ""
+    return f'<div class="agent-notes"><b>Agent\'s notes:</b> {esc(notes, MAX_NOTES)}</div>'
+
+
 def agent_log_html(folder: Path | str) -> str:
     """The pair's ``agent.log.jsonl`` as a table (first events; bounded), or ''."""
     path = os.path.join(folder, AGENT_LOG)

@@ -8,6 +8,7 @@ through the redactor like ``report.html`` does. Access rules: :mod:`pptarena.vie
 
 from __future__ import annotations
 
+import os
 import re
 import threading
 import time
@@ -47,19 +48,40 @@ class ViewState:
         admin_token: str | None = None,
     ):
         from pptarena.label.campaign import find_campaigns
+        from pptarena.label.store import CampaignError
         from pptarena.view.labelling import CampaignState
 
         self.host, self.port = host, port
         self.access = Access(host, admin_token)
         self.runs = {s.id: s for s in (RunState(p, render=render) for p in find_runs(paths))}
+        #: one line per thing not served as asked (a read-only folder), printed by ``arena view``
+        self.warnings: list[str] = []
+        for run in self.runs.values():
+            if render and not os.access(run.path, os.W_OK):
+                self.warnings.append(
+                    f"{run.path} is read-only: slides it has no render of are not rendered "
+                    "(the pages say where; --no-render silences this)"
+                )
         # index every run now, not on its first page view (one thread: the plugin registry is loaded once)
         threading.Thread(target=_warm_up, args=(list(self.runs.values()),), daemon=True).start()
-        files = list(campaigns or [])
-        for run in self.runs.values():
-            files += find_campaigns(run.path)
+        given = [Path(x).resolve() for x in campaigns or []]
+        found = [Path(f).resolve() for run in self.runs.values() for f in find_campaigns(run.path)]
         self.campaigns: dict[str, Any] = {}
-        for f in dict.fromkeys(Path(x).resolve() for x in files):
-            c = CampaignState.open(f, self)
+        for f in dict.fromkeys(given + found):
+            try:
+                c = CampaignState.open(f, self)
+            except CampaignError as exc:
+                if os.access(f.parent, os.W_OK):
+                    raise
+                # SQLite opens a campaign for writing (labels, its journal beside it): a read-only folder
+                why = (
+                    f"cannot write into {f.parent} (read-only): copy {f.name} to a writable folder and "
+                    "serve it with --campaign FILE"
+                )
+                if f in given:
+                    raise CampaignError(why) from exc
+                self.warnings.append(f"campaign {f} is not served: {why}")
+                continue
             self.campaigns[c.id] = c
         env = Environment(
             loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True)
