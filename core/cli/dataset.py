@@ -1,4 +1,5 @@
-"""``arena dataset export``: write any dataset in PPTArena's or PPT-Eval's published layout.
+"""``arena dataset export``: write any dataset in PPTArena's or PPT-Eval's published layout;
+``arena dataset check``: check that every reference deck of a config's tasks opens (and renders).
 
 :func:`export_dataset` does the work on a list of :class:`~pptarena.types.Task`; the click
 command only loads the config and builds the dataset through the registry.
@@ -214,7 +215,7 @@ def export_dataset(tasks: Iterable[Task], fmt: str, out_dir: Path) -> dict[str, 
 
 @click.group("dataset")
 def dataset_group() -> None:
-    """Dataset tools: fetch a dataset's public files, export a dataset in a published layout."""
+    """Dataset tools: fetch a dataset's public files, check its decks, export it in a published layout."""
 
 
 def _fetch() -> None:
@@ -249,3 +250,137 @@ def export_command(ctx: click.Context, config_path: str, fmt: str, out_dir: Path
     )
     for note in summary["notes"]:
         click.echo(f"note: {note}", err=True)
+
+
+NOTHING_SELECTED_EXIT = 3
+"""Exit code of ``arena dataset check`` when the selection holds no task (as ``arena run``'s)."""
+
+
+class _NothingSelected(click.ClickException):
+    """The selection holds no task: one line, exit :data:`NOTHING_SELECTED_EXIT`."""
+
+    exit_code = NOTHING_SELECTED_EXIT
+
+
+class _CheckProgress:
+    """The progress display of ``arena dataset check``: a bar on a terminal, a line every
+    :attr:`every` steps otherwise (nothing for a short check)."""
+
+    every = 25
+
+    def __init__(self, live: bool):
+        self.live = live
+        self._bar: Any = None
+        self._task: Any = None
+
+    def __enter__(self) -> _CheckProgress:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._bar is not None:
+            self._bar.__exit__(*exc)
+            self._bar = None
+
+    def __call__(self, done: int, total: int, what: str) -> None:
+        """Report that ``done`` of ``total`` steps are finished (the last one on ``what``)."""
+        if self.live:
+            if self._bar is None:
+                from rich.console import Console
+                from rich.progress import BarColumn, MofNCompleteColumn, TextColumn, TimeElapsedColumn
+                from rich.progress import Progress as RichProgress
+
+                self._bar = RichProgress(
+                    TextColumn("[bold]checking"),
+                    BarColumn(),
+                    MofNCompleteColumn(),
+                    TimeElapsedColumn(),
+                    console=Console(stderr=True),
+                    transient=True,
+                )
+                self._bar.__enter__()
+                self._task = self._bar.add_task("check", total=total)
+            self._bar.update(self._task, completed=done)
+        elif total > self.every and (done % self.every == 0 or done == total):
+            click.echo(f"checked {done}/{total} step(s)", err=True)
+
+
+@dataset_group.command("check")
+@config_file_option("Run config whose [dataset] (and [run] tasks/limit) selects the tasks.", required=True)
+@click.option("--task", "task_globs", multiple=True, help="Task-id glob (repeatable; default: [run] tasks).")
+@click.option("--limit", type=click.IntRange(1), default=None, help="Only the first N tasks.")
+@click.option(
+    "--no-render",
+    "no_render",
+    is_flag=True,
+    help="Only open the decks (default: also render them when the config's judges render).",
+)
+@click.option("--json", "as_json", is_flag=True, help="Print the report as JSON.")
+@click.pass_context
+def check_command(
+    ctx: click.Context,
+    config_path: str,
+    task_globs: tuple[str, ...],
+    limit: int | None,
+    no_render: bool,
+    as_json: bool,
+) -> None:
+    """Check that every original, target and style deck of the selected tasks opens (and renders).
+
+    Prints one line per problem (task, file, why) and a summary line. Exits 0 when the data is
+    clean, 6 when a problem was found (a dataset that does not load at all included) and 3 when
+    the selection holds no task.
+    """
+    import sys
+
+    from pptarena.cli.main import load_run_config
+    from pptarena.run.components import Components
+    from pptarena.run.datacheck import DATASET_ERRORS_EXIT, DataCheckError, check_tasks, render_roles
+    from pptarena.run.tasks import load_tasks, select_tasks
+
+    config, registry = load_run_config(ctx, config_path, require_secrets=False)
+    components = Components(config, registry)
+    try:
+        try:
+            every_task = load_tasks(components)
+        except (PptArenaError, ValueError, OSError) as exc:
+            click.echo(f"dataset error: the dataset does not load: {exc}", err=True)
+            ctx.exit(DATASET_ERRORS_EXIT)
+        try:  # check_files=False: a file not fetched yet is reported per task below
+            tasks = select_tasks(
+                every_task, list(task_globs) or config.run.tasks, limit or config.run.limit, check_files=False
+            )
+        except (PptArenaError, ValueError) as exc:  # the selection holds no task
+            raise _NothingSelected(str(exc)) from exc
+        if not tasks:
+            globs = list(task_globs) or config.run.tasks
+            raise _NothingSelected(
+                f"no task matches {' '.join(map(repr, globs))} (the dataset has {len(every_task)} tasks)"
+            )
+        roles = frozenset() if no_render else render_roles(config)
+        if not as_json:
+            how = f"; rendering the {', '.join(sorted(roles))} decks" if roles else ""
+            why = "" if roles or no_render else " (no judge of this config renders)"
+            click.echo(f"checking {len(tasks)} task(s): opening every reference deck{how}{why}", err=True)
+        try:
+            with _CheckProgress(live=sys.stderr.isatty() and not as_json) as progress:
+                report = check_tasks(tasks, components, render=roles, progress=progress)
+        except DataCheckError as exc:
+            raise click.ClickException(f"{exc} (--no-render checks without rendering)") from exc
+    finally:
+        components.close()
+    if as_json:
+        click.echo(json.dumps(report.to_json(), indent=2, ensure_ascii=False))
+    else:
+        for problem in report.problems:
+            click.echo(problem.line())
+        hints = dict.fromkeys(
+            str(t.metadata.get("missing_files_hint") or "")
+            for t in tasks
+            if t.metadata.get("missing_files") and t.id in report.bad_tasks()
+        )
+        for hint in hints:
+            if hint:
+                click.echo(hint, err=True)
+        click.echo(report.summary_line())
+    if not report.ok:
+        ctx.exit(DATASET_ERRORS_EXIT)
