@@ -418,7 +418,9 @@ VARIANTS: dict[str, dict[str, Any]] = {
 DEFAULT_CONFIGS = list(VARIANTS)[:5]
 
 
-def bench_limits(tmp: Path, labels: int, limit: int | None, configs: list[str]) -> list[dict[str, Any]]:
+def bench_limits(
+    tmp: Path, labels: int, limit: int | None, configs: list[str], timeout: float | None = None
+) -> list[dict[str, Any]]:
     """The rate-limit part: one fresh simulator and one harness run per configuration."""
     from pptarena.plugins.datasets.demo.dataset import DemoDataset  # noqa: F401 - fail early
 
@@ -431,7 +433,7 @@ def bench_limits(tmp: Path, labels: int, limit: int | None, configs: list[str]) 
         print(f"- {name}: running ...", flush=True)
         with SimProcess(**spec) as sim:
             body = limits_config(sim.url, labels, variant["extra"], limit, variant.get("backend", "openai"))
-            data = run_config(tmp, _slug(name), body, CONFIG_TIMEOUT)
+            data = run_config(tmp, _slug(name), body, timeout or CONFIG_TIMEOUT)
             stats = sim.stats()
         tasks = sorted({r["task_id"] for r in data["rows"]}) or []
         n_tasks = limit or 12
@@ -614,6 +616,12 @@ def main() -> None:
         help="comma list of rate-limit configurations by prefix: no, fixed, adaptive (the default five) "
         "and the investigation's shallow, headerless",
     )
+    ap.add_argument(
+        "--timeout",
+        type=float,
+        default=None,
+        help=f"seconds one configuration may take (default {CONFIG_TIMEOUT:.0f}; 300 pairs need about 2000)",
+    )
     ap.add_argument("--json", type=Path, default=None, help="also write the results here")
     ap.add_argument("--keep", action="store_true", help="keep the run folders")
     args = ap.parse_args()
@@ -642,7 +650,7 @@ def main() -> None:
                 f"{RPM} RPM / {TPM} TPM, {int(FAULTS * 100)} % faults, latency {LATENCY}",
                 flush=True,
             )
-            result["limits"] = bench_limits(tmp, labels, limit, configs)
+            result["limits"] = bench_limits(tmp, labels, limit, configs, args.timeout)
             print_limits(result["limits"])
         if args.only in (None, "caching"):
             print(f"\ncaching: 3 agents x {limit or 12} demo tasks, dual judge on anthropic", flush=True)

@@ -33,11 +33,13 @@ class JudgeChangedError(PptArenaError):
     """A judge label already holds verdicts of a judge with another fingerprint."""
 
 
-def _sha(data: Any) -> str:
+def sha_of(data: Any) -> str:
+    """A short (16 hex digits) SHA-256 of JSON-ready data, keys sorted: the fingerprints' ids."""
     return hashlib.sha256(json.dumps(data, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 
-def _module_source(module: Any) -> str:
+def module_source(module: Any) -> str:
+    """A module's source text (its ``repr`` when the source cannot be read)."""
     try:
         return inspect.getsource(module)
     except (OSError, TypeError):
@@ -48,14 +50,25 @@ def prompts_hash(judge: Any) -> str:
     """Hash of the judge's prompts: ``fingerprint_texts()``, else its module sources."""
     texts = getattr(judge, "fingerprint_texts", None)
     if callable(texts):
-        return _sha(list(texts()))
+        return sha_of(list(texts()))
     modules = [sys.modules.get(type(judge).__module__), *getattr(judge, "fingerprint_modules", ())]
-    return _sha([_module_source(m) for m in modules if m is not None])
+    return sha_of([module_source(m) for m in modules if m is not None])
 
 
 def rubric_hash(rubric: Any) -> str | None:
     """Hash of a task's rubric tree (None without a rubric)."""
-    return None if rubric is None else _sha(rubric)
+    return None if rubric is None else sha_of(rubric)
+
+
+def backend_sampling(models: Iterable[str], backends: dict[str, Any] | None) -> dict[str, Any]:
+    """The sampling defaults (:data:`SAMPLING_KEYS`) of the backends some model refs name."""
+    sampling: dict[str, Any] = {}
+    for ref in models:
+        backend = ref.partition("/")[0]
+        bcomp = (backends or {}).get(backend)
+        opts = bcomp.options.model_dump(mode="json") if bcomp is not None else {}
+        sampling[backend] = {k: opts[k] for k in SAMPLING_KEYS if opts.get(k) is not None}
+    return sampling
 
 
 def judge_fingerprint(comp: Any, judge: Any, backends: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -63,21 +76,15 @@ def judge_fingerprint(comp: Any, judge: Any, backends: dict[str, Any] | None = N
     spec = comp.spec
     options = redact(comp.options.model_dump(mode="json"))
     models = sorted(set(model_refs(comp.options).values()))
-    sampling: dict[str, Any] = {}
-    for ref in models:
-        backend = ref.partition("/")[0]
-        bcomp = (backends or {}).get(backend)
-        opts = bcomp.options.model_dump(mode="json") if bcomp is not None else {}
-        sampling[backend] = {k: opts[k] for k in SAMPLING_KEYS if opts.get(k) is not None}
     body = {
         "component": f"{getattr(spec, 'plugin', '?')}:{getattr(spec, 'name', comp.use)}",
         "version": getattr(spec, "version", None),
         "models": models,
         "options": options,
-        "backend_sampling": sampling,
+        "backend_sampling": backend_sampling(models, backends),
         "prompts_sha": prompts_hash(judge),
     }
-    return {"label": comp.label, **body, "id": _sha(body)}
+    return {"label": comp.label, **body, "id": sha_of(body)}
 
 
 def cached_fingerprint(comp: Any, judge: Any, backends: dict[str, Any] | None = None) -> dict[str, Any]:

@@ -40,6 +40,13 @@ class Manifest(BaseModel):
     agents: list[str] = Field(default_factory=list)
     judges: list[str] = Field(default_factory=list)
     judge_fingerprints: dict[str, Any] = Field(default_factory=dict)
+    agent_fingerprints: dict[str, Any] = Field(default_factory=dict)
+    """Agent label -> the fingerprint its new rows are stamped with (:mod:`pptarena.run.provenance`)."""
+    agent_fingerprint_history: dict[str, Any] = Field(default_factory=dict)
+    """Fingerprint id -> fingerprint, for every agent fingerprint a row of this folder was stamped with
+    (kept across resumes: what really produced each row)."""
+    task_hashes: dict[str, str] = Field(default_factory=dict)
+    """Task id -> the hash its new rows are stamped with."""
     epochs: int | None = None
     max_cost: int | float | None = None
     skipped: list[dict[str, Any]] = Field(default_factory=list)

@@ -26,6 +26,9 @@ from pydantic import (
 from pptarena.types import Prediction, Status
 
 RESULTS_SCHEMA = 1
+NEWER_ROW_FIELDS = ("turns", "reported_usage", "agent_code", "agent_fingerprint", "task_sha")
+"""Fields a row leaves out of its JSON while they are None: lines written before a field existed keep
+their shape (and their digest, :data:`pptarena.run.results.NEWER_FIELDS`)."""
 MAX_EPOCH = 1000  # the largest attempt number a result line (or a label naming one) may carry
 """The version of the result-line shape, written in every line as ``schema_version``."""
 MAX_REPORTED_COUNT = 10**10
@@ -137,6 +140,18 @@ class ResultRow(BaseModel):
         description="which kind of code the agent is: builtin, installed (a plugin of the harness's "
         "environment, trusted) or agent-env (an environment of its own, never imported by the harness); "
         "absent on old lines",
+    )
+    agent_fingerprint: str | None = Field(
+        None,
+        max_length=64,
+        description="the id of the agent's fingerprint when the row was recorded (pptarena.run.provenance; "
+        "manifest.json keeps the fingerprint); absent on old lines",
+    )
+    task_sha: str | None = Field(
+        None,
+        max_length=64,
+        description="the hash of the task's instruction, rubric and decks when the row was recorded "
+        "(pptarena.run.provenance); absent on old lines",
     )
     prediction: str | None = Field(
         None, description="the prediction's path, relative to the run folder when inside it"
@@ -285,7 +300,7 @@ class ResultRow(BaseModel):
         for name in ("agent_process", "prediction", "reused_digest"):
             if name not in unset and data.get(name) is None:
                 data.pop(name)
-        for name in ("turns", "reported_usage", "agent_code"):  # rows without them stay as they were
+        for name in NEWER_ROW_FIELDS:  # rows without them stay as they were
             if data.get(name) is None:
                 data.pop(name, None)
         return data

@@ -103,11 +103,14 @@ def write_start_manifest(
     skipped: dict[tuple[str, str], str],
     judge_fingerprints: dict[str, Any],
     epochs: int,
+    provenance: Any = None,
     max_cost: float | None,
 ) -> None:
     """Write the run's ``manifest.json`` as a run (or a resume) starts: the config (secrets elided),
     components, plugins, fingerprints and start times (a resume keeps ``started_at`` and adds to
-    ``resumed_at``); ``finished_at`` is None until :func:`finish_manifest`."""
+    ``resumed_at``); ``finished_at`` is None until :func:`finish_manifest`. ``provenance``
+    (:class:`~pptarena.run.provenance.Provenance`) adds the agents' fingerprints to those kept from
+    earlier starts and the tasks' hashes."""
     from pptarena import __version__
 
     now = datetime.now(UTC).isoformat(timespec="seconds")
@@ -131,6 +134,12 @@ def write_start_manifest(
         agents=[a.label for a in config.agents],
         judges=[j.label for j in config.judges],
         judge_fingerprints=judge_fingerprints,
+        agent_fingerprints=dict(provenance.agents) if provenance is not None else {},
+        agent_fingerprint_history={
+            **(previous.agent_fingerprint_history if previous is not None else {}),
+            **({fp["id"]: fp for fp in provenance.agents.values()} if provenance is not None else {}),
+        },
+        task_hashes=dict(provenance.tasks) if provenance is not None else {},
         epochs=epochs,
         max_cost=max_cost,
         skipped=[{"agent": a, "task_id": t, "reason": why} for (a, t), why in skipped.items()],

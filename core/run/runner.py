@@ -17,6 +17,7 @@ attempts are skipped.
 
 from __future__ import annotations
 
+import shutil
 import sys
 from collections.abc import Callable
 from pathlib import Path
@@ -32,6 +33,7 @@ from pptarena.run.fingerprint import cached_fingerprint, check_fingerprints
 from pptarena.run.interrupts import CtrlC
 from pptarena.run.manifest_record import Manifest
 from pptarena.run.progress import Progress
+from pptarena.run.provenance import Provenance
 from pptarena.run.records import ResultLineProblem, ResultRow
 from pptarena.run.registry import Registry
 from pptarena.run.requirements import unmet_requirements
@@ -96,6 +98,8 @@ class Runner:
         """Makes this run's attempts; executors run pairs through it (see :mod:`pptarena.run.attempt`)."""
         self._executor: Executor | None = None
         self._limiter_service: Any = None  # the run's rate limiters served to its worker processes
+        self.provenance: Provenance | None = None
+        """The agents' fingerprints and the tasks' hashes every recorded row is stamped with."""
 
     # ------------------------------------------------------------------ setup
 
@@ -108,6 +112,7 @@ class Runner:
             skipped=skipped or {},
             judge_fingerprints=getattr(self, "judge_fingerprints", {}),
             epochs=self.epochs,
+            provenance=self.provenance,
             max_cost=self.max_cost,
         )
         path = RunDir(self.run_dir).manifest
@@ -151,12 +156,19 @@ class Runner:
     def run(self) -> Summary:
         """Run every pending attempt; returns the summary (also written to summary.json).
 
-        The run folder is locked for the run's duration (:class:`~pptarena.run.runlock.RunLock`).
+        The run folder is locked for the run's duration (:class:`~pptarena.run.runlock.RunLock`). A
+        run that stops before its manifest is written (nothing selected, a dataset or resume error)
+        leaves no folder behind when it made the folder.
         """
         self.start_executor()
+        made = not self.run_dir.exists()
         try:
             with RunLock(self.run_dir):
                 return self._run()
+        except BaseException:
+            if made and not RunDir(self.run_dir).manifest.exists():
+                shutil.rmtree(self.run_dir, ignore_errors=True)
+            raise
         finally:
             if self._limiter_service is not None:
                 self._limiter_service.stop()
@@ -213,6 +225,10 @@ class Runner:
         tasks = select_tasks(load_tasks(self.components), self.task_globs, self.limit)
         self._check_resume()
         self._check_judges()
+        self.provenance = provenance = Provenance.of_run(self.config.agents, tasks, self.config.backends)
+        stale = provenance.stale(
+            self.store.read(), Manifest.read(RunDir(self.run_dir).manifest).agent_fingerprint_history
+        )
         skipped = {
             (a.label, t.id): why
             for a in self.config.agents
@@ -220,7 +236,7 @@ class Runner:
             if (why := unmet_requirements(a.spec.factory, t))
         }
         self._write_manifest(tasks, skipped)
-        done = self.store.done_attempts(self.retry_statuses)
+        done = self.store.done_attempts(self.retry_statuses) - stale.keys
         plan = [
             (a, t, e)
             for e in range(1, self.epochs + 1)
@@ -243,6 +259,8 @@ class Runner:
                 progress.message(note)
         for (label, task_id), why in skipped.items():
             progress.message(f"Skipped task {task_id} for agent {label}: {why}.")
+        for line in stale.messages:
+            progress.message(line)
         if progress.done:
             progress.message(f"Resuming {self.run_dir}: {progress.done} of {total} results already recorded.")
         index = {id(a): i for i, a in enumerate(self.config.agents)}
@@ -263,7 +281,7 @@ class Runner:
                         if job.key in recorded or self.stopping():
                             continue  # an executor must hand back each pair once; never record a pair twice
                         recorded.add(job.key)
-                        self.store.append(row)
+                        self.store.append(provenance.stamp(row))
                         self.budget.add(row)
                         progress.result(row)
                 ctrl_c.check()
@@ -332,7 +350,7 @@ class Runner:
                 "(arena run --retry-errors tries it once more)",
                 isolation=self.isolation,
             )
-            self.store.append(row)
+            self.store.append(self.provenance.stamp(row) if self.provenance is not None else row)
             self.ledger.end(agent.label, ledger_key(task.id, epoch))
         return keep
 
