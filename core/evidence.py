@@ -87,17 +87,34 @@ class Evidence:
         return p
 
     def judge_dir(self, label: str) -> Path:
-        """A folder where judge ``label`` keeps what it looked at (prompts, leaf results...).
+        """The folder ``judges/<label>/`` where a judge keeps what it looked at (prompts, leaf results...).
+
+        ``label`` is the judge's own label, ``self.context.label`` in a judge component: the
+        ``label`` of its ``[[judges]]`` table, by default its registered name. Two configured
+        instances of one judge (``use = "edits-left"`` twice, labelled ``strict`` and ``lenient``)
+        have different labels, so each keeps its own folder; a constant written in the judge's code
+        would make them overwrite each other's files.
 
         Made below the pair's folder without following links (:func:`pptarena.safeio.ensure_dir`):
         a ``judges`` link an agent planted there is refused, never written through.
+
+        :raises ValueError: for an empty label, or one with ``/`` or a leading ``.`` (the rule the
+            config applies to labels): it would not name a folder of its own.
         """
         from .safeio import ensure_dir
 
+        if not isinstance(label, str) or not label or "/" in label or label.startswith("."):
+            raise ValueError(
+                f"judge evidence needs the judge's own label (self.context.label), got {label!r}"
+            )
         return ensure_dir(self.task_dir / "judges" / label, self.task_dir)
 
     def write_json(self, label: str, name: str, data: Any) -> Path:
-        """Write a JSON evidence file for judge ``label``; returns its path."""
+        """Write the JSON evidence file ``judges/<label>/<name>``; returns its path.
+
+        Pass the judge's own label, ``evidence.write_json(self.context.label, "counts.json", data)``,
+        so two labels of one judge in a run keep separate files (see :meth:`judge_dir`).
+        """
         from .safeio import write_replacing
 
         p = self.judge_dir(label) / name
