@@ -98,7 +98,7 @@ class _Shared:
         self.lock = threading.Lock()
         self.in_flight: set[Path] = set()  # folders of attempts running in this process
         self.judges: list[tuple[ComponentConfig, Any]] | None = None
-        self.originals: dict[str, str | None] = {}  # original deck -> why it is unusable
+        self.originals: dict[str, str | None] = {}  # task's reference decks -> why one is unusable
         self.agent_slots = threading.BoundedSemaphore(1)
 
 
@@ -181,7 +181,7 @@ class Attempts:
         if self.ledger is not None:
             self.ledger.start(agent.label, key)
         try:
-            broken = self._original_problem(task.original)
+            broken = self._reference_problem(task)
             if broken:  # the dataset's fault, found before any agent is blamed for it
                 return infra_failure(agent, task, epoch, broken, isolation=self.isolation)
             if is_session(task):  # multi-turn: each turn is an attempt (see pptarena.run.sessions)
@@ -355,14 +355,16 @@ class Attempts:
             row.status, row.error = Status.INFRA_ERROR, str(exc)
             return False
 
-    def _original_problem(self, original: Path) -> str | None:
-        """Why the dataset's original deck is unusable (None when it loads), checked once per deck."""
-        from pptarena.run.blame import original_problem
+    def _reference_problem(self, task: Task) -> str | None:
+        """Why one of the task's reference decks (original, target, style) does not open, as a labelled
+        ``dataset error: ...`` (None when all open); checked once per task in this process. The runner
+        skips such tasks before planning (:mod:`pptarena.run.datacheck`); this catches the rest."""
+        from pptarena.run.datacheck import reference_failure
 
-        key = str(original)
+        key = f"{task.id}\0{task.original}\0{task.target}\0{task.style_target}"
         cache = self._shared.originals
         if key not in cache:
-            cache[key] = original_problem(original)
+            cache[key] = reference_failure(task, cache_dir=self.components.cache_dir)
         return cache[key]
 
 

@@ -1,8 +1,10 @@
 """Judging one prediction with every judge of a run, classifying judge failures.
 
 Shared by the runner and ``arena rescore`` so both record judge outcomes the same way:
-an :class:`~pptarena.types.InfraError` makes the result ``infra_error`` (a tool failed),
-any other exception ``judge_error``; the scores of the judges that succeeded are kept.
+an :class:`~pptarena.types.InfraError` makes the result ``infra_error`` (a tool failed), and so does
+any failure on a task whose reference deck does not open (the dataset's fault, named as a
+``dataset error: ...``; :func:`pptarena.run.datacheck.reference_failure`); any other exception is
+``judge_error``. The scores of the judges that succeeded are kept.
 """
 
 from __future__ import annotations
@@ -34,6 +36,7 @@ def judge_prediction(
     """
     from pptarena.evidence import Evidence
     from pptarena.models.pricing import clients_cost
+    from pptarena.run.datacheck import reference_failure
     from pptarena.run.fingerprint import cached_fingerprint, rubric_hash
     from pptarena.run.references import stored_references
 
@@ -71,11 +74,15 @@ def judge_prediction(
                 verdicts[comp.label]["rubric_sha"] = rubric_hash(task.rubric)
         except Exception as exc:  # noqa: BLE001 - classified like the runner does
             kind = Status.INFRA_ERROR if isinstance(exc, InfraError) else Status.JUDGE_ERROR
+            # a reference deck that does not open is the dataset's fault, never the judge's or the agent's
+            dataset_fault = reference_failure(task, cache_dir=getattr(components, "cache_dir", None))
+            if dataset_fault is not None:
+                kind = Status.INFRA_ERROR
             if kind == Status.INFRA_ERROR or status == Status.SCORED:
                 status = kind
-            errors.append(f"judge {comp.label}: {type(exc).__name__}: {exc}")
+            errors.append(dataset_fault or f"judge {comp.label}: {type(exc).__name__}: {exc}")
             verdicts[comp.label] = {
-                "error": f"{type(exc).__name__}: {exc}",
+                "error": dataset_fault or f"{type(exc).__name__}: {exc}",
                 "status": kind,
                 "traceback": traceback.format_exc(limit=20),
                 "fingerprint": fid,

@@ -1,7 +1,9 @@
 """The run: which attempts to make, handed to the executor, their rows appended, the summary written.
 
-In the order data flows: the run selects the tasks (:mod:`.tasks`), refuses to resume a run folder of
-another config or a changed judge (:mod:`.resume`, :mod:`.fingerprint`), writes the manifest, plans
+In the order data flows: the run selects the tasks (:mod:`.tasks`), skips every task whose reference
+deck does not open (:mod:`.datacheck`: a dataset error, never an agent's score), refuses to resume a
+run folder of another config or a changed judge (:mod:`.resume`, :mod:`.fingerprint`), re-runs the
+attempts whose agent or task changed (:mod:`.provenance`), writes the manifest, plans
 the attempts (every (agent, task, epoch) not recorded yet, without the ones whose requirements are
 unmet, deterministic agents once; :mod:`.attempts`), gives up on attempts that crashed the run
 :data:`~pptarena.run.runlock.MAX_CRASHES` times, and hands the rest to the ``[executor]``
@@ -19,6 +21,7 @@ from __future__ import annotations
 
 import shutil
 import sys
+from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -28,6 +31,7 @@ from pptarena.run.attempt import Attempts, infra_failure, ledger_key
 from pptarena.run.attempts import Budget, is_deterministic, reused_rows
 from pptarena.run.components import Components
 from pptarena.run.config import ComponentConfig, RunConfig
+from pptarena.run.datacheck import dataset_skips, render_roles
 from pptarena.run.executors import Executor, PairJob
 from pptarena.run.fingerprint import cached_fingerprint, check_fingerprints
 from pptarena.run.interrupts import CtrlC
@@ -229,12 +233,16 @@ class Runner:
         stale = provenance.stale(
             self.store.read(), Manifest.read(RunDir(self.run_dir).manifest).agent_fingerprint_history
         )
-        skipped = {
-            (a.label, t.id): why
-            for a in self.config.agents
-            for t in tasks
-            if (why := unmet_requirements(a.spec.factory, t))
-        }
+        broken = dataset_skips(tasks, self.components, render=render_roles(self.config))
+        skipped = {(a.label, task_id): why for a in self.config.agents for task_id, why in broken.items()}
+        skipped.update(
+            {
+                (a.label, t.id): why
+                for a in self.config.agents
+                for t in tasks
+                if t.id not in broken and (why := unmet_requirements(a.spec.factory, t))
+            }
+        )
         self._write_manifest(tasks, skipped)
         done = self.store.done_attempts(self.retry_statuses) - stale.keys
         plan = [
@@ -253,12 +261,16 @@ class Runner:
         if self.config.run.batch:
             self._start_batches(progress)
         progress.done = total - len(pending)
+        progress.plan(Counter(a.label for a, _t, _e in pending), jobs=self.jobs)  # the ETA, per agent
         for agent in self.config.agents:
             note = process_note(agent)
             if note:
                 progress.message(note)
+        for task_id, why in broken.items():
+            progress.message(f"Skipped task {task_id} for every agent: {why}")
         for (label, task_id), why in skipped.items():
-            progress.message(f"Skipped task {task_id} for agent {label}: {why}.")
+            if task_id not in broken:
+                progress.message(f"Skipped task {task_id} for agent {label}: {why}.")
         for line in stale.messages:
             progress.message(line)
         if progress.done:

@@ -106,9 +106,3 @@ def test_the_wheel_maps_docs_into_the_package():
         assert any(page.match(p) for p in data["pptarena.docs"]), page
         for image in re.findall(r"\]\(img/([^)\s#]+)\)", page.read_text()):
             assert any((DOCS / "img" / image).match(p) for p in data["pptarena.docs.img"]), image
-
-
-def test_the_metadata_names_where_the_project_lives():
-    urls = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["urls"]
-    assert set(urls) == {"Homepage", "Documentation", "Source", "Issues"}
-    assert all(u.startswith("https://") for u in urls.values())

@@ -346,7 +346,7 @@ def test_worker_setup_failure_is_an_infra_error(tmp_path):
     assert "gone.toml does not exist" in outcome["error"]
 
 
-def test_unreadable_input_deck_is_an_infra_error_and_the_run_goes_on(tmp_path, fake_plugins, monkeypatch):
+def test_a_missing_input_deck_skips_its_task_as_a_dataset_error_and_the_run_goes_on(tmp_path, fake_plugins, monkeypatch):
     import dataclasses
 
     import pptarena.run.runner as runner_mod
@@ -360,11 +360,12 @@ def test_unreadable_input_deck_is_an_infra_error_and_the_run_goes_on(tmp_path, f
     monkeypatch.setattr(runner_mod, "load_tasks", one_deck_gone)
     cfg = config_file(tmp_path, ["noop"], count=2)
     Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "out", quiet=True).run()
-    rows = {r["task_id"]: r for r in rows_of(tmp_path / "out")}
-    assert len(rows) == 2
-    broken, fine = sorted(rows.values(), key=lambda r: r["status"] != "infra_error")
-    assert broken["status"] == "infra_error" and "vanished.pptx" in broken["error"]
-    assert fine["status"] == "scored"
+    rows = rows_of(tmp_path / "out")
+    skipped = json.loads((tmp_path / "out" / "manifest.json").read_text())["skipped"]
+    assert len(skipped) == 1 and skipped[0]["agent"] == "noop"
+    # nothing is recorded against the agent for the broken task; the other one is scored
+    assert [r["status"] for r in rows] == ["scored"] and rows[0]["task_id"] != skipped[0]["task_id"]
+    assert skipped[0]["reason"].startswith("dataset error: original deck ") and "vanished.pptx" in skipped[0]["reason"]
 
 
 def test_safe_names_of_long_ids_do_not_collide():
