@@ -1,4 +1,4 @@
-"""The six pptarena hooks.
+"""The seven pptarena hooks.
 
 Every hook receives a ``register`` callback and calls it once per component it
 provides: ``register(name, factory)``. ``factory`` is a class (or any callable)
@@ -133,4 +133,29 @@ def register_executors(register: RegisterFn) -> None:
         @pptarena.hookimpl
         def register_executors(register):
             register("slurm", SlurmExecutor)
+    """
+
+
+@hookspec
+def register_reporters(register: RegisterFn) -> None:
+    """Register reporters: log a finished run somewhere else (an experiment tracker, a dashboard).
+
+    :param register: call ``register(name, ReporterClass)`` once per reporter.
+        ``ReporterClass.Options`` validates a ``[[reporters]]`` table (minus ``use``
+        and ``label``); instances implement the :class:`pptarena.run.reporting.Reporter`
+        protocol: ``report(run) -> str | None``, called once when a run finishes with a
+        :class:`pptarena.run.reporting.FinishedRun` (the run folder, its config with secrets
+        elided, manifest, per-pair rows, summary and ``report.html``), returning one line
+        to show the user (where the run was logged) or None.
+
+    Reporters are optional and never change a run: one that raises is shown as one
+    warning line, and the run's results, summary and exit code stay what they were.
+    Import the tracker's package inside ``__init__`` (never at module import) and raise
+    :class:`pptarena.types.ComponentUnavailable` when it is missing, naming the extra to install.
+
+    Example::
+
+        @pptarena.hookimpl
+        def register_reporters(register):
+            register("mlflow", MlflowReporter)
     """

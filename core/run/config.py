@@ -2,8 +2,9 @@
 
 Tables: ``[run]``, ``[dataset]``, ``[[agents]]`` (or one ``[agent]``),
 ``[renderer]``, ``[[judges]]``, ``[backends.NAME]``, ``[executor]`` (where pairs run;
-``use = "local"`` by default). ``use`` picks a
-component; ``label`` names an agent or judge in results; every other key is
+``use = "local"`` by default), ``[[reporters]]`` (optional: where a finished run is logged, e.g. an
+experiment tracker; :mod:`pptarena.run.reporting`). ``use`` picks a
+component; ``label`` names an agent, judge or reporter in results; every other key is
 validated by the component's own ``Options`` model. Secrets are written
 ``{ env = "VAR" }`` and resolved from the environment when the config is
 loaded; they are never written anywhere.
@@ -30,7 +31,18 @@ from pptarena.run.config_secrets import redact, resolve_secrets
 from pptarena.run.registry import Registry, UnknownComponentError
 from pptarena.types import PptArenaError
 
-TOP_LEVEL = ("run", "dataset", "datasets", "agents", "agent", "renderer", "judges", "backends", "executor")
+TOP_LEVEL = (
+    "run",
+    "dataset",
+    "datasets",
+    "agents",
+    "agent",
+    "renderer",
+    "judges",
+    "backends",
+    "executor",
+    "reporters",
+)
 
 
 class ConfigError(PptArenaError):
@@ -126,6 +138,8 @@ class RunConfig:
     #: ``[[datasets]]`` label → the judge labels its tasks get (``judges = [...]`` in the table);
     #: all when absent
     dataset_judges: dict[str, list[str]] = field(default_factory=dict)
+    #: the ``[[reporters]]`` tables: where the finished run is logged (:mod:`pptarena.run.reporting`)
+    reporters: list[ComponentConfig] = field(default_factory=list)
 
     @property
     def stem(self) -> str:
@@ -146,6 +160,7 @@ class RunConfig:
             *self.judges,
             *self.backends.values(),
             *extra,
+            *self.reporters,
         ]
 
 
@@ -395,11 +410,14 @@ def parse_config(
             comp.label = name
             backends[name] = comp
 
-    for group in (agents, judges):
+    reporters = parse_reporters(data.get("reporters", []), registry, base, errors, missing)
+
+    for group in (agents, judges, reporters):
         labels = [c.label for c in group if c is not None]
         for dup in sorted({lbl for lbl in labels if labels.count(lbl) > 1}):
             errors.append(
-                f"label {dup!r} is used twice; give each [[agents]] / [[judges]] table its own `label`"
+                f"label {dup!r} is used twice; give each [[agents]] / [[judges]] / [[reporters]] table "
+                "its own `label`"
             )
 
     for comp in [*(datasets or [dataset]), *agents, renderer, *judges]:
@@ -447,7 +465,22 @@ def parse_config(
         executor=executor,
         datasets=[d for d in datasets if d is not None],
         dataset_judges=dataset_judges,
+        reporters=[r for r in reporters if r is not None],
     )
+
+
+def parse_reporters(
+    value: Any, registry: Registry, base: Path, errors: list[str], missing: list[str] | None = None
+) -> list[ComponentConfig | None]:
+    """The ``[[reporters]]`` tables (``value``: the TOML value, a list of tables or one table), each
+    validated by its reporter's ``Options`` like any component; problems are added to ``errors``
+    (an invalid table gives None). Also used to rebuild a run's reporters from its manifest
+    (:func:`pptarena.run.reporting.report_run_dir`)."""
+    tables = _table_list({"reporters": value}, "reporters", [], errors)
+    return [
+        _component(registry, "reporters", t, f"reporters[{i}]", base, errors, True, missing)
+        for i, t in enumerate(tables)
+    ]
 
 
 MAX_CONFIG_BYTES = 1_000_000
