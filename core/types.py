@@ -28,7 +28,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from .evidence import Evidence
     from .models import ModelClient
 
-KINDS = ("datasets", "agents", "renderers", "judges", "backends", "executors")
+KINDS = ("datasets", "agents", "renderers", "judges", "backends", "executors", "reporters")
 
 
 class Status(StrEnum):

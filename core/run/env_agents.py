@@ -19,7 +19,7 @@ from pydantic import BaseModel, ConfigDict
 from pptarena.run.agent_env import AgentEnv, AgentEnvError, ensure_env
 from pptarena.run.plugin_specs import ComponentSpec
 
-ENV_KINDS_REFUSED = ("datasets", "judges", "renderers", "backends", "executors")
+ENV_KINDS_REFUSED = ("datasets", "judges", "renderers", "backends", "executors", "reporters")
 """What an agent environment may not register: it holds the agent under test only."""
 
 

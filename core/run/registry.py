@@ -34,12 +34,10 @@ from pydantic import BaseModel
 
 from pptarena import hookspecs
 from pptarena.run.plugin_specs import OWN_DISTRIBUTION, ComponentSpec, PluginInfo
-from pptarena.types import KINDS as _TYPE_KINDS
+from pptarena.types import KINDS as KINDS
 from pptarena.types import ComponentContext, PptArenaError
 
 GROUP = "pptarena"
-KINDS: tuple[str, ...] = (*_TYPE_KINDS, *(k for k in ("reporters",) if k not in _TYPE_KINDS))
-"""The component kinds, one ``register_<kind>`` hook each (:mod:`pptarena.hookspecs`)."""
 SINGULAR = {
     "datasets": "dataset",
     "agents": "agent",

@@ -27,6 +27,7 @@ def config_hash(config: RunConfig) -> str:
     raw = dict(config.redacted())
     raw.get("run", {}).pop("out", None) if isinstance(raw.get("run"), dict) else None
     raw.pop("executor", None)  # where pairs run does not change their results: resume across executors
+    raw.pop("reporters", None)  # where a finished run is logged does not change its results either
     return hashlib.sha256(json.dumps(raw, sort_keys=True, default=str).encode()).hexdigest()[:16]
 
 

@@ -346,7 +346,9 @@ def test_worker_setup_failure_is_an_infra_error(tmp_path):
     assert "gone.toml does not exist" in outcome["error"]
 
 
-def test_a_missing_input_deck_skips_its_task_as_a_dataset_error_and_the_run_goes_on(tmp_path, fake_plugins, monkeypatch):
+def test_a_missing_input_deck_skips_its_task_as_a_dataset_error_and_the_run_goes_on(
+    tmp_path, fake_plugins, monkeypatch
+):
     import dataclasses
 
     import pptarena.run.runner as runner_mod
@@ -365,7 +367,10 @@ def test_a_missing_input_deck_skips_its_task_as_a_dataset_error_and_the_run_goes
     assert len(skipped) == 1 and skipped[0]["agent"] == "noop"
     # nothing is recorded against the agent for the broken task; the other one is scored
     assert [r["status"] for r in rows] == ["scored"] and rows[0]["task_id"] != skipped[0]["task_id"]
-    assert skipped[0]["reason"].startswith("dataset error: original deck ") and "vanished.pptx" in skipped[0]["reason"]
+    assert (
+        skipped[0]["reason"].startswith("dataset error: original deck ")
+        and "vanished.pptx" in skipped[0]["reason"]
+    )
 
 
 def test_safe_names_of_long_ids_do_not_collide():
