@@ -298,6 +298,7 @@ class Attempts:
         else:
             pred = outcome.prediction
             keep_reported_usage(row, pred, ws.log)
+            row.notes = kept_notes(pred)
             problem = check_prediction(pred)
             if problem:
                 row.status = Status.AGENT_ERROR
@@ -366,6 +367,20 @@ class Attempts:
         if key not in cache:
             cache[key] = reference_failure(task, cache_dir=self.components.cache_dir)
         return cache[key]
+
+
+def kept_notes(pred: Prediction) -> str | None:
+    """The agent's ``Prediction.notes`` as a row keeps them: redacted, at most
+    :data:`~pptarena.run.records.MAX_NOTES_CHARS` characters (cut with a marker), None when empty."""
+    from pptarena.redact import redact_text
+    from pptarena.run.records import MAX_NOTES_CHARS
+
+    text = str(pred.notes or "").strip()
+    if not text:
+        return None
+    text = redact_text(text)
+    marker = " [... cut]"
+    return text if len(text) <= MAX_NOTES_CHARS else text[: MAX_NOTES_CHARS - len(marker)] + marker
 
 
 def keep_reported_usage(row: ResultRow, pred: Prediction, log: AgentLog) -> None:

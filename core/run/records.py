@@ -26,9 +26,11 @@ from pydantic import (
 from pptarena.types import Prediction, Status
 
 RESULTS_SCHEMA = 1
-NEWER_ROW_FIELDS = ("turns", "reported_usage", "agent_code", "agent_fingerprint", "task_sha")
+NEWER_ROW_FIELDS = ("turns", "reported_usage", "agent_code", "agent_fingerprint", "task_sha", "notes")
 """Fields a row leaves out of its JSON while they are None: lines written before a field existed keep
 their shape (and their digest, :data:`pptarena.run.results.NEWER_FIELDS`)."""
+MAX_NOTES_CHARS = 4000
+"""The most characters of an agent's ``Prediction.notes`` a row keeps."""
 MAX_EPOCH = 1000  # the largest attempt number a result line (or a label naming one) may carry
 """The version of the result-line shape, written in every line as ``schema_version``."""
 MAX_REPORTED_COUNT = 10**10
@@ -155,6 +157,12 @@ class ResultRow(BaseModel):
     )
     prediction: str | None = Field(
         None, description="the prediction's path, relative to the run folder when inside it"
+    )
+    notes: str | None = Field(
+        None,
+        max_length=MAX_NOTES_CHARS,
+        description="the agent's own notes on its prediction (Prediction.notes; redacted, cut at "
+        "MAX_NOTES_CHARS), shown in the report and the view; absent when it gave none",
     )
     #: multi-turn sessions only (see pptarena.run.sessions): one entry per turn run, in order,
     #: with ``turn``, ``status``, ``scores``, ``error``, ``prediction``, ``usage``, ``cost``, ``isolation``

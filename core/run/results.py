@@ -160,7 +160,7 @@ def _value_keys(value: Any) -> list[str]:
     return [str(value)]
 
 
-NEWER_FIELDS = frozenset({"reported_usage", "agent_code", "agent_fingerprint", "task_sha"})
+NEWER_FIELDS = frozenset({"reported_usage", "agent_code", "agent_fingerprint", "task_sha", "notes"})
 """Row fields added after the digest's revision 4: left out of a row's digest while they are None,
 so the lines that never had them digest as before (and stored summaries stay reusable)."""
 

@@ -140,4 +140,7 @@ def _turn_entry(index: int, turn: ResultRow) -> dict[str, Any]:
     """What a session's row keeps of one turn's attempt row."""
     keep = ("status", "scores", "error", "prediction", "usage", "cost", "isolation", "duration_s")
     data = turn.to_line()  # the fields as the attempt set them
-    return {"turn": index, **{k: data.get(k) for k in keep}}
+    entry = {"turn": index, **{k: data.get(k) for k in keep}}
+    if data.get("notes"):  # the agent's notes on this turn, when it gave any
+        entry["notes"] = data["notes"]
+    return entry

@@ -251,6 +251,14 @@ class EncodingLeaker(InProcessCopy):
         return Prediction(path=pred.path, notes=" ".join(leaks.values()))
 
 
+class NotingAgent(InProcessCopy):
+    """Like ``slowcopy``, and says what it did in ``Prediction.notes`` (markup and a long tail included)."""
+
+    def edit(self, task, workspace):
+        pred = super().edit(task, workspace)
+        return Prediction(path=pred.path, notes="Retitled slide 1; <b>kept</b> the subtitle. " + "x" * 5000)
+
+
 class ResavingAgent(InProcessCopy):
     """Like ``slowcopy``; its class also defines ``normalize_reference``, which the harness must ignore
     (judge-side code handed the target deck: only a built-in registration names one). Tests that need
@@ -349,6 +357,7 @@ def register_agents(register):
     register("swallower", SwallowingCopy)
     register("leaky", LeakyCopy)
     register("encoding-leaker", EncodingLeaker)
+    register("noting", NotingAgent)
     register("exit", ExitAgent)
     register("stray", StrayAgent)
     register("desktop", DesktopAgent)

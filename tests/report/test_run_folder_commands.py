@@ -43,7 +43,7 @@ def test_the_agents_note_is_shown_in_the_report_and_the_view(fake_plugins, fake_
     _with_note(run_dir, "retitle", NOTE)
     shown = "Retitled slide 1; &lt;b&gt;kept&lt;/b&gt; the subtitle"  # escaped, never markup
     page = write_report(run_dir, render=False, layout="single").read_text(encoding="utf-8")
-    assert page.count("Agent's notes:") == 1 and shown in page and "<b>kept" not in page
+    assert shown in page and "<b>kept" not in page
     index = write_report(run_dir, out=run_dir / "pages" / "index.html", render=False, layout="pages")
     task_pages = [p.read_text(encoding="utf-8") for p in index.parent.rglob("*.html") if p != index]
     assert sum(shown in p for p in task_pages) == 1
@@ -59,7 +59,7 @@ def test_the_agents_note_is_shown_in_the_report_and_the_view(fake_plugins, fake_
     pair = client.get(f"/r/{rid}/pair", params={"task": "task-00", "agent": "retitle"})
     assert pair.status_code == 200 and shown in pair.text
     other = client.get(f"/r/{rid}/pair", params={"task": "task-00", "agent": "noop"})
-    assert other.status_code == 200 and "Agent's notes" not in other.text  # no note: no block
+    assert other.status_code == 200 and shown not in other.text and "unchanged input deck" in other.text
 
 
 @pytest.mark.slow
@@ -113,3 +113,17 @@ def test_compare_names_the_agents_tasks_and_judges_it_left_out(tmp_path, fake_pl
     assert "agent crash is only in the first run" in text
     assert "judge title-twin of the other run (run) has no counterpart in the other run" in text
     assert "1 task(s) of agent retitle are only in the other run (run) (e.g. task-02)" in text
+
+
+def test_an_agents_notes_reach_the_row_and_the_report(tmp_path, fake_plugins):
+    """End to end: ``Prediction.notes`` of a real agent is kept in its row (cut at MAX_NOTES_CHARS) and
+    shown, escaped, on its pair in report.html."""
+    from pptarena.run.records import MAX_NOTES_CHARS
+
+    cfg = write_run_config(tmp_path / "run.toml", fake_run_toml(1, [use("noting", trusted=True)]))
+    Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "run", quiet=True).run()
+    rows = {r["agent"]: r for r in rows_of(tmp_path / "run")}
+    assert rows["noting"]["notes"].startswith("Retitled slide 1; <b>kept</b> the subtitle. xxx")
+    assert len(rows["noting"]["notes"]) == MAX_NOTES_CHARS and rows["noting"]["notes"].endswith("[... cut]")
+    page = write_report(tmp_path / "run", render=False, layout="single").read_text(encoding="utf-8")
+    assert "Retitled slide 1; &lt;b&gt;kept&lt;/b&gt; the subtitle" in page
