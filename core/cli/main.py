@@ -16,6 +16,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from pptarena._version import __version__
+from pptarena.cli import exit_codes
+from pptarena.cli.exit_codes import CONFIG_ERROR, NOTHING_SELECTED, ExitError
 
 if TYPE_CHECKING:  # the CLI imports the run's modules only when a command needs them
     from pptarena.run.summary_record import Summary
@@ -95,14 +97,22 @@ class LazyGroup(click.Group):
 
 
 def registry_from(ctx: click.Context, warn: bool = True) -> Any:
-    """The process registry, honouring ``--strict``; plugin failures become click errors in strict mode."""
+    """The process registry, honouring ``--strict``; plugin failures become click errors in strict mode
+    (exit code 2: nothing was started).
+
+    A command given ``--config`` first puts the config's folder on the import path
+    (:func:`config_folder_on_path`), so ``PPTARENA_PLUGINS`` finds a plugin module kept beside it.
+    """
     from pptarena.run.registry import PluginLoadError, get_registry
 
+    config_path = ctx.params.get("config_path")
+    if config_path:
+        config_folder_on_path(config_path)
     strict = bool(ctx.find_root().params.get("strict")) or None
     try:
         registry = get_registry(strict=strict)
     except PluginLoadError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise ExitError(str(exc), CONFIG_ERROR) from exc
     for info in registry.broken if warn else ():
         click.echo(f"warning: plugin {info.name!r} is broken and was skipped: {info.error}", err=True)
     return registry
@@ -116,11 +126,28 @@ def load_run_config(ctx: click.Context, path: str, *, require_secrets: bool = Tr
     """
     from pptarena.run.config import ConfigError, load_config
 
+    config_folder_on_path(path)
     registry = registry_from(ctx)
     try:
         return load_config(path, registry, require_secrets=require_secrets), registry
     except ConfigError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise ExitError(str(exc), CONFIG_ERROR) from exc
+
+
+def config_folder_on_path(config_path: str | os.PathLike[str]) -> None:
+    """With ``PPTARENA_PLUGINS`` set, put the folder of a config file on the import path, and on
+    ``PYTHONPATH`` for the worker processes started later: ``PPTARENA_PLUGINS=mymodule`` then finds
+    ``mymodule.py`` kept beside the config, from any working folder. Call it before the registry is
+    loaded; a folder already on the path is left where it is.
+    """
+    if not os.environ.get("PPTARENA_PLUGINS"):
+        return
+    folder = str(Path(config_path).expanduser().resolve().parent)
+    if folder not in sys.path:
+        sys.path.append(folder)  # after the installed packages: never shadows one of them
+    parts = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    if folder not in parts:
+        os.environ["PYTHONPATH"] = os.pathsep.join([*parts, folder])
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"]})
@@ -211,9 +238,9 @@ def options_command(ctx: click.Context, kind: str, name: str, as_json: bool) -> 
 def tasks_command(
     ctx: click.Context, config_path: str, as_json: bool, limit: int | None, task_globs: tuple[str, ...]
 ) -> None:
-    """List the tasks a config's dataset provides."""
+    """List the tasks a config's dataset provides (exit code 3 when the selection holds none)."""
     from pptarena.run.components import Components
-    from pptarena.run.tasks import load_tasks, select_tasks
+    from pptarena.run.tasks import NothingSelectedError, load_tasks, select_tasks
     from pptarena.types import PptArenaError
 
     config, registry = load_run_config(ctx, config_path, require_secrets=False)
@@ -224,6 +251,8 @@ def tasks_command(
             limit or config.run.limit,
             check_files=False,  # list tasks whose files are not fetched yet too (marked below)
         )
+    except NothingSelectedError as exc:
+        raise ExitError(f"nothing selected: {exc}", NOTHING_SELECTED) from exc
     except (PptArenaError, ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     if as_json:
@@ -326,15 +355,20 @@ def run_command(
     installed, key present, server reachable, model known (skip it with --no-preflight).
 
     \b
-    Exit codes:
-      0    done
-      1    an error (config, run folder, executor, ...)
-      2    the preflight failed: one line per problem on stderr, nothing started
+    Exit codes (the same in README.md; docs/ci.md uses them):
+      0    the run finished; agent failures (agent_error, timeout) are scores, not errors
+      1    an unexpected error (run folder in use, dataset files missing, executor, ...)
+      2    a config or preflight error: one line per problem on stderr, nothing started
+      3    nothing selected: --task, [run] tasks or the dataset give no task; no run folder is made
+      4    the run finished with judge or infrastructure errors left (infra_error, judge_error)
+      5    --max-cost stopped the run before every pair ran
       130  interrupted (Ctrl-C); run the same command again to resume
+      143  stopped by SIGTERM; run the same command again to resume
     """
     from pptarena.models.preflight import PreflightError
     from pptarena.run.resume import choose_run_dir
     from pptarena.run.runner import RunInterrupted, Runner
+    from pptarena.run.tasks import NothingSelectedError
     from pptarena.types import PptArenaError
 
     config, registry = load_run_config(ctx, config_path)
@@ -347,7 +381,7 @@ def run_command(
     try:  # before any run folder is made (the runner checks again)
         check_isolation(config.agents, allow_weak_isolation or config.run.allow_weak_isolation)
     except PptArenaError as exc:
-        raise click.ClickException(str(exc)) from exc
+        raise ExitError(str(exc), CONFIG_ERROR) from exc
     run_dir, resuming = choose_run_dir(config, out, new=new)
     runner = Runner(
         config,
@@ -364,23 +398,69 @@ def run_command(
         allow_weak_isolation=allow_weak_isolation,
     )
     runner.on_interrupt = _say_interrupted
-    try:
-        runner.start_executor()  # a cluster that cannot be joined fails here, before "Starting run in"
-        if not quiet:
-            click.echo(f"{'Resuming' if resuming else 'Starting'} run in {run_dir}", err=True)
-        summary = runner.run()
-    except RunInterrupted:
-        sys.stderr.flush()
-        os._exit(130)  # results are fsynced line by line; do not wait for in-flight judges
-    except PreflightError as exc:
-        click.echo(str(exc), err=True)
-        click.echo("Nothing was started (arena run --no-preflight skips this check).", err=True)
-        ctx.exit(2)
-    except (PptArenaError, ValueError, OSError) as exc:
-        raise click.ClickException(str(exc)) from exc
-    _print_leaderboard(Path(runner.run_dir), summary, quiet, no_report)
+    resume = f"arena run --config {config_path} --out {runner.run_dir}"
+    with exit_codes.SignalWatch() as signals:
+        try:
+            _check_selection(runner)  # nothing selected: one line, before "Starting run in" and any folder
+            runner.start_executor()  # a cluster that cannot be joined fails here, before "Starting run in"
+            if not quiet:
+                click.echo(f"{'Resuming' if resuming else 'Starting'} run in {run_dir}", err=True)
+            summary = runner.run()
+            _print_leaderboard(Path(runner.run_dir), summary, quiet, no_report)
+        except (RunInterrupted, KeyboardInterrupt) as exc:
+            if not isinstance(exc, RunInterrupted):  # outside the runner's loop: it said nothing
+                _say_interrupted(f"Interrupted. Resume with: {resume}")
+            sys.stderr.flush()
+            os._exit(signals.exit_code())  # results are fsynced line by line; in-flight judges are dropped
+        except PreflightError as exc:
+            click.echo(str(exc), err=True)
+            click.echo("Nothing was started (arena run --no-preflight skips this check).", err=True)
+            ctx.exit(CONFIG_ERROR)
+        except NothingSelectedError as exc:
+            raise ExitError(
+                f"nothing selected: {exc} (`arena tasks --config {config_path}` lists the tasks)",
+                NOTHING_SELECTED,
+            ) from exc
+        except (PptArenaError, ValueError, OSError) as exc:
+            raise click.ClickException(str(exc)) from exc
+        if signals.received() is not None:  # its KeyboardInterrupt was swallowed on the way
+            _say_interrupted(f"Interrupted. Run the same command again to resume: {resume}")
+            ctx.exit(signals.exit_code())
     if quiet and runner.budget is not None and runner.budget.stopped:  # otherwise the runner said so already
         click.echo(runner.budget.message(), err=True)
+    ctx.exit(_finished_run_exit_code(runner, resume))
+
+
+def _finished_run_exit_code(runner: Any, resume: str) -> int:
+    """The exit code of a run that finished: stopped by its budget (5), errors that are not the
+    agents' left in it (4, saying how many and how to re-run them), else 0."""
+    if runner.budget is not None and runner.budget.stopped:
+        return exit_codes.BUDGET_STOPPED
+    left = exit_codes.errors_left(runner.store.read())
+    if not left:
+        return exit_codes.OK
+    counts = ", ".join(f"{n} {status}" for status, n in sorted(left.items()))
+    hints = []
+    if left["infra_error"]:
+        hints.append(f"re-run the infra errors with: {resume} --retry-errors")
+    if left["judge_error"]:
+        hints.append(
+            f"re-judge the predictions once the judge is fixed: arena rescore {runner.run_dir} "
+            "--config CONFIG"
+        )
+    click.echo(
+        f"{sum(left.values())} pair(s) left without a full verdict ({counts}); " + "; ".join(hints),
+        err=True,
+    )
+    return exit_codes.ERRORS_LEFT
+
+
+def _check_selection(runner: Any) -> None:
+    """Raise :class:`~pptarena.run.tasks.NothingSelectedError` when the run's task globs and limit
+    select no task of its dataset (the runner selects again, once its run folder is locked)."""
+    from pptarena.run.tasks import load_tasks, select_tasks
+
+    select_tasks(load_tasks(runner.components), runner.task_globs, runner.limit, check_files=False)
 
 
 def _say_interrupted(message: str) -> None:

@@ -11,6 +11,10 @@ from pptarena.types import PptArenaError, Task
 MISSING_FILES = "missing_files"
 
 
+class NothingSelectedError(PptArenaError):
+    """The selection holds no task: the id globs match none, or the dataset has none."""
+
+
 def select_tasks(
     tasks: list[Task], globs: list[str], limit: int | None, *, check_files: bool = True
 ) -> list[Task]:
@@ -20,10 +24,15 @@ def select_tasks(
     ``metadata["missing_files"]`` (with ``metadata["missing_files_hint"]``: how to get them); such a
     task is refused here, once selected (``check_files``), so the files of unselected tasks never
     matter. One error names every missing file of the selection.
+
+    :raises NothingSelectedError: no task is left (naming the globs and how many tasks there are).
     """
+    available = len(tasks)
     if globs:
         tasks = [t for t in tasks if any(fnmatch.fnmatchcase(t.id, g) for g in globs)]
     tasks = tasks[:limit] if limit else tasks
+    if not tasks:
+        raise NothingSelectedError(_why_nothing(globs, limit, available))
     if check_files:
         missing = [(t, line) for t in tasks for line in t.metadata.get(MISSING_FILES) or []]
         if missing:
@@ -34,6 +43,14 @@ def select_tasks(
                 + "".join(f"\n{h}" for h in hints if h)
             )
     return tasks
+
+
+def _why_nothing(globs: list[str], limit: int | None, available: int) -> str:
+    if not available:
+        return "the dataset has no tasks"
+    if globs:
+        return f"no task matches {' '.join(repr(g) for g in globs)} (the dataset has {available} tasks)"
+    return f"a limit of {limit} selects none of the dataset's {available} tasks"
 
 
 def load_tasks(components: Components) -> list[Task]:
