@@ -165,7 +165,7 @@ def rescore_command(
             rescorer.out_dir.parent,
             f"copy the run folder somewhere writable (cp -r {run_dir} COPY) and re-score the copy",
         ):
-            summary = rescorer.run(progress=Progress(total, quiet=quiet))
+            summary = rescorer.run(progress=Progress(total, quiet=quiet, row_durations=False))
     except (ConfigError, PptArenaError, OSError, ValueError) as exc:
         raise click.ClickException(str(exc)) from exc
     base = load_run(run_dir, with_rescores=False).summary

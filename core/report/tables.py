@@ -274,7 +274,7 @@ def print_tables(tables: list[TableData], file: TextIO | None = None, rich: bool
     for t in tables:
         rt = Table(title=t.title, caption=t.note or None, title_justify="left")
         for i, h in enumerate(t.headers):
-            rt.add_column(h, justify="left" if i == 0 else "right", no_wrap=i == 0)
+            rt.add_column(h, justify="left" if i == 0 else "right", overflow="fold")  # never cut a name
         for r in t.rows:
             rt.add_row(*r)
         console.print(rt)
