@@ -237,12 +237,15 @@ def export_command(ctx: click.Context, config_path: str, fmt: str, out_dir: Path
     from pptarena.cli.main import load_run_config
     from pptarena.run.components import Components
     from pptarena.run.runner import select_tasks
+    from pptarena.run.tasks import NothingSelectedError
 
     config, registry = load_run_config(ctx, config_path, require_secrets=False)
     try:
         dataset = Components(config, registry).build(config.dataset)
         tasks = select_tasks(list(dataset.tasks()), config.run.tasks, config.run.limit)
         summary = export_dataset(tasks, fmt, out_dir)
+    except NothingSelectedError as exc:
+        raise _NothingSelected(str(exc)) from exc
     except (PptArenaError, ValueError, OSError) as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(
@@ -253,7 +256,7 @@ def export_command(ctx: click.Context, config_path: str, fmt: str, out_dir: Path
 
 
 NOTHING_SELECTED_EXIT = 3
-"""Exit code of ``arena dataset check`` when the selection holds no task (as ``arena run``'s)."""
+"""Exit code of ``arena dataset check`` and ``export`` when the selection holds no task (as ``arena run``)."""
 
 
 class _NothingSelected(click.ClickException):

@@ -12,6 +12,8 @@ code  meaning
 3     nothing selected: the task globs, ``[run] tasks`` or the dataset give no task; no run folder
 4     the run finished with judge or infrastructure errors left (``infra_error``, ``judge_error``)
 5     stopped by ``--max-cost`` / ``[run] max_cost`` before every pair ran
+6     the run finished, but tasks whose reference decks do not open were skipped (dataset errors);
+      ``arena dataset check`` exits 6 when it finds one
 130   interrupted by Ctrl-C (SIGINT); run the same command again to resume
 143   stopped by SIGTERM; run the same command again to resume
 ====  ==========================================================================================
@@ -41,6 +43,8 @@ ERRORS_LEFT = 4
 """The run finished, but judge or infrastructure errors are left in it."""
 BUDGET_STOPPED = 5
 """``--max-cost`` stopped the run before every pair ran."""
+DATASET_ERRORS = 6
+"""The run finished, but dataset errors kept tasks out of it (``arena dataset check``: problems found)."""
 INTERRUPTED = 128 + signal.SIGINT
 """Ctrl-C (SIGINT): 130."""
 TERMINATED = 128 + signal.SIGTERM

@@ -41,6 +41,7 @@ LAZY_COMMANDS = {
         "compare_command",
         "Compare runs: score differences with intervals, moved tasks, τ_b.",
     ),
+    "docs": ("pptarena.cli.docs", "docs_command", "Show the documentation pages (`arena docs --list`)."),
     "author": ("pptarena.cli.author", "author_group", "Draft and check tasks, rubrics and style targets."),
     "provider-sim": (
         "pptarena.cli.provider_sim",
@@ -193,7 +194,9 @@ def plugins_command(ctx: click.Context, as_json: bool) -> None:
 
 
 @cli.command("options", short_help="Show the options a component accepts in its config table.")
-@click.argument("kind", type=click.Choice(["dataset", "agent", "renderer", "judge", "backend", "executor"]))
+@click.argument(
+    "kind", type=click.Choice(["dataset", "agent", "renderer", "judge", "backend", "executor", "reporter"])
+)
 @click.argument("name")
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.pass_context
@@ -362,6 +365,7 @@ def run_command(
       3    nothing selected: --task, [run] tasks or the dataset give no task; no run folder is made
       4    the run finished with judge or infrastructure errors left (infra_error, judge_error)
       5    --max-cost stopped the run before every pair ran
+      6    the run finished, but tasks whose reference decks do not open were skipped (dataset errors)
       130  interrupted (Ctrl-C); run the same command again to resume
       143  stopped by SIGTERM; run the same command again to resume
     """
@@ -407,6 +411,7 @@ def run_command(
                 click.echo(f"{'Resuming' if resuming else 'Starting'} run in {run_dir}", err=True)
             summary = runner.run()
             _print_leaderboard(Path(runner.run_dir), summary, quiet, no_report)
+            _log_to_reporters(config, registry, Path(runner.run_dir), summary)
         except (RunInterrupted, KeyboardInterrupt) as exc:
             if not isinstance(exc, RunInterrupted):  # outside the runner's loop: it said nothing
                 _say_interrupted(f"Interrupted. Resume with: {resume}")
@@ -433,12 +438,13 @@ def run_command(
 
 def _finished_run_exit_code(runner: Any, resume: str) -> int:
     """The exit code of a run that finished: stopped by its budget (5), errors that are not the
-    agents' left in it (4, saying how many and how to re-run them), else 0."""
+    agents' left in it (4, saying how many and how to re-run them), tasks skipped for dataset errors
+    (6), else 0."""
     if runner.budget is not None and runner.budget.stopped:
         return exit_codes.BUDGET_STOPPED
     left = exit_codes.errors_left(runner.store.read())
     if not left:
-        return exit_codes.OK
+        return _dataset_errors_code(runner)
     counts = ", ".join(f"{n} {status}" for status, n in sorted(left.items()))
     hints = []
     if left["infra_error"]:
@@ -455,12 +461,43 @@ def _finished_run_exit_code(runner: Any, resume: str) -> int:
     return exit_codes.ERRORS_LEFT
 
 
+def _dataset_errors_code(runner: Any) -> int:
+    """6 when the run skipped tasks for dataset errors (saying how many, and the command that lists
+    them), else 0."""
+    from pptarena.run.datacheck import is_dataset_error
+    from pptarena.run.manifest_record import Manifest
+    from pptarena.run.rundir import RunDir
+
+    skipped = Manifest.read(RunDir(runner.run_dir).manifest).skipped
+    broken = sorted({str(s.get("task_id")) for s in skipped if is_dataset_error(s.get("reason"))})
+    if not broken:
+        return exit_codes.OK
+    click.echo(
+        f"{len(broken)} task(s) skipped for dataset errors ({', '.join(broken[:5])}"
+        f"{' ...' if len(broken) > 5 else ''}): `arena dataset check --config {runner.config.path}` "
+        "lists them",
+        err=True,
+    )
+    return exit_codes.DATASET_ERRORS
+
+
 def _check_selection(runner: Any) -> None:
     """Raise :class:`~pptarena.run.tasks.NothingSelectedError` when the run's task globs and limit
     select no task of its dataset (the runner selects again, once its run folder is locked)."""
     from pptarena.run.tasks import load_tasks, select_tasks
 
     select_tasks(load_tasks(runner.components), runner.task_globs, runner.limit, check_files=False)
+
+
+def _log_to_reporters(config: Any, registry: Any, run_dir: Path, summary: Any) -> None:
+    """Hand the finished run to the config's ``[[reporters]]`` (MLflow, W&B, ...); a reporter that
+    fails prints one warning line and changes nothing of the run (:mod:`pptarena.run.reporting`)."""
+    if not getattr(config, "reporters", None):
+        return
+    from pptarena.run.reporting import report_run
+
+    for line in report_run(config, registry, run_dir, summary):
+        click.echo(line, err=True)
 
 
 def _say_interrupted(message: str) -> None:

@@ -185,7 +185,7 @@ def test_an_empty_dataset_exits_3(tmp_path, fake_plugins):
 
 def test_the_readme_the_ci_page_and_the_help_list_every_exit_code():
     codes = {v for k, v in vars(exit_codes).items() if k.isupper() and isinstance(v, int)}
-    assert codes == {0, 1, 2, 3, 4, 5, 130, 143}
+    assert codes == {0, 1, 2, 3, 4, 5, 6, 130, 143}
     readme = (ROOT / "README.md").read_text(encoding="utf-8").split("### Exit codes of `arena run`")[1]
     readme = readme.split("\n#")[0]
     assert {int(c) for c in re.findall(r"^\| (\d+) \|", readme, re.M)} == codes
@@ -247,3 +247,46 @@ def test_an_interrupt_outside_the_pairs_loop_is_not_lost(tmp_path, fake_plugins,
     assert mark.exists(), err
     assert returncode == code, err
     assert "Interrupted." in err and f"arena run --config {cfg} --out {out}" in err
+
+
+def test_a_run_that_skipped_a_task_for_a_broken_target_exits_6_and_blames_no_agent(tmp_path):
+    """A corrupt target used to pass validation and score 0 for every agent (the oracle blamed with
+    agent_error). Now the task is skipped before any pair runs, the run says so and exits 6."""
+    from pptx import Presentation
+
+    from pptarena.run.datacheck import DATASET_ERRORS_EXIT
+
+    assert DATASET_ERRORS_EXIT == exit_codes.DATASET_ERRORS  # `arena dataset check` says the same
+    for name, broken in (("fine", False), ("broken-target", True)):
+        folder = tmp_path / "tasks" / name
+        folder.mkdir(parents=True)
+        prs = Presentation()
+        prs.slides.add_slide(prs.slide_layouts[0]).shapes.title.text = "Hello"
+        prs.save(str(folder / "original.pptx"))
+        prs.slides.add_slide(prs.slide_layouts[6])
+        prs.save(str(folder / "target.pptx"))
+        if broken:
+            (folder / "target.pptx").write_bytes(b"PK\x03\x04 not a deck")
+        (folder / "task.toml").write_text(
+            'instruction = "Add a slide"\noriginal = "original.pptx"\ntarget = "target.pptx"\n'
+        )
+    cfg = write_run_config(
+        tmp_path / "c.toml",
+        dataset=use("folder", root="tasks"),
+        agents=["oracle", "noop"],
+        judges=["structural"],
+    )
+    res = subprocess.run(
+        [sys.executable, "-m", "pptarena.cli", "run", "--config", str(cfg), "--out", "run", "--no-report"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+    )
+    assert res.returncode == 6, res.stderr[-2000:]
+    assert "Skipped task broken-target for every agent: dataset error: target deck" in res.stderr
+    assert "1 task(s) skipped for dataset errors (broken-target)" in res.stderr
+    rows = [json.loads(line) for line in (tmp_path / "run" / "results.jsonl").read_text().splitlines()]
+    assert sorted((r["agent"], r["task_id"], r["status"]) for r in rows) == [
+        ("noop", "fine", "scored"),
+        ("oracle", "fine", "scored"),
+    ]
