@@ -33,7 +33,6 @@ exits with :data:`DATASET_ERRORS_EXIT` when it finds a problem.
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import re
@@ -43,6 +42,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from pptarena.render import file_digest
 from pptarena.types import PptArenaError, Task
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -203,14 +203,6 @@ def _one_line(text: str) -> str:
     return line if len(line) <= MAX_MESSAGE else line[: MAX_MESSAGE - 1] + "…"
 
 
-def _file_sha256(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
-
-
 def _open_deck(path: Path) -> None:
     """Open ``path`` with the deck engine as the judges and the runner do; raise what they raise."""
     from pptarena.deck import open_presentation, summarize
@@ -271,7 +263,7 @@ def _open_check(path: Path, cache_dir: Path | None) -> tuple[tuple[str, str] | N
     sha = ""
     if folder is not None:
         try:
-            sha = _file_sha256(path)
+            sha = file_digest(path)
         except OSError as exc:
             return ("open", _one_line(f"cannot be read ({type(exc).__name__}: {exc})")), False
         hit, problem = _cache_read(folder, sha)

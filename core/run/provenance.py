@@ -31,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from pptarena.render import file_digest
 from pptarena.run.config_options import model_refs
 from pptarena.run.config_secrets import redact
 from pptarena.run.fingerprint import backend_sampling, module_source, sha_of
@@ -39,21 +40,16 @@ from pptarena.types import Task
 
 MAX_SOURCE_FILES = 5000
 """The most ``.py`` files of an agent's package folder that its code hash reads (the rest are counted)."""
-_CHUNK = 1 << 20
 
 
 def file_sha(path: Path | None) -> str | None:
     """SHA-256 of a file's bytes (``"missing"`` when it cannot be read, None for no path)."""
     if path is None:
         return None
-    digest = hashlib.sha256()
     try:
-        with Path(path).open("rb") as fh:
-            while chunk := fh.read(_CHUNK):
-                digest.update(chunk)
+        return file_digest(Path(path))
     except OSError:
         return "missing"
-    return digest.hexdigest()
 
 
 def task_sha(task: Task) -> str:

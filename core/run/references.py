@@ -21,12 +21,12 @@ run``, ``arena rescore`` and ``arena meta-eval`` — sees them as the
 
 from __future__ import annotations
 
-import hashlib
 import os
 import shutil
 from collections.abc import Callable
 from pathlib import Path
 
+from pptarena.render import file_digest
 from pptarena.types import InfraError, Task
 
 FOLDER = "references"
@@ -41,14 +41,6 @@ def normalizer_of(spec: object) -> Callable[[Path, Path], None] | None:
         return None
     fn = getattr(spec, "reference_normalizer", None)
     return fn if callable(fn) else None
-
-
-def _file_hash(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as fh:
-        for chunk in iter(lambda: fh.read(1 << 20), b""):
-            digest.update(chunk)
-    return digest.hexdigest()
 
 
 def normalized_references(
@@ -71,7 +63,7 @@ def normalized_references(
         if src is None:
             continue
         suffix = Path(src).suffix or ".pptx"
-        cached = cache / f"{_file_hash(Path(src))}{suffix}"
+        cached = cache / f"{file_digest(Path(src))}{suffix}"
         if not cached.is_file():
             tmp = cache / f".{cached.stem}.{os.getpid()}.tmp{suffix}"
             try:
