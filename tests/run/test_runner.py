@@ -449,3 +449,25 @@ def test_ctrl_c_mid_pair_leaves_no_key_in_the_run_folder(tmp_path, fake_plugins,
     transcripts = list((out / "tasks" / "leaky").glob("*/transcript.txt"))
     assert len(transcripts) > len(rows_of(out))  # the interrupted pairs had written theirs
     assert files_holding(out, [secret]) == []
+
+
+def test_a_run_that_cannot_start_leaves_no_folder_behind(tmp_path, fake_plugins, monkeypatch):
+    """Failed validations used to leave run folders holding only ``.lock``: a run that stops before its
+    manifest is written removes the folder it made (and never one that was there before)."""
+    import pptarena.run.runner as runner_mod
+    from pptarena.types import PptArenaError
+
+    def broken(components):
+        raise PptArenaError("the dataset does not load")
+
+    monkeypatch.setattr(runner_mod, "load_tasks", broken)
+    cfg = config_file(tmp_path, ["noop"], count=1)
+    with pytest.raises(PptArenaError, match="does not load"):
+        Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "new", quiet=True).run()
+    assert not (tmp_path / "new").exists()
+    kept = tmp_path / "mine"
+    kept.mkdir()
+    (kept / "notes.txt").write_text("the user's")
+    with pytest.raises(PptArenaError):
+        Runner(load_config(cfg, get_registry()), get_registry(), kept, quiet=True).run()
+    assert (kept / "notes.txt").read_text() == "the user's"
