@@ -109,6 +109,11 @@ def test_every_command_takes_relative_paths(tmp_path, monkeypatch):
     assert (lab / run / "export" / "oracle_judge_results.csv").is_file()
     _arena("export", "pptarena-csv", run, "--out", "csv")
     assert (lab / "csv" / "noop_judge_results.csv").is_file()
+    _arena("export", "scores", run, "--format", "jsonl", "--out", "scores.jsonl")
+    assert {json.loads(line)["agent"] for line in (lab / "scores.jsonl").read_text().splitlines()} == {
+        "noop",
+        "oracle",
+    }
 
     # label new / label stats
     res = _arena("label", "new", "--run", run, "--annotators", "alice,bob", "--name", "rel")
