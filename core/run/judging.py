@@ -16,7 +16,20 @@ from typing import Any
 
 from pptarena.models.messages import add_counts, sum_usage
 from pptarena.run.records import JudgeOutcome
-from pptarena.types import InfraError, JudgeError, Prediction, Status, Task, Verdict
+from pptarena.run.rundir import AGENT_LOG
+from pptarena.types import AgentLog, InfraError, JudgeError, Prediction, Status, Task, Verdict
+
+
+class JudgeRetryLog(AgentLog):
+    """The pair's ``agent.log.jsonl`` as the judges' model clients see it: only their retries
+    (``model_retry`` events, marked ``by = "judge"``) are written, so every retry and every second a
+    judge's call waited is in the pair's log beside the agent's own, and the agent's ``model_call``
+    events stay the agent's alone."""
+
+    def write(self, event: str, **data: Any) -> None:
+        """Record a judge call's ``model_retry``; any other event is dropped."""
+        if event == "model_retry":
+            super().write(event, by="judge", **data)
 
 
 def judge_prediction(
@@ -40,12 +53,14 @@ def judge_prediction(
     from pptarena.run.fingerprint import cached_fingerprint, rubric_hash
     from pptarena.run.references import stored_references
 
+    client = getattr(components, "judge_client", components.model_client)
+    retries = JudgeRetryLog(Path(task_dir) / AGENT_LOG)
     evidence = Evidence(
         task,
         prediction,
         task_dir,
         renderer=components.renderer,
-        model=getattr(components, "judge_client", components.model_client),
+        model=lambda ref: client(ref, log=retries),
         references=stored_references(pair_dir or task_dir),
     )
     status, scores, errors, verdicts = Status.SCORED, {}, [], {}
