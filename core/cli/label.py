@@ -87,7 +87,8 @@ def stats_command(campaign: str, as_json: bool, bootstrap: int, seed: int) -> No
     """Agreement between annotators (Krippendorff's α, κ) and with the judges (as `arena meta-eval`)."""
     from pptarena.label.stats import campaign_stats, stats_text
 
-    stats = campaign_stats(_open(campaign), n_boot=bootstrap, seed=seed)
+    with _open(campaign) as opened:
+        stats = campaign_stats(opened, n_boot=bootstrap, seed=seed)
     click.echo(json.dumps(stats, indent=2) if as_json else stats_text(stats))
 
 
@@ -95,11 +96,22 @@ def stats_command(campaign: str, as_json: bool, bootstrap: int, seed: int) -> No
 @click.argument("campaign", type=click.Path(exists=True, dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["csv", "jsonl", "label-studio"]), default="csv")
 @click.option("--out", type=click.Path(dir_okay=False), required=True, help="File to write.")
-def export_command(campaign: str, fmt: str, out: str) -> None:
-    """Write the labels (csv: the `arena meta-eval --labels` format, with annotator and epoch)."""
+@click.option("--images", type=click.Choice(["data", "none"]), default="data", show_default=True,
+              help="label-studio: slides embedded as data URIs, or none.")  # fmt: skip
+@click.option("--no-render", is_flag=True,
+              help="label-studio: only slide renders already made (never run the renderer).")  # fmt: skip
+def export_command(campaign: str, fmt: str, out: str, images: str, no_render: bool) -> None:
+    """Write the labels (csv: the `arena meta-eval --labels` format, with annotator and epoch;
+    label-studio: tasks with the instruction, the slides and the labels, plus the config)."""
     from pptarena.label.exchange import export
+    from pptarena.label.store import CampaignError
 
-    for path in export(_open(campaign), fmt, Path(out)):
+    try:
+        with _open(campaign) as opened:
+            written = export(opened, fmt, Path(out), images=images, render=not no_render)
+    except CampaignError as exc:
+        raise click.ClickException(str(exc)) from exc
+    for path in written:
         click.echo(f"wrote {path}")
 
 
@@ -107,17 +119,51 @@ def export_command(campaign: str, fmt: str, out: str) -> None:
 @click.argument("campaign", type=click.Path(exists=True, dir_okay=False))
 @click.argument("file", type=click.Path(exists=True, dir_okay=False))
 @click.option("--format", "fmt", type=click.Choice(["label-studio"]), default="label-studio")
-def import_command(campaign: str, file: str, fmt: str) -> None:
-    """Append the annotations of a Label Studio JSON export as new label versions."""
-    from pptarena.label.exchange import import_label_studio
+@click.option("--annotator-map", default=None, metavar="ID=NAME,...",
+              help="Name Label Studio users: numeric id (or name in the file) = annotator name.")  # fmt: skip
+def import_command(campaign: str, file: str, fmt: str, annotator_map: str | None) -> None:
+    """Append the annotations of a Label Studio JSON export as new label versions.
+
+    Numeric Label Studio user ids are named from the file's own user data (the `completed_by`
+    objects, `created_username`) or --annotator-map; an annotation whose annotator stays nameless
+    is skipped (and listed), never filed under a number.
+    """
+    from pptarena.label.exchange import import_label_studio, parse_annotator_map
     from pptarena.label.store import CampaignError
 
     try:
-        got = import_label_studio(_open(campaign), Path(file))
+        mapping = parse_annotator_map(annotator_map)
+        with _open(campaign) as opened:
+            got = import_label_studio(opened, Path(file), mapping)
     except CampaignError as exc:
         raise click.ClickException(str(exc)) from exc
     click.echo(f"imported {got['added']} label(s), {got['unchanged']} unchanged")
     for why in got["skipped"][:20]:
         click.echo(f"  skipped: {why}", err=True)
+    if len(got["skipped"]) > 20:
+        click.echo(f"  … and {len(got['skipped']) - 20} more skipped", err=True)
     for who, token in got["new_annotators"].items():
         click.echo(f"  new annotator {who}: /login?token={token}")
+
+
+@label_group.command("pack")
+@click.argument("campaign", type=click.Path(exists=True, dir_okay=False))
+@click.argument("out", type=click.Path(dir_okay=False))
+def pack_command(campaign: str, out: str) -> None:
+    """Write a self-contained copy of a campaign to OUT (one file, every label committed so far).
+
+    Uses SQLite's online backup, so it is safe while `arena view` serves the campaign and
+    annotators write; OUT is never overwritten. Copying CAMPAIGN alone while it is open is not a
+    copy of the campaign: labels not yet checkpointed are in CAMPAIGN-wal.
+    """
+    from pptarena.label.store import CampaignError
+
+    try:
+        with _open(campaign) as opened:
+            written = opened.pack(Path(out))
+            count = len(opened.history())
+    except CampaignError as exc:
+        raise click.ClickException(str(exc)) from exc
+    except OSError as exc:
+        raise click.ClickException(f"cannot write {out}: {exc}") from exc
+    click.echo(f"packed {campaign} ({count} label version(s)) into {written}")

@@ -7,15 +7,25 @@ Labels are never updated or deleted: changing a label, or undoing it, appends a 
 current label of (annotator, item) is its latest version, and the whole history stays readable.
 
 Tokens are stored as SHA-256 digests only; the links holding them are printed once at creation.
+
+**The file is the campaign once it is closed.** While a campaign is open, committed labels sit in
+the write-ahead log (``<file>-wal``) until SQLite checkpoints them into ``<file>``. Closing a
+campaign (:meth:`Campaign.close`, also run for every campaign still open when the process exits
+normally, e.g. when ``arena view`` stops) checkpoints the log into the file and truncates it, so
+``<file>`` alone then holds every label. A self-contained copy of a campaign in use is made with
+:meth:`Campaign.pack` (SQLite's online backup), never by copying ``<file>`` alone.
 """
 
 from __future__ import annotations
 
+import atexit
 import hashlib
 import json
+import os
 import sqlite3
 import threading
 import time
+import weakref
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -49,6 +59,21 @@ CREATE TRIGGER IF NOT EXISTS labels_append_only_u BEFORE UPDATE ON labels
 CREATE TRIGGER IF NOT EXISTS labels_append_only_d BEFORE DELETE ON labels
     BEGIN SELECT RAISE(ABORT, 'labels are append-only'); END;
 """
+
+
+CHECKPOINT_WAIT_MS = 5000
+"""How long closing a campaign waits for other connections before giving up its checkpoint."""
+
+_OPEN: weakref.WeakSet[Campaign] = weakref.WeakSet()
+
+
+def _close_open_campaigns() -> None:
+    """Close (and so checkpoint) every campaign this process still has open: run at normal exit."""
+    for campaign in list(_OPEN):
+        campaign.close()
+
+
+atexit.register(_close_open_campaigns)
 
 
 def token_digest(token: str) -> str:
@@ -111,6 +136,8 @@ class Campaign:
                 self.runs[rid] if rid is not None else None,
             )  # fmt: skip
         self.annotators = [n for (n,) in conn.execute("SELECT name FROM annotators ORDER BY rowid")]
+        self.closed = False
+        _OPEN.add(self)
 
     @classmethod
     def open(cls, path: Path) -> Campaign:
@@ -146,10 +173,87 @@ class Campaign:
         """The campaign's name."""
         return str(self.meta.get("name") or self.path.stem)
 
-    def close(self) -> None:
-        """Close the connection."""
+    def __enter__(self) -> Campaign:
+        """The campaign itself (``with Campaign.open(f) as c:`` closes it at the end)."""
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        """Close it (see :meth:`close`)."""
+        self.close()
+
+    def checkpoint(self) -> bool:
+        """Move every committed label from the write-ahead log into the campaign file and empty the
+        log (``PRAGMA wal_checkpoint(TRUNCATE)``); True when it completed.
+
+        It waits up to :data:`CHECKPOINT_WAIT_MS` for other connections' transactions; a campaign in
+        a folder that cannot be written keeps its log (False).
+        """
         with self._lock:
+            if self.closed:
+                return False
+            return self._checkpoint()
+
+    def _checkpoint(self) -> bool:
+        try:
+            self._conn.execute(f"PRAGMA busy_timeout={CHECKPOINT_WAIT_MS}")
+            busy, _, _ = self._conn.execute("PRAGMA wal_checkpoint(TRUNCATE)").fetchone()
+        except sqlite3.Error:
+            return False
+        finally:
+            try:
+                self._conn.execute("PRAGMA busy_timeout=30000")
+            except sqlite3.Error:
+                pass
+        return busy == 0
+
+    def close(self) -> bool:
+        """Checkpoint the write-ahead log into the file (see :meth:`checkpoint`), then close the
+        connection; closing twice does nothing. True when the file alone now holds every label."""
+        with self._lock:
+            if self.closed:
+                return False
+            self.closed = True
+            _OPEN.discard(self)
+            done = self._checkpoint()
             self._conn.close()
+        return done
+
+    def pack(self, out: Path) -> Path:
+        """Write a self-contained copy of the campaign to ``out`` with SQLite's online backup API.
+
+        Safe while other connections (a running ``arena view``) write: the copy is a consistent
+        snapshot holding every label committed before it started. The copy is one file (rollback
+        journal mode; it switches back to WAL when opened as a campaign), written beside ``out`` and
+        renamed into place; an existing ``out`` is never overwritten.
+
+        :raises CampaignError: when ``out`` exists or is this campaign's own file.
+        """
+        out = Path(out)
+        if out.exists() or out.is_symlink():
+            raise CampaignError(f"{out} exists already (a campaign is never overwritten)")
+        out.parent.mkdir(parents=True, exist_ok=True)
+        tmp = out.with_name(f".{out.name}.{os.getpid()}.{threading.get_ident()}.part")
+        tmp.unlink(missing_ok=True)
+        try:
+            dst = sqlite3.connect(str(tmp), isolation_level=None)
+            try:
+                with self._lock:
+                    if self.closed:
+                        raise CampaignError(f"{self.path}: the campaign is closed")
+                    self._conn.backup(dst)  # one step: a read transaction over the whole file
+                dst.execute("PRAGMA journal_mode=DELETE")
+                (check,) = dst.execute("PRAGMA integrity_check").fetchone()
+                if check != "ok":
+                    raise CampaignError(f"the copy of {self.path} failed its integrity check: {check}")
+            finally:
+                dst.close()
+            if out.exists():
+                raise CampaignError(f"{out} exists already (a campaign is never overwritten)")
+            os.replace(tmp, out)
+        finally:
+            for leftover in (tmp, Path(f"{tmp}-journal")):
+                leftover.unlink(missing_ok=True)
+        return out
 
     def annotator_for_token(self, token: str) -> str | None:
         """The annotator whose token this is (None when no annotator has it)."""
