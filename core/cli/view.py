@@ -63,4 +63,8 @@ def view_command(
         )
     for c in state.campaigns.values():
         click.echo(f"Campaign {c.campaign.name}: http://{shown}:{port}/c/{c.id}")
-    uvicorn.run(create_app(state), host=host, port=port, log_level="warning")
+    try:
+        uvicorn.run(create_app(state), host=host, port=port, log_level="warning")
+    finally:  # fold each campaign's -wal into its .sqlite: the one file is the campaign again
+        for c in list(state.campaigns.values()):
+            c.campaign.close()
