@@ -8,6 +8,7 @@ through the redactor like ``report.html`` does. Access rules: :mod:`pptarena.vie
 
 from __future__ import annotations
 
+import asyncio
 import os
 import re
 import threading
@@ -19,6 +20,7 @@ from urllib.parse import urlencode
 
 from jinja2 import Environment, FileSystemLoader, select_autoescape
 from starlette.applications import Starlette
+from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
 from starlette.routing import Mount, Route
@@ -27,11 +29,25 @@ from starlette.staticfiles import StaticFiles
 from pptarena.run.rundir import RENDERS
 from pptarena.view.files import file_response
 from pptarena.view.runindex import Query
-from pptarena.view.runs import RunState, find_runs
-from pptarena.view.security import COOKIE, SECURITY_HEADERS, Access, Session, host_allowed, safe_file
+from pptarena.view.runs import RunState, find_runs, run_id
+from pptarena.view.security import (
+    COOKIE,
+    SECURITY_HEADERS,
+    Access,
+    Session,
+    campaign_cookie,
+    campaign_cookie_path,
+    host_allowed,
+    safe_file,
+)
 
 HERE = Path(__file__).parent
 PER_PAGE = 50
+#: the least time between two looks for new run folders and campaigns (:meth:`ViewState.rescan`)
+RESCAN_EVERY = 1.0
+ADMIN_SESSION_ENDED = (
+    "Your session has ended (the server was restarted): open the link printed when it started again."
+)
 
 
 class ViewState:
@@ -48,41 +64,30 @@ class ViewState:
         admin_token: str | None = None,
     ):
         from pptarena.label.campaign import find_campaigns
-        from pptarena.label.store import CampaignError
-        from pptarena.view.labelling import CampaignState
 
         self.host, self.port = host, port
         self.access = Access(host, admin_token)
-        self.runs = {s.id: s for s in (RunState(p, render=render) for p in find_runs(paths))}
+        self.paths = [Path(p) for p in paths]
+        self.render = render
+        self.runs: dict[str, RunState] = {}
+        self.campaigns: dict[str, Any] = {}
         #: one line per thing not served as asked (a read-only folder), printed by ``arena view``
         self.warnings: list[str] = []
+        self._scan_lock = threading.Lock()
+        self._last_scan = float("-inf")
+        self._unopened: dict[Path, tuple[int, int]] = {}  # campaign files that did not open: (mtime, size)
+        self._add_runs(find_runs(self.paths))
         for run in self.runs.values():
             if render and not os.access(run.path, os.W_OK):
                 self.warnings.append(
                     f"{run.path} is read-only: slides it has no render of are not rendered "
                     "(the pages say where; --no-render silences this)"
                 )
-        # index every run now, not on its first page view (one thread: the plugin registry is loaded once)
-        threading.Thread(target=_warm_up, args=(list(self.runs.values()),), daemon=True).start()
         given = [Path(x).resolve() for x in campaigns or []]
         found = [Path(f).resolve() for run in self.runs.values() for f in find_campaigns(run.path)]
-        self.campaigns: dict[str, Any] = {}
         for f in dict.fromkeys(given + found):
-            try:
-                c = CampaignState.open(f, self)
-            except CampaignError as exc:
-                if os.access(f.parent, os.W_OK):
-                    raise
-                # SQLite opens a campaign for writing (labels, its journal beside it): a read-only folder
-                why = (
-                    f"cannot write into {f.parent} (read-only): copy {f.name} to a writable folder and "
-                    "serve it with --campaign FILE"
-                )
-                if f in given:
-                    raise CampaignError(why) from exc
-                self.warnings.append(f"campaign {f} is not served: {why}")
-                continue
-            self.campaigns[c.id] = c
+            self._open_campaign(f, given=f in given, strict=True)
+        self._last_scan = time.monotonic()  # the look above counts as one
         env = Environment(
             loader=FileSystemLoader(HERE / "templates"), autoescape=select_autoescape(default=True)
         )
@@ -91,6 +96,109 @@ class ViewState:
             env.get_template(name)
         self.env = env
 
+    # ------------------------------------------------------------------ discovery
+
+    def _add_runs(self, paths: list[Path]) -> list[RunState]:
+        """Serve the run folders of ``paths`` not served yet, and index them in the background."""
+        new = [RunState(p, render=self.render) for p in paths if run_id(p) not in self.runs]
+        if new:
+            # a new dict, never a change of the one a request may be iterating
+            self.runs = {**self.runs, **{r.id: r for r in new}}
+            # index them now, not on their first page view (one thread: the plugin registry is loaded once)
+            threading.Thread(target=_warm_up, args=(new,), daemon=True).start()
+        return new
+
+    def run_for(self, path: Path) -> RunState:
+        """The served run of folder ``path``, served from now on when it was not (a campaign's run)."""
+        rid = run_id(Path(path))
+        if rid not in self.runs:
+            with self._scan_lock:
+                self._add_runs([Path(path).resolve()])
+        return self.runs[rid]
+
+    def _open_campaign(self, f: Path, *, given: bool = False, strict: bool = False) -> bool:
+        """Serve campaign file ``f`` (resolved); False when it cannot be opened. At start-up
+        (``strict``) a campaign that does not open stops the server, unless its folder is read-only
+        (a warning); found later, it is skipped and tried again once the file changes (it may still
+        be being written)."""
+        from pptarena.label.store import CampaignError
+        from pptarena.view.labelling import CampaignState, campaign_id
+
+        if campaign_id(f) in self.campaigns:
+            return True
+        try:
+            c = CampaignState.open(f, self)
+        except CampaignError as exc:
+            try:
+                st = f.stat()
+                self._unopened[f] = (st.st_mtime_ns, st.st_size)
+            except OSError:
+                pass
+            if not strict:
+                return False
+            if os.access(f.parent, os.W_OK):
+                raise
+            # SQLite opens a campaign for writing (labels, its journal beside it): a read-only folder
+            why = (
+                f"cannot write into {f.parent} (read-only): copy {f.name} to a writable folder and "
+                "serve it with --campaign FILE"
+            )
+            if given:
+                raise CampaignError(why) from exc
+            self.warnings.append(f"campaign {f} is not served: {why}")
+            return False
+        self._unopened.pop(f, None)
+        self.campaigns = {**self.campaigns, c.id: c}
+        return True
+
+    def scan_due_in(self) -> float:
+        """Seconds until :meth:`rescan` may look at the folders again (0: now)."""
+        return max(0.0, self._last_scan + RESCAN_EVERY - time.monotonic())
+
+    def rescan(self) -> bool:
+        """Serve run folders and campaign files made since the server started: the runs below the
+        folders it was given (:func:`find_runs`) and the campaigns in their ``campaigns/`` folders.
+        At most once every :data:`RESCAN_EVERY` seconds (a walk of a few folders, never a read of a
+        run); returns whether it looked."""
+        from pptarena.label.campaign import find_campaigns
+
+        with self._scan_lock:
+            if self.scan_due_in() > 0:
+                return False
+            self._last_scan = time.monotonic()
+            self._add_runs(find_runs(self.paths))
+            for run in list(self.runs.values()):
+                for f in find_campaigns(run.path):
+                    f = f.resolve()
+                    try:
+                        st = f.stat()
+                    except OSError:
+                        continue
+                    if self._unopened.get(f) == (st.st_mtime_ns, st.st_size):
+                        continue  # did not open, unchanged since
+                    self._open_campaign(f)
+            return True
+
+    async def find(self, table: str, key: str) -> Any:
+        """``self.runs[key]`` or ``self.campaigns[key]`` (``table``), looking for new runs and
+        campaigns first when it is not served (waiting for the next allowed :meth:`rescan`); None
+        when it is still unknown."""
+        got = getattr(self, table).get(key)
+        if got is not None or not key:
+            return got
+        await self.rescan_soon()
+        return getattr(self, table).get(key)
+
+    async def rescan_soon(self) -> None:
+        """:meth:`rescan` as soon as it is allowed (a wait of at most :data:`RESCAN_EVERY` seconds
+        that holds no thread), for a request naming something not served yet."""
+        wait = self.scan_due_in()
+        if wait > 0:
+            await asyncio.sleep(wait)
+        await run_in_threadpool(self.rescan)
+
+    # ------------------------------------------------------------------ pages
+
     def page(self, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         """A template rendered (and redacted like ``report.html``)."""
         from pptarena.redact import redact_text
@@ -98,9 +206,17 @@ class ViewState:
         html = self.env.get_template(name).render(**ctx)
         return HTMLResponse(redact_text(html), status_code=status)
 
-    def error(self, status: int, message: str) -> HTMLResponse:
-        """An error page."""
-        return self.page("error.html", status, title=f"{status}", message=message, page="error")
+    def error(self, status: int, message: str, *, session_ended: bool = False) -> HTMLResponse:
+        """An error page (``session_ended``: the page of a stale session, see
+        :data:`pptarena.view.security.SESSION_ENDED`)."""
+        return self.page(
+            "error.html",
+            status,
+            title="Session ended" if session_ended else f"{status}",
+            message=message,
+            page="error",
+            session_ended=session_ended,
+        )
 
 
 def _warm_up(runs: list[RunState]) -> None:
@@ -121,25 +237,33 @@ def _session(request: Request) -> Session | None:
     return state.access.session(request.cookies.get(COOKIE))
 
 
+def refusal(request: Request, status: int, message: str, *, session_ended: bool = False) -> Response:
+    """A refusal: JSON ``{"error": message, "session_ended": ...}`` on API routes (``/api/`` in
+    the path), an error page elsewhere."""
+    state: ViewState = request.app.state.view
+    if "/api/" in request.url.path:
+        return JSONResponse({"error": message, "session_ended": session_ended}, status_code=status)
+    return state.error(status, message, session_ended=session_ended)
+
+
 def _browse_guard(request: Request) -> Response | None:
     state: ViewState = request.app.state.view
     if state.access.may_browse(_session(request)):
         return None
-    return state.error(403, "This server needs a token: open the link printed when it started.")
+    if state.access.is_stale(request.cookies.get(COOKIE)):
+        return refusal(request, 403, ADMIN_SESSION_ENDED, session_ended=True)
+    return refusal(request, 403, "This server needs a token: open the link printed when it started.")
 
 
-def _run(request: Request) -> RunState | None:
-    return request.app.state.view.runs.get(request.path_params.get("rid", ""))
-
-
-def _guarded_run(
+async def _guarded_run(
     request: Request, not_found: Callable[[], Response]
 ) -> tuple[RunState, None] | tuple[None, Response]:
     """The run a page names, behind the browse guard: ``(run, None)``, or ``(None, response)`` to
-    return (the guard's refusal, or ``not_found()`` when the id names no run)."""
+    return (the guard's refusal, or ``not_found()`` when the id names no run, even after a rescan)."""
     if (denied := _browse_guard(request)) is not None:
         return None, denied
-    run = _run(request)
+    state: ViewState = request.app.state.view
+    run = await state.find("runs", request.path_params.get("rid", ""))
     if run is None:
         return None, not_found()
     return run, None
@@ -159,6 +283,8 @@ async def runs_page(request: Request) -> Response:
     state: ViewState = request.app.state.view
     if (denied := _browse_guard(request)) is not None:
         return denied
+    if state.scan_due_in() == 0:
+        await run_in_threadpool(state.rescan)
     for r in state.runs.values():
         r.index.refresh()
     return state.page(
@@ -210,7 +336,7 @@ def _params(q: Query, **over: Any) -> dict[str, Any]:
 async def run_page(request: Request) -> Response:
     """The run: latest results, leaderboard and comparisons, and the server-side task table."""
     state: ViewState = request.app.state.view
-    run, refused = _guarded_run(request, lambda: state.error(404, "No such run."))
+    run, refused = await _guarded_run(request, lambda: state.error(404, "No such run."))
     if refused is not None:
         return refused
     run.index.refresh()
@@ -255,7 +381,7 @@ async def run_page(request: Request) -> Response:
 
 async def table_api(request: Request) -> Response:
     """The task table as JSON (the live page redraws its rows from it)."""
-    run, refused = _guarded_run(request, lambda: JSONResponse({"error": "no such run"}, status_code=404))
+    run, refused = await _guarded_run(request, lambda: refusal(request, 404, "no such run"))
     if refused is not None:
         return refused
     run.index.refresh()
@@ -266,7 +392,7 @@ async def table_api(request: Request) -> Response:
 
 async def since_api(request: Request) -> Response:
     """Attempts whose lines were appended after line ``seq`` (polled by the open run page)."""
-    run, refused = _guarded_run(request, lambda: JSONResponse({"error": "no such run"}, status_code=404))
+    run, refused = await _guarded_run(request, lambda: refusal(request, 404, "no such run"))
     if refused is not None:
         return refused
     run.index.refresh()
@@ -287,7 +413,7 @@ async def since_api(request: Request) -> Response:
 
 async def summary_api(request: Request) -> Response:
     """The leaderboard part of the run page as HTML (fetched by the page once it is up to date)."""
-    run, refused = _guarded_run(request, lambda: Response("no such run", status_code=404))
+    run, refused = await _guarded_run(request, lambda: Response("no such run", status_code=404))
     if refused is not None:
         return refused
     from pptarena.redact import redact_text
@@ -358,7 +484,7 @@ def all_slides_html(run_dir: Path, folder: Path) -> str:
 async def pair_page(request: Request) -> Response:
     """One agent's attempt(s) at one task: slides, edits, verdicts, log, every epoch."""
     state: ViewState = request.app.state.view
-    run, refused = _guarded_run(request, lambda: state.error(404, "No such run."))
+    run, refused = await _guarded_run(request, lambda: state.error(404, "No such run."))
     if refused is not None:
         return refused
     task_id = str(request.query_params.get("task") or "")
@@ -366,8 +492,6 @@ async def pair_page(request: Request) -> Response:
     run.index.refresh()
     if not task_id or not any(r.agent == agent for r in run.index.task_rows(task_id)):
         return state.error(404, "This run has no such attempt.")
-    from starlette.concurrency import run_in_threadpool
-
     body, instruction, problems, others = await run_in_threadpool(pair_fragment, run, task_id, agent)
     return state.page(
         "pair.html",
@@ -392,10 +516,8 @@ async def compare_page(request: Request) -> Response:
     task_id = str(p.get("task") or "")
     sides = []
     instruction = ""
-    from starlette.concurrency import run_in_threadpool
-
     for key in ("a", "b"):
-        run = state.runs.get(str(p.get(key) or ""))
+        run = await state.find("runs", str(p.get(key) or ""))
         if run is None:
             return state.error(404, f"No such run ({key}).")
         run.index.refresh()
@@ -415,7 +537,7 @@ async def compare_page(request: Request) -> Response:
 async def run_file(request: Request) -> Response:
     """A file inside a run folder (images inline, text as plain text, anything else as a download)."""
     state: ViewState = request.app.state.view
-    run, refused = _guarded_run(request, lambda: state.error(404, "No such run."))
+    run, refused = await _guarded_run(request, lambda: state.error(404, "No such run."))
     if refused is not None:
         return refused
     path = safe_file(run.path, request.path_params["path"])
@@ -435,21 +557,34 @@ async def login(request: Request) -> Response:
     """Trade a token from a printed link for a session cookie, then drop the token from the URL."""
     state: ViewState = request.app.state.view
     token = str(request.query_params.get("token") or "")
-    session, target = None, "/"
     if token and state.access.is_admin_token(token):
-        session = Session("admin")
-    else:
-        for c in state.campaigns.values():
-            who = c.campaign.annotator_for_token(token) if token else None
-            if who is not None:
-                session, target = Session("annotator", campaign=c.id, annotator=who), f"/c/{c.id}/label"
-                break
-    if session is None:
+        resp = RedirectResponse("/", status_code=303)
+        sid = state.access.open_session(Session("admin"))
+        resp.set_cookie(COOKIE, sid, httponly=True, samesite="strict", path="/")
+        return resp
+    session = _annotator_session(state, token) if token else None
+    if session is None and token:  # perhaps the link of a campaign made since the last look
+        await state.rescan_soon()
+        session = _annotator_session(state, token)
+    if session is None or session.campaign is None:
         return state.error(403, "This link's token is not valid.")
     sid = state.access.open_session(session)
-    resp = RedirectResponse(target, status_code=303)
-    resp.set_cookie(COOKIE, sid, httponly=True, samesite="strict", path="/")
+    cid = session.campaign
+    resp = RedirectResponse(f"/c/{cid}/label", status_code=303)
+    # one cookie per campaign, sent to that campaign's routes only: other campaigns' sessions stay open
+    resp.set_cookie(
+        campaign_cookie(cid), sid, httponly=True, samesite="strict", path=campaign_cookie_path(cid)
+    )
     return resp
+
+
+def _annotator_session(state: ViewState, token: str) -> Session | None:
+    """The annotator session a campaign token opens (None: no served campaign has it)."""
+    for c in state.campaigns.values():
+        who = c.campaign.annotator_for_token(token)
+        if who is not None:
+            return Session("annotator", campaign=c.id, annotator=who)
+    return None
 
 
 # ---------------------------------------------------------------------------------------------- app

@@ -11,6 +11,7 @@ before the answer), after the checks of :mod:`pptarena.view.security`.
 from __future__ import annotations
 
 import hashlib
+import hmac
 import json
 import threading
 from collections import OrderedDict
@@ -26,11 +27,20 @@ from starlette.routing import Route
 from pptarena.label.scales import ABSOLUTE_SCALES
 from pptarena.label.store import Campaign, CampaignError, Item
 from pptarena.view.files import file_response
-from pptarena.view.security import COOKIE, same_origin
+from pptarena.view.security import COOKIE, SESSION_ENDED, same_origin
 
 MAX_BODY = 64 * 1024
 SCALE_TITLES = {"if": "Instruction following", "vq": "Visual quality"}
 MAX_CACHED_VIEWS = 256
+STALE_PAGE = (
+    "This page belongs to an earlier session (your link was opened again since): reload the page, "
+    "or open your link again. Nothing was saved."
+)
+
+
+def campaign_id(path: Path) -> str:
+    """The short stable id of a campaign file (for URLs and its session cookie)."""
+    return hashlib.sha256(str(Path(path).resolve()).encode()).hexdigest()[:12]
 
 
 class CampaignState:
@@ -39,7 +49,7 @@ class CampaignState:
     def __init__(self, campaign: Campaign, view: Any):
         self.campaign = campaign
         self.view = view
-        self.id = hashlib.sha256(str(campaign.path.resolve()).encode()).hexdigest()[:12]
+        self.id = campaign_id(campaign.path)
         self._views: OrderedDict[tuple[int, str], Any] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -63,13 +73,7 @@ class CampaignState:
 
     def run_state(self, run: str) -> Any:
         """The served :class:`pptarena.view.runs.RunState` of a campaign run (opened when not served)."""
-        from pptarena.view.runs import RunState, run_id
-
-        rid = run_id(Path(run))
-        state = self.view.runs.get(rid)
-        if state is None:
-            state = self.view.runs[rid] = RunState(Path(run))
-        return state
+        return self.view.run_for(Path(run))
 
     def side_view(self, item: Item, side: str) -> tuple[Any, str]:
         """(PairView of one side of an item, the task's instruction), computed once and cached."""
@@ -136,14 +140,19 @@ def _slides(view: Any, url: str) -> str:
     return "".join(cells)
 
 
-def _annotator(request: Request) -> tuple[CampaignState | None, str | None, Any]:
-    """(campaign, annotator, session) when the request's session is an annotator of the URL's campaign."""
+async def _annotator(request: Request) -> tuple[CampaignState | None, str | None, Any, bool]:
+    """``(campaign, annotator, session, stale)`` of the URL's campaign (looked for again when it is
+    not served yet): annotator and session when the request carries that campaign's annotator
+    session (:func:`pptarena.view.security.campaign_cookie`); else annotator None, session the
+    admin's (or None), and ``stale`` when the campaign's cookie was sent but opens no session of it."""
     view = request.app.state.view
-    c = view.campaigns.get(request.path_params.get("cid", ""))
-    session = view.access.session(request.cookies.get(COOKIE))
-    if c is None or session is None or session.kind != "annotator" or session.campaign != c.id:
-        return c, None, session
-    return c, session.annotator, session
+    c = await view.find("campaigns", request.path_params.get("cid", ""))
+    if c is None:
+        return None, None, None, False
+    session, stale = view.access.campaign_session(request.cookies, c.id)
+    if session is None:
+        return c, None, view.access.session(request.cookies.get(COOKIE)), stale
+    return c, session.annotator, session, False
 
 
 def _sides(c: CampaignState, item: Item, swapped: bool) -> list[tuple[str, str]]:
@@ -167,9 +176,11 @@ def _when(t: float) -> str:
 async def label_page(request: Request) -> Response:
     """One item of the annotator's queue (``?pos=N``; the first unlabelled one by default)."""
     view = request.app.state.view
-    c, who, session = _annotator(request)
+    c, who, session, stale = await _annotator(request)
     if c is None:
         return view.error(404, "No such campaign.")
+    if stale:
+        return view.error(403, SESSION_ENDED, session_ended=True)
     if who is None:
         return view.error(403, "Open this campaign with the link printed for you by `arena label new`.")
     campaign = c.campaign
@@ -258,7 +269,7 @@ async def label_page(request: Request) -> Response:
 async def item_image(request: Request) -> Response:
     """A slide image of an item, for its annotators (or the admin / a local user when not blind)."""
     view = request.app.state.view
-    c, who, session = _annotator(request)
+    c, who, session, stale = await _annotator(request)
     if c is None:
         return view.error(404, "No such campaign.")
     try:
@@ -275,6 +286,8 @@ async def item_image(request: Request) -> Response:
         if item_id not in queue:
             return view.error(403, "This item is not in your queue.")
         swapped = queue[item_id]
+    elif stale:  # an annotator's open page after a restart: say so, even to a local user
+        return view.error(403, SESSION_ENDED, session_ended=True)
     elif view.access.may_browse(session):
         swapped = False
     else:
@@ -291,16 +304,22 @@ async def item_image(request: Request) -> Response:
 
 async def _write_checks(request: Request) -> tuple[Any, str, dict[str, Any]] | Response:
     view = request.app.state.view
-    c, who, session = _annotator(request)
+    c, who, session, stale = await _annotator(request)
     if c is None:
         return JSONResponse({"error": "no such campaign"}, status_code=404)
+    if stale:
+        return JSONResponse({"error": SESSION_ENDED, "session_ended": True}, status_code=403)
     if who is None:
         return JSONResponse({"error": "a label needs your token's session"}, status_code=403)
     headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in request.scope["headers"]}
     if not same_origin(headers, request.url.scheme, headers.get("host", "")):
         return JSONResponse({"error": "cross-origin write refused"}, status_code=403)
-    if headers.get("x-csrf-token") != session.csrf:
-        return JSONResponse({"error": "missing or wrong CSRF token"}, status_code=403)
+    sent = headers.get("x-csrf-token")
+    if not sent:
+        return JSONResponse({"error": "missing CSRF token"}, status_code=403)
+    if not hmac.compare_digest(sent.encode(), session.csrf.encode()):
+        # a page of an earlier session (the link was opened again since) or a forgery: nothing written
+        return JSONResponse({"error": STALE_PAGE, "session_ended": True}, status_code=403)
     body = await request.body()
     if len(body) > MAX_BODY:
         return JSONResponse({"error": "label too large"}, status_code=413)
@@ -354,10 +373,15 @@ async def campaign_page(request: Request) -> Response:
     from pptarena.label.stats import campaign_stats, stats_text
 
     view = request.app.state.view
-    c = view.campaigns.get(request.path_params.get("cid", ""))
+    c = await view.find("campaigns", request.path_params.get("cid", ""))
     if c is None:
         return view.error(404, "No such campaign.")
-    if not view.access.may_browse(view.access.session(request.cookies.get(COOKIE))):
+    sid = request.cookies.get(COOKIE)
+    if not view.access.may_browse(view.access.session(sid)):
+        if view.access.is_stale(sid):
+            from pptarena.view.app import ADMIN_SESSION_ENDED
+
+            return view.error(403, ADMIN_SESSION_ENDED, session_ended=True)
         return view.error(403, "This server needs a token: open the link printed when it started.")
     stats = await run_in_threadpool(campaign_stats, c.campaign, n_boot=300)
     return view.page(

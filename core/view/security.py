@@ -5,6 +5,11 @@
   printed at start-up, or an annotator's token printed by ``arena label new``. An annotator's
   session opens only their campaign's labelling pages and images.
 * The ``Host`` header must name the server (no DNS rebinding onto a loopback server).
+* Each campaign has its own annotator session cookie (:func:`campaign_cookie`, path ``/c/<id>``), so
+  one browser can hold sessions of several campaigns at once; a session only opens the campaign it
+  was made for, whatever cookie carries it. The admin's session is the cookie :data:`COOKIE`.
+* A session the server does not know (it restarted: sessions live in memory) or that belongs to
+  another campaign gets :data:`SESSION_ENDED`, which tells the person to open their link again.
 * A label write needs the annotator's session (cookie: ``HttpOnly``, ``SameSite=Strict``), the
   session's CSRF token in the ``X-CSRF-Token`` header, and a same-origin request (``Origin`` equal
   to the server's, or ``Sec-Fetch-Site: same-origin``).
@@ -35,6 +40,21 @@ SECURITY_HEADERS = {
 }
 COOKIE = "arena_session"
 MAX_SESSIONS = 10_000
+#: what a stale session is told (page and API), see the module doc
+SESSION_ENDED = (
+    "Your session has ended: the server was restarted, or this browser's session does not belong "
+    "to this campaign. Open the link you were given again (your saved labels are kept)."
+)
+
+
+def campaign_cookie(campaign: str) -> str:
+    """The name of the annotator session cookie of campaign ``campaign`` (one per campaign)."""
+    return f"{COOKIE}_c_{campaign}"
+
+
+def campaign_cookie_path(campaign: str) -> str:
+    """The path the annotator session cookie of ``campaign`` is sent to (that campaign's routes)."""
+    return f"/c/{campaign}"
 
 
 def is_loopback(host: str) -> bool:
@@ -81,6 +101,20 @@ class Access:
             return None
         with self._lock:
             return self._sessions.get(sid)
+
+    def campaign_session(self, cookies: dict[str, str], campaign: str) -> tuple[Session | None, bool]:
+        """``(session, stale)`` of the annotator cookie of ``campaign``: the session when it is an
+        annotator session of that very campaign; ``stale`` when a cookie was sent that gives none (an
+        unknown id after a restart, or a session of another campaign or of the admin)."""
+        sid = cookies.get(campaign_cookie(campaign))
+        session = self.session(sid)
+        if session is not None and session.kind == "annotator" and session.campaign == campaign:
+            return session, False
+        return None, bool(sid)
+
+    def is_stale(self, sid: str | None) -> bool:
+        """Whether a cookie value was sent that names no session (the server restarted)."""
+        return bool(sid) and self.session(sid) is None
 
     def is_admin_token(self, token: str) -> bool:
         """Whether ``token`` is the admin token (compared in constant time)."""

@@ -12,6 +12,28 @@
     var s = document.createElement('span'); s.className = 'badge ' + status; s.textContent = status; return s;
   }
   function fmt(x) { return typeof x === 'number' ? x.toFixed(3) : '–'; }
+  // A stale session (the server restarted, or the link was opened again): the server answers
+  // {"error": ..., "session_ended": true}; say so at the top of the page, once, and stop.
+  function sessionEnded(message) {
+    body.setAttribute('data-session-ended', '1');
+    if (el('session-ended')) return;
+    var box = document.createElement('div');
+    box.id = 'session-ended'; box.className = 'problem'; box.setAttribute('role', 'alert');
+    box.style.position = 'sticky'; box.style.top = '0'; box.style.zIndex = '10';
+    box.textContent = message;
+    var main = document.querySelector('main') || body;
+    main.insertBefore(box, main.firstChild);
+  }
+  function jsonOrEnded(r) {
+    return r.json().then(function (j) {
+      if (!r.ok) {
+        var e = new Error(j.error || r.statusText);
+        if (j.session_ended) { e.sessionEnded = true; sessionEnded(e.message); }
+        throw e;
+      }
+      return j;
+    });
+  }
   function pairHref(run, r) {
     return '/r/' + run + '/pair?task=' + encodeURIComponent(r.task_id) + '&agent=' + encodeURIComponent(r.agent);
   }
@@ -47,8 +69,9 @@
       if (count) count.textContent = data.total + ' pairs match (live)';
     }
     function poll() {
+      var ended = false;
       fetch('/r/' + run + '/api/since?seq=' + seq, {credentials: 'same-origin'})
-        .then(function (r) { return r.json(); })
+        .then(jsonOrEnded)
         .then(function (data) {
           if (data.rows && data.rows.length) {
             var list = el('latest-list');
@@ -77,8 +100,8 @@
           wasFresh = data.summary_fresh;
           body.setAttribute('data-polled', String(Date.now()));
         })
-        .catch(function () {})
-        .then(function () { setTimeout(poll, 1000); });
+        .catch(function (e) { ended = !!(e && e.sessionEnded); })
+        .then(function () { if (!ended) setTimeout(poll, 1000); });
     }
     setTimeout(poll, 1000);
   }
@@ -107,9 +130,7 @@
     function post(url, payload) {
       return fetch(url, {method: 'POST', credentials: 'same-origin',
         headers: {'Content-Type': 'application/json', 'X-CSRF-Token': body.dataset.csrf},
-        body: JSON.stringify(payload)}).then(function (r) {
-          return r.json().then(function (j) { if (!r.ok) throw new Error(j.error || r.statusText); return j; });
-        });
+        body: JSON.stringify(payload)}).then(jsonOrEnded);
     }
     function save(advance) {
       var f = fields();
