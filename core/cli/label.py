@@ -1,4 +1,5 @@
-"""``arena label``: labelling campaigns — create one, see agreement, export and import labels."""
+"""``arena label``: labelling campaigns — create one, see agreement, export and import labels,
+adjudicate disagreements (gold labels) and seed known-answer items."""
 
 from __future__ import annotations
 
@@ -83,12 +84,36 @@ def new_command(runs, protocol, annotators, overlap, sample, seed, blind, name, 
 @click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
 @click.option("--bootstrap", type=click.IntRange(10, 100_000), default=1000, show_default=True)
 @click.option("--seed", type=int, default=0, show_default=True)
-def stats_command(campaign: str, as_json: bool, bootstrap: int, seed: int) -> None:
-    """Agreement between annotators (Krippendorff's α, κ) and with the judges (as `arena meta-eval`)."""
+@click.option(
+    "--gold",
+    is_flag=True,
+    help="People against judges: an item's gold label replaces its annotators' labels.",
+)
+@click.option(
+    "--min-accuracy",
+    type=click.FloatRange(0, 1),
+    default=0.7,
+    show_default=True,
+    help="Flag annotators below this accuracy on the known-answer items.",
+)
+@click.option(
+    "--tolerance",
+    type=click.IntRange(0, 4),
+    default=0,
+    show_default=True,
+    help="Known-answer items: levels an ordinal answer may be off and still count as right.",
+)
+def stats_command(
+    campaign: str, as_json: bool, bootstrap: int, seed: int, gold: bool, min_accuracy: float, tolerance: int
+) -> None:
+    """Agreement between annotators (Krippendorff's α, κ) and with the judges (as `arena meta-eval`),
+    and each annotator's accuracy on the known-answer items (flagged below --min-accuracy)."""
     from pptarena.label.stats import campaign_stats, stats_text
 
     with _open(campaign) as opened:
-        stats = campaign_stats(opened, n_boot=bootstrap, seed=seed)
+        stats = campaign_stats(
+            opened, n_boot=bootstrap, seed=seed, gold=gold, min_accuracy=min_accuracy, tolerance=tolerance
+        )
     click.echo(json.dumps(stats, indent=2) if as_json else stats_text(stats))
 
 
@@ -100,7 +125,12 @@ def stats_command(campaign: str, as_json: bool, bootstrap: int, seed: int) -> No
               help="label-studio: slides embedded as data URIs, or none.")  # fmt: skip
 @click.option("--no-render", is_flag=True,
               help="label-studio: only slide renders already made (never run the renderer).")  # fmt: skip
-def export_command(campaign: str, fmt: str, out: str, images: str, no_render: bool) -> None:
+@click.option(
+    "--gold",
+    is_flag=True,
+    help="csv: an item's gold label replaces its annotators' rows; jsonl: gold versions added.",
+)
+def export_command(campaign: str, fmt: str, out: str, images: str, no_render: bool, gold: bool) -> None:
     """Write the labels (csv: the `arena meta-eval --labels` format, with annotator and epoch;
     label-studio: tasks with the instruction, the slides and the labels, plus the config)."""
     from pptarena.label.exchange import export
@@ -108,7 +138,7 @@ def export_command(campaign: str, fmt: str, out: str, images: str, no_render: bo
 
     try:
         with _open(campaign) as opened:
-            written = export(opened, fmt, Path(out), images=images, render=not no_render)
+            written = export(opened, fmt, Path(out), images=images, render=not no_render, gold=gold)
     except CampaignError as exc:
         raise click.ClickException(str(exc)) from exc
     for path in written:
@@ -167,3 +197,108 @@ def pack_command(campaign: str, out: str) -> None:
     except OSError as exc:
         raise click.ClickException(f"cannot write {out}: {exc}") from exc
     click.echo(f"packed {campaign} ({count} label version(s)) into {written}")
+
+
+@label_group.command("adjudicate")
+@click.argument("campaign", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--sort",
+    type=click.Choice(["disagreement", "item", "if", "vq", "damage", "choice", "labels"]),
+    default="disagreement",
+    show_default=True,
+    help="Order (item ascending, the others largest first).",
+)
+@click.option("--all", "include_agreed", is_flag=True, help="Also the items every annotator agrees on.")
+@click.option("--limit", type=click.IntRange(1), default=None, help="Only the first N items.")
+@click.option("--json", "as_json", is_flag=True, help="Machine-readable output.")
+def adjudicate_command(
+    campaign: str, sort: str, include_agreed: bool, limit: int | None, as_json: bool
+) -> None:
+    """List the items where annotators disagree, each annotator's label side by side, with the
+    item's gold label when it has one (record one with `arena label gold`)."""
+    from pptarena.label.adjudication import disagreements, disagreements_text
+
+    with _open(campaign) as opened:
+        rows = disagreements(opened, sort=sort, include_agreed=include_agreed)[:limit]
+        click.echo(json.dumps(rows, indent=2) if as_json else disagreements_text(rows, opened))
+
+
+@label_group.command("gold")
+@click.argument("campaign", type=click.Path(exists=True, dir_okay=False))
+@click.argument("item", type=int)
+@click.argument("label", required=False)
+@click.option("--note", default="", help="Why this is the answer (kept with the version).")
+@click.option("--by", "by", required=True, help="The adjudicator's name.")
+@click.option("--clear", is_flag=True, help="Withdraw the item's gold label (a new version).")
+def gold_command(campaign: str, item: int, label: str | None, note: str, by: str, clear: bool) -> None:
+    """Record the gold label of ITEM: LABEL is `if=4,vq=3,damage=no` (or JSON) in absolute
+    campaigns, `a`, `b` or `tie` in pairwise ones. Appended as a new version: the latest wins."""
+    from pptarena.label.adjudication import gold_history, label_text, parse_label, record_gold
+    from pptarena.label.store import CampaignError
+
+    if clear == (label is not None):
+        raise click.UsageError("give LABEL, or --clear to withdraw the gold label")
+    try:
+        with _open(campaign) as opened:
+            fields = None if clear else parse_label(opened.protocol, label or "")
+            g = record_gold(opened, item, fields, note=note, by=by)
+            versions = len(gold_history(opened, item))
+    except CampaignError as exc:
+        raise click.ClickException(str(exc)) from exc
+    what = "withdrawn" if g.fields is None else label_text(g.fields)
+    click.echo(f"item {item}: gold label {what} (version {versions} of this item, by {g.adjudicator})")
+
+
+@label_group.command("seed")
+@click.argument("campaign", type=click.Path(exists=True, dir_okay=False))
+@click.option(
+    "--from-file",
+    "from_file",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="CSV or JSON of expected labels (task_id, agent[, agent_b, epoch, run] and if/vq/damage or choice).",
+)
+@click.option(
+    "--oracle-noop",
+    "oracle_noop",
+    type=click.IntRange(1),
+    default=None,
+    help="Mark N of the campaign's oracle / no-op items (oracle: if 4, no-op: if 0).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Draws the --oracle-noop items.")
+@click.option("--oracle-agent", default="oracle", show_default=True)
+@click.option("--noop-agent", default="noop", show_default=True)
+@click.option("--by", "by", default="admin", show_default=True, help="Who seeded them (kept with each mark).")
+def seed_command(
+    campaign: str,
+    from_file: str | None,
+    oracle_noop: int | None,
+    seed: int,
+    oracle_agent: str,
+    noop_agent: str,
+    by: str,
+) -> None:
+    """Mark known-answer items among the campaign's items, with their expected labels; annotators
+    see nothing different. `arena label stats` then reports each annotator's accuracy on them."""
+    from pptarena.label.gold_items import known_answers, seed_from_file, seed_oracle_noop
+    from pptarena.label.store import CampaignError
+
+    if (from_file is None) == (oracle_noop is None):
+        raise click.UsageError("give one of --from-file F and --oracle-noop N")
+    try:
+        with _open(campaign) as opened:
+            if from_file is not None:
+                marked, problems = seed_from_file(opened, Path(from_file), by=by)
+            else:
+                marked = seed_oracle_noop(
+                    opened, oracle_noop or 0, seed=seed, by=by, oracle=oracle_agent, noop=noop_agent
+                )
+                problems = []
+            total = len(known_answers(opened))
+    except CampaignError as exc:
+        raise click.ClickException(str(exc)) from exc
+    for why in problems[:20]:
+        click.echo(f"  skipped: {why}", err=True)
+    if len(problems) > 20:
+        click.echo(f"  … and {len(problems) - 20} more skipped", err=True)
+    click.echo(f"marked {len(marked)} known-answer item(s); the campaign has {total}")

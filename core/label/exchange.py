@@ -20,6 +20,15 @@
   through the file's own user data (``completed_by`` objects, ``created_username``) or a mapping
   given by the caller (``arena label import --annotator-map 10=alice``); an annotation whose
   annotator has no name is skipped, never filed under a number.
+
+With gold labels (``gold=True``, ``arena label export --gold``; :mod:`pptarena.label.adjudication`):
+``csv`` writes, for each item with a gold label, one row of the gold label (annotator ``(gold)``,
+``comment`` its note, ``created_at`` when it was recorded, no ``seconds``) **instead of** the rows of
+the item's annotators, so ``arena meta-eval --labels`` takes the gold label as the item's value;
+items without one keep their annotators' rows. ``jsonl`` keeps every label version and adds every
+gold label version (``"kind": "gold"``, ``adjudicator``, ``note``); without ``--gold`` its lines are
+as before. ``label-studio`` refuses ``--gold`` (its tasks' annotations go back into the campaign by
+``import``, where a gold label is not an annotator's).
 """
 
 from __future__ import annotations
@@ -50,8 +59,11 @@ def _iso(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).isoformat(timespec="seconds")
 
 
-def export_csv(campaign: Campaign) -> str:
-    """The current labels as CSV (see the module doc)."""
+def export_csv(campaign: Campaign, gold: bool = False) -> str:
+    """The current labels as CSV (see the module doc; ``gold``: gold labels replace their items'
+    annotators' rows)."""
+    from pptarena.label.adjudication import GOLD_ANNOTATOR, current_gold
+
     buf = io.StringIO()
     pairwise = campaign.protocol == "pairwise"
     head = ["task_id", "agent", "epoch"]
@@ -59,20 +71,31 @@ def export_csv(campaign: Campaign) -> str:
     head += ["annotator", "comment", "run", "created_at", "seconds"]
     w = csv.writer(buf)
     w.writerow(head)
-    for (annotator, item_id), v in sorted(campaign.current().items(), key=lambda kv: (kv[0][1], kv[0][0])):
-        it, f = campaign.items[item_id], v.fields or {}
+    settled = current_gold(campaign) if gold else {}
+    rows: list[tuple[str, int, dict[str, Any], float, Any, str]] = [
+        (GOLD_ANNOTATOR, i, g.fields or {}, g.created_at, None, g.note) for i, g in settled.items()
+    ]
+    for (annotator, item_id), v in campaign.current().items():
+        if item_id not in settled:
+            f = v.fields or {}
+            rows.append((annotator, item_id, f, v.created_at, v.seconds, f.get("comment", "")))
+    for annotator, item_id, f, created_at, seconds, comment in sorted(rows, key=lambda r: (r[1], r[0])):
+        it = campaign.items[item_id]
         row: list[Any] = [it.task_id, it.agent, it.epoch]
         if pairwise:
             row += [it.agent_b, it.epoch_b, f.get("choice")]
         else:
             row += [f"{f['if'] / 4:g}", f["if"], f["vq"], f["damage"], f.get("damage_slide", "")]
-        row += [annotator, f.get("comment", ""), it.run, _iso(v.created_at), v.seconds or ""]
+        row += [annotator, comment, it.run, _iso(created_at), seconds or ""]
         w.writerow(row)
     return buf.getvalue()
 
 
-def export_jsonl(campaign: Campaign) -> str:
-    """Every label version, oldest first, one JSON object per line."""
+def export_jsonl(campaign: Campaign, gold: bool = False) -> str:
+    """Every label version, oldest first, one JSON object per line (``gold``: then every gold label
+    version, ``"kind": "gold"``)."""
+    from pptarena.label.adjudication import gold_history
+
     lines = []
     for v in campaign.history():
         it = campaign.items[v.item]
@@ -95,6 +118,23 @@ def export_jsonl(campaign: Campaign) -> str:
                 ensure_ascii=False,
             )
         )
+    for g in gold_history(campaign) if gold else []:
+        it = campaign.items[g.item]
+        record = {
+            "kind": "gold",
+            "gold_version": g.id,
+            "item": g.item,
+            "adjudicator": g.adjudicator,
+            "fields": g.fields,
+            "created_at": _iso(g.created_at),
+            "note": g.note,
+            "run": it.run,
+            "task_id": it.task_id,
+            "agent": it.agent,
+            "epoch": it.epoch,
+            **({"agent_b": it.agent_b, "epoch_b": it.epoch_b} if it.agent_b else {}),
+        }
+        lines.append(json.dumps(record, ensure_ascii=False))
     return "".join(line + "\n" for line in lines)
 
 
@@ -335,16 +375,18 @@ def export_label_studio(
 
 
 def export(
-    campaign: Campaign, fmt: str, out: Path, *, images: str = "data", render: bool = True
+    campaign: Campaign, fmt: str, out: Path, *, images: str = "data", render: bool = True, gold: bool = False
 ) -> list[Path]:
     """Write the labels in ``fmt`` to ``out``; returns the files written (``images`` and ``render``:
-    see :func:`export_label_studio`)."""
+    see :func:`export_label_studio`; ``gold``: see the module doc)."""
     if fmt == "csv":
-        out.write_text(export_csv(campaign), encoding="utf-8")
+        out.write_text(export_csv(campaign, gold), encoding="utf-8")
         return [out]
     if fmt == "jsonl":
-        out.write_text(export_jsonl(campaign), encoding="utf-8")
+        out.write_text(export_jsonl(campaign, gold), encoding="utf-8")
         return [out]
+    if fmt == "label-studio" and gold:
+        raise CampaignError("--gold applies to csv and jsonl exports, not label-studio (see the docs)")
     if fmt == "label-studio":
         out.write_text(export_label_studio(campaign, images=images, render=render), encoding="utf-8")
         config = out.with_name(out.name + ".config.xml")

@@ -7,6 +7,14 @@ judge_series`) are compared with :func:`~pptarena.report.meta_eval.series_agreem
 against every judge's score and the dual judge's ``if_score``, human VQ against ``vq_score``.
 Pairwise labels are compared with :func:`~pptarena.report.meta_kinds.within_task_order`: for each
 item people preferred one side of, whether the judge orders the two predictions the same way.
+
+**Known-answer items** (:mod:`pptarena.label.gold_items`): each annotator's accuracy on those they
+labelled, flagged below ``min_accuracy``. **With gold labels** (``gold=True``,
+:mod:`pptarena.label.adjudication`): people against judges takes an item's gold label as its only
+human value where it has one (instead of the mean over its annotators, or the annotators' vote
+count in pairwise campaigns); agreement between people is still computed on the annotators' own
+labels (a gold label is not an annotator), and a ``gold`` block gives each annotator's agreement
+with the gold labels of the items they labelled.
 """
 
 from __future__ import annotations
@@ -15,7 +23,9 @@ from collections import Counter
 from pathlib import Path
 from typing import Any
 
+from pptarena.label.adjudication import GOLD_ANNOTATOR, current_gold, scale_keys
 from pptarena.label.agreement import choice_agreement, scale_agreement
+from pptarena.label.gold_items import DEFAULT_MIN_ACCURACY, accuracy
 from pptarena.label.scales import ABSOLUTE_SCALES
 from pptarena.label.store import Campaign
 from pptarena.run.rundir import RESULTS
@@ -46,14 +56,25 @@ def people_agreement(campaign: Campaign, *, n_boot: int = 1000, seed: int = 0) -
     return out
 
 
-def _labels_for(campaign: Campaign, run: str, key: str) -> list[Any]:
+def human_values(campaign: Campaign, gold: bool = False) -> list[tuple[str, int, dict[str, Any]]]:
+    """``(annotator, item, fields)`` of every current label; with ``gold``, an item with a gold label
+    gives that label alone (annotator :data:`~pptarena.label.adjudication.GOLD_ANNOTATOR`)."""
+    settled = {i: g.fields for i, g in current_gold(campaign).items()} if gold else {}
+    out = [(GOLD_ANNOTATOR, i, f or {}) for i, f in sorted(settled.items())]
+    for (annotator, item_id), v in campaign.current().items():
+        if item_id not in settled and v.fields is not None:
+            out.append((annotator, item_id, v.fields))
+    return out
+
+
+def _labels_for(campaign: Campaign, run: str, key: str, gold: bool = False) -> list[Any]:
     from pptarena.report.meta_eval import Label, to_class
 
     by_attempt: dict[tuple[str, str, int], list[int]] = {}
-    for (_, item_id), v in campaign.current().items():
+    for _, item_id, fields in human_values(campaign, gold):
         item = campaign.items[item_id]
-        if item.run == run and v.fields is not None and key in v.fields:
-            by_attempt.setdefault((item.task_id, item.agent, item.epoch), []).append(v.fields[key])
+        if item.run == run and key in fields:
+            by_attempt.setdefault((item.task_id, item.agent, item.epoch), []).append(fields[key])
     labels = []
     for (task, agent, epoch), values in sorted(by_attempt.items()):
         mean = sum(values) / len(values) / 4
@@ -61,14 +82,16 @@ def _labels_for(campaign: Campaign, run: str, key: str) -> list[Any]:
     return labels
 
 
-def _pairwise_vs_judges(campaign: Campaign, run: str, series: dict[str, Any]) -> dict[str, Any]:
+def _pairwise_vs_judges(
+    campaign: Campaign, run: str, series: dict[str, Any], gold: bool = False
+) -> dict[str, Any]:
     from pptarena.report.meta_eval import Label
     from pptarena.report.meta_kinds import within_task_order
 
     votes: dict[int, Counter[str]] = {}
-    for (_, item_id), v in campaign.current().items():
-        if campaign.items[item_id].run == run and v.fields is not None:
-            votes.setdefault(item_id, Counter())[v.fields["choice"]] += 1
+    for _, item_id, fields in human_values(campaign, gold):
+        if campaign.items[item_id].run == run:
+            votes.setdefault(item_id, Counter())[fields["choice"]] += 1
     out: dict[str, Any] = {}
     for name, values in series.items():
         total = {"items": 0, "concordant": 0, "tied": 0, "discordant": 0}
@@ -93,8 +116,11 @@ def _pairwise_vs_judges(campaign: Campaign, run: str, series: dict[str, Any]) ->
     return out
 
 
-def judge_agreement(campaign: Campaign, *, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """Per run of the campaign: human scales against the run's judge series (see the module doc)."""
+def judge_agreement(
+    campaign: Campaign, *, n_boot: int = 1000, seed: int = 0, gold: bool = False
+) -> dict[str, Any]:
+    """Per run of the campaign: human scales against the run's judge series (see the module doc;
+    ``gold``: gold labels replace their items' annotators)."""
     from pptarena.report.meta_eval import judge_series, series_agreement
     from pptarena.run.results import read_results
 
@@ -103,11 +129,11 @@ def judge_agreement(campaign: Campaign, *, n_boot: int = 1000, seed: int = 0) ->
         results = Path(run) / RESULTS
         series = judge_series(read_results(results)) if results.is_file() else {}
         if campaign.protocol == "pairwise":
-            out[run] = {"choice": _pairwise_vs_judges(campaign, run, series)}
+            out[run] = {"choice": _pairwise_vs_judges(campaign, run, series, gold)}
             continue
         block = {}
         for key, wanted in HUMAN_SERIES.items():
-            labels = _labels_for(campaign, run, key)
+            labels = _labels_for(campaign, run, key, gold)
             chosen = {n: v for n, v in series.items() if wanted(n)}
             block[key] = series_agreement(chosen, labels, "unit", n_boot=n_boot, seed=seed) if labels else {}
         out[run] = block
@@ -120,18 +146,53 @@ def progress(campaign: Campaign) -> dict[str, dict[str, int]]:
     return {a: {"queue": len(campaign.queue(a)), "labelled": done.get(a, 0)} for a in campaign.annotators}
 
 
-def campaign_stats(campaign: Campaign, *, n_boot: int = 1000, seed: int = 0) -> dict[str, Any]:
-    """Everything ``arena label stats`` prints, as JSON-ready data."""
-    return {
+def gold_agreement(campaign: Campaign) -> dict[str, Any]:
+    """How many items have a gold label, and per annotator the share of their labels of those items
+    that give the gold answer, per scale (``if``, ``vq``, ``damage``; pairwise ``choice``)."""
+    gold = current_gold(campaign)
+    keys = [k for k, _ in scale_keys(campaign.protocol)]
+    people: dict[str, Any] = {}
+    for (annotator, item_id), v in sorted(campaign.current().items()):
+        g = gold.get(item_id)
+        if g is None or v.fields is None:
+            continue
+        p = people.setdefault(annotator, {"items": 0, **{k: 0 for k in keys}})
+        p["items"] += 1
+        for k in keys:
+            p[k] += int(v.fields.get(k) == (g.fields or {}).get(k))
+    for p in people.values():
+        for k in keys:
+            p[k] = round(p[k] / p["items"], 4)
+    return {"items": len(gold), "annotators": people}
+
+
+def campaign_stats(
+    campaign: Campaign,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+    gold: bool = False,
+    min_accuracy: float = DEFAULT_MIN_ACCURACY,
+    tolerance: int = 0,
+) -> dict[str, Any]:
+    """Everything ``arena label stats`` prints, as JSON-ready data (``gold``, ``min_accuracy``,
+    ``tolerance``: see the module doc and :func:`pptarena.label.gold_items.accuracy`)."""
+    out = {
         "campaign": campaign.name,
         "protocol": campaign.protocol,
         "items": len(campaign.items),
         "overlap": round(campaign.overlap(), 4),
         "progress": progress(campaign),
         "people": people_agreement(campaign, n_boot=n_boot, seed=seed),
-        "judges": judge_agreement(campaign, n_boot=n_boot, seed=seed),
+        "judges": judge_agreement(campaign, n_boot=n_boot, seed=seed, gold=gold),
         "bootstrap": {"resamples": n_boot, "seed": seed, "level": 0.95},
     }
+    known = accuracy(campaign, min_accuracy=min_accuracy, tolerance=tolerance)
+    if known["items"]:
+        out["known_answers"] = known
+    if gold:
+        out["gold"] = gold_agreement(campaign)
+    return out
 
 
 def stats_text(stats: dict[str, Any]) -> str:
@@ -157,6 +218,22 @@ def stats_text(stats: dict[str, Any]) -> str:
             lines.append(
                 f"  Fleiss' κ = {_num(block['fleiss_kappa'])} on {block['fleiss_items']} items "
                 f"({block['fleiss_annotators']} annotators each)"
+            )
+    if "gold" in stats:
+        g = stats["gold"]
+        lines.append(f"Gold labels: {g['items']} item(s); people against judges use them where they exist")
+        for a, p in g["annotators"].items():
+            shares = ", ".join(f"{k} {_num(v)}" for k, v in p.items() if k != "items")
+            lines.append(f"  {a} agrees with gold on {p['items']} item(s): {shares}")
+    if "known_answers" in stats:
+        k = stats["known_answers"]
+        tol = f", within {k['tolerance']} level(s)" if k["tolerance"] else ""
+        lines.append(f"Known-answer items: {k['items']} (flagged below accuracy {k['min_accuracy']:g}{tol})")
+        for a, p in k["annotators"].items():
+            flag = "  FLAGGED" if p["flagged"] else ""
+            lines.append(
+                f"  {a}: {p['right']} of {p['labelled']} right, accuracy {_num(p['accuracy'])} "
+                f"({p['queued']} in the queue){flag}"
             )
     lines.append("People against judges:")
     for run, block in stats["judges"].items():
