@@ -8,6 +8,13 @@ current label of (annotator, item) is its latest version, and the whole history 
 
 Tokens are stored as SHA-256 digests only; the links holding them are printed once at creation.
 
+**Public item ids.** Items are numbered from 1 in (task, agent) order, so an item's number tells
+which agent made it. Annotators never see these numbers: pages, image URLs and the label API name
+an item by its public id (:meth:`Campaign.public_id`), a 15-digit number drawn from an HMAC-SHA256
+of the item's number under a random key of the campaign (meta ``item_key``, written at creation,
+or added when a file made before it is opened), so public ids are random per campaign and say
+nothing about the order of the items.
+
 **The file is the campaign once it is closed.** While a campaign is open, committed labels sit in
 the write-ahead log (``<file>-wal``) until SQLite checkpoints them into ``<file>``. Closing a
 campaign (:meth:`Campaign.close`, also run for every campaign still open when the process exits
@@ -20,8 +27,10 @@ from __future__ import annotations
 
 import atexit
 import hashlib
+import hmac
 import json
 import os
+import secrets
 import sqlite3
 import threading
 import time
@@ -61,6 +70,11 @@ CREATE TRIGGER IF NOT EXISTS labels_append_only_d BEFORE DELETE ON labels
 """
 
 
+#: the meta key of the campaign's secret key for public item ids (see the module doc)
+ITEM_KEY = "item_key"
+PUBLIC_ID_MIN = 10**14
+PUBLIC_ID_SPAN = 9 * 10**14  # 15 digits, below 2**53 (a JavaScript number holds it exactly)
+
 CHECKPOINT_WAIT_MS = 5000
 """How long closing a campaign waits for other connections before giving up its checkpoint."""
 
@@ -74,6 +88,25 @@ def _close_open_campaigns() -> None:
 
 
 atexit.register(_close_open_campaigns)
+
+
+def public_ids(key: str, items: list[int]) -> dict[int, int]:
+    """Each item number's public id under the campaign key ``key`` (hex): 15-digit numbers from
+    HMAC-SHA256(key, item number), all distinct (a clash, about one campaign in a billion, is
+    resolved by hashing again with a counter, in item order, so the result is deterministic)."""
+    raw = bytes.fromhex(key)
+    out: dict[int, int] = {}
+    taken: set[int] = set()
+    for item in sorted(items):
+        for attempt in range(1000):
+            msg = f"item:{item}" if attempt == 0 else f"item:{item}:{attempt}"
+            digest = hmac.new(raw, msg.encode(), hashlib.sha256).digest()
+            pid = PUBLIC_ID_MIN + int.from_bytes(digest[:8], "big") % PUBLIC_ID_SPAN
+            if pid not in taken:
+                break
+        taken.add(pid)
+        out[item] = pid
+    return out
 
 
 def token_digest(token: str) -> str:
@@ -136,8 +169,43 @@ class Campaign:
                 self.runs[rid] if rid is not None else None,
             )  # fmt: skip
         self.annotators = [n for (n,) in conn.execute("SELECT name FROM annotators ORDER BY rowid")]
+        self._public = public_ids(self._item_key(), list(self.items))
+        self._by_public = {pid: item for item, pid in self._public.items()}
         self.closed = False
         _OPEN.add(self)
+
+    def _item_key(self) -> str:
+        """The campaign's key for public item ids, added to a file made before there was one (kept
+        in memory only when the file cannot be written: public ids then change at each opening)."""
+        key = self.meta.get(ITEM_KEY)
+        if isinstance(key, str) and len(key) == 64:
+            return key
+        fresh = secrets.token_hex(32)
+        try:
+            # OR IGNORE: two processes opening an old file at once agree on the first key written
+            self._conn.execute("INSERT OR IGNORE INTO meta VALUES (?, ?)", (ITEM_KEY, json.dumps(fresh)))
+            row = self._conn.execute("SELECT value FROM meta WHERE key=?", (ITEM_KEY,)).fetchone()
+            key = json.loads(row[0]) if row else fresh
+        except sqlite3.Error:
+            key = fresh
+        self.meta[ITEM_KEY] = key
+        return str(key)
+
+    def public_id(self, item: int) -> int:
+        """The public id of item number ``item`` (what annotators see; see the module doc)."""
+        return self._public[item]
+
+    def item_for_public(self, public: object) -> int | None:
+        """The item number of a public id (an int or its decimal text); None when it names no item."""
+        if isinstance(public, bool):
+            return None
+        if isinstance(public, str):
+            if not (public.isascii() and public.isdecimal()) or len(public) > 20:
+                return None
+            public = int(public)
+        if not isinstance(public, int):
+            return None
+        return self._by_public.get(public)
 
     @classmethod
     def open(cls, path: Path) -> Campaign:
@@ -375,7 +443,13 @@ def create_campaign(
     try:
         conn.executescript(SCHEMA)
         conn.execute("BEGIN")
-        info = {**meta, "name": name, "protocol": protocol, "schema_version": SCHEMA_VERSION}
+        info = {
+            **meta,
+            "name": name,
+            "protocol": protocol,
+            "schema_version": SCHEMA_VERSION,
+            ITEM_KEY: secrets.token_hex(32),
+        }
         conn.executemany("INSERT INTO meta VALUES (?, ?)", [(k, json.dumps(v)) for k, v in info.items()])
         conn.executemany("INSERT INTO runs VALUES (?, ?)", list(enumerate(runs)))
         conn.executemany(

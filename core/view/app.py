@@ -23,7 +23,7 @@ from starlette.applications import Starlette
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Response
-from starlette.routing import Mount, Route
+from starlette.routing import Match, Mount, Route
 from starlette.staticfiles import StaticFiles
 
 from pptarena.run.rundir import RENDERS
@@ -31,8 +31,11 @@ from pptarena.view.files import file_response
 from pptarena.view.runindex import Query
 from pptarena.view.runs import RunState, find_runs, run_id
 from pptarena.view.security import (
+    ANNOTATOR_ANY_CAMPAIGN,
+    ANNOTATOR_ROUTES,
     COOKIE,
     SECURITY_HEADERS,
+    SESSION_ENDED,
     Access,
     Session,
     campaign_cookie,
@@ -620,14 +623,67 @@ class SecurityMiddleware:
         await self.app(scope, receive, send_with_headers)
 
 
+ANNOTATOR_REFUSED = "An annotator's link opens only their own queue."
+
+
+class RoleGuard:
+    """The route allow-list of annotators, for the whole app (pure ASGI, before the routes run).
+
+    A request carrying an annotator's session and no admin session
+    (:meth:`pptarena.view.security.Access.annotator_role`) is matched against the app's route table
+    like the router does; unless the route's name is in
+    :data:`pptarena.view.security.ANNOTATOR_ROUTES` (and its ``cid`` is the session's campaign, for
+    the routes of one campaign), it is answered 403 and never reaches the route. A path no route
+    matches goes on (to a 404).
+    """
+
+    def __init__(self, app: Starlette, state: ViewState):
+        self.app = app
+        self.state = state
+
+    def _route(self, scope: dict[str, Any]) -> tuple[str | None, dict[str, Any]] | None:
+        """``(route name, path params)`` of the route the router would pick (or the route that
+        matches all but the method); None when no route matches the path."""
+        partial = None
+        for route in self.app.routes:
+            match, child = route.matches(scope)
+            if match == Match.FULL:
+                return getattr(route, "name", None), dict(child.get("path_params") or {})
+            if match == Match.PARTIAL and partial is None:
+                partial = (getattr(route, "name", None), dict(child.get("path_params") or {}))
+        return partial
+
+    async def __call__(self, scope: dict[str, Any], receive: Any, send: Any) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        request = Request({**scope, "app": self.app})  # the app is set for the refusal's page
+        role = self.state.access.annotator_role(request.cookies)
+        if role is not None:
+            campaigns, stale = role
+            found = self._route(scope)
+            if found is not None:
+                name, params = found
+                allowed = name in ANNOTATOR_ROUTES and (
+                    name in ANNOTATOR_ANY_CAMPAIGN or params.get("cid") in campaigns
+                )
+                if not allowed:
+                    ended = stale and not campaigns
+                    await refusal(
+                        request, 403, SESSION_ENDED if ended else ANNOTATOR_REFUSED, session_ended=ended
+                    )(scope, receive, send)
+                    return
+        await self.app(scope, receive, send)
+
+
 def create_app(state: ViewState) -> Any:
     """The ASGI app serving ``state``."""
     from pptarena.view.labelling import routes as label_routes
 
     routes = [
         Route("/", runs_page),
-        Route("/login", login),
-        Route("/static/report.css", report_css),
+        Route("/login", login, name="login"),
+        Route("/static/report.css", report_css, name="report_css"),
         Mount("/static", StaticFiles(directory=HERE / "static"), name="static"),
         Route("/compare", compare_page),
         Route("/r/{rid}", run_page),
@@ -640,4 +696,4 @@ def create_app(state: ViewState) -> Any:
     ]
     app = Starlette(routes=routes)
     app.state.view = state
-    return SecurityMiddleware(app, state)
+    return SecurityMiddleware(RoleGuard(app, state), state)

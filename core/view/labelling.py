@@ -4,8 +4,13 @@ An item page shows what a person needs: the instruction, the changed slides of o
 prediction(s) and target, and the edits as text. In a blind campaign (the default) nothing on the
 page names an agent or shows a judge's score: slide images are served through opaque item URLs
 (``/c/<campaign>/img/<item>/<left|right>/<role>/<n>``), never through the run folder's paths, which
-hold agent names. Writes go through :meth:`pptarena.label.store.Campaign.append` (appended and synced
-before the answer), after the checks of :mod:`pptarena.view.security`.
+hold agent names. Items are named by their public ids (:meth:`pptarena.label.store.Campaign.public_id`,
+random per campaign), never by their numbers, which follow the (task, agent) order; a pairwise
+label is shown and answered in left/right terms as that annotator saw the item, and version
+numbers count that annotator's versions of the item only. Which routes an annotator's session may
+reach at all is decided before any of these run (:class:`pptarena.view.app.RoleGuard`). Writes
+go through :meth:`pptarena.label.store.Campaign.append` (appended and synced before the answer),
+after the checks of :mod:`pptarena.view.security`.
 """
 
 from __future__ import annotations
@@ -173,6 +178,46 @@ def _when(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+def _on_screen(c: CampaignState, item: Item, swapped: bool, fields: dict[str, Any] | None) -> Any:
+    """``fields`` as the annotator saw the item: a pairwise choice of the campaign's ``a``/``b`` as
+    ``left``/``right`` (the letters are never shown: A is the first agent in the campaign's order)."""
+    if not fields or c.campaign.protocol != "pairwise" or fields.get("choice") not in ("a", "b"):
+        return fields
+    side = next(screen for screen, x in _sides(c, item, swapped) if x == fields["choice"])
+    return {**fields, "choice": side}
+
+
+def _own_history(c: CampaignState, who: str, item: Item, swapped: bool) -> list[dict[str, Any]]:
+    """The annotator's versions of an item, numbered from 1 for them alone, in screen terms (an
+    undo names the version it undid by that number, never by the file's label id)."""
+    from pptarena.label.store import UNDO_NOTE
+
+    versions = c.campaign.history(who, item.id)
+    number = {v.id: k for k, v in enumerate(versions, 1)}
+    out = []
+    for k, v in enumerate(versions, 1):
+        note = v.note
+        if note.startswith(UNDO_NOTE):
+            undone = note[len(UNDO_NOTE) :]
+            n = number.get(int(undone)) if undone.isdecimal() else None
+            note = f"undo of version {n}" if n is not None else "undo"
+        fields = _on_screen(c, item, swapped, v.fields)
+        out.append(
+            {
+                "version": k,
+                "when": _when(v.created_at),
+                "text": json.dumps(fields) if fields else "(cleared)",
+                "note": note,
+            }
+        )
+    return out
+
+
+def _own_number(c: CampaignState, who: str, item: int, label_id: int) -> int:
+    """The number of version ``label_id`` among the annotator's versions of the item (from 1)."""
+    return sum(1 for v in c.campaign.history(who, item) if v.id <= label_id)
+
+
 async def label_page(request: Request) -> Response:
     """One item of the annotator's queue (``?pos=N``; the first unlabelled one by default)."""
     view = request.app.state.view
@@ -198,6 +243,7 @@ async def label_page(request: Request) -> Response:
     pos = min(max(0, pos), len(queue) - 1)
     item_id, swapped = queue[pos]
     item = campaign.items[item_id]
+    public = campaign.public_id(item_id)
     sides, instruction, problems = [], "", []
     for screen, side in _sides(c, item, swapped):
         pv, instr = await run_in_threadpool(c.side_view, item, side)
@@ -208,7 +254,7 @@ async def label_page(request: Request) -> Response:
             {
                 "title": title,
                 "short": screen if campaign.protocol == "pairwise" else "",
-                "slides": _slides(pv, f"/c/{c.id}/img/{item_id}/{screen}"),
+                "slides": _slides(pv, f"/c/{c.id}/img/{public}/{screen}"),
                 "edits": pv.prediction_edits,
             }
         )
@@ -226,14 +272,7 @@ async def label_page(request: Request) -> Response:
         current_side = (
             "tie" if choice == "tie" else next(s for s, x in _sides(c, item, swapped) if x == choice)
         )
-    history = [
-        {
-            "when": _when(v.created_at),
-            "text": json.dumps(v.fields) if v.fields else "(cleared)",
-            "note": v.note,
-        }
-        for v in campaign.history(who, item_id)
-    ]
+    history = _own_history(c, who, item, swapped)
     base = f"/c/{c.id}/label?pos="
     reveal = f"{item.agent} (epoch {item.epoch})" + (
         f" vs {item.agent_b} (epoch {item.epoch_b})" if item.agent_b else ""
@@ -245,7 +284,7 @@ async def label_page(request: Request) -> Response:
         campaign_id=c.id,
         campaign_name=campaign.name,
         annotator=who,
-        item_id=item_id,
+        item_id=public,
         protocol=campaign.protocol,
         csrf=session.csrf,
         position=pos,
@@ -272,26 +311,27 @@ async def item_image(request: Request) -> Response:
     c, who, session, stale = await _annotator(request)
     if c is None:
         return view.error(404, "No such campaign.")
+    if who is None:  # who may see images at all comes first: a refusal says nothing about the item
+        if stale:  # an annotator's open page after a restart: say so, even to a local user
+            return view.error(403, SESSION_ENDED, session_ended=True)
+        if not view.access.may_browse(session):
+            return view.error(403, "Open this campaign with the link printed for you.")
     try:
-        item_id = int(request.path_params["item"])
         n = int(request.path_params["n"])
     except ValueError:
         return view.error(404, "No such image.")
+    item_id = c.campaign.item_for_public(request.path_params["item"])  # public ids only
     screen, role = request.path_params["side"], request.path_params["role"]
-    item = c.campaign.items.get(item_id)
+    item = c.campaign.items.get(item_id) if item_id is not None else None
     if item is None or screen not in ("left", "right") or role not in ("original", "prediction", "target"):
         return view.error(404, "No such image.")
     if who is not None:
         queue = dict(c.campaign.queue(who))
-        if item_id not in queue:
-            return view.error(403, "This item is not in your queue.")
+        if item_id not in queue:  # as if there were no such item (the ids of others' items stay unknown)
+            return view.error(404, "No such image.")
         swapped = queue[item_id]
-    elif stale:  # an annotator's open page after a restart: say so, even to a local user
-        return view.error(403, SESSION_ENDED, session_ended=True)
-    elif view.access.may_browse(session):
-        swapped = False
     else:
-        return view.error(403, "Open this campaign with the link printed for you.")
+        swapped = False
     side = dict(_sides(c, item, swapped)).get(screen)
     if side is None:
         return view.error(404, "No such image.")
@@ -325,12 +365,17 @@ async def _write_checks(request: Request) -> tuple[Any, str, dict[str, Any]] | R
         return JSONResponse({"error": "label too large"}, status_code=413)
     try:
         data = json.loads(body)
-        if not isinstance(data, dict) or type(data.get("item")) is not int:
+        if not isinstance(data, dict) or type(data.get("item")) not in (int, str):
             raise ValueError("no item")
     except ValueError:
         return JSONResponse({"error": "expected a JSON object with an item"}, status_code=400)
     _ = view
-    return c, who, data
+    # the item by its public id, and only an item of this annotator's queue (the error names neither)
+    item_id = c.campaign.item_for_public(data["item"])
+    swapped = dict(c.campaign.queue(who)).get(item_id) if item_id is not None else None
+    if swapped is None:
+        return JSONResponse({"error": "this item is not in your queue"}, status_code=400)
+    return c, who, {**data, "item": item_id, "swapped": swapped}
 
 
 async def label_api(request: Request) -> Response:
@@ -341,18 +386,21 @@ async def label_api(request: Request) -> Response:
     c, who, data = got
     fields = data.get("fields")
     campaign: Campaign = c.campaign
+    item = campaign.items[data["item"]]
     if campaign.protocol == "pairwise" and isinstance(fields, dict):
-        queue = dict(campaign.queue(who))
-        item = campaign.items.get(data["item"])
-        if item is not None and data["item"] in queue and fields.get("choice") in ("left", "right"):
-            fields = {**fields, "choice": dict(_sides(c, item, queue[data["item"]]))[fields["choice"]]}
+        if fields.get("choice") in ("left", "right"):
+            fields = {**fields, "choice": dict(_sides(c, item, data["swapped"]))[fields["choice"]]}
+        elif fields.get("choice") != "tie":
+            # the campaign's own letters are not an answer from a page (they would tell A from B)
+            return JSONResponse({"error": "choice: expected left, right or tie"}, status_code=400)
     seconds = data.get("seconds")
     try:
         seconds = None if seconds is None else float(seconds)
-        v = await run_in_threadpool(campaign.append, who, data["item"], fields, seconds)
+        v = await run_in_threadpool(campaign.append, who, item.id, fields, seconds)
     except (CampaignError, TypeError, ValueError) as exc:
         return JSONResponse({"error": str(exc)}, status_code=400)
-    return JSONResponse({"version": v.id, "item": v.item})
+    number = await run_in_threadpool(_own_number, c, who, item.id, v.id)
+    return JSONResponse({"version": number, "item": campaign.public_id(item.id)})
 
 
 async def undo_api(request: Request) -> Response:
@@ -361,11 +409,19 @@ async def undo_api(request: Request) -> Response:
     if isinstance(got, Response):
         return got
     c, who, data = got
+    item = c.campaign.items[data["item"]]
     try:
-        v = await run_in_threadpool(c.campaign.undo, who, data["item"])
+        v = await run_in_threadpool(c.campaign.undo, who, item.id)
     except CampaignError as exc:
         return JSONResponse({"error": str(exc)}, status_code=400)
-    return JSONResponse({"version": v.id, "item": v.item, "fields": v.fields})
+    number = await run_in_threadpool(_own_number, c, who, item.id, v.id)
+    return JSONResponse(
+        {
+            "version": number,
+            "item": c.campaign.public_id(item.id),
+            "fields": _on_screen(c, item, data["swapped"], v.fields),
+        }
+    )
 
 
 async def campaign_page(request: Request) -> Response:
@@ -397,9 +453,9 @@ async def campaign_page(request: Request) -> Response:
 def routes() -> list[Route]:
     """The workbench's routes."""
     return [
-        Route("/c/{cid}", campaign_page),
-        Route("/c/{cid}/label", label_page),
-        Route("/c/{cid}/img/{item}/{side}/{role}/{n}", item_image),
-        Route("/c/{cid}/api/label", label_api, methods=["POST"]),
-        Route("/c/{cid}/api/undo", undo_api, methods=["POST"]),
+        Route("/c/{cid}", campaign_page, name="campaign_page"),
+        Route("/c/{cid}/label", label_page, name="label_page"),
+        Route("/c/{cid}/img/{item}/{side}/{role}/{n}", item_image, name="item_image"),
+        Route("/c/{cid}/api/label", label_api, methods=["POST"], name="label_api"),
+        Route("/c/{cid}/api/undo", undo_api, methods=["POST"], name="undo_api"),
     ]

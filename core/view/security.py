@@ -8,6 +8,11 @@
 * Each campaign has its own annotator session cookie (:func:`campaign_cookie`, path ``/c/<id>``), so
   one browser can hold sessions of several campaigns at once; a session only opens the campaign it
   was made for, whatever cookie carries it. The admin's session is the cookie :data:`COOKIE`.
+* **Blind by construction**: a request carrying an annotator's session (and no admin session) reaches
+  only the routes of :data:`ANNOTATOR_ROUTES`, and only for the campaign of that session; every
+  other route answers 403 (enforced for the whole app by :class:`pptarena.view.app.RoleGuard`,
+  keyed on the route's name, so a route added later is closed to annotators until it is listed).
+  A cookie of a campaign that names no session (the server restarted) counts as an annotator's.
 * A session the server does not know (it restarted: sessions live in memory) or that belongs to
   another campaign gets :data:`SESSION_ENDED`, which tells the person to open their link again.
 * A label write needs the annotator's session (cookie: ``HttpOnly``, ``SameSite=Strict``), the
@@ -45,6 +50,16 @@ SESSION_ENDED = (
     "Your session has ended: the server was restarted, or this browser's session does not belong "
     "to this campaign. Open the link you were given again (your saved labels are kept)."
 )
+
+
+#: the routes (by name) an annotator's session may reach: signing in, the pages' static files, their
+#: own queue, their items' images and their label writes (see the module doc)
+ANNOTATOR_ROUTES = frozenset(
+    {"login", "report_css", "static", "label_page", "item_image", "label_api", "undo_api"}
+)
+#: the routes of :data:`ANNOTATOR_ROUTES` that name no campaign (every other one must name the
+#: session's own campaign in its ``cid`` path parameter)
+ANNOTATOR_ANY_CAMPAIGN = frozenset({"login", "report_css", "static"})
 
 
 def campaign_cookie(campaign: str) -> str:
@@ -111,6 +126,27 @@ class Access:
         if session is not None and session.kind == "annotator" and session.campaign == campaign:
             return session, False
         return None, bool(sid)
+
+    def annotator_role(self, cookies: dict[str, str]) -> tuple[set[str], bool] | None:
+        """None when the request is not an annotator's: it carries a valid admin session, or no
+        annotator session and no campaign cookie at all. Else ``(campaigns, stale)``: the campaigns
+        whose annotator sessions it carries (under any cookie name), and whether a campaign cookie
+        named no session (the server restarted)."""
+        admin = self.session(cookies.get(COOKIE))
+        if admin is not None and admin.kind == "admin":
+            return None
+        campaigns: set[str] = set()
+        stale = False
+        if admin is not None and admin.kind == "annotator" and admin.campaign:
+            campaigns.add(admin.campaign)  # an annotator's session id sent under the admin's name
+        prefix = campaign_cookie("")
+        for sid in (v for k, v in cookies.items() if k.startswith(prefix)):
+            s = self.session(sid)
+            if s is not None and s.kind == "annotator" and s.campaign:
+                campaigns.add(s.campaign)
+            else:
+                stale = True
+        return (campaigns, stale) if campaigns or stale else None
 
     def is_stale(self, sid: str | None) -> bool:
         """Whether a cookie value was sent that names no session (the server restarted)."""
