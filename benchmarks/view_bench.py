@@ -99,11 +99,11 @@ def main() -> None:
         for suffix in ("", "-wal", "-shm"):
             Path(f"{campaign}{suffix}").unlink(missing_ok=True)
     items = [(0, r.task_id, r.agent, 1, None, None, None) for r in rows[:1000]]
-    create_campaign(
+    public_id = create_campaign(  # the API names items by their public ids (random per campaign)
         campaign, name="bench", protocol="absolute", runs=[str(run.resolve())], items=items,
         queues={"bench": [(i + 1, False) for i in range(len(items))]}, tokens={"bench": "bench-token"},
         meta={"blind": True, "seed": 0},
-    )  # fmt: skip
+    ).public_id  # fmt: skip
     del rows
     port = free_port()
     started = time.perf_counter()
@@ -169,7 +169,7 @@ def main() -> None:
             writes.append(
                 timed(
                     client, "POST", f"/c/{cid}/api/label",
-                    json={"item": k % 1000 + 1, "fields": {**label, "if": k % 5}, "seconds": 1.0},
+                    json={"item": public_id(k % 1000 + 1), "fields": {**label, "if": k % 5}, "seconds": 1.0},
                     headers={"X-CSRF-Token": csrf, "Origin": base},
                 )[:2]
             )  # fmt: skip

@@ -9,6 +9,7 @@ through the redactor like ``report.html`` does. Access rules: :mod:`pptarena.vie
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import os
 import re
 import threading
@@ -31,6 +32,7 @@ from pptarena.view.files import file_response
 from pptarena.view.runindex import Query
 from pptarena.view.runs import RunState, find_runs, run_id
 from pptarena.view.security import (
+    ADMIN_SESSION_ENDED,
     ANNOTATOR_ANY_CAMPAIGN,
     ANNOTATOR_ROUTES,
     COOKIE,
@@ -48,9 +50,6 @@ HERE = Path(__file__).parent
 PER_PAGE = 50
 #: the least time between two looks for new run folders and campaigns (:meth:`ViewState.rescan`)
 RESCAN_EVERY = 1.0
-ADMIN_SESSION_ENDED = (
-    "Your session has ended (the server was restarted): open the link printed when it started again."
-)
 
 
 class ViewState:
@@ -336,6 +335,17 @@ def _params(q: Query, **over: Any) -> dict[str, Any]:
     return {k: v for k, v in p.items() if v not in ("", None, 0)}
 
 
+def _clamped_query(run: Any, q: Query) -> tuple[Query, int, list[Any]]:
+    """The task table's rows for ``q``, a page past the end read as the last page (never "49951–48
+    shown"); the query as answered, the total and the rows."""
+    total, rows = run.index.query(q)
+    pages = max(1, -(-total // PER_PAGE))
+    if q.page >= pages:
+        q = dataclasses.replace(q, page=pages - 1)
+        total, rows = run.index.query(q)
+    return q, total, rows
+
+
 async def run_page(request: Request) -> Response:
     """The run: latest results, leaderboard and comparisons, and the server-side task table."""
     state: ViewState = request.app.state.view
@@ -345,7 +355,7 @@ async def run_page(request: Request) -> Response:
     run.index.refresh()
     summary, fresh = run.summary_html()
     q = parse_query(request.query_params)
-    total, rows = run.index.query(q)
+    q, total, rows = _clamped_query(run, q)
     info = run.to_json()
     info["judges_seen"] = list(run.index.judges)
     columns = [("task", "task"), ("agent", "agent"), ("status", "status"), ("epoch", "epoch")]
@@ -389,8 +399,10 @@ async def table_api(request: Request) -> Response:
         return refused
     run.index.refresh()
     q = parse_query(request.query_params)
-    total, rows = run.index.query(q)
-    return JSONResponse({"total": total, "rows": rows, "pairs": len(run.index), "seq": run.index.lines})
+    q, total, rows = _clamped_query(run, q)
+    return JSONResponse(
+        {"total": total, "page": q.page, "rows": rows, "pairs": len(run.index), "seq": run.index.lines}
+    )
 
 
 async def since_api(request: Request) -> Response:
@@ -678,6 +690,7 @@ class RoleGuard:
 
 def create_app(state: ViewState) -> Any:
     """The ASGI app serving ``state``."""
+    from pptarena.view.adjudication import routes as adjudication_routes
     from pptarena.view.labelling import routes as label_routes
 
     routes = [
@@ -693,6 +706,7 @@ def create_app(state: ViewState) -> Any:
         Route("/r/{rid}/pair", pair_page),
         Route("/r/{rid}/f/{path:path}", run_file),
         *label_routes(),
+        *adjudication_routes(),
     ]
     app = Starlette(routes=routes)
     app.state.view = state

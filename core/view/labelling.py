@@ -32,7 +32,7 @@ from starlette.routing import Route
 from pptarena.label.scales import ABSOLUTE_SCALES
 from pptarena.label.store import Campaign, CampaignError, Item
 from pptarena.view.files import file_response
-from pptarena.view.security import COOKIE, SESSION_ENDED, same_origin
+from pptarena.view.security import ADMIN_SESSION_ENDED, COOKIE, SESSION_ENDED, same_origin
 
 MAX_BODY = 64 * 1024
 SCALE_TITLES = {"if": "Instruction following", "vq": "Visual quality"}
@@ -435,8 +435,6 @@ async def campaign_page(request: Request) -> Response:
     sid = request.cookies.get(COOKIE)
     if not view.access.may_browse(view.access.session(sid)):
         if view.access.is_stale(sid):
-            from pptarena.view.app import ADMIN_SESSION_ENDED
-
             return view.error(403, ADMIN_SESSION_ENDED, session_ended=True)
         return view.error(403, "This server needs a token: open the link printed when it started.")
     stats = await run_in_threadpool(campaign_stats, c.campaign, n_boot=300)

@@ -32,6 +32,11 @@ import threading
 from dataclasses import dataclass, field
 from pathlib import Path
 
+ADMIN_SESSION_ENDED = (
+    "Your session has ended (the server was restarted): open the link printed when it started again."
+)
+"""What a stale admin session is told (pages and APIs of the view and the labelling routes)."""
+
 CSP = (
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; "
     "object-src 'none'; base-uri 'self'; frame-ancestors 'none'; form-action 'self'; connect-src 'self'"

@@ -232,7 +232,7 @@ def test_pairwise_item_page_and_sides(run, tmp_path):
         csrf = page.split('data-csrf="', 1)[1].split('"', 1)[0]
         r = c.post(
             f"/c/{cid}/api/label",
-            json={"item": item, "fields": {"choice": "left"}},
+            json={"item": campaign.public_id(item), "fields": {"choice": "left"}},
             headers={"X-CSRF-Token": csrf, "Origin": "http://127.0.0.1:8000"},
         )
         assert r.status_code == 200, r.text

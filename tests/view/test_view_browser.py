@@ -109,8 +109,9 @@ def test_open_a_run_filter_and_open_a_pair(site, browser):
 def _levels(site, page, good: tuple[str, str], bad: tuple[str, str]) -> tuple[str, str]:
     """The keys a person would press for the item shown: the test knows (from the campaign file,
     not the page) which agent made it, so the labels follow the agents' quality."""
-    item = int(page.get_attribute("body", "data-item"))
-    return good if Campaign.open(site["campaign"]).items[item].agent == "oracle" else bad
+    campaign = Campaign.open(site["campaign"])
+    item = campaign.item_for_public(page.get_attribute("body", "data-item"))  # pages give public ids
+    return good if campaign.items[item].agent == "oracle" else bad
 
 
 def _label_with_keys(page, levels: tuple[str, str], damage: str = "n") -> None:
@@ -133,7 +134,8 @@ def test_label_ten_items_with_the_keyboard_and_reload(site, browser):
             assert agent not in content, (k, agent)
         _no_script_ran(page)
         levels = _levels(site, page, ("4", "4"), ("0", str(k % 4)))
-        typed[int(page.get_attribute("body", "data-item"))] = levels
+        shown = page.get_attribute("body", "data-item")  # a public id
+        typed[Campaign.open(site["campaign"]).item_for_public(shown)] = levels
         with page.expect_navigation():
             _label_with_keys(page, levels)
     page.reload()
@@ -209,7 +211,7 @@ def test_pairwise_choices_with_the_keyboard(site, browser, tmp_path):
         expected = {}
         for k, key in enumerate(("1", "2", "0")):
             item, swapped = queue[k]
-            assert int(page.get_attribute("body", "data-item")) == item
+            assert int(page.get_attribute("body", "data-item")) == campaign.public_id(item)
             for agent in AGENTS:
                 assert agent not in page.content()
             with page.expect_navigation():

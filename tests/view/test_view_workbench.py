@@ -279,11 +279,6 @@ def test_finished_queue_says_so_and_positions_are_clamped(site, browser, tmp_pat
         assert "Item 1 of 2" in page.inner_text("#progress")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="server-side: core/view/app.py run_page computes first/last from the unclamped page "
-    "(issue 34 item 4; not the workbench's files)",
-)
 def test_task_table_paging_past_the_end_is_clamped(site, browser, tmp_path):
     page = browser.new_page()
     try:
