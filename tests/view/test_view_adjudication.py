@@ -19,7 +19,7 @@ from pptarena.label.adjudication import current_gold, gold_history  # noqa: E402
 from pptarena.label.campaign import new_campaign  # noqa: E402
 from pptarena.label.gold_items import seed_oracle_noop  # noqa: E402
 from pptarena.label.store import Campaign  # noqa: E402
-from pptarena.view import adjudication, labelling  # noqa: E402
+from pptarena.view import adjudication  # noqa: E402
 from pptarena.view.app import ViewState, create_app  # noqa: E402
 from pptarena.view.labelling import campaign_id  # noqa: E402
 from pptarena.view.security import Session, campaign_cookie  # noqa: E402
@@ -49,10 +49,8 @@ def campaign(run, tmp_path):
 
 
 @pytest.fixture
-def app_with_adjudication(monkeypatch):
-    """``create_app`` with the adjudication routes mounted (as app.py will mount them)."""
-    workbench = labelling.routes
-    monkeypatch.setattr(labelling, "routes", lambda: [*workbench(), *adjudication.routes()])
+def app_with_adjudication():
+    """``create_app`` (which mounts the adjudication routes) over the run and a campaign file."""
 
     def make(run, path, **kw):
         state = ViewState([run], render=False, campaigns=[path], **kw)
@@ -196,3 +194,12 @@ def test_known_answer_items_and_gold_labels_change_nothing_an_annotator_gets(
     admin.post(f"/c/{cid}/adjudicate", headers=ORIGIN, data=form)
     assert target in current_gold(c)
     assert pages() == before
+
+
+def test_the_campaign_page_links_to_its_adjudication_page(run, campaign, app_with_adjudication):
+    """The app mounts the page, and the campaign page links to it."""
+    path, _tokens, _target = campaign
+    _state, client = app_with_adjudication(run, path)
+    cid = campaign_id(path)
+    (link,) = re.findall(r'href="(/c/[^"]+/adjudicate)"', client.get(f"/c/{cid}").text)
+    assert link == f"/c/{cid}/adjudicate" and "Adjudicat" in client.get(link).text
