@@ -7,6 +7,16 @@ import subprocess
 from pathlib import Path
 
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
+HEADLESS_ARGS = [
+    "--headless",
+    "--no-sandbox",
+    "--disable-gpu",
+    "--no-first-run",
+    "--disable-background-networking",
+    "--disable-component-update",
+    "--disable-sync",
+]
+"""The flags every browser test launches the system Chromium with (Playwright's ``args``)."""
 
 
 def dump_dom(url: str, profile: Path, timeout: float = 120) -> str:

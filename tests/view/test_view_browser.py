@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 from pathlib import Path
 
 import pytest
@@ -22,21 +21,13 @@ sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (test e
 from pptarena.label.campaign import new_campaign  # noqa: E402
 from pptarena.label.store import Campaign  # noqa: E402
 from pptarena.view.runs import run_id  # noqa: E402
+from tests.support.chromium import CHROMIUM  # noqa: E402
+from tests.support.chromium import HEADLESS_ARGS as ARGS  # noqa: E402
 from tests.support.paths import ROOT  # noqa: E402
 from tests.support.view_fixtures import MARKERS, serve, small_run, stop  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 DOCS = os.environ.get("PPTARENA_DOCS_SCREENSHOTS") == "1"
 AGENTS = ("oracle", "noop")
 

@@ -13,7 +13,6 @@ screenshot in its ``tmp_path``.
 from __future__ import annotations
 
 import contextlib
-import shutil
 from pathlib import Path
 
 import pytest
@@ -25,20 +24,12 @@ from pptarena.label.store import Campaign  # noqa: E402
 from pptarena.render import slide_file_name  # noqa: E402
 from pptarena.run.rundir import RENDERS, RunDir  # noqa: E402
 from pptarena.view.runs import run_id  # noqa: E402
+from tests.support.chromium import CHROMIUM  # noqa: E402
+from tests.support.chromium import HEADLESS_ARGS as ARGS  # noqa: E402
 from tests.support.view_fixtures import serve, small_run, stop  # noqa: E402
 
 pytestmark = pytest.mark.slow
 
-CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
-ARGS = [
-    "--headless",
-    "--no-sandbox",
-    "--disable-gpu",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
 AGENTS = ("oracle", "noop")
 WIDTH, HEIGHT = 1600, 900  # the renders' full resolution
 
