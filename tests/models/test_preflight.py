@@ -336,4 +336,4 @@ def test_arena_run_help_documents_the_flag_and_exit_code():
     from pptarena.cli.main import cli
 
     res = CliRunner().invoke(cli, ["run", "--help"])
-    assert "--no-preflight" in res.output and "2    the preflight failed" in res.output
+    assert "--no-preflight" in res.output and "2    a config or preflight error" in res.output

@@ -262,7 +262,7 @@ def test_cli_epochs_and_max_cost_then_report(tmp_path, fake_plugins):
             "--no-report",
         ],
     )
-    assert res.exit_code == 0, res.output
+    assert res.exit_code == 5, res.output  # stopped by --max-cost before every pair ran (exit_codes)
     text = res.output + (getattr(res, "stderr", "") or "")
     assert "Budget reached: $5.0000 spent of max_cost $4.5000" in text
     rows = rows_of(out)
