@@ -476,7 +476,8 @@ class ImpressScreen:
 
         xdotool types a character missing from the keyboard map by remapping a
         spare key; sent quickly, Impress sometimes reads the key after the map
-        changed again and drops the character.
+        changed again and drops the character (seen at 120 ms on a loaded 2-core
+        machine: "—" lost once in three runs), so such a key is held 300 ms.
         """
         run = ""
         for char in text:
@@ -486,8 +487,8 @@ class ImpressScreen:
             if run:
                 self.xdo("type", "--delay", "12", "--", run, timeout=60)
                 run = ""
-            self.xdo("type", "--delay", "120", "--", char)
-            time.sleep(0.08)
+            self.xdo("type", "--delay", "300", "--", char)
+            time.sleep(0.15)
         if run:
             self.xdo("type", "--delay", "12", "--", run, timeout=60)
 
