@@ -1,8 +1,8 @@
 """Who is to blame for a deck the engine rejects: the dataset (its original) or the agent (its prediction).
 
-The runner checks the task's original deck before the agent runs (a broken original is the
-dataset's fault: ``infra_error``) and the prediction before any judge sees it, with the same
-loader the judges use (a deck the engine rejects is the agent's fault: ``agent_error``, never a
+A broken reference deck is the dataset's fault (:mod:`pptarena.run.datacheck` names it before any
+pair runs); the runner checks the prediction before any judge sees it, with the same loader the
+judges use (a deck the engine rejects is the agent's fault: ``agent_error``, never a
 ``judge_error``). Both checks apply the deck engine's size, entry and ratio limits.
 """
 
@@ -29,11 +29,3 @@ def deck_problem(path: Path | None) -> str | None:
     except (OSError, MemoryError, RecursionError) as exc:
         return f"{Path(path).name}: cannot be loaded ({type(exc).__name__}: {exc})"
     return None
-
-
-def original_problem(original: Path) -> str | None:
-    """A message blaming the dataset when its original deck does not load, else None."""
-    problem = deck_problem(original)
-    return (
-        None if problem is None else f"the dataset's original deck {original} is not a usable deck: {problem}"
-    )
