@@ -323,6 +323,25 @@ class Campaign:
                 leftover.unlink(missing_ok=True)
         return out
 
+    def change_marker(self) -> tuple[Any, ...]:
+        """A cheap marker of everything the campaign's statistics read from its file: the largest
+        id and the number of rows of the labels, the items and the annotators, and the largest id
+        of the gold labels and known-answer marks (tables written later, when they exist). Rows are
+        only ever appended, so the marker changes whenever a statistic may change; two equal
+        markers mean an unchanged store. A few index look-ups, whatever the number of labels."""
+        parts = ["(SELECT MAX(id) FROM labels)", "(SELECT COUNT(*) FROM labels)",
+                 "(SELECT MAX(id) FROM items)", "(SELECT COUNT(*) FROM annotators)"]  # fmt: skip
+        with self._lock:
+            tables = {
+                name
+                for (name,) in self._conn.execute(
+                    "SELECT name FROM sqlite_master WHERE type='table' AND name IN (?, ?)",
+                    ("gold_labels", "known_answers"),
+                )
+            }
+            parts += [f"(SELECT MAX(id) FROM {t})" for t in sorted(tables)]
+            return tuple(self._conn.execute("SELECT " + ", ".join(parts)).fetchone())
+
     def annotator_for_token(self, token: str) -> str | None:
         """The annotator whose token this is (None when no annotator has it)."""
         with self._lock:

@@ -66,6 +66,20 @@ def admin_check(request: Request) -> tuple[Any, Response | None]:
     return None, view.error(403, NEEDS_ADMIN)
 
 
+async def _admin_campaign(request: Request) -> tuple[Any, Any, Response | None]:
+    """``(admin session or None, campaign, None)`` for the admin (see :func:`admin_check`) and a
+    served campaign named by the URL; else ``(None, None, refusal)``: the 403 of anyone else, or
+    the 404 of a campaign that is not served. Both handlers of the page start with it."""
+    admin, refused = admin_check(request)
+    if refused is not None:
+        return None, None, refused
+    view = request.app.state.view
+    c = await view.find("campaigns", request.path_params.get("cid", ""))
+    if c is None:
+        return None, None, view.error(404, "No such campaign.")
+    return admin, c, None
+
+
 def _when(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
@@ -86,12 +100,9 @@ def _query(sort: str, include_agreed: bool, **extra: Any) -> str:
 async def adjudicate_page(request: Request) -> Response:
     """The disagreement list of a campaign and the gold label forms (admin only)."""
     view = request.app.state.view
-    admin, refused = admin_check(request)
+    admin, c, refused = await _admin_campaign(request)
     if refused is not None:
         return refused
-    c = await view.find("campaigns", request.path_params.get("cid", ""))
-    if c is None:
-        return view.error(404, "No such campaign.")
     sort = str(request.query_params.get("sort") or "disagreement")
     if sort not in SORT_KEYS:
         sort = "disagreement"
@@ -170,12 +181,9 @@ async def adjudicate_post(request: Request) -> Response:
     """Record (or withdraw, ``action=clear``) an item's gold label from the page's form (admin only,
     same origin, with the page's CSRF token); back to the list once it is on disk."""
     view = request.app.state.view
-    admin, refused = admin_check(request)
+    admin, c, refused = await _admin_campaign(request)
     if refused is not None:
         return refused
-    c = await view.find("campaigns", request.path_params.get("cid", ""))
-    if c is None:
-        return view.error(404, "No such campaign.")
     headers = {k.decode("latin-1"): v.decode("latin-1") for k, v in request.scope["headers"]}
     if not same_origin(headers, request.url.scheme, headers.get("host", "")):
         return view.error(403, "Cross-origin write refused.")

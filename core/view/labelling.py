@@ -37,6 +37,8 @@ from pptarena.view.security import ADMIN_SESSION_ENDED, COOKIE, SESSION_ENDED, s
 MAX_BODY = 64 * 1024
 SCALE_TITLES = {"if": "Instruction following", "vq": "Visual quality"}
 MAX_CACHED_VIEWS = 256
+CAMPAIGN_PAGE_BOOTSTRAP = 300
+"""Bootstrap resamples of the campaign page's intervals (``arena label stats`` defaults to 1000)."""
 STALE_PAGE = (
     "This page belongs to an earlier session (your link was opened again since): reload the page, "
     "or open your link again. Nothing was saved."
@@ -57,6 +59,8 @@ class CampaignState:
         self.id = campaign_id(campaign.path)
         self._views: OrderedDict[tuple[int, str], Any] = OrderedDict()
         self._lock = threading.Lock()
+        self._stats: tuple[Any, dict[str, Any], str] | None = None
+        self._stats_lock = threading.Lock()
 
     @classmethod
     def open(cls, path: Path, view: Any) -> CampaignState:
@@ -75,6 +79,36 @@ class CampaignState:
             "annotators": c.annotators,
             "path": str(c.path),
         }
+
+    def stats_marker(self) -> tuple[Any, ...]:
+        """What the campaign page's statistics depend on, cheaply: the store's change marker
+        (:meth:`pptarena.label.store.Campaign.change_marker`) and the size and modification time of
+        each campaign run's ``results.jsonl`` (the judges' scores the labels are compared with)."""
+        from pptarena.run.rundir import RESULTS
+
+        runs = []
+        for run in sorted(set(self.campaign.runs.values())):
+            try:
+                st = (Path(run) / RESULTS).stat()
+                runs.append((run, st.st_size, st.st_mtime_ns))
+            except OSError:
+                runs.append((run, None, None))
+        return (self.campaign.change_marker(), tuple(runs))
+
+    def stats(self) -> tuple[dict[str, Any], str]:
+        """The campaign page's statistics and their text (:func:`pptarena.label.stats.campaign_stats`
+        with 300 bootstrap resamples), computed again only when :meth:`stats_marker` changed since
+        the last computation; one computation at a time (a second request waits for it)."""
+        from pptarena.label import stats as label_stats
+
+        with self._stats_lock:
+            marker = self.stats_marker()
+            if self._stats is not None and self._stats[0] == marker:
+                return self._stats[1], self._stats[2]
+            got = label_stats.campaign_stats(self.campaign, n_boot=CAMPAIGN_PAGE_BOOTSTRAP)
+            text = label_stats.stats_text(got)
+            self._stats = (marker, got, text)
+            return got, text
 
     def run_state(self, run: str) -> Any:
         """The served :class:`pptarena.view.runs.RunState` of a campaign run (opened when not served)."""
@@ -425,9 +459,8 @@ async def undo_api(request: Request) -> Response:
 
 
 async def campaign_page(request: Request) -> Response:
-    """Progress and agreement of a campaign (run pages' access rules: it names agents and judges)."""
-    from pptarena.label.stats import campaign_stats, stats_text
-
+    """Progress and agreement of a campaign (run pages' access rules: it names agents and judges);
+    the statistics are cached until the labels change (:meth:`CampaignState.stats`)."""
     view = request.app.state.view
     c = await view.find("campaigns", request.path_params.get("cid", ""))
     if c is None:
@@ -437,14 +470,14 @@ async def campaign_page(request: Request) -> Response:
         if view.access.is_stale(sid):
             return view.error(403, ADMIN_SESSION_ENDED, session_ended=True)
         return view.error(403, "This server needs a token: open the link printed when it started.")
-    stats = await run_in_threadpool(campaign_stats, c.campaign, n_boot=300)
+    stats, text = await run_in_threadpool(c.stats)
     return view.page(
         "campaign.html",
         title=c.campaign.name,
         page="campaign",
         c=c.to_json(),
         stats=stats,
-        text=stats_text(stats),
+        text=text,
     )
 
 
