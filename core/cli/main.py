@@ -50,6 +50,7 @@ LAZY_COMMANDS = {
     ),
     "view": ("pptarena.cli.view", "view_command", "Browse runs live in a local web app and label them."),
     "label": ("pptarena.cli.label", "label_group", "Labelling campaigns: create, agreement, export, import."),
+    "mcp": ("pptarena.cli.mcp", "mcp_command", "Serve a deck's tools (summary, renders, parts) over MCP."),
 }
 
 

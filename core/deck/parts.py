@@ -1,5 +1,6 @@
-"""OOXML part handling for the ``xml`` branch: which parts may change, checking a
-rewritten part, and writing a package with replaced parts.
+"""OOXML part handling: which parts of a deck may change, checking a rewritten part, and writing a
+package with replaced parts (the guard of PPTPilot's ``xml`` branch and of ``arena mcp``'s
+``write_part`` tool).
 
 A rewritten part is accepted only when it is an existing editable part
 (slides, slide layouts, slide masters, themes, notes slides, charts,
@@ -84,7 +85,7 @@ class DeckParts:
     """Read access to a deck's XML parts and relationships (bounded, hardened)."""
 
     def __init__(self, path: Path):
-        from pptarena.deck import open_package
+        from .read import open_package
 
         self.path = Path(path)
         self._pkg = open_package(self.path)

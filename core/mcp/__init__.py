@@ -1,0 +1,67 @@
+"""``arena mcp``: the harness's deck tools as an MCP server on the official ``mcp`` SDK (docs/mcp.md).
+
+Public API::
+
+    from pptarena.mcp import DeckSession, ToolLimits, build_server, connect_in_memory
+
+    with DeckSession("deck.pptx", renderer=renderer) as session:
+        server = build_server(session)
+        async with connect_in_memory(server) as client:
+            await client.call_tool("deck_summary", {})
+
+:class:`DeckSession` (:mod:`.session`) holds one deck being edited: the input deck, the working
+copy every edit tool replaces atomically, the renderer, the log and the counters;
+:class:`ToolLimits` (:mod:`.limits`) its caps; :mod:`.tools` what each tool does, without the SDK;
+:mod:`.server` the SDK server (the ``mcp`` package is imported only there). Names load on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+_LAZY = {
+    "DeckSession": "session",
+    "Reply": "session",
+    "SessionCounters": "session",
+    "ToolFailure": "session",
+    "ToolLimits": "limits",
+    "TOOL_NAMES": "server",
+    "build_server": "server",
+    "connect_in_memory": "server",
+    "require_sdk": "server",
+    "serve_http": "server",
+    "serve_stdio": "server",
+}
+
+if TYPE_CHECKING:  # pragma: no cover
+    from .limits import ToolLimits
+    from .server import TOOL_NAMES, build_server, connect_in_memory, require_sdk, serve_http, serve_stdio
+    from .session import DeckSession, Reply, SessionCounters, ToolFailure
+
+__all__ = [
+    "TOOL_NAMES",
+    "DeckSession",
+    "Reply",
+    "SessionCounters",
+    "ToolFailure",
+    "ToolLimits",
+    "build_server",
+    "connect_in_memory",
+    "require_sdk",
+    "serve_http",
+    "serve_stdio",
+]
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
