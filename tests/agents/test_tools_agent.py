@@ -1,0 +1,397 @@
+"""The ``tools`` agent: the loop over MCP tools with the scripted backend, a budget stop, tool errors
+answered to the model, a broken server as an infrastructure error, the OpenAI wire path against the
+provider simulator, and demo tasks solved through the harness's deck tools in a real ``arena run``.
+
+The loop tests use a small MCP server written here with the real SDK (``MCPServer``, in-memory
+transport, and a stdio server for the broken connection); the demo tests use the harness's own
+deck server (``pptarena.mcp``).
+"""
+
+from __future__ import annotations
+
+import io
+import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from mcp.server.mcpserver import Image, MCPServer  # noqa: E402  (module level: tool annotations resolve)
+
+from pptarena.models import ToolCall, ToolResult  # noqa: E402
+from pptarena.plugins.agents.tools.agent import ToolsAgent, ToolsOptions  # noqa: E402
+from pptarena.plugins.agents.tools.conversation import OMITTED, Conversation  # noqa: E402
+from pptarena.plugins.agents.tools.schemas import read_tool_calls, tool_format_for  # noqa: E402
+from pptarena.types import AgentTask, ComponentContext, InfraError  # noqa: E402
+from tests.support.agents_fixtures import deck_texts, scripted_workspace  # noqa: E402
+
+INSTRUCTION = "Rename the agenda slide's title to 'Plan for 2025'."
+
+
+def tool_use(name: str, args: dict[str, Any], call_id: str, text: str = "") -> dict[str, Any]:
+    """A scripted answer calling one tool, in the Anthropic form (``tool_use`` content block)."""
+    return {
+        "reply": text,
+        "raw": {
+            "content": [{"type": "tool_use", "id": call_id, "name": name, "input": args}],
+            "stop_reason": "tool_use",
+        },
+    }
+
+
+def png(color: tuple[int, int, int] = (200, 30, 30)) -> bytes:
+    from PIL import Image
+
+    buf = io.BytesIO()
+    Image.new("RGB", (8, 8), color).save(buf, "PNG")
+    return buf.getvalue()
+
+
+def small_server(deck: Path) -> Any:
+    """An MCP server of four tools over ``deck``: set a slide's title, read the titles, fail, draw."""
+    server = MCPServer("test-deck")
+
+    @server.tool()
+    def titles() -> str:
+        """The title of every slide, one per line."""
+        from pptx import Presentation
+
+        prs = Presentation(str(deck))
+        return "\n".join(f"{i}: {s.shapes.title.text}" for i, s in enumerate(prs.slides, 1))
+
+    @server.tool()
+    def set_title(slide: int, text: str) -> str:
+        """Set the title of slide ``slide`` (1-based)."""
+        from pptx import Presentation
+
+        prs = Presentation(str(deck))
+        prs.slides[slide - 1].shapes.title.text = text
+        prs.save(str(deck))
+        return f"slide {slide} title set"
+
+    @server.tool()
+    def explode() -> str:
+        """Always fails."""
+        raise ValueError("the tool blew up on purpose")
+
+    @server.tool()
+    def pictures(count: int) -> list[Image]:
+        """``count`` small images."""
+        return [Image(data=png((i * 30, 0, 0)), format="png") for i in range(count)]
+
+    return server
+
+
+class SmallServerAgent(ToolsAgent):
+    """The tools agent over :func:`small_server` (the working copy is the pair's output deck)."""
+
+    @contextmanager
+    def deck_server(self, workspace):  # type: ignore[override]
+        import shutil
+
+        shutil.copyfile(workspace.input_deck, workspace.output_deck)
+        yield small_server(workspace.output_deck), lambda: {}
+
+
+def make_agent(tmp: Path, cls: type[ToolsAgent] = SmallServerAgent, **options: Any) -> ToolsAgent:
+    opts = ToolsOptions(model="scripted/tool-model", **options)
+    return cls(opts, ComponentContext(cache_dir=tmp, model=None))  # type: ignore[arg-type]
+
+
+def agent_task(ws: Any, instruction: str = INSTRUCTION) -> AgentTask:
+    return AgentTask(id="t1", instruction=instruction, original=ws.input_deck)
+
+
+def events(ws: Any, name: str) -> list[dict[str, Any]]:
+    return [e for e in ws.log.events if e["event"] == name]
+
+
+# ----------------------------------------------------------------------------- the loop
+
+
+def test_loop_edits_through_tools_then_stops_when_the_model_answers(tmp_path):
+    responses = [
+        tool_use("titles", {}, "c1"),
+        tool_use("set_title", {"slide": 2, "text": "Plan for 2025"}, "c2", text="Renaming it."),
+        "I renamed the agenda title to 'Plan for 2025'.",
+    ]
+    ws, backend = scripted_workspace(tmp_path, responses)
+    pred = make_agent(tmp_path).edit(agent_task(ws), ws)
+
+    assert pred.path == ws.output_deck
+    assert deck_texts(pred.path)[2] == "Plan for 2025"
+    assert deck_texts(ws.input_deck)[2] == "Agenda"  # the input deck is never written
+    meta = pred.metadata
+    assert meta["stop_reason"] == "done" and meta["steps"] == 3
+    assert meta["tool_calls"] == {"set_title": 1, "titles": 1} and meta["tool_errors"] == 0
+    assert meta["final_text"].startswith("I renamed")
+    assert pred.notes.startswith("done: 3 step(s), 2 tool call(s)")
+
+    # the tools went to the model in the Anthropic form (the scripted backend's), every step
+    specs = backend.requests[0].params["tools"]
+    assert {s["name"] for s in specs} == {"titles", "set_title", "explode", "pictures"}
+    assert specs[0]["input_schema"]["type"] == "object"
+    # step 2 saw the result of step 1 as a tool result answering call c1
+    second = backend.requests[1].messages
+    assert isinstance(second[-2].parts()[0], ToolCall) and second[-2].parts()[0].id == "c1"
+    result = second[-1].parts()[0]
+    assert isinstance(result, ToolResult) and result.call_id == "c1" and "2: Agenda" in result.content[0]
+    # logged: one tool_step per model call, the stop with its counts
+    steps = events(ws, "tool_step")
+    assert [s["step"] for s in steps] == [1, 2, 3]
+    assert [c["tool"] for c in steps[1]["calls"]] == ["set_title"]
+    stop = events(ws, "tools_stop")[-1]
+    assert stop["stop_reason"] == "done" and stop["tool_calls_total"] == 2
+
+
+def test_step_budget_stops_the_loop_and_keeps_the_working_copy(tmp_path):
+    responses = [
+        tool_use("set_title", {"slide": 1, "text": "First edit"}, "c1"),
+        tool_use("titles", {}, "c2"),
+        tool_use("titles", {}, "c3"),
+        "never reached",
+    ]
+    ws, backend = scripted_workspace(tmp_path, responses)
+    pred = make_agent(tmp_path, max_steps=2).edit(agent_task(ws), ws)
+
+    assert len(backend.requests) == 2
+    assert pred.metadata["stop_reason"] == "max_steps" and pred.metadata["steps"] == 2
+    assert deck_texts(pred.path)[0] == "First edit"  # the edit made before the stop is kept
+    assert pred.notes.startswith("stopped at the step budget (2 model calls), working copy kept")
+    assert events(ws, "tools_stop")[-1]["stop_reason"] == "max_steps"
+
+
+def test_token_budget_stops_the_loop(tmp_path):
+    big = {"input_tokens": 600, "output_tokens": 10}
+    responses = [
+        {**tool_use("set_title", {"slide": 1, "text": "Budget edit"}, "c1"), **big},
+        {**tool_use("titles", {}, "c2"), **big},
+        "never reached",
+    ]
+    ws, backend = scripted_workspace(tmp_path, responses)
+    pred = make_agent(tmp_path, max_tokens=1000).edit(agent_task(ws), ws)
+
+    # 610 tokens after call 1 (< 1000: go on), 1220 after call 2 (its call runs, then stop)
+    assert len(backend.requests) == 2
+    assert pred.metadata["stop_reason"] == "max_tokens"
+    assert pred.metadata["tool_calls"] == {"set_title": 1, "titles": 1}
+    assert pred.metadata["model_usage"]["input_tokens"] == 1200
+    assert deck_texts(pred.path)[0] == "Budget edit"
+    assert "token budget (1220 of 1000 tokens used)" in pred.notes
+
+
+def test_tool_errors_go_back_to_the_model_and_the_loop_goes_on(tmp_path):
+    responses = [
+        tool_use("explode", {}, "c1"),
+        tool_use("set_title", {"slide": "two"}, "c2"),  # a bad argument: the SDK's validation error
+        tool_use("format_disk", {}, "c3"),  # no such tool: refused before the server
+        {  # arguments that are not JSON (OpenAI form, as a provider may send them)
+            "reply": "",
+            "raw": {
+                "choices": [
+                    {
+                        "message": {
+                            "tool_calls": [
+                                {
+                                    "id": "c4",
+                                    "type": "function",
+                                    "function": {"name": "titles", "arguments": "{oops"},
+                                }
+                            ]
+                        }
+                    }
+                ]
+            },
+        },
+        tool_use("set_title", {"slide": 2, "text": "Recovered"}, "c5"),
+        "Done after the errors.",
+    ]
+    ws, backend = scripted_workspace(tmp_path, responses)
+    pred = make_agent(tmp_path).edit(agent_task(ws), ws)
+
+    assert pred.metadata["stop_reason"] == "done"
+    assert deck_texts(pred.path)[2] == "Recovered"
+    assert pred.metadata["tool_errors"] == 4
+    answers = [r.messages[-1].parts()[0] for r in backend.requests[1:5]]
+    assert all(isinstance(a, ToolResult) and a.is_error for a in answers)
+    texts = [a.content[0] for a in answers]
+    assert "Error executing tool explode" in texts[0]
+    assert "slide" in texts[1] and "valid integer" in texts[1]
+    assert "there is no tool 'format_disk'" in texts[2] and "set_title" in texts[2]
+    assert "not valid JSON" in texts[3]
+    problems = [c.get("problem", "") for s in events(ws, "tool_step") for c in s["calls"]]
+    assert any("format_disk" in p for p in problems) and any("not valid JSON" in p for p in problems)
+
+
+def test_images_are_capped_per_result_and_old_ones_dropped_from_the_history(tmp_path):
+    responses = [
+        tool_use("pictures", {"count": 5}, "c1"),
+        tool_use("pictures", {"count": 1}, "c2"),
+        tool_use("pictures", {"count": 1}, "c3"),
+        "Seen enough.",
+    ]
+    ws, backend = scripted_workspace(tmp_path, responses)
+    make_agent(tmp_path, max_images_per_result=2, history_images=1).edit(agent_task(ws), ws)
+
+    first = backend.requests[1].messages[-1].parts()[0]
+    assert isinstance(first, ToolResult) and len(first.images()) == 2
+    assert "3 more image(s) dropped: at most 2 per result" in first.content[0]
+    last = backend.requests[3].messages
+    results = [p for m in last if m.role == "user" for p in m.parts() if isinstance(p, ToolResult)]
+    assert [len(r.images()) for r in results] == [0, 0, 1]  # only the newest answer keeps its image
+    assert OMITTED in results[0].content
+
+
+def test_allow_list_names_must_be_deck_tools():
+    with pytest.raises(ValueError, match="unknown tool"):
+        ToolsOptions(model="scripted/m", tools=["explode"])
+    with pytest.raises(ValueError, match="offers nothing"):
+        ToolsOptions(model="scripted/m", tools=[])
+    opts = ToolsOptions(model="scripted/m", tools=["read_part", "write_part", "read_part"])
+    assert opts.tools == ["read_part", "write_part"]
+
+
+def test_without_deck_tools_the_model_is_alone_and_the_deck_unchanged(tmp_path):
+    ws, backend = scripted_workspace(tmp_path, ["I would rename the agenda title."])
+    agent = make_agent(tmp_path, cls=ToolsAgent, deck_tools=False)
+    pred = agent.edit(agent_task(ws), ws)
+
+    assert pred.path.read_bytes() == ws.input_deck.read_bytes()
+    assert "tools" not in backend.requests[0].params
+    assert "no tools" in backend.requests[0].messages[0].content
+    assert pred.metadata["steps"] == 1 and pred.metadata["tools_offered"] == []
+    assert pred.notes.startswith("no deck tools: the deck is unchanged")
+
+
+class DeadServerAgent(ToolsAgent):
+    """The tools agent over a stdio 'server' that exits at once."""
+
+    @contextmanager
+    def deck_server(self, workspace):  # type: ignore[override]
+        from mcp.client.stdio import StdioServerParameters
+
+        yield StdioServerParameters(command=sys.executable, args=["-c", "import sys; sys.exit(3)"]), dict
+
+
+CRASHING_SERVER = """
+import os
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("crashing")
+
+@server.tool()
+def crash() -> str:
+    \"\"\"The server process dies.\"\"\"
+    os._exit(1)
+
+server.run("stdio")
+"""
+
+
+class CrashingServerAgent(ToolsAgent):
+    """The tools agent over a stdio server whose one tool kills the server process."""
+
+    @contextmanager
+    def deck_server(self, workspace) -> Iterator[Any]:  # type: ignore[override]
+        from mcp.client.stdio import StdioServerParameters
+
+        script = workspace.dir / "crashing_server.py"
+        script.write_text(CRASHING_SERVER)
+        yield StdioServerParameters(command=sys.executable, args=[str(script)]), dict
+
+
+def test_a_server_that_cannot_start_is_an_infrastructure_error(tmp_path):
+    ws, backend = scripted_workspace(tmp_path, ["unused"])
+    with pytest.raises(InfraError, match="cannot connect to the MCP server"):
+        make_agent(tmp_path, cls=DeadServerAgent).edit(agent_task(ws), ws)
+    assert backend.requests == []  # the model was never called
+
+
+def test_a_server_dying_mid_loop_is_an_infrastructure_error_not_a_tool_error(tmp_path):
+    ws, backend = scripted_workspace(tmp_path, [tool_use("crash", {}, "c1"), "unused"])
+    with pytest.raises(InfraError, match="connection broke during 'crash'"):
+        make_agent(tmp_path, cls=CrashingServerAgent).edit(agent_task(ws), ws)
+    assert len(backend.requests) == 1
+
+
+# ----------------------------------------------------------------------------- wire forms
+
+
+def test_tool_calls_are_read_from_every_provider_shape():
+    from pptarena.models import Completion
+
+    anthropic = {
+        "content": [
+            {"type": "text", "text": "x"},
+            {"type": "tool_use", "id": "a", "name": "t", "input": {"k": 1}},
+        ]
+    }
+    openai = {
+        "choices": [
+            {
+                "message": {
+                    "tool_calls": [
+                        {"id": "b", "type": "function", "function": {"name": "t", "arguments": '{"k": 2}'}}
+                    ]
+                }
+            }
+        ]
+    }
+    responses = {"output": [{"type": "function_call", "call_id": "c", "name": "t", "arguments": '{"k": 3}'}]}
+    gemini = {"candidates": [{"content": {"parts": [{"function_call": {"name": "t", "args": {"k": 4}}}]}}]}
+    read = [
+        read_tool_calls(Completion(text="", model="m", raw=raw))
+        for raw in (anthropic, openai, responses, gemini)
+    ]
+    assert [(r[0].call.id, r[0].call.input["k"]) for r in read] == [
+        ("a", 1),
+        ("b", 2),
+        ("c", 3),
+        ("call_0", 4),
+    ]
+    assert all(r[0].error is None for r in read)
+    bad = read_tool_calls(
+        Completion(
+            text="",
+            model="m",
+            raw={"content": [{"type": "tool_use", "id": "d", "name": "t", "input": "[1]"}]},
+        )
+    )
+    assert bad[0].error and "JSON object" in bad[0].error
+    assert read_tool_calls(Completion(text="just text", model="m")) == []
+
+
+def test_text_conversation_carries_calls_and_results_as_text():
+    conv = Conversation("sys", "task", carries_parts=False, history_images=1)
+    call = ToolCall("c1", "read_part", {"name": "ppt/slides/slide1.xml"})
+    conv.add_reply("Reading.", [call])
+    conv.add_results([(call, ToolResult("c1", ("<p:sld/>", _image()), is_error=False))])
+    msgs = conv.messages()
+    assert not any(isinstance(p, ToolCall | ToolResult) for m in msgs for p in m.parts())
+    assert "[called tool read_part (call c1) with arguments" in msgs[2].content
+    user = msgs[3].parts()
+    assert "[result of tool read_part (call c1)]\n<p:sld/>" in user[0] and len(user) == 2
+
+
+def _image():
+    from pptarena.models import ImagePart
+
+    return ImagePart(png())
+
+
+def test_tool_format_follows_the_backend():
+    class FakeOpenAI:
+        pass
+
+    FakeOpenAI.__module__ = "pptarena.plugins.backends.openai"
+
+    class Client:
+        backend = FakeOpenAI()
+
+    assert tool_format_for(Client()) == "openai"
+    Client.backend = object()
+    assert tool_format_for(Client()) == "anthropic"
