@@ -18,7 +18,6 @@ import json
 import os
 import select
 import subprocess
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -37,6 +36,7 @@ from pptarena.run.jail_archive import (  # noqa: F401 - MAX_*, RESERVED re-expor
 from pptarena.run.records import AgentOutcome
 from pptarena.run.rundir import AGENT_STDERR
 from pptarena.run.worker import reported_outcome, timed_out_outcome, vanished_outcome
+from pptarena.run.worker_pool import WorkerPool
 from pptarena.types import AgentTask, InfraError, Status
 
 BOOT_TIMEOUT = 120.0
@@ -194,59 +194,33 @@ class JailWorker:
 
 
 class JailPool:
-    """Warm jailed workers, up to ``size`` per agent label, one pair at a time each."""
+    """Warm jailed workers, up to ``size`` per agent label, one pair at a time each (their lifecycle:
+    :class:`~pptarena.run.worker_pool.WorkerPool`, keyed by the label)."""
 
     def __init__(self, size: int, recycle_after: int = 100):
-        self.size = max(1, size)
-        self.recycle_after = max(1, recycle_after)
-        self._idle: dict[str, list[JailWorker]] = {}
-        self._busy: set[JailWorker] = set()
-        self._count: dict[str, int] = {}
-        self._cond = threading.Condition()
-        self._closed = False
-        self.spawned = 0
+        self._workers: WorkerPool[JailWorker] = WorkerPool(size, recycle_after, "jailed worker pool")
+
+    @property
+    def size(self) -> int:
+        """Most workers alive at once per agent label."""
+        return self._workers.size
+
+    @property
+    def recycle_after(self) -> int:
+        """Pairs a worker runs before it is replaced."""
+        return self._workers.recycle_after
+
+    @property
+    def spawned(self) -> int:
+        """Jails started so far."""
+        return self._workers.spawned
 
     def _checkout(self, key: str, agent: Any) -> JailWorker:
-        with self._cond:
-            while True:
-                if self._closed:
-                    raise InfraError("the jailed worker pool is closed")
-                idle = self._idle.get(key) or []
-                if idle:
-                    worker = idle.pop()
-                    self._busy.add(worker)
-                    return worker
-                if self._count.get(key, 0) < self.size:
-                    self._count[key] = self._count.get(key, 0) + 1
-                    break
-                self._cond.wait()
-        try:
+        def spawn() -> JailWorker:
             argv, env = worker_command(agent.spec, agent.options)
-            worker = JailWorker(argv, env)
-        except BaseException:
-            with self._cond:
-                self._count[key] -= 1
-                self._cond.notify_all()
-            raise
-        with self._cond:
-            self.spawned += 1
-            if self._closed:
-                worker.kill()
-                raise InfraError("the jailed worker pool is closed")
-            self._busy.add(worker)
-        return worker
+            return JailWorker(argv, env)
 
-    def _checkin(self, key: str, worker: JailWorker, healthy: bool) -> None:
-        keep = healthy and worker.pairs < self.recycle_after
-        with self._cond:
-            self._busy.discard(worker)
-            if keep and not self._closed:
-                self._idle.setdefault(key, []).append(worker)
-            else:
-                self._count[key] -= 1
-            self._cond.notify_all()
-        if not keep:
-            (worker.retire if healthy else worker.kill)()
+        return self._workers.checkout(spawn, key)
 
     def run_pair(
         self, agent: Any, task: AgentTask, ws: Any, host: BridgeHost, timeout: float, renderer: bool
@@ -304,7 +278,7 @@ class JailPool:
             with contextlib.suppress(OSError, ValueError):
                 worker.take_stderr(stderr_path)
             done = message is not None and message.get("op") == "done" and not gone
-            self._checkin(key, worker, healthy=done)
+            self._workers.checkin(worker, healthy=done)
         if gone:
             return vanished_outcome(worker.proc.returncode, stderr_path)
         if message is None:
@@ -329,26 +303,11 @@ class JailPool:
 
     def kill_all(self) -> None:
         """Stop at once: kill every jail (busy ones included)."""
-        with self._cond:
-            self._closed = True
-            workers = [w for ws in self._idle.values() for w in ws] + list(self._busy)
-            self._idle.clear()
-            self._cond.notify_all()
-        for w in workers:
-            w.kill()
+        self._workers.kill_all()
 
     def close(self) -> None:
         """Retire idle workers and kill busy ones."""
-        with self._cond:
-            self._closed = True
-            idle = [w for ws in self._idle.values() for w in ws]
-            busy = list(self._busy)
-            self._idle.clear()
-            self._cond.notify_all()
-        for w in idle:
-            w.retire()
-        for w in busy:
-            w.kill()
+        self._workers.close()
 
 
 def host_decided(outcome: AgentOutcome, host: BridgeHost) -> AgentOutcome:

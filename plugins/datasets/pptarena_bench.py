@@ -33,15 +33,14 @@ from . import fetchers
 from .common import (
     DatasetError,
     LoadedDataset,
-    check_decks_exist,
     check_unique_ids,
     entry_task,
     one_as_list,
     read_json_file,
     resolve_inside,
-    select_ids,
     slugify,
 )
+from .loader_tail import select_and_check_decks
 
 INDEX_FILE = "evaluation_pairs_refined.json"
 _CASE_NAME = re.compile(r"^\s*Case\s+(\d+)\s*:", re.IGNORECASE)
@@ -211,10 +210,14 @@ def load_pptarena_tasks(
         describe_splits(tasks, [], None, full=True)
     tasks = _filter(tasks, "category", categories, source)
     tasks = _filter(tasks, "edit_type", edit_types, source)
-    tasks = select_ids(tasks, list(ids), source=source)
-    if check_decks:
-        check_decks_exist(tasks, source=f"{source}, deck paths relative to {deck_root}", hint=DOWNLOAD_HINT)
-    return tasks
+    return select_and_check_decks(
+        tasks,
+        ids,
+        source=source,
+        check_decks=check_decks,
+        decks_source=f"{source}, deck paths relative to {deck_root}",
+        hint=DOWNLOAD_HINT,
+    )
 
 
 LEADERBOARD_CATEGORIES = ("Content", "Layout", "Styling", "Structure", "Interactivity")

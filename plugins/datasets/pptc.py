@@ -43,7 +43,8 @@ from pptarena.types import Options as BaseOptions
 from pptarena.types import Task
 
 from . import fetchers
-from .common import DatasetError, LoadedDataset, check_decks_exist, one_as_list, resolve_inside, select_ids
+from .common import DatasetError, LoadedDataset, one_as_list, resolve_inside
+from .loader_tail import select_and_check_decks
 
 SETS = {"short": "Create_new_slides", "long": "Edit_PPT_template"}
 MAX_SESSION_BYTES = 4 * 1024 * 1024
@@ -198,17 +199,16 @@ def load_pptc(
                     )
                 )
                 extra_labels[tasks[-1].id] = [e["label"] for e in entries[:-1]]
-    tasks = select_ids(tasks, list(ids), source=f"pptc dataset {root}")
-    if check_decks:
-        probe = list(tasks)
-        if mode == "session":
-            probe += [
-                Task(id=f"{t.id} (turn label)", instruction="", original=p)
-                for t in tasks
-                for p in extra_labels.get(t.id, [])
-            ]
-        check_decks_exist(probe, source=f"{root} with decks from {decks}", hint=PREPARE_HINT)
-    return tasks
+    return select_and_check_decks(
+        tasks,
+        ids,
+        source=f"pptc dataset {root}",
+        check_decks=check_decks,
+        decks_source=f"{root} with decks from {decks}",
+        hint=PREPARE_HINT,
+        extra_decks=extra_labels,
+        extra_what="turn label",
+    )
 
 
 class PptcDataset(LoadedDataset):

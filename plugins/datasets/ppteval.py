@@ -29,15 +29,14 @@ from . import fetchers
 from .common import (
     DatasetError,
     LoadedDataset,
-    check_decks_exist,
     entry_task,
     load_rubric,
     normalise_difficulty,
     one_as_list,
     read_json_file,
     resolve_inside,
-    select_ids,
 )
+from .loader_tail import select_and_check_decks
 
 REGISTRY_DIR = "task_registry"
 TASKS_FILE = "tasks.json"
@@ -179,13 +178,15 @@ def load_ppteval_tasks(
         raise DatasetError(
             f"ppteval dataset {tasks_file}: {len(problems)} problem(s):\n  " + "\n  ".join(problems)
         )
-    tasks = select_ids(tasks, list(ids), source=f"ppteval dataset {tasks_file}")
-    if not tasks:
-        raise DatasetError(f"ppteval dataset {tasks_file}: no task has difficulty {sorted(wanted)}")
-    if check_decks:
-        where = f"{tasks_file}" + (f" with decks_dir {decks}" if decks is not None else "")
-        check_decks_exist(tasks, source=where, hint=DOWNLOAD_HINT)
-    return tasks
+    return select_and_check_decks(
+        tasks,
+        ids,
+        source=f"ppteval dataset {tasks_file}",
+        empty_error=f"ppteval dataset {tasks_file}: no task has difficulty {sorted(wanted)}",
+        check_decks=check_decks,
+        decks_source=f"{tasks_file}" + (f" with decks_dir {decks}" if decks is not None else ""),
+        hint=DOWNLOAD_HINT,
+    )
 
 
 class PptEvalDataset(LoadedDataset):

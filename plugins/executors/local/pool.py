@@ -14,12 +14,12 @@ import os
 import select
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Callable
 from typing import Any
 
 from pptarena.procs import close_pipes, kill_group
+from pptarena.run import worker_pool
 from pptarena.run.records import AgentOutcome
 from pptarena.run.rundir import AGENT_STDERR
 from pptarena.run.worker import reported_outcome, timed_out_outcome, vanished_outcome, workspace_spec
@@ -110,64 +110,39 @@ class PoolWorker:
 
 
 class WorkerPool:
-    """Up to ``size`` warm workers handed out one pair at a time."""
+    """Up to ``size`` warm workers handed out one pair at a time (their lifecycle:
+    :class:`pptarena.run.worker_pool.WorkerPool`, one key)."""
 
     def __init__(
         self, size: int, recycle_after: int, boot: dict[str, Any], env: dict[str, str] | None = None
     ):
-        self.size = max(1, size)
-        self.recycle_after = max(1, recycle_after)
         self.boot = {**boot, "parent": os.getpid()}
         base = dict(os.environ if env is None else env)
         base["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         self.env = base
-        self._idle: list[PoolWorker] = []
-        self._busy: set[PoolWorker] = set()
-        self._starting = 0
-        self._cond = threading.Condition()
-        self._closed = False
-        self.spawned = 0
+        self._workers: worker_pool.WorkerPool[PoolWorker] = worker_pool.WorkerPool(size, recycle_after)
 
-    def _checkout(self) -> PoolWorker:
-        with self._cond:
-            while True:
-                if self._closed:
-                    raise InfraError("the worker pool is closed")
-                if self._idle:
-                    worker = self._idle.pop()
-                    self._busy.add(worker)
-                    return worker
-                if len(self._busy) + self._starting < self.size:
-                    self._starting += 1
-                    break
-                self._cond.wait()
-        try:
-            worker = PoolWorker(self.boot, self.env)
-        finally:
-            with self._cond:
-                self._starting -= 1
-                self._cond.notify_all()
-        with self._cond:
-            self.spawned += 1
-            if self._closed:
-                worker.kill()
-                raise InfraError("the worker pool is closed")
-            self._busy.add(worker)
-        return worker
+    @property
+    def size(self) -> int:
+        """Most workers alive at once."""
+        return self._workers.size
 
-    def _checkin(self, worker: PoolWorker, healthy: bool) -> None:
-        keep = healthy and worker.pairs < self.recycle_after
-        with self._cond:
-            self._busy.discard(worker)
-            if keep and not self._closed:
-                self._idle.append(worker)
-            self._cond.notify_all()
-        if not keep:
-            (worker.retire if healthy else worker.kill)()
+    @property
+    def recycle_after(self) -> int:
+        """Pairs a worker runs before it is replaced."""
+        return self._workers.recycle_after
+
+    @property
+    def spawned(self) -> int:
+        """Workers started so far."""
+        return self._workers.spawned
+
+    def _spawn(self) -> PoolWorker:
+        return PoolWorker(self.boot, self.env)
 
     def run(self, request: dict[str, Any], timeout: float) -> tuple[str, Any]:
         """Run one request: ``("ok", outcome)``, ``("timeout", None)`` or ``("crashed", returncode)``."""
-        worker = self._checkout()
+        worker = self._workers.checkout(self._spawn)
         try:
             outcome = worker.call(request, timeout)
         except WorkerCrashed:
@@ -176,45 +151,30 @@ class WorkerPool:
             except subprocess.TimeoutExpired:
                 code = None
             worker.kill()
-            self._checkin(worker, healthy=False)
+            self._workers.checkin(worker, healthy=False)
             return "crashed", code
         except BaseException:
             worker.kill()
-            self._checkin(worker, healthy=False)
+            self._workers.checkin(worker, healthy=False)
             raise
         if outcome is None:  # overran: end the pair and everything it started, then replace the worker
             worker.kill()
-            self._checkin(worker, healthy=False)
+            self._workers.checkin(worker, healthy=False)
             return "timeout", None
-        self._checkin(worker, healthy=True)
+        self._workers.checkin(worker, healthy=True)
         return "ok", outcome
 
     def pids(self) -> list[int]:
         """Process ids of the live workers."""
-        with self._cond:
-            return [w.pid for w in [*self._idle, *self._busy]]
+        return [w.pid for w in self._workers.workers()]
 
     def kill_all(self) -> None:
         """Stop at once: kill every worker's process group (busy ones included)."""
-        with self._cond:
-            self._closed = True
-            workers = [*self._idle, *self._busy]
-            self._idle.clear()
-            self._cond.notify_all()
-        for w in workers:
-            w.kill()
+        self._workers.kill_all()
 
     def close(self) -> None:
         """Retire idle workers and kill busy ones."""
-        with self._cond:
-            self._closed = True
-            idle, busy = list(self._idle), list(self._busy)
-            self._idle.clear()
-            self._cond.notify_all()
-        for w in idle:
-            w.retire()
-        for w in busy:
-            w.kill()
+        self._workers.close()
 
 
 def boot_of(run: Any) -> dict[str, Any]:
