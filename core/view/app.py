@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import dataclasses
+import math
 import os
 import re
 import threading
@@ -29,7 +30,8 @@ from starlette.staticfiles import StaticFiles
 
 from pptarena.run.rundir import RENDERS
 from pptarena.view.files import file_response
-from pptarena.view.runindex import Query
+from pptarena.view.human_labels import PEOPLE, PeopleColumns, campaigns_of, people_columns
+from pptarena.view.runindex import DISAGREE_GAP, Query
 from pptarena.view.runs import RunState, find_runs, run_id
 from pptarena.view.security import (
     ADMIN_SESSION_ENDED,
@@ -302,19 +304,19 @@ def parse_query(params: Any) -> Query:
     """A :class:`Query` from URL parameters (bad values ignored)."""
     sort = str(params.get("sort") or "line")
     desc = sort.startswith("-")
-    try:
-        dis = float(params["dis"]) if params.get("dis") not in (None, "") else None
-    except ValueError:
-        dis = None
+    dis = _fraction(params.get("dis"))
     try:
         page = max(0, int(params.get("page") or 0))
     except ValueError:
         page = 0
+    gap = _fraction(params.get("gap"))
     return Query(
         status=str(params.get("status") or "")[:100],
         agent=str(params.get("agent") or "")[:300],
         text=str(params.get("q") or "")[:300],
         min_disagreement=dis,
+        disagree=str(params.get("disagree") or "")[:100],
+        gap=DISAGREE_GAP if gap is None else min(1.0, max(0.0, gap)),
         sort=sort.lstrip("-")[:300] or "line",
         descending=desc,
         page=min(page, 10_000_000),
@@ -322,12 +324,25 @@ def parse_query(params: Any) -> Query:
     )
 
 
+def _fraction(value: Any) -> float | None:
+    """A URL parameter as a finite number (None when absent or not one)."""
+    if value in (None, ""):
+        return None
+    try:
+        x = float(value)
+    except ValueError:
+        return None
+    return x if math.isfinite(x) else None
+
+
 def _params(q: Query, **over: Any) -> dict[str, Any]:
     p = {
         "status": q.status,
         "agent": q.agent,
         "q": q.text,
-        "dis": "" if q.min_disagreement is None else q.min_disagreement,
+        "dis": "" if q.min_disagreement is None else f"{q.min_disagreement:g}",  # text: 0 is kept
+        "disagree": q.disagree,
+        "gap": f"{q.gap:g}" if q.disagree and q.gap != DISAGREE_GAP else "",
         "sort": ("-" if q.descending else "") + q.sort if q.sort != "line" or q.descending else "",
         "page": q.page or "",
     }
@@ -335,14 +350,29 @@ def _params(q: Query, **over: Any) -> dict[str, Any]:
     return {k: v for k, v in p.items() if v not in ("", None, 0)}
 
 
-def _clamped_query(run: Any, q: Query) -> tuple[Query, int, list[Any]]:
+async def _people(state: ViewState, run: RunState) -> PeopleColumns | None:
+    """The people columns of the run's task table (:mod:`pptarena.view.human_labels`), None when no
+    served campaign has items in the run."""
+    served = campaigns_of(run.path, state.campaigns.values())
+    if not served:
+        return None
+    return await run_in_threadpool(people_columns, run.index, run.path, served)
+
+
+def _clamped_query(run: Any, q: Query, people: PeopleColumns | None = None) -> tuple[Query, int, list[Any]]:
     """The task table's rows for ``q``, a page past the end read as the last page (never "49951–48
-    shown"); the query as answered, the total and the rows."""
-    total, rows = run.index.query(q)
+    shown"), with the people columns when given (a ``disagree`` naming no campaign shown is
+    dropped); the query as answered, the total and the rows."""
+    extra = people.arrays if people is not None else None
+    if q.disagree and (people is None or q.disagree not in people.ids):
+        q = dataclasses.replace(q, disagree="")
+    total, rows = run.index.query(q, extra)
     pages = max(1, -(-total // PER_PAGE))
     if q.page >= pages:
         q = dataclasses.replace(q, page=pages - 1)
-        total, rows = run.index.query(q)
+        total, rows = run.index.query(q, extra)
+    if people is not None:
+        people.attach(rows)
     return q, total, rows
 
 
@@ -354,12 +384,15 @@ async def run_page(request: Request) -> Response:
         return refused
     run.index.refresh()
     summary, fresh = run.summary_html()
+    people = await _people(state, run)
     q = parse_query(request.query_params)
-    q, total, rows = _clamped_query(run, q)
+    q, total, rows = _clamped_query(run, q, people)
     info = run.to_json()
     info["judges_seen"] = list(run.index.judges)
+    shown = people.campaigns if people is not None else []
     columns = [("task", "task"), ("agent", "agent"), ("status", "status"), ("epoch", "epoch")]
     columns += [(f"judge:{j}", j) for j in run.index.judges]
+    columns += [(f"{PEOPLE}{c.id}", f"people · {c.name} ({c.scale})") for c in shown]
     columns += [("disagreement", "judge disagreement"), ("duration", "duration s")]
     sort_param = ("-" if q.descending else "") + q.sort
     sort_urls = {
@@ -387,21 +420,35 @@ async def run_page(request: Request) -> Response:
         last=min(total, (q.page + 1) * PER_PAGE),
         columns=columns,
         sort_urls=sort_urls,
+        campaigns=shown,
+        default_gap=DISAGREE_GAP,
         prev_url=base + urlencode(_params(q, page=q.page - 1)) if q.page > 0 else None,
         next_url=base + urlencode(_params(q, page=q.page + 1)) if q.page + 1 < pages else None,
     )
 
 
 async def table_api(request: Request) -> Response:
-    """The task table as JSON (the live page redraws its rows from it)."""
+    """The task table as JSON (the live page redraws its rows from it): the rows of the page asked,
+    each with ``people`` per campaign shown (``campaigns``) when a served campaign has items in
+    the run, and the query as answered (``query``: the page's URL parameters)."""
+    state: ViewState = request.app.state.view
     run, refused = await _guarded_run(request, lambda: refusal(request, 404, "no such run"))
     if refused is not None:
         return refused
     run.index.refresh()
+    people = await _people(state, run)
     q = parse_query(request.query_params)
-    q, total, rows = _clamped_query(run, q)
+    q, total, rows = _clamped_query(run, q, people)
     return JSONResponse(
-        {"total": total, "page": q.page, "rows": rows, "pairs": len(run.index), "seq": run.index.lines}
+        {
+            "total": total,
+            "page": q.page,
+            "rows": rows,
+            "pairs": len(run.index),
+            "seq": run.index.lines,
+            "campaigns": [c.to_json() for c in people.campaigns] if people is not None else [],
+            "query": _params(q),
+        }
     )
 
 

@@ -11,6 +11,12 @@ the file — a pair page reads its rows back by offset. Filters and sorts run on
 from the columns when they changed, so a page of a 100,000-pair run costs milliseconds. The task
 table's rows (:meth:`RunIndex.query`, :meth:`RunIndex.since`) are plain dicts: the page's and its
 JSON API's projection of the columns (with the judges' disagreement), not result lines.
+
+Columns from elsewhere (the people's labels of :mod:`pptarena.view.human_labels`) join a query as
+``extra`` arrays, one value per position (:meth:`RunIndex.snapshot` gives the positions of attempts
+and the arrays they were computed from): the query filters and sorts on them like on its own
+columns, and each row carries their values under ``extra``. Positions never move while the file
+only grows, so arrays made at an earlier version still fit the rows they had.
 """
 
 from __future__ import annotations
@@ -29,16 +35,26 @@ from pptarena.run.records import ResultRow, parse_row
 
 READ_CHUNK = 8 * 1024 * 1024
 SORTS = ("line", "task", "agent", "status", "epoch", "duration", "disagreement")
+#: the least gap on 0-1 between a judge's score and the people's value for "judge and people
+#: disagree" (``Query.disagree``; see :mod:`pptarena.view.human_labels`)
+DISAGREE_GAP = 0.5
 
 
 @dataclass(frozen=True)
 class Query:
-    """A task-table request: filters, sort (a column of :data:`SORTS` or ``judge:<label>``), page."""
+    """A task-table request: filters, sort (a column of :data:`SORTS`, ``judge:<label>`` or an
+    ``extra`` column's name), page.
+
+    ``disagree`` keeps the pairs whose ``extra`` column ``gap:<disagree>`` (the largest gap between a
+    judge and the people of that campaign) is at least ``gap``; without that column, no pair.
+    """
 
     status: str = ""
     agent: str = ""
     text: str = ""
     min_disagreement: float | None = None
+    disagree: str = ""
+    gap: float = DISAGREE_GAP
     sort: str = "line"
     descending: bool = False
     page: int = 0
@@ -79,7 +95,9 @@ class RunIndex:
         self.inode: tuple[int, int] | None = None
         self.lines = 0
         self.problems = 0
-        self.version = 0
+        # never back to an earlier number: what was computed from the file before it was replaced
+        # (keyed on the version) must not pass for current
+        self.version = getattr(self, "version", -1) + 1
         self.tasks: list[str] = []
         self.agents: list[str] = []
         self.statuses: list[str] = []
@@ -229,6 +247,14 @@ class RunIndex:
             self._np = (self.version, arrs)
             return arrs
 
+    def snapshot(self, keys: list[tuple[str, str, int]]) -> tuple[int, np.ndarray, dict[str, np.ndarray]]:
+        """``(version, positions, arrays)`` taken together: the position of each (task, agent,
+        epoch) attempt of ``keys`` (-1 when the run has none) and the columns (:meth:`arrays`)."""
+        with self._lock:
+            arrs = self.arrays()
+            pos = np.fromiter((self._pos.get(k, -1) for k in keys), dtype=np.int64, count=len(keys))
+            return self.version, pos, arrs
+
     def _task_ranks(self) -> np.ndarray:
         if self._task_rank is None or self._task_rank[0] != len(self.tasks):
             order = sorted(range(len(self.tasks)), key=self.tasks.__getitem__)
@@ -237,12 +263,14 @@ class RunIndex:
             self._task_rank = (len(self.tasks), rank)
         return self._task_rank[1]
 
-    def query(self, q: Query) -> tuple[int, list[dict[str, Any]]]:
+    def query(self, q: Query, extra: dict[str, np.ndarray] | None = None) -> tuple[int, list[dict[str, Any]]]:
         """``(matching pairs, the page's rows)``; each row holds task, agent, status, epoch, duration,
-        the judges' scores and the disagreement."""
+        the judges' scores and the disagreement, and with ``extra`` columns (float arrays by
+        position, NaN: no value) their values under ``extra``."""
         with self._lock:
             arrs = self.arrays()
             n = len(self)
+            more = {k: _fit(v, n) for k, v in (extra or {}).items()}
             mask = np.ones(n, dtype=bool)
             if q.status:
                 mask &= arrs["s"] == self._status_ix.get(q.status, -1)
@@ -257,8 +285,15 @@ class RunIndex:
             if q.min_disagreement is not None:
                 with np.errstate(invalid="ignore"):
                     mask &= arrs["disagreement"] >= q.min_disagreement
+            if q.disagree:
+                gaps = more.get("gap:" + q.disagree)
+                if gaps is None:
+                    mask[:] = False
+                else:
+                    with np.errstate(invalid="ignore"):
+                        mask &= gaps >= q.gap
             chosen = np.flatnonzero(mask)
-            key = self._sort_key(q.sort, arrs)
+            key = more[q.sort] if q.sort in more else self._sort_key(q.sort, arrs)
             if key is not None:
                 values = key[chosen]
                 if values.dtype.kind == "f":
@@ -270,6 +305,9 @@ class RunIndex:
                 chosen = chosen[::-1]
             page = chosen[q.page * q.per_page : (q.page + 1) * q.per_page]
             rows = [self._row(int(p), arrs) for p in page]
+            if more:
+                for p, row in zip(page, rows, strict=True):
+                    row["extra"] = {k: _num(v[p]) for k, v in more.items()}
             return len(chosen), rows
 
     def _sort_key(self, sort: str, arrs: dict[str, np.ndarray]) -> np.ndarray | None:
@@ -298,17 +336,14 @@ class RunIndex:
         return None  # "line": file order
 
     def _row(self, p: int, arrs: dict[str, np.ndarray]) -> dict[str, Any]:
-        def num(x: float) -> float | None:
-            return None if math.isnan(x) else round(float(x), 4)
-
         return {
             "task_id": self.tasks[int(arrs["t"][p])],
             "agent": self.agents[int(arrs["a"][p])],
             "status": self.statuses[int(arrs["s"][p])],
             "epoch": int(arrs["e"][p]),
-            "duration_s": num(arrs["dur"][p]),
-            "scores": {j: num(arrs["judge:" + j][p]) for j in self.judges},
-            "disagreement": num(arrs["disagreement"][p]),
+            "duration_s": _num(arrs["dur"][p]),
+            "scores": {j: _num(arrs["judge:" + j][p]) for j in self.judges},
+            "disagreement": _num(arrs["disagreement"][p]),
             "seq": int(arrs["seq"][p]),
         }
 
@@ -330,6 +365,20 @@ class RunIndex:
                 "status": {name: int(s[i]) for i, name in enumerate(self.statuses)},
                 "agent": {name: int(a[i]) for i, name in enumerate(self.agents)},
             }
+
+
+def _num(x: float) -> float | None:
+    """A column's value as a row shows it: None for NaN, else rounded to 4 decimals."""
+    return None if math.isnan(x) else round(float(x), 4)
+
+
+def _fit(values: np.ndarray, n: int) -> np.ndarray:
+    """An ``extra`` column cut or padded with NaN to ``n`` positions (made at an earlier version,
+    it lacks the attempts added since)."""
+    values = np.asarray(values, dtype=np.float64)
+    if len(values) >= n:
+        return values[:n]
+    return np.concatenate([values, np.full(n - len(values), np.nan)])
 
 
 def attempt_row(index: RunIndex, task_id: str, agent: str, epoch: int = 1) -> ResultRow | None:

@@ -43,13 +43,27 @@
     var run = body.dataset.run, seq = parseInt(body.dataset.seq || '0', 10);
     var query = body.dataset.query || '';
     var wasFresh = body.dataset.summaryFresh === '1';
-    function drawTable(data) {
-      var tbody = el('task-body'); if (!tbody) return;
-      var judges = Array.prototype.slice.call(document.querySelectorAll('#task-table thead th a'))
+    // the columns after epoch, as the page's header has them (sort keys): judge:<j>, people:<campaign>
+    function headerColumns(prefix) {
+      return Array.prototype.slice.call(document.querySelectorAll('#task-table thead th a'))
         .map(function (a) { return new URL(a.href).searchParams.get('sort') || ''; })
         .map(function (s) { return s.replace(/^-/, ''); })
-        .filter(function (s) { return s.indexOf('judge:') === 0; })
-        .map(function (s) { return s.slice(6); });
+        .filter(function (s) { return s.indexOf(prefix) === 0; })
+        .map(function (s) { return s.slice(prefix.length); });
+    }
+    // a people cell: the mean (or win share) and the number of labels, as the server draws it
+    function peopleCell(h) {
+      var c = document.createElement('td'); c.className = 'people';
+      if (!h) { c.textContent = '–'; return c; }
+      c.title = h.n + ' label(s); on 0–1: ' + fmt(h.unit) + '; largest gap to a judge: ' + fmt(h.gap);
+      c.appendChild(document.createTextNode(h.mean.toFixed(2) + ' '));
+      var n = document.createElement('span'); n.className = 'muted'; n.textContent = '(' + h.n + ')';
+      c.appendChild(n);
+      return c;
+    }
+    function drawTable(data) {
+      var tbody = el('task-body'); if (!tbody) return;
+      var judges = headerColumns('judge:'), people = headerColumns('people:');
       tbody.textContent = '';
       data.rows.forEach(function (r) {
         var tr = document.createElement('tr'); tr.className = 'row-' + r.status;
@@ -57,11 +71,14 @@
         tr.appendChild(td);
         var cells = [r.agent, null, String(r.epoch)];
         judges.forEach(function (j) { cells.push(fmt(r.scores[j])); });
-        cells.push(fmt(r.disagreement)); cells.push(r.duration_s === null ? '–' : String(r.duration_s));
         cells.forEach(function (text, i) {
           var c = document.createElement('td');
           if (i === 1) c.appendChild(badge(r.status)); else c.textContent = text;
           tr.appendChild(c);
+        });
+        people.forEach(function (cid) { tr.appendChild(peopleCell((r.people || {})[cid])); });
+        [fmt(r.disagreement), r.duration_s === null ? '–' : String(r.duration_s)].forEach(function (text) {
+          var c = document.createElement('td'); c.textContent = text; tr.appendChild(c);
         });
         tbody.appendChild(tr);
       });
