@@ -41,22 +41,30 @@ def label_group() -> None:
               help="Campaign file (default RUN_DIR/campaigns/<name>.sqlite of the first run).")  # fmt: skip
 @click.option("--host", default="127.0.0.1", show_default=True, help="Host for the printed links.")
 @click.option("--port", type=int, default=8000, show_default=True, help="Port for the printed links.")
-def new_command(runs, protocol, annotators, overlap, sample, seed, blind, name, out, host, port) -> None:  # noqa: ANN001
+@click.option("--instructions", "instructions", type=click.Path(dir_okay=False), default=None,
+              help="A markdown file (at most 1 MiB) shown to each annotator before their first item; "
+                   "stored in the campaign file.")  # fmt: skip
+def new_command(
+    runs, protocol, annotators, overlap, sample, seed, blind, name, out, host, port, instructions
+) -> None:  # noqa: ANN001, E501
     """Create a campaign and print each annotator's link (shown once; only digests are stored)."""
     import sqlite3
 
     from pptarena.label.campaign import CAMPAIGNS_DIR, new_campaign, parse_annotators
+    from pptarena.label.instructions import read_instructions_file
     from pptarena.label.store import CampaignError
     from pptarena.report.fileio import ReadOnlyFolderError, writing_into
 
     where = Path(out).absolute().parent if out else Path(runs[0]).absolute() / CAMPAIGNS_DIR
     instead = "write the campaign file elsewhere with --out FILE.sqlite"
     try:
+        text = read_instructions_file(Path(instructions)) if instructions else None
         with writing_into(where, instead):
             campaign, tokens = new_campaign(
                 [Path(r).absolute() for r in runs], protocol=protocol,
                 annotators=parse_annotators(annotators), overlap=overlap, sample=sample, seed=seed,
                 blind=blind, name=name, out=Path(out).absolute() if out else None,
+                instructions=text, instructions_source=f"file {Path(instructions or '').name}",
             )  # fmt: skip
     except (CampaignError, ReadOnlyFolderError) as exc:
         raise click.ClickException(str(exc)) from exc
@@ -69,6 +77,8 @@ def new_command(runs, protocol, annotators, overlap, sample, seed, blind, name, 
         f"overlap {100 * campaign.overlap():.0f}%, {'blind' if blind else 'not blind'}"
     )
     click.echo(f"File: {campaign.path}")
+    if instructions:
+        click.echo(f"Instructions: {instructions} (shown to each annotator before their first item)")
     from pptarena.label.campaign import find_campaigns
 
     found = any(campaign.path.resolve() in [p.resolve() for p in find_campaigns(Path(r))] for r in runs)
@@ -302,3 +312,39 @@ def seed_command(
     if len(problems) > 20:
         click.echo(f"  … and {len(problems) - 20} more skipped", err=True)
     click.echo(f"marked {len(marked)} known-answer item(s); the campaign has {total}")
+
+
+@label_group.command("instructions")
+@click.argument("campaign", type=click.Path(exists=True, dir_okay=False))
+@click.argument("file", required=False, type=click.Path(dir_okay=False))
+@click.option("--clear", is_flag=True, help="Withdraw the instructions page (a new version).")
+@click.option("--by", "by", default="admin", show_default=True, help="Who changed them.")
+def instructions_command(campaign: str, file: str | None, clear: bool, by: str) -> None:
+    """Replace the campaign's instructions page with FILE (markdown, at most 1 MiB), or withdraw it
+    with --clear; with neither, print the current instructions. Each change is a new version kept in
+    the campaign file; annotators are shown the new instructions before their next item."""
+    from pptarena.label.instructions import (
+        current_instructions,
+        instructions_history,
+        read_instructions_file,
+        set_instructions,
+    )
+    from pptarena.label.store import CampaignError
+
+    if file is not None and clear:
+        raise click.UsageError("give FILE, or --clear to withdraw the instructions, not both")
+    try:
+        text = read_instructions_file(Path(file)) if file is not None else None
+        with _open(campaign) as opened:
+            if file is None and not clear:
+                ins = current_instructions(opened)
+                if ins is None:
+                    raise click.ClickException(f"campaign {opened.name} has no instructions page")
+                click.echo(ins.text, nl=not (ins.text or "").endswith("\n"))
+                return
+            set_instructions(opened, text, source=f"file {Path(file).name}" if file else "cleared", by=by)
+            versions = len(instructions_history(opened))
+    except CampaignError as exc:
+        raise click.ClickException(str(exc)) from exc
+    what = "withdrawn" if clear else f"set from {file}"
+    click.echo(f"instructions {what} (version {versions}); annotators see them before their next item")

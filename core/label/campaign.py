@@ -114,8 +114,18 @@ def new_campaign(
     blind: bool = True,
     name: str | None = None,
     out: Path | None = None,
+    instructions: str | None = None,
+    instructions_source: str = "arena label new",
 ) -> tuple[Campaign, dict[str, str]]:
-    """Create a campaign file; returns it and each annotator's token (shown once, stored hashed)."""
+    """Create a campaign file; returns it and each annotator's token (shown once, stored hashed).
+
+    ``instructions``: the markdown of the campaign's instructions page, checked before the file
+    is made and stored in it (:mod:`pptarena.label.instructions`).
+    """
+    from pptarena.label.instructions import check_text, set_instructions
+
+    if instructions is not None:
+        check_text(instructions)
     if protocol not in PROTOCOLS:
         raise CampaignError(f"protocol {protocol!r}: expected one of {', '.join(PROTOCOLS)}")
     if not 0 <= overlap <= 1:
@@ -150,6 +160,8 @@ def new_campaign(
         tokens=tokens,
         meta=meta,
     )
+    if instructions is not None:
+        set_instructions(campaign, instructions, source=instructions_source)
     return campaign, tokens
 
 

@@ -26,7 +26,7 @@ from typing import Any
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
-from starlette.responses import JSONResponse, Response
+from starlette.responses import JSONResponse, RedirectResponse, Response
 from starlette.routing import Route
 
 from pptarena.label.scales import ABSOLUTE_SCALES
@@ -61,6 +61,7 @@ class CampaignState:
         self._lock = threading.Lock()
         self._stats: tuple[Any, dict[str, Any], str] | None = None
         self._stats_lock = threading.Lock()
+        self._instructions: tuple[int, str] | None = None
 
     @classmethod
     def open(cls, path: Path, view: Any) -> CampaignState:
@@ -109,6 +110,24 @@ class CampaignState:
             text = label_stats.stats_text(got)
             self._stats = (marker, got, text)
             return got, text
+
+    def instructions(self) -> tuple[Any, str]:
+        """``(current instructions or None, their HTML)``: the campaign's instructions rendered
+        safely (:func:`pptarena.label.instructions.render_markdown`), in a blind campaign with every
+        agent and judge name blanked out first (:func:`pptarena.label.instructions.hidden_names`);
+        rendered once per version."""
+        from pptarena.label.instructions import current_instructions, hidden_names, render_markdown
+
+        ins = current_instructions(self.campaign)
+        if ins is None or ins.text is None:
+            return None, ""
+        cached = self._instructions
+        if cached is not None and cached[0] == ins.version:
+            return ins, cached[1]
+        text = _scrub(ins.text, hidden_names(self.campaign)) if self.campaign.blind else ins.text
+        html = render_markdown(text)
+        self._instructions = (ins.version, html)
+        return ins, html
 
     def run_state(self, run: str) -> Any:
         """The served :class:`pptarena.view.runs.RunState` of a campaign run (opened when not served)."""
@@ -265,6 +284,9 @@ async def label_page(request: Request) -> Response:
     campaign = c.campaign
     queue = campaign.queue(who)
     current = campaign.current(who)
+    ins, _ = await run_in_threadpool(c.instructions)
+    if ins is not None and "pos" not in request.query_params and _instructions_first(session, ins, current):
+        return RedirectResponse(f"/c/{c.id}/instructions", status_code=303)
     open_positions = [i for i, (item, _) in enumerate(queue) if (who, item) not in current]
     try:
         pos = int(request.query_params["pos"]) if "pos" in request.query_params else None
@@ -336,6 +358,51 @@ async def label_page(request: Request) -> Response:
         current=fields,
         current_side=current_side,
         history=history,
+        instructions_url=f"/c/{c.id}/instructions?pos={pos}" if ins is not None else "",
+    )
+
+
+def _instructions_first(session: Any, ins: Any, current: dict[Any, Any]) -> bool:
+    """Whether the label page opens on the instructions instead: this session was not shown their
+    current version yet, and the annotator has no label yet or none since they last changed."""
+    if session.instructions_seen == ins.version:
+        return False
+    return not current or max(v.created_at for v in current.values()) < ins.created_at
+
+
+async def instructions_page(request: Request) -> Response:
+    """The campaign's instructions (``?pos=N``: the queue position to go back to), for its
+    annotators, and for the admin / a local user (the same page an annotator sees)."""
+    view = request.app.state.view
+    c, who, session, stale = await _annotator(request)
+    if c is None:
+        return view.error(404, "No such campaign.")
+    if stale:
+        return view.error(403, SESSION_ENDED, session_ended=True)
+    if who is None and not view.access.may_browse(session):
+        return view.error(403, "Open this campaign with the link printed for you by `arena label new`.")
+    ins, body = await run_in_threadpool(c.instructions)
+    if ins is not None and who is not None:
+        session.instructions_seen = ins.version
+    try:
+        pos = max(0, int(request.query_params["pos"])) if "pos" in request.query_params else None
+    except ValueError:
+        pos = None
+    if pos is None and who is not None:  # the first unlabelled item (a position: never back here)
+        current = c.campaign.current(who)
+        queue = c.campaign.queue(who)
+        pos = next((i for i, (item, _) in enumerate(queue) if (who, item) not in current), 0)
+    start = f"/c/{c.id}/label?pos={pos}"
+    return view.page(
+        "instructions.html",
+        title=f"{c.campaign.name} · instructions",
+        page="instructions",
+        campaign_name=c.campaign.name,
+        annotator=who,
+        body=body,
+        updated=_when(ins.created_at) if ins is not None else "",
+        start_url=start if who is not None else "",
+        returning="pos" in request.query_params,
     )
 
 
@@ -471,6 +538,7 @@ async def campaign_page(request: Request) -> Response:
             return view.error(403, ADMIN_SESSION_ENDED, session_ended=True)
         return view.error(403, "This server needs a token: open the link printed when it started.")
     stats, text = await run_in_threadpool(c.stats)
+    ins, _ = await run_in_threadpool(c.instructions)
     return view.page(
         "campaign.html",
         title=c.campaign.name,
@@ -478,6 +546,7 @@ async def campaign_page(request: Request) -> Response:
         c=c.to_json(),
         stats=stats,
         text=text,
+        instructions_updated=_when(ins.created_at) if ins is not None else "",
     )
 
 
@@ -485,6 +554,7 @@ def routes() -> list[Route]:
     """The workbench's routes."""
     return [
         Route("/c/{cid}", campaign_page, name="campaign_page"),
+        Route("/c/{cid}/instructions", instructions_page, name="instructions_page"),
         Route("/c/{cid}/label", label_page, name="label_page"),
         Route("/c/{cid}/img/{item}/{side}/{role}/{n}", item_image, name="item_image"),
         Route("/c/{cid}/api/label", label_api, methods=["POST"], name="label_api"),

@@ -3,7 +3,7 @@
 * On a loopback address (the default, 127.0.0.1) the run pages are open to local users; on any
   other address every page needs a session, opened by a link holding a token: the admin token
   printed at start-up, or an annotator's token printed by ``arena label new``. An annotator's
-  session opens only their campaign's labelling pages and images.
+  session opens only their campaign's instructions, labelling pages and images.
 * The ``Host`` header must name the server (no DNS rebinding onto a loopback server).
 * Each campaign has its own annotator session cookie (:func:`campaign_cookie`, path ``/c/<id>``), so
   one browser can hold sessions of several campaigns at once; a session only opens the campaign it
@@ -58,9 +58,19 @@ SESSION_ENDED = (
 
 
 #: the routes (by name) an annotator's session may reach: signing in, the pages' static files, their
-#: own queue, their items' images and their label writes (see the module doc)
+#: campaign's instructions, their own queue, their items' images and their label writes (see the
+#: module doc)
 ANNOTATOR_ROUTES = frozenset(
-    {"login", "report_css", "static", "label_page", "item_image", "label_api", "undo_api"}
+    {
+        "login",
+        "report_css",
+        "static",
+        "instructions_page",
+        "label_page",
+        "item_image",
+        "label_api",
+        "undo_api",
+    }
 )
 #: the routes of :data:`ANNOTATOR_ROUTES` that name no campaign (every other one must name the
 #: session's own campaign in its ``cid`` path parameter)
@@ -95,6 +105,9 @@ class Session:
     csrf: str = field(default_factory=lambda: secrets.token_urlsafe(24))
     campaign: str | None = None
     annotator: str | None = None
+    #: the version of the campaign's instructions this session was shown (annotators; see
+    #: :func:`pptarena.view.labelling.label_page`)
+    instructions_seen: int | None = None
 
 
 class Access:

@@ -39,7 +39,9 @@ from tests.support.view_fixtures import make_dataset  # noqa: E402
 AGENTS = ("Zorvexa", "Quillonet", "Brakmundo", "Vetchnyra")
 JUDGE = "Plumbagor"
 #: what an annotator's session may reach, by route name; every other route must answer 403
-ANNOTATOR_ALLOWED = {"login", "report_css", "static", "label_page", "item_image", "label_api", "undo_api"}
+ANNOTATOR_ALLOWED = {
+    "login", "report_css", "static", "instructions_page", "label_page", "item_image", "label_api", "undo_api",
+}  # fmt: skip
 OFF_LOOPBACK = "http://192.0.2.10:8000"
 LOOPBACK = "http://127.0.0.1:8000"
 #: words of the judges' output that have no business in a blind page
@@ -52,6 +54,14 @@ SCORE_WORDS = (
     "verdict",
     "structural",
     "rubric",
+)
+#: the campaigns' instructions page names every agent and the judge (as a careless author might):
+#: a blind campaign must show none of them
+INSTRUCTIONS = (
+    "# How to label\n\nCompare the edited deck with the target. Ignore who made it ("
+    + ", ".join(AGENTS)
+    + f"); the {JUDGE} judge's opinion is not shown.\n\n## Worked example\n\n"
+    + f"`{AGENTS[0]}` did everything asked: instruction following 4.\n"
 )
 
 
@@ -87,7 +97,7 @@ def site(tmp_path_factory):
     for protocol in ("absolute", "pairwise"):
         campaign, tokens = new_campaign(
             [run], protocol=protocol, annotators=["ann1", "ann2"], overlap=1.0, seed=7,
-            out=tmp / f"{protocol}.sqlite",
+            out=tmp / f"{protocol}.sqlite", instructions=INSTRUCTIONS,
         )  # fmt: skip
         made[protocol] = (campaign, tokens)
     return {"run": run, "campaigns": made, "tmp": tmp}
@@ -154,7 +164,7 @@ def test_an_annotator_session_reaches_only_the_allowed_routes_of_its_campaign(si
     other_cid = campaign_id(site["campaigns"]["pairwise"][0].path)
     client, sid, cid = _login(app, base, tokens["ann1"])
     assert cid == campaign_id(campaign.path)
-    _, csrf = _csrf(client.get(f"/c/{cid}/label").text)
+    _, csrf = _csrf(client.get(f"/c/{cid}/label", params={"pos": 0}).text)
     item = campaign.public_id(campaign.queue("ann1")[0][0])
     admin = TestClient(app, base_url=base)
     if state.access.admin_token:
@@ -199,10 +209,12 @@ def test_label_pages_do_not_link_to_run_pages(site):
     app = create_app(_state(site, host="127.0.0.1"))
     for protocol in ("absolute", "pairwise"):
         client, _, cid = _login(app, LOOPBACK, site["campaigns"][protocol][1]["ann1"])
-        page = client.get(f"/c/{cid}/label").text
-        header = page.split("<header", 1)[1].split("</header>", 1)[0]
-        assert "href" not in header, header
-        assert 'href="/"' not in page and "/r/" not in page and f'href="/c/{cid}"' not in page
+        first = client.get(f"/c/{cid}/label")  # the instructions come first, then the queue
+        assert first.url.path == f"/c/{cid}/instructions", first.url
+        for page in (first.text, client.get(f"/c/{cid}/label", params={"pos": 0}).text):
+            header = page.split("<header", 1)[1].split("</header>", 1)[0]
+            assert "href" not in header, header
+            assert 'href="/"' not in page and "/r/" not in page and f'href="/c/{cid}"' not in page
 
 
 # ----------------------------------------------------------------------------------- nothing leaks
@@ -237,6 +249,11 @@ def test_nothing_an_annotator_gets_names_an_agent_a_judge_a_score_or_the_item_or
         ids = seen_ids.setdefault(who, set())
         for asset in ("/static/view.js", "/static/view.css", "/static/report.css"):
             keep(asset, client.get(asset))
+        first = keep("first page", client.get(f"/c/{cid}/label", follow_redirects=False))
+        assert first.status_code == 303 and first.headers["location"] == f"/c/{cid}/instructions"
+        shown = keep("instructions", client.get(f"/c/{cid}/instructions")).text
+        assert "Worked example" in shown and "[hidden]" in shown, shown[:2000]
+        keep("instructions again", client.get(f"/c/{cid}/instructions", params={"pos": 1}))
         queue = campaign.queue(who)
         for pos in range(len(queue)):
             page = keep(f"{who} page {pos}", client.get(f"/c/{cid}/label", params={"pos": pos})).text
