@@ -10,6 +10,7 @@ deck server (``pptarena.mcp``).
 from __future__ import annotations
 
 import io
+import json
 import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -22,6 +23,7 @@ pytest.importorskip("mcp")
 
 from mcp.server.mcpserver import Image, MCPServer  # noqa: E402  (module level: tool annotations resolve)
 
+from pptarena.mcp import TOOL_NAMES  # noqa: E402
 from pptarena.models import ToolCall, ToolResult  # noqa: E402
 from pptarena.plugins.agents.tools.agent import ToolsAgent, ToolsOptions  # noqa: E402
 from pptarena.plugins.agents.tools.conversation import OMITTED, Conversation  # noqa: E402
@@ -395,3 +397,173 @@ def test_tool_format_follows_the_backend():
     assert tool_format_for(Client()) == "openai"
     Client.backend = object()
     assert tool_format_for(Client()) == "anthropic"
+
+
+# ----------------------------------------------------------------------------- the harness's deck server
+
+SLIDE2 = "ppt/slides/slide2.xml"
+
+
+@pytest.fixture(scope="module")
+def demo_tasks(tmp_path_factory) -> dict[str, Any]:
+    from pptarena.run.registry import get_registry
+
+    try:
+        get_registry().get("datasets", "demo")
+    except LookupError:
+        pytest.skip("the demo dataset is not available")
+    ctx = ComponentContext(cache_dir=tmp_path_factory.mktemp("demo-cache"), model=None)  # type: ignore[arg-type]
+    return {t.id: t for t in get_registry().create("datasets", "demo", {}, ctx).tasks()}
+
+
+def fixed_slide2(deck: Path) -> str:
+    import zipfile
+
+    with zipfile.ZipFile(deck) as z:
+        xml = z.read(SLIDE2).decode("utf-8")
+    fixed = xml.replace("Quartely", "Quarterly").replace("performence", "performance")
+    assert fixed != xml
+    return fixed
+
+
+def typo_script(deck: Path) -> list[dict[str, Any] | str]:
+    """Read slide 2, write it back fixed, check the diff, say done."""
+    return [
+        tool_use("read_part", {"name": SLIDE2}, "c1", text="Let me read the agenda slide."),
+        tool_use("write_part", {"name": SLIDE2, "xml": fixed_slide2(deck)}, "c2"),
+        tool_use("deck_diff", {}, "c3"),
+        "Fixed 'Quartely' and 'performence' on slide 2.",
+    ]
+
+
+def test_demo_typos_fixed_through_the_deck_tools(tmp_path, demo_tasks):
+    from pptarena.deck import diff_decks
+
+    task = demo_tasks["qbr-fix-typos"]
+    ws, backend = scripted_workspace(tmp_path, typo_script(task.original), deck=task.original)
+    pred = make_agent(tmp_path, cls=ToolsAgent).edit(agent_task(ws, task.instruction), ws)
+
+    edits = diff_decks(task.original, pred.path).edits
+    assert {e["slide"] for e in edits} == {2} and len(edits) == 2, json.dumps(edits)[:500]
+    assert "Quarterly results at a glance" in deck_texts(pred.path)
+    meta = pred.metadata
+    assert meta["stop_reason"] == "done" and meta["tool_errors"] == 0
+    assert meta["tools_offered"] == list(TOOL_NAMES)
+    assert meta["server"]["calls"] == {"read_part": 1, "write_part": 1, "deck_diff": 1}
+    assert meta["server"]["edits"] == 1
+    # the model saw the part's XML and then the diff of its edit
+    read_answer = backend.requests[1].messages[-1].parts()[0]
+    assert "Quartely" in read_answer.content[0]
+    diff_answer = backend.requests[3].messages[-1].parts()[0]
+    assert '"edit_count":2' in diff_answer.content[0]
+    # the server logged every tool call to the pair's log
+    assert [e["tool"] for e in events(ws, "tool_call")] == ["read_part", "write_part", "deck_diff"]
+
+
+def test_allow_list_narrows_the_deck_tools(tmp_path, demo_tasks):
+    task = demo_tasks["qbr-fix-typos"]
+    responses = [tool_use("run_python", {"code": "print(1)"}, "c1"), "I cannot run programs here."]
+    ws, backend = scripted_workspace(tmp_path, responses, deck=task.original)
+    pred = make_agent(tmp_path, cls=ToolsAgent, tools=["read_part", "write_part"]).edit(
+        agent_task(ws, task.instruction), ws
+    )
+    assert [s["name"] for s in backend.requests[0].params["tools"]] == ["read_part", "write_part"]
+    refused = backend.requests[1].messages[-1].parts()[0]
+    assert refused.is_error and "there is no tool 'run_python'" in refused.content[0]
+    assert events(ws, "tool_call") == []  # never reached the server
+    assert pred.path.read_bytes() == Path(task.original).read_bytes()
+
+
+def test_a_failed_edit_is_answered_to_the_model_and_changes_nothing(tmp_path, demo_tasks):
+    task = demo_tasks["qbr-fix-typos"]
+    responses = [
+        tool_use("write_part", {"name": SLIDE2, "xml": "<p:sld>not closed"}, "c1"),
+        tool_use("read_part", {"name": "../../etc/passwd"}, "c2"),
+        "Giving up.",
+    ]
+    ws, backend = scripted_workspace(tmp_path, responses, deck=task.original)
+    pred = make_agent(tmp_path, cls=ToolsAgent).edit(agent_task(ws, task.instruction), ws)
+    answers = [r.messages[-1].parts()[0] for r in backend.requests[1:3]]
+    assert all(a.is_error for a in answers)
+    assert pred.metadata["tool_errors"] == 2 and pred.metadata["stop_reason"] == "done"
+    assert deck_texts(pred.path) == deck_texts(task.original)
+
+
+# ----------------------------------------------------------------------------- provider simulator
+
+
+def sim_rules(deck: Path) -> list[Any]:
+    from pptarena.models.sim import Rule
+
+    return [
+        Rule(match="Fix the spelling", tool_call={"name": "read_part", "arguments": {"name": SLIDE2}}),
+        Rule(
+            match="Quartely",
+            tool_call={"name": "write_part", "arguments": {"name": SLIDE2, "xml": fixed_slide2(deck)}},
+        ),
+        Rule(match=r"replaced \(", reply="Both typos on slide 2 are fixed."),
+    ]
+
+
+def sim_workspace(tmp: Path, backend_name: str, backend: Any, deck: Path):
+    from pptarena.models import ModelHub
+    from pptarena.types import AgentLog, Workspace
+
+    task_dir = tmp / "task"
+    (task_dir / "input").mkdir(parents=True)
+    input_deck = task_dir / "input" / "deck.pptx"
+    input_deck.write_bytes(deck.read_bytes())
+    hub = ModelHub({backend_name: backend})
+    return Workspace(
+        dir=task_dir,
+        input_deck=input_deck,
+        output_deck=task_dir / "prediction.pptx",
+        renderer=None,
+        model=hub.factory(),
+        log=AgentLog(task_dir / "agent.log.jsonl"),
+        timeout=300,
+    )
+
+
+@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+def test_demo_typos_fixed_over_the_provider_simulator(tmp_path, demo_tasks, provider):
+    pytest.importorskip(provider)
+    from pptarena.deck import diff_decks
+    from pptarena.models.sim import ProviderSim, SimConfig
+
+    task = demo_tasks["qbr-fix-typos"]
+    with ProviderSim(SimConfig(rules=tuple(sim_rules(task.original)))) as sim:
+        ctx = ComponentContext(cache_dir=tmp_path, model=None)  # type: ignore[arg-type]
+        if provider == "openai":
+            from pptarena.plugins.backends.openai import OpenAIBackend, OpenAIOptions
+
+            backend = OpenAIBackend(OpenAIOptions(base_url=sim.openai_base_url, api_key="sk-sim"), ctx)
+        else:
+            from pptarena.plugins.backends.anthropic import AnthropicBackend, AnthropicOptions
+
+            backend = AnthropicBackend(
+                AnthropicOptions(base_url=sim.anthropic_base_url, api_key="sk-sim"), ctx
+            )
+        ws = sim_workspace(tmp_path, provider, backend, Path(task.original))
+        agent = ToolsAgent(ToolsOptions(model=f"{provider}/sim-model"), ctx)
+        pred = agent.edit(agent_task(ws, task.instruction), ws)
+        bodies = [r.body for r in sim.requests]
+
+    edits = diff_decks(task.original, pred.path).edits
+    assert {e["slide"] for e in edits} == {2} and len(edits) == 2
+    assert pred.metadata["stop_reason"] == "done" and pred.metadata["steps"] == 3
+    assert pred.metadata["tool_calls"] == {"read_part": 1, "write_part": 1}
+    assert pred.metadata["tool_format"] == provider
+    assert len(bodies) == 3
+    if provider == "openai":  # chat completions: function tools; calls and results carried as text
+        assert bodies[0]["tools"][0]["type"] == "function"
+        assert {t["function"]["name"] for t in bodies[0]["tools"]} == set(TOOL_NAMES)
+        last = bodies[2]["messages"]
+        assert "[called tool write_part" in last[-2]["content"]
+        assert "[result of tool write_part" in str(last[-1]["content"])
+    else:  # the Messages API: tool_use blocks answered by tool_result blocks
+        assert {t["name"] for t in bodies[0]["tools"]} == set(TOOL_NAMES)
+        last = bodies[2]["messages"]
+        assert last[-2]["content"][-1]["type"] == "tool_use"
+        assert last[-1]["content"][0]["type"] == "tool_result"
+        assert last[-1]["content"][0]["tool_use_id"] == last[-2]["content"][-1]["id"]

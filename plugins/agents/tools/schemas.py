@@ -21,20 +21,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
+from pptarena.mcp.server import TOOL_NAMES
 from pptarena.models import Completion, ToolCall
 
 ToolFormat = Literal["openai", "anthropic", "google"]
 
-DECK_TOOL_NAMES = (
-    "deck_summary",
-    "deck_diff",
-    "render_slides",
-    "validate",
-    "list_parts",
-    "read_part",
-    "write_part",
-    "run_python",
-)
+DECK_TOOL_NAMES = TOOL_NAMES
 """The tools of the harness's deck server (:mod:`pptarena.mcp`), the names an allow-list may hold."""
 
 MAX_ARGUMENT_CHARS = 4_000_000
