@@ -22,6 +22,7 @@ from pptarena.run.results import read_results  # noqa: E402
 from pptarena.view import human_labels  # noqa: E402
 from pptarena.view.app import ViewState, create_app  # noqa: E402
 from pptarena.view.labelling import campaign_id  # noqa: E402
+from pptarena.view.runs import run_id  # noqa: E402
 from pptarena.view.security import COOKIE, campaign_cookie  # noqa: E402
 from tests.support.view_fixtures import small_run  # noqa: E402
 
@@ -349,3 +350,53 @@ def test_pairwise_items_across_two_runs_count_for_the_side_in_each_run(run, tmp_
     assert human_labels.campaign_runs(state.campaigns[cid].campaign) == {
         str(run.resolve()), str(other.resolve())
     }  # fmt: skip
+
+
+@pytest.mark.slow
+def test_in_a_browser_the_column_the_filter_and_the_live_redraw(run, tmp_path, browser, failure_shots):
+    """The system Chromium on a served copy of the run with a campaign in its ``campaigns/`` folder:
+    the people cells, the filter chosen in the form, and a retried result line redrawing the
+    filtered table live with its people cells in place."""
+    from tests.support.view_fixtures import serve, stop
+
+    live = shutil.copytree(run, tmp_path / "live")
+    path, _ = _absolute([live], live / "campaigns" / "if.sqlite")
+    proc, url, _ = serve([live])
+    try:
+        page = browser.new_page()
+        failure_shots.append(("run", page))
+        rid = run_id(live)
+        page.goto(f"{url}/r/{rid}")
+
+        def cells():
+            return {
+                tuple(row[:2]): row[5]
+                for row in page.eval_on_selector_all(
+                    "#task-body tr", "rows => rows.map(r => [...r.cells].map(c => c.innerText))"
+                )
+            }
+
+        header = page.eval_on_selector_all("#task-table thead th", "ths => ths.map(t => t.innerText)")
+        assert header[5].startswith("people · absolute-") and len(header) == 8
+        assert cells()[("task-1", "oracle")] == "2.00 (2)" and cells()[("task-2", "noop")] == "–"
+        page.select_option("select[name=disagree]", campaign_id(path))
+        page.click("#filters button[type=submit]")
+        page.wait_for_url(f"**disagree={campaign_id(path)}**")
+        assert set(cells()) == {("task-1", "oracle"), ("task-2", "oracle"), ("task-1", "noop")}
+        results = live / "results.jsonl"
+        row = next(
+            json.loads(x) for x in results.read_text().splitlines() if '"task-0"' in x and '"oracle"' in x
+        )
+        row["scores"][JUDGE]["score"] = 0.0
+        with results.open("a") as fh:
+            fh.write(json.dumps(row) + "\n")
+        page.wait_for_function("() => document.querySelectorAll('#task-body tr').length === 4", timeout=5000)
+        drawn = page.eval_on_selector_all(
+            "#task-body tr", "rows => rows.map(r => [...r.cells].map(c => c.innerText))"
+        )
+        assert all(len(r) == len(header) for r in drawn)
+        assert {tuple(r[:2]): (r[4], r[5]) for r in drawn}[("task-0", "oracle")] == ("0.000", "4.00 (2)")
+        page.screenshot(path=str(tmp_path / "people-column.png"), full_page=True)
+        page.close()
+    finally:
+        stop(proc)
