@@ -11,12 +11,24 @@ import json
 import threading
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from .models import ModelClient
-from .types import InfraError, PptArenaError, Prediction, Renderer, SlideImage, Task
+from .errors import InfraError, PptArenaError
+
+if TYPE_CHECKING:
+    from .models import ModelClient
+    from .types import Prediction, Renderer, SlideImage, Task
 
 ROLES = ("original", "prediction", "target")
+
+RENDERS = "renders"
+"""The folder of a pair's slide renders, one sub-folder per role (:meth:`Evidence.renders`)."""
+JUDGES = "judges"
+"""The folder of a pair's judge evidence, one sub-folder per judge label (:meth:`Evidence.judge_dir`).
+
+Both are names of the run folder's layout (:mod:`pptarena.run.rundir` lists them with the rest);
+they are defined here, in the plugin contract, because judges write there and the contract imports
+nothing from the run stage."""
 
 
 class Evidence:
@@ -107,7 +119,7 @@ class Evidence:
             raise ValueError(
                 f"judge evidence needs the judge's own label (self.context.label), got {label!r}"
             )
-        return ensure_dir(self.task_dir / "judges" / label, self.task_dir)
+        return ensure_dir(self.task_dir / JUDGES / label, self.task_dir)
 
     def write_json(self, label: str, name: str, data: Any) -> Path:
         """Write the JSON evidence file ``judges/<label>/<name>``; returns its path.
@@ -172,7 +184,7 @@ class Evidence:
 
             deck = self._require(role)
             try:  # a renders folder the agent planted as a link is refused, never rendered into
-                out = ensure_dir(self.task_dir / "renders" / role, self.task_dir)
+                out = ensure_dir(self.task_dir / RENDERS / role, self.task_dir)
                 return self.renderer().render(deck, out)
             except InfraError:
                 raise

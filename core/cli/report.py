@@ -333,6 +333,7 @@ def meta_eval_command(
     from pptarena.report.meta_eval import meta_eval
     from pptarena.report.tables import print_tables
     from pptarena.run.config import ConfigError
+    from pptarena.run.rundir import RunDir
     from pptarena.types import PptArenaError
 
     if labels_path is None and not repeat:
@@ -344,7 +345,7 @@ def meta_eval_command(
         else "write the report elsewhere with --out FILE.json"
     )
     try:
-        with writing_into(out_path.parent if out_path and not repeat else run_dir / "meta-eval", instead):
+        with writing_into(out_path.parent if out_path and not repeat else RunDir(run_dir).meta_eval, instead):
             report = meta_eval(
                 run_dir,
                 labels_path=labels_path,

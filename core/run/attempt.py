@@ -39,17 +39,27 @@ from pptarena.run.config import ComponentConfig
 from pptarena.run.judging import judge_prediction
 from pptarena.run.launchers import InProcessLauncher, JailLauncher, Launcher, WorkerLauncher
 from pptarena.run.records import MAX_REPORTED_COUNT, AgentOutcome, JudgeOutcome, ResultRow, reported_usage
-from pptarena.run.references import FOLDER as REFERENCES
 from pptarena.run.references import normalized_references, normalizer_of
 from pptarena.run.results import write_json_atomic
-from pptarena.run.rundir import AGENT_ERROR, AGENT_LOG, INPUT, VERDICTS, RunDir, prediction_name, safe_name
+from pptarena.run.rundir import (
+    AGENT_ERROR,
+    AGENT_LOG,
+    INPUT,
+    JUDGES,
+    REFERENCES,
+    RENDERS,
+    VERDICTS,
+    RunDir,
+    prediction_name,
+    safe_name,
+)
 from pptarena.run.runlock import AttemptLedger
 from pptarena.run.sessions import is_session, run_session
 from pptarena.run.trust import agent_code, agent_process, row_isolation
 from pptarena.safeio import regular_file, remove_entry, write_replacing
 from pptarena.types import AgentLog, InfraError, Prediction, Status, Task, Workspace
 
-AFTER_AGENT = (VERDICTS, "judges", "renders", REFERENCES)
+AFTER_AGENT = (VERDICTS, JUDGES, RENDERS, REFERENCES)
 """Names of a pair's folder the harness writes after the agent ended (judges' evidence, re-saved
 reference decks, verdicts): whatever the agent side left there is removed before, never trusted."""
 

@@ -18,16 +18,23 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from pptarena.run.agent_jail import JAIL_WORKSPACE
-from pptarena.run.rundir import AGENT_ERROR, AGENT_LOG, INPUT, VERDICTS
+from pptarena.run.rundir import (
+    AGENT_ERROR,
+    AGENT_LOG,
+    EXECUTOR_RECORD,
+    INPUT,
+    JUDGES,
+    REFERENCES,
+    RENDERS,
+    VERDICTS,
+)
 
 MAX_UNPACKED_BYTES = 2 * 1024 * 1024 * 1024
 MAX_UNPACKED_ENTRIES = 10_000
 """Most members (files, folders, and the ones left out) a workspace archive may hold."""
 MAX_HEADER_BYTES = 1024 * 1024
 """Largest extended header (PAX, GNU long name) a workspace archive may carry: refused on its size field."""
-RESERVED = frozenset(
-    {INPUT, "judges", "renders", "references", VERDICTS, AGENT_LOG, AGENT_ERROR, "executor.json"}
-)
+RESERVED = frozenset({INPUT, JUDGES, RENDERS, REFERENCES, VERDICTS, AGENT_LOG, AGENT_ERROR, EXECUTOR_RECORD})
 """Top-level names of a task folder only the harness writes: never copied out of a jail."""
 
 

@@ -77,13 +77,15 @@ def _factory(spec: dict[str, Any]) -> Any:
 
 def _archive(root: Path) -> str:
     """The workspace as a base64 gzip'd tar of its regular files and folders (links and the like dropped)."""
+    from pptarena.run.rundir import INPUT
+
     buf = io.BytesIO()
     total = 0
     with tarfile.open(fileobj=buf, mode="w:gz", compresslevel=1) as tar:
         for path in sorted(root.rglob("*")):
             if path.is_symlink() or not (path.is_file() or path.is_dir()):
                 continue
-            if path.relative_to(root).parts[0] == "input":  # the harness has the input deck already
+            if path.relative_to(root).parts[0] == INPUT:  # the harness has the input deck already
                 continue
             if path.is_file():
                 total += path.stat().st_size
@@ -98,15 +100,15 @@ def run_pair(request: dict[str, Any], channel: Any) -> dict[str, Any]:
     from pptarena.run.agent_jail import JAIL_HOME, JAIL_WORKSPACE
     from pptarena.run.bridge import BridgedLog, BridgedModelClient, BridgedRenderer
     from pptarena.run.records import AgentOutcome
-    from pptarena.run.rundir import prediction_name
+    from pptarena.run.rundir import INPUT, prediction_name
     from pptarena.run.worker import classify_exception, run_agent
     from pptarena.types import AgentTask, ComponentContext, Status, Workspace
 
     ws_dir = JAIL_WORKSPACE
     shutil.rmtree(ws_dir, ignore_errors=True)
-    (ws_dir / "input").mkdir(parents=True)
+    (ws_dir / INPUT).mkdir(parents=True)
     name = Path(str(request.get("deck_name") or "input.pptx")).name or "input.pptx"
-    input_deck = ws_dir / "input" / name
+    input_deck = ws_dir / INPUT / name
     input_deck.write_bytes(base64.b64decode(request["deck"]))
     output_deck = ws_dir / prediction_name(Path(name).suffix)
     setting_up = True

@@ -27,9 +27,11 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pptarena.render import file_digest
+from pptarena.run.rundir import REFERENCES
 from pptarena.types import InfraError, Task
 
-FOLDER = "references"
+CACHE_FOLDER = "references"
+"""The folder of the cache (``<cache>/references/<tool>/``) keeping re-saved decks by content."""
 ROLES = ("original", "target")
 
 
@@ -53,9 +55,9 @@ def normalized_references(
 
     :raises InfraError: when the tool fails to re-save a deck (not the agent's fault).
     """
-    out_dir = task_dir / FOLDER
+    out_dir = task_dir / REFERENCES
     out_dir.mkdir(parents=True, exist_ok=True)
-    cache = cache_dir / FOLDER / tool
+    cache = cache_dir / CACHE_FOLDER / tool
     cache.mkdir(parents=True, exist_ok=True)
     found: dict[str, Path] = {}
     for role in ROLES:
@@ -82,7 +84,7 @@ def normalized_references(
 
 def stored_references(task_dir: Path) -> dict[str, Path]:
     """The normalised reference decks kept in a task folder, by role (empty when there are none)."""
-    folder = Path(task_dir) / FOLDER
+    folder = Path(task_dir) / REFERENCES
     if not folder.is_dir():
         return {}
     found: dict[str, Path] = {}

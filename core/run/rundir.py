@@ -6,13 +6,16 @@
     <run>/results.jsonl        one line per finished (agent, task, epoch), appended as each finishes
     <run>/summary.json         aggregates, rewritten at the end
     <run>/report.html          the HTML report
-    <run>/tasks/<agent>/<task>/  input/, prediction.pptx, agent.log.jsonl, verdicts.json, renders ...
+    <run>/tasks/<agent>/<task>/  input/, prediction.pptx, agent.log.jsonl, verdicts.json, renders/,
+                                 judges/, references/ ...
     <run>/tasks/<agent>/<task>@e<N>/  the same for attempt N > 1 (``[run] epochs``)
     <run>/rescore/<name>/      a re-scoring: the same layout (without predictions)
     <run>/meta-eval/           meta_eval.json and the verdicts of repeated judgings (repeat-<k>/)
 
 The runner, the results store, the report and re-scoring all take their paths from
-:class:`RunDir`; nothing else spells these names.
+:class:`RunDir` and the names below; nothing else spells them. ``renders`` and ``judges`` are
+defined by the judges' contract (:data:`pptarena.evidence.RENDERS`, :data:`~pptarena.evidence.JUDGES`)
+and re-exported here.
 """
 
 from __future__ import annotations
@@ -21,6 +24,9 @@ import hashlib
 import re
 from dataclasses import dataclass
 from pathlib import Path
+
+from pptarena.evidence import JUDGES as JUDGES  # re-exported: defined by the judges' contract
+from pptarena.evidence import RENDERS as RENDERS
 
 RESULTS = "results.jsonl"
 MANIFEST = "manifest.json"
@@ -38,8 +44,11 @@ INPUT = "input"
 LOCK = ".lock"  # held by the run working in the folder (run/runlock.py)
 BATCHES = "batches.jsonl"  # batch jobs submitted and their results (run/batches.py): resume polls them
 ATTEMPTS = ".attempts.jsonl"  # pair attempts started and ended, to spot pairs that kill the run
-RENDERS = "renders"  # an attempt's slide renders, one folder per role (original, prediction, target)
-JUDGES = "judges"  # an attempt's judge evidence, one folder per judge label
+# RENDERS ("renders": an attempt's slide renders, one folder per role) and JUDGES ("judges": its judge
+# evidence, one folder per judge label) are defined by the judges' contract (pptarena.evidence, which
+# imports nothing from the run stage) and listed here with the rest of the layout.
+REFERENCES = "references"  # an attempt's reference decks re-saved by the agent's tool (run/references.py)
+EXECUTOR_RECORD = "executor.json"  # where a remote executor ran an attempt (the ray executor writes it)
 WORKER_SPEC = ".worker-spec.json"  # the per-attempt worker's instructions, in the attempt's folder
 WORKER_RESULT = ".worker-result.json"  # what came of the agent, written by the per-attempt worker
 PREDICTION = "prediction"  # the handed-in deck's name, with the original's suffix (prediction_name)

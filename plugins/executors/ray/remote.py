@@ -109,7 +109,7 @@ def run_pair(
 
     ``decks`` maps ``original`` / ``target`` to object refs of the decks' bytes.
     """
-    from pptarena.run.rundir import RunDir
+    from pptarena.run.rundir import EXECUTOR_RECORD, RunDir
 
     t0 = time.monotonic()
     node = _node_run(boot)
@@ -137,7 +137,7 @@ def run_pair(
             "seconds": round(time.monotonic() - t0, 3),
         }
         if task_dir.is_dir():
-            (task_dir / "executor.json").write_text(json.dumps({"executor": "ray", **where}, indent=2) + "\n")
+            (task_dir / EXECUTOR_RECORD).write_text(json.dumps({"executor": "ray", **where}, indent=2) + "\n")
         line = None if row is None else row.to_line()  # JSON on the wire, validated where it lands
         out: dict[str, Any] = {"row": line, "relpath": relpath, **where}
         if boot.get("shared_dir"):
