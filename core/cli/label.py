@@ -266,7 +266,8 @@ def gold_command(campaign: str, item: int, label: str | None, note: str, by: str
     "from_file",
     type=click.Path(exists=True, dir_okay=False),
     default=None,
-    help="CSV or JSON of expected labels (task_id, agent[, agent_b, epoch, run] and if/vq/damage or choice).",
+    help="Mark items of the campaign: CSV or JSON of expected labels "
+    "(task_id, agent[, agent_b, epoch, run] and if/vq/damage or choice).",
 )
 @click.option(
     "--oracle-noop",
@@ -275,7 +276,30 @@ def gold_command(campaign: str, item: int, label: str | None, note: str, by: str
     default=None,
     help="Mark N of the campaign's oracle / no-op items (oracle: if 4, no-op: if 0).",
 )
-@click.option("--seed", type=int, default=0, show_default=True, help="Draws the --oracle-noop items.")
+@click.option(
+    "--add-from-file",
+    "add_from_file",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Add new items to every queue, hidden among the others: CSV or JSON naming each attempt "
+    "(task_id, agent, epoch, run[, agent_b, epoch_b, run_b]) and its expected label.",
+)
+@click.option(
+    "--add-oracle-noop",
+    "add_oracle_noop",
+    type=click.IntRange(1),
+    default=None,
+    help="Add N new items to every queue, hidden among the others, from the oracle / no-op "
+    "attempts of the runs that are not items yet.",
+)
+@click.option(
+    "--run",
+    "runs",
+    multiple=True,
+    type=click.Path(exists=True, file_okay=False),
+    help="--add-…: the run folders to take the attempts from (default: the campaign's runs).",
+)
+@click.option("--seed", type=int, default=0, show_default=True, help="Draws the items and their places.")
 @click.option("--oracle-agent", default="oracle", show_default=True)
 @click.option("--noop-agent", default="noop", show_default=True)
 @click.option("--by", "by", default="admin", show_default=True, help="Who seeded them (kept with each mark).")
@@ -283,35 +307,76 @@ def seed_command(
     campaign: str,
     from_file: str | None,
     oracle_noop: int | None,
+    add_from_file: str | None,
+    add_oracle_noop: int | None,
+    runs: tuple[str, ...],
     seed: int,
     oracle_agent: str,
     noop_agent: str,
     by: str,
 ) -> None:
-    """Mark known-answer items among the campaign's items, with their expected labels; annotators
-    see nothing different. `arena label stats` then reports each annotator's accuracy on them."""
-    from pptarena.label.gold_items import known_answers, seed_from_file, seed_oracle_noop
+    """Known-answer items, to check annotators: mark items of the campaign with their expected labels
+    (--from-file, --oracle-noop; annotators see nothing different), or add new ones to every
+    annotator's queue at hidden places (--add-from-file, --add-oracle-noop). `arena label stats`
+    then reports each annotator's accuracy on them."""
+    from pptarena.label.gold_items import (
+        add_known_items,
+        known_answers,
+        new_oracle_noop_items,
+        read_new_items_file,
+        seed_from_file,
+        seed_oracle_noop,
+    )
     from pptarena.label.store import CampaignError
 
-    if (from_file is None) == (oracle_noop is None):
-        raise click.UsageError("give one of --from-file F and --oracle-noop N")
+    given = [x is not None for x in (from_file, oracle_noop, add_from_file, add_oracle_noop)]
+    if sum(given) != 1:
+        raise click.UsageError(
+            "give one of --from-file F, --oracle-noop N, --add-from-file F and --add-oracle-noop N"
+        )
+    if runs and add_from_file is None and add_oracle_noop is None:
+        raise click.UsageError("--run goes with --add-from-file or --add-oracle-noop")
+    folders = [Path(r) for r in runs] or None
+    added: list[int] = []
     try:
         with _open(campaign) as opened:
+            problems: list[str] = []
             if from_file is not None:
                 marked, problems = seed_from_file(opened, Path(from_file), by=by)
-            else:
+            elif oracle_noop is not None:
                 marked = seed_oracle_noop(
-                    opened, oracle_noop or 0, seed=seed, by=by, oracle=oracle_agent, noop=noop_agent
+                    opened, oracle_noop, seed=seed, by=by, oracle=oracle_agent, noop=noop_agent
                 )
-                problems = []
+            else:
+                if add_from_file is not None:
+                    new, problems = read_new_items_file(opened, Path(add_from_file), folders)
+                    source = f"new item, file {Path(add_from_file).name}"
+                else:
+                    new = new_oracle_noop_items(
+                        opened, add_oracle_noop or 0, runs=folders, seed=seed, oracle=oracle_agent,
+                        noop=noop_agent,
+                    )  # fmt: skip
+                    source = f"new item, oracle-noop (seed {seed})"
+                if new:
+                    added = add_known_items(opened, new, seed=seed, source=source, by=by)
+                marked = added
             total = len(known_answers(opened))
+            queues = len(opened.annotators)
     except CampaignError as exc:
         raise click.ClickException(str(exc)) from exc
     for why in problems[:20]:
         click.echo(f"  skipped: {why}", err=True)
     if len(problems) > 20:
         click.echo(f"  … and {len(problems) - 20} more skipped", err=True)
-    click.echo(f"marked {len(marked)} known-answer item(s); the campaign has {total}")
+    if add_from_file is not None and not added:
+        raise click.ClickException(f"no item added: every row of {add_from_file} was skipped")
+    if add_from_file is not None or add_oracle_noop is not None:
+        click.echo(
+            f"added {len(added)} new known-answer item(s) to each of {queues} queue(s); "
+            f"the campaign has {total}"
+        )
+    else:
+        click.echo(f"marked {len(marked)} known-answer item(s); the campaign has {total}")
 
 
 @label_group.command("instructions")

@@ -20,6 +20,23 @@ Expected labels come
   oracle-vs-noop item expects the oracle's side. Visual quality and damage are not expected of
   either (the target's own look is not known to be perfect).
 
+**New known-answer items** (:func:`add_known_items`) are items **added** to the campaign for the
+check, when the campaign does not hold them (a sampled campaign, or control decks in a run of their
+own): :func:`pptarena.label.store.insert_hidden_items` puts each into every annotator's queue at a
+random but reproducible place among the items they have not reached yet, and they are marked as
+known-answer in the same transaction. They are items like the others — numbered after them, with a
+public id drawn the same way, a page built the same way — so an annotator cannot tell them apart.
+They come
+
+* from a file (:func:`read_new_items_file`): the same CSV or JSON as above, each row naming the
+  attempt to show — ``task_id``, ``agent``, ``epoch`` (default 1), ``run`` (a run folder, relative
+  to the file's folder; default: the first of the given runs holding the attempt), pairwise also
+  ``agent_b``, ``epoch_b`` and ``run_b`` — and its expected answers. The attempt must have left a
+  prediction deck;
+* or from the oracle and no-op attempts of the runs (:func:`new_oracle_noop_items`) that are not
+  items of the campaign yet (absolute: each attempt; pairwise: an oracle and a no-op attempt of
+  the same task, in an order drawn with the seed), expected as above.
+
 Like labels, marks are versions (append-only, latest wins; ``expected`` None unmarks an item).
 :func:`accuracy` scores each annotator's current labels of the known-answer items in their queue:
 a label is right when every expected answer matches (ordinal scales within ``tolerance`` levels),
@@ -40,7 +57,7 @@ from typing import Any
 from pptarena.label.adjudication import ADJUDICATOR_NAME, ensure_schema, has_table
 from pptarena.label.errors import CampaignError
 from pptarena.label.scales import ABSOLUTE_SCALES, PAIRWISE_CHOICES
-from pptarena.label.store import Campaign, Item
+from pptarena.label.store import Campaign, Item, NewItem, insert_hidden_items
 
 KNOWN_SCHEMA = (
     "CREATE TABLE IF NOT EXISTS known_answers ("
@@ -57,6 +74,8 @@ KNOWN_SCHEMA = (
 DEFAULT_MIN_ACCURACY = 0.7
 ORACLE_IF, NOOP_IF = 4, 0
 MAX_FILE_BYTES = 64 * 1024 * 1024
+MAX_NEW_ITEMS = 10_000
+"""The most known-answer items one call adds (each goes into every annotator's queue)."""
 
 
 @dataclass(frozen=True)
@@ -114,6 +133,8 @@ def mark_known(
         raise CampaignError("--by: 1-64 letters, digits, spaces and . _ @ -")
     rows = []
     now = time.time()
+    if any(item not in campaign.items for item, _ in marks):
+        campaign.refresh_items()  # items added by another process since this handle was opened
     for item, expected in marks:
         if item not in campaign.items:
             raise CampaignError(f"item {item} is not in campaign {campaign.name}")
@@ -285,6 +306,211 @@ def seed_from_file(campaign: Campaign, path: Path, *, by: str) -> tuple[list[int
     marks, problems = read_expected_file(campaign, path)
     mark_known(campaign, marks, source=f"file {Path(path).name}", by=by)
     return sorted({i for i, _ in marks}), problems
+
+
+def add_known_items(
+    campaign: Campaign,
+    new: list[tuple[NewItem, dict[str, Any]]],
+    *,
+    seed: int,
+    source: str,
+    by: str,
+) -> list[int]:
+    """Add new known-answer items (see the module doc): each item with its expected answers, put
+    into every annotator's queue at hidden places drawn with ``seed`` and marked, in one
+    transaction; returns their item numbers.
+
+    :raises CampaignError: for no item, too many, invalid answers, an agent missing from a pairwise
+        item (or given to an absolute one), or a bad name.
+    """
+    if not ADJUDICATOR_NAME.match((by or "").strip()):
+        raise CampaignError("--by: 1-64 letters, digits, spaces and . _ @ -")
+    if not new:
+        raise CampaignError("no known-answer item to add")
+    if len(new) > MAX_NEW_ITEMS:
+        raise CampaignError(f"{len(new)} items to add: at most {MAX_NEW_ITEMS} at once")
+    pairwise = campaign.protocol == "pairwise"
+    texts = []
+    for it, expected in new:
+        if pairwise != (it.agent_b is not None):
+            need = "two attempts (agent and agent_b)" if pairwise else "one attempt (no agent_b)"
+            raise CampaignError(f"{it.task_id}: a {campaign.protocol} item shows {need}")
+        texts.append(json.dumps(validate_expected(campaign.protocol, expected)))
+    ensure_schema(campaign, KNOWN_SCHEMA)
+    now = time.time()
+
+    def mark(conn: Any, numbers: list[int]) -> None:
+        conn.executemany(
+            "INSERT INTO known_answers (item, expected, source, added_by, created_at) VALUES (?,?,?,?,?)",
+            [(n, t, source[:200], by.strip(), now) for n, t in zip(numbers, texts, strict=True)],
+        )
+
+    return insert_hidden_items(campaign, [it for it, _ in new], seed=seed, after=mark)
+
+
+def _attempt_index(runs: list[Path]) -> dict[tuple[str, str, str, int], None]:
+    """The attempts of ``runs`` that left a prediction deck, as (run, task, agent, epoch), in order."""
+    from pptarena.label.campaign import attempts
+
+    found = attempts(runs)
+    return {(str(runs[i]), r.task_id, r.agent, r.epoch): None for i, r in found}
+
+
+def _epoch(value: Any, what: str, n: int) -> int:
+    if value in (None, ""):
+        return 1
+    try:
+        epoch = int(str(value).strip())
+    except ValueError:
+        epoch = 0
+    if epoch < 1:
+        raise CampaignError(f"row {n}: {what} must be a whole number from 1")
+    return epoch
+
+
+def read_new_items_file(
+    campaign: Campaign, path: Path, runs: list[Path] | None = None
+) -> tuple[list[tuple[NewItem, dict[str, Any]]], list[str]]:
+    """``(items with expected answers, problems)`` of a file of new known-answer items (see the
+    module doc): a row is looked for in its ``run`` (relative to the file's folder), else in
+    ``runs`` (default: the campaign's runs), first match wins; a row whose attempt is in none of
+    them, has no prediction deck, or gives no valid answer is a problem line instead.
+
+    :raises CampaignError: when the file cannot be read or names too many items.
+    """
+    path = Path(path)
+    try:
+        rows = _rows_of(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CampaignError(f"{path}: cannot read it ({exc})") from exc
+    if len(rows) > MAX_NEW_ITEMS:
+        raise CampaignError(f"{path}: {len(rows)} rows, at most {MAX_NEW_ITEMS} new items at once")
+    defaults = (
+        [Path(r).resolve() for r in runs]
+        if runs
+        else [Path(r) for r in dict.fromkeys(campaign.runs.values())]
+    )
+    indexes: dict[str, dict[tuple[str, str, str, int], None]] = {}
+
+    def has(run: Path, task: str, agent: str, epoch: int) -> bool:
+        key = str(run)
+        if key not in indexes:
+            try:
+                indexes[key] = _attempt_index([run])
+            except CampaignError:
+                indexes[key] = {}
+        return (key, task, agent, epoch) in indexes[key]
+
+    def where(value: Any, task: str, agent: str, epoch: int) -> Path | None:
+        if value not in (None, ""):
+            named = Path(str(value))
+            named = (named if named.is_absolute() else path.parent / named).resolve()
+            return named if has(named, task, agent, epoch) else None
+        return next((r for r in defaults if has(r, task, agent, epoch)), None)
+
+    out: list[tuple[NewItem, dict[str, Any]]] = []
+    problems = []
+    pairwise = campaign.protocol == "pairwise"
+    for n, row in enumerate(rows, start=1):
+        try:
+            expected = validate_expected(campaign.protocol, row)
+            task, agent = str(row.get("task_id") or ""), str(row.get("agent") or "")
+            if not task or not agent:
+                raise CampaignError("give task_id and agent")
+            epoch = _epoch(row.get("epoch"), "epoch", n)
+            run = where(row.get("run"), task, agent, epoch)
+            if run is None:
+                raise CampaignError(f"no attempt {task}/{agent}/epoch {epoch} with a prediction in the runs")
+            if not pairwise:
+                if row.get("agent_b") not in (None, ""):
+                    raise CampaignError("agent_b is for pairwise campaigns")
+                out.append((NewItem(str(run), task, agent, epoch), expected))
+                continue
+            agent_b = str(row.get("agent_b") or "")
+            if not agent_b:
+                raise CampaignError("a pairwise item needs agent_b")
+            epoch_b = _epoch(row.get("epoch_b"), "epoch_b", n)
+            run_b = where(row.get("run_b") or row.get("run"), task, agent_b, epoch_b)
+            if run_b is None:
+                raise CampaignError(
+                    f"no attempt {task}/{agent_b}/epoch {epoch_b} with a prediction in the runs"
+                )
+            if (run, agent, epoch) == (run_b, agent_b, epoch_b):
+                raise CampaignError("the two sides are the same attempt")
+            out.append((NewItem(str(run), task, agent, epoch, agent_b, epoch_b, str(run_b)), expected))
+        except CampaignError as exc:
+            problems.append(f"row {n}: {str(exc).removeprefix(f'row {n}: ')}")
+    return out, problems
+
+
+def new_oracle_noop_items(
+    campaign: Campaign,
+    count: int,
+    *,
+    runs: list[Path] | None = None,
+    seed: int = 0,
+    oracle: str = "oracle",
+    noop: str = "noop",
+) -> list[tuple[NewItem, dict[str, Any]]]:
+    """Up to ``count`` new known-answer items from the oracle and no-op attempts of ``runs``
+    (default: the campaign's runs) that are not items of the campaign yet (see the module doc),
+    drawn with ``seed`` (absolute: oracle and no-op attempts alternately).
+
+    :raises CampaignError: when the runs hold no such attempt left.
+    """
+    if count < 1:
+        raise CampaignError("--add-oracle-noop: give how many items to add (1 or more)")
+    folders = (
+        [Path(r).resolve() for r in runs]
+        if runs
+        else [Path(r) for r in dict.fromkeys(campaign.runs.values())]
+    )
+    found = list(_attempt_index(folders))
+    rng = random.Random(seed)
+    groups: dict[str, list[tuple[NewItem, dict[str, Any]]]] = {}
+    if campaign.protocol == "pairwise":
+        shown = {
+            (
+                it.task_id,
+                frozenset({(it.run, it.agent, it.epoch), (it.run_b or it.run, it.agent_b, it.epoch_b)}),
+            )
+            for it in campaign.items.values()
+        }
+        by_task: dict[tuple[str, str], dict[str, list[tuple[str, str, int]]]] = {}
+        for run, task, agent, epoch in found:
+            if agent in (oracle, noop):
+                by_task.setdefault((run, task), {}).setdefault(agent, []).append((run, agent, epoch))
+        pairs = [
+            (task, o, z)
+            for (_, task), sides in sorted(by_task.items())
+            for o in sides.get(oracle, [])
+            for z in sides.get(noop, [])
+            if (task, frozenset({o, z})) not in shown
+        ]
+        for task, o, z in pairs:
+            a, b = (o, z) if rng.random() < 0.5 else (z, o)
+            item = NewItem(a[0], task, a[1], a[2], b[1], b[2], b[0])
+            groups.setdefault("pair", []).append((item, {"choice": "a" if a == o else "b"}))
+    else:
+        taken = {(it.run, it.task_id, it.agent, it.epoch) for it in campaign.items.values()}
+        for run, task, agent, epoch in found:
+            if agent in (oracle, noop) and (run, task, agent, epoch) not in taken:
+                want = {"if": ORACLE_IF if agent == oracle else NOOP_IF}
+                groups.setdefault(agent, []).append((NewItem(run, task, agent, epoch), want))
+    if not any(groups.values()):
+        raise CampaignError(
+            f"the runs hold no {oracle}/{noop} attempt that is not an item of campaign {campaign.name} "
+            f"already: mark the campaign's own with --oracle-noop, or give a run of control attempts "
+            f"with --run"
+        )
+    for g in groups.values():
+        rng.shuffle(g)
+    chosen: list[tuple[NewItem, dict[str, Any]]] = []
+    while len(chosen) < count and any(groups.values()):
+        for key in sorted(groups):
+            if groups[key] and len(chosen) < count:
+                chosen.append(groups[key].pop())
+    return chosen
 
 
 def is_right(label: dict[str, Any], expected: dict[str, Any], tolerance: int = 0) -> bool:

@@ -30,11 +30,13 @@ import hashlib
 import hmac
 import json
 import os
+import random
 import secrets
 import sqlite3
 import threading
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -90,13 +92,16 @@ def _close_open_campaigns() -> None:
 atexit.register(_close_open_campaigns)
 
 
-def public_ids(key: str, items: list[int]) -> dict[int, int]:
+def public_ids(key: str, items: list[int], taken: set[int] | None = None) -> dict[int, int]:
     """Each item number's public id under the campaign key ``key`` (hex): 15-digit numbers from
     HMAC-SHA256(key, item number), all distinct (a clash, about one campaign in a billion, is
-    resolved by hashing again with a counter, in item order, so the result is deterministic)."""
+    resolved by hashing again with a counter, in item order, so the result is deterministic).
+
+    ``taken``: the public ids of the campaign's items numbered below ``items`` (items added later:
+    their ids are then the same as if every item had been numbered at once)."""
     raw = bytes.fromhex(key)
     out: dict[int, int] = {}
-    taken: set[int] = set()
+    taken = set(taken or ())
     for item in sorted(items):
         for attempt in range(1000):
             msg = f"item:{item}" if attempt == 0 else f"item:{item}:{attempt}"
@@ -158,21 +163,49 @@ class Campaign:
         self._conn = conn
         self._lock = threading.Lock()
         self.meta = {k: json.loads(v) for k, v in conn.execute("SELECT key, value FROM meta")}
-        self.runs = {i: p for i, p in conn.execute("SELECT id, path FROM runs")}
+        self.runs: dict[int, str] = {}
         self.items: dict[int, Item] = {}
-        for row in conn.execute(
-            "SELECT id, run, task_id, agent, epoch, agent_b, epoch_b, run_b FROM items ORDER BY id"
-        ):
-            rid = row[7]
-            self.items[row[0]] = Item(
-                row[0], self.runs[row[1]], row[2], row[3], row[4], row[5], row[6],
-                self.runs[rid] if rid is not None else None,
-            )  # fmt: skip
+        self._public: dict[int, int] = {}
+        self._by_public: dict[int, int] = {}
         self.annotators = [n for (n,) in conn.execute("SELECT name FROM annotators ORDER BY rowid")]
-        self._public = public_ids(self._item_key(), list(self.items))
-        self._by_public = {pid: item for item, pid in self._public.items()}
+        self._load_items(conn)
         self.closed = False
         _OPEN.add(self)
+
+    def _load_items(self, conn: sqlite3.Connection) -> bool:
+        """Read the runs and the items numbered above those already loaded, with their public ids
+        (the maps are replaced whole, so a reader in another thread sees the old or the new ones);
+        True when there were any."""
+        known = max(self.items, default=0)
+        rows = conn.execute(
+            "SELECT id, run, task_id, agent, epoch, agent_b, epoch_b, run_b FROM items WHERE id > ? "
+            "ORDER BY id",
+            (known,),
+        ).fetchall()
+        if not rows and self.runs:
+            return False
+        runs = {i: p for i, p in conn.execute("SELECT id, path FROM runs")}
+        items = dict(self.items)
+        for row in rows:
+            rid = row[7]
+            items[row[0]] = Item(
+                row[0], runs[row[1]], row[2], row[3], row[4], row[5], row[6],
+                runs[rid] if rid is not None else None,
+            )  # fmt: skip
+        new = public_ids(self._item_key(), [r[0] for r in rows], taken=set(self._public.values()))
+        public = {**self._public, **new}
+        self.runs, self.items = runs, items
+        self._public, self._by_public = public, {pid: item for item, pid in public.items()}
+        return bool(rows)
+
+    def refresh_items(self) -> bool:
+        """Load the items added to the file since it was opened, by this handle or another process
+        (``arena label seed --add-…`` while ``arena view`` serves the campaign); True when some were.
+        Queues and label histories that name an item not loaded yet call it themselves."""
+        with self._lock:
+            if self.closed:
+                return False
+            return self._load_items(self._conn)
 
     def _item_key(self) -> str:
         """The campaign's key for public item ids, added to a file made before there was one (kept
@@ -205,7 +238,23 @@ class Campaign:
             public = int(public)
         if not isinstance(public, int):
             return None
-        return self._by_public.get(public)
+        found = self._by_public.get(public)
+        if (
+            found is None
+            and PUBLIC_ID_MIN <= public < PUBLIC_ID_MIN + PUBLIC_ID_SPAN
+            and self._has_more_items()
+        ):
+            self.refresh_items()  # an item added by another process since this handle was opened
+            found = self._by_public.get(public)
+        return found
+
+    def _has_more_items(self) -> bool:
+        """Whether the file has items numbered above those loaded (one index look-up)."""
+        with self._lock:
+            if self.closed:
+                return False
+            (top,) = self._conn.execute("SELECT COALESCE(MAX(id), 0) FROM items").fetchone()
+        return int(top) > max(self.items, default=0)
 
     @classmethod
     def open(cls, path: Path) -> Campaign:
@@ -356,6 +405,9 @@ class Campaign:
             rows = self._conn.execute(
                 "SELECT item, swapped FROM queue WHERE annotator=? ORDER BY position", (annotator,)
             ).fetchall()
+        items = self.items
+        if any(i not in items for i, _ in rows):
+            self.refresh_items()
         return [(i, bool(s)) for i, s in rows]
 
     def append(
@@ -417,6 +469,9 @@ class Campaign:
             sql += " WHERE " + " AND ".join(where)
         with self._lock:
             rows = self._conn.execute(sql + " ORDER BY id", args).fetchall()
+        items = self.items
+        if any(r[1] not in items for r in rows):
+            self.refresh_items()
         return [
             LabelVersion(r[0], r[1], r[2], json.loads(r[3]) if r[3] is not None else None, r[4], r[5], r[6])
             for r in rows
@@ -508,3 +563,105 @@ def add_to_queue(campaign: Campaign, annotator: str, item: int) -> None:
             "SELECT COALESCE(MAX(position), -1) FROM queue WHERE annotator=?", (annotator,)
         ).fetchone()
         conn.execute("INSERT INTO queue VALUES (?, ?, ?, 0)", (annotator, last + 1, item))
+
+
+@dataclass(frozen=True)
+class NewItem:
+    """An item to add to a campaign: an attempt (absolute) or two attempts of one task (pairwise),
+    named by run folder, task, agent and epoch (pairwise: the second agent, epoch and run)."""
+
+    run: str
+    task_id: str
+    agent: str
+    epoch: int = 1
+    agent_b: str | None = None
+    epoch_b: int | None = None
+    run_b: str | None = None
+
+
+def hidden_positions(queue: list[int], labelled: set[int], new: list[int], rng: random.Random) -> list[int]:
+    """``queue`` (item numbers in order) with the ``new`` items put at random places among the items
+    the annotator has not reached yet: after the last item they labelled and after the first item
+    still open (the one their page shows next), so no item they have seen moves and no new item
+    turns up behind them."""
+    last = max((k for k, item in enumerate(queue) if item in labelled), default=-1)
+    keep = min(last + 2, len(queue))  # through the first open item
+    head, tail = list(queue[:keep]), list(queue[keep:])
+    for item in new:
+        tail.insert(rng.randint(0, len(tail)), item)
+    return head + tail
+
+
+def insert_hidden_items(
+    campaign: Campaign,
+    new: list[NewItem],
+    *,
+    seed: int,
+    after: Callable[[sqlite3.Connection, list[int]], None] | None = None,
+) -> list[int]:
+    """Add items to the campaign and to **every** annotator's queue at hidden, random but
+    reproducible places (:func:`hidden_positions`, drawn with ``seed``, the annotator's name and the
+    new item numbers); returns their item numbers.
+
+    They are numbered after the campaign's items, so their public ids are drawn like every other
+    item's; in pairwise campaigns the side each prediction is shown on is drawn per annotator, as at
+    creation. Runs not in the campaign yet are added to it. ``after(connection, item numbers)``
+    runs in the same transaction (the known-answer marks of the new items): all is written, or
+    nothing.
+
+    :raises CampaignError: when there is nothing to add.
+    """
+    if not new:
+        raise CampaignError("no item to add")
+    pairwise = campaign.protocol == "pairwise"
+    with campaign._lock:
+        if campaign.closed:
+            raise CampaignError(f"{campaign.path}: the campaign is closed")
+        conn = campaign._conn
+        conn.execute("BEGIN IMMEDIATE")
+        try:
+            runs = {p: i for i, p in conn.execute("SELECT id, path FROM runs")}
+            for path in dict.fromkeys(p for it in new for p in (it.run, it.run_b) if p is not None):
+                if path not in runs:
+                    runs[path] = max(runs.values(), default=-1) + 1
+                    conn.execute("INSERT INTO runs VALUES (?, ?)", (runs[path], path))
+            (top,) = conn.execute("SELECT COALESCE(MAX(id), 0) FROM items").fetchone()
+            numbers = list(range(top + 1, top + 1 + len(new)))
+            conn.executemany(
+                "INSERT INTO items (id, run, task_id, agent, epoch, agent_b, epoch_b, run_b) "
+                "VALUES (?,?,?,?,?,?,?,?)",
+                [
+                    (n, runs[it.run], it.task_id, it.agent, it.epoch, it.agent_b, it.epoch_b,
+                     runs[it.run_b] if it.run_b is not None else None)
+                    for n, it in zip(numbers, new, strict=True)
+                ],
+            )  # fmt: skip
+            tag = ",".join(map(str, numbers))
+            annotators = [a for (a,) in conn.execute("SELECT name FROM annotators ORDER BY rowid")]
+            for who in annotators:
+                rows = conn.execute(
+                    "SELECT item, swapped FROM queue WHERE annotator=? ORDER BY position", (who,)
+                ).fetchall()
+                swapped = {i: s for i, s in rows}
+                labelled = {
+                    i for (i,) in conn.execute("SELECT DISTINCT item FROM labels WHERE annotator=?", (who,))
+                }
+                rng = random.Random(f"{seed}:{who}:{tag}")
+                order = hidden_positions(
+                    [i for i, _ in rows], labelled, rng.sample(numbers, len(numbers)), rng
+                )
+                for n in numbers:
+                    swapped[n] = int(pairwise and rng.random() < 0.5)
+                conn.execute("DELETE FROM queue WHERE annotator=?", (who,))
+                conn.executemany(
+                    "INSERT INTO queue VALUES (?, ?, ?, ?)",
+                    [(who, pos, item, swapped[item]) for pos, item in enumerate(order)],
+                )
+            if after is not None:
+                after(conn, numbers)
+            conn.execute("COMMIT")
+        except BaseException:
+            conn.execute("ROLLBACK")
+            raise
+        campaign._load_items(conn)
+    return numbers

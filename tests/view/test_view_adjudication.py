@@ -17,7 +17,12 @@ from starlette.testclient import TestClient  # noqa: E402
 
 from pptarena.label.adjudication import current_gold, gold_history  # noqa: E402
 from pptarena.label.campaign import new_campaign  # noqa: E402
-from pptarena.label.gold_items import seed_oracle_noop  # noqa: E402
+from pptarena.label.gold_items import (  # noqa: E402
+    accuracy,
+    add_known_items,
+    new_oracle_noop_items,
+    seed_oracle_noop,
+)
 from pptarena.label.store import Campaign  # noqa: E402
 from pptarena.view import adjudication  # noqa: E402
 from pptarena.view.app import ViewState, create_app  # noqa: E402
@@ -203,3 +208,49 @@ def test_the_campaign_page_links_to_its_adjudication_page(run, campaign, app_wit
     cid = campaign_id(path)
     (link,) = re.findall(r'href="(/c/[^"]+/adjudicate)"', client.get(f"/c/{cid}").text)
     assert link == f"/c/{cid}/adjudicate" and "Adjudicat" in client.get(link).text
+
+
+def test_new_known_answer_items_added_while_serving_look_like_every_other_item(
+    run, campaign, app_with_adjudication, tmp_path_factory
+):
+    """Items added by another process (``arena label seed --add-…``) while the server runs: the
+    served campaign picks them up, and an annotator's pages for them have the same shape as any
+    other item's; their labels count in the known-answer accuracy."""
+    path, tokens, _ = campaign
+    control = small_run(tmp_path_factory.mktemp("view-known-control"), count=2)
+    state, admin = app_with_adjudication(run, path)
+    cid = campaign_id(path)
+    annotator = TestClient(admin.app, base_url=BASE)
+    annotator.get("/login", params={"token": tokens["bob"]}, follow_redirects=False)
+    served = state.campaigns[cid].campaign
+    old_len = len(served.queue("bob"))
+    with Campaign.open(path) as other:  # another process's handle on the same file
+        added = add_known_items(other, new_oracle_noop_items(other, 2, runs=[control], seed=1),
+                                seed=1, source="new item, test", by="carol")  # fmt: skip
+    shapes = {}
+    for pos in range(old_len + 2):
+        page = annotator.get(f"/c/{cid}/label", params={"pos": pos})
+        assert page.status_code == 200, page.text[:500]
+        public = int(re.search(r'data-item="(\d+)"', page.text).group(1))
+        number = served.item_for_public(public)
+        assert number is not None and 10**14 <= public < 10**15
+        ids = set(re.findall(r'id="([^"]+)"', page.text)) - {
+            "first-open",
+            "prev-item",
+            "next-item",
+            "queue-done",
+        }
+        data = tuple(re.findall(r" (data-[a-z-]+)=", page.text))
+        shapes[number] = (frozenset(ids), data)
+        assert "known" not in page.text.lower()
+        if number in added:
+            csrf = re.search(r'data-csrf="([^"]+)"', page.text).group(1)
+            r = annotator.post(f"/c/{cid}/api/label", json={"item": public, "fields": {"if": 4, "vq": 3,
+                               "damage": "no"}}, headers={"X-CSRF-Token": csrf, **ORIGIN})  # fmt: skip
+            assert r.status_code == 200, r.text
+    assert set(added) <= set(shapes)
+    assert len({shapes[n] for n in shapes}) == 1  # one shape for the new items and the others
+    got = accuracy(served)["annotators"]["bob"]
+    assert got["queued"] == 2 and got["labelled"] == 2
+    assert got["right"] == sum(served.items[n].agent == "oracle" for n in added)
+    assert "· 2 known-answer item(s)</p>" in admin.get(f"/c/{cid}/adjudicate").text  # the admin is told
