@@ -17,12 +17,11 @@ from pathlib import Path
 import pytest
 
 pytest.importorskip("starlette", reason="the view extra (starlette) is not installed")
-sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (test extra) is not installed")
+pytest.importorskip("playwright.sync_api", reason="playwright (test extra) is not installed")
 from pptarena.label.campaign import new_campaign  # noqa: E402
 from pptarena.label.store import Campaign  # noqa: E402
 from pptarena.view.runs import run_id  # noqa: E402
 from tests.support.chromium import CHROMIUM  # noqa: E402
-from tests.support.chromium import HEADLESS_ARGS as ARGS  # noqa: E402
 from tests.support.paths import ROOT  # noqa: E402
 from tests.support.view_fixtures import MARKERS, serve, small_run, stop  # noqa: E402
 
@@ -47,14 +46,6 @@ def site(tmp_path_factory):
     shots.mkdir(parents=True, exist_ok=True)
     yield {"run": run, "url": url, "tokens": tokens, "campaign": campaign.path, "shots": shots}
     stop(proc)
-
-
-@pytest.fixture(scope="module")
-def browser():
-    with sync_api.sync_playwright() as p:
-        b = p.chromium.launch(executable_path=CHROMIUM, args=ARGS)
-        yield b
-        b.close()
 
 
 def _shot(page, path: Path) -> None:
