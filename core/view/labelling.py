@@ -61,7 +61,7 @@ class CampaignState:
         self._lock = threading.Lock()
         self._stats: tuple[Any, dict[str, Any], str] | None = None
         self._stats_lock = threading.Lock()
-        self._instructions: tuple[int, str] | None = None
+        self._instructions: tuple[tuple[int, int], str] | None = None
 
     @classmethod
     def open(cls, path: Path, view: Any) -> CampaignState:
@@ -115,18 +115,19 @@ class CampaignState:
         """``(current instructions or None, their HTML)``: the campaign's instructions rendered
         safely (:func:`pptarena.label.instructions.render_markdown`), in a blind campaign with every
         agent and judge name blanked out first (:func:`pptarena.label.instructions.hidden_names`);
-        rendered once per version."""
+        rendered once per version (and again when items were added)."""
         from pptarena.label.instructions import current_instructions, hidden_names, render_markdown
 
         ins = current_instructions(self.campaign)
         if ins is None or ins.text is None:
             return None, ""
+        key = (ins.version, max(self.campaign.items, default=0))  # items added later may name agents
         cached = self._instructions
-        if cached is not None and cached[0] == ins.version:
+        if cached is not None and cached[0] == key:
             return ins, cached[1]
         text = _scrub(ins.text, hidden_names(self.campaign)) if self.campaign.blind else ins.text
         html = render_markdown(text)
-        self._instructions = (ins.version, html)
+        self._instructions = (key, html)
         return ins, html
 
     def run_state(self, run: str) -> Any:
