@@ -26,7 +26,7 @@ def fit_png(path: Path, max_edge: int, max_bytes: int) -> tuple[bytes, int, int]
         size = (max(1, round(image.width * scale)), max(1, round(image.height * scale)))
         shown = image if size == image.size else image.resize(size, Image.Resampling.LANCZOS)
         buf = io.BytesIO()
-        shown.save(buf, format="PNG", optimize=True)
+        shown.save(buf, format="PNG")
         data = buf.getvalue()
         if len(data) <= max_bytes:
             return data, shown.width, shown.height

@@ -131,7 +131,8 @@ class DeckSession:
         self.log = log
         self.out = Path(out).absolute() if out is not None else None
         self.counters = SessionCounters()
-        self.render_cache: dict[str, list[Any]] = {}
+        self.render_cache: dict[str, list[Any]] = {}  # deck SHA-256 → its SlideImages (one version kept)
+        self.png_cache: dict[tuple[str, int], tuple[bytes, int, int]] = {}  # (SHA-256, slide) → fitted PNG
         self._lock = threading.RLock()
         self.scratch = Path(tempfile.mkdtemp(prefix="pptarena-mcp-"))
         try:

@@ -115,6 +115,7 @@ def _render(session: DeckSession, snap: Path, digest: str) -> list[Any]:
     deck.write_bytes(snap.read_bytes())
     images = list(session.renderer.render(deck, out / "slides"))  # type: ignore[union-attr]
     session.render_cache.clear()  # only the current version is worth keeping
+    session.png_cache.clear()
     session.render_cache[digest] = images
     return images
 
@@ -144,7 +145,11 @@ def render_slides(session: DeckSession, slides: list[int] | None = None) -> Repl
         if img is None:
             lines.append(f"slide {n}: not rendered")
             continue
-        data, width, height = fit_png(Path(img.path), limits.max_image_edge, limits.max_image_bytes)
+        fitted = session.png_cache.get((digest, n))
+        if fitted is None:
+            fitted = fit_png(Path(img.path), limits.max_image_edge, limits.max_image_bytes)
+            session.png_cache[(digest, n)] = fitted
+        data, width, height = fitted
         if total + len(data) > limits.max_call_image_bytes:
             lines.append(
                 f"slide {n}: left out, the images of one call are capped at "
