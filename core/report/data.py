@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from pptarena.report.fileio import read_regular
+from pptarena.report.pairfiles import PairFiles
 from pptarena.run.manifest_record import Manifest
 from pptarena.run.records import ResultLineProblem, ResultRow
 from pptarena.run.results import read_results  # noqa: F401 - re-exported for report modules
@@ -102,15 +103,24 @@ class RunData:
             found = cache[(agent, task_id)] = pair_dir(self.run_dir, agent, task_id)
         return found
 
-    def verdicts(self, agent: str, task_id: str, epoch: int = 1) -> dict[str, Any]:
+    def verdicts(
+        self, agent: str, task_id: str, epoch: int = 1, files: PairFiles | None = None
+    ) -> dict[str, Any]:
         """The ``verdicts.json`` of the pair's attempt ``epoch`` (empty when missing, not a regular file,
-        too large or unreadable)."""
-        folder = (
-            self.pair_dir(agent, task_id)
-            if epoch <= 1
-            else RunDir(self.run_dir).attempt(agent, task_id, epoch)
-        )
-        raw = read_regular(os.path.join(folder, VERDICTS), MAX_JSON_BYTES)
+        too large or unreadable).
+
+        :param files: the attempt's folder held open (:class:`pptarena.report.pairfiles.PairFiles`):
+            read through it, walked from the run folder without links.
+        """
+        if files is not None:
+            raw = files.read(VERDICTS, MAX_JSON_BYTES)
+        else:
+            folder = (
+                self.pair_dir(agent, task_id)
+                if epoch <= 1
+                else RunDir(self.run_dir).attempt(agent, task_id, epoch)
+            )
+            raw = read_regular(os.path.join(folder, VERDICTS), MAX_JSON_BYTES)
         if raw is None:
             return {}
         try:

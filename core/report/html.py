@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from pptarena.report.data import RunData, load_run, run_config, tasks_or_problem
+from pptarena.report.pairfiles import PairFiles, held_parents
 from pptarena.report.plots import histogram_rows_svg
 from pptarena.report.renders import PairView, RenderBudget, pair_decks, pair_view
 from pptarena.report.tables import TableData
@@ -158,7 +159,8 @@ def _rescore_html(data: RunData, agent: str, task_id: str) -> str:
         row = run.row(agent, task_id)
         if row is None:
             continue
-        verdicts = run.verdicts(agent, task_id).get("verdicts") or {}
+        with PairFiles(run.run_dir, run.pair_dir(agent, task_id)) as files:
+            verdicts = run.verdicts(agent, task_id, files=files).get("verdicts") or {}
         inner = "".join(verdict_html(label, v) for label, v in verdicts.items())
         if not inner:
             inner = "".join(f"<p>{esc(j, 100)}: {score_cell(b.score)}</p>" for j, b in row.scores.items())
@@ -171,11 +173,27 @@ def _rescore_html(data: RunData, agent: str, task_id: str) -> str:
 def pair_html(
     data: RunData, task: Any, agent: str, task_id: str, budget: RenderBudget | None, base: Path
 ) -> str:
-    """One agent's attempt at one task."""
+    """One agent's attempt at one task (its folder's files read through one held descriptor,
+    :class:`pptarena.report.pairfiles.PairFiles`)."""
     row = data.row(agent, task_id)
     if row is None:
         return f'<div class="pair"><h4>{esc(agent, 100)}</h4><p class="muted">no result yet</p></div>'
     folder = data.pair_dir(agent, task_id)
+    with PairFiles(data.run_dir, folder) as files:
+        return _pair_html(data, task, agent, task_id, budget, base, row, folder, files)
+
+
+def _pair_html(
+    data: RunData,
+    task: Any,
+    agent: str,
+    task_id: str,
+    budget: RenderBudget | None,
+    base: Path,
+    row: ResultRow,
+    folder: Path,
+    files: PairFiles,
+) -> str:
     status = str(row.status)
     scores = " ".join(f"{esc(j, 100)} {score_cell(b.score)}" for j, b in row.scores.items())
     parts = [
@@ -200,7 +218,7 @@ def pair_html(
     if row.error:
         parts.append(f'<div class="err">{esc(row.error)}</div>')
     parts.append(notes_html(row))
-    decks = pair_decks(data.run_dir, folder, row, task)
+    decks = pair_decks(data.run_dir, folder, row, task, files)
     view = pair_view(decks, budget)
     for note in view.notes:
         parts.append(f'<div class="problem">{esc(note, 600)}</div>')
@@ -212,12 +230,12 @@ def pair_html(
             "<div><b>Edits original → target</b>"
             f"<pre>{esc(view.target_edits or '(no target)', 30_000)}</pre></div></div>"
         )
-    verdicts = data.verdicts(agent, task_id).get("verdicts") or {}
+    verdicts = data.verdicts(agent, task_id, files=files).get("verdicts") or {}
     for label, verdict in verdicts.items():
         parts.append(verdict_html(label, verdict))
     parts.append(_rescore_html(data, agent, task_id))
-    parts.append(agent_log_html(folder))
-    parts.append(trajectory_html(folder, base))
+    parts.append(agent_log_html(folder, files))
+    parts.append(trajectory_html(folder, base, files))
     parts.append("</div>")
     return "".join(parts)
 
@@ -241,15 +259,20 @@ def later_attempt_html(data: RunData, task: Any, row: ResultRow) -> str:
         reused = esc(row.reused_from_epoch, 10)
         inner.append(f'<p class="muted">a deterministic agent: epoch {reused}\'s result, reused</p>')
     else:
-        decks = pair_decks(data.run_dir, folder, row, task)
-        decks.target = None  # epoch 1's section shows the target's edits: not diffed again per attempt
-        view = pair_view(decks, None)
-        inner += [f'<div class="problem">{esc(n, 600)}</div>' for n in view.notes if "not rendered" not in n]
-        if view.prediction_edits:
-            inner.append(f"<b>Edits original → prediction</b><pre>{esc(view.prediction_edits, 30_000)}</pre>")
-        for label, verdict in (data.verdicts(agent, task_id, epoch).get("verdicts") or {}).items():
-            inner.append(verdict_html(label, verdict))
-        inner.append(agent_log_html(folder))
+        with PairFiles(data.run_dir, folder) as files:
+            decks = pair_decks(data.run_dir, folder, row, task, files)
+            decks.target = None  # epoch 1's section shows the target's edits: not diffed again per attempt
+            view = pair_view(decks, None)
+            inner += [
+                f'<div class="problem">{esc(n, 600)}</div>' for n in view.notes if "not rendered" not in n
+            ]
+            if view.prediction_edits:
+                inner.append(
+                    f"<b>Edits original → prediction</b><pre>{esc(view.prediction_edits, 30_000)}</pre>"
+                )
+            for label, verdict in (data.verdicts(agent, task_id, epoch, files).get("verdicts") or {}).items():
+                inner.append(verdict_html(label, verdict))
+            inner.append(agent_log_html(folder, files))
     return (
         f'<details class="attempt"><summary>epoch {epoch}: <span class="badge {escape(status)}">'
         f"{escape(status)}</span> <code>{esc(folder.name, 200)}</code></summary>{''.join(inner)}</details>"
@@ -296,10 +319,13 @@ def render_page(
     """The whole page as a string."""
     task_ids = data.task_ids()
     toc = "".join(f'<a href="#{escape(_anchor(t))}">{esc(t, 100)}</a><br>' for t in task_ids)
+    top = page_top(data, problems, table_html, plots_html, f"{len(data.rows)} results")
+    with held_parents():  # the folders holding pair folders stay open while the tasks are drawn
+        sections = [task_html(data, t, tasks.get(t), budget, base) for t in task_ids]
     body = [
-        *page_top(data, problems, table_html, plots_html, f"{len(data.rows)} results"),
+        *top,
         f"<h2>Tasks ({len(task_ids)})</h2><nav class='toc'>{toc}</nav>",
-        *(task_html(data, t, tasks.get(t), budget, base) for t in task_ids),
+        *sections,
         "</main>",
     ]
     return (

@@ -87,6 +87,15 @@ def task_page(
     )
 
 
+@dataclass
+class PageStats:
+    """What :func:`write_pages` did: the pages built, and those skipped because their inputs were
+    unchanged (:mod:`pptarena.report.pageinputs`)."""
+
+    built: list[str] = dataclasses.field(default_factory=list)
+    skipped: list[str] = dataclasses.field(default_factory=list)
+
+
 def write_pages(
     data: RunData,
     tasks: dict[str, Any],
@@ -94,14 +103,21 @@ def write_pages(
     index_path: Path,
     parts: HtmlParts,
     workers: int = 1,
+    stats: PageStats | None = None,
 ) -> dict[str, str]:
     """Write the task pages into ``<index folder>/report/``; returns task id -> link relative to the index.
 
     Tasks keep the order of the results, :data:`TASKS_PER_PAGE` to a page; pages of an earlier,
-    larger report that this one no longer needs are removed. With ``workers`` = 2 and nothing to
-    render, a forked process writes every other page (:mod:`pptarena.report.forkwork`; only for
-    callers whose process has no other threads).
+    larger report that this one no longer needs are removed. A page whose inputs (its result lines,
+    tasks, pair-folder files, the code, ...) are unchanged since it was written, and which is itself
+    unchanged, is not rebuilt (:mod:`pptarena.report.pageinputs`); ``stats`` (when given) is filled
+    with the pages built and skipped. With ``workers`` = 2 and nothing to render, a forked process
+    writes every other page (:mod:`pptarena.report.forkwork`; only for callers whose process has no
+    other threads).
     """
+    from pptarena.report import pageinputs
+    from pptarena.report.pairfiles import held_parents, noting_reads
+
     folder = index_path.parent / PAGES_DIR
     folder.mkdir(parents=True, exist_ok=True)
     by_task: dict[str, list[ResultRow]] = {}
@@ -114,19 +130,58 @@ def write_pages(
     from pptarena.redact import redact_text, secrets
 
     known = secrets()  # every page leaves the run like report.html does: through the redactor
+    agents = list(data.manifest.agents)
+    static = pageinputs.static_key(data.run_dir, index_path.name, count, agents, budget, known)
+    rescore_rows: dict[str, dict[str, list[ResultRow]]] = {}
+    for name, run in data.rescores.items():
+        grouped = rescore_rows[name] = {}
+        for r in run.rows:
+            grouped.setdefault(r.task_id, []).append(r)
 
-    def write(i: int) -> None:
-        chunk = order[i * TASKS_PER_PAGE : (i + 1) * TASKS_PER_PAGE]
-        rows = [r for t in chunk for r in by_task[t]]
+    def chunk(i: int) -> list[str]:
+        return order[i * TASKS_PER_PAGE : (i + 1) * TASKS_PER_PAGE]
+
+    keys = [
+        pageinputs.page_key(
+            static, i + 1, chunk(i), [r for t in chunk(i) for r in by_task[t]], tasks, rescore_rows
+        )
+        for i in range(count)
+    ]
+
+    def write(i: int) -> tuple[str, dict[str, Any] | None]:
+        ids = chunk(i)
+        rows = [r for t in ids for r in by_task[t]]
         sub = dataclasses.replace(data, rows=rows)  # agents, rows and look-ups of these tasks only
-        page = task_page(sub, chunk, tasks, budget, index_path.parent, index_path.name, i + 1, count, parts)
-        write_derived(folder / page_name(i + 1), redact_text(page, known))
+        with noting_reads() as reads:
+            page = task_page(sub, ids, tasks, budget, index_path.parent, index_path.name, i + 1, count, parts)
+        path = folder / page_name(i + 1)
+        write_derived(path, redact_text(page, known))
+        entry = None if reads.volatile else pageinputs.page_entry(keys[i], reads.record(), path)
+        return page_name(i + 1), entry
 
-    # no threads: the pages are string work between small reads, and threads only contend for the GIL
-    # (four threads took 1.5x the time of one on a 10,000-pair run); the renderer is never shared
-    run_shared(range(count), write, workers if budget is None else 1)
+    old = pageinputs.load_record(folder)
+    record: dict[str, Any] = {}
+    with held_parents():
+        todo = []
+        for i in range(count):
+            name = page_name(i + 1)
+            if pageinputs.page_unchanged(old.get(name), keys[i], folder / name):
+                record[name] = old[name]
+                if stats is not None:
+                    stats.skipped.append(name)
+            else:
+                todo.append(i)
+        # no threads: the pages are string work between small reads, and threads only contend for the
+        # GIL (four threads took 1.5x the time of one on a 10,000-pair run); the renderer is never shared
+        for name, entry in run_shared(todo, write, workers if budget is None else 1):
+            if entry is not None:
+                record[name] = entry
+            if stats is not None:
+                stats.built.append(name)
     written = {page_name(i + 1) for i in range(count)}
-    for old in folder.glob("tasks-*.html"):
-        if old.name not in written:
-            old.unlink()
+    for old_page in folder.glob("tasks-*.html"):
+        if old_page.name not in written:
+            old_page.unlink()
+    if record != old or not (folder / pageinputs.RECORD_NAME).is_file():
+        pageinputs.save_record(folder, dict(sorted(record.items())))
     return links

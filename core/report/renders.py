@@ -21,6 +21,7 @@ from typing import Any
 
 from pptarena.render import slide_file_name
 from pptarena.report.fileio import is_regular
+from pptarena.report.pairfiles import PairFiles, mark_volatile
 from pptarena.run.records import ResultRow
 from pptarena.run.rundir import RENDERS
 
@@ -59,10 +60,21 @@ class PairView:
     notes: list[str] = field(default_factory=list)
 
 
-def pair_decks(run_dir: Path, folder: Path, row: ResultRow, task: Any) -> PairDecks:
-    """Locate the pair's decks: the input copy, the prediction named in the result line, the task's target."""
-    inputs = sorted((folder / "input").glob("*")) if os.path.isdir(os.path.join(folder, "input")) else []
-    inputs = [p for p in inputs if is_regular(p, folder)]
+def pair_decks(
+    run_dir: Path, folder: Path, row: ResultRow, task: Any, files: PairFiles | None = None
+) -> PairDecks:
+    """Locate the pair's decks: the input copy, the prediction named in the result line, the task's target.
+
+    :param files: ``folder`` held open (:class:`pptarena.report.pairfiles.PairFiles`): its input
+        copy and an in-folder prediction are checked through it.
+    """
+    if files is not None:
+        names = files.names("input") if files.is_dir("input") else []
+        inputs = [folder / "input" / n for n in names]
+        inputs = [p for p in inputs if files.is_regular(f"input/{p.name}")]
+    else:
+        inputs = sorted((folder / "input").glob("*")) if os.path.isdir(os.path.join(folder, "input")) else []
+        inputs = [p for p in inputs if is_regular(p, folder)]
     original = inputs[0] if inputs else (Path(task.original) if task is not None else None)
     pred = row.prediction
     prediction = None
@@ -70,7 +82,11 @@ def pair_decks(run_dir: Path, folder: Path, row: ResultRow, task: Any) -> PairDe
         p = Path(pred)
         prediction = p if p.is_absolute() else Path(run_dir) / p
         inside = os.path.abspath(prediction).startswith(os.path.abspath(folder) + os.sep)
-        if not is_regular(prediction, folder if inside else None):
+        if files is not None and inside:
+            regular = files.is_regular(os.path.relpath(os.path.abspath(prediction), os.path.abspath(folder)))
+        else:
+            regular = is_regular(prediction, folder if inside else None)
+        if not regular:
             prediction = None
     target = Path(task.target) if task is not None and task.target else None
     return PairDecks(folder, original, prediction, target)
@@ -174,6 +190,7 @@ def pair_view(decks: PairDecks, budget: RenderBudget | None) -> PairView:
     if decks.original is None:
         view.notes.append("the original deck is not available")
         return view
+    mark_volatile()  # decks and renders are read by path, not noted: a report page showing them is rebuilt
     if decks.prediction is not None:
         try:
             pred_diff = diff_decks(decks.original, decks.prediction)

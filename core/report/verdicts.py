@@ -16,6 +16,7 @@ from typing import Any
 from urllib.parse import quote
 
 from pptarena.report.fileio import is_regular, open_text, read_regular, text_lines
+from pptarena.report.pairfiles import PairFiles
 from pptarena.report.plots import score_bar
 from pptarena.run.rundir import AGENT_LOG
 
@@ -233,14 +234,21 @@ def notes_html(row: Any) -> str:
     return f'<div class="agent-notes"><b>Agent\'s notes:</b> {esc(notes, MAX_NOTES)}</div>'
 
 
-def agent_log_html(folder: Path | str) -> str:
-    """The pair's ``agent.log.jsonl`` as a table (first events; bounded), or ''."""
+def agent_log_html(folder: Path | str, files: PairFiles | None = None) -> str:
+    """The pair's ``agent.log.jsonl`` as a table (first events; bounded), or ''.
+
+    :param files: the folder held open (:class:`pptarena.report.pairfiles.PairFiles`): read
+        through it (without it the file is opened by path, its folder taken as trusted).
+    """
     path = os.path.join(folder, AGENT_LOG)
     events: list[dict[str, Any]] = []
-    data = read_regular(path, SMALL_LOG_BYTES)  # most logs: one read
+    # most logs: one read
+    data = read_regular(path, SMALL_LOG_BYTES) if files is None else files.read(AGENT_LOG, SMALL_LOG_BYTES)
     if data is not None:
         total = _log_events(text_lines(data), events)
-    elif (fh := open_text(path)) is not None:  # a large log: streamed, only its first events kept
+    elif (
+        fh := open_text(path) if files is None else files.open_text(AGENT_LOG)
+    ) is not None:  # a large log: streamed, only its first events kept
         with fh:
             total = _log_events(fh, events)
     else:
@@ -271,9 +279,16 @@ def agent_log_html(folder: Path | str) -> str:
     )
 
 
-def trajectory_html(folder: Path, base: Path) -> str:
-    """A GUI agent's ``trajectory/`` (steps with their screenshots), or ''."""
-    fh = open_text(Path(folder) / "trajectory" / "trajectory.jsonl", root=folder)
+def trajectory_html(folder: Path, base: Path, files: PairFiles | None = None) -> str:
+    """A GUI agent's ``trajectory/`` (steps with their screenshots), or ''.
+
+    :param files: the folder held open (see :func:`agent_log_html`); without it, ``folder`` is the
+        trusted root of the reads.
+    """
+    if files is None:
+        fh = open_text(Path(folder) / "trajectory" / "trajectory.jsonl", root=folder)
+    else:
+        fh = files.open_text("trajectory/trajectory.jsonl")
     if fh is None:  # missing, or a link the agent left: never followed
         return ""
     items = []
@@ -290,7 +305,15 @@ def trajectory_html(folder: Path, base: Path) -> str:
                 continue
             img = ""
             shot = step.get("screenshot")
-            if isinstance(shot, str) and "/" not in shot and is_regular(folder / "trajectory" / shot, folder):
+            if (
+                isinstance(shot, str)
+                and "/" not in shot
+                and (
+                    is_regular(folder / "trajectory" / shot, folder)
+                    if files is None
+                    else files.is_regular(f"trajectory/{shot}")
+                )
+            ):
                 src = rel_url(folder / "trajectory" / shot, base)
                 img = f'<img class="thumb" loading="lazy" src="{src}" alt="step {esc(step.get("step"), 10)}">'
             acts = "; ".join(
