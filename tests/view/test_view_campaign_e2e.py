@@ -184,9 +184,10 @@ class Annotator:
         if self.site["instructions"]:
             assert INSTRUCTIONS_TEXT in page.inner_text("body")  # what the annotator sees first
             self.assert_blind()
-            if page.locator("#label-form").count() == 0:
-                start = re.compile(r"start|begin|continue|first item|label", re.I)
-                page.get_by_role("link", name=start).or_(page.get_by_role("button", name=start)).first.click()
+            if page.locator("#label-form").count() == 0:  # an instructions page before the queue
+                start = re.compile(r"start|begin|continue|first item", re.I)
+                named = page.get_by_role("link", name=start).or_(page.get_by_role("button", name=start))
+                (page.locator("#start-labelling").or_(named)).first.click()
         page.wait_for_selector("#label-form")
 
     def item(self) -> int:
@@ -521,6 +522,23 @@ def test_pairwise_campaign_left_right_keys_history_and_agreement(site, browser, 
     code = {"a": 0, "b": 1, "tie": 2}
     alpha = _alpha([code[v] for v in x], [code[v] for v in y], "nominal")
     assert stats["people"]["choice"]["alpha_nominal"] == pytest.approx(alpha, abs=1e-4)
+    # people against the judge: on the items people preferred one side of, does the judge too?
+    scores = _judge_scores(site["run"])
+    want = {"items": 0, "concordant": 0, "tied": 0, "discordant": 0}
+    for i in order:
+        votes = [chosen[w][i] for w in ANNOTATORS]
+        a, b = votes.count("a"), votes.count("b")
+        if a == b:
+            continue
+        it = items[i]
+        preferred, other = (it.agent, it.agent_b) if a > b else (it.agent_b, it.agent)
+        diff = scores[(it.task_id, preferred)] - scores[(it.task_id, other)]
+        want["items"] += 1
+        want["concordant" if diff > 0 else "tied" if diff == 0 else "discordant"] += 1
+    (block,) = stats["judges"].values()
+    got = block["choice"][JUDGE]
+    assert {k: got[k] for k in want} == want
+    assert got["rate"] == round(want["concordant"] / want["items"], 4)
 
 
 def _record_gold_on_page(page, item_id: int, fields: dict, note: str, by: str):
