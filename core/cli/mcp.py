@@ -87,7 +87,7 @@ def mcp_command(
     except ModuleNotFoundError as exc:
         raise click.ClickException(str(exc)) from None
     from pptarena.deck import DeckError
-    from pptarena.mcp import DeckSession, build_server, serve_http, serve_stdio
+    from pptarena.mcp import DeckSession
     from pptarena.types import AgentLog, PptArenaError
 
     if work is not None and not work.absolute().parent.is_dir():
@@ -103,16 +103,30 @@ def mcp_command(
             log=AgentLog(log_path) if log_path else None,
         )
     except (DeckError, PptArenaError, OSError) as exc:
-        close = getattr(renderer, "close", None)
-        if callable(close):
-            close()
+        _close(renderer)
         raise click.ClickException(f"cannot serve {deck}: {exc}") from exc
-    with session:
-        session.publish()  # OUT holds a whole deck from the start: a killed server loses nothing
-        server = build_server(session)
-        if http:
-            click.echo(f"arena mcp: serving {deck.name} at http://127.0.0.1:{port}/mcp", err=True)
-            serve_http(server, port)
-        else:
-            serve_stdio(server)
-        click.echo(f"arena mcp: {session.counters.to_json()}", err=True)
+    try:
+        _serve(session, http, port, deck.name)
+    finally:
+        session.close()
+        _close(renderer)
+
+
+def _close(renderer: Any) -> None:
+    close = getattr(renderer, "close", None)
+    if callable(close):
+        close()
+
+
+def _serve(session: Any, http: bool, port: int, name: str) -> None:
+    """Publish ``--out``, build the server and serve until the client goes (stdio) or Ctrl-C (HTTP)."""
+    from pptarena.mcp import build_server, serve_http, serve_stdio
+
+    session.publish()  # OUT holds a whole deck from the start: a killed server loses nothing
+    server = build_server(session)
+    if http:
+        click.echo(f"arena mcp: serving {name} at http://127.0.0.1:{port}/mcp", err=True)
+        serve_http(server, port)
+    else:
+        serve_stdio(server)
+    click.echo(f"arena mcp: {session.counters.to_json()}", err=True)

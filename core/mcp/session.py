@@ -154,11 +154,9 @@ class DeckSession:
     # ------------------------------------------------------------------ lifecycle
 
     def close(self) -> None:
-        """Remove the scratch folder (a working copy elsewhere stays) and close the renderer."""
+        """Remove the scratch folder (a working copy elsewhere stays). The renderer is the caller's:
+        it is not closed here (a pair's renderer outlives the session)."""
         shutil.rmtree(self.scratch, ignore_errors=True)
-        close = getattr(self.renderer, "close", None)
-        if callable(close):
-            close()
 
     def __enter__(self) -> DeckSession:
         return self

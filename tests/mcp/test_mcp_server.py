@@ -109,6 +109,7 @@ def stdio(tmp_path_factory, demo_deck):
 # ------------------------------------------------------------------ the tools over stdio
 
 
+@pytest.mark.slow
 def test_stdio_lists_every_tool_with_its_schema_and_description(stdio):
     tools = {t.name: t for t in stdio.tools()}
     assert set(tools) == set(TOOL_NAMES)
@@ -125,6 +126,7 @@ def test_stdio_lists_every_tool_with_its_schema_and_description(stdio):
     assert tools["deck_summary"].annotations.read_only_hint is True
 
 
+@pytest.mark.slow
 def test_stdio_reading_tools_on_the_demo_deck(stdio):
     summary = json.loads(text_of(stdio.call("deck_summary")))
     assert summary["slide_count"] == 6 and len(summary["slides"]) == 6
@@ -151,6 +153,7 @@ def test_stdio_reading_tools_on_the_demo_deck(stdio):
     assert report["ok"] is True
 
 
+@pytest.mark.slow
 @needs_soffice
 def test_stdio_render_slides_returns_png_images_within_the_caps(stdio):
     limits = ToolLimits()
@@ -173,6 +176,7 @@ def test_stdio_render_slides_returns_png_images_within_the_caps(stdio):
     assert report["render"] == {"ok": True, "slides_rendered": 6}
 
 
+@pytest.mark.slow
 def test_stdio_write_part_shows_in_deck_diff_and_in_out(stdio):
     old = text_of(stdio.call("read_part", {"name": "ppt/slides/slide3.xml"}))
     title = slide_title(stdio.deck, 3)
@@ -187,6 +191,7 @@ def test_stdio_write_part_shows_in_deck_diff_and_in_out(stdio):
     assert slide_title(stdio.deck, 3) == title  # the input deck is never written
 
 
+@pytest.mark.slow
 def test_stdio_run_python_edits_a_title(stdio):
     result = stdio.call("run_python", {"code": TITLE_PROGRAM.format(index=4, text="Edited by a program")})
     assert not result.is_error, text_of(result)
@@ -197,6 +202,7 @@ def test_stdio_run_python_edits_a_title(stdio):
     assert slide_title(stdio.out, 5) == "Edited by a program"
 
 
+@pytest.mark.slow
 def test_stdio_every_call_is_logged(stdio):
     stdio.call("deck_summary", {"slides": [1]})
     events = [json.loads(line) for line in stdio.log.read_text().splitlines()]
@@ -214,6 +220,7 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+@pytest.mark.slow
 def test_streamable_http_round_trip_on_loopback(tmp_path, demo_deck):
     port = _free_port()
     proc = subprocess.Popen(
@@ -305,6 +312,7 @@ def test_the_xml_branch_uses_the_deck_engine_guard():
 # ------------------------------------------------------------------ failed edits change nothing
 
 
+@pytest.mark.slow
 def test_failed_edits_leave_the_working_copy_as_it_was(tmp_path, demo_deck):
     out = tmp_path / "out.pptx"
     log = AgentLog(None)  # events kept in memory
@@ -345,6 +353,7 @@ def test_failed_edits_leave_the_working_copy_as_it_was(tmp_path, demo_deck):
         assert logged[1]["args"]["xml"] == "<p:sld"
 
 
+@pytest.mark.slow
 def test_run_python_time_limit(demo_deck):
     with DeckSession(demo_deck, limits=ToolLimits(run_python_seconds=2)) as session:
         before = session.work_deck.read_bytes()
@@ -462,6 +471,7 @@ def _zip_bomb(src: Path, dst: Path, megabytes: int = 48) -> None:
                 zout.writestr(info, data)
 
 
+@pytest.mark.slow
 def test_a_zip_bomb_deck_is_refused_at_start_and_as_a_swapped_working_copy(tmp_path, demo_deck):
     bomb = tmp_path / "bomb.pptx"
     _zip_bomb(demo_deck, bomb)
@@ -502,6 +512,7 @@ class PillowRenderer:
         return images
 
 
+@pytest.mark.slow
 def test_thousands_of_render_calls_hit_the_session_cap(demo_deck):
     renderer = PillowRenderer()
     limits = ToolLimits(max_renders=100)
@@ -520,6 +531,7 @@ def test_thousands_of_render_calls_hit_the_session_cap(demo_deck):
         assert session.counters.renders == 100 and renderer.decks == 1  # one deck version: rendered once
 
 
+@pytest.mark.slow
 def test_one_render_call_is_capped_in_slides_and_bytes(tmp_path, demo_deck):
     from pptarena.mcp.images import fit_png
 
@@ -550,6 +562,7 @@ def test_no_renderer_is_a_clear_error(demo_deck):
         assert result.is_error and "no renderer (started with --renderer none)" in text_of(result)
 
 
+@pytest.mark.slow
 def test_run_python_sees_only_the_working_copy(tmp_path, demo_deck):
     home = tmp_path / "dataset"
     home.mkdir()
@@ -591,3 +604,17 @@ print(json.dumps(seen))
             ".sandbox_input.json",
         }
         assert str(session.scratch) not in text_of(result)
+
+
+def test_arena_mcp_refuses_an_unreadable_deck_before_serving(tmp_path, demo_deck):
+    from click.testing import CliRunner
+
+    from pptarena.cli.mcp import mcp_command
+
+    bomb = tmp_path / "bomb.pptx"
+    _zip_bomb(demo_deck, bomb, megabytes=8)
+    result = CliRunner().invoke(mcp_command, ["--deck", str(bomb), "--renderer", "none"])
+    assert result.exit_code == 1 and "cannot serve" in result.output and "zip bomb" in result.output
+    nowhere = tmp_path / "missing" / "deck.pptx"
+    result = CliRunner().invoke(mcp_command, ["--deck", str(demo_deck), "--work", str(nowhere)])
+    assert result.exit_code == 1 and "its folder does not exist" in result.output
