@@ -145,6 +145,7 @@ def test_loop_edits_through_tools_then_stops_when_the_model_answers(tmp_path):
     # logged: one tool_step per model call, the stop with its counts
     steps = events(ws, "tool_step")
     assert [s["step"] for s in steps] == [1, 2, 3]
+    assert len(events(ws, "model_call")) == 3  # the test's model client does not log: the loop does
     assert [c["tool"] for c in steps[1]["calls"]] == ["set_title"]
     stop = events(ws, "tools_stop")[-1]
     assert stop["stop_reason"] == "done" and stop["tool_calls_total"] == 2
@@ -460,6 +461,15 @@ def test_demo_typos_fixed_through_the_deck_tools(tmp_path, demo_tasks):
     assert [e["tool"] for e in events(ws, "tool_call")] == ["read_part", "write_part", "deck_diff"]
 
 
+def test_an_earlier_attempt_left_at_the_output_path_is_not_the_starting_point(tmp_path, demo_tasks):
+    task = demo_tasks["qbr-fix-typos"]
+    ws, backend = scripted_workspace(tmp_path, typo_script(task.original), deck=task.original)
+    ws.output_deck.write_bytes(b"a stale or broken deck from an earlier attempt")
+    pred = make_agent(tmp_path, cls=ToolsAgent).edit(agent_task(ws, task.instruction), ws)
+    assert "Quartely" in backend.requests[1].messages[-1].parts()[0].content[0]  # read from the input
+    assert "Quarterly results at a glance" in deck_texts(pred.path)
+
+
 def test_allow_list_narrows_the_deck_tools(tmp_path, demo_tasks):
     task = demo_tasks["qbr-fix-typos"]
     responses = [tool_use("run_python", {"code": "print(1)"}, "c1"), "I cannot run programs here."]
@@ -525,9 +535,9 @@ def sim_workspace(tmp: Path, backend_name: str, backend: Any, deck: Path):
     )
 
 
-@pytest.mark.parametrize("provider", ["openai", "anthropic"])
+@pytest.mark.parametrize("provider", ["openai", "anthropic", "google"])
 def test_demo_typos_fixed_over_the_provider_simulator(tmp_path, demo_tasks, provider):
-    pytest.importorskip(provider)
+    pytest.importorskip("google.genai" if provider == "google" else provider)
     from pptarena.deck import diff_decks
     from pptarena.models.sim import ProviderSim, SimConfig
 
@@ -538,6 +548,10 @@ def test_demo_typos_fixed_over_the_provider_simulator(tmp_path, demo_tasks, prov
             from pptarena.plugins.backends.openai import OpenAIBackend, OpenAIOptions
 
             backend = OpenAIBackend(OpenAIOptions(base_url=sim.openai_base_url, api_key="sk-sim"), ctx)
+        elif provider == "google":
+            from pptarena.plugins.backends.google import GoogleBackend, GoogleOptions
+
+            backend = GoogleBackend(GoogleOptions(base_url=sim.gemini_base_url, api_key="sim-key"), ctx)
         else:
             from pptarena.plugins.backends.anthropic import AnthropicBackend, AnthropicOptions
 
@@ -561,6 +575,13 @@ def test_demo_typos_fixed_over_the_provider_simulator(tmp_path, demo_tasks, prov
         last = bodies[2]["messages"]
         assert "[called tool write_part" in last[-2]["content"]
         assert "[result of tool write_part" in str(last[-1]["content"])
+    elif provider == "google":  # function declarations; function_call parts answered by function_response
+        declared = bodies[0]["tools"][0]["functionDeclarations"]
+        assert {d["name"] for d in declared} == set(TOOL_NAMES)
+        turns = bodies[2]["contents"]
+        assert "functionCall" in turns[-2]["parts"][0]
+        response = turns[-1]["parts"][0]["functionResponse"]
+        assert response["name"] == "write_part" and "replaced" in response["response"]["output"]
     else:  # the Messages API: tool_use blocks answered by tool_result blocks
         assert {t["name"] for t in bodies[0]["tools"]} == set(TOOL_NAMES)
         last = bodies[2]["messages"]

@@ -171,6 +171,8 @@ class ToolsAgent(Component):
             "tools_start", model=opts.model, tool_format=fmt, deck_tools=opts.deck_tools, tools=opts.tools
         )
         server_counts: dict[str, Any] = {}
+        # a deck left at the output path (an earlier attempt) must not become the starting point
+        workspace.output_deck.unlink(missing_ok=True)
         if not opts.deck_tools:
             shutil.copyfile(workspace.input_deck, workspace.output_deck)
             outcome = anyio.run(run_loop, client, conversation, [], set(), None, limits, workspace.log)

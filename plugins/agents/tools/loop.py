@@ -17,7 +17,8 @@ raises :class:`~pptarena.types.InfraError`. Model errors propagate as the model 
 (:class:`~pptarena.models.ModelError` is an ``InfraError`` too).
 
 Every step writes a ``tool_step`` event to the agent log (step, usage, the calls and whether each
-failed); the server logs the tool calls themselves.
+failed), and a ``model_call`` when the model client does not log its calls itself (the runner's
+clients do); the server logs the tool calls themselves.
 """
 
 from __future__ import annotations
@@ -186,6 +187,14 @@ async def run_loop(
         completion: Completion = await anyio.to_thread.run_sync(partial(client.complete, messages, **params))
         outcome.steps += 1
         outcome.usage.add(completion.usage)
+        if getattr(client, "log", None) is None:  # the runner's clients log their own model_call
+            log.write(
+                "model_call",
+                model=completion.model,
+                usage=completion.usage.as_dict(),
+                reply=(completion.text or "")[:MAX_LOGGED_TEXT],
+                finish_reason=completion.finish_reason,
+            )
         reads = read_tool_calls(completion) if tool_specs else []
         if not reads:
             outcome.final_text = completion.text or ""
