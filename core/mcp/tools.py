@@ -314,6 +314,7 @@ def run_python(session: DeckSession, code: str) -> Reply:
         "returncode": result.returncode,
         "timed_out": result.timed_out,
         "seconds": round(result.duration_s, 2),
+        "isolation": result.isolation,
         "stdout": _tail(result.stdout, keep),
         "stderr": _tail(result.stderr, keep),
     }
