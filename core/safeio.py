@@ -285,6 +285,15 @@ def read_regular(
 # ---------------------------------------------------------------- a folder held open
 
 
+def _rel_parts(rel: str, shown: str) -> list[str]:
+    """The components of ``rel``, a path below a folder (``.`` and empty ones dropped); an absolute
+    path, ``..`` or no name at all is refused."""
+    parts = [p for p in rel.split("/") if p and p != "."]
+    if not parts or rel.startswith("/") or ".." in parts:
+        raise UnsafeFileError(f"{rel!r} is not a path below {shown}")
+    return parts
+
+
 class Folder:
     """A folder held open by its descriptor (from :func:`open_folder`); a context manager that closes it.
 
@@ -312,20 +321,21 @@ class Folder:
             os.close(fd)
 
     def _walk(self, rel: str) -> tuple[int, str, str]:
-        """(a new descriptor of the folder holding ``rel``, its last name, the path shown in errors)."""
+        """(the descriptor of the folder holding ``rel``: this folder's own, or a new one the caller
+        closes; its last name; the path shown in errors)."""
         if self.fd < 0:
             raise ValueError(f"{self.shown} is closed")
-        parts = _parts(rel)
-        if not parts:
-            raise UnsafeFileError(f"{rel!r} names no file below {self.shown}")
-        fd = os.dup(self.fd)
+        parts = _rel_parts(rel, self.shown)
+        fd = self.fd
         try:
             for i, part in enumerate(parts[:-1]):
                 nxt = _subdir(fd, part, os.path.join(self.shown, *parts[: i + 1]))
-                os.close(fd)
+                if fd != self.fd:
+                    os.close(fd)
                 fd = nxt
         except BaseException:
-            os.close(fd)
+            if fd != self.fd:
+                os.close(fd)
             raise
         return fd, parts[-1], os.path.join(self.shown, *parts)
 
@@ -336,13 +346,12 @@ class Folder:
             ``max_bytes``, or a path leaving the folder.
         :raises FileNotFoundError: it does not exist.
         """
-        if "/" not in rel and rel not in ("", ".", ".."):  # the common case: a name in this folder
-            return open_at(self.fd, rel, max_bytes, os.path.join(self.shown, rel))
         dir_fd, name, shown = self._walk(rel)
         try:
             return open_at(dir_fd, name, max_bytes, shown)
         finally:
-            os.close(dir_fd)
+            if dir_fd != self.fd:
+                os.close(dir_fd)
 
     def read(self, rel: str, max_bytes: int) -> bytes:
         """The bytes of the regular file ``rel`` of at most ``max_bytes`` (see :meth:`open`)."""
@@ -358,13 +367,10 @@ class Folder:
 
         :raises UnsafeFileError: a folder on the way is a link or not a folder.
         """
-        if "/" not in rel and rel not in ("", ".", ".."):
-            dir_fd, name = self.fd, rel
-        else:
-            try:
-                dir_fd, name, _ = self._walk(rel)
-            except FileNotFoundError:
-                return None
+        try:
+            dir_fd, name, _ = self._walk(rel)
+        except FileNotFoundError:
+            return None
         try:
             return os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         except FileNotFoundError:
@@ -379,7 +385,8 @@ class Folder:
         try:
             return Folder(_subdir(dir_fd, name, shown), shown)
         finally:
-            os.close(dir_fd)
+            if dir_fd != self.fd:
+                os.close(dir_fd)
 
     def names(self) -> list[str]:
         """The names in this folder, in name order (read through a fresh descriptor of it)."""

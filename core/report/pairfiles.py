@@ -156,6 +156,9 @@ class PairFiles:
             return None
         try:
             fd = folder.open(name, limit)
+        except FileNotFoundError:  # the file, or a folder on its way, is missing
+            self.seen[name] = None
+            return None
         except (OSError, UnsafeFileError):
             self._note_lstat(name)
             return None

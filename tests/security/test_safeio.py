@@ -180,3 +180,90 @@ def test_ensure_dir_refuses_a_planted_link(tmp_path, host):
     with pytest.raises(UnsafeFileError):
         ensure_dir(root / "evil" / "x", root)
     assert not (host.parent / "x").exists()
+
+
+# ---------------------------------------------------------------- a folder held open (open_folder)
+
+
+def test_a_held_folder_refuses_a_link_to_a_file_or_in_place_of_a_folder(agent_dir, host):
+    from pptarena.safeio import open_folder
+
+    with open_folder(agent_dir / "cli", root=agent_dir) as cli:
+        assert cli.read("notes.txt", 100) == b"notes"
+        assert cli.read("output/deck.pptx", 100) == b"deck bytes"
+        with pytest.raises(UnsafeFileError, match="symbolic link"):
+            cli.read("to-host.txt", 100)
+        with pytest.raises(UnsafeFileError, match="symbolic link or not a folder"):
+            cli.read("to-folder/secret.txt", 100)
+        with pytest.raises(UnsafeFileError, match="symbolic link or not a folder"):
+            cli.folder("to-folder")
+        assert cli.lstat("to-host.txt").st_ino != host.stat().st_ino  # the link itself, not its target
+        with pytest.raises(UnsafeFileError, match="symbolic link or not a folder"):
+            cli.lstat("to-folder/secret.txt")
+    with pytest.raises(UnsafeFileError, match="symbolic link or not a folder"):
+        open_folder(agent_dir / "cli" / "to-folder", root=agent_dir)  # the link itself, held open
+
+
+def test_a_held_folder_refuses_a_fifo_at_once_and_files_over_the_cap(agent_dir):
+    from pptarena.safeio import open_folder
+
+    with open(agent_dir / "cli" / "sparse.bin", "wb") as fh:
+        fh.truncate(2 * 1024**3)  # 2 GiB, costs nothing: refused before a byte is read
+    with open_folder(agent_dir / "cli", root=agent_dir) as cli:
+        with pytest.raises(UnsafeFileError, match="not a regular file"):
+            cli.read("pipe.txt", 100)  # at once: never blocks on the FIFO
+        with pytest.raises(OSError, match="No such device"):
+            cli.open("sock")  # a socket cannot even be opened (ENXIO)
+        with pytest.raises(UnsafeFileError, match="over the 1024-byte limit"):
+            cli.read("sparse.bin", 1024)
+        with pytest.raises(UnsafeFileError, match="not a regular file"):
+            cli.open("output")  # a folder is not a file either
+        with pytest.raises(FileNotFoundError):
+            cli.read("absent.txt", 100)
+
+
+def test_a_held_folder_never_leaves_itself(agent_dir):
+    from pptarena.safeio import open_folder
+
+    with open_folder(agent_dir / "cli", root=agent_dir) as cli:
+        for rel in ("../cli/notes.txt", "/etc/passwd", "output/../../x", "", "."):
+            with pytest.raises(UnsafeFileError, match="not a path below"):
+                cli.open(rel)
+    with pytest.raises(UnsafeFileError, match="is not inside"):
+        open_folder(agent_dir.parent / "host", root=agent_dir)
+
+
+def test_a_folder_swapped_for_a_link_after_it_was_held_is_still_the_folder_opened(tmp_path, host):
+    from pptarena.safeio import open_folder
+
+    root = tmp_path / "run"
+    (root / "tasks" / "pair").mkdir(parents=True)
+    (root / "tasks" / "pair" / "log.txt").write_text("own log")
+    (host.parent / "log.txt").write_text("host log")
+    with open_folder(root / "tasks" / "pair", root=root) as pair:
+        # the agent side swaps its folder for a link to the host's between listing and reading
+        os.rename(root / "tasks" / "pair", root / "tasks" / "moved")
+        (root / "tasks" / "pair").symlink_to(host.parent, target_is_directory=True)
+        assert pair.read("log.txt", 100) == b"own log"  # the folder opened, never the link's target
+        assert pair.names() == ["log.txt"]
+    with pytest.raises(UnsafeFileError, match="symbolic link or not a folder"):
+        open_folder(root / "tasks" / "pair", root=root)  # opened after the swap: refused
+    (root / "tasks" / "pair").unlink()
+    (root / "tasks").rename(root / "tasks-away")
+    (root / "tasks").symlink_to(root / "tasks-away", target_is_directory=True)
+    with pytest.raises(UnsafeFileError, match="symbolic link or not a folder"):
+        open_folder(root / "tasks" / "moved", root=root)  # a link on the way, not only at the end
+
+
+def test_a_held_folder_is_closed_by_its_block_even_on_error(agent_dir):
+    from pptarena.safeio import open_folder
+
+    with pytest.raises(UnsafeFileError):
+        with open_folder(agent_dir / "cli", root=agent_dir) as cli:
+            fd = cli.fd
+            cli.read("to-host.txt", 100)
+    with pytest.raises(OSError):
+        os.fstat(fd)  # closed
+    assert cli.fd == -1
+    with pytest.raises(ValueError, match="closed"):
+        cli.open("notes.txt")
