@@ -18,7 +18,21 @@ measures, as whole processes:
 No decks are generated (pairs show "the original deck is not available"): the report's own cost
 is measured, not the deck diffs or renders it would show.
 
-Run: ``python benchmarks/report_bench.py [--pairs 10000] [--run DIR] [--repeat 3] [--recompute]``
+Task pages whose inputs did not change are not rebuilt (``report/page-inputs.json``): every run
+after the first is a *warm* report. ``--cold`` removes that record before each run, so every page
+is built (the first report of a run, or one after every pair changed). Each run's wall time is
+printed, not only the median.
+
+With ``--before DIR`` (a folder whose ``pptarena`` package is another version's ``core`` with its
+``plugins`` inside, put first on ``PYTHONPATH`` for that version's runs) the two versions are
+measured interleaved instead, on two copies of the run folder (same folder name, so the pages can
+be compared byte for byte): ``--rounds`` rounds, each running, for the reused summary and then the
+recomputed one, the other version, this version cold and this version warm, in an order that
+turns each round. Medians and ranges are printed, and the two versions' task pages and
+``report.html`` (apart from its "report written" time) are compared.
+
+Run: ``python benchmarks/report_bench.py [--pairs 10000] [--run DIR] [--repeat 3] [--recompute]
+[--cold] [--no-browser] [--before DIR --rounds 3]``
 """
 
 from __future__ import annotations
@@ -163,6 +177,79 @@ def _run(cmd: list[str]) -> tuple[float, int, float]:
     return wall, usage.ru_maxrss // 1024, usage.ru_utime + usage.ru_stime
 
 
+RECORD = Path("report") / "page-inputs.json"  # the task pages' input record (report/pageinputs.py)
+
+
+def report_once(run_dir: Path, *, recompute: bool, cold: bool, pythonpath: str | None, extra: list[str]):
+    """One ``arena report --no-render`` of ``run_dir`` (summary moved away with ``recompute``, the
+    pages' record removed with ``cold``; another version's package first on the path with
+    ``pythonpath``): (wall s, peak RSS MiB, CPU s)."""
+    if cold:
+        (run_dir / RECORD).unlink(missing_ok=True)
+    cmd = [sys.executable, "-m", "pptarena.cli", "report", str(run_dir), "--no-render", *extra]
+    if pythonpath:
+        cmd = ["env", f"PYTHONPATH={pythonpath}", *cmd]
+    summary, stale = run_dir / "summary.json", run_dir / "summary.json.away"
+    if recompute and summary.is_file():
+        summary.rename(stale)
+    try:
+        return _run(cmd)
+    finally:
+        if stale.is_file():
+            stale.rename(summary)
+
+
+def _span(values: list[float]) -> str:
+    v = sorted(values)
+    return f"{v[len(v) // 2]:.2f} s (range {v[0]:.2f}–{v[-1]:.2f})"
+
+
+def _same_output(a: Path, b: Path) -> str:
+    """Whether two run folders' reports are identical (``report.html`` apart from its written time)."""
+    stamp = re.compile(rb"report written [0-9T:+-]+")
+    if stamp.sub(b"", (a / "report.html").read_bytes()) != stamp.sub(b"", (b / "report.html").read_bytes()):
+        return "report.html differs"
+    pages_a = sorted(p.name for p in (a / "report").glob("tasks-*.html"))
+    pages_b = sorted(p.name for p in (b / "report").glob("tasks-*.html"))
+    if pages_a != pages_b:
+        return "the task pages differ in number"
+    differ = [n for n in pages_a if (a / "report" / n).read_bytes() != (b / "report" / n).read_bytes()]
+    if differ:
+        return f"{len(differ)} of {len(pages_a)} task pages differ"
+    return f"identical ({len(pages_a)} task pages and report.html)"
+
+
+def compare(run_dir: Path, before: Path, rounds: int, extra: list[str], tmp: Path) -> None:
+    """Interleaved rounds of the other version, this one cold and this one warm (see the module doc)."""
+    import os
+
+    copies = {"before": tmp / "before" / run_dir.name, "after": tmp / "after" / run_dir.name}
+    for copy in copies.values():
+        shutil.copytree(run_dir, copy, symlinks=True, ignore=shutil.ignore_patterns("report", "report.html"))
+    order = [("before", False), ("after", True), ("after", False)]
+    times: dict[tuple[str, str], list[float]] = {}
+    cpus: dict[tuple[str, str], list[float]] = {}
+    for k in range(rounds):
+        for mode in ("reused", "recomputed"):
+            turn = order[k % 3 :] + order[: k % 3]  # a warm run follows a run of this version
+            for version, cold in turn:
+                label = "before" if version == "before" else ("after, cold" if cold else "after, warm")
+                wall, _, cpu = report_once(
+                    copies[version],
+                    recompute=mode == "recomputed",
+                    cold=cold,
+                    pythonpath=str(before.resolve()) if version == "before" else None,
+                    extra=extra,
+                )
+                times.setdefault((mode, label), []).append(wall)
+                cpus.setdefault((mode, label), []).append(cpu)
+                print(f"round {k + 1}, summary {mode}, {label}: {wall:.2f} s, {cpu:.2f} s CPU", flush=True)
+    print(f"load average after: {os.getloadavg()}")
+    for (mode, label), walls in times.items():
+        print(f"summary {mode:10s} {label:12s} wall {_span(walls)}, CPU {_span(cpus[(mode, label)])}")
+    print(f"output, before vs after: {_same_output(copies['before'], copies['after'])}")
+
+
 def chromium_dump(url: str, profile: Path) -> tuple[float, str]:
     """Wall seconds of ``chromium --headless --dump-dom url`` and the DOM it printed."""
     t = time.perf_counter()
@@ -179,6 +266,10 @@ def main() -> None:
     parser.add_argument(
         "--recompute", action="store_true", help="without summary.json: the report recomputes the summary"
     )
+    parser.add_argument("--cold", action="store_true", help="remove the pages' input record before each run")
+    parser.add_argument("--no-browser", action="store_true", help="leave out the Chromium measurement")
+    parser.add_argument("--before", type=Path, default=None, help="PYTHONPATH folder of another version")
+    parser.add_argument("--rounds", type=int, default=3, help="interleaved rounds with --before")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="report-bench-"))
     run_dir = args.run or tmp / "run"
@@ -188,21 +279,24 @@ def main() -> None:
         print(f"generated {args.pairs} pairs in {time.perf_counter() - t:.1f} s: {run_dir}")
     if not (run_dir / "summary.json").is_file():  # a folder generated before summaries were written
         write_summary(run_dir)
-    cmd = [sys.executable, "-m", "pptarena.cli", "report", str(run_dir), "--no-render"]
-    cmd += args.report_args.split()
-    summary = run_dir / "summary.json"
-    stale = run_dir / "summary.json.away"
-    if args.recompute and summary.is_file():
-        summary.rename(stale)  # the report recomputes the summary (a running run, or an older one)
-    try:
-        runs = [_run(cmd) for _ in range(args.repeat)]
-    finally:
-        if stale.is_file():
-            stale.rename(summary)
+    if args.before is not None:
+        try:
+            compare(run_dir, args.before, args.rounds, args.report_args.split(), tmp)
+        finally:
+            shutil.rmtree(tmp, ignore_errors=True)
+        return
+    runs = []
+    for k in range(args.repeat):
+        # the report recomputes the summary with --recompute (a running run, or an older one)
+        extra = args.report_args.split()
+        once = report_once(run_dir, recompute=args.recompute, cold=args.cold, pythonpath=None, extra=extra)
+        runs.append(once)
+        print(f"run {k + 1}: {runs[-1][0]:.2f} s wall, {runs[-1][2]:.2f} s CPU", flush=True)
     wall = sorted(r[0] for r in runs)[len(runs) // 2]
     rss = max(r[1] for r in runs)
     cpu = sorted(r[2] for r in runs)[len(runs) // 2]
     print(f"summary.json: {'moved away, recomputed' if args.recompute else 'kept (reused when current)'}")
+    print(f"task pages: {'all rebuilt (--cold)' if args.cold else 'rebuilt when their inputs changed'}")
     index = run_dir / "report.html"
     written = index.stat().st_size
     pages = run_dir / "report"
@@ -210,7 +304,7 @@ def main() -> None:
         written += sum(p.stat().st_size for p in pages.rglob("*") if p.is_file())
     print(f"arena report: {wall:.2f} s wall, {cpu:.2f} s CPU (medians of {args.repeat}), peak RSS {rss} MiB")
     print(f"report.html {index.stat().st_size / 1e6:.2f} MB; everything written {written / 1e6:.1f} MB")
-    if Path(CHROMIUM).exists():
+    if Path(CHROMIUM).exists() and not args.no_browser:
         empty = tmp / "empty.html"
         empty.write_text("<!DOCTYPE html><title>x</title><p>x")
         base, _ = chromium_dump(empty.as_uri(), tmp / "profile")
