@@ -307,6 +307,42 @@ class CrashingServerAgent(ToolsAgent):
         yield StdioServerParameters(command=sys.executable, args=[str(script)]), dict
 
 
+SLOW_SERVER = """
+import time
+from mcp.server.mcpserver import MCPServer
+
+server = MCPServer("slow")
+
+@server.tool()
+def slow() -> str:
+    \"\"\"Answers after a long time.\"\"\"
+    time.sleep(5)
+    return "late"
+
+server.run("stdio")
+"""
+
+
+class SlowServerAgent(ToolsAgent):
+    """The tools agent over a stdio server whose one tool takes 5 s."""
+
+    @contextmanager
+    def deck_server(self, workspace) -> Iterator[Any]:  # type: ignore[override]
+        from mcp.client.stdio import StdioServerParameters
+
+        script = workspace.dir / "slow_server.py"
+        script.write_text(SLOW_SERVER)
+        yield StdioServerParameters(command=sys.executable, args=[str(script)]), dict
+
+
+def test_a_tool_slower_than_tool_timeout_is_answered_as_an_error(tmp_path):
+    ws, backend = scripted_workspace(tmp_path, [tool_use("slow", {}, "c1"), "It timed out; stopping."])
+    pred = make_agent(tmp_path, cls=SlowServerAgent, tool_timeout=1).edit(agent_task(ws), ws)
+    answer = backend.requests[1].messages[-1].parts()[0]
+    assert answer.is_error and "did not answer within 1 s" in answer.content[0]
+    assert pred.metadata["stop_reason"] == "done" and pred.metadata["tool_errors"] == 1
+
+
 def test_a_server_that_cannot_start_is_an_infrastructure_error(tmp_path):
     ws, backend = scripted_workspace(tmp_path, ["unused"])
     with pytest.raises(InfraError, match="cannot connect to the MCP server"):

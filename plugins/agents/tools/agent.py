@@ -87,7 +87,13 @@ class ToolsOptions(Options):
         2, ge=0, le=32, description="tool answers whose images are resent (older renders become a note)"
     )
     max_result_chars: int = Field(30_000, ge=500, le=2_000_000, description="text kept from one tool result")
-    tool_timeout: float = Field(600.0, gt=0, le=7200, description="seconds one tool call may take")
+    tool_timeout: float = Field(
+        600.0,
+        gt=0,
+        le=7200,
+        description="seconds to wait for a tool's answer from an out-of-process server "
+        "(the in-process deck server's tools are bounded by its own caps)",
+    )
     system_prompt: str | None = Field(None, description="replaces the built-in system prompt")
     tools: list[str] | None = Field(
         None, description="the deck tools offered (allow-list of names); default: all of them"
