@@ -9,6 +9,7 @@ deck server (``pptarena.mcp``).
 
 from __future__ import annotations
 
+import base64
 import io
 import json
 import sys
@@ -247,6 +248,67 @@ def test_images_are_capped_per_result_and_old_ones_dropped_from_the_history(tmp_
     results = [p for m in last if m.role == "user" for p in m.parts() if isinstance(p, ToolResult)]
     assert [len(r.images()) for r in results] == [0, 0, 1]  # only the newest answer keeps its image
     assert OMITTED in results[0].content
+
+
+def hostile_server() -> Any:
+    """A server whose one tool answers with what a careless or hostile server might send."""
+    from mcp_types import AudioContent, BlobResourceContents, EmbeddedResource, ImageContent, TextContent
+
+    server = MCPServer("hostile")
+
+    @server.tool(structured_output=False)
+    def flood() -> list[Any]:
+        """A huge text, images that are not images, audio and a binary resource."""
+        return [
+            TextContent(type="text", text="A" * 3_000_000),
+            ImageContent(type="image", data="not base64 at all!", mime_type="image/png"),
+            ImageContent(type="image", data=base64.b64encode(b"<svg/>").decode(), mime_type="image/svg+xml"),
+            AudioContent(type="audio", data=base64.b64encode(b"RIFF").decode(), mime_type="audio/wav"),
+            EmbeddedResource(
+                type="resource",
+                resource=BlobResourceContents(uri="file:///etc/shadow", blob=base64.b64encode(b"x").decode()),
+            ),
+            ImageContent(type="image", data=base64.b64encode(png()).decode(), mime_type="image/png"),
+        ]
+
+    return server
+
+
+class HostileServerAgent(ToolsAgent):
+    @contextmanager
+    def deck_server(self, workspace):  # type: ignore[override]
+        yield hostile_server(), dict
+
+
+def test_a_hostile_servers_answer_reaches_the_model_bounded(tmp_path):
+    ws, backend = scripted_workspace(tmp_path, [tool_use("flood", {}, "c1"), "ok"])
+    make_agent(tmp_path, cls=HostileServerAgent, max_result_chars=5000).edit(agent_task(ws), ws)
+    answer = backend.requests[1].messages[-1].parts()[0]
+    text = answer.content[0]
+    assert len(text) < 5200 and "more characters]" in text
+    assert [i.data for i in answer.images()] == [png()]  # only the real PNG survives
+    assert len(answer.content) == 2  # the cut text and the one image
+
+
+def test_results_name_what_was_dropped():
+    from mcp_types import AudioContent, CallToolResult, ImageContent, TextContent
+
+    from pptarena.plugins.agents.tools.results import to_tool_result
+
+    result = CallToolResult(
+        content=[
+            TextContent(type="text", text="hello"),
+            ImageContent(type="image", data="%%%", mime_type="image/png"),
+            ImageContent(type="image", data=base64.b64encode(b"<svg/>").decode(), mime_type="image/svg+xml"),
+            AudioContent(type="audio", data="UklGRg==", mime_type="audio/wav"),
+        ],
+        is_error=True,
+    )
+    converted = to_tool_result("c9", result, max_chars=10_000, max_images=4)
+    assert converted.is_error and converted.call_id == "c9" and converted.images() == []
+    text = converted.content[0]
+    assert "hello" in text and "not base64" in text and "image/svg+xml was dropped" in text
+    assert "[audio content dropped" in text
 
 
 def test_allow_list_names_must_be_deck_tools():
