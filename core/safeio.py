@@ -250,9 +250,15 @@ def read_tail(
         os.close(fd)
 
 
-def _read_fd(fd: int, max_bytes: int, shown: str) -> bytes:
+def _read_fd(fd: int, max_bytes: int, shown: str, expected: int | None = None) -> bytes:
+    """Read to the end: the ``expected`` size (``st_size``) and one byte more, so a small file costs
+    two small reads (not a 1 MiB buffer per read); a file that grows past it is read on in chunks."""
+    if expected is None:
+        expected = os.fstat(fd).st_size
     parts, size = [], 0
-    while chunk := os.read(fd, min(CHUNK, max_bytes + 1 - size)):
+    while chunk := os.read(
+        fd, min(CHUNK, max_bytes + 1 - size, expected - size + 1 if size <= expected else CHUNK)
+    ):
         parts.append(chunk)
         size += len(chunk)
         if size > max_bytes:  # it grew while we read
@@ -260,10 +266,11 @@ def _read_fd(fd: int, max_bytes: int, shown: str) -> bytes:
     return b"".join(parts)
 
 
-def read_open(fd: int, max_bytes: int, shown: str = "the file") -> bytes:
+def read_open(fd: int, max_bytes: int, shown: str = "the file", expected: int | None = None) -> bytes:
     """Everything readable from the open descriptor ``fd`` (at most ``max_bytes``; a file that grew
-    past it while read raises :class:`UnsafeFileError`, naming it ``shown``)."""
-    return _read_fd(fd, max_bytes, shown)
+    past it while read raises :class:`UnsafeFileError`, naming it ``shown``); ``expected``: its
+    ``st_size`` when the caller has it (saves an ``fstat``)."""
+    return _read_fd(fd, max_bytes, shown, expected)
 
 
 def read_regular(
@@ -325,6 +332,8 @@ class Folder:
         closes; its last name; the path shown in errors)."""
         if self.fd < 0:
             raise ValueError(f"{self.shown} is closed")
+        if "/" not in rel and rel not in ("", ".", ".."):  # the common case: a name in this folder
+            return self.fd, rel, f"{self.shown}/{rel}"
         parts = _rel_parts(rel, self.shown)
         fd = self.fd
         try:

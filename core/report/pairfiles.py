@@ -172,7 +172,8 @@ class PairFiles:
         if fd is None:
             return None
         try:
-            return read_open(fd, limit, os.path.join(self.folder, name))
+            key = self.seen[name]
+            return read_open(fd, limit, os.path.join(self.folder, name), key[1] if key else None)
         except (OSError, UnsafeFileError):
             return None
         finally:
