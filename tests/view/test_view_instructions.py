@@ -140,3 +140,61 @@ def test_who_may_open_the_instructions_page(site):
     assert page.status_code == 200 and "Labelling rules" in page.text and "start-labelling" not in page.text
     # the admin's campaign page links to it
     assert f'<a href="/c/{cid}/instructions">Instructions</a>' in admin.get(f"/c/{cid}").text
+
+
+# ------------------------------------------------------------------------------ in a real browser
+
+HOSTILE = '# Rules\n\n<script>window.__pwned_i = 1</script>\n\n<img src=x onerror="window.__pwned_j=1">\n'
+
+
+def _alt_key(page, key: str) -> None:
+    """Alt+``key`` as a keyboard sends it, a char event included (the event a browser's access keys
+    answer to; Playwright's ``keyboard.press("Alt+h")`` sends none with Alt held)."""
+    cdp = page.context.new_cdp_session(page)
+    code = f"Key{key.upper()}"
+    vk = ord(key.upper())
+    cdp.send("Input.dispatchKeyEvent", {"type": "rawKeyDown", "modifiers": 1, "key": key, "code": code,
+                                        "windowsVirtualKeyCode": vk})  # fmt: skip
+    cdp.send("Input.dispatchKeyEvent", {"type": "char", "modifiers": 1, "text": key, "unmodifiedText": key,
+                                        "key": key, "code": code})  # fmt: skip
+    cdp.send("Input.dispatchKeyEvent", {"type": "keyUp", "modifiers": 1, "key": key, "code": code,
+                                        "windowsVirtualKeyCode": vk})  # fmt: skip
+    cdp.detach()
+
+
+@pytest.mark.slow
+def test_in_chromium_instructions_first_enter_starts_and_alt_h_comes_back(run, tmp_path, browser,
+                                                                           failure_shots):  # fmt: skip
+    """As an annotator would: the link opens the instructions (no script of the file runs), Enter
+    starts labelling, Alt+H on an item opens the instructions again, Enter goes back to that item."""
+    from tests.support.view_fixtures import serve, stop
+
+    c, tokens = new_campaign([run], protocol="absolute", annotators=["alice"], out=tmp_path / "c.sqlite",
+                             instructions=HOSTILE + "\n## Worked example 1\n\nIF 4.\n")  # fmt: skip
+    c.close()
+    proc, url, _ = serve([run], "--campaign", str(c.path))
+    ctx = browser.new_context(viewport={"width": 1280, "height": 900})
+    try:
+        page = ctx.new_page()
+        failure_shots.append(("annotator", page))
+        page.goto(f"{url}/login?token={tokens['alice']}")
+        page.wait_for_selector("#instructions-text")
+        assert page.url.endswith("/instructions")
+        assert "Worked example 1" in page.inner_text("#instructions-text")
+        for marker in ("__pwned_i", "__pwned_j"):
+            assert page.evaluate(f"typeof window.{marker}") == "undefined", marker
+        assert page.evaluate("document.activeElement.id") == "start-labelling"
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+        page.wait_for_selector("#label-form")
+        item = page.get_attribute("body", "data-item")
+        with page.expect_navigation():
+            _alt_key(page, "h")
+        page.wait_for_selector("#instructions-text")
+        with page.expect_navigation():
+            page.keyboard.press("Enter")
+        page.wait_for_selector("#label-form")
+        assert page.get_attribute("body", "data-item") == item
+    finally:
+        ctx.close()
+        stop(proc)
