@@ -11,6 +11,12 @@ numbers count that annotator's versions of the item only. Which routes an annota
 reach at all is decided before any of these run (:class:`pptarena.view.app.RoleGuard`). Writes
 go through :meth:`pptarena.label.store.Campaign.append` (appended and synced before the answer),
 after the checks of :mod:`pptarena.view.security`.
+
+A campaign with instructions (:mod:`pptarena.label.instructions`) shows them first
+(``/c/<campaign>/instructions``): the label page sends an annotator there before their first item,
+and again once when the instructions changed after their last label; every label page links to
+them. The campaign page's statistics are cached until the store changes
+(:meth:`CampaignState.stats`).
 """
 
 from __future__ import annotations
