@@ -305,9 +305,12 @@ class RunIndex:
                 chosen = chosen[::-1]
             page = chosen[q.page * q.per_page : (q.page + 1) * q.per_page]
             rows = [self._row(int(p), arrs) for p in page]
-            if more:
-                for p, row in zip(page, rows, strict=True):
-                    row["extra"] = {k: _num(v[p]) for k, v in more.items()}
+            if more:  # the page's values of each column at once (NaN: None, else 4 decimals)
+                values = {
+                    k: [None if x != x else x for x in np.round(v[page], 4).tolist()] for k, v in more.items()
+                }
+                for i, row in enumerate(rows):
+                    row["extra"] = {k: col[i] for k, col in values.items()}
             return len(chosen), rows
 
     def _sort_key(self, sort: str, arrs: dict[str, np.ndarray]) -> np.ndarray | None:
