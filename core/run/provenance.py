@@ -6,10 +6,11 @@ get one here, so that re-running a run folder never shows a changed agent's old 
 - An **agent fingerprint** records the component (plugin, name, distribution and version, which kind of
   code), its options (secrets never), the models it calls and their backends' sampling defaults, and a
   hash of its code: the agent class's ``fingerprint_texts()`` when it defines one (a classmethod or
-  staticmethod returning strings), else the sources of the package folder its module lives in (a
-  single-file module: that file) plus any ``fingerprint_modules``; an installed distribution adds the
-  file hashes of its ``RECORD``; an agent from an environment of its own (``package = ...``) is hashed
-  from that environment's installed files' ``RECORD`` s, never by importing it. Its ``id`` hashes all of
+  staticmethod returning strings), else the sources of the package folder its module lives in
+  (without the folders of other plugins nested in it; a single-file module: that file) plus any
+  ``fingerprint_modules``; an installed distribution adds the file hashes of its ``RECORD``; an agent
+  from an environment of its own (``package = ...``) is hashed from that environment's installed
+  files' ``RECORD`` s, never by importing it. Its ``id`` hashes all of
   that except the label.
 - A **task hash** covers the instruction, the style target, the rubric and the bytes of the original,
   target and (when it is a file) style-target deck.
@@ -69,9 +70,30 @@ def task_sha(task: Task) -> str:
     )
 
 
+def _plugin_folders() -> set[Path]:
+    """The folders of every ``pptarena`` entry-point module that is a package or lives in one.
+
+    Found without importing anything new (``find_spec`` reads only parent packages, which the
+    registry imported already); a module that cannot be found is left out.
+    """
+    import importlib.util
+
+    folders: set[Path] = set()
+    for ep in md.entry_points(group="pptarena"):
+        try:
+            spec = importlib.util.find_spec(ep.module)
+        except (ImportError, ValueError):
+            continue
+        if spec is not None and spec.origin:
+            folders.add(Path(spec.origin).resolve().parent)
+    return folders
+
+
 def _package_files(module: Any) -> list[Path]:
-    """The source files that stand for an agent's module: its package folder (recursively), or the
-    module's own file when it is a top-level single-file module."""
+    """The source files that stand for an agent's module: its package folder (recursively, without
+    the folders of other plugins nested in it: the built-in ``baselines`` module shares
+    ``plugins/agents/`` with every other built-in agent's package), or the module's own file when it
+    is a top-level single-file module."""
     file = getattr(module, "__file__", None)
     if not file:
         return []
@@ -79,7 +101,13 @@ def _package_files(module: Any) -> list[Path]:
     in_package = "." in module.__name__ or path.name == "__init__.py"
     if not in_package:
         return [path]
-    files = sorted(p for p in path.parent.rglob("*.py") if "__pycache__" not in p.parts)
+    own = path.resolve().parent
+    others = [f for f in _plugin_folders() if f != own and f.is_relative_to(own)]
+    files = sorted(
+        p
+        for p in path.parent.rglob("*.py")
+        if "__pycache__" not in p.parts and not any(p.resolve().is_relative_to(o) for o in others)
+    )
     return files[:MAX_SOURCE_FILES]
 
 

@@ -287,3 +287,22 @@ def test_stale_rows_and_stamping():
     fresh = prov.stamp(ResultRow(agent="a", task_id="t2", status=Status.SCORED))
     assert (fresh.agent_fingerprint, fresh.task_sha) == ("new", "s2")
     assert "agent_fingerprint" not in ResultRow(agent="a", task_id="t", status=Status.SCORED).to_json()
+
+
+def test_a_built_in_agents_code_hash_leaves_out_the_other_plugins_nested_in_its_folder():
+    """``baselines`` lives in ``plugins/agents/`` beside every other built-in agent's package: a change
+    to the tools agent must not make the no-op's rows stale, while its own package still counts."""
+    import importlib
+
+    from pptarena.run import provenance
+    from pptarena.run.registry import get_registry
+
+    get_registry()
+    baselines = importlib.import_module("pptarena.plugins.agents.baselines")
+    files = {p.resolve() for p in provenance._package_files(baselines)}
+    assert Path(baselines.__file__).resolve() in files
+    agents_dir = Path(baselines.__file__).resolve().parent
+    assert all(p.parent == agents_dir for p in files), sorted(map(str, files))
+    pilot = importlib.import_module("pptarena.plugins.agents.pptpilot.agent")
+    pilot_files = {p.name for p in provenance._package_files(pilot)}
+    assert {"agent.py", "branch.py", "verify.py"} <= pilot_files
