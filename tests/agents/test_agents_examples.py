@@ -17,6 +17,7 @@ EXAMPLES = [
     "osworld-impress",
     "tsbench",
     "pptc",
+    "tools-vs-alone",
 ]
 
 
@@ -30,7 +31,7 @@ def test_example_config_is_valid(name, monkeypatch):
     config = load_config(path, get_registry())
     assert config.agents and config.judges
     for agent in config.agents:
-        assert agent.use in ("hybrid", "code", "xml", "command", "gui")
+        assert agent.use in ("hybrid", "code", "xml", "command", "gui", "tools")
 
 
 def test_pptpilot_example_uses_the_paper_setting(monkeypatch):
