@@ -38,12 +38,15 @@ sizes over a cap):
 - :func:`open_folder` / :class:`Folder`: hold one folder below ``root`` open (walked like
   :func:`open_regular` walks a file's path) and open, read or ``lstat`` many files in it relative to
   its descriptor, without walking the path from ``root`` again for each (reports read thousands of
-  pair folders).
+  pair folders); :func:`read_open` reads a descriptor already checked.
 
 Where it ends: the ``root`` itself, and the folders above it, are trusted (the harness made
 them); a process still running on the agent side can change a file *after* it was checked
 (the layer checks the descriptor it reads, not the name later users open): take copies with
 :func:`copy_regular` / :func:`copy_tree` once the agent side has stopped, and read the copies.
+
+Over 400 lines on purpose: every way the harness touches a file the agent side could have written
+is here, so that it is reviewed (and attacked, ``tests/security/test_safeio.py``) in one place.
 """
 
 from __future__ import annotations

@@ -260,6 +260,17 @@ def test_run_shared_does_every_item_once_across_two_processes(tmp_path):
     assert len({pids[i] for i in range(1, 9, 2)}) == 1 and pids[1] != os.getpid()  # one child's
 
 
+def test_run_shared_returns_both_processes_results_in_the_items_order():
+    from pptarena.report.forkwork import can_fork, run_shared
+
+    if not can_fork():
+        pytest.skip("this test process runs other threads")
+    got = run_shared(list(range(7)), lambda i: {"item": i, "pid": os.getpid()}, workers=2)
+    assert [r["item"] for r in got] == list(range(7))
+    assert {r["pid"] for r in got[0::2]} == {os.getpid()} and os.getpid() not in {r["pid"] for r in got[1::2]}
+    assert run_shared([3, 1, 2], lambda i: i * 10, workers=1) == [30, 10, 20]
+
+
 @pytest.mark.skipif(not hasattr(os, "fork") or (os.cpu_count() or 1) < 2, reason="needs fork and two cores")
 def test_run_shared_reports_an_error_of_either_process(tmp_path):
     from pptarena.report.forkwork import WorkerFailed, can_fork, run_shared
