@@ -26,6 +26,8 @@ _LAZY = {
     "SessionCounters": "session",
     "ToolFailure": "session",
     "ToolLimits": "limits",
+    "McpServerSpec": "servers",
+    "server_record": "servers",
     "TOOL_NAMES": "server",
     "build_server": "server",
     "connect_in_memory": "server",
@@ -37,11 +39,13 @@ _LAZY = {
 if TYPE_CHECKING:  # pragma: no cover
     from .limits import ToolLimits
     from .server import TOOL_NAMES, build_server, connect_in_memory, require_sdk, serve_http, serve_stdio
+    from .servers import McpServerSpec, server_record
     from .session import DeckSession, Reply, SessionCounters, ToolFailure
 
 __all__ = [
     "TOOL_NAMES",
     "DeckSession",
+    "McpServerSpec",
     "Reply",
     "SessionCounters",
     "ToolFailure",
@@ -51,6 +55,7 @@ __all__ = [
     "require_sdk",
     "serve_http",
     "serve_stdio",
+    "server_record",
 ]
 
 
