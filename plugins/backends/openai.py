@@ -5,10 +5,16 @@ and OpenAI-compatible servers such as vLLM, Ollama and LM Studio (``base_url``).
 Images are sent as ``image_url`` content parts holding ``data:`` URLs. The
 SDK's own retries are off: :class:`pptarena.models.ModelClient` retries.
 
+Function tools work on chat completions: ``tools`` / ``tool_choice`` pass through, an assistant
+message's :class:`ToolCall` parts go out as its ``tool_calls`` and a user message's
+:class:`ToolResult` parts as ``tool`` messages (their images in a user message after them: a
+``tool`` message holds no image), see :func:`to_openai_messages`.
+
 Computer use goes through the Responses API (``client.responses.create``):
 a call whose ``tools`` hold a ``computer_use_preview`` (or ``computer``) tool,
 or that gives ``previous_response_id`` or ``truncation``, takes that path (see
-:func:`to_responses_input`); every other call is a chat completion.
+:func:`to_responses_input`: ``function_call`` / ``function_call_output`` items there); every other
+call is a chat completion.
 
 Every completion carries the response's rate-limit headers (``x-ratelimit-*``, through the SDK's
 ``with_raw_response``) in ``Completion.rate_headers``, and a transient HTTP error those of its
@@ -136,34 +142,113 @@ class OpenAIOptions(BackendOptions):
         return self
 
 
-def to_openai_messages(messages: list[Message], image_detail: str | None = None) -> list[dict[str, Any]]:
-    """pptarena messages → OpenAI chat ``messages`` (images as data-URL ``image_url`` parts)."""
+def _tool_calls_wire(calls: list[ToolCall]) -> list[dict[str, Any]]:
+    """Chat-completions ``tool_calls`` of an assistant message: one ``function`` call per :class:`ToolCall`
+    (its ``id``, ``name`` and ``input`` as JSON text; ``native`` is not sent)."""
+    return [
+        {
+            "id": c.id,
+            "type": "function",
+            "function": {"name": c.name, "arguments": json.dumps(dict(c.input), ensure_ascii=False)},
+        }
+        for c in calls
+    ]
+
+
+def tool_output_text(result: ToolResult) -> str:
+    """The text a tool result sends back (its text parts joined), ``"ERROR: "`` first when it failed."""
+    text = "".join(p for p in result.content if isinstance(p, str))
+    return f"ERROR: {text}" if result.is_error else text
+
+
+def _text_part(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def _image_part(image: ImagePart, image_detail: str | None) -> dict[str, Any]:
+    url: dict[str, Any] = {"url": image.data_url()}
+    if image_detail:
+        url["detail"] = image_detail
+    return {"type": "image_url", "image_url": url}
+
+
+def _user_message(parts: list[str | ImagePart], image_detail: str | None) -> dict[str, Any]:
+    """A user message: a plain string for one text part, else ``text`` / ``image_url`` parts."""
+    if len(parts) == 1 and isinstance(parts[0], str):
+        return {"role": "user", "content": parts[0]}
+    content = [_image_part(p, image_detail) if isinstance(p, ImagePart) else _text_part(p) for p in parts]
+    return {"role": "user", "content": content}
+
+
+def _unanswerable(call_id: str) -> TypeError:
+    return TypeError(
+        f"openai backend: the tool result for {call_id} answers no tool call of an earlier assistant "
+        "message (chat completions need the call in the conversation; a computer-use result that "
+        "continues a stored response goes through the Responses API with previous_response_id)"
+    )
+
+
+def _tool_result_messages(
+    parts: tuple[Any, ...], calls: set[str], image_detail: str | None
+) -> list[dict[str, Any]]:
+    """A user message holding tool results → one ``tool`` message per result, in order, then one user
+    message with the results' images (each result's introduced by a text part naming its call: a
+    ``tool`` message cannot hold images) and the message's own text and images."""
     out: list[dict[str, Any]] = []
+    rest: list[str | ImagePart] = []
+    for p in parts:
+        if isinstance(p, ToolResult):
+            if p.call_id not in calls:
+                raise _unanswerable(p.call_id)
+            out.append({"role": "tool", "tool_call_id": p.call_id, "content": tool_output_text(p)})
+        elif isinstance(p, ToolCall):
+            raise TypeError("openai backend: tool calls belong in assistant messages")
+    images: list[str | ImagePart] = []
+    for p in parts:
+        if isinstance(p, ToolResult) and p.images():
+            images.append(f"[images of tool call {p.call_id}]")
+            images.extend(p.images())
+        elif isinstance(p, str | ImagePart) and p != "":
+            rest.append(p)
+    if images or rest:
+        out.append(_user_message(images + rest, image_detail))
+    return out
+
+
+def to_openai_messages(messages: list[Message], image_detail: str | None = None) -> list[dict[str, Any]]:
+    """pptarena messages → OpenAI chat ``messages`` (images as data-URL ``image_url`` parts).
+
+    An assistant message's :class:`ToolCall` parts become its ``tool_calls`` (``content`` is then its
+    text, or None without any); a user message holding :class:`ToolResult` parts becomes one ``tool``
+    message per result (``tool_call_id``, the text, ``"ERROR: "`` first when ``is_error``), then
+    one user message with the results' images and the message's own text and images. A result must
+    answer a call of an earlier assistant message (the API refuses an orphan ``tool`` message).
+    Raises ``TypeError`` for tool parts or images in the wrong role.
+    """
+    out: list[dict[str, Any]] = []
+    calls: set[str] = set()
     for m in messages:
         parts = m.parts()
-        if any(isinstance(p, ToolCall | ToolResult) for p in parts):
-            raise TypeError(
-                "openai backend: tool calls and results need the Responses API path "
-                "(give the computer tool in tools, or previous_response_id)"
-            )
         if m.role != "user":
             if any(isinstance(p, ImagePart) for p in parts):
                 raise TypeError(f"openai backend: images are only allowed in user messages, not {m.role}")
-            out.append({"role": m.role, "content": "".join(p for p in parts if isinstance(p, str))})
-            continue
-        if len(parts) == 1 and isinstance(parts[0], str):
-            out.append({"role": "user", "content": parts[0]})
-            continue
-        content: list[dict[str, Any]] = []
-        for p in parts:
-            if isinstance(p, ImagePart):
-                image: dict[str, Any] = {"url": p.data_url()}
-                if image_detail:
-                    image["detail"] = image_detail
-                content.append({"type": "image_url", "image_url": image})
+            if any(isinstance(p, ToolResult) for p in parts):
+                raise TypeError("openai backend: tool results belong in user messages")
+            made = [p for p in parts if isinstance(p, ToolCall)]
+            text = "".join(p for p in parts if isinstance(p, str))
+            if made and m.role != "assistant":
+                raise TypeError("openai backend: tool calls belong in assistant messages")
+            if made:
+                wire = _tool_calls_wire(made)
+                out.append({"role": "assistant", "content": text or None, "tool_calls": wire})
+                calls.update(c.id for c in made)
             else:
-                content.append({"type": "text", "text": p})
-        out.append({"role": "user", "content": content})
+                out.append({"role": m.role, "content": text})
+            continue
+        if any(isinstance(p, ToolCall | ToolResult) for p in parts):
+            out.extend(_tool_result_messages(parts, calls, image_detail))
+            continue
+        out.append(_user_message([p for p in parts if isinstance(p, str | ImagePart)], image_detail))
     return out
 
 
@@ -215,47 +300,80 @@ def _flush(
     pending.clear()
 
 
+TEXT_OUTPUT_CALLS = frozenset({"function_call", "custom_tool_call"})
+"""Responses API call items answered by a ``<type>_output`` item carrying text (``output``)."""
+
+
+def _responses_call_item(p: ToolCall) -> dict[str, Any]:
+    """A :class:`ToolCall` as a Responses input item: its ``native`` output item verbatim when it is one
+    (``function_call``, ``computer_call``, ``reasoning``...: any ``type`` but the chat-completions
+    ``function``), else a ``function_call`` item built from ``id``, ``name`` and ``input`` (a call
+    read from a chat completion, or made without ``native``)."""
+    native = dict(p.native or {})
+    kind = native.get("type")
+    if isinstance(kind, str) and kind and kind != "function":
+        return native
+    return {
+        "type": "function_call",
+        "call_id": p.id,
+        "name": p.name,
+        "arguments": json.dumps(dict(p.input), ensure_ascii=False),
+    }
+
+
 def to_responses_input(
     messages: list[Message], image_detail: str | None = None
 ) -> tuple[str | None, list[dict[str, Any]]]:
     """pptarena messages → ``(instructions, input)`` of the Responses API.
 
     System messages become ``instructions``; user text and images become a
-    ``message`` item (``input_text``/``input_image`` parts); each
-    :class:`ToolResult` becomes a ``computer_call_output`` item whose
-    screenshot is its one image (its ``native`` fields, e.g.
-    ``acknowledged_safety_checks``, are merged in; its text and ``is_error``
-    are not sent: the item has no place for them); assistant text becomes an assistant message and
-    each :class:`ToolCall` its ``native`` output item, replayed verbatim.
+    ``message`` item (``input_text``/``input_image`` parts); assistant text an assistant message and
+    each :class:`ToolCall` an item of :func:`_responses_call_item` (its ``native`` item replayed, or a
+    ``function_call``). A :class:`ToolResult` answering a ``function_call`` (or ``custom_tool_call``)
+    of the conversation becomes a ``function_call_output`` (``custom_tool_call_output``) item
+    (``call_id``, ``output`` = the text, ``"ERROR: "`` first when ``is_error``), its images going
+    into a user message after the message's outputs, as on the chat path. Any other result (a
+    ``computer_call``'s, or one whose call is not in the messages: ``previous_response_id``) becomes
+    a ``computer_call_output`` item whose screenshot is its one image (its ``native`` fields, e.g.
+    ``acknowledged_safety_checks``, are merged in; its text and ``is_error`` are not sent: the item
+    has no place for them).
     """
     system: list[str] = []
     items: list[dict[str, Any]] = []
+    calls: dict[str, str] = {}
     for m in messages:
         parts = m.parts()
         if m.role == "system":
             system.append(system_text(m, "openai"))
             continue
         pending: list[str | ImagePart] = []
+        result_images: list[str | ImagePart] = []
         for p in parts:
             if isinstance(p, ToolResult):
                 if m.role != "user":
                     raise TypeError("openai backend: tool results belong in user messages")
+                kind = calls.get(p.call_id)
+                if kind in TEXT_OUTPUT_CALLS:
+                    items.append(
+                        {"type": f"{kind}_output", "call_id": p.call_id, "output": tool_output_text(p)}
+                    )
+                    if p.images():
+                        result_images += [f"[images of tool call {p.call_id}]", *p.images()]
+                    continue
                 _flush(items, m.role, pending, image_detail)
                 items.append(_computer_call_output(p))
             elif isinstance(p, ToolCall):
                 if m.role != "assistant":
                     raise TypeError("openai backend: tool calls belong in assistant messages")
-                if not p.native:
-                    raise TypeError(
-                        f"openai backend: tool call {p.id} has no native output item to replay "
-                        "(use previous_response_id, or keep ToolCall.native)"
-                    )
                 _flush(items, m.role, pending, image_detail)
-                items.append(dict(p.native))
+                item = _responses_call_item(p)
+                items.append(item)
+                calls[p.id] = calls[str(item.get("call_id") or p.id)] = str(item.get("type"))
             elif isinstance(p, ImagePart) and m.role != "user":
                 raise TypeError(f"openai backend: images are only allowed in user messages, not {m.role}")
             elif p != "":
                 pending.append(p)
+        pending[:0] = result_images
         _flush(items, m.role, pending, image_detail)
     return ("\n\n".join(system) if system else None), items
 

@@ -667,12 +667,18 @@ def test_demo_typos_fixed_over_the_provider_simulator(tmp_path, demo_tasks, prov
     assert pred.metadata["tool_calls"] == {"read_part": 1, "write_part": 1}
     assert pred.metadata["tool_format"] == provider
     assert len(bodies) == 3
-    if provider == "openai":  # chat completions: function tools; calls and results carried as text
+    if provider == "openai":  # chat completions: function tools; assistant tool_calls answered by tool messages
         assert bodies[0]["tools"][0]["type"] == "function"
         assert {t["function"]["name"] for t in bodies[0]["tools"]} == set(TOOL_NAMES)
-        last = bodies[2]["messages"]
-        assert "[called tool write_part" in last[-2]["content"]
-        assert "[result of tool write_part" in str(last[-1]["content"])
+        for body, tool, said in ((bodies[1], "read_part", "Quartely"), (bodies[2], "write_part", "replaced")):
+            call, answer = body["messages"][-2:]
+            (made,) = call["tool_calls"]
+            assert call["role"] == "assistant" and call["content"] is None
+            assert made["type"] == "function" and made["function"]["name"] == tool
+            assert made["id"].startswith("call_")  # the id the simulator gave the call, sent back
+            assert answer["role"] == "tool" and answer["tool_call_id"] == made["id"]
+            assert said in answer["content"]
+        assert bodies[2]["messages"][-4:-2] == bodies[1]["messages"][-2:]  # the history is resent as is
     elif provider == "google":  # function declarations; function_call parts answered by function_response
         declared = bodies[0]["tools"][0]["functionDeclarations"]
         assert {d["name"] for d in declared} == set(TOOL_NAMES)

@@ -2,14 +2,14 @@
 
 Two ways to carry tool traffic:
 
-* **parts** (``carries_parts=True``; the ``anthropic``, ``google`` and ``scripted`` backends, and
-  any other that takes them): the model's turn is an assistant message with its text and
+* **parts** (``carries_parts=True``; every built-in backend: ``openai``, ``anthropic``, ``google``
+  and ``scripted``): the model's turn is an assistant message with its text and
   :class:`~pptarena.models.ToolCall` parts, the answers a user message of
   :class:`~pptarena.models.ToolResult` parts (text and images).
-* **text** (the ``openai`` backend, whose chat-completions path refuses those parts): the model's
-  turn is written back as assistant text naming each call and its arguments, the answers as a user
-  message of text blocks (``Result of <tool> (call <id>)``) followed by their images. The tools
-  are still offered natively at every step, so the model still calls them as functions.
+* **text** (a backend declaring ``accepts_tool_parts = False``): the model's turn is written back
+  as assistant text naming each call and its arguments, the answers as a user message of text
+  blocks (``Result of <tool> (call <id>)``) followed by their images. The tools are still offered
+  natively at every step, so the model still calls them as functions.
 
 Images older than the last ``history_images`` answers that hold any are replaced by a note, so a
 long loop does not resend every render.

@@ -95,11 +95,13 @@ def tool_format_for(client: Any) -> ToolFormat:
 def carries_tool_parts(client: Any) -> bool:
     """Whether the backend takes :class:`ToolCall`/:class:`ToolResult` parts in a conversation.
 
-    The ``openai`` backend's chat-completions path refuses them (it sends tool calls and results
-    only on its computer-use Responses path), so its conversations carry the calls and results as
-    text (:mod:`.loop`); every other backend gets the parts.
+    Every built-in backend does (``openai`` sends them as chat-completions ``tool_calls`` and
+    ``tool`` messages, on the OpenAI API, Azure and OpenAI-compatible servers alike); a backend that
+    refuses them declares ``accepts_tool_parts = False`` and its conversations carry the calls and
+    results as text (:mod:`.conversation`).
     """
-    return tool_format_for(client) != "openai"
+    backend = getattr(client, "backend", None)
+    return bool(getattr(backend, "accepts_tool_parts", True))
 
 
 @dataclass(frozen=True)
