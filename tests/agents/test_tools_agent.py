@@ -667,7 +667,7 @@ def test_demo_typos_fixed_over_the_provider_simulator(tmp_path, demo_tasks, prov
     assert pred.metadata["tool_calls"] == {"read_part": 1, "write_part": 1}
     assert pred.metadata["tool_format"] == provider
     assert len(bodies) == 3
-    if provider == "openai":  # chat completions: function tools; assistant tool_calls answered by tool messages
+    if provider == "openai":  # chat completions: assistant tool_calls answered by role tool messages
         assert bodies[0]["tools"][0]["type"] == "function"
         assert {t["function"]["name"] for t in bodies[0]["tools"]} == set(TOOL_NAMES)
         for body, tool, said in ((bodies[1], "read_part", "Quartely"), (bodies[2], "write_part", "replaced")):
