@@ -9,9 +9,17 @@ import traceback
 
 import pytest
 
-from pptarena.models import ImagePart, Message, ModelClient, ModelError, TransientModelError
+from pptarena.models import (
+    ImagePart,
+    Message,
+    ModelClient,
+    ModelError,
+    ToolCall,
+    ToolResult,
+    TransientModelError,
+)
 from pptarena.types import ComponentContext, ComponentUnavailable
-from tests.support.stub_llm_server import TEST_API_KEY, Fail, Hang, Reply
+from tests.support.stub_llm_server import TEST_API_KEY, Fail, Hang, Native, Reply
 
 PNG = b"\x89PNG\r\n\x1a\n" + bytes(range(64))
 JPEG = b"\xff\xd8\xff\xe0" + bytes(range(32))
@@ -342,3 +350,305 @@ def test_prompt_cache_key_goes_through_extra_body_and_cache_prefix_sends_nothing
     assert body["messages"] == [{"role": "system", "content": "rules"}, {"role": "user", "content": "deck"}]
     with pytest.raises(TypeError, match="unknown parameter"):
         client_for(backend).complete([Message.user("x")], prompt_cache_key="task-7")
+
+
+# ----------------------------------------------------------------------------- tool calls and results
+
+READ_TOOL = {
+    "type": "function",
+    "function": {
+        "name": "read_part",
+        "description": "Read one XML part of the deck.",
+        "parameters": {"type": "object", "properties": {"name": {"type": "string"}}},
+    },
+}
+
+
+def png_url(data: bytes = PNG) -> str:
+    return ImagePart(data).data_url()
+
+
+def jpeg_url() -> str:
+    return ImagePart(JPEG, "image/jpeg").data_url()
+
+
+def tool_conversation() -> list[Message]:
+    """Task, a turn with two calls, and their results: one with text and an image, one failed."""
+    return [
+        Message.system("You edit decks."),
+        Message.user("Fix slide 2."),
+        Message.assistant(
+            "Reading both.",
+            ToolCall("call_a", "read_part", {"name": "ppt/slides/slide2.xml"}),
+            ToolCall("call_b", "render", {"slide": 2, "note": "é"}),
+        ),
+        Message.user(
+            ToolResult("call_a", ("<p:sld>", "</p:sld>")),
+            ToolResult("call_b", ("no renderer", ImagePart(JPEG, "image/jpeg")), is_error=True),
+            "Go on.",
+        ),
+    ]
+
+
+def test_tool_calls_and_results_use_the_chat_completions_wire_format(openai_backend, llm_server):
+    client = client_for(openai_backend(image_detail="high"))
+    client.complete(tool_conversation(), tools=[READ_TOOL], tool_choice="auto")
+    body = llm_server.requests[-1].body
+    assert llm_server.requests[-1].path == "/v1/chat/completions"
+    assert body["tools"] == [READ_TOOL] and body["tool_choice"] == "auto"
+    assert body["messages"] == [
+        {"role": "system", "content": "You edit decks."},
+        {"role": "user", "content": "Fix slide 2."},
+        {
+            "role": "assistant",
+            "content": "Reading both.",
+            "tool_calls": [
+                {
+                    "id": "call_a",
+                    "type": "function",
+                    "function": {"name": "read_part", "arguments": '{"name": "ppt/slides/slide2.xml"}'},
+                },
+                {
+                    "id": "call_b",
+                    "type": "function",
+                    "function": {"name": "render", "arguments": '{"slide": 2, "note": "é"}'},
+                },
+            ],
+        },
+        {"role": "tool", "tool_call_id": "call_a", "content": "<p:sld></p:sld>"},
+        {"role": "tool", "tool_call_id": "call_b", "content": "ERROR: no renderer"},
+        {
+            "role": "user",
+            "content": [
+                {"type": "text", "text": "[images of tool call call_b]"},
+                {
+                    "type": "image_url",
+                    "image_url": {"url": jpeg_url(), "detail": "high"},
+                },
+                {"type": "text", "text": "Go on."},
+            ],
+        },
+    ]
+    assert llm_server.requests[-1].images() == [("image/jpeg", JPEG)]
+
+
+def test_a_turn_of_calls_alone_has_null_content_and_results_alone_add_no_user_message(
+    openai_backend, llm_server
+):
+    client = client_for(openai_backend())
+    call = ToolCall("c1", "list_parts")
+    client.complete(
+        [Message.user("go"), Message.assistant("", call), Message.user(ToolResult("c1", ("[]",)))]
+    )
+    assert llm_server.requests[-1].body["messages"] == [
+        {"role": "user", "content": "go"},
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {"id": "c1", "type": "function", "function": {"name": "list_parts", "arguments": "{}"}}
+            ],
+        },
+        {"role": "tool", "tool_call_id": "c1", "content": "[]"},
+    ]
+
+
+def test_every_results_images_follow_the_tool_messages_named_by_call(openai_backend, llm_server):
+    client = client_for(openai_backend())
+    shot1, shot2, shot3 = ImagePart(PNG), ImagePart(PNG + b"2"), ImagePart(PNG + b"3")
+    client.complete(
+        [
+            Message.user("go"),
+            Message.assistant("", ToolCall("c1", "render"), ToolCall("c2", "render")),
+            Message.user(
+                ToolResult("c1", (shot1, shot2)), ToolResult("c2", (shot3,)), ImagePart(JPEG, "image/jpeg")
+            ),
+        ]
+    )
+    messages = llm_server.requests[-1].body["messages"]
+    assert messages[2:4] == [
+        {"role": "tool", "tool_call_id": "c1", "content": ""},
+        {"role": "tool", "tool_call_id": "c2", "content": ""},
+    ]
+    assert messages[4]["role"] == "user" and len(messages) == 5
+    texts = [p.get("text") for p in messages[4]["content"] if p["type"] == "text"]
+    assert texts == ["[images of tool call c1]", "[images of tool call c2]"]
+    assert llm_server.requests[-1].images() == [
+        ("image/png", PNG),
+        ("image/png", PNG + b"2"),
+        ("image/png", PNG + b"3"),
+        ("image/jpeg", JPEG),
+    ]
+
+
+def test_calls_read_from_the_answer_go_back_as_the_server_sent_them(openai_backend, llm_server):
+    from pptarena.plugins.agents.tools.schemas import read_tool_calls
+
+    sent = {
+        "id": "call_Xy9",
+        "type": "function",
+        "function": {"name": "read_part", "arguments": '{"name": "a.xml"}'},
+    }
+    llm_server.enqueue(
+        Native(
+            {
+                "id": "chatcmpl-1",
+                "object": "chat.completion",
+                "created": 1,
+                "model": "gpt-test",
+                "choices": [
+                    {
+                        "index": 0,
+                        "message": {"role": "assistant", "content": None, "tool_calls": [sent]},
+                        "finish_reason": "tool_calls",
+                    }
+                ],
+                "usage": {"prompt_tokens": 9, "completion_tokens": 4, "total_tokens": 13},
+            }
+        ),
+        Reply("done"),
+    )
+    client = client_for(openai_backend())
+    history = [Message.user("Read a.xml.")]
+    answer = client.complete(history, tools=[READ_TOOL])
+    assert answer.finish_reason == "tool_calls"
+    (read,) = read_tool_calls(answer)
+    history += [Message.assistant(answer.text, read.call), Message.user(ToolResult(read.call.id, ("<a/>",)))]
+    assert client.complete(history, tools=[READ_TOOL]).text == "done"
+    second = llm_server.requests[-1].body["messages"]
+    assert second[1] == {"role": "assistant", "content": None, "tool_calls": [sent]}
+    assert second[2] == {"role": "tool", "tool_call_id": "call_Xy9", "content": "<a/>"}
+
+
+@pytest.mark.parametrize(
+    ("messages", "error"),
+    [
+        ([Message.user(ToolResult("nowhere", ("x",)))], "answers no tool call"),
+        (
+            [Message.assistant("", ToolCall("c1", "t")), Message.user(ToolResult("c2", ("x",)))],
+            "answers no tool call",
+        ),
+        ([Message.user("go", ToolCall("c1", "t"))], "tool calls belong in assistant messages"),
+        ([Message("assistant", (ToolResult("c1", ("x",)),))], "tool results belong in user messages"),
+        ([Message("system", (ToolCall("c1", "t"),))], "tool calls belong in assistant messages"),
+        ([Message("assistant", ("look", ImagePart(PNG)))], "images are only allowed in user messages"),
+    ],
+)
+def test_misplaced_tool_parts_are_refused_before_any_request(openai_backend, llm_server, messages, error):
+    with pytest.raises(TypeError, match=error):
+        client_for(openai_backend()).complete(messages)
+    assert llm_server.requests == []
+
+
+def test_a_batched_tool_conversation_sends_the_body_complete_sends(openai_backend, llm_server):
+    from pptarena.models.batch import BatchRequest
+
+    backend = openai_backend(image_detail="low", extra_body={"user": "u1"})
+    params = {"tools": [READ_TOOL], "max_tokens": 20}
+    client_for(backend).complete(tool_conversation(), **params)
+    line = backend.batch_line(BatchRequest("r1", "gpt-test", tool_conversation(), params))
+    assert line["url"] == "/v1/chat/completions"
+    assert line["body"] == llm_server.requests[-1].body
+    assert [m["role"] for m in line["body"]["messages"]] == [
+        "system",
+        "user",
+        "assistant",
+        "tool",
+        "tool",
+        "user",
+    ]
+
+
+def test_the_cache_key_follows_every_field_of_the_tool_traffic(openai_backend, llm_server):
+    client = client_for(openai_backend(cache=True))
+    client.complete(tool_conversation(), tools=[READ_TOOL])
+    client.complete(tool_conversation(), tools=[READ_TOOL])
+    assert len(llm_server.requests) == 1 and client.usage.cached_calls == 1
+
+    def changed(result: ToolResult) -> list[Message]:
+        messages = tool_conversation()
+        return [*messages[:3], Message.user(result, *messages[3].parts()[1:])]
+
+    for variant in (
+        changed(ToolResult("call_a", ("<p:sld/>",))),  # other text
+        changed(ToolResult("call_a", ("<p:sld>", "</p:sld>"), is_error=True)),  # now an error
+    ):
+        client.complete(variant, tools=[READ_TOOL])
+    assert len(llm_server.requests) == 3
+    assert llm_server.requests[-1].body["messages"][3]["content"] == "ERROR: <p:sld></p:sld>"
+
+
+# ----------------------------------------------------------------------------- the Responses API path
+
+
+def test_function_calls_and_outputs_on_the_responses_path(openai_backend, llm_server):
+    client = client_for(openai_backend())
+    client.complete(tool_conversation(), tools=[{"type": "function", "name": "read_part"}], truncation="auto")
+    req = llm_server.requests[-1]
+    assert req.path == "/v1/responses"
+    assert req.body["instructions"] == "You edit decks."
+    assert req.body["input"] == [
+        {"role": "user", "content": [{"type": "input_text", "text": "Fix slide 2."}]},
+        {"role": "assistant", "content": "Reading both."},
+        {
+            "type": "function_call",
+            "call_id": "call_a",
+            "name": "read_part",
+            "arguments": '{"name": "ppt/slides/slide2.xml"}',
+        },
+        {
+            "type": "function_call",
+            "call_id": "call_b",
+            "name": "render",
+            "arguments": '{"slide": 2, "note": "é"}',
+        },
+        {"type": "function_call_output", "call_id": "call_a", "output": "<p:sld></p:sld>"},
+        {"type": "function_call_output", "call_id": "call_b", "output": "ERROR: no renderer"},
+        {
+            "role": "user",
+            "content": [
+                {"type": "input_text", "text": "[images of tool call call_b]"},
+                {"type": "input_image", "image_url": jpeg_url(), "detail": "auto"},
+                {"type": "input_text", "text": "Go on."},
+            ],
+        },
+    ]
+
+
+def test_responses_output_items_are_replayed_and_answered_by_their_kind(openai_backend, llm_server):
+    function_item = {
+        "type": "function_call",
+        "id": "fc_1",
+        "call_id": "call_f",
+        "name": "read_part",
+        "arguments": "{}",
+    }
+    computer_item = {
+        "type": "computer_call",
+        "id": "cu_1",
+        "call_id": "call_c",
+        "action": {"type": "screenshot"},
+    }
+    client = client_for(openai_backend())
+    client.complete(
+        [
+            Message.user("go"),
+            Message.assistant(
+                "",
+                ToolCall("call_f", "read_part", native=function_item),
+                ToolCall("call_c", "computer", native=computer_item),
+            ),
+            Message.user(ToolResult("call_f", ("<a/>",)), ToolResult("call_c", (ImagePart(PNG),))),
+        ],
+        truncation="auto",
+    )
+    assert llm_server.requests[-1].body["input"][1:] == [
+        function_item,
+        computer_item,
+        {"type": "function_call_output", "call_id": "call_f", "output": "<a/>"},
+        {
+            "type": "computer_call_output",
+            "call_id": "call_c",
+            "output": {"type": "computer_screenshot", "image_url": png_url()},
+        },
+    ]
