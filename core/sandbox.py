@@ -195,16 +195,39 @@ def isolation_level() -> str:
     return "rlimits"
 
 
-def _limit_setter(limits: SandboxLimits, channel_fds: tuple[int, int] | None = None):  # type: ignore[no-untyped-def]
+def rlimit_values(limits: SandboxLimits) -> list[tuple[int, tuple[int, int]]]:
+    """The per-process limits of a sandboxed process: ``[(resource, (soft, hard))]`` for CPU time,
+    address space, file size and core dumps (set between fork and exec, or by a launcher before it
+    execs the jail: :mod:`pptarena.mcp.jailed_stdio`)."""
     cpu = limits.cpu_seconds or int(limits.timeout) + 1
     mem = limits.memory_mb * 1024 * 1024
     fsize = limits.file_size_mb * 1024 * 1024
+    return [
+        (resource.RLIMIT_CPU, (cpu, cpu + 1)),
+        (resource.RLIMIT_AS, (mem, mem)),
+        (resource.RLIMIT_FSIZE, (fsize, fsize)),
+        (resource.RLIMIT_CORE, (0, 0)),
+    ]
+
+
+def program_read_only(argv: Sequence[str], env: Mapping[str, str] | None) -> list[Path]:
+    """Host folders a jailed program needs to read besides the system: the folders of ``PYTHONPATH``
+    in ``env`` and, for a program named by an absolute path, its installation (the folder above the
+    program's folder, e.g. a virtual environment's root for ``<venv>/bin/python``)."""
+    out: list[Path] = []
+    if env and env.get("PYTHONPATH"):
+        out += [Path(p) for p in env["PYTHONPATH"].split(os.pathsep) if p and Path(p).is_dir()]
+    if argv and Path(argv[0]).is_absolute():
+        out.append(Path(argv[0]).resolve().parent.parent)
+    return out
+
+
+def _limit_setter(limits: SandboxLimits, channel_fds: tuple[int, int] | None = None):  # type: ignore[no-untyped-def]
+    values = rlimit_values(limits)
 
     def apply() -> None:  # runs in the child between fork and exec
-        resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
-        resource.setrlimit(resource.RLIMIT_AS, (mem, mem))
-        resource.setrlimit(resource.RLIMIT_FSIZE, (fsize, fsize))
-        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+        for which, pair in values:
+            resource.setrlimit(which, pair)
         if channel_fds is not None:  # the result and export pipes become descriptors 3 and 4
             copies = [os.dup(fd) for fd in channel_fds]
             for target, fd in zip((3, 4), copies, strict=True):
@@ -255,10 +278,12 @@ def _read_back(reader: _PipeReader) -> str:
     return text + ("\n[... output truncated ...]" if reader.overflow else "")
 
 
-def _fallback_argv(
+def fallback_argv(
     argv: list[str], work: Path, limits: SandboxLimits, writable: Sequence[Path], notes: list[str]
 ) -> tuple[list[str], bool, bool]:
-    """Today's weaker mechanism: ``unshare -rn`` and a read-only remount where available."""
+    """The weaker mechanism where bubblewrap is unusable: ``unshare -rn`` and a read-only remount of
+    everything but ``work`` and ``writable`` where available; returns ``(argv, network isolated,
+    file system confined)`` and adds to ``notes`` what is missing."""
     net = fs = False
     flags = ""
     cmd = list(argv)
@@ -331,11 +356,7 @@ def run_command(
     if use_bwrap:
         placed = {p.name: p for p in stage.iterdir()}
         placed.update(files or {})
-        extra_ro = list(read_only)
-        if env and env.get("PYTHONPATH"):
-            extra_ro += [Path(p) for p in env["PYTHONPATH"].split(os.pathsep) if p and Path(p).is_dir()]
-        if cmd and Path(cmd[0]).is_absolute():
-            extra_ro.append(Path(cmd[0]).resolve().parent.parent)
+        extra_ro = [*read_only, *program_read_only(cmd, env)]
         jail = isolation.Jail(
             workdir=inside,
             tmpfs_mb=limits.disk_mb,
@@ -350,7 +371,7 @@ def run_command(
     else:
         for name, host in (files or {}).items():
             shutil.copyfile(host, stage / name)
-        cmd, net_iso, fs_iso = _fallback_argv(cmd, stage, limits, [*writable], notes)
+        cmd, net_iso, fs_iso = fallback_argv(cmd, stage, limits, [*writable], notes)
         level = "unshare" if (net_iso or limits.network) and fs_iso else "rlimits"
         notes.append(f"bubblewrap unavailable: isolation {level!r} (the code can read the user's files)")
     res_r, res_w = os.pipe()
@@ -372,7 +393,7 @@ def run_command(
             try:
                 setter = _limit_setter(limits, (res_w, exp_w))
                 if group.uid is not None:  # the code runs as an unprivileged uid of its own
-                    cmd, mounts = _as_sandbox_uid(cmd, stage, private, group.uid, use_bwrap)
+                    cmd, mounts = as_sandbox_uid(cmd, stage, private, group.uid, use_bwrap)
                     setter = _then_mount(setter, mounts)
                 returncode, timed_out = run_in_session(
                     cmd,
@@ -451,7 +472,7 @@ def _limit_notes(group: SandboxCgroup, limits: SandboxLimits) -> list[str]:
     return notes
 
 
-def _as_sandbox_uid(
+def as_sandbox_uid(
     cmd: list[str], stage: Path, private: Path, uid: int, use_bwrap: bool
 ) -> tuple[list[str], list[tuple[str, str]]]:
     """``cmd`` made runnable by the sandbox's own unprivileged uid (the ``uid`` limit level).
