@@ -407,7 +407,7 @@ def test_a_tool_slower_than_tool_timeout_is_answered_as_an_error(tmp_path):
 
 def test_a_server_that_cannot_start_is_an_infrastructure_error(tmp_path):
     ws, backend = scripted_workspace(tmp_path, ["unused"])
-    with pytest.raises(InfraError, match="cannot connect to the MCP server"):
+    with pytest.raises(InfraError, match="cannot connect to the deck tools' MCP server"):
         make_agent(tmp_path, cls=DeadServerAgent).edit(agent_task(ws), ws)
     assert backend.requests == []  # the model was never called
 
@@ -679,6 +679,13 @@ def test_demo_typos_fixed_over_the_provider_simulator(tmp_path, demo_tasks, prov
             assert answer["role"] == "tool" and answer["tool_call_id"] == made["id"]
             assert said in answer["content"]
         assert bodies[2]["messages"][-4:-2] == bodies[1]["messages"][-2:]  # the history is resent as is
+        from types import SimpleNamespace
+
+        from pptarena.plugins.agents.tools.schemas import carries_tool_parts
+
+        assert carries_tool_parts(SimpleNamespace(backend=backend))
+        backend.accepts_tool_parts = False  # a backend refusing the parts gets the text conversation
+        assert not carries_tool_parts(SimpleNamespace(backend=backend))
     elif provider == "google":  # function declarations; function_call parts answered by function_response
         declared = bodies[0]["tools"][0]["functionDeclarations"]
         assert {d["name"] for d in declared} == set(TOOL_NAMES)
