@@ -11,10 +11,18 @@ from typing import Any
 import click
 
 NO_RENDERER = "none"
+HOST_RENDERER = "host"
 
 
-def _renderer(name: str) -> tuple[Any, str]:
-    """(the renderer, '') or (None, why there is none) for ``--renderer NAME``."""
+def _renderer(name: str, render_socket: Path | None = None) -> tuple[Any, str]:
+    """(the renderer, '') or (None, why there is none) for ``--renderer NAME``; ``host`` renders
+    through the harness's render service at ``render_socket`` (inside a command agent's jail)."""
+    if (name == HOST_RENDERER) != (render_socket is not None):
+        raise click.ClickException("--renderer host and --render-socket PATH go together")
+    if name == HOST_RENDERER:
+        from pptarena.mcp.socket_renderer import SocketRenderer
+
+        return SocketRenderer(render_socket), ""  # type: ignore[arg-type]
     if name == NO_RENDERER:
         return None, "started with --renderer none"
     from pptarena.cli.render import make_renderer
@@ -53,7 +61,15 @@ def _renderer(name: str) -> tuple[Any, str]:
     "renderer_name",
     default="libreoffice",
     show_default=True,
-    help="Registered renderer for render_slides and validate; `none`: no renders.",
+    help="Registered renderer for render_slides and validate; `none`: no renders; `host`: the "
+    "harness's render service (with --render-socket).",
+)
+@click.option(
+    "--render-socket",
+    type=click.Path(dir_okay=False, path_type=Path),
+    default=None,
+    help="With --renderer host: the unix socket of the harness's render service (a command agent's "
+    "jail with mcp = true).",
 )
 @click.option(
     "--log",
@@ -71,6 +87,7 @@ def mcp_command(
     out: Path | None,
     work: Path | None,
     renderer_name: str,
+    render_socket: Path | None,
     log_path: Path | None,
     http: bool,
     port: int,
@@ -92,7 +109,7 @@ def mcp_command(
 
     if work is not None and not work.absolute().parent.is_dir():
         raise click.ClickException(f"--work {work}: its folder does not exist")
-    renderer, note = _renderer(renderer_name)
+    renderer, note = _renderer(renderer_name, render_socket)
     try:
         session = DeckSession(
             deck.resolve(),

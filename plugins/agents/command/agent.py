@@ -15,6 +15,7 @@ from pydantic import SecretStr
 from pptarena.procs import run_in_session
 from pptarena.types import AgentError, Component, ComponentUnavailable, Prediction, Task, Workspace
 
+from . import deck_tools
 from . import jail as cli_jail
 from .network import allow_entries, slirp_executable
 from .options import CommandOptions
@@ -126,13 +127,34 @@ class CommandAgent(Component):
             network=opts.network if level != "none" else "host",
         )
         started = time.monotonic()
-        with out_file.open("wb") as out, err_file.open("wb") as err:
+        renders = 0
+        with (
+            deck_tools.render_service(workspace.renderer if opts.mcp else None, workspace.log) as service,
+            out_file.open("wb") as out,
+            err_file.open("wb") as err,
+        ):
+            entries = self.server_entries(root, paths, service.socket_path if service else None)
+            if entries and "CODEX_HOME" not in opts.env:
+                env["CODEX_HOME"] = str(root / deck_tools.CODEX_DIR)
+            if entries:
+                workspace.log.write(
+                    "command_mcp",
+                    servers=[e.name for e in entries],
+                    configs=list(deck_tools.CONFIG_FILES),
+                    render_service=service is not None,
+                )
             if level == "none":
                 prepare_workspace(root, task, workspace.input_deck, opts.customization_dir)
+                if entries:
+                    deck_tools.write_configs(root, entries)
                 code, timed_out = self._run_plain(argv, cwd, env, out, err, timeout)
             else:
-                code, timed_out = self._run_jailed(task, workspace, argv, cwd, env, out, err, timeout)
+                code, timed_out = self._run_jailed(
+                    task, workspace, argv, cwd, env, out, err, timeout, entries, service
+                )
+            renders = service.renders if service else 0
         duration = round(time.monotonic() - started, 3)
+        tools = self._tool_counts(root, workspace, renders) if entries else None
         workspace.log.write(
             "command_end",
             returncode=code,
@@ -168,17 +190,39 @@ class CommandAgent(Component):
             if not timed_out
             else "command timed out after writing its output"
         )
-        return Prediction(
-            path=workspace.output_deck,
-            notes=notes,
-            metadata={
-                "returncode": code,
-                "timed_out": timed_out,
-                "duration_s": duration,
-                "argv0": argv[0],
-                "isolation": level,
-            },
-        )
+        metadata = {
+            "returncode": code,
+            "timed_out": timed_out,
+            "duration_s": duration,
+            "argv0": argv[0],
+            "isolation": level,
+        }
+        if tools is not None:
+            metadata["tools"] = tools
+        return Prediction(path=workspace.output_deck, notes=notes, metadata=metadata)
+
+    def server_entries(
+        self, root: Path, paths: dict[str, Path], socket: Path | None
+    ) -> list[deck_tools.ServerEntry]:
+        """The MCP servers written into the CLI's configs: the deck tools (``mcp = true``) and
+        ``mcp_servers``."""
+        opts: CommandOptions = self.options  # type: ignore[assignment]
+        entries = [deck_tools.deck_server(root, paths, socket)] if opts.mcp else []
+        entries += [deck_tools.ServerEntry(s.name, list(s.command), dict(s.env)) for s in opts.mcp_servers]
+        return entries
+
+    def _tool_counts(self, root: Path, workspace: Workspace, renders: int) -> dict[str, object]:
+        """``Prediction.metadata["tools"]``: the servers the CLI had, the deck tools' calls as the jail
+        reported them (copied into the pair's log) and the renders the host service did."""
+        from pptarena.mcp.servers import server_record
+
+        opts: CommandOptions = self.options  # type: ignore[assignment]
+        calls = deck_tools.read_tool_log(root, workspace.log) if opts.mcp else {}
+        servers = [deck_tools.deck_server_record()] if opts.mcp else []
+        servers += [server_record(s) for s in opts.mcp_servers]
+        tools = {"servers": servers, "calls": dict(sorted(calls.items())), "renders": renders}
+        workspace.log.write("mcp_tools", **tools)
+        return tools
 
     @staticmethod
     def _run_plain(
@@ -245,8 +289,14 @@ class CommandAgent(Component):
                 follower.explicit(Path(arg))
         if cwd != root and not cwd.is_relative_to(root):
             follower.explicit(cwd)
+        for server in opts.mcp_servers:  # they run in the jail too: their programs are shown
+            for arg in server.command[1:]:
+                if arg.startswith("/") and Path(arg).is_file():
+                    follower.explicit(Path(arg))
         try:
             self._follow_program(follower, argv[0], cwd, root)
+            for server in opts.mcp_servers:
+                self._follow_program(follower, server.command[0], cwd, root)
         except UnshownProgram as exc:
             raise ComponentUnavailable(str(exc)) from None
         return follower.finish()
@@ -261,8 +311,12 @@ class CommandAgent(Component):
         out: object,
         err: object,
         timeout: float | None,
+        entries: list[deck_tools.ServerEntry] | None = None,
+        service: object | None = None,
     ) -> tuple[int | None, bool]:
-        """The command in its jail (:mod:`.jail`); its workspace is copied out to ``cli/`` at the end."""
+        """The command in its jail (:mod:`.jail`); its workspace is copied out to ``cli/`` at the end.
+        ``entries`` (MCP servers) are written into its configs; with the deck tools the jail also
+        shows the interpreter and distributions their server needs and the render service's folder."""
         opts: CommandOptions = self.options  # type: ignore[assignment]
         root = workspace.dir / "cli"
         if opts.network == "open" and slirp_executable() is None:
@@ -279,8 +333,14 @@ class CommandAgent(Component):
 
         def prepare(stage: Path) -> None:
             prepare_workspace(stage, task, workspace.input_deck, opts.customization_dir)
+            if entries:
+                deck_tools.write_configs(stage, entries)
 
         view = self._program_view(argv, cwd, root, env, workspace)
+        extra: list[Path] = deck_tools.server_binds() if opts.mcp else []
+        socket = getattr(service, "socket_path", None)
+        if socket is not None:
+            extra.append(Path(socket).parent)
         workspace.log.write(
             "command_program",
             shown=[str(p) for p in view.binds],
@@ -294,7 +354,7 @@ class CommandAgent(Component):
             prepare=prepare,
             cwd=cwd,
             env=env,
-            read_only=view.binds,
+            read_only=[*view.binds, *(p for p in extra if p not in view.binds)],
             links={str(path): target for path, target in view.links.items()},
             timeout=timeout,
             network=opts.network,

@@ -6,8 +6,9 @@ import shlex
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, field_validator, model_validator
 
+from pptarena.mcp.servers import McpServerSpec, check_server_list
 from pptarena.types import Options
 
 from .proxy import parse_entry
@@ -61,6 +62,32 @@ class CommandOptions(Options):
         gt=0,
         description="of the jailed CLI's stdout and of its stderr, MB kept in the pair folder (each)",
     )
+
+    mcp: bool = Field(
+        False,
+        description="give the CLI the harness's deck tools: an MCP server named `deck` in its jail, "
+        "on its workspace, written into .mcp.json, $CODEX_HOME/config.toml and .gemini/settings.json",
+    )
+    mcp_servers: list[McpServerSpec] = Field(
+        default_factory=list,
+        description="stdio MCP servers ({ name, command, env, version }) written into the same configs; "
+        "they run in the CLI's jail, as untrusted as the CLI",
+    )
+
+    @field_validator("mcp_servers")
+    @classmethod
+    def _servers_valid(cls, value: list[McpServerSpec]) -> list[McpServerSpec]:
+        return check_server_list(value)
+
+    @model_validator(mode="after")
+    def _deck_name_free(self) -> CommandOptions:
+        from .deck_tools import DECK_SERVER
+
+        if self.mcp and any(s.name == DECK_SERVER for s in self.mcp_servers):
+            raise ValueError(
+                f"mcp_servers: the name {DECK_SERVER!r} is the deck tools' (mcp = true); rename it"
+            )
+        return self
 
     @field_validator("command")
     @classmethod
