@@ -17,7 +17,10 @@
   another campaign gets :data:`SESSION_ENDED`, which tells the person to open their link again.
 * A label write needs the annotator's session (cookie: ``HttpOnly``, ``SameSite=Strict``), the
   session's CSRF token in the ``X-CSRF-Token`` header, and a same-origin request (``Origin`` equal
-  to the server's, or ``Sec-Fetch-Site: same-origin``).
+  to the server's, or ``Sec-Fetch-Site: same-origin``). ``Origin: null`` is what a browser sends
+  with a form POST from a page served with ``Referrer-Policy: no-referrer`` (the adjudication
+  form), and also from sandboxed frames and ``data:`` pages: it proves nothing either way, so such
+  a request is judged by ``Sec-Fetch-Site`` alone (``cross-site`` for those frames and pages).
 * Every response carries a Content-Security-Policy allowing scripts from the server only (no inline
   script at all), no framing, and ``Referrer-Policy: no-referrer`` (links hold tokens).
 * Files are served only from inside a served run folder (:func:`safe_file`).
@@ -182,7 +185,7 @@ class Access:
 def same_origin(headers: dict[str, str], scheme: str, host: str) -> bool:
     """Whether a state-changing request comes from a page of this server (see the module doc)."""
     origin = headers.get("origin")
-    if origin is not None:
+    if origin is not None and origin != "null":
         return origin == f"{scheme}://{host}"
     return headers.get("sec-fetch-site") == "same-origin"
 

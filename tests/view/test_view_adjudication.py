@@ -121,7 +121,21 @@ def test_writes_need_the_pages_csrf_token_and_the_same_origin(run, campaign, app
         f"/c/{cid}/adjudicate", data={**form, "csrf": token}, headers={"Origin": "http://evil.example"}
     )
     assert foreign.status_code == 403
+    # a sandboxed frame or a data: page of another site posts with Origin: null; its browser says
+    # cross-site (or nothing, in an old browser): refused, even with a token read from the page
+    for sent in ({"Origin": "null", "Sec-Fetch-Site": "cross-site"}, {"Origin": "null"}):
+        framed = client.post(f"/c/{cid}/adjudicate", data={**form, "csrf": token}, headers=sent)
+        assert framed.status_code == 403, sent
     assert gold_history(state.campaigns[cid].campaign) == []
+    # the page's own form, as Chromium sends it under Referrer-Policy: no-referrer
+    own = client.post(
+        f"/c/{cid}/adjudicate",
+        data={**form, "csrf": token},
+        headers={"Origin": "null", "Sec-Fetch-Site": "same-origin"},
+        follow_redirects=False,
+    )
+    assert own.status_code == 303
+    assert len(gold_history(state.campaigns[cid].campaign)) == 1
 
 
 def test_annotators_get_403_on_the_page_and_the_form(run, campaign, app_with_adjudication):

@@ -367,8 +367,8 @@ def test_absolute_campaign_two_annotators_an_adjudicator_and_the_stats(site, bro
             assert table[key] == [str(labels[who][item_id][key]) for who in ANNOTATORS], (item_id, key, table)
         it = items[item_id]
         assert it.agent in section.locator("h2").inner_text()  # the adjudicator is told which agent
-    # the gold labels, by the items' numbers the page shows; recorded with `arena label gold` because
-    # the page's own form is refused in a browser (test_the_gold_label_form_records_in_chromium)
+    # the gold labels, by the items' numbers the page shows; recorded with `arena label gold` here
+    # (the page's own form is the subject of test_the_gold_label_form_records_in_chromium)
     for (agent, task), (fields, note) in GOLD.items():
         item_id = by_key[(task, agent)]
         assert f"Item {item_id} · {task} · {agent}" in page.locator(f"#item-{item_id} h2").inner_text()
@@ -554,13 +554,6 @@ def _record_gold_on_page(page, item_id: int, fields: dict, note: str, by: str):
     return went.value
 
 
-@pytest.mark.xfail(
-    strict=True,
-    raises=AssertionError,
-    reason="core/view bug: every page is served with Referrer-Policy: no-referrer, so Chromium sends "
-    "Origin: null (and Sec-Fetch-Site: same-origin) with the form's POST, and "
-    "security.same_origin refuses it: 403 'Cross-origin write refused'",
-)
 def test_the_gold_label_form_records_in_chromium(site, browser, failure_shots):
     """The adjudicator records a gold label with a note through the page's form in the browser."""
     out = _arena(
