@@ -156,8 +156,8 @@ def _tool_calls_wire(calls: list[ToolCall]) -> list[dict[str, Any]]:
 
 
 def tool_output_text(result: ToolResult) -> str:
-    """The text a tool result sends back (its text parts joined), ``"ERROR: "`` first when it failed."""
-    text = "".join(p for p in result.content if isinstance(p, str))
+    """The text a tool result sends back (its text parts, one a line), ``"ERROR: "`` first when it failed."""
+    text = "\n".join(p for p in result.content if isinstance(p, str))
     return f"ERROR: {text}" if result.is_error else text
 
 

@@ -415,7 +415,7 @@ def test_tool_calls_and_results_use_the_chat_completions_wire_format(openai_back
                 },
             ],
         },
-        {"role": "tool", "tool_call_id": "call_a", "content": "<p:sld></p:sld>"},
+        {"role": "tool", "tool_call_id": "call_a", "content": "<p:sld>\n</p:sld>"},
         {"role": "tool", "tool_call_id": "call_b", "content": "ERROR: no renderer"},
         {
             "role": "user",
@@ -575,7 +575,7 @@ def test_the_cache_key_follows_every_field_of_the_tool_traffic(openai_backend, l
     ):
         client.complete(variant, tools=[READ_TOOL])
     assert len(llm_server.requests) == 3
-    assert llm_server.requests[-1].body["messages"][3]["content"] == "ERROR: <p:sld></p:sld>"
+    assert llm_server.requests[-1].body["messages"][3]["content"] == "ERROR: <p:sld>\n</p:sld>"
 
 
 # ----------------------------------------------------------------------------- the Responses API path
@@ -602,7 +602,7 @@ def test_function_calls_and_outputs_on_the_responses_path(openai_backend, llm_se
             "name": "render",
             "arguments": '{"slide": 2, "note": "é"}',
         },
-        {"type": "function_call_output", "call_id": "call_a", "output": "<p:sld></p:sld>"},
+        {"type": "function_call_output", "call_id": "call_a", "output": "<p:sld>\n</p:sld>"},
         {"type": "function_call_output", "call_id": "call_b", "output": "ERROR: no renderer"},
         {
             "role": "user",
