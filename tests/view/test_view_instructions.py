@@ -166,7 +166,8 @@ def _alt_key(page, key: str) -> None:
 def test_in_chromium_instructions_first_enter_starts_and_alt_h_comes_back(run, tmp_path, browser,
                                                                            failure_shots):  # fmt: skip
     """As an annotator would: the link opens the instructions (no script of the file runs), Enter
-    starts labelling, Alt+H on an item opens the instructions again, Enter goes back to that item."""
+    starts labelling, Alt+H on an item opens the instructions again, Enter goes back to that item; so
+    does the plain ``h`` key, which a text field keeps as a letter."""
     from tests.support.view_fixtures import serve, stop
 
     c, tokens = new_campaign([run], protocol="absolute", annotators=["alice"], out=tmp_path / "c.sqlite",
@@ -195,6 +196,15 @@ def test_in_chromium_instructions_first_enter_starts_and_alt_h_comes_back(run, t
             page.keyboard.press("Enter")
         page.wait_for_selector("#label-form")
         assert page.get_attribute("body", "data-item") == item
+        with page.expect_navigation():  # the plain key of the keys table does the same
+            page.keyboard.press("h")
+        page.wait_for_selector("#instructions-text")
+        page.go_back()
+        page.wait_for_selector("#label-form")
+        page.click("textarea")  # in a text field h is a letter, not the key
+        page.keyboard.type("h is text")
+        assert page.get_attribute("body", "data-item") == item and "/instructions" not in page.url
+        assert page.input_value("textarea").endswith("h is text")
     finally:
         ctx.close()
         stop(proc)

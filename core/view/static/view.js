@@ -409,6 +409,11 @@
       if (e.key === 'ArrowLeft' && body.dataset.prev) { e.preventDefault(); location.href = body.dataset.prev; return; }
       if (e.key === 'ArrowRight' && body.dataset.next) { e.preventDefault(); location.href = body.dataset.next; return; }
       if (e.key === 'z' && zoom) { e.preventDefault(); zoom.open(zoom.first()); return; }
+      if (e.key === 'h') {  // the campaign's instructions, when it has some
+        var help = document.getElementById('instructions-link');
+        if (help) { e.preventDefault(); location.href = help.href; }
+        return;
+      }
       if (e.key === 'u') { undo(); return; }
       if (e.key === 'Enter') { e.preventDefault(); save(true); return; }
       if (protocol === 'pairwise') {
