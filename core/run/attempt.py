@@ -17,7 +17,8 @@ for each pair it was handed; a multi-turn session (:mod:`pptarena.run.sessions`)
 4. the task's decks are re-saved by the agent's tool when its class asks (:mod:`.references`);
 5. the judges run in this process (:mod:`.judging`); ``verdicts.json`` is written;
 6. the row: status, scores, usage and cost (what the harness counted: the launcher's usage book and
-   the judges'), the usage the agent reported itself apart (``reported_usage``), isolation,
+   the judges'), the usage the agent reported itself apart (``reported_usage``), the tools it had
+   and used (``tools``, from ``Prediction.metadata["tools"]``), isolation,
    ``agent_process``, ``prediction`` (relative to the run folder when inside it); the folder is
    redacted. Appending the row is the run's job.
 """
@@ -38,7 +39,14 @@ from pptarena.run.agent_view import agent_task
 from pptarena.run.config import ComponentConfig
 from pptarena.run.judging import judge_prediction
 from pptarena.run.launchers import InProcessLauncher, JailLauncher, Launcher, WorkerLauncher
-from pptarena.run.records import MAX_REPORTED_COUNT, AgentOutcome, JudgeOutcome, ResultRow, reported_usage
+from pptarena.run.records import (
+    MAX_REPORTED_COUNT,
+    AgentOutcome,
+    JudgeOutcome,
+    ResultRow,
+    reported_usage,
+    tools_usage,
+)
 from pptarena.run.references import normalized_references, normalizer_of
 from pptarena.run.results import write_json_atomic
 from pptarena.run.rundir import (
@@ -308,6 +316,7 @@ class Attempts:
         else:
             pred = outcome.prediction
             keep_reported_usage(row, pred, ws.log)
+            keep_tools(row, pred, ws.log)
             row.notes = kept_notes(pred)
             problem = check_prediction(pred)
             if problem:
@@ -405,6 +414,20 @@ def keep_reported_usage(row: ResultRow, pred: Prediction, log: AgentLog) -> None
             "reported_usage_refused",
             refused=refused,
             note=f"usage the agent reported that is not a count from 0 to {MAX_REPORTED_COUNT}: dropped",
+        )
+
+
+def keep_tools(row: ResultRow, pred: Prediction, log: AgentLog) -> None:
+    """Keep the tools an agent says its attempt had and used (``Prediction.metadata["tools"]``) in
+    ``row.tools`` when they pass :func:`~pptarena.run.records.tools_usage`; a malformed record is
+    dropped whole and ``log`` says why (the row is written all the same)."""
+    metadata = pred.metadata if isinstance(pred.metadata, dict) else {}
+    kept, why = tools_usage(metadata.get("tools"))
+    if kept is not None:
+        row.tools = kept
+    elif why:
+        log.write(
+            "tools_record_refused", reason=why, note="the agent's metadata['tools'] was dropped from the row"
         )
 
 

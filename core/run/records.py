@@ -26,7 +26,15 @@ from pydantic import (
 from pptarena.types import Prediction, Status
 
 RESULTS_SCHEMA = 1
-NEWER_ROW_FIELDS = ("turns", "reported_usage", "agent_code", "agent_fingerprint", "task_sha", "notes")
+NEWER_ROW_FIELDS = (
+    "turns",
+    "reported_usage",
+    "agent_code",
+    "agent_fingerprint",
+    "task_sha",
+    "notes",
+    "tools",
+)
 """Fields a row leaves out of its JSON while they are None: lines written before a field existed keep
 their shape (and their digest, :data:`pptarena.run.results.NEWER_FIELDS`)."""
 MAX_NOTES_CHARS = 4000
@@ -89,6 +97,81 @@ ReportedUsage = Annotated[dict[str, Any] | None, AfterValidator(_checked_reporte
 """An agent's own usage figures as a row keeps them (see :func:`reported_usage`), or None."""
 
 
+MAX_TOOL_SERVERS = 32
+"""The most servers a row's ``tools`` keeps."""
+MAX_TOOL_NAMES = 512
+"""The most tools a row's ``tools["calls"]`` keeps."""
+MAX_TOOL_TEXT = 128
+"""The longest server name, version, command hash or tool name a row's ``tools`` keeps."""
+
+
+def _short_text(value: Any) -> bool:
+    return isinstance(value, str) and 0 < len(value) <= MAX_TOOL_TEXT
+
+
+def _server_entry(entry: Any) -> dict[str, Any] | None:
+    """One ``servers`` entry as kept (``name``, ``version``, ``command_sha``), None when malformed."""
+    if not isinstance(entry, dict) or not _short_text(entry.get("name")):
+        return None
+    out: dict[str, Any] = {"name": entry["name"]}
+    for key in ("version", "command_sha"):
+        value = entry.get(key)
+        if value is not None and not _short_text(value):
+            return None
+        out[key] = value
+    return out
+
+
+def tools_usage(claimed: Any) -> tuple[dict[str, Any] | None, str]:
+    """What of an agent's ``Prediction.metadata["tools"]`` a row keeps as ``tools``, and why not.
+
+    The shape: ``{"servers": [{"name", "version", "command_sha"}...], "calls": {tool: n}, "errors": n,
+    "renders": n}``: at most :data:`MAX_TOOL_SERVERS` servers with unique names and
+    :data:`MAX_TOOL_NAMES` tools, texts of 1 to :data:`MAX_TOOL_TEXT` characters, counts integers
+    from 0 to :data:`MAX_REPORTED_COUNT`. Anything else is dropped whole (``(None, why)``): the row
+    keeps no half-checked record. ``(None, "")`` when there is none.
+    """
+    if claimed is None:
+        return None, ""
+    if not isinstance(claimed, dict):
+        return None, f"not a mapping: {type(claimed).__name__}"
+    extra = sorted(str(k)[:40] for k in claimed if k not in ("servers", "calls", "errors", "renders"))
+    if extra:
+        return None, f"unknown keys {extra[:5]}"
+    servers = claimed.get("servers", [])
+    if not isinstance(servers, list) or len(servers) > MAX_TOOL_SERVERS:
+        return None, f"servers must be a list of at most {MAX_TOOL_SERVERS}"
+    kept_servers = [_server_entry(e) for e in servers]
+    if any(e is None for e in kept_servers):
+        return None, "a server entry is not {name, version, command_sha} of short texts"
+    names = [e["name"] for e in kept_servers if e is not None]
+    if len(set(names)) != len(names):
+        return None, "a server is named twice"
+    calls = claimed.get("calls", {})
+    if not isinstance(calls, dict) or len(calls) > MAX_TOOL_NAMES:
+        return None, f"calls must be a mapping of at most {MAX_TOOL_NAMES} tools"
+    if not all(_short_text(k) and _plausible(v) for k, v in calls.items()):
+        return None, f"calls must map tool names to counts from 0 to {MAX_REPORTED_COUNT}"
+    counts = {key: claimed.get(key, 0) for key in ("errors", "renders")}
+    if not all(_plausible(v) for v in counts.values()):
+        return None, f"errors and renders must be counts from 0 to {MAX_REPORTED_COUNT}"
+    return {"servers": kept_servers, "calls": dict(calls), **counts}, ""
+
+
+def _checked_tools(value: dict[str, Any] | None) -> dict[str, Any] | None:
+    """``value`` when :func:`tools_usage` keeps it as it is."""
+    if value is None:
+        return None
+    kept, why = tools_usage(value)
+    if kept != value:
+        raise ValueError(f"tools: {why or 'not in its kept shape'}")
+    return value
+
+
+ToolsRecord = Annotated[dict[str, Any] | None, AfterValidator(_checked_tools)]
+"""The tools an attempt had and used as a row keeps them (see :func:`tools_usage`), or None."""
+
+
 class JudgeScore(BaseModel):
     """One judge's score of one prediction: a finite ``score`` (or None) and its metrics."""
 
@@ -134,6 +217,11 @@ class ResultRow(BaseModel):
         "its word, never added to usage, cost or the summary; absent when it reported none",
     )
     metadata: dict[str, Any] = Field(default_factory=dict)
+    tools: ToolsRecord = Field(
+        None,
+        description="the MCP servers the attempt had (deck tools as server 'deck') and its tool calls, "
+        "errors and renders (Prediction.metadata['tools'] that passed tools_usage); absent when none",
+    )
     agent_process: str | None = Field(
         None, description="where the agent ran (pptarena.run.trust.agent_process); absent on old lines"
     )

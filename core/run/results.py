@@ -160,7 +160,7 @@ def _value_keys(value: Any) -> list[str]:
     return [str(value)]
 
 
-NEWER_FIELDS = frozenset({"reported_usage", "agent_code", "agent_fingerprint", "task_sha", "notes"})
+NEWER_FIELDS = frozenset({"reported_usage", "agent_code", "agent_fingerprint", "task_sha", "notes", "tools"})
 """Row fields added after the digest's revision 4: left out of a row's digest while they are None,
 so the lines that never had them digest as before (and stored summaries stay reusable)."""
 
@@ -198,12 +198,34 @@ def _one_or_mixed(values: list[Any]) -> str | None:
     return None if not found else found.pop() if len(found) == 1 else "mixed"
 
 
+MCP_SERVERS_GROUP = "mcp_servers"
+"""A group field read from the row itself, not its metadata: the MCP servers the attempt had."""
+
+
+def mcp_servers_key(row: ResultRow) -> str | None:
+    """A row's :data:`MCP_SERVERS_GROUP` key: the sorted names of the servers in its ``tools`` record
+    joined by ``+`` (``deck`` for the harness's deck tools, e.g. ``deck+pptx``), ``none`` when it
+    had none, None (no group) for a row without a ``tools`` record (an agent that records no tools)."""
+    if row.tools is None:
+        return None
+    names = sorted({str(s.get("name")) for s in row.tools.get("servers") or [] if isinstance(s, dict)})
+    return "+".join(names) if names else "none"
+
+
+def _group_value(row: ResultRow, field: str) -> Any:
+    """The value a row is grouped by for ``field``: :func:`mcp_servers_key` or its metadata's value."""
+    if field == MCP_SERVERS_GROUP:
+        return mcp_servers_key(row)
+    return row.metadata.get(field)
+
+
 def summarize_results(
     rows: list[ResultRow],
-    group_fields: Iterable[str] = ("category", "edit_type", "difficulty", "dataset"),
+    group_fields: Iterable[str] = ("category", "edit_type", "difficulty", "dataset", MCP_SERVERS_GROUP),
     opts: StatsOptions | None = None,
 ) -> Summary:
-    """Aggregate result lines per agent and judge, and per metadata group (category, difficulty...).
+    """Aggregate result lines per agent and judge, and per metadata group (category, difficulty...)
+    and per set of MCP servers (:func:`mcp_servers_key`, for rows that record their tools).
 
     Means are over tasks of the per-task mean over epochs, with 95% bootstrap intervals; see
     :mod:`pptarena.run.summary_stats` (statistics), :mod:`pptarena.models.pricing` (cost).
@@ -257,11 +279,10 @@ def _summarize(rows: list[ResultRow], group_fields: list[str], opts: StatsOption
         batch.start()  # the agents' and comparisons' intervals, on other threads, while groups are built
     for agent, arows in sorted(agents.items()):
         cols, entry = per_agent[agent][0], summary["agents"][agent]
-        metas = [r.metadata for r in arows]
         for field in group_fields:
             groups: dict[str, list[int]] = defaultdict(list)
-            for i, meta in enumerate(metas):
-                value = meta.get(field)
+            for i, row in enumerate(arows):
+                value = _group_value(row, field)
                 if type(value) is str:  # the usual value: one group (as _value_keys gives it)
                     if value:
                         groups[value].append(i)
