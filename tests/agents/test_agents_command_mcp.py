@@ -410,3 +410,15 @@ def test_attacks_through_the_tools_and_the_render_socket(tmp_path, monkeypatch):
     assert not isinstance(outcome, Exception), f"{outcome}\n{stderr_of(ws)}"
     assert outcome.metadata["tools"]["renders"] == 3
     assert deck_tools.DECK_SERVER == outcome.metadata["tools"]["servers"][0]["name"]
+
+
+@needs_soffice
+@pytest.mark.slow
+def test_unjailed_cli_gets_the_same_tools_and_host_renders(tmp_path):
+    outcome, ws, results = run_script(tmp_path, TOOLS_SCRIPT, renderer=libreoffice(tmp_path), sandbox="off")
+    assert results is not None, stderr_of(ws)
+    assert not isinstance(outcome, Exception), f"{outcome}\n{stderr_of(ws)}"
+    assert outcome.metadata["isolation"] == "none" and results["render"]["images"] == 2
+    assert outcome.metadata["tools"]["renders"] == 1
+    assert outcome.metadata["tools"]["calls"]["write_part"] == 1
+    assert "Revnue" not in " ".join(deck_texts(outcome.path))
