@@ -36,7 +36,7 @@ from pptarena.run.jail_archive import (  # noqa: F401 - MAX_*, RESERVED re-expor
 from pptarena.run.records import AgentOutcome
 from pptarena.run.rundir import AGENT_STDERR
 from pptarena.run.worker import reported_outcome, timed_out_outcome, vanished_outcome
-from pptarena.run.worker_pool import WorkerPool
+from pptarena.run.worker_pool import PoolOwner, WorkerPool
 from pptarena.types import AgentTask, InfraError, Status
 
 BOOT_TIMEOUT = 120.0
@@ -193,27 +193,12 @@ class JailWorker:
         self.kill()
 
 
-class JailPool:
+class JailPool(PoolOwner[JailWorker]):
     """Warm jailed workers, up to ``size`` per agent label, one pair at a time each (their lifecycle:
     :class:`~pptarena.run.worker_pool.WorkerPool`, keyed by the label)."""
 
     def __init__(self, size: int, recycle_after: int = 100):
         self._workers: WorkerPool[JailWorker] = WorkerPool(size, recycle_after, "jailed worker pool")
-
-    @property
-    def size(self) -> int:
-        """Most workers alive at once per agent label."""
-        return self._workers.size
-
-    @property
-    def recycle_after(self) -> int:
-        """Pairs a worker runs before it is replaced."""
-        return self._workers.recycle_after
-
-    @property
-    def spawned(self) -> int:
-        """Jails started so far."""
-        return self._workers.spawned
 
     def _checkout(self, key: str, agent: Any) -> JailWorker:
         def spawn() -> JailWorker:
@@ -300,14 +285,6 @@ class JailPool:
         if problem:
             ws.log.write("workspace_copy", note=problem)
         return outcome
-
-    def kill_all(self) -> None:
-        """Stop at once: kill every jail (busy ones included)."""
-        self._workers.kill_all()
-
-    def close(self) -> None:
-        """Retire idle workers and kill busy ones."""
-        self._workers.close()
 
 
 def host_decided(outcome: AgentOutcome, host: BridgeHost) -> AgentOutcome:

@@ -151,3 +151,33 @@ class WorkerPool(Generic[W]):
             w.retire()
         for w in busy:
             w.kill()
+
+
+class PoolOwner(Generic[W]):
+    """Base of a pool that keeps its workers in a :class:`WorkerPool` (``self._workers``): the
+    figures and the end, forwarded, so each pool writes only how its workers start and talk."""
+
+    _workers: WorkerPool[W]
+
+    @property
+    def size(self) -> int:
+        """Most workers alive at once (per key)."""
+        return self._workers.size
+
+    @property
+    def recycle_after(self) -> int:
+        """Jobs a worker runs before it is replaced."""
+        return self._workers.recycle_after
+
+    @property
+    def spawned(self) -> int:
+        """Workers started so far."""
+        return self._workers.spawned
+
+    def kill_all(self) -> None:
+        """Stop at once: kill every worker (busy ones included)."""
+        self._workers.kill_all()
+
+    def close(self) -> None:
+        """Retire idle workers and kill busy ones."""
+        self._workers.close()

@@ -109,7 +109,7 @@ class PoolWorker:
         self.kill()
 
 
-class WorkerPool:
+class WorkerPool(worker_pool.PoolOwner[PoolWorker]):
     """Up to ``size`` warm workers handed out one pair at a time (their lifecycle:
     :class:`pptarena.run.worker_pool.WorkerPool`, one key)."""
 
@@ -121,21 +121,6 @@ class WorkerPool:
         base["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         self.env = base
         self._workers: worker_pool.WorkerPool[PoolWorker] = worker_pool.WorkerPool(size, recycle_after)
-
-    @property
-    def size(self) -> int:
-        """Most workers alive at once."""
-        return self._workers.size
-
-    @property
-    def recycle_after(self) -> int:
-        """Pairs a worker runs before it is replaced."""
-        return self._workers.recycle_after
-
-    @property
-    def spawned(self) -> int:
-        """Workers started so far."""
-        return self._workers.spawned
 
     def _spawn(self) -> PoolWorker:
         return PoolWorker(self.boot, self.env)
@@ -167,14 +152,6 @@ class WorkerPool:
     def pids(self) -> list[int]:
         """Process ids of the live workers."""
         return [w.pid for w in self._workers.workers()]
-
-    def kill_all(self) -> None:
-        """Stop at once: kill every worker's process group (busy ones included)."""
-        self._workers.kill_all()
-
-    def close(self) -> None:
-        """Retire idle workers and kill busy ones."""
-        self._workers.close()
 
 
 def boot_of(run: Any) -> dict[str, Any]:
