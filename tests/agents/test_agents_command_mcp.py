@@ -422,3 +422,29 @@ def test_unjailed_cli_gets_the_same_tools_and_host_renders(tmp_path):
     assert outcome.metadata["tools"]["renders"] == 1
     assert outcome.metadata["tools"]["calls"]["write_part"] == 1
     assert "Revnue" not in " ".join(deck_texts(outcome.path))
+
+
+def test_the_jail_shows_the_server_its_code_and_never_a_forbidden_folder_or_a_plugin(tmp_path, monkeypatch):
+    import importlib.util
+
+    import pptarena.plugins
+    from pptarena.plugins.agents.command import deck_tools
+    from pptarena.run import agent_jail
+
+    binds = deck_tools.server_binds()
+    names = {p.name for p in binds}
+    assert {"mcp", "cryptography"} <= names  # the SDK and what an extra of its requirements brings
+    plugins = Path(pptarena.plugins.__file__).parent
+    assert [p for p in binds if p.is_relative_to(plugins)] in ([], [plugins / "__init__.py"])
+    anyio = next(p for p in binds if p.name == "anyio")
+    monkeypatch.setattr(agent_jail, "_FORBIDDEN", {anyio.resolve()})
+    assert anyio not in deck_tools.server_binds()
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "mcp" else real(name, *a)
+    )
+    from pptarena.types import ComponentUnavailable
+
+    with pytest.raises(ComponentUnavailable, match=r"pptarena\[mcp\]"):
+        deck_tools.require_sdk()

@@ -126,6 +126,8 @@ class CommandAgent(Component):
             isolation=level,
             network=opts.network if level != "none" else "host",
         )
+        if opts.mcp:
+            deck_tools.require_sdk()
         started = time.monotonic()
         renders = 0
         with (

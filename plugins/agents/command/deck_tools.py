@@ -27,6 +27,7 @@ parsed defensively (:func:`read_tool_log`), and each call goes to the pair's log
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -71,18 +72,27 @@ class ServerEntry:
 # --------------------------------------------------------------------------- the jail's view
 
 
-def server_binds() -> list[Path]:
-    """Host paths the deck server needs in the jail (read-only): the harness's interpreter, pptarena's
-    core (never ``pptarena.plugins`` beyond its ``__init__``) and the installed distributions that
-    pptarena and the ``mcp`` SDK require; never anything under a folder no jail may show (the run's
-    cache, run folder, datasets: :func:`pptarena.run.agent_jail.forbid_in_jails`)."""
+def require_sdk() -> None:
+    """``ComponentUnavailable`` when the ``mcp`` SDK is not installed (the deck server needs it)."""
+    import importlib.util
+
+    from pptarena.types import ComponentUnavailable
+
+    if importlib.util.find_spec("mcp") is None:
+        raise ComponentUnavailable(
+            "mcp = true needs the MCP SDK in the harness's environment: pip install 'pptarena[mcp]'"
+        )
+
+
+@functools.cache
+def _server_paths() -> tuple[Path, ...]:
+    """:func:`server_binds` before the forbidden folders are left out (computed once: ~0.5 s)."""
     from pptarena import isolation
     from pptarena.run.agent_jail import (
         _interpreter_paths,
         _site_dirs,
         distribution_closure,
         distribution_paths,
-        forbidden_roots,
         plugin_paths,
     )
 
@@ -94,15 +104,25 @@ def server_binds() -> list[Path]:
     # the interpreter is in every CLI jail already (isolation.python_view, file by file: binding its
     # folder too would hide those file binds' mount points under a read-only folder)
     shown = set(isolation.python_view().read_only) | _interpreter_paths()
+    return tuple(
+        path for path in sorted({*binds, *extra} - shown) if not any(s.is_relative_to(path) for s in shown)
+    )
+
+
+def server_binds() -> list[Path]:
+    """Host paths the deck server needs in the jail (read-only): pptarena's core (never
+    ``pptarena.plugins`` beyond its ``__init__``) and the installed distributions that pptarena and
+    the ``mcp`` SDK require (the interpreter is in every CLI jail already); never anything under a
+    folder no jail may show (the run's cache, run folder, datasets:
+    :func:`pptarena.run.agent_jail.forbid_in_jails`)."""
+    from pptarena.run.agent_jail import forbidden_roots
+
     roots = forbidden_roots()
     out = []
-    for path in sorted({*binds, *extra} - shown):
+    for path in _server_paths():
         resolved = path.resolve()
-        if any(resolved == r or r in resolved.parents for r in roots):
-            continue
-        if any(s.is_relative_to(path) for s in shown):
-            continue
-        out.append(path)
+        if not any(resolved == r or r in resolved.parents for r in roots):
+            out.append(path)
     return out
 
 
