@@ -28,6 +28,7 @@ from pptarena.models.sim.batches import Batch, BatchItem
 from pptarena.models.sim.httpio import Incoming, Outgoing
 from pptarena.models.sim.limits import anthropic_headers, retry_headers, rfc3339
 from pptarena.models.sim.prompt import Prompt, PromptBuilder, WireError, as_int, decode_base64
+from pptarena.models.sim.tool_turns import check_anthropic_tool_turns
 from pptarena.models.sim.wire import Wire, html_502, new_id
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -142,6 +143,7 @@ def parse_messages(body: dict[str, Any], image_tokens: int) -> Prompt:
             raise WireError("messages: each message needs role 'user' or 'assistant'")
         b.next_message()
         _content(b, m["role"], m.get("content"))
+    check_anthropic_tool_turns(messages)
     b.mark_last(_ttl(body))
     marks = sum(1 for block in b.prompt.blocks if block.cache_ttl)
     if marks > MAX_BREAKPOINTS:

@@ -33,6 +33,7 @@ from pptarena.models.sim.batches import Batch, BatchItem
 from pptarena.models.sim.httpio import Incoming, Outgoing
 from pptarena.models.sim.limits import rfc3339
 from pptarena.models.sim.prompt import Prompt, PromptBuilder, WireError, as_int, decode_base64
+from pptarena.models.sim.tool_turns import check_gemini_tool_turns
 from pptarena.models.sim.wire import Wire, html_502, new_id
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -132,6 +133,7 @@ def parse_generate(body: dict[str, Any], model: str, image_tokens: int) -> Promp
         role = "assistant" if content.get("role") == "model" else "user"
         b.next_message()
         _parts(b, role, content.get("parts") or [])
+    check_gemini_tool_turns(contents)
     config = _get(body, "generationConfig", "generation_config") or {}
     if not isinstance(config, dict):
         raise WireError("generationConfig must be an object")

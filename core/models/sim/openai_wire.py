@@ -32,6 +32,7 @@ from pptarena.models.sim.batches import Batch, BatchItem
 from pptarena.models.sim.httpio import Incoming, Outgoing, parse_multipart
 from pptarena.models.sim.limits import go_duration, openai_headers, retry_headers
 from pptarena.models.sim.prompt import Prompt, PromptBuilder, WireError, as_int, decode_data_url
+from pptarena.models.sim.tool_turns import check_chat_tool_turns, check_responses_tool_turns
 from pptarena.models.sim.wire import Wire, html_502, new_id
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -121,6 +122,7 @@ def parse_chat(body: dict[str, Any], image_tokens: int) -> Prompt:
         for call in m.get("tool_calls") or []:
             fn = (call.get("function") or {}) if isinstance(call, dict) else {}
             b.text(role, f"{fn.get('name', '')}({fn.get('arguments', '')})")
+    check_chat_tool_turns(messages)
     p = b.prompt
     p.max_tokens = as_int(body.get("max_completion_tokens"), "max_completion_tokens") or as_int(
         body.get("max_tokens"), "max_tokens"
@@ -173,6 +175,7 @@ def parse_responses(body: dict[str, Any], image_tokens: int) -> Prompt:
             continue
         else:
             b.text("assistant" if kind.endswith("_call") else "user", item)
+    check_responses_tool_turns(items, body.get("previous_response_id"))
     p = b.prompt
     p.max_tokens = as_int(body.get("max_output_tokens"), "max_output_tokens")
     text = body.get("text")
@@ -314,11 +317,22 @@ class OpenAIWire(Wire):
 
     # -- errors --------------------------------------------------------------------
 
-    def error(self, status: int, message: str, kind: str | None = None, code: str | None = None) -> Outgoing:
+    def error(
+        self,
+        status: int,
+        message: str,
+        kind: str | None = None,
+        code: str | None = None,
+        param: str | None = None,
+    ) -> Outgoing:
         """``{"error": {"message", "type", "param", "code"}}``."""
         kind = kind or _TYPES.get(status, "server_error" if status >= 500 else "invalid_request_error")
-        payload = {"error": {"message": message, "type": kind, "param": None, "code": code}}
+        payload = {"error": {"message": message, "type": kind, "param": param, "code": code}}
         return Outgoing.json(status, payload, self.request_headers())
+
+    def refused(self, exc: WireError) -> Outgoing:
+        """The error body with the refusal's ``param`` and ``code``."""
+        return self.error(exc.status, exc.message, code=exc.code, param=exc.param)
 
     def unauthorized(self, api_key: str | None) -> Outgoing:
         """401 ``invalid_api_key``."""
@@ -599,7 +613,8 @@ class OpenAIWire(Wire):
                 elif item.state == "errored":
                     status = item.error.status if item.error else 500
                     kind = "server_error" if status >= 500 else "invalid_request_error"
-                    err = {"message": item.failure, "type": kind, "param": None, "code": None}
+                    param, code = (item.error.param, item.error.code) if item.error else (None, None)
+                    err = {"message": item.failure, "type": kind, "param": param, "code": code}
                     line |= {
                         "response": {
                             "status_code": status,

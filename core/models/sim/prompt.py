@@ -27,13 +27,26 @@ def text_tokens(text: str) -> int:
 
 
 class WireError(Exception):
-    """A request the provider would refuse: answered with ``status`` in the provider's error form."""
+    """A request the provider would refuse: answered with ``status`` in the provider's error form.
 
-    def __init__(self, message: str, status: int = 400, kind: str = "invalid_request"):
+    ``param`` and ``code`` fill OpenAI's ``error.param`` / ``error.code`` (the other providers'
+    error bodies have no such fields)."""
+
+    def __init__(
+        self,
+        message: str,
+        status: int = 400,
+        kind: str = "invalid_request",
+        *,
+        param: str | None = None,
+        code: str | None = None,
+    ):
         super().__init__(message)
         self.message = message
         self.status = status
         self.kind = kind
+        self.param = param
+        self.code = code
 
 
 @dataclass(frozen=True)

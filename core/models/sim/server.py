@@ -270,7 +270,7 @@ class ProviderSim:
         try:
             out = handler(inc, **params)
         except WireError as exc:
-            out = wire.error(exc.status, exc.message)
+            out = wire.refused(exc)
         except Exception as exc:  # noqa: BLE001 - a bug must answer 500, not kill the connection
             out = wire.error(500, f"the provider simulator failed: {type(exc).__name__}: {exc}")
         out.headers = {**wire.request_headers(), **out.headers}

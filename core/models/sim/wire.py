@@ -18,7 +18,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from pptarena.models.sim.completion import Completion
     from pptarena.models.sim.engine import Engine
     from pptarena.models.sim.limits import LimitDecision
-    from pptarena.models.sim.prompt import Prompt
+    from pptarena.models.sim.prompt import Prompt, WireError
 
 Handler = Callable[..., Outgoing]
 
@@ -69,6 +69,10 @@ class Wire:
     def error(self, status: int, message: str, kind: str | None = None) -> Outgoing:
         """An error answer in the provider's form."""
         raise NotImplementedError
+
+    def refused(self, exc: WireError) -> Outgoing:
+        """The answer to a request the provider refuses (``exc`` says why, with which status)."""
+        return self.error(exc.status, exc.message)
 
     def unauthorized(self, api_key: str | None) -> Outgoing:
         """401 for a missing or refused key."""

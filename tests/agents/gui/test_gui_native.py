@@ -310,11 +310,11 @@ def test_openai_safety_check_acknowledged_when_allowed(tmp_path: Path, openai_ba
     assert result.action_errors == 0
 
 
-def test_openai_chat_stays_default_and_rejects_tool_parts(openai_backend, llm_server) -> None:
+def test_openai_chat_stays_default_and_rejects_orphan_tool_results(openai_backend, llm_server) -> None:
     client = ModelClient(openai_backend(), "openai", "gpt-4o")
     assert client.complete([Message.user("hi")]).text == "ok"
     assert llm_server.requests[-1].path == "/v1/chat/completions"
-    with pytest.raises(TypeError, match="Responses API"):
+    with pytest.raises(TypeError, match="answers no tool call"):
         client.complete([Message.user(ToolResult("call_1", (ImagePart(b"png"),)))])
     reply = client.complete([Message.user("hi")], truncation="auto")  # Responses path, plain text reply
     assert llm_server.requests[-1].path == "/v1/responses" and reply.text == "ok"
