@@ -1,0 +1,222 @@
+"""The ``tools`` agent's ``mcp_servers``: a third-party-style stdio server, jailed for the pair.
+
+The server (tests/fixtures/mcp_servers/prober.py, on the real MCP SDK) has two tools, ``read_path``
+and ``write_path``; the scripted model calls them, as ``prober__read_path`` and
+``prober__write_path``, as the attack: read a host secret, another pair's folder and the pair's own
+log, write outside the server's folder. Everything outside the folder must fail, from inside the
+jail; the row's ``tools`` names the server. Also: a server that exits at start is an infrastructure
+error naming it, a server that dies mid-loop is a tool error to the model, ``deck_tools = false``
+offers only the server's tools, tool-name clashes are refused, and without bubblewrap the server is
+refused unless weak isolation is allowed.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("mcp")
+
+from pptarena import isolation  # noqa: E402
+from pptarena.mcp.servers import McpServerSpec, server_record  # noqa: E402
+from pptarena.plugins.agents.tools.agent import (  # noqa: E402
+    SERVER_FOLDER,
+    SERVERS_PROMPT,
+    WEAK_ISOLATION_ENV,
+    ToolsAgent,
+    ToolsOptions,
+)
+from pptarena.plugins.agents.tools.schemas import McpToolSpec  # noqa: E402
+from pptarena.plugins.agents.tools.servers import ToolTable  # noqa: E402
+from pptarena.run.records import tools_usage  # noqa: E402
+from pptarena.types import AgentTask, ComponentContext, InfraError  # noqa: E402
+from tests.support.agents_fixtures import scripted_workspace  # noqa: E402
+
+PROBER = Path(__file__).resolve().parents[1] / "fixtures" / "mcp_servers" / "prober.py"
+needs_bwrap = pytest.mark.skipif(isolation.base_flags() is None, reason="bubblewrap is not usable here")
+
+
+def prober(name: str = "prober", *extra: str) -> McpServerSpec:
+    return McpServerSpec(name=name, command=[sys.executable, str(PROBER), *extra], version="0.1")
+
+
+def tool_use(name: str, args: dict[str, Any], call_id: str) -> dict[str, Any]:
+    return {
+        "reply": "",
+        "raw": {"content": [{"type": "tool_use", "id": call_id, "name": name, "input": args}]},
+    }
+
+
+def make_agent(tmp: Path, **options: Any) -> ToolsAgent:
+    opts = ToolsOptions(model="scripted/tool-model", mcp_read_only=[str(PROBER.parent)], **options)
+    return ToolsAgent(opts, ComponentContext(cache_dir=tmp, model=None))  # type: ignore[arg-type]
+
+
+def answers(backend: Any) -> list[str]:
+    """The text of every tool result the model was sent, in order."""
+    out = []
+    for request in backend.requests[1:]:
+        part = request.messages[-1].parts()[0]
+        out.append(str(part.content[0]))
+    return out
+
+
+def run_pair(tmp_path: Path, script: list[Any], **options: Any) -> tuple[Any, Any, Any]:
+    ws, backend = scripted_workspace(tmp_path / "run" / "tasks" / "agent" / "pair", script)
+    task = AgentTask(id="t1", instruction="Look around.", original=ws.input_deck)
+    pred = make_agent(tmp_path, **options).edit(task, ws)
+    return ws, backend, pred
+
+
+# ----------------------------------------------------------------------------- the attack
+
+
+@needs_bwrap
+def test_a_jailed_server_reads_and_writes_only_its_folder(tmp_path):
+    pair_root = tmp_path / "run" / "tasks" / "agent"
+    other = pair_root / "other-pair"
+    other.mkdir(parents=True)
+    (other / "secret.txt").write_text("OTHER PAIR SECRET")
+    pair = pair_root / "pair" / "task"  # scripted_workspace's task folder
+    folder = pair / SERVER_FOLDER
+    outside = tmp_path / "escape.txt"
+    script = [
+        tool_use("prober__read_path", {"path": "/etc/shadow"}, "r1"),
+        tool_use("prober__read_path", {"path": str(other / "secret.txt")}, "r2"),
+        tool_use("prober__read_path", {"path": str(pair / "agent.log.jsonl")}, "r3"),
+        tool_use("prober__read_path", {"path": str(pair / "input" / "deck.pptx")}, "r4"),
+        tool_use("prober__read_path", {"path": str(folder / "deck.pptx")}, "r5"),
+        tool_use("prober__write_path", {"path": str(outside), "text": "escaped"}, "w1"),
+        tool_use("prober__write_path", {"path": "/usr/pptarena-escape.txt", "text": "escaped"}, "w2"),
+        tool_use("prober__write_path", {"path": str(pair / "prediction.pptx"), "text": "x"}, "w3"),
+        tool_use("prober__write_path", {"path": str(folder / "notes.txt"), "text": "kept"}, "w4"),
+        "Done looking.",
+    ]
+    ws, backend, pred = run_pair(tmp_path, script, mcp_servers=[prober()])
+
+    said = answers(backend)
+    assert len(said) == 9, said
+    for text in said[:4]:  # host secret, another pair, the pair's own log and input: not there
+        assert text.startswith("READ FAILED"), said
+    assert "OTHER PAIR SECRET" not in "".join(said)
+    assert said[4].startswith("READ OK: PK"), said[4]  # the working copy in its own folder
+    assert said[6].startswith("WRITE FAILED") and "Read-only file system" in said[6]
+    assert said[8] == "WRITE OK"
+    # what the jail let it write elsewhere (its own /tmp tmpfs, where the folders above its own
+    # folder are empty stand-ins) never reached the host: the prediction below is the input deck
+    assert not outside.exists() and not Path("/usr/pptarena-escape.txt").exists()
+    assert (folder / "notes.txt").read_text() == "kept"
+    # the prediction is the working copy, still the input deck (nothing edited it)
+    assert pred.path == ws.output_deck
+    assert pred.path.read_bytes() == ws.input_deck.read_bytes()
+
+    record = pred.metadata["tools"]
+    assert [s["name"] for s in record["servers"]] == ["deck", "prober"]
+    assert record["servers"][1] == server_record(prober())
+    assert record["calls"] == {"prober__read_path": 5, "prober__write_path": 4}
+    assert record["errors"] == 0 and record["renders"] == 0
+    assert tools_usage(record) == (record, "")  # the row keeps it as it is
+    started = [e for e in ws.log.events if e["event"] == "mcp_server_start"]
+    assert started[0]["server"] == "prober" and started[0]["isolation"] == "bwrap"
+    offered = pred.metadata["tools_offered"]
+    assert "deck_summary" in offered and offered[-2:] == ["prober__read_path", "prober__write_path"]
+
+
+@needs_bwrap
+def test_without_deck_tools_the_model_gets_only_the_servers_tools(tmp_path):
+    script = [tool_use("deck_summary", {}, "d1"), "Nothing to do."]
+    ws, backend, pred = run_pair(tmp_path, script, mcp_servers=[prober()], deck_tools=False)
+
+    assert pred.metadata["tools_offered"] == ["prober__read_path", "prober__write_path"]
+    offered = [t["name"] for t in backend.requests[0].params["tools"]]
+    assert offered == ["prober__read_path", "prober__write_path"]
+    assert backend.requests[0].messages[0].content == SERVERS_PROMPT
+    # the task message names the working copy the servers edit
+    assert str(ws.dir / SERVER_FOLDER / "deck.pptx") in str(backend.requests[0].messages[-1].content)
+    assert "there is no tool 'deck_summary'" in answers(backend)[0]
+    record = pred.metadata["tools"]
+    assert [s["name"] for s in record["servers"]] == ["prober"]
+    assert record["calls"] == {"deck_summary": 1} and record["errors"] == 1
+    assert pred.path.read_bytes() == ws.input_deck.read_bytes()
+
+
+# ----------------------------------------------------------------------------- failures
+
+
+@needs_bwrap
+def test_a_server_that_exits_at_start_is_an_infrastructure_error_naming_it(tmp_path):
+    broken = prober("broken", "--exit-at-start")
+    with pytest.raises(InfraError, match="MCP server 'broken'") as caught:
+        run_pair(tmp_path, ["unused"], mcp_servers=[prober(), broken])
+    assert "refusing to start" in str(caught.value)  # the end of its stderr
+
+
+@needs_bwrap
+def test_a_server_dying_mid_loop_is_a_tool_error_to_the_model(tmp_path):
+    script = [
+        tool_use("prober__read_path", {"path": "EXIT-NOW"}, "x1"),
+        tool_use("prober__read_path", {"path": "/etc/hostname"}, "x2"),
+        "The server is gone; stopping.",
+    ]
+    ws, backend, pred = run_pair(tmp_path, script, mcp_servers=[prober()], deck_tools=False)
+    said = answers(backend)
+    assert all("MCP server 'prober' is gone" in text or "failed" in text for text in said), said
+    assert pred.metadata["tools"]["errors"] == 2
+    assert pred.metadata["stop_reason"] == "done"
+
+
+def test_a_server_is_refused_without_bubblewrap_unless_weak_isolation_is_allowed(tmp_path, monkeypatch):
+    monkeypatch.setattr(isolation, "base_flags", lambda: None)
+    monkeypatch.delenv(WEAK_ISOLATION_ENV, raising=False)
+    with pytest.raises(InfraError, match="MCP server 'prober': bubblewrap is not usable"):
+        run_pair(tmp_path / "a", ["unused"], mcp_servers=[prober()])
+
+    monkeypatch.setenv(WEAK_ISOLATION_ENV, "1")
+    ws, _, pred = run_pair(tmp_path / "b", ["Nothing to do."], mcp_servers=[prober()])
+    (started,) = [e for e in ws.log.events if e["event"] == "mcp_server_start"]
+    assert started["isolation"] in ("unshare", "rlimits")
+    assert any("bubblewrap unavailable" in note for note in started["notes"])
+    assert pred.metadata["tools"]["servers"][1]["name"] == "prober"
+
+
+# ----------------------------------------------------------------------------- naming
+
+
+def spec(name: str) -> McpToolSpec:
+    return McpToolSpec(name, "", {"type": "object"})
+
+
+def test_server_tools_are_prefixed_and_deck_tools_keep_their_names():
+    table = ToolTable()
+    table.add_deck(object(), [spec("deck_summary")])
+    table.add_server("pptx", object(), [spec("deck_summary"), spec("open")])
+    assert table.names == ["deck_summary", "pptx__deck_summary", "pptx__open"]
+    assert table.routes["pptx__open"].tool == "open" and table.routes["pptx__open"].server == "pptx"
+
+
+def test_a_name_offered_twice_is_refused():
+    table = ToolTable()
+    table.add_server("a", object(), [spec("b__c")])
+    with pytest.raises(InfraError, match="clash: 'a__b__c'"):
+        table.add_server("a__b", object(), [spec("c")])
+
+
+def test_names_the_providers_refuse_are_not_offered():
+    table = ToolTable()
+    table.add_server("s", object(), [spec("x" * 80), spec("has space"), spec("ok")])
+    assert table.names == ["s__ok"] and len(table.skipped) == 2
+
+
+def test_mcp_servers_options_are_checked():
+    with pytest.raises(ValueError, match="names used twice"):
+        ToolsOptions(model="scripted/m", mcp_servers=[prober(), prober()])
+    with pytest.raises(ValueError, match="absolute"):
+        ToolsOptions(model="scripted/m", mcp_read_only=["relative/folder"])
+    opts = ToolsOptions.model_validate(
+        json.loads(json.dumps({"model": "scripted/m", "mcp_servers": [{"name": "p", "command": ["x"]}]}))
+    )
+    assert opts.mcp_servers[0].name == "p"
