@@ -4,7 +4,8 @@ Cohen's κ (two annotators) and Fleiss' κ (a fixed number of annotators per ite
 α follows Krippendorff's coincidence-matrix definition (*Computing Krippendorff's Alpha-Reliability*,
 2011): only units with two values or more count; each pair of values within a unit of ``m`` values
 adds ``1/(m-1)`` to the coincidences; α = 1 − D_o / D_e. Its interval resamples units with
-replacement (percentile bootstrap, seeded).
+replacement (percentile bootstrap, seeded). Both are numpy: each unit's coincidences are computed
+once, and a resample's matrix is a weighted sum of them (all resamples in one matrix product).
 """
 
 from __future__ import annotations
@@ -15,40 +16,71 @@ from collections.abc import Hashable, Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
+import numpy as np
+
 Units = Mapping[Hashable, Mapping[str, Hashable]]
 """unit (item) -> annotator -> value."""
 
 LEVELS = ("nominal", "ordinal", "interval")
 
 
-def _coincidences(units: Sequence[Sequence[Any]]) -> tuple[list[Any], list[list[float]]]:
-    values = sorted({v for u in units for v in u}, key=lambda x: (str(type(x)), x))
+def _values(units: Sequence[Sequence[Any]]) -> list[Any]:
+    return sorted({v for u in units for v in u}, key=lambda x: (str(type(x)), x))
+
+
+def unit_coincidences(units: Sequence[Sequence[Any]]) -> tuple[list[Any], np.ndarray]:
+    """The values (sorted) and each unit's contribution to the coincidence matrix, flattened.
+
+    A unit of ``m ≥ 2`` values with ``c[v]`` of value ``v`` adds ``(c cᵀ − diag(c)) / (m − 1)``: each
+    ordered pair of its values counts ``1/(m-1)``. Row ``u`` of the returned ``(units, k²)`` array is
+    that matrix of unit ``u`` (units of fewer than two values give a row of zeros).
+    """
+    values = _values(units)
     index = {v: i for i, v in enumerate(values)}
-    o = [[0.0] * len(values) for _ in values]
-    for u in units:
-        m = len(u)
-        if m < 2:
-            continue
-        for i, j in combinations(range(m), 2):
-            a, b = index[u[i]], index[u[j]]
-            o[a][b] += 1 / (m - 1)
-            o[b][a] += 1 / (m - 1)
-    return values, o
-
-
-def _delta(values: list[Any], n_c: list[float], level: str) -> list[list[float]]:
     k = len(values)
-    d = [[0.0] * k for _ in range(k)]
-    for c in range(k):
-        for e in range(c + 1, k):
-            if level == "nominal":
-                x = 1.0
-            elif level == "interval":
-                x = (float(values[c]) - float(values[e])) ** 2
-            else:  # ordinal: ranks of the values in order; distance through the marginal mass between
-                x = (sum(n_c[c : e + 1]) - (n_c[c] + n_c[e]) / 2) ** 2
-            d[c][e] = d[e][c] = x
-    return d
+    counts = np.zeros((len(units), k))
+    for row, u in enumerate(units):
+        for v in u:
+            counts[row, index[v]] += 1
+    m = counts.sum(axis=1)
+    scale = np.divide(1.0, m - 1, out=np.zeros_like(m), where=m >= 2)
+    per_unit = counts[:, :, None] * counts[:, None, :]
+    per_unit[:, np.arange(k), np.arange(k)] -= counts
+    return values, (per_unit * scale[:, None, None]).reshape(len(units), k * k)
+
+
+def _delta(values: list[Any], n_c: np.ndarray, level: str) -> np.ndarray:
+    """δ² between values, ``(..., k, k)`` for marginals ``n_c`` of shape ``(..., k)``."""
+    k = len(values)
+    if level == "nominal":
+        return np.broadcast_to(1.0 - np.eye(k), n_c.shape[:-1] + (k, k))
+    if level == "interval":
+        x = np.array([float(v) for v in values])
+        return np.broadcast_to((x[:, None] - x[None, :]) ** 2, n_c.shape[:-1] + (k, k))
+    # ordinal: ranks of the values in order; distance through the marginal mass between c and e
+    cum = np.cumsum(n_c, axis=-1)
+    before = cum - n_c  # mass strictly below each value
+    lo = np.minimum.outer(np.arange(k), np.arange(k))
+    hi = np.maximum.outer(np.arange(k), np.arange(k))
+    through = cum[..., hi] - before[..., lo]  # sum(n_c[lo : hi + 1])
+    d = (through - (n_c[..., :, None] + n_c[..., None, :]) / 2) ** 2
+    return d * (1.0 - np.eye(k))
+
+
+def _alphas(values: list[Any], o: np.ndarray, level: str) -> np.ndarray:
+    """α of each coincidence matrix in ``o`` (``(draws, k²)``), NaN where undefined."""
+    k = len(values)
+    o = o.reshape(-1, k, k)
+    n_c = o.sum(axis=2)
+    n = n_c.sum(axis=1)
+    d = _delta(values, n_c, level)
+    observed = (o * d).sum(axis=(1, 2))
+    expected = (n_c[:, :, None] * n_c[:, None, :] * d).sum(axis=(1, 2))
+    present = (n_c > 0).sum(axis=1)
+    ok = (n >= 2) & (present >= 2) & (expected != 0)
+    out = np.full(len(o), np.nan)
+    out[ok] = 1 - (n[ok] - 1) * observed[ok] / expected[ok]
+    return out
 
 
 def krippendorff_alpha(units: Sequence[Sequence[Any]], level: str = "ordinal") -> float | None:
@@ -58,36 +90,65 @@ def krippendorff_alpha(units: Sequence[Sequence[Any]], level: str = "ordinal") -
     """
     if level not in LEVELS:
         raise ValueError(f"level {level!r}: expected one of {', '.join(LEVELS)}")
-    values, o = _coincidences([u for u in units if len(u) >= 2])
-    n_c = [sum(row) for row in o]
-    n = sum(n_c)
-    if n < 2 or len(values) < 2:
+    pairable = [u for u in units if len(u) >= 2]
+    values, per_unit = unit_coincidences(pairable)
+    if len(values) < 2:
         return None
-    d = _delta(values, n_c, level)
-    k = len(values)
-    observed = sum(o[c][e] * d[c][e] for c in range(k) for e in range(k))
-    expected = sum(n_c[c] * n_c[e] * d[c][e] for c in range(k) for e in range(k))
-    if expected == 0:
-        return None
-    return 1 - (n - 1) * observed / expected
+    a = float(_alphas(values, per_unit.sum(axis=0, keepdims=True), level)[0])
+    return None if math.isnan(a) else a
+
+
+def resample_indices(n: int, n_boot: int, seed: int) -> np.ndarray:
+    """``(n_boot, n)`` unit indices: the draws of ``random.Random(seed).randrange(n)``, in order.
+
+    The same numbers as calling ``randrange(n)`` ``n_boot × n`` times, drawn at once: numpy's MT19937
+    takes the state of ``random.Random(seed)``, and each draw is Python's ``getrandbits(k) >> …``
+    with rejection of values ``≥ n`` (``k = n.bit_length()``), as ``Random._randbelow`` does.
+    """
+    rng = random.Random(seed)
+    k = n.bit_length()
+    need = n_boot * n
+    if k > 32 or need == 0:
+        return np.array([rng.randrange(n) for _ in range(need)], dtype=np.int64).reshape(n_boot, n)
+    state = rng.getstate()[1]
+    gen = np.random.MT19937()
+    gen.state = {
+        "bit_generator": "MT19937",
+        "state": {"key": np.array(state[:624], dtype=np.uint32), "pos": int(state[624])},
+    }
+    got = np.empty(0, dtype=np.int64)
+    while len(got) < need:  # acceptance is above 1/2: a chunk of twice the rest is nearly always enough
+        raw = gen.random_raw(2 * (need - len(got)) + 64) >> np.uint64(32 - k)
+        got = np.concatenate([got, raw[raw < n].astype(np.int64)])
+    return got[:need].reshape(n_boot, n)
 
 
 def bootstrap_alpha(
     units: Sequence[Sequence[Any]], level: str, *, n_boot: int = 1000, seed: int = 0
 ) -> list[float] | None:
-    """95% percentile interval of α over units resampled with replacement (None when undefined)."""
+    """95% percentile interval of α over units resampled with replacement (None when undefined).
+
+    The resamples are those of ``random.Random(seed)`` drawing ``randrange(units)`` for each unit
+    of each resample (:func:`resample_indices`); a resample's coincidence matrix is the sum of its
+    units' (:func:`unit_coincidences`), so all resamples are one ``(n_boot × units) @ (units × k²)``
+    product of the resample counts.
+    """
+    if level not in LEVELS:
+        raise ValueError(f"level {level!r}: expected one of {', '.join(LEVELS)}")
     pairable = [list(u) for u in units if len(u) >= 2]
     if len(pairable) < 2:
         return None
-    rng = random.Random(seed)
-    got = []
-    for _ in range(n_boot):
-        a = krippendorff_alpha([pairable[rng.randrange(len(pairable))] for _ in pairable], level)
-        if a is not None:
-            got.append(a)
+    values, per_unit = unit_coincidences(pairable)
+    if len(values) < 2:
+        return None
+    idx = resample_indices(len(pairable), n_boot, seed)
+    n = len(pairable)
+    flat = (idx + n * np.arange(n_boot)[:, None]).ravel()
+    weights = np.bincount(flat, minlength=n_boot * n).reshape(n_boot, n).astype(float)
+    alphas = _alphas(values, weights @ per_unit, level)
+    got = sorted(float(a) for a in alphas if not math.isnan(a))
     if len(got) < n_boot // 2:
         return None
-    got.sort()
     return [round(got[int(0.025 * (len(got) - 1))], 4), round(got[int(math.ceil(0.975 * (len(got) - 1)))], 4)]
 
 
