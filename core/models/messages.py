@@ -150,6 +150,26 @@ class Message:
             return cls("assistant", text)
         return cls("assistant", ((text,) if text else ()) + tuple(calls))
 
+    def has_images(self) -> bool:
+        """Whether an image is among the parts (tool results' images included)."""
+        return any(
+            isinstance(p, ImagePart) or (isinstance(p, ToolResult) and p.images()) for p in self.parts()
+        )
+
+    def without_images(self, note: str) -> Message:
+        """The same message with every image (tool results' too) replaced by the text ``note``: how
+        an agent keeps a long conversation's older renders or screenshots out of its next request."""
+        parts: list[Part] = []
+        for p in self.parts():
+            if isinstance(p, ImagePart):
+                parts.append(note)
+            elif isinstance(p, ToolResult) and p.images():
+                content = tuple(note if isinstance(c, ImagePart) else c for c in p.content)
+                parts.append(ToolResult(p.call_id, content, p.is_error, p.native))
+            else:
+                parts.append(p)
+        return Message(self.role, tuple(parts), self.cache_prefix)
+
 
 # --------------------------------------------------------------------------- usage
 

@@ -214,29 +214,9 @@ class OpenAIConversation:
 
 def _prune_images(messages: list[Message], keep: int) -> list[Message]:
     """Messages with images only in the last ``keep`` user turns that have any (others get a note)."""
-    with_images = [
-        i
-        for i, m in enumerate(messages)
-        if m.role == "user"
-        and any(isinstance(p, ImagePart) or (isinstance(p, ToolResult) and p.images()) for p in m.parts())
-    ]
+    with_images = [i for i, m in enumerate(messages) if m.role == "user" and m.has_images()]
     drop = set(with_images[: max(0, len(with_images) - max(1, keep))])
-    out = []
-    for i, m in enumerate(messages):
-        if i not in drop:
-            out.append(m)
-            continue
-        parts: list[Any] = []
-        for p in m.parts():
-            if isinstance(p, ImagePart):
-                parts.append(OMITTED)
-            elif isinstance(p, ToolResult) and p.images():
-                content = tuple(OMITTED if isinstance(c, ImagePart) else c for c in p.content)
-                parts.append(ToolResult(p.call_id, content, p.is_error, p.native))
-            else:
-                parts.append(p)
-        out.append(Message(m.role, tuple(parts)))
-    return out
+    return [m.without_images(OMITTED) if i in drop else m for i, m in enumerate(messages)]
 
 
 Conversation = TextConversation | AnthropicConversation | OpenAIConversation
