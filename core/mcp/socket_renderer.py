@@ -40,8 +40,10 @@ MAX_HEADER = 4096
 """Longest request line the service reads (the request is tiny: an op and a size)."""
 MAX_ANSWER_HEADER = 1 << 20
 """Longest answer line the client reads (one small object per slide)."""
-REQUEST_TIMEOUT_S = 60.0
-"""How long the service waits for a request's bytes before it hangs up."""
+REQUEST_TIMEOUT_S = 120.0
+"""How long the service waits for a whole request (line and deck bytes) before it hangs up."""
+MAX_LOGGED_REFUSALS = 200
+"""Refusals logged one by one per pair; later ones are only counted (in the closing summary)."""
 SOCKET_NAME = "render.sock"
 
 
@@ -57,14 +59,20 @@ class RenderCaps:
     max_renders: int = 200  # decks taken to render per pair (one refused by the deck check too)
     max_render_bytes: int = 128 << 20  # the PNGs of one render
     max_total_bytes: int = 1 << 30  # the PNGs of every render of the pair
-    max_connections: int = 8  # requests served at once (renders themselves run one at a time)
+    max_connections: int = 4  # requests read at once (host memory: at most this many decks held)
 
 
-def _read_line_and_rest(sock: socket.socket, cap: int) -> tuple[bytes, bytes]:
-    """(the first line without its newline, the bytes read past it); ``ValueError`` past ``cap``
-    or at the end of the stream."""
+def _check_deadline(deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise ValueError(f"the request took over {REQUEST_TIMEOUT_S:.0f} s to arrive")
+
+
+def _read_line_and_rest(sock: socket.socket, cap: int, deadline: float | None = None) -> tuple[bytes, bytes]:
+    """(the first line without its newline, the bytes read past it); ``ValueError`` past ``cap``,
+    past ``deadline`` (a ``time.monotonic`` value) or at the end of the stream."""
     data = b""
     while b"\n" not in data:
+        _check_deadline(deadline)
         chunk = sock.recv(65536)
         if not chunk:
             raise ValueError("the connection ended before a full line")
@@ -75,11 +83,13 @@ def _read_line_and_rest(sock: socket.socket, cap: int) -> tuple[bytes, bytes]:
     return line, rest
 
 
-def _read_exact(sock: socket.socket, size: int, head: bytes = b"") -> bytes:
-    """Exactly ``size`` bytes (``head`` first); ``ValueError`` when the stream ends before."""
+def _read_exact(sock: socket.socket, size: int, head: bytes = b"", deadline: float | None = None) -> bytes:
+    """Exactly ``size`` bytes (``head`` first); ``ValueError`` when the stream ends before, or past
+    ``deadline``."""
     parts = [head[:size]]
     got = len(parts[0])
     while got < size:
+        _check_deadline(deadline)
         chunk = sock.recv(min(1 << 20, size - got))
         if not chunk:
             raise ValueError(f"the connection ended after {got} of {size} bytes")
@@ -105,6 +115,24 @@ class RenderService:
     class _Server(socketserver.ThreadingMixIn, socketserver.UnixStreamServer):
         daemon_threads = True
         service: RenderService
+
+        def process_request(self, request: Any, client_address: Any) -> None:
+            """Refuse in the accepting thread past ``max_connections`` (a flood of connections
+            never becomes a flood of host threads); else serve in a thread of its own."""
+            service = self.service
+            if not service._slots.acquire(blocking=False):
+                service._refuse(
+                    request,
+                    f"too many render requests at once (at most {service.caps.max_connections})",
+                    0.0,
+                )
+                self.shutdown_request(request)
+                return
+            try:
+                super().process_request(request, client_address)
+            except BaseException:
+                service._slots.release()
+                raise
 
     def __init__(
         self, renderer: Renderer, folder: Path, log: AgentLog | None = None, caps: RenderCaps | None = None
@@ -141,6 +169,14 @@ class RenderService:
             self._server.shutdown()
             self._server.server_close()
             self._server = None
+            if self.log is not None:
+                self.log.write(
+                    "render_service",
+                    renders=self.renders,
+                    refused=self.refused,
+                    refusals_not_logged=max(0, self.refused - MAX_LOGGED_REFUSALS),
+                    png_bytes_sent=self.bytes_sent,
+                )
         with contextlib.suppress(OSError):
             self.socket_path.unlink()
 
@@ -148,16 +184,11 @@ class RenderService:
 
     def serve(self, conn: socket.socket) -> None:
         """Answer one connection (called by the socket server's handler thread)."""
-        if not self._slots.acquire(blocking=False):
-            self._answer_error(
-                conn, f"too many render requests at once (at most {self.caps.max_connections})"
-            )
-            return
         try:
             conn.settimeout(REQUEST_TIMEOUT_S)
             started = time.monotonic()
             try:
-                images, pngs = self._handle(conn)
+                images, pngs = self._handle(conn, started + REQUEST_TIMEOUT_S)
             except RenderServiceError as exc:
                 self._refuse(conn, str(exc), time.monotonic() - started)
                 return
@@ -175,8 +206,8 @@ class RenderService:
         finally:
             self._slots.release()
 
-    def _handle(self, conn: socket.socket) -> tuple[list[dict[str, Any]], list[bytes]]:
-        line, rest = _read_line_and_rest(conn, MAX_HEADER)
+    def _handle(self, conn: socket.socket, deadline: float) -> tuple[list[dict[str, Any]], list[bytes]]:
+        line, rest = _read_line_and_rest(conn, MAX_HEADER, deadline)
         try:
             request = json.loads(line)
         except ValueError:
@@ -204,7 +235,7 @@ class RenderService:
                 raise RenderServiceError(
                     f"render image limit reached: {self.caps.max_total_bytes} bytes of slide images per pair"
                 )
-        data = _read_exact(conn, size, rest)
+        data = _read_exact(conn, size, rest, deadline)
         with self._render_lock:
             with self._count_lock:  # counted again: another request may have rendered meanwhile
                 if self.renders >= self.caps.max_renders:
@@ -272,7 +303,8 @@ class RenderService:
     def _refuse(self, conn: socket.socket, error: str, seconds: float) -> None:
         with self._count_lock:
             self.refused += 1
-        if self.log is not None:
+            logged = self.refused <= MAX_LOGGED_REFUSALS
+        if self.log is not None and logged:
             self.log.write(
                 "render",
                 source="host render service",
@@ -284,8 +316,14 @@ class RenderService:
 
     @staticmethod
     def _answer_error(conn: socket.socket, error: str) -> None:
+        """Send the refusal, then drop what the client sent and was not read (without blocking, at
+        most 1 MB: closing a unix socket with unread bytes resets it before the client reads)."""
         with contextlib.suppress(OSError):
             conn.sendall(json.dumps({"ok": False, "error": error[:2000]}).encode() + b"\n")
+            conn.shutdown(socket.SHUT_WR)
+            for _ in range(16):
+                if not conn.recv(65536, socket.MSG_DONTWAIT):
+                    break
 
 
 class _Handler(socketserver.BaseRequestHandler):

@@ -448,3 +448,36 @@ def test_the_jail_shows_the_server_its_code_and_never_a_forbidden_folder_or_a_pl
 
     with pytest.raises(ComponentUnavailable, match=r"pptarena\[mcp\]"):
         deck_tools.require_sdk()
+
+
+def test_render_service_bounds_connections_and_its_log(tmp_path, monkeypatch):
+    from pptarena.mcp import socket_renderer
+
+    monkeypatch.setattr(socket_renderer, "MAX_LOGGED_REFUSALS", 3)
+    log = AgentLog(tmp_path / "agent.log.jsonl")
+    folder = tmp_path / "svc"
+    folder.mkdir()
+    with RenderService(CountingRenderer(), folder, log, RenderCaps(max_connections=2)) as service:
+        held = []
+        for _ in range(2):  # two connections that never send: they hold both slots
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            sock.connect(str(service.socket_path))
+            held.append(sock)
+        import time
+
+        answer: dict = {}
+        for _ in range(100):  # until the service has taken both (its accept loop runs on its own)
+            answer = raw_request(service.socket_path, b'{"op": "render", "size": 1}\n')
+            if "too many render requests at once (at most 2)" in answer.get("error", ""):
+                break
+            time.sleep(0.05)
+        assert "too many render requests at once (at most 2)" in answer["error"]
+        for sock in held:
+            sock.close()
+        for _ in range(5):
+            raw_request(service.socket_path, b"not json\n")
+    refusals = [e for e in log.events if e["event"] == "render"]
+    assert len(refusals) == 3 and all(not e["ok"] for e in refusals)
+    summary = [e for e in log.events if e["event"] == "render_service"][0]
+    assert summary["renders"] == 0 and summary["refused"] >= 8
+    assert summary["refusals_not_logged"] == summary["refused"] - 3
