@@ -121,7 +121,8 @@ def judge_agreement(
 ) -> dict[str, Any]:
     """Per run of the campaign: human scales against the run's judge series (see the module doc;
     ``gold``: gold labels replace their items' annotators)."""
-    from pptarena.report.meta_eval import judge_series, series_agreement
+    from pptarena.label.fast_tau import series_agreement  # meta_eval's figures, τ_b as matrix products
+    from pptarena.report.meta_eval import judge_series
     from pptarena.run.results import read_results
 
     out: dict[str, Any] = {}

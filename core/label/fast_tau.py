@@ -1,0 +1,157 @@
+"""People against judges, fast: the figures of :func:`pptarena.report.meta_eval.agreement`, equal to
+them, with Kendall's τ_b and its bootstrap as matrix products and Spearman's ranks in numpy.
+
+τ_b of a resample: a resample holds original pair ``p`` ``w[p]`` times, so its
+``S = Σ_{i<j} sign(Δx)·sign(Δy) = ½ wᵀ M w`` with ``M[p, q] = sign(x_p − x_q)·sign(y_p − y_q)``, and its
+untied pair counts are ``½ wᵀ |sign(Δx)| w`` and ``½ wᵀ |sign(Δy)| w``. The three ``n × n`` matrices are
+built once; all resamples are ``(n_boot × n) @ (n × n)`` products. Every term is a whole number, so
+the sums are exact and τ_b equals :func:`pptarena.report.meta_stats.kendall_tau_b` bit for bit. The
+resamples are those of :func:`pptarena.report.meta_stats.bootstrap_ci` (``default_rng(seed)``, one
+``integers(0, n, n)`` per resample, in order), so the intervals are equal too.
+
+Above :data:`MAX_MATRIX_N` pairs (the matrices would take too much memory) the figures come from
+:mod:`pptarena.report.meta_stats` itself.
+"""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+import numpy as np
+
+from pptarena.report import meta_eval, meta_stats
+
+MAX_MATRIX_N = 2500
+"""Largest number of pairs for the matrix form (three n × n float64 matrices: 150 MB at 2,500)."""
+
+
+def rankdata(x: Any) -> np.ndarray:
+    """1-based ranks, ties the average of their ranks (equal to :func:`meta_stats.rankdata`)."""
+    a = np.asarray(x, dtype=float)
+    n = len(a)
+    order = np.argsort(a, kind="mergesort")
+    sorted_a = a[order]
+    new_block = np.ones(n, dtype=bool)
+    new_block[1:] = sorted_a[1:] != sorted_a[:-1]
+    starts = np.flatnonzero(new_block)
+    ends = np.append(starts[1:], n) - 1
+    block = np.cumsum(new_block) - 1
+    ranks = np.empty(n, dtype=float)
+    ranks[order] = (starts[block] + ends[block]) / 2.0 + 1.0
+    return ranks
+
+
+def spearman(x: Any, y: Any) -> float:
+    """Spearman's ρ (equal to :func:`meta_stats.spearman`)."""
+    a, b = meta_stats._arrays(x, y)
+    return meta_stats.pearson(rankdata(a), rankdata(b))
+
+
+def _sign_matrices(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    sx = np.sign(a[:, None] - a[None, :])
+    sy = np.sign(b[:, None] - b[None, :])
+    return sx * sy, np.abs(sx), np.abs(sy)
+
+
+def _tau_of_weights(w: np.ndarray, mats: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+    """τ_b of each resample, given as counts ``w`` (``(draws, n)``); NaN where undefined."""
+    s, ux, uy = (((w @ m) * w).sum(axis=1) / 2 for m in mats)
+    out = np.full(len(w), np.nan)
+    for i in range(len(w)):  # the scalar arithmetic of kendall_tau_b, so the result is the same float
+        denom = math.sqrt(float(ux[i]) * float(uy[i]))
+        if denom > 0:
+            out[i] = float(s[i]) / denom
+    return out
+
+
+def kendall_tau_b(x: Any, y: Any) -> float:
+    """Kendall's τ_b (equal to :func:`meta_stats.kendall_tau_b`)."""
+    a, b = meta_stats._arrays(x, y)
+    if len(a) < 2 or len(a) > MAX_MATRIX_N:
+        return meta_stats.kendall_tau_b(a, b)
+    return float(_tau_of_weights(np.ones((1, len(a))), _sign_matrices(a, b))[0])
+
+
+def tau_bootstrap_ci(
+    x: Any, y: Any, *, n_boot: int = 1000, level: float = 0.95, seed: int = 0, chunk: int = 100
+) -> tuple[float | None, float | None]:
+    """:func:`meta_stats.bootstrap_ci` of :func:`meta_stats.kendall_tau_b`, the same numbers."""
+    a, b = meta_stats._arrays(x, y)
+    n = len(a)
+    if n > MAX_MATRIX_N:
+        return meta_stats.bootstrap_ci(meta_stats.kendall_tau_b, a, b, n_boot=n_boot, level=level, seed=seed)
+    if n < 2 or n_boot < 1:
+        return None, None
+    rng = np.random.default_rng(seed)
+    mats = _sign_matrices(a, b)
+    values: list[float] = []
+    for start in range(0, n_boot, chunk):
+        draws = min(chunk, n_boot - start)
+        w = np.stack([np.bincount(rng.integers(0, n, n), minlength=n) for _ in range(draws)]).astype(float)
+        values.extend(float(v) for v in _tau_of_weights(w, mats) if not math.isnan(v))
+    if len(values) < max(2, n_boot // 10):
+        return None, None
+    lo, hi = np.percentile(values, [100 * (1 - level) / 2, 100 * (1 + level) / 2])
+    return float(lo), float(hi)
+
+
+def agreement(
+    labels: list[Any],
+    values: dict[tuple[str, str, int], float],
+    class_scale: str,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """:func:`pptarena.report.meta_eval.agreement`, the same dict, with the fast τ_b and ranks."""
+    paired = [(lab, values[lab.key]) for lab in labels if lab.key in values]
+    human = [lab.value for lab, _ in paired]
+    judge = [v for _, v in paired]
+    out: dict[str, Any] = {"n": len(paired), "missing": len(labels) - len(paired)}
+    for name, fn in (
+        ("kendall_tau_b", kendall_tau_b),
+        ("spearman", spearman),
+        ("pearson", meta_stats.pearson),
+    ):
+        value = fn(human, judge) if len(paired) >= 2 else math.nan
+        if math.isnan(value):
+            lo, hi = None, None
+        elif name == "kendall_tau_b":
+            lo, hi = tau_bootstrap_ci(human, judge, n_boot=n_boot, seed=seed)
+        else:
+            lo, hi = meta_stats.bootstrap_ci(fn, human, judge, n_boot=n_boot, seed=seed)
+        out[name] = {
+            "value": meta_eval._round(value),
+            "ci95": [meta_eval._round(lo), meta_eval._round(hi)] if lo is not None else None,
+        }
+    predicted = [meta_eval.to_class(v, class_scale) for v in judge]
+    classes = [lab.cls for lab, _ in paired]
+    hits = [1.0 if p == c else 0.0 for p, c in zip(predicted, classes, strict=True)]
+    acc = sum(hits) / len(hits) if hits else math.nan
+    lo, hi = (
+        meta_stats.bootstrap_ci(lambda a, b: float(a.mean()), hits, hits, n_boot=n_boot, seed=seed)
+        if len(hits) >= 2
+        else (None, None)
+    )
+    out["accuracy"] = {
+        "value": meta_eval._round(acc),
+        "ci95": [meta_eval._round(lo), meta_eval._round(hi)] if lo is not None else None,
+    }
+    out["per_class"] = meta_stats.per_class_accuracy(classes, predicted)
+    return out
+
+
+def series_agreement(
+    series: dict[str, dict[tuple[str, str, int], float]],
+    labels: list[Any],
+    class_scale: str,
+    *,
+    n_boot: int = 1000,
+    seed: int = 0,
+) -> dict[str, Any]:
+    """:func:`pptarena.report.meta_eval.series_agreement`, the same dict, through :func:`agreement`."""
+    return {
+        name: agreement(labels, values, class_scale, n_boot=n_boot, seed=seed)
+        for name, values in series.items()
+    }
