@@ -3,14 +3,15 @@ them, with Kendall's τ_b and its bootstrap as matrix products and Spearman's ra
 
 τ_b of a resample: a resample holds original pair ``p`` ``w[p]`` times, so its
 ``S = Σ_{i<j} sign(Δx)·sign(Δy) = ½ wᵀ M w`` with ``M[p, q] = sign(x_p − x_q)·sign(y_p − y_q)``, and its
-untied pair counts are ``½ wᵀ |sign(Δx)| w`` and ``½ wᵀ |sign(Δy)| w``. The three ``n × n`` matrices are
-built once; all resamples are ``(n_boot × n) @ (n × n)`` products. Every term is a whole number, so
-the sums are exact and τ_b equals :func:`pptarena.report.meta_stats.kendall_tau_b` bit for bit. The
-resamples are those of :func:`pptarena.report.meta_stats.bootstrap_ci` (``default_rng(seed)``, one
-``integers(0, n, n)`` per resample, in order), so the intervals are equal too.
+untied pair counts are ``(N² − Σ_g W_g²) / 2`` over the tie groups ``g`` of each side (``W_g``: the
+resample's count in the group). ``M`` is built once; all resamples are one ``(n_boot × n) @ (n × n)``
+product. Every term is a whole number, so the sums are exact and τ_b equals
+:func:`pptarena.report.meta_stats.kendall_tau_b` bit for bit. The resamples are those of
+:func:`pptarena.report.meta_stats.bootstrap_ci` (``default_rng(seed)``, one ``integers(0, n, n)``
+per resample, in order), so the intervals are equal too.
 
-Above :data:`MAX_MATRIX_N` pairs (the matrices would take too much memory) the figures come from
-:mod:`pptarena.report.meta_stats` itself.
+Above :data:`MAX_MATRIX_N` pairs (``M`` would take too much memory), or with a NaN value, the
+figures come from :mod:`pptarena.report.meta_stats` itself.
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ import numpy as np
 from pptarena.report import meta_eval, meta_stats
 
 MAX_MATRIX_N = 2500
-"""Largest number of pairs for the matrix form (three n × n float64 matrices: 150 MB at 2,500)."""
+"""Largest number of pairs for the matrix form (``M``, n × n float32: 25 MB at 2,500)."""
 
 
 def rankdata(x: Any) -> np.ndarray:
@@ -48,15 +49,32 @@ def spearman(x: Any, y: Any) -> float:
     return meta_stats.pearson(rankdata(a), rankdata(b))
 
 
-def _sign_matrices(a: np.ndarray, b: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    sx = np.sign(a[:, None] - a[None, :])
-    sy = np.sign(b[:, None] - b[None, :])
-    return sx * sy, np.abs(sx), np.abs(sy)
+class _TauParts:
+    """What every resample's τ_b of ``(a, b)`` needs: ``M`` (float32: every partial sum of ``w @ M`` is
+    a whole number below ``n ≤ 2^24``, so it is exact) and the tie groups of each side."""
+
+    def __init__(self, a: np.ndarray, b: np.ndarray):
+        self.m = (np.sign(a[:, None] - a[None, :]) * np.sign(b[:, None] - b[None, :])).astype(np.float32)
+        self.groups = [self._groups(a), self._groups(b)]
+
+    @staticmethod
+    def _groups(v: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        order = np.argsort(v, kind="mergesort")
+        sv = v[order]
+        starts = np.flatnonzero(np.concatenate(([True], sv[1:] != sv[:-1])))
+        return order, starts
+
+    def untied(self, w: np.ndarray, side: int) -> np.ndarray:
+        """Pairs of each resample not tied on ``side``: ``(N² − Σ_groups W_g²) / 2`` (whole numbers)."""
+        order, starts = self.groups[side]
+        per_group = np.add.reduceat(w[:, order], starts, axis=1)
+        return (w.sum(axis=1) ** 2 - (per_group**2).sum(axis=1)) / 2
 
 
-def _tau_of_weights(w: np.ndarray, mats: tuple[np.ndarray, np.ndarray, np.ndarray]) -> np.ndarray:
+def _tau_of_weights(w: np.ndarray, parts: _TauParts) -> np.ndarray:
     """τ_b of each resample, given as counts ``w`` (``(draws, n)``); NaN where undefined."""
-    s, ux, uy = (((w @ m) * w).sum(axis=1) / 2 for m in mats)
+    s = ((w.astype(np.float32) @ parts.m).astype(float) * w).sum(axis=1) / 2
+    ux, uy = parts.untied(w, 0), parts.untied(w, 1)
     out = np.full(len(w), np.nan)
     for i in range(len(w)):  # the scalar arithmetic of kendall_tau_b, so the result is the same float
         denom = math.sqrt(float(ux[i]) * float(uy[i]))
@@ -65,12 +83,16 @@ def _tau_of_weights(w: np.ndarray, mats: tuple[np.ndarray, np.ndarray, np.ndarra
     return out
 
 
+def _matrix_form(a: np.ndarray, b: np.ndarray) -> bool:
+    return 2 <= len(a) <= MAX_MATRIX_N and bool(np.isfinite(a).all() and np.isfinite(b).all())
+
+
 def kendall_tau_b(x: Any, y: Any) -> float:
     """Kendall's τ_b (equal to :func:`meta_stats.kendall_tau_b`)."""
     a, b = meta_stats._arrays(x, y)
-    if len(a) < 2 or len(a) > MAX_MATRIX_N:
+    if not _matrix_form(a, b):
         return meta_stats.kendall_tau_b(a, b)
-    return float(_tau_of_weights(np.ones((1, len(a))), _sign_matrices(a, b))[0])
+    return float(_tau_of_weights(np.ones((1, len(a))), _TauParts(a, b))[0])
 
 
 def tau_bootstrap_ci(
@@ -79,17 +101,17 @@ def tau_bootstrap_ci(
     """:func:`meta_stats.bootstrap_ci` of :func:`meta_stats.kendall_tau_b`, the same numbers."""
     a, b = meta_stats._arrays(x, y)
     n = len(a)
-    if n > MAX_MATRIX_N:
-        return meta_stats.bootstrap_ci(meta_stats.kendall_tau_b, a, b, n_boot=n_boot, level=level, seed=seed)
     if n < 2 or n_boot < 1:
         return None, None
+    if not _matrix_form(a, b):
+        return meta_stats.bootstrap_ci(meta_stats.kendall_tau_b, a, b, n_boot=n_boot, level=level, seed=seed)
     rng = np.random.default_rng(seed)
-    mats = _sign_matrices(a, b)
+    parts = _TauParts(a, b)
     values: list[float] = []
     for start in range(0, n_boot, chunk):
         draws = min(chunk, n_boot - start)
         w = np.stack([np.bincount(rng.integers(0, n, n), minlength=n) for _ in range(draws)]).astype(float)
-        values.extend(float(v) for v in _tau_of_weights(w, mats) if not math.isnan(v))
+        values.extend(float(v) for v in _tau_of_weights(w, parts) if not math.isnan(v))
     if len(values) < max(2, n_boot // 10):
         return None, None
     lo, hi = np.percentile(values, [100 * (1 - level) / 2, 100 * (1 + level) / 2])
