@@ -4,6 +4,9 @@ loopback: each SDK raises its own 400 error carrying the provider's error body."
 
 from __future__ import annotations
 
+import json
+import time
+
 import anthropic
 import openai
 import pytest
@@ -280,3 +283,30 @@ def test_gemini_refuses_a_response_of_another_function_or_a_missing_one(sim):
     assert "'close_deck' does not match any function call" in wrong.message
     short = _gem_refusal(sim, [user, _model_calls("open_deck", "open_deck"), _responses("open_deck")])
     assert short.message.startswith("Please ensure that the number of function response parts is equal")
+
+
+def test_openai_batch_line_with_an_orphan_tool_message_lands_in_the_error_file():
+    good = {"model": "gpt-sim", "messages": [USER, _assistant(_call("call_a")), _tool("call_a")]}
+    bad = {"model": "gpt-sim", "messages": [USER, _tool("call_a")]}
+    lines = [
+        {"custom_id": cid, "method": "POST", "url": "/v1/chat/completions", "body": body}
+        for cid, body in (("good", good), ("bad", bad))
+    ]
+    data = "\n".join(json.dumps(line) for line in lines).encode()
+    with ProviderSim(SimConfig(batch_delay=0.0)) as batch_sim:
+        client = oai(batch_sim)
+        uploaded = client.files.create(file=("in.jsonl", data), purpose="batch")
+        batch = client.batches.create(
+            input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
+        )
+        end = time.monotonic() + 10
+        while batch.status not in ("completed", "failed", "expired") and time.monotonic() < end:
+            time.sleep(0.02)
+            batch = client.batches.retrieve(batch.id)
+        assert batch.status == "completed" and batch.request_counts.failed == 1
+        assert batch.error_file_id is not None
+        (line,) = [json.loads(x) for x in client.files.content(batch.error_file_id).text.splitlines()]
+    assert line["custom_id"] == "bad" and line["response"]["status_code"] == 400
+    error = line["response"]["body"]["error"]
+    assert error["param"] == "messages.[1].role" and error["type"] == "invalid_request_error"
+    assert "must be a response to a preceeding message with 'tool_calls'" in error["message"]
