@@ -214,6 +214,9 @@ def test_names_the_providers_refuse_are_not_offered():
 def test_mcp_servers_options_are_checked():
     with pytest.raises(ValueError, match="names used twice"):
         ToolsOptions(model="scripted/m", mcp_servers=[prober(), prober()])
+    with pytest.raises(ValueError, match="the name 'deck'"):
+        ToolsOptions(model="scripted/m", mcp_servers=[prober("deck")])
+    assert ToolsOptions(model="scripted/m", mcp_servers=[prober("deck")], deck_tools=False)
     with pytest.raises(ValueError, match="absolute"):
         ToolsOptions(model="scripted/m", mcp_read_only=["relative/folder"])
     opts = ToolsOptions.model_validate(

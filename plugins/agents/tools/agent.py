@@ -33,7 +33,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal
 
 import anyio
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 
 from pptarena.mcp.servers import McpServerSpec, check_server_list, server_record
 from pptarena.models import ModelRef
@@ -58,6 +58,8 @@ if TYPE_CHECKING:
     from pptarena.mcp.jailed_stdio import JailedServer
 
 MAX_TOOL_PAGES = 20
+DECK_RECORD_NAME = "deck"
+"""What the rows call the harness's own deck tools among the servers of an attempt."""
 SERVER_FOLDER = "mcp_workspace"
 """The pair's folder the ``mcp_servers`` run in (their only writable folder); the working copy lives there."""
 MAX_DECK_BYTES = 512 * 1024 * 1024
@@ -153,6 +155,15 @@ class ToolsOptions(Options):
     @classmethod
     def _servers_valid(cls, value: list[McpServerSpec]) -> list[McpServerSpec]:
         return check_server_list(value)
+
+    @model_validator(mode="after")
+    def _deck_name_free(self) -> ToolsOptions:
+        if self.deck_tools and any(s.name == DECK_RECORD_NAME for s in self.mcp_servers):
+            raise ValueError(
+                f"mcp_servers: the name {DECK_RECORD_NAME!r} is the harness's deck tools' in the rows; "
+                "rename the server"
+            )
+        return self
 
     @field_validator("mcp_read_only")
     @classmethod
@@ -479,10 +490,6 @@ async def _list_tools(mcp_client: Any, which: str = "the MCP server") -> list[Mc
         if not cursor:
             break
     return out
-
-
-DECK_RECORD_NAME = "deck"
-"""What the rows call the harness's own deck tools among the servers of an attempt."""
 
 
 def tools_record(opts: ToolsOptions, outcome: LoopOutcome, server_counts: dict[str, Any]) -> dict[str, Any]:
