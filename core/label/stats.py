@@ -19,7 +19,8 @@ with the gold labels of the items they labelled.
 
 from __future__ import annotations
 
-from collections import Counter
+import threading
+from collections import Counter, OrderedDict
 from pathlib import Path
 from typing import Any
 
@@ -116,19 +117,45 @@ def _pairwise_vs_judges(
     return out
 
 
+_SERIES_CACHE: OrderedDict[tuple[Any, ...], dict[str, Any]] = OrderedDict()
+_SERIES_LOCK = threading.Lock()
+SERIES_CACHE_RUNS = 4
+"""How many runs' judge series :func:`run_series` keeps."""
+
+
+def run_series(results: Path) -> dict[str, Any]:
+    """:func:`pptarena.report.meta_eval.judge_series` of a ``results.jsonl`` ({} when absent), read
+    again only when the file changed (its path, inode, size and mtime): a campaign's statistics are
+    recomputed on each new label, the run's results seldom change. The dict is shared: read it only."""
+    from pptarena.report.meta_eval import judge_series
+    from pptarena.run.results import read_results
+
+    if not results.is_file():
+        return {}
+    st = results.stat()
+    key = (str(results.resolve()), st.st_ino, st.st_size, st.st_mtime_ns)
+    with _SERIES_LOCK:
+        if key in _SERIES_CACHE:
+            _SERIES_CACHE.move_to_end(key)
+            return _SERIES_CACHE[key]
+    series = judge_series(read_results(results))
+    with _SERIES_LOCK:
+        _SERIES_CACHE[key] = series
+        while len(_SERIES_CACHE) > SERIES_CACHE_RUNS:
+            _SERIES_CACHE.popitem(last=False)
+    return series
+
+
 def judge_agreement(
     campaign: Campaign, *, n_boot: int = 1000, seed: int = 0, gold: bool = False
 ) -> dict[str, Any]:
     """Per run of the campaign: human scales against the run's judge series (see the module doc;
     ``gold``: gold labels replace their items' annotators)."""
     from pptarena.label.fast_tau import series_agreement  # meta_eval's figures, τ_b as matrix products
-    from pptarena.report.meta_eval import judge_series
-    from pptarena.run.results import read_results
 
     out: dict[str, Any] = {}
     for run in dict.fromkeys(campaign.runs.values()):
-        results = Path(run) / RESULTS
-        series = judge_series(read_results(results)) if results.is_file() else {}
+        series = run_series(Path(run) / RESULTS)
         if campaign.protocol == "pairwise":
             out[run] = {"choice": _pairwise_vs_judges(campaign, run, series, gold)}
             continue

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import math
 import random
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -145,3 +147,200 @@ def test_people_vs_judge_tau_matches_scipy(tmp_path):
         [lab.value for lab in labels], [values[lab.key] for lab in labels]
     ).statistic
     assert got["kendall_tau_b"]["value"] == pytest.approx(expected, abs=1e-4)
+
+
+# --- the numpy α and τ_b against the pure-Python code they replaced (kept here as the reference) ---
+
+
+def _ref_coincidences(units):
+    values = sorted({v for u in units for v in u}, key=lambda x: (str(type(x)), x))
+    index = {v: i for i, v in enumerate(values)}
+    o = [[0.0] * len(values) for _ in values]
+    for u in units:
+        m = len(u)
+        if m < 2:
+            continue
+        for i in range(m):
+            for j in range(i + 1, m):
+                a, b = index[u[i]], index[u[j]]
+                o[a][b] += 1 / (m - 1)
+                o[b][a] += 1 / (m - 1)
+    return values, o
+
+
+def _ref_delta(values, n_c, level):
+    k = len(values)
+    d = [[0.0] * k for _ in range(k)]
+    for c in range(k):
+        for e in range(c + 1, k):
+            if level == "nominal":
+                x = 1.0
+            elif level == "interval":
+                x = (float(values[c]) - float(values[e])) ** 2
+            else:
+                x = (sum(n_c[c : e + 1]) - (n_c[c] + n_c[e]) / 2) ** 2
+            d[c][e] = d[e][c] = x
+    return d
+
+
+def _ref_alpha(units, level):
+    """The pure-Python α this module computed before numpy (coincidences, δ, α = 1 − D_o/D_e)."""
+    values, o = _ref_coincidences([u for u in units if len(u) >= 2])
+    n_c = [sum(row) for row in o]
+    n = sum(n_c)
+    if n < 2 or len(values) < 2:
+        return None
+    d = _ref_delta(values, n_c, level)
+    k = len(values)
+    observed = sum(o[c][e] * d[c][e] for c in range(k) for e in range(k))
+    expected = sum(n_c[c] * n_c[e] * d[c][e] for c in range(k) for e in range(k))
+    return None if expected == 0 else 1 - (n - 1) * observed / expected
+
+
+def _ref_bootstrap(units, level, n_boot, seed):
+    """The pure-Python bootstrap it replaced: ``randrange`` per unit per resample, α of each."""
+    pairable = [list(u) for u in units if len(u) >= 2]
+    if len(pairable) < 2:
+        return None
+    rng = random.Random(seed)
+    got = []
+    for _ in range(n_boot):
+        a = _ref_alpha([pairable[rng.randrange(len(pairable))] for _ in pairable], level)
+        if a is not None:
+            got.append(a)
+    if len(got) < n_boot // 2:
+        return None
+    got.sort()
+    return [round(got[int(0.025 * (len(got) - 1))], 4), round(got[int(math.ceil(0.975 * (len(got) - 1)))], 4)]
+
+
+def _random_label_set(rng: random.Random) -> list[list]:
+    """Units of 2–5 annotators (some missing), few levels (many ties), ints or floats."""
+    annotators = rng.randrange(2, 6)
+    levels = rng.choice([2, 3, 5])
+    as_float = rng.random() < 0.3
+    units = []
+    for _ in range(rng.randrange(2, 80)):
+        truth = rng.randrange(levels)
+        unit = []
+        for _ in range(annotators):
+            if rng.random() < 0.2:
+                continue  # missing
+            v = min(levels - 1, max(0, truth + rng.choice((-1, 0, 0, 1))))
+            unit.append(float(v) if as_float else v)
+        units.append(unit)
+    return units
+
+
+@pytest.mark.parametrize("level", ["nominal", "ordinal", "interval"])
+@pytest.mark.parametrize("seed", range(12))
+def test_numpy_alpha_equals_the_pure_python_alpha(level, seed):
+    units = _random_label_set(random.Random(seed * 7 + len(level)))
+    ours, ref = krippendorff_alpha(units, level), _ref_alpha(units, level)
+    assert (ours is None) == (ref is None)
+    if ref is not None:
+        assert abs(ours - ref) <= 1e-12
+
+
+@pytest.mark.parametrize("level", ["nominal", "ordinal", "interval"])
+@pytest.mark.parametrize("seed", range(6))
+def test_numpy_bootstrap_equals_the_pure_python_bootstrap(level, seed):
+    units = _random_label_set(random.Random(100 + seed))
+    assert bootstrap_alpha(units, level, n_boot=60, seed=seed) == _ref_bootstrap(units, level, 60, seed)
+
+
+def test_bootstrap_edge_cases_equal_the_reference():
+    cases = [
+        [[1, 1], [1, 1], [1, 1]],  # no variation: every resample undefined
+        [[1, 2], [1, 1]],  # two units: many resamples undefined
+        [[1], [2], [3, 3]],  # one pairable unit
+        [["yes", "no"], ["no", "no"], ["yes", "yes", "no"]],  # strings (nominal)
+    ]
+    for units in cases:
+        assert bootstrap_alpha(units, "nominal", n_boot=50, seed=1) == _ref_bootstrap(units, "nominal", 50, 1)
+
+
+@pytest.mark.parametrize("n", [1, 2, 3, 7, 8, 9, 64, 1000, 1025])
+def test_resample_indices_are_the_draws_of_random_randrange(n):
+    from pptarena.label.agreement import resample_indices
+
+    rng = random.Random(n)
+    expected = [[rng.randrange(n) for _ in range(n)] for _ in range(5)]
+    assert resample_indices(n, 5, n).tolist() == expected
+
+
+def _tau_data(rng: random.Random, n: int) -> tuple[list[float], list[float]]:
+    human = [rng.randrange(9) / 8 for _ in range(n)]  # few levels: many ties
+    judge = [round(min(1.0, max(0.0, h + rng.uniform(-0.4, 0.4))), rng.choice((1, 3))) for h in human]
+    return human, judge
+
+
+@pytest.mark.parametrize("seed", range(8))
+def test_fast_tau_equals_meta_stats_bit_for_bit(seed):
+    from pptarena.label import fast_tau
+    from pptarena.report import meta_stats
+
+    rng = random.Random(seed)
+    x, y = _tau_data(rng, rng.randrange(2, 300))
+    assert fast_tau.kendall_tau_b(x, y) == meta_stats.kendall_tau_b(x, y)
+    assert fast_tau.rankdata(x).tolist() == meta_stats.rankdata(x).tolist()
+    assert fast_tau.spearman(x, y) == meta_stats.spearman(x, y)
+    assert fast_tau.tau_bootstrap_ci(x, y, n_boot=80, seed=seed, chunk=30) == meta_stats.bootstrap_ci(
+        meta_stats.kendall_tau_b, x, y, n_boot=80, seed=seed
+    )
+
+
+def test_fast_tau_undefined_cases_equal_meta_stats():
+    from pptarena.label import fast_tau
+    from pptarena.report import meta_stats
+
+    for x, y in (
+        [[0.5, 0.5, 0.5], [0.1, 0.2, 0.3]],
+        [[0.1, 0.2], [0.3, 0.3]],
+        [[1.0, math.nan, 0.0], [0.0, 1.0, 0.5]],
+    ):
+        assert math.isnan(fast_tau.kendall_tau_b(x, y)) == math.isnan(meta_stats.kendall_tau_b(x, y))
+        assert fast_tau.tau_bootstrap_ci(x, y, n_boot=40) == meta_stats.bootstrap_ci(
+            meta_stats.kendall_tau_b, x, y, n_boot=40
+        )
+    assert fast_tau.tau_bootstrap_ci([0.1], [0.2]) == (None, None)
+
+
+def test_fast_series_agreement_equals_meta_eval_and_scipy():
+    """What `arena label stats` now prints for people against judges is meta-eval's dict, unchanged."""
+    scipy_stats = pytest.importorskip("scipy.stats")
+    from pptarena.label.fast_tau import series_agreement as fast
+    from pptarena.report.meta_eval import Label, series_agreement, to_class
+
+    rng = random.Random(11)
+    labels, series = [], {"rubric": {}, "structural": {}}
+    for i in range(120):
+        human = rng.randrange(9) / 8
+        labels.append(Label(f"t{i}", "a", str(human), human, to_class(human, "unit"), "", 1))
+        for name in series:
+            if rng.random() < 0.9:  # some attempts unscored by a judge
+                series[name][(f"t{i}", "a", 1)] = round(min(1.0, max(0.0, human + rng.uniform(-0.4, 0.4))), 2)
+    got = fast(series, labels, "unit", n_boot=120, seed=4)
+    assert got == series_agreement(series, labels, "unit", n_boot=120, seed=4)
+    paired = [(lab.value, series["rubric"][lab.key]) for lab in labels if lab.key in series["rubric"]]
+    expected = scipy_stats.kendalltau(*zip(*paired, strict=True)).statistic
+    assert got["rubric"]["kendall_tau_b"]["value"] == pytest.approx(expected, abs=1e-4)
+
+
+def test_run_series_reads_the_results_again_only_when_they_change(tmp_path):
+    from pptarena.label.stats import run_series
+
+    sys_path = Path(__file__).resolve().parents[2] / "benchmarks"
+    if str(sys_path) not in sys.path:
+        sys.path.insert(0, str(sys_path))
+    from report_bench import make_run
+
+    make_run(tmp_path / "run", 40)
+    results = tmp_path / "run" / "results.jsonl"
+    first = run_series(results)
+    assert set(first) == {"rubric", "structural"} and run_series(results) is first
+    lines = results.read_text().splitlines()
+    results.write_text("\n".join(lines[:10]) + "\n")  # the run changed: fewer rows
+    again = run_series(results)
+    assert again is not first and sum(len(v) for v in again.values()) < sum(len(v) for v in first.values())
+    assert run_series(tmp_path / "absent.jsonl") == {}
