@@ -481,3 +481,89 @@ def test_render_service_bounds_connections_and_its_log(tmp_path, monkeypatch):
     summary = [e for e in log.events if e["event"] == "render_service"][0]
     assert summary["renders"] == 0 and summary["refused"] >= 8
     assert summary["refusals_not_logged"] == summary["refused"] - 3
+
+
+THIRD_PARTY_SERVER = textwrap.dedent(
+    """\
+    import os, pathlib
+    import anyio
+    from mcp.server.mcpserver import MCPServer
+
+    server = MCPServer(name="pptx-third-party")
+
+    def peek(path: str) -> str:
+        \"\"\"Whether a path exists where this server runs, and its first bytes.\"\"\"
+        p = pathlib.Path(path)
+        return f"{p.exists()} {p.read_bytes()[:20] if p.is_file() else b''}"
+
+    def slide_count() -> str:
+        \"\"\"The input deck's slide count (python-pptx), from the workspace the server runs in.\"\"\"
+        from pptx import Presentation
+        deck = next(pathlib.Path(os.environ["WORKSPACE"], "inputs").iterdir())
+        return str(len(Presentation(deck).slides))
+
+    server.add_tool(peek, structured_output=False)
+    server.add_tool(slide_count, structured_output=False)
+    anyio.run(server.run_stdio_async)
+    """
+)
+
+THIRD_PARTY_CLIENT = CLIENT_HEAD.replace(
+    '["mcpServers"]["deck"]', '["mcpServers"]["pptx"]'
+) + textwrap.dedent(
+    """\
+    async def main():
+        async with Client(params, mode="legacy") as client:
+            results["tools"] = sorted(t.name for t in (await client.list_tools()).tools)
+            results["count"] = await call(client, "slide_count")
+            results["peek_target"] = await call(client, "peek", {"path": sys.argv[1]})
+            results["peek_host"] = await call(client, "peek", {"path": sys.argv[2]})
+        import shutil
+        deck = next(pathlib.Path("inputs").iterdir())
+        shutil.copyfile(deck, "output/demo-001.pptx")
+    asyncio.run(main())
+    pathlib.Path("results.json").write_text(json.dumps(results))
+    """
+)
+
+
+@needs_bwrap
+@pytest.mark.slow
+def test_a_listed_third_party_server_runs_in_the_jail_with_the_workspace_only(tmp_path):
+    server = tmp_path / "pptx_server.py"
+    server.write_text(THIRD_PARTY_SERVER)
+    target = Path(make_task(tmp_path).target)
+    secret = tmp_path / "host-secret.txt"
+    secret.write_text("host secret")
+    script = THIRD_PARTY_CLIENT.replace("sys.argv[1]", repr(str(target))).replace(
+        "sys.argv[2]", repr(str(secret))
+    )
+    path = tmp_path / "cli_agent.py"
+    path.write_text(script)
+    ws, _ = scripted_workspace(tmp_path, [])
+    spec = {
+        "name": "pptx",
+        "command": [sys.executable, str(server)],
+        "env": {"WORKSPACE": str(ws.dir / "cli")},
+        "version": "0.4.2",
+    }
+    # mcp = true too: the jail then shows the SDK the script and this server import (a real
+    # third-party server would bring its own installation, shown through read_only_paths)
+    agent = make_agent(
+        tmp_path, command=[sys.executable, str(path)], mcp=True, mcp_servers=[spec], timeout=120
+    )
+    pred = agent.edit(make_task(tmp_path), ws)
+    results = json.loads((ws.dir / "cli" / "results.json").read_text())
+    assert results["tools"] == ["peek", "slide_count"] and results["count"]["text"] == "2"
+    assert (
+        results["peek_target"]["text"].startswith("False") and "answer" not in results["peek_target"]["text"]
+    )
+    assert results["peek_host"]["text"].startswith("False")
+    assert target.is_file() and secret.is_file()  # they exist on the host, not in the jail
+    tools = pred.metadata["tools"]
+    assert tools["calls"] == {} and tools["renders"] == 0  # the deck tools were not used
+    assert [x["name"] for x in tools["servers"]] == ["deck", "pptx"]
+    assert tools["servers"][1]["version"] == "0.4.2" and len(tools["servers"][1]["command_sha"]) == 16
+    codex = tomllib.loads((ws.dir / "cli" / ".codex" / "config.toml").read_text())
+    assert list(codex["mcp_servers"]) == ["deck", "pptx"]
+    assert codex["mcp_servers"]["pptx"]["env"] == {"WORKSPACE": str(ws.dir / "cli")}
