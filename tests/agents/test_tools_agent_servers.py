@@ -223,3 +223,89 @@ def test_mcp_servers_options_are_checked():
         json.loads(json.dumps({"model": "scripted/m", "mcp_servers": [{"name": "p", "command": ["x"]}]}))
     )
     assert opts.mcp_servers[0].name == "p"
+
+
+# ----------------------------------------------------------------------------- through arena run
+
+RUN_CONFIG = """
+[run]
+jobs = 1
+
+[dataset]
+use = "demo"
+
+[[agents]]
+use = "tools"
+label = "prober-only"
+model = "scripted/m"
+deck_tools = false
+mcp_read_only = ["{folder}"]
+mcp_servers = [{{ name = "prober", command = ["{python}", "{script}"], version = "0.1" }}]
+
+[[agents]]
+use = "tools"
+label = "deck-only"
+model = "scripted/m"
+max_steps = 3
+
+[[judges]]
+use = "structural"
+
+[[backends.scripted.rules]]
+match = "READ FAILED"
+reply = "Done."
+
+[[backends.scripted.rules]]
+match = "there is no tool"
+reply = "Done."
+
+[[backends.scripted.rules]]
+match = "Instruction"
+[backends.scripted.rules.reply]
+reply = ""
+[backends.scripted.rules.reply.raw]
+stop_reason = "tool_use"
+[[backends.scripted.rules.reply.raw.content]]
+type = "tool_use"
+id = "r1"
+name = "prober__read_path"
+[backends.scripted.rules.reply.raw.content.input]
+path = "/etc/shadow"
+"""
+
+
+@needs_bwrap
+def test_arena_run_records_the_servers_in_rows_and_groups_the_summary_by_them(tmp_path):
+    import os
+    import subprocess
+
+    config = tmp_path / "servers.toml"
+    config.write_text(RUN_CONFIG.format(folder=PROBER.parent, python=sys.executable, script=PROBER))
+    run_dir = tmp_path / "run"
+    out = subprocess.run(
+        [sys.executable, "-m", "pptarena.cli", "run", "--config", str(config), "--out", str(run_dir)]
+        + ["--quiet", "--task", "qbr-fix-typos"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        env=dict(os.environ),
+        timeout=600,
+    )
+    assert out.returncode == 0, out.stderr[-3000:]
+    rows = {r["agent"]: r for r in map(json.loads, (run_dir / "results.jsonl").read_text().splitlines())}
+    assert all(r["status"] == "scored" for r in rows.values()), rows
+    assert rows["prober-only"]["tools"] == {
+        "servers": [server_record(prober())],
+        "calls": {"prober__read_path": 1},
+        "errors": 0,
+        "renders": 0,
+    }
+    assert [s["name"] for s in rows["deck-only"]["tools"]["servers"]] == ["deck"]
+    assert rows["deck-only"]["tools"]["errors"] == 1  # it asked for the prober's tool, not offered to it
+    log = (run_dir / "tasks" / "prober-only" / "qbr-fix-typos" / "agent.log.jsonl").read_text()
+    started = [json.loads(line) for line in log.splitlines() if '"mcp_server_start"' in line]
+    assert started[0]["isolation"] == "bwrap"
+
+    summary = json.loads((run_dir / "summary.json").read_text())
+    assert set(summary["agents"]["prober-only"]["groups"]["mcp_servers"]) == {"prober"}
+    assert set(summary["agents"]["deck-only"]["groups"]["mcp_servers"]) == {"deck"}
