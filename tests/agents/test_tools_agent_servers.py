@@ -309,3 +309,46 @@ def test_arena_run_records_the_servers_in_rows_and_groups_the_summary_by_them(tm
     summary = json.loads((run_dir / "summary.json").read_text())
     assert set(summary["agents"]["prober-only"]["groups"]["mcp_servers"]) == {"prober"}
     assert set(summary["agents"]["deck-only"]["groups"]["mcp_servers"]) == {"deck"}
+
+
+# ----------------------------------------------------------------------------- the jail's limits
+
+
+@needs_bwrap
+def test_a_jailed_server_runs_under_its_limits_and_dies_with_the_block(tmp_path):
+    """The server's own /proc/self/limits (read through its tool) shows the CPU, memory and file-size
+    caps; its processes are in the server's cgroup (or run as its uid) and are gone after the block."""
+    import os
+
+    import anyio
+    from mcp import Client
+
+    from pptarena.mcp.jailed_stdio import JailedServer, ServerLimits
+
+    limits = ServerLimits(memory_mb=700, max_processes=32, cpu_seconds=77, file_size_mb=5)
+    seen: dict[str, Any] = {}
+
+    async def talk(js: JailedServer) -> None:
+        async with Client(js.transport()) as client:
+            result = await client.call_tool("read_path", {"path": "/proc/self/limits"})
+            seen["limits"] = result.content[0].text
+            big = await client.call_tool("write_path", {"path": "big.txt", "text": "x" * (6 * 1024 * 1024)})
+            seen["big"] = big.content[0].text
+            seen["pids"] = js._group.pids() if js._group is not None else []  # noqa: SLF001
+            seen["level"] = js.events().get("level")
+
+    js = JailedServer(prober(), tmp_path / "work", tmp_path, limits=limits, read_only=[PROBER.parent])
+    with js:
+        anyio.run(talk, js)
+    text = seen["limits"]
+    assert text.startswith("READ OK"), text
+    assert "Max cpu time              77" in text
+    assert "Max file size             5242880" in text
+    # the 6 MB write stopped at the 5 MB file-size cap
+    assert (
+        seen["big"].startswith("WRITE FAILED") or (tmp_path / "work" / "big.txt").stat().st_size <= 5 * 2**20
+    )
+    if js.events().get("level") in ("cgroup1", "cgroup2"):
+        assert seen["pids"], "the server's processes are in its cgroup"
+    for pid in seen["pids"]:
+        assert not os.path.exists(f"/proc/{pid}") or open(f"/proc/{pid}/stat").read().split()[2] == "Z"
