@@ -76,7 +76,15 @@ def run_pair(tmp_path: Path, script: list[Any], **options: Any) -> tuple[Any, An
 
 
 @needs_bwrap
-def test_a_jailed_server_reads_and_writes_only_its_folder(tmp_path):
+@pytest.mark.parametrize("cgroups", ["on", "off"])
+def test_a_jailed_server_reads_and_writes_only_its_folder(tmp_path, monkeypatch, cgroups):
+    """With cgroups, and without (as root: the server runs as a host uid of its own, its binds staged)."""
+    import os
+
+    if cgroups == "off":
+        if os.geteuid() != 0:
+            pytest.skip("the uid level needs the harness to run as root")
+        monkeypatch.setenv("PPTARENA_CGROUPS", "off")
     pair_root = tmp_path / "run" / "tasks" / "agent"
     other = pair_root / "other-pair"
     other.mkdir(parents=True)
@@ -122,6 +130,8 @@ def test_a_jailed_server_reads_and_writes_only_its_folder(tmp_path):
     assert tools_usage(record) == (record, "")  # the row keeps it as it is
     started = [e for e in ws.log.events if e["event"] == "mcp_server_start"]
     assert started[0]["server"] == "prober" and started[0]["isolation"] == "bwrap"
+    if cgroups == "off":
+        assert any("runs as host uid" in note for note in started[0]["notes"]), started[0]["notes"]
     offered = pred.metadata["tools_offered"]
     assert "deck_summary" in offered and offered[-2:] == ["prober__read_path", "prober__write_path"]
 
