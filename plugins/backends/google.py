@@ -214,17 +214,13 @@ def to_gemini_request(messages: list[Message]) -> tuple[str | None, list[dict[st
     that call's wire id, if it had one.
     The contents are JSON-ready dicts (bytes as base64 text), for ``Content.model_validate_json``.
     """
-    calls = {
-        p.id: _wire_call(p)
-        for m in messages
-        if m.role == "assistant"
-        for p in m.parts()
-        if isinstance(p, ToolCall)
-    }
+    calls: dict[str, Any] = {}  # id -> the latest earlier call with it (ids repeat across turns)
     system: list[str] = []
     contents: list[dict[str, Any]] = []
     for m in messages:
         parts = m.parts()
+        if m.role == "assistant":
+            calls.update((p.id, _wire_call(p)) for p in parts if isinstance(p, ToolCall))
         if m.role == "system":
             system.append(system_text(m, "google"))
             continue

@@ -500,6 +500,32 @@ def test_a_call_with_an_id_is_answered_with_that_id():
     assert response == {"id": "fc-9", "name": "f", "response": {"output": "ok"}}
 
 
+def test_id_less_calls_of_two_turns_are_answered_by_their_own_names():
+    """Gemini sends calls without ids; each response numbers its own from call_0, so the ids of two
+    turns repeat. Each result must carry the name of the call of its own turn (the simulator, like
+    Gemini, refuses a function response named after another turn's call)."""
+    from pptarena.plugins.backends.google import to_gemini_request
+
+    def turn(name: str) -> ToolCall:
+        part = {"function_call": {"name": name, "args": {}}}
+        (call,) = tool_calls({"candidates": [{"content": {"role": "model", "parts": [part]}}]})
+        return call
+
+    read, write = turn("read_part"), turn("write_part")
+    assert read.id == write.id == "call_0"
+    _, contents = to_gemini_request(
+        [
+            Message.user("fix the typo"),
+            Message.assistant("", read),
+            Message.user(ToolResult(read.id, ("<xml/>",))),
+            Message.assistant("", write),
+            Message.user(ToolResult(write.id, ("replaced",))),
+        ]
+    )
+    names = [p["function_response"]["name"] for c in contents for p in c["parts"] if "function_response" in p]
+    assert names == ["read_part", "write_part"]
+
+
 def test_missing_sdk_is_an_unavailability_naming_the_extra(monkeypatch, tmp_path):
     import sys
 
