@@ -118,6 +118,48 @@ def tau_bootstrap_ci(
     return float(lo), float(hi)
 
 
+def _resample_ranks(v: np.ndarray, idx: np.ndarray) -> np.ndarray:
+    """:func:`rankdata` of each resample ``v[idx[d]]`` (``idx``: ``(draws, n)``), all at once.
+
+    A value's average rank in a resample is (values below it) + (its copies + 1) / 2, counted over
+    its tie group: the same half-integers as :func:`meta_stats.rankdata` gives.
+    """
+    groups, gid = np.unique(v, return_inverse=True)
+    draws, n = idx.shape
+    g = gid[idx]
+    counts = np.bincount((g + len(groups) * np.arange(draws)[:, None]).ravel(), minlength=draws * len(groups))
+    counts = counts.reshape(draws, len(groups)).astype(float)
+    below = np.cumsum(counts, axis=1) - counts
+    table = below + (counts + 1) / 2
+    return np.take_along_axis(table, g, axis=1)
+
+
+def spearman_bootstrap_ci(
+    x: Any, y: Any, *, n_boot: int = 1000, level: float = 0.95, seed: int = 0, chunk: int = 100
+) -> tuple[float | None, float | None]:
+    """:func:`meta_stats.bootstrap_ci` of :func:`meta_stats.spearman`, the same numbers (the ranks of
+    all resamples of a chunk at once, then :func:`meta_stats.pearson` of each)."""
+    a, b = meta_stats._arrays(x, y)
+    n = len(a)
+    if n < 2 or n_boot < 1:
+        return None, None
+    if not (np.isfinite(a).all() and np.isfinite(b).all()):
+        return meta_stats.bootstrap_ci(meta_stats.spearman, a, b, n_boot=n_boot, level=level, seed=seed)
+    rng = np.random.default_rng(seed)
+    values: list[float] = []
+    for start in range(0, n_boot, chunk):
+        idx = np.stack([rng.integers(0, n, n) for _ in range(min(chunk, n_boot - start))])
+        ra, rb = _resample_ranks(a, idx), _resample_ranks(b, idx)
+        for d in range(len(idx)):
+            v = meta_stats.pearson(ra[d], rb[d])
+            if not math.isnan(v):
+                values.append(v)
+    if len(values) < max(2, n_boot // 10):
+        return None, None
+    lo, hi = np.percentile(values, [100 * (1 - level) / 2, 100 * (1 + level) / 2])
+    return float(lo), float(hi)
+
+
 def agreement(
     labels: list[Any],
     values: dict[tuple[str, str, int], float],
@@ -141,6 +183,8 @@ def agreement(
             lo, hi = None, None
         elif name == "kendall_tau_b":
             lo, hi = tau_bootstrap_ci(human, judge, n_boot=n_boot, seed=seed)
+        elif name == "spearman":
+            lo, hi = spearman_bootstrap_ci(human, judge, n_boot=n_boot, seed=seed)
         else:
             lo, hi = meta_stats.bootstrap_ci(fn, human, judge, n_boot=n_boot, seed=seed)
         out[name] = {

@@ -344,3 +344,19 @@ def test_run_series_reads_the_results_again_only_when_they_change(tmp_path):
     again = run_series(results)
     assert again is not first and sum(len(v) for v in again.values()) < sum(len(v) for v in first.values())
     assert run_series(tmp_path / "absent.jsonl") == {}
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_fast_spearman_interval_equals_meta_stats(seed):
+    from pptarena.label import fast_tau
+    from pptarena.report import meta_stats
+
+    rng = random.Random(50 + seed)
+    x, y = _tau_data(rng, rng.randrange(2, 200))
+    assert fast_tau.spearman_bootstrap_ci(x, y, n_boot=70, seed=seed, chunk=25) == meta_stats.bootstrap_ci(
+        meta_stats.spearman, x, y, n_boot=70, seed=seed
+    )
+    x[0] = math.nan  # a NaN value: meta_stats' own path
+    assert fast_tau.spearman_bootstrap_ci(x, y, n_boot=20, seed=seed) == meta_stats.bootstrap_ci(
+        meta_stats.spearman, x, y, n_boot=20, seed=seed
+    )
