@@ -165,17 +165,61 @@ class PythonView:
     placed: tuple[tuple[Path, Path], ...] = ()
 
 
-def _requirement_names(dist: Any) -> list[str]:
-    """Names of the distributions ``dist`` requires unconditionally (requirements of extras skipped)."""
-    names = []
-    for req in dist.requires or []:
-        spec, _, marker = req.partition(";")
-        if "extra" in marker:
+def _canonical(name: str) -> str:
+    """A distribution name as packaging compares them (``Foo_Bar`` = ``foo-bar``)."""
+    return re.sub(r"[-_.]+", "-", name).lower()
+
+
+def _requirements(dist: Any, extras: frozenset[str] = frozenset()) -> list[tuple[str, frozenset[str]]]:
+    """The distributions ``dist`` requires, each with the extras asked of it: its plain requirements
+    and, for each of ``extras``, that extra's (the ``mcp`` SDK needs ``pyjwt[crypto]``, so
+    ``cryptography``)."""
+    wanted = ["", *sorted(extras)]
+    out: list[tuple[str, frozenset[str]]] = []
+    for text in dist.requires or []:
+        try:
+            from packaging.requirements import Requirement
+
+            req = Requirement(text)
+        except Exception:  # noqa: BLE001 - packaging missing or an odd line: a plain parse
+            spec, _, marker = text.partition(";")
+            match = _REQUIREMENT_NAME.match(spec)
+            if match and "extra" not in marker:
+                out.append((match.group(1), frozenset()))
             continue
-        match = _REQUIREMENT_NAME.match(spec)
-        if match:
-            names.append(match.group(1))
-    return names
+        if req.marker is not None and not any(req.marker.evaluate({"extra": e}) for e in wanted):
+            continue
+        out.append((req.name, frozenset(req.extras)))
+    return out
+
+
+def distribution_closure(names: Sequence[str]) -> list[Any]:
+    """The installed distributions ``names`` and everything they require, extras a requirement asks
+    for included (``pyjwt[crypto]`` brings ``cryptography``), each once; missing ones are skipped."""
+    from importlib import metadata
+
+    seen: dict[str, Any] = {}
+    extras_done: dict[str, frozenset[str]] = {}
+    todo: list[tuple[str, frozenset[str]]] = [(n, frozenset()) for n in names]
+    while todo:
+        name, extras = todo.pop()
+        key = _canonical(name)
+        done = extras_done.get(key)
+        if done is not None and extras <= done:
+            continue
+        dist = seen.get(key)
+        if dist is None:
+            try:
+                dist = metadata.distribution(name)
+            except metadata.PackageNotFoundError:
+                continue
+            seen[key] = dist
+        extras_done[key] = (done or frozenset()) | extras
+        requirements = _requirements(dist, extras)
+        if done is not None:  # only what the new extras add
+            requirements = [r for r in requirements if r not in _requirements(dist, done)]
+        todo.extend(requirements)
+    return list(seen.values())
 
 
 def distribution_paths(names: Sequence[str]) -> list[Path]:
@@ -186,21 +230,8 @@ def distribution_paths(names: Sequence[str]) -> list[Path]:
     A byte-code file in a top-level ``__pycache__`` is listed itself, never the folder (which holds
     other distributions' files too). Distributions that are not installed are skipped.
     """
-    from importlib import metadata
-
-    seen: set[str] = set()
-    todo = list(names)
     paths: set[Path] = set()
-    while todo:
-        name = todo.pop()
-        key = re.sub(r"[-_.]+", "-", name).lower()
-        if key in seen:
-            continue
-        seen.add(key)
-        try:
-            dist = metadata.distribution(name)
-        except metadata.PackageNotFoundError:
-            continue
+    for dist in distribution_closure(names):
         root = Path(dist.locate_file(""))
         for item in dist.files or []:
             parts = Path(item).parts
@@ -209,7 +240,6 @@ def distribution_paths(names: Sequence[str]) -> list[Path]:
             entry = root / parts[0] if parts[0] != "__pycache__" else root / Path(item)
             if entry.exists():
                 paths.add(entry)
-        todo += _requirement_names(dist)
     return sorted(paths)
 
 

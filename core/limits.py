@@ -111,6 +111,30 @@ def _parents() -> tuple[str, dict[str, Path]] | None:
     return None
 
 
+def _sandbox_uids_mapped() -> bool:
+    """Whether this process's user namespace maps the whole sandbox uid range (:data:`UID_BASE`, for
+    :data:`UID_COUNT` uids). The host's does; a jail's namespace (a CLI agent's, where the deck
+    tools' ``run_python`` starts its own sandbox) maps only its own uid, and handing a file to an
+    unmapped uid fails with ``EINVAL``."""
+    try:
+        lines = Path("/proc/self/uid_map").read_text().splitlines()
+    except OSError:
+        return False
+    for line in lines:
+        try:
+            inside, _outside, count = (int(x) for x in line.split())
+        except ValueError:
+            continue
+        if inside <= UID_BASE and inside + count >= UID_BASE + UID_COUNT:
+            return True
+    return False
+
+
+def _may_take_uid() -> bool:
+    """Whether sandboxes here may run as a uid of their own: root, with the uid range mapped."""
+    return os.geteuid() == 0 and _sandbox_uids_mapped()
+
+
 @functools.cache
 def limits_level() -> str:
     """The limit level sandboxes get here: ``cgroup2``, ``cgroup1``, ``uid`` or ``rlimits``
@@ -119,7 +143,7 @@ def limits_level() -> str:
         with SandboxCgroup(max_processes=8, memory_mb=64) as probe:
             return probe.level
     except OSError:
-        return "uid" if os.geteuid() == 0 else "rlimits"
+        return "uid" if _may_take_uid() else "rlimits"
 
 
 class SandboxCgroup:
@@ -170,7 +194,7 @@ class SandboxCgroup:
             except OSError as exc:
                 self.notes.append(f"could not set up a cgroup ({exc}); falling back")
                 self._remove()
-        if os.geteuid() == 0:
+        if _may_take_uid():
             self._take_uid()
             self.level = "uid"
             self.notes.append(

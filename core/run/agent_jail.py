@@ -30,6 +30,7 @@ from pathlib import Path
 from typing import Any
 
 from pptarena import isolation
+from pptarena.isolation import distribution_closure  # noqa: F401 - used here and re-exported
 
 WORKER_MODULE = "pptarena.run.jail_worker"
 JAIL_HOME = Path("/agent")
@@ -66,44 +67,6 @@ def _site_dirs() -> list[Path]:
     if user:
         dirs.append(Path(user))
     return [d for d in dirs if d.is_dir()]
-
-
-def _requirement_names(dist: metadata.Distribution) -> list[str]:
-    """Names of the distributions ``dist`` requires (extras left out)."""
-    names = []
-    for text in dist.requires or []:
-        try:
-            from packaging.requirements import Requirement
-
-            req = Requirement(text)
-            if req.marker is not None and not req.marker.evaluate({"extra": ""}):
-                continue
-            names.append(req.name)
-        except Exception:  # noqa: BLE001 - packaging missing or an odd line: a plain parse
-            if "extra ==" in text:
-                continue
-            match = re.match(r"\s*([A-Za-z0-9._-]+)", text)
-            if match:
-                names.append(match.group(1))
-    return names
-
-
-def distribution_closure(names: Iterable[str]) -> list[metadata.Distribution]:
-    """The installed distributions ``names`` and everything they require, each once."""
-    seen: dict[str, metadata.Distribution] = {}
-    todo = list(names)
-    while todo:
-        name = todo.pop()
-        key = canonical(name)
-        if key in seen:
-            continue
-        try:
-            dist = metadata.distribution(name)
-        except metadata.PackageNotFoundError:
-            continue
-        seen[key] = dist
-        todo.extend(_requirement_names(dist))
-    return list(seen.values())
 
 
 def distribution_paths(dist: metadata.Distribution, sites: list[Path]) -> set[Path]:

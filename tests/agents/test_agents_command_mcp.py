@@ -396,10 +396,12 @@ def test_attacks_through_the_tools_and_the_render_socket(tmp_path, monkeypatch):
     assert results is not None, stderr_of(ws)
     for key in [k for k in results if k.startswith("read_")]:
         assert results[key]["error"] is True and "answer key" not in results[key]["text"], key
-    python = results["python"]["text"].replace("'", '"')
-    # run_python either ran (and saw neither file) or failed; it never shows the target
-    assert ('"' + str(target) + '": false' in python) or results["python"]["error"], python
-    assert '"' + str(target) + '": true' not in python and '"' + str(other) + '": true' not in python
+    # run_python runs in the CLI's jail (its own sandbox falls back to rlimits there: the jail's user
+    # namespace maps no sandbox uid) and sees neither the target nor another pair's deck
+    ran = json.loads(results["python"]["text"])
+    assert ran["ok"] and not results["python"]["error"], ran
+    found = json.loads(ran["stdout"])
+    assert found[str(target)] is False and found[str(other)] is False, found
     assert results["target_visible"] is False and results["other_visible"] is False
     assert results["summary_link"]["error"] and "link" in results["summary_link"]["text"]
     assert results["render_link"]["error"] and results["render_link"]["images"] == 0

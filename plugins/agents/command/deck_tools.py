@@ -99,7 +99,7 @@ def _server_paths() -> tuple[Path, ...]:
     binds, _pythonpath = plugin_paths("pptarena", builtin=True)
     sites = _site_dirs()
     extra: set[Path] = set()
-    for dist in distribution_closure(_with_extras(["mcp"])):
+    for dist in distribution_closure(["mcp"]):
         extra |= distribution_paths(dist, sites)
     # the interpreter is in every CLI jail already (isolation.python_view, file by file: binding its
     # folder too would hide those file binds' mount points under a read-only folder)
@@ -124,38 +124,6 @@ def server_binds() -> list[Path]:
         if not any(resolved == r or r in resolved.parents for r in roots):
             out.append(path)
     return out
-
-
-def _with_extras(names: list[str]) -> list[str]:
-    """``names`` and the distributions that the extras their closure asks for bring in (``pyjwt[crypto]``
-    in the ``mcp`` SDK's requirements needs ``cryptography``; :func:`distribution_closure` takes the
-    distribution a requirement names, not its extras)."""
-    import importlib.metadata as metadata
-
-    from packaging.requirements import Requirement
-
-    from pptarena.run.agent_jail import distribution_closure
-
-    wanted = list(names)
-    for _ in range(5):  # extras of extras: a few rounds settle any real closure
-        added = []
-        for dist in distribution_closure(wanted):
-            for text in dist.requires or []:
-                req = Requirement(text)
-                if not req.extras or (req.marker is not None and not req.marker.evaluate({"extra": ""})):
-                    continue
-                try:
-                    target = metadata.distribution(req.name)
-                except metadata.PackageNotFoundError:
-                    continue
-                for sub in map(Requirement, target.requires or []):
-                    if sub.marker is not None and any(sub.marker.evaluate({"extra": e}) for e in req.extras):
-                        if not sub.marker.evaluate({"extra": ""}) and sub.name not in wanted:
-                            added.append(sub.name)
-        if not added:
-            break
-        wanted += added
-    return wanted
 
 
 def deck_server(root: Path, paths: dict[str, Path], socket: Path | None) -> ServerEntry:
