@@ -194,6 +194,27 @@ def gold_agreement(campaign: Campaign) -> dict[str, Any]:
     return {"items": len(gold), "annotators": people}
 
 
+class OneReading:
+    """A campaign whose ``current()`` labels (all annotators) are read once and then shared: the
+    statistics read them seven times, and a label written meanwhile would make their figures
+    disagree. Everything else is the campaign's own. Read the shared dict only."""
+
+    def __init__(self, campaign: Campaign):
+        self._campaign = campaign
+        self._current: dict[tuple[str, int], Any] | None = None
+
+    def current(self, annotator: str | None = None) -> dict[tuple[str, int], Any]:
+        """The campaign's current labels, read at the first call (``annotator``: read afresh)."""
+        if annotator is not None:
+            return self._campaign.current(annotator)
+        if self._current is None:
+            self._current = self._campaign.current()
+        return self._current
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._campaign, name)
+
+
 def campaign_stats(
     campaign: Campaign,
     *,
@@ -204,7 +225,9 @@ def campaign_stats(
     tolerance: int = 0,
 ) -> dict[str, Any]:
     """Everything ``arena label stats`` prints, as JSON-ready data (``gold``, ``min_accuracy``,
-    ``tolerance``: see the module doc and :func:`pptarena.label.gold_items.accuracy`)."""
+    ``tolerance``: see the module doc and :func:`pptarena.label.gold_items.accuracy`). The current
+    labels are read once (:class:`OneReading`): every figure is of the same labels."""
+    campaign = OneReading(campaign)  # type: ignore[assignment]
     out = {
         "campaign": campaign.name,
         "protocol": campaign.protocol,
