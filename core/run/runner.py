@@ -48,7 +48,7 @@ from pptarena.run.runlock import MAX_CRASHES, AttemptLedger, RunLock
 from pptarena.run.summary_record import Summary
 from pptarena.run.summary_stats import StatsOptions
 from pptarena.run.tasks import load_tasks, select_tasks
-from pptarena.run.trust import check_isolation, isolation_record, process_note
+from pptarena.run.trust import check_isolation, isolation_record, process_note, weak_isolation_consent
 from pptarena.types import PptArenaError, Status, Task
 
 
@@ -164,6 +164,10 @@ class Runner:
         run that stops before its manifest is written (nothing selected, a dataset or resume error)
         leaves no folder behind when it made the folder.
         """
+        with weak_isolation_consent(self.allow_weak_isolation):
+            return self._run_locked()
+
+    def _run_locked(self) -> Summary:
         self.start_executor()
         made = not self.run_dir.exists()
         try:

@@ -14,6 +14,9 @@ Each result row says what the agent's code ran in (``isolation``) and how its ow
 
 from __future__ import annotations
 
+import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from typing import Any
 
 from pptarena.run.agent_jail import jail_available
@@ -44,6 +47,35 @@ def check_isolation(agents: list[Any], allow_weak: bool) -> None:
         "namespaces, or PPTARENA_SANDBOX=off), so agent code could read the answer key; install "
         "bubblewrap (scripts/setup.sh) or pass --allow-weak-isolation"
     )
+
+
+WEAK_ISOLATION_ENV = "PPTARENA_ALLOW_WEAK_ISOLATION"
+"""Set to ``1`` in the harness's processes while a run that allows weak isolation runs, so that
+built-in agents which jail parts of their own (the ``tools`` agent's MCP servers) follow the run's
+consent instead of refusing; jailed agents never see it (their environment is built, not inherited)."""
+
+
+@contextmanager
+def weak_isolation_consent(allowed: bool) -> Iterator[None]:
+    """While the block runs, :func:`weak_isolation_allowed` says ``allowed`` in this process and in
+    the worker processes it starts (the previous value is restored after)."""
+    before = os.environ.get(WEAK_ISOLATION_ENV)
+    if allowed:
+        os.environ[WEAK_ISOLATION_ENV] = "1"
+    else:
+        os.environ.pop(WEAK_ISOLATION_ENV, None)
+    try:
+        yield
+    finally:
+        if before is None:
+            os.environ.pop(WEAK_ISOLATION_ENV, None)
+        else:
+            os.environ[WEAK_ISOLATION_ENV] = before
+
+
+def weak_isolation_allowed() -> bool:
+    """Whether the run this process works for allows weak isolation (:func:`weak_isolation_consent`)."""
+    return os.environ.get(WEAK_ISOLATION_ENV) == "1"
 
 
 def agent_process(agent: Any) -> str:

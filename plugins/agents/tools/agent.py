@@ -37,6 +37,7 @@ from pydantic import Field, field_validator, model_validator
 
 from pptarena.mcp.servers import McpServerSpec, check_server_list, server_record
 from pptarena.models import ModelRef
+from pptarena.run.trust import WEAK_ISOLATION_ENV, weak_isolation_allowed  # noqa: F401 - re-exported
 from pptarena.types import (
     AgentTask,
     Component,
@@ -64,7 +65,6 @@ SERVER_FOLDER = "mcp_workspace"
 """The pair's folder the ``mcp_servers`` run in (their only writable folder); the working copy lives there."""
 MAX_DECK_BYTES = 512 * 1024 * 1024
 """The largest working copy taken back from the servers' folder."""
-WEAK_ISOLATION_ENV = "PPTARENA_ALLOW_WEAK_ISOLATION"
 """Set to ``1`` in the agent's process when the run allows weak isolation: ``mcp_servers`` then run
 under the sandbox's weaker mechanism where bubblewrap is unusable, instead of being refused."""
 
@@ -333,7 +333,7 @@ class ToolsAgent(Component):
         limits = ServerLimits(
             memory_mb=opts.server_memory_mb, max_processes=opts.server_max_processes, cpu_seconds=cpu
         )
-        allow_weak = os.environ.get(WEAK_ISOLATION_ENV) == "1"
+        allow_weak = weak_isolation_allowed()
         folder = (workspace.dir / SERVER_FOLDER).absolute()
         return [
             JailedServer(
