@@ -30,8 +30,13 @@ from pptarena.run.summary_record import AgentSummary, EpochFigures, JudgeFigures
 from pptarena.types import STATUSES, Status
 
 ERROR_STATUSES = tuple(s for s in STATUSES if s != Status.SCORED)
-GROUP_FIELDS = ("category", "edit_type", "difficulty")
-GROUP_TITLES = {"category": "By category", "edit_type": "By edit type", "difficulty": "By difficulty"}
+GROUP_FIELDS = ("category", "edit_type", "difficulty", "mcp_servers")
+GROUP_TITLES = {
+    "category": "By category",
+    "edit_type": "By edit type",
+    "difficulty": "By difficulty",
+    "mcp_servers": "By MCP servers",
+}
 
 
 @dataclass

@@ -319,6 +319,16 @@ def test_arena_run_records_the_servers_in_rows_and_groups_the_summary_by_them(tm
     summary = json.loads((run_dir / "summary.json").read_text())
     assert set(summary["agents"]["prober-only"]["groups"]["mcp_servers"]) == {"prober"}
     assert set(summary["agents"]["deck-only"]["groups"]["mcp_servers"]) == {"deck"}
+    shown = subprocess.run(
+        [sys.executable, "-m", "pptarena.cli", "report", str(run_dir), "--no-render"],
+        capture_output=True,
+        text=True,
+        cwd=tmp_path,
+        timeout=300,
+    )
+    assert shown.returncode == 0, shown.stderr[-3000:]
+    html = (run_dir / "report.html").read_text()
+    assert "By MCP servers" in html and "prober" in html.split("By MCP servers", 1)[1]
 
 
 # ----------------------------------------------------------------------------- the jail's limits
