@@ -171,6 +171,15 @@ class Message:
         return Message(self.role, tuple(parts), self.cache_prefix)
 
 
+def prune_images(messages: list[Message], keep: int, note: str) -> list[Message]:
+    """``messages`` with images only in the last ``keep`` user messages that hold any; the older
+    ones get ``note`` in place of each image (:meth:`Message.without_images`), so a long agent loop
+    does not resend every render or screenshot it has seen."""
+    with_images = [i for i, m in enumerate(messages) if m.role == "user" and m.has_images()]
+    drop = set(with_images[: max(0, len(with_images) - max(0, keep))])
+    return [m.without_images(note) if i in drop else m for i, m in enumerate(messages)]
+
+
 # --------------------------------------------------------------------------- usage
 
 

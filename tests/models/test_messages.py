@@ -26,3 +26,22 @@ def test_a_message_without_images_is_unchanged_in_content():
     assert not m.has_images()
     assert m.without_images("(gone)").parts() == m.parts()
     assert not Message.user("plain").has_images()
+
+
+def test_prune_images_keeps_the_last_turns_with_images_and_notes_the_rest():
+    from pptarena.models.messages import prune_images
+
+    turns = [
+        Message.system("s"),
+        Message.user("first", PNG),
+        Message.assistant("ok"),
+        Message.user("no image"),
+        Message.user(ToolResult("c", ("two", PNG))),
+        Message.user("third", PNG),
+    ]
+    out = prune_images(turns, 2, "(older)")
+    assert [m.has_images() for m in out] == [False, False, False, False, True, True]
+    assert out[1].parts() == ("first", "(older)")
+    assert out[3] is turns[3] and out[5] is turns[5]
+    assert not any(m.has_images() for m in prune_images(turns, 0, "(older)"))
+    assert prune_images(turns, 10, "(older)") == turns

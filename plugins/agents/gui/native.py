@@ -29,6 +29,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from pptarena.models import Completion, ImagePart, Message, ToolCall, ToolResult
+from pptarena.models.messages import prune_images
 
 from .adapters import Decision, provider_items
 
@@ -213,10 +214,8 @@ class OpenAIConversation:
 
 
 def _prune_images(messages: list[Message], keep: int) -> list[Message]:
-    """Messages with images only in the last ``keep`` user turns that have any (others get a note)."""
-    with_images = [i for i, m in enumerate(messages) if m.role == "user" and m.has_images()]
-    drop = set(with_images[: max(0, len(with_images) - max(1, keep))])
-    return [m.without_images(OMITTED) if i in drop else m for i, m in enumerate(messages)]
+    """Messages with screenshots only in the last ``keep`` (at least one) user turns holding any."""
+    return prune_images(messages, max(1, keep), OMITTED)
 
 
 Conversation = TextConversation | AnthropicConversation | OpenAIConversation

@@ -21,6 +21,7 @@ import json
 from dataclasses import dataclass, field
 
 from pptarena.models import ImagePart, Message, ToolCall, ToolResult
+from pptarena.models.messages import prune_images
 
 OMITTED = "(image omitted: an older render)"
 MAX_ECHOED_ARGUMENT_CHARS = 20_000
@@ -71,27 +72,6 @@ class Conversation:
         self.turns.append(Message.user("\n\n".join(texts), *images))
 
 
-def _has_images(m: Message) -> bool:
-    return any(isinstance(p, ImagePart) or (isinstance(p, ToolResult) and p.images()) for p in m.parts())
-
-
 def _prune_images(turns: list[Message], keep: int) -> list[Message]:
     """Turns with images only in the last ``keep`` user turns holding any (others get a note)."""
-    with_images = [i for i, m in enumerate(turns) if m.role == "user" and _has_images(m)]
-    drop = set(with_images[: max(0, len(with_images) - max(0, keep))])
-    out: list[Message] = []
-    for i, m in enumerate(turns):
-        if i not in drop:
-            out.append(m)
-            continue
-        parts: list[str | ImagePart | ToolCall | ToolResult] = []
-        for p in m.parts():
-            if isinstance(p, ImagePart):
-                parts.append(OMITTED)
-            elif isinstance(p, ToolResult) and p.images():
-                content = tuple(OMITTED if isinstance(c, ImagePart) else c for c in p.content)
-                parts.append(ToolResult(p.call_id, content, p.is_error, p.native))
-            else:
-                parts.append(p)
-        out.append(Message(m.role, tuple(parts)))
-    return out
+    return prune_images(turns, keep, OMITTED)
