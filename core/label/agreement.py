@@ -10,9 +10,10 @@ once, and a resample's matrix is a weighted sum of them (all resamples in one ma
 
 from __future__ import annotations
 
+import functools
 import math
 import random
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from itertools import combinations
 from typing import Any
 
@@ -98,29 +99,71 @@ def krippendorff_alpha(units: Sequence[Sequence[Any]], level: str = "ordinal") -
     return None if math.isnan(a) else a
 
 
-def resample_indices(n: int, n_boot: int, seed: int) -> np.ndarray:
-    """``(n_boot, n)`` unit indices: the draws of ``random.Random(seed).randrange(n)``, in order.
+MAX_RESAMPLE_CELLS = 1_000_000
+"""Resample draws held at once by :func:`bootstrap_alpha` (a chunk of resamples × units)."""
 
-    The same numbers as calling ``randrange(n)`` ``n_boot × n`` times, drawn at once: numpy's MT19937
-    takes the state of ``random.Random(seed)``, and each draw is Python's ``getrandbits(k) >> …``
-    with rejection of values ``≥ n`` (``k = n.bit_length()``), as ``Random._randbelow`` does.
+
+def resample_chunks(n: int, n_boot: int, seed: int, rows: int) -> Iterator[np.ndarray]:
+    """Unit indices of ``n_boot`` resamples of ``n`` units, ``rows`` resamples at a time (``(rows, n)``
+    arrays, the last one shorter): the draws of ``random.Random(seed).randrange(n)``, in order.
+
+    The same numbers as calling ``randrange(n)`` ``n_boot × n`` times, drawn in bulk: numpy's MT19937
+    takes the state of ``random.Random(seed)``, and each draw is Python's ``getrandbits(k)`` (the
+    generator's next 32 bits shifted right by ``32 − k``, ``k = n.bit_length()``) with values ``≥ n``
+    rejected and drawn again, as ``Random._randbelow`` does.
     """
     rng = random.Random(seed)
     k = n.bit_length()
-    need = n_boot * n
-    if k > 32 or need == 0:
-        return np.array([rng.randrange(n) for _ in range(need)], dtype=np.int64).reshape(n_boot, n)
+    if k > 32:
+        for start in range(0, n_boot, rows):
+            draws = min(rows, n_boot - start)
+            yield np.array([rng.randrange(n) for _ in range(draws * n)], dtype=np.int64).reshape(draws, n)
+        return
     state = rng.getstate()[1]
     gen = np.random.MT19937()
     gen.state = {
         "bit_generator": "MT19937",
         "state": {"key": np.array(state[:624], dtype=np.uint32), "pos": int(state[624])},
     }
-    got = np.empty(0, dtype=np.int64)
-    while len(got) < need:  # acceptance is above 1/2: a chunk of twice the rest is nearly always enough
-        raw = gen.random_raw(2 * (need - len(got)) + 64) >> np.uint64(32 - k)
-        got = np.concatenate([got, raw[raw < n].astype(np.int64)])
-    return got[:need].reshape(n_boot, n)
+    pending = np.empty(0, dtype=np.int64)  # accepted draws not handed out yet, in order
+    for start in range(0, n_boot, rows):
+        draws = min(rows, n_boot - start)
+        need = draws * n
+        while len(pending) < need:  # acceptance is above 1/2: twice the rest is nearly always enough
+            raw = gen.random_raw(2 * (need - len(pending)) + 64) >> np.uint64(32 - k)
+            pending = np.concatenate([pending, raw[raw < n].astype(np.int64)])
+        yield pending[:need].reshape(draws, n)
+        pending = pending[need:]
+
+
+def resample_indices(n: int, n_boot: int, seed: int) -> np.ndarray:
+    """All of :func:`resample_chunks` as one ``(n_boot, n)`` array."""
+    chunks = list(resample_chunks(n, n_boot, seed, max(1, n_boot)))
+    return np.concatenate(chunks) if chunks else np.empty((0, n), dtype=np.int64)
+
+
+def _weights(idx: np.ndarray, n: int) -> np.ndarray:
+    """How many times each unit is in each resample (``(rows, n)`` floats)."""
+    rows = len(idx)
+    flat = (idx + n * np.arange(rows)[:, None]).ravel()
+    return np.bincount(flat, minlength=rows * n).reshape(rows, n).astype(float)
+
+
+@functools.lru_cache(maxsize=4)
+def _cached_weights(n: int, n_boot: int, seed: int) -> np.ndarray:
+    weights = _weights(resample_indices(n, n_boot, seed), n)
+    weights.setflags(write=False)
+    return weights
+
+
+def _resample_weights(n: int, n_boot: int, seed: int) -> Iterator[np.ndarray]:
+    """The resamples' unit counts, in chunks; drawn once for a (units, resamples, seed) that fits in
+    one chunk — a campaign's scales and annotator pairs mostly share their number of items."""
+    if n * n_boot <= MAX_RESAMPLE_CELLS:
+        yield _cached_weights(n, n_boot, seed)
+        return
+    for idx in resample_chunks(n, n_boot, seed, max(1, MAX_RESAMPLE_CELLS // n)):
+        yield _weights(idx, n)
 
 
 def bootstrap_alpha(
@@ -129,9 +172,9 @@ def bootstrap_alpha(
     """95% percentile interval of α over units resampled with replacement (None when undefined).
 
     The resamples are those of ``random.Random(seed)`` drawing ``randrange(units)`` for each unit
-    of each resample (:func:`resample_indices`); a resample's coincidence matrix is the sum of its
-    units' (:func:`unit_coincidences`), so all resamples are one ``(n_boot × units) @ (units × k²)``
-    product of the resample counts.
+    of each resample (:func:`resample_chunks`); a resample's coincidence matrix is the sum of its
+    units' (:func:`unit_coincidences`), so a chunk of resamples is one ``(chunk × units) @ (units × k²)``
+    product of the resample counts (chunks of :data:`MAX_RESAMPLE_CELLS` draws bound the memory).
     """
     if level not in LEVELS:
         raise ValueError(f"level {level!r}: expected one of {', '.join(LEVELS)}")
@@ -141,12 +184,11 @@ def bootstrap_alpha(
     values, per_unit = unit_coincidences(pairable)
     if len(values) < 2:
         return None
-    idx = resample_indices(len(pairable), n_boot, seed)
     n = len(pairable)
-    flat = (idx + n * np.arange(n_boot)[:, None]).ravel()
-    weights = np.bincount(flat, minlength=n_boot * n).reshape(n_boot, n).astype(float)
-    alphas = _alphas(values, weights @ per_unit, level)
-    got = sorted(float(a) for a in alphas if not math.isnan(a))
+    got = []
+    for weights in _resample_weights(n, n_boot, seed):
+        got.extend(float(a) for a in _alphas(values, weights @ per_unit, level) if not math.isnan(a))
+    got.sort()
     if len(got) < n_boot // 2:
         return None
     return [round(got[int(0.025 * (len(got) - 1))], 4), round(got[int(math.ceil(0.975 * (len(got) - 1)))], 4)]

@@ -360,3 +360,19 @@ def test_fast_spearman_interval_equals_meta_stats(seed):
     assert fast_tau.spearman_bootstrap_ci(x, y, n_boot=20, seed=seed) == meta_stats.bootstrap_ci(
         meta_stats.spearman, x, y, n_boot=20, seed=seed
     )
+
+
+def test_bootstrap_in_chunks_equals_the_reference(monkeypatch):
+    """Resamples drawn a few at a time (a campaign too big for one chunk) are still randrange's."""
+    from pptarena.label import agreement
+
+    monkeypatch.setattr(agreement, "MAX_RESAMPLE_CELLS", 70)  # 70 draws at a time: chunks of a few resamples
+    for seed in range(4):
+        units = _random_label_set(random.Random(200 + seed))
+        assert bootstrap_alpha(units, "ordinal", n_boot=45, seed=seed) == _ref_bootstrap(
+            units, "ordinal", 45, seed
+        )
+    chunks = list(agreement.resample_chunks(9, 7, 3, 2))
+    assert [len(c) for c in chunks] == [2, 2, 2, 1]
+    rng = random.Random(3)
+    assert np.concatenate(chunks).tolist() == [[rng.randrange(9) for _ in range(9)] for _ in range(7)]
