@@ -8,6 +8,7 @@ and line, never a traceback deep inside the report.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -430,6 +431,24 @@ def _one_sentence(exc: ValidationError, whole: str) -> str:
         where = ".".join(str(p) for p in err["loc"]) or whole
         parts.append(f"{where}: {err['msg']}")
     return "; ".join(parts)
+
+
+def parse_result_line(raw: bytes | str) -> ResultRow:
+    """One line of ``results.jsonl`` as a :class:`ResultRow`: the one definition of a valid results
+    line, used by :func:`pptarena.run.results.read_results` and the view's index.
+
+    The row is validated straight from the text (pydantic's own JSON parser: about as fast as
+    ``json.loads`` alone); a line refused there is decoded again with Python's JSON (bytes as UTF-8,
+    bad bytes replaced) and validated by :func:`parse_row`, so a line only Python's decoder accepts (a
+    lone surrogate escape, say) is kept too, and a refusal is :func:`parse_row`'s one sentence.
+
+    :raises ValueError: when the line is not a valid result row.
+    """
+    try:
+        return ResultRow.model_validate_json(raw)
+    except ValueError:  # pydantic's ValidationError is a ValueError
+        text = raw.decode("utf-8", errors="replace") if isinstance(raw, bytes) else raw
+        return parse_row(json.loads(text))
 
 
 def parse_row(data: Any) -> ResultRow:

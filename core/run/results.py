@@ -24,7 +24,7 @@ import numpy as np
 from pptarena.models.messages import add_counts
 from pptarena.models.pricing import cost_of_rows
 from pptarena.run.columns import columns, tasks_of
-from pptarena.run.records import ResultLineProblem, ResultRow, parse_row
+from pptarena.run.records import ResultLineProblem, ResultRow, parse_result_line, parse_row
 from pptarena.run.resample import active_batch, batched
 from pptarena.run.rundir import RunDir
 from pptarena.run.split_figures import split_figures
@@ -62,7 +62,7 @@ def read_results(path: Path, problems: list[ResultLineProblem] | None = None) ->
             if not line:
                 continue
             try:
-                row = parse_row(json.loads(line))
+                row = parse_result_line(line)
             except ValueError as exc:
                 if problems is not None:
                     problems.append(ResultLineProblem(path=path, line=number, message=str(exc)))

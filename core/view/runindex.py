@@ -21,7 +21,6 @@ only grows, so arrays made at an earlier version still fit the rows they had.
 
 from __future__ import annotations
 
-import json
 import math
 import os
 import threading
@@ -31,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from pptarena.run.records import ResultRow, parse_row
+from pptarena.run.records import ResultRow, parse_result_line
 
 READ_CHUNK = 8 * 1024 * 1024
 SORTS = ("line", "task", "agent", "status", "epoch", "duration", "disagreement")
@@ -63,23 +62,6 @@ class Query:
 
 def _number(value: float | None) -> float:
     return math.nan if value is None else float(value)
-
-
-def parse_line(raw: bytes) -> ResultRow:
-    """One line of ``results.jsonl`` as a :class:`~pptarena.run.records.ResultRow`, accepted or refused
-    exactly as :func:`pptarena.run.results.read_results` does.
-
-    The row is validated straight from the bytes (pydantic's own JSON parser: about as fast as
-    ``json.loads`` alone); a line refused there is decoded again the way ``read_results`` reads it
-    (UTF-8, bad bytes replaced, Python's JSON) before it is refused, so a line only Python's decoder
-    accepts (a lone surrogate escape, say) is kept too.
-
-    :raises ValueError: when the line is not a valid result row.
-    """
-    try:
-        return ResultRow.model_validate_json(raw)
-    except ValueError:  # pydantic's ValidationError is a ValueError
-        return parse_row(json.loads(raw.decode("utf-8", errors="replace")))
 
 
 class RunIndex:
@@ -148,7 +130,7 @@ class RunIndex:
                         self.lines += 1
                         if raw.strip():
                             try:
-                                row = parse_line(raw)
+                                row = parse_result_line(raw)
                             except ValueError:
                                 self.problems += 1
                             else:
@@ -201,8 +183,9 @@ class RunIndex:
                 col[pos] = _number(row.score(judge))
 
     def read_rows(self, positions: list[int]) -> list[ResultRow]:
-        """The result rows at these positions, read back from the file by offset (:func:`parse_line`;
-        a line that no longer parses, because the file changed under us, is left out)."""
+        """The result rows at these positions, read back from the file by offset
+        (:func:`~pptarena.run.records.parse_result_line`; a line that no longer parses, because the
+        file changed under us, is left out)."""
         with self._lock:
             where = [(self._cols["off"][p], self._cols["len"][p]) for p in positions]
         out = []
@@ -210,7 +193,7 @@ class RunIndex:
             for off, length in where:
                 fh.seek(off)
                 try:
-                    out.append(parse_line(fh.read(length)))
+                    out.append(parse_result_line(fh.read(length)))
                 except ValueError:
                     continue
         return out

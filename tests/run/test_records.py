@@ -194,3 +194,29 @@ def test_summary_and_manifest_read_and_write_back_the_same_json(tmp_path):
     assert manifest.run_table == {"seed": 3} and manifest.to_json() == raw
     assert list(manifest.to_json()) == list(raw)
     assert Manifest.from_json(["not a manifest"]).to_json() == {}
+
+
+def test_one_definition_of_a_valid_line_for_bytes_and_text():
+    """``parse_result_line`` decides for read_results and the view's index: whatever the text form,
+    it accepts or refuses a line as Python's JSON + ``parse_row`` does."""
+    from pptarena.run.records import parse_result_line
+
+    good = ResultRow.begin("noop", "t1", 1).to_line()
+    good_text = json.dumps(good)
+    surrogate = good_text.replace('"t1"', '"t\\ud800"')  # only Python's decoder takes a lone surrogate
+    lines = [good_text, surrogate, "[1, 2]", "{not json", json.dumps({**good, "epoch": "x"})]
+    for text in lines:
+        try:
+            want = parse_row(json.loads(text))
+        except ValueError as exc:
+            want = exc
+        for raw in (text, text.encode("utf-8", errors="surrogatepass")):
+            try:
+                got = parse_result_line(raw)
+            except ValueError as exc:
+                assert isinstance(want, ValueError), (text, exc)
+                if not text.startswith("{not"):
+                    assert str(exc) == str(want)
+            else:
+                assert not isinstance(want, ValueError), text
+                assert got.model_dump() == want.model_dump()
