@@ -12,6 +12,7 @@ trees drawn as trees), re-scores, the agent's log and any GUI trajectory.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from html import escape
 from pathlib import Path
 from typing import Any
@@ -125,32 +126,45 @@ def plots_html(data: RunData) -> str:
     return '<div class="plots">' + "".join(svgs) + "</div>"
 
 
-def slides_html(view: PairView, base: Path) -> str:
-    """Changed slides side by side: original | prediction | target."""
+def slide_grid(
+    view: PairView,
+    image_url: Callable[[str, int, Path], str | None],
+    empty: str = "No slide was edited in the prediction or the target.",
+) -> str:
+    """The changed slides side by side, original | prediction | target: the one grid of the report's
+    pair pages and the label page. ``image_url(role, number, image)`` gives an image's URL (None: no
+    image to show); ``empty`` is said when no slide changed."""
     if not view.rows:
-        return '<p class="muted">No slide was edited in the prediction or the target.</p>'
+        return f'<p class="muted">{escape(empty)}</p>'
     cells = [
         '<div class="slides"><div></div><div class="h">original</div>'
         '<div class="h">prediction</div><div class="h">target</div>'
     ]
     for row in view.rows:
-        cells.append(f'<div class="num">slide {row.original if row.original is not None else "new"}</div>')
+        label = row.original if row.original is not None else "new"
+        cells.append(f'<div class="num">slide {escape(str(label))}</div>')
         for role in ("original", "prediction", "target"):
             n = getattr(row, role)
             img = view.images.get(role, {}).get(n) if n is not None else None
-            if img is not None and img.is_file():
+            url = image_url(role, int(n), img) if img is not None and n is not None else None
+            if url is not None:
                 cells.append(
-                    f'<div><img loading="lazy" src="{rel_url(img, base)}" alt="{role} slide {n}">'
-                    f'<div class="muted">{role} slide {n}</div></div>'
+                    f'<div><img loading="lazy" src="{url}" alt="{role} slide {int(n)}">'
+                    f'<div class="muted">{role} slide {int(n)}</div></div>'
                 )
             elif n is None:
                 cells.append(f'<div class="none">absent in {role}</div>')
             else:
-                cells.append(f'<div class="none">{role} slide {n}: no image</div>')
+                cells.append(f'<div class="none">{role} slide {int(n)}: no image</div>')
     cells.append("</div>")
     if view.more_rows:
-        cells.append(f'<p class="muted">{view.more_rows} more changed slide(s) not shown.</p>')
+        cells.append(f'<p class="muted">{int(view.more_rows)} more changed slide(s) not shown.</p>')
     return "".join(cells)
+
+
+def slides_html(view: PairView, base: Path) -> str:
+    """Changed slides side by side: original | prediction | target (image links relative to ``base``)."""
+    return slide_grid(view, lambda _role, _n, img: rel_url(img, base) if img.is_file() else None)
 
 
 def _rescore_html(data: RunData, agent: str, task_id: str) -> str:

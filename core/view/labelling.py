@@ -177,32 +177,13 @@ class CampaignState:
 
 def _slides(view: Any, url: str) -> str:
     """The changed slides side by side, images through the item's opaque URLs (``url`` + role/n)."""
-    from html import escape
+    from pptarena.report.html import slide_grid
 
-    if not view.rows:
-        return '<p class="muted">No slide was edited in this prediction or in the target.</p>'
-    cells = [
-        '<div class="slides"><div></div><div class="h">original</div>'
-        '<div class="h">prediction</div><div class="h">target</div>'
-    ]
-    for row in view.rows:
-        label = row.original if row.original is not None else "new"
-        cells.append(f'<div class="num">slide {escape(str(label))}</div>')
-        for role in ("original", "prediction", "target"):
-            n = getattr(row, role)
-            if n is not None and view.images.get(role, {}).get(n) is not None:
-                cells.append(
-                    f'<div><img loading="lazy" src="{url}/{role}/{int(n)}" alt="{role} slide {int(n)}">'
-                    f'<div class="muted">{role} slide {int(n)}</div></div>'
-                )
-            elif n is None:
-                cells.append(f'<div class="none">absent in {role}</div>')
-            else:
-                cells.append(f'<div class="none">{role} slide {int(n)}: no image</div>')
-    cells.append("</div>")
-    if view.more_rows:
-        cells.append(f'<p class="muted">{int(view.more_rows)} more changed slide(s) not shown.</p>')
-    return "".join(cells)
+    return slide_grid(
+        view,
+        lambda role, n, _img: f"{url}/{role}/{n}",
+        empty="No slide was edited in this prediction or in the target.",
+    )
 
 
 async def _annotator(request: Request) -> tuple[CampaignState | None, str | None, Any, bool]:
