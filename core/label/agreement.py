@@ -40,9 +40,8 @@ def unit_coincidences(units: Sequence[Sequence[Any]]) -> tuple[list[Any], np.nda
     index = {v: i for i, v in enumerate(values)}
     k = len(values)
     counts = np.zeros((len(units), k))
-    for row, u in enumerate(units):
-        for v in u:
-            counts[row, index[v]] += 1
+    rows = np.repeat(np.arange(len(units)), [len(u) for u in units])
+    np.add.at(counts, (rows, np.array([index[v] for u in units for v in u], dtype=np.int64)), 1.0)
     m = counts.sum(axis=1)
     scale = np.divide(1.0, m - 1, out=np.zeros_like(m), where=m >= 2)
     per_unit = counts[:, :, None] * counts[:, None, :]
