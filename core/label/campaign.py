@@ -47,7 +47,7 @@ def attempts(run_dirs: list[Path]) -> list[tuple[int, ResultRow]]:
     for i, run in enumerate(run_dirs):
         results = run / RESULTS
         if not results.is_file():
-            raise CampaignError(f"{run} is not a run directory (no results.jsonl)")
+            raise CampaignError(f"{run} is not a run directory (no {RESULTS})")
         for row in read_results(results):
             if prediction_path(run, row) is not None:
                 out.append((i, row))

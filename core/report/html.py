@@ -33,8 +33,9 @@ from pptarena.report.verdicts import (
     verdict_html,
 )
 from pptarena.run.records import ResultRow
+from pptarena.run.rundir import REPORT
 
-REPORT_NAME = "report.html"
+REPORT_NAME = REPORT  # the run folder's report file (pptarena.run.rundir)
 DEFAULT_MAX_RENDERS = 120
 
 CSS = """

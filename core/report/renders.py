@@ -23,7 +23,7 @@ from pptarena.render import slide_file_name
 from pptarena.report.fileio import is_regular
 from pptarena.report.pairfiles import PairFiles, mark_volatile
 from pptarena.run.records import ResultRow
-from pptarena.run.rundir import RENDERS
+from pptarena.run.rundir import INPUT, RENDERS
 
 MAX_CHANGED_ROWS = 8
 MAX_DIFF_CHARS = 20_000
@@ -69,11 +69,11 @@ def pair_decks(
         copy and an in-folder prediction are checked through it.
     """
     if files is not None:
-        names = files.names("input") if files.is_dir("input") else []
-        inputs = [folder / "input" / n for n in names]
+        names = files.names(INPUT) if files.is_dir(INPUT) else []
+        inputs = [folder / INPUT / n for n in names]
         inputs = [p for p in inputs if files.is_regular(f"input/{p.name}")]
     else:
-        inputs = sorted((folder / "input").glob("*")) if os.path.isdir(os.path.join(folder, "input")) else []
+        inputs = sorted((folder / INPUT).glob("*")) if os.path.isdir(os.path.join(folder, INPUT)) else []
         inputs = [p for p in inputs if is_regular(p, folder)]
     original = inputs[0] if inputs else (Path(task.original) if task is not None else None)
     pred = row.prediction

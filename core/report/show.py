@@ -10,6 +10,7 @@ from typing import TextIO
 
 from pptarena.report.tables import print_tables, summary_tables
 from pptarena.run.records import ResultRow
+from pptarena.run.rundir import RunDir
 from pptarena.run.summary_record import Summary
 
 
@@ -39,7 +40,7 @@ def print_summary(
     except Exception:  # noqa: BLE001 - a summary alone can still be printed
         pass
     print_tables(summary_tables(summary, rows, rescores), file=out, rich=rich)
-    out.write(f"\nResults: {run_dir / 'results.jsonl'}\n")
+    out.write(f"\nResults: {RunDir(run_dir).results}\n")
     if not html:
         return None
     try:
