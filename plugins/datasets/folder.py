@@ -28,12 +28,11 @@ from .common import (
     MAX_INDEX_BYTES,
     DatasetError,
     LoadedDataset,
-    check_decks_exist,
     load_rubric,
     normalise_difficulty,
     resolve_inside,
-    select_ids,
 )
+from .loader_tail import select_and_check_decks
 
 TASK_FILE = "task.toml"
 MAX_STYLE_TARGET_BYTES = 256 * 1024
@@ -151,9 +150,8 @@ def load_folder_tasks(root: Path, ids: list[str] | tuple[str, ...] = ()) -> list
             problems.append(str(exc))
     if problems:
         raise DatasetError(f"folder dataset {root}: {len(problems)} broken task(s):\n" + "\n".join(problems))
-    tasks = select_ids(tasks, list(ids), source=f"folder dataset {root}")
-    check_decks_exist(tasks, source=f"folder dataset {root}")
-    return tasks
+    source = f"folder dataset {root}"
+    return select_and_check_decks(tasks, ids, source=source, decks_source=source)
 
 
 class FolderDataset(LoadedDataset):

@@ -31,7 +31,8 @@ import pptarena
 from pptarena.types import Options as BaseOptions
 from pptarena.types import Task
 
-from .common import DatasetError, LoadedDataset, check_decks_exist, one_as_list, read_json_file, select_ids
+from .common import DatasetError, LoadedDataset, one_as_list, read_json_file
+from .loader_tail import select_and_check_decks
 
 INSTRUCTIONS_FILE = "expanded_instruction_379.json"
 DECKS_DIR = "benchmark_ppts"
@@ -154,10 +155,14 @@ def load_tsbench(
         )
     if not tasks:
         raise DatasetError(f"tsbench dataset {root}: subset {subset!r} selects no task")
-    tasks = select_ids(tasks, list(ids), source=f"tsbench dataset {main_file}")
-    if check_decks:
-        check_decks_exist(tasks, source=str(main_file), hint=DOWNLOAD_HINT)
-    return tasks
+    return select_and_check_decks(
+        tasks,
+        ids,
+        source=f"tsbench dataset {main_file}",
+        check_decks=check_decks,
+        decks_source=str(main_file),
+        hint=DOWNLOAD_HINT,
+    )
 
 
 class TsbenchDataset(LoadedDataset):
