@@ -124,6 +124,7 @@ def execute(spec: dict[str, Any], registry: Any = None, config: Any = None) -> A
     """
     outcome: AgentOutcome
     components = None
+    renders = None
     book = UsageBook()
     setting_up = True  # a failure before the agent is built is the harness's, never the agent's
     try:
@@ -144,11 +145,16 @@ def execute(spec: dict[str, Any], registry: Any = None, config: Any = None) -> A
         setting_up = False
         agent = components.build(agent_cfg, model=model)
         task = AgentTask.from_json(spec["task"])  # the spec never holds the answer
+        # the pair's renders get a render cache of their own (never the persistent one other pairs'
+        # and the judges' renders are in), removed when the pair ends
+        from pptarena.run.launchers import agent_renders
+
+        renders = agent_renders(components)
         workspace = Workspace(
             dir=Path(ws["dir"]),
             input_deck=Path(ws["input_deck"]),
             output_deck=Path(ws["output_deck"]),
-            renderer=components.lazy_renderer(),
+            renderer=renders,
             model=model,
             log=log,
             timeout=spec.get("timeout"),
@@ -162,6 +168,8 @@ def execute(spec: dict[str, Any], registry: Any = None, config: Any = None) -> A
             traceback.format_exc(limit=20),
         )
     finally:
+        if renders is not None:
+            renders.close()
         if components is not None:
             components.close()
     outcome.model_usage = book.total().as_dict()

@@ -481,7 +481,9 @@ def test_render_service_bounds_connections_and_its_log(tmp_path, monkeypatch):
     refusals = [e for e in log.events if e["event"] == "render"]
     assert len(refusals) == 3 and all(not e["ok"] for e in refusals)
     summary = [e for e in log.events if e["event"] == "render_service"][0]
-    assert summary["renders"] == 0 and summary["refused"] >= 8
+    # the "too many" answer and the 5 bad lines are refusals for sure; the two held connections are
+    # counted too once the service has read their end, which may come after it stopped (a race)
+    assert summary["renders"] == 0 and summary["refused"] >= 6
     assert summary["refusals_not_logged"] == summary["refused"] - 3
 
 

@@ -246,6 +246,46 @@ def test_renders_a_jailed_agent_asks_for_never_fill_the_persistent_cache(tmp_pat
     assert made and not any(folder.exists() for folder in made)
 
 
+def test_a_host_placed_agents_renders_never_fill_the_persistent_cache(tmp_path, plugins, monkeypatch):
+    """The worker that runs built-in host agents (``code``, ``hybrid``, ``tools``, ``command`` with its
+    deck tools' host render service) hands the agent a render cache of the pair's own, removed when
+    the pair ends: never the persistent cache that other pairs' and the judges' renders are in.
+    Attack: 12 distinct renders through ``pptarena.run.worker.execute`` (the pool worker's entry)."""
+    from pptx import Presentation
+
+    from pptarena.run import bridge
+    from pptarena.run.worker import execute, workspace_spec
+    from pptarena.types import AgentLog, AgentTask, Workspace
+
+    monkeypatch.setenv("PPTARENA_CACHE", str(tmp_path / "cache"))
+    text = fake_run_toml(1, [use("render-flooder", count=12)], renderer="caching-boxes")
+    cfg = write_run_config(tmp_path / "run.toml", text)
+    registry = get_registry()
+    config = load_config(cfg, registry)
+    pair = tmp_path / "pair"
+    pair.mkdir()
+    deck = pair / "input.pptx"
+    Presentation().save(str(deck))
+    ws = Workspace(pair, deck, pair / "out.pptx", None, None, AgentLog(pair / "agent.log.jsonl"))  # type: ignore[arg-type]
+    made: list[Path] = []
+    real = bridge.AgentRenders._folder
+
+    def spy(self):
+        made.append(real(self))
+        return made[-1]
+
+    monkeypatch.setattr(bridge.AgentRenders, "_folder", spy)
+    before = persistent_renders()
+    task = AgentTask(id="task-00", instruction="x", original=deck)
+    spec = {"agent_index": 0, "task": task.to_json(), "workspace": workspace_spec(ws), "timeout": 60}
+    outcome = execute(spec, registry=registry, config=config)
+    assert outcome.prediction is not None, outcome.error
+    flood = [json.loads(line) for line in (pair / "agent.log.jsonl").read_text().splitlines()]
+    assert [e["rendered"] for e in flood if e["event"] == "flood"] == [12]
+    assert persistent_renders() == before
+    assert len(made) == 1 and not made[0].exists()  # the pair's own cache, gone with the pair
+
+
 def test_the_per_run_render_cache_is_capped_and_removed_on_close(tmp_path, plugins):
     """40 distinct renders of ~800 KB each (31 MB) into a run cache capped at 4 MB: it never holds
     more than the cap, the persistent cache gets nothing, and closing removes the folder."""
