@@ -536,3 +536,12 @@ class AgentRenders:
             self._held += added
             if self._held > self.cap_bytes and self.folder is not None and not self._closed:
                 self._held = evict_oldest(self.folder, self.cap_bytes // 2)
+
+
+def agent_renders(components: Any) -> AgentRenders:
+    """The renderer agents get (through the bridge for jailed agents, directly for host-placed ones):
+    the run's renderer plugin built again with its render cache in a capped private folder
+    (:class:`AgentRenders`), never the persistent render cache. ``components``: the run's
+    :class:`~pptarena.run.components.Components`."""
+    cfg = components.config.renderer
+    return AgentRenders(renderer_caching_in(cfg.spec.factory, cfg.options, components.context(cfg)))

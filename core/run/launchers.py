@@ -27,6 +27,7 @@ from typing import Any, Protocol
 
 from pptarena.models import UsageBook
 from pptarena.procs import kill_group, run_in_session
+from pptarena.run.bridge import agent_renders  # noqa: F401 - also re-exported here
 from pptarena.run.records import AgentOutcome
 from pptarena.run.rundir import AGENT_STDERR, WORKER_RESULT, WORKER_SPEC
 from pptarena.run.worker import (
@@ -152,18 +153,9 @@ def judges_models(config: Any) -> frozenset[str]:
     return frozenset(ref for judge in config.judges for ref in model_refs(judge.options).values())
 
 
-def agent_renders(components: Any) -> Any:
-    """The renderer jailed agents reach through the bridge: the run's renderer plugin built again with
-    its render cache in a capped folder of the run's own (:class:`~pptarena.run.bridge.AgentRenders`)."""
-    from pptarena.run.bridge import AgentRenders, renderer_caching_in
-
-    cfg = components.config.renderer
-    return AgentRenders(renderer_caching_in(cfg.spec.factory, cfg.options, components.context(cfg)))
-
-
 class JailLauncher:
     """The run's warm jailed agent workers (:class:`~pptarena.run.jail_pool.JailPool` of ``jobs``
-    workers) and the renderer serving them (:func:`agent_renders`), made on first use."""
+    workers) and the renderer serving them (:func:`pptarena.run.bridge.agent_renders`), made on first use."""
 
     def __init__(self, components: Any, jobs: int, timeout: float, stopping: Callable[[], bool]):
         self.components = components

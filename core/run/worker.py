@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from pptarena.models import UsageBook
+from pptarena.run.bridge import agent_renders
 from pptarena.run.records import AgentOutcome
 from pptarena.types import (
     AgentLog,
@@ -147,8 +148,6 @@ def execute(spec: dict[str, Any], registry: Any = None, config: Any = None) -> A
         task = AgentTask.from_json(spec["task"])  # the spec never holds the answer
         # the pair's renders get a render cache of their own (never the persistent one other pairs'
         # and the judges' renders are in), removed when the pair ends
-        from pptarena.run.launchers import agent_renders
-
         renders = agent_renders(components)
         workspace = Workspace(
             dir=Path(ws["dir"]),
