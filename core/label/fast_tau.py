@@ -160,6 +160,13 @@ def spearman_bootstrap_ci(
     return float(lo), float(hi)
 
 
+MEASURES: dict[str, meta_eval.Measure] = {
+    "kendall_tau_b": (kendall_tau_b, tau_bootstrap_ci),
+    "spearman": (spearman, spearman_bootstrap_ci),
+}
+"""The fast correlations and intervals, by the names :func:`pptarena.report.meta_eval.agreement` uses."""
+
+
 def agreement(
     labels: list[Any],
     values: dict[tuple[str, str, int], float],
@@ -169,43 +176,7 @@ def agreement(
     seed: int = 0,
 ) -> dict[str, Any]:
     """:func:`pptarena.report.meta_eval.agreement`, the same dict, with the fast τ_b and ranks."""
-    paired = [(lab, values[lab.key]) for lab in labels if lab.key in values]
-    human = [lab.value for lab, _ in paired]
-    judge = [v for _, v in paired]
-    out: dict[str, Any] = {"n": len(paired), "missing": len(labels) - len(paired)}
-    for name, fn in (
-        ("kendall_tau_b", kendall_tau_b),
-        ("spearman", spearman),
-        ("pearson", meta_stats.pearson),
-    ):
-        value = fn(human, judge) if len(paired) >= 2 else math.nan
-        if math.isnan(value):
-            lo, hi = None, None
-        elif name == "kendall_tau_b":
-            lo, hi = tau_bootstrap_ci(human, judge, n_boot=n_boot, seed=seed)
-        elif name == "spearman":
-            lo, hi = spearman_bootstrap_ci(human, judge, n_boot=n_boot, seed=seed)
-        else:
-            lo, hi = meta_stats.bootstrap_ci(fn, human, judge, n_boot=n_boot, seed=seed)
-        out[name] = {
-            "value": meta_eval._round(value),
-            "ci95": [meta_eval._round(lo), meta_eval._round(hi)] if lo is not None else None,
-        }
-    predicted = [meta_eval.to_class(v, class_scale) for v in judge]
-    classes = [lab.cls for lab, _ in paired]
-    hits = [1.0 if p == c else 0.0 for p, c in zip(predicted, classes, strict=True)]
-    acc = sum(hits) / len(hits) if hits else math.nan
-    lo, hi = (
-        meta_stats.bootstrap_ci(lambda a, b: float(a.mean()), hits, hits, n_boot=n_boot, seed=seed)
-        if len(hits) >= 2
-        else (None, None)
-    )
-    out["accuracy"] = {
-        "value": meta_eval._round(acc),
-        "ci95": [meta_eval._round(lo), meta_eval._round(hi)] if lo is not None else None,
-    }
-    out["per_class"] = meta_stats.per_class_accuracy(classes, predicted)
-    return out
+    return meta_eval.agreement(labels, values, class_scale, n_boot=n_boot, seed=seed, measures=MEASURES)
 
 
 def series_agreement(
@@ -217,7 +188,6 @@ def series_agreement(
     seed: int = 0,
 ) -> dict[str, Any]:
     """:func:`pptarena.report.meta_eval.series_agreement`, the same dict, through :func:`agreement`."""
-    return {
-        name: agreement(labels, values, class_scale, n_boot=n_boot, seed=seed)
-        for name, values in series.items()
-    }
+    return meta_eval.series_agreement(
+        series, labels, class_scale, n_boot=n_boot, seed=seed, measures=MEASURES
+    )
