@@ -259,16 +259,27 @@ def _own_number(c: CampaignState, who: str, item: int, label_id: int) -> int:
     return sum(1 for v in c.campaign.history(who, item) if v.id <= label_id)
 
 
-async def label_page(request: Request) -> Response:
-    """One item of the annotator's queue (``?pos=N``; the first unlabelled one by default)."""
-    view = request.app.state.view
-    c, who, session, stale = await _annotator(request)
+def _page_refusal(
+    view: Any, c: CampaignState | None, who: str | None, session: Any, stale: bool, *, browse_ok: bool = False
+) -> Response | None:
+    """The page a request for an annotator's page gets instead (None: go on): no such campaign, a
+    session that ended, or no annotator's session (unless ``browse_ok`` and the requester may browse)."""
     if c is None:
         return view.error(404, "No such campaign.")
     if stale:
         return view.error(403, SESSION_ENDED, session_ended=True)
-    if who is None:
+    if who is None and not (browse_ok and view.access.may_browse(session)):
         return view.error(403, "Open this campaign with the link printed for you by `arena label new`.")
+    return None
+
+
+async def label_page(request: Request) -> Response:
+    """One item of the annotator's queue (``?pos=N``; the first unlabelled one by default)."""
+    view = request.app.state.view
+    c, who, session, stale = await _annotator(request)
+    refused = _page_refusal(view, c, who, session, stale)
+    if refused is not None:
+        return refused
     campaign = c.campaign
     queue = campaign.queue(who)
     current = campaign.current(who)
@@ -363,12 +374,9 @@ async def instructions_page(request: Request) -> Response:
     annotators, and for the admin / a local user (the same page an annotator sees)."""
     view = request.app.state.view
     c, who, session, stale = await _annotator(request)
-    if c is None:
-        return view.error(404, "No such campaign.")
-    if stale:
-        return view.error(403, SESSION_ENDED, session_ended=True)
-    if who is None and not view.access.may_browse(session):
-        return view.error(403, "Open this campaign with the link printed for you by `arena label new`.")
+    refused = _page_refusal(view, c, who, session, stale, browse_ok=True)
+    if refused is not None:
+        return refused
     ins, body = await run_in_threadpool(c.instructions)
     if ins is not None and who is not None:
         session.instructions_seen = ins.version
