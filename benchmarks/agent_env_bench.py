@@ -52,10 +52,10 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--repeat", type=int, default=5)
     args = parser.parse_args()
-    from pptarena.run.agent_env import ensure_env
-    from pptarena.run.agent_probe import probe
-    from pptarena.run.config import load_config
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.config import load_config
+    from pptarena.run.configuration.registry import get_registry
+    from pptarena.run.jail.agent_env import ensure_env
+    from pptarena.run.jail.agent_probe import probe
 
     registry = get_registry()
     with tempfile.TemporaryDirectory() as tmp:

@@ -36,8 +36,8 @@ os.environ["PYTHONPATH"] = os.pathsep.join(
 
 def timed_run(tmp: Path, name: str, body: str, jobs: int, **kw: object) -> float:
     """Wall time of one run of ``body``; every pair must be scored or the benchmark fails."""
-    from pptarena.run.config import load_config
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.config import load_config
+    from pptarena.run.configuration.registry import get_registry
     from pptarena.run.runner import Runner
 
     cfg = tmp / f"{name}.toml"
@@ -60,7 +60,7 @@ def main() -> None:
     parser.add_argument("--pairs", type=int, default=200)
     parser.add_argument("--jobs", type=int, default=2)
     args = parser.parse_args()
-    from pptarena.run.agent_jail import jail_available
+    from pptarena.run.jail.agent_jail import jail_available
 
     if not jail_available():
         raise SystemExit("bubblewrap is not usable here: nothing to measure")

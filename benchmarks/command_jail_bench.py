@@ -37,7 +37,7 @@ def one_pair(tmp: Path, options: dict[str, object]) -> float:
     """Wall time of one ``edit`` of a fresh pair."""
     from pptx import Presentation
 
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.registry import get_registry
     from pptarena.types import AgentLog, ComponentContext, Task, Workspace
 
     tmp.mkdir(parents=True)

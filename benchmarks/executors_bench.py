@@ -38,8 +38,8 @@ os.environ["PYTHONPATH"] = os.pathsep.join([str(HERE), str(PLUGIN_MODULES), os.e
 
 
 def timed_run(tmp: Path, name: str, body: str, jobs: int) -> float:
-    from pptarena.run.config import load_config
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.config import load_config
+    from pptarena.run.configuration.registry import get_registry
     from pptarena.run.runner import Runner
 
     cfg = tmp / f"{name}.toml"
@@ -126,7 +126,7 @@ def main() -> None:
             f'[dataset]\nuse = "fake"\nroot = "{tmp / "data"}"\ncount = {args.pairs}\n'
             '[renderer]\nuse = "dummy"\n'
         )
-        from pptarena.run.components import Components  # noqa: F401 - warm imports outside the timings
+        from pptarena.run.configuration.components import Components  # noqa: F401 - warm imports outside the timings
 
         if args.demo_only:
             args.demo = True
@@ -134,7 +134,7 @@ def main() -> None:
             overheads(tmp, base, args, out, ray)
         if args.demo:
             os.environ.pop("PPTARENA_PLUGINS", None)
-            from pptarena.run.registry import reset_registry
+            from pptarena.run.configuration.registry import reset_registry
 
             reset_registry()
             demo = (ROOT / "examples" / "demo.toml").read_text()

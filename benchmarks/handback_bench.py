@@ -3,7 +3,7 @@
 Usage: python benchmarks/handback_bench.py [--mb 20 40 80 200 500]
 
 For each size, a stand-in worker (``/bin/sh``: ``ready``, then a ``done`` line whose ``archive`` is
-that many MB of ``A``) is read by :class:`pptarena.run.jail_pool.JailWorker` as a pair's hand-back
+that many MB of ``A``) is read by :class:`pptarena.run.jail.jail_pool.JailWorker` as a pair's hand-back
 is (the reader of tests/security/test_trust_claims.py, ``READER_CHILD``). Prints JSON: per size the
 harness's CPU time (``time.process_time``: what reading costs the harness, not the writer's time)
 and wall time of :meth:`JailWorker.read`, and the bytes it searched for the line's end

@@ -114,9 +114,9 @@ def legacy_sandbox(enabled: bool) -> Iterator[None]:
     that finalises its interpreter, polling for the sandboxed process's exit, and ``ppt_diff``
     rebuilt through ``pptarena.deck.ppteval`` (which loads the deck engine).
     """
-    from pptarena import procs
     from pptarena.plugins.judges.rubric import execute
     from pptarena.plugins.judges.rubric import judge as rubric_judge
+    from pptarena.trust import procs
 
     saved = execute.PRELOAD_MODULES, execute._DRIVER, procs.wait_exit, rubric_judge.DIFF_MODULE
     if enabled:

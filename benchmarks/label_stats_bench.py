@@ -34,7 +34,7 @@ from report_bench import make_run  # noqa: E402
 from pptarena.label import stats as label_stats  # noqa: E402
 from pptarena.label.stats import campaign_stats  # noqa: E402
 from pptarena.label.store import Campaign, create_campaign  # noqa: E402
-from pptarena.run.results import read_results  # noqa: E402
+from pptarena.run.folder.results import read_results  # noqa: E402
 
 
 def absolute_label(rng: random.Random, truth: int) -> dict:

@@ -168,8 +168,8 @@ def child_run(config: str, out: str, record: str) -> None:
     """Child: run the config with the real Runner; write wall time and the limiter's state (sampled
     every second, and at the end) to ``record``."""
     from pptarena.models.limiter_service import local_snapshots
-    from pptarena.run.config import load_config
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.config import load_config
+    from pptarena.run.configuration.registry import get_registry
     from pptarena.run.runner import Runner
 
     registry = get_registry()

@@ -49,8 +49,8 @@ import tempfile
 import time
 from pathlib import Path
 
-from pptarena.run.results import read_results, summarize_results
-from pptarena.run.rundir import RunDir
+from pptarena.run.folder.results import read_results, summarize_results
+from pptarena.run.folder.rundir import RunDir
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from tests.support.chromium import CHROMIUM, dump_dom  # noqa: E402 - the tests' helper, found through sys.path

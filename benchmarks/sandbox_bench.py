@@ -31,7 +31,7 @@ def median_s(fn: Callable[[], object], repeat: int) -> float:
 
 
 def with_mode(mode: str, fn: Callable[[], object]) -> Callable[[], object]:
-    from pptarena import isolation
+    from pptarena.trust import isolation
 
     def run() -> object:
         os.environ["PPTARENA_SANDBOX"] = mode
@@ -51,9 +51,9 @@ def main() -> None:
     args = parser.parse_args()
 
     from pptarena.plugins.judges.rubric.execute import LeafRun, ModelBridge, run_function_leaves
-    from pptarena.redact import redact_obj
-    from pptarena.render_guard import check_deck
-    from pptarena.sandbox import isolation_level, run_python
+    from pptarena.trust.redact import redact_obj
+    from pptarena.trust.render_guard import check_deck
+    from pptarena.trust.sandbox import isolation_level, run_python
 
     print(f"isolation here: {isolation_level()}")
     trivial = lambda: run_python("sandbox_result(1)")  # noqa: E731

@@ -11,9 +11,9 @@ import argparse
 import random
 import time
 
-from pptarena.run.records import ResultRow
-from pptarena.run.results import summarize_results
-from pptarena.run.summary_stats import StatsOptions
+from pptarena.run.folder.records import ResultRow
+from pptarena.run.folder.results import summarize_results
+from pptarena.run.statistics.summary_stats import StatsOptions
 
 
 def rows(tasks: int, epochs: int, agents: int, judges: int, seed: int = 0) -> list[dict]:

@@ -35,7 +35,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 CHILD_SUMMARIZE = """
 import json, sys, time
 from pathlib import Path
-from pptarena.run.results import read_results, summarize_results
+from pptarena.run.folder.results import read_results, summarize_results
 run = Path(sys.argv[1])
 t = time.perf_counter(); c = time.process_time()
 rows = read_results(run / "results.jsonl")

@@ -36,8 +36,8 @@ from report_bench import make_run, write_summary  # noqa: E402
 
 from pptarena.label.store import create_campaign  # noqa: E402
 from pptarena.report.data import stored_summary  # noqa: E402
-from pptarena.run.results import read_results  # noqa: E402
-from pptarena.run.summary_stats import stats_options  # noqa: E402
+from pptarena.run.folder.results import read_results  # noqa: E402
+from pptarena.run.statistics.summary_stats import stats_options  # noqa: E402
 from pptarena.view.runs import run_id  # noqa: E402
 from tests.support.view_fixtures import free_port  # noqa: E402
 

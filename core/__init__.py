@@ -11,8 +11,9 @@ Plugin authors import from here::
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from ._imports import install_moved_module_aliases, lazy_exports
 
 # Public names and the module defining each: imported on first use (PEP 562), so that
 # ``import pptarena`` (and with it every ``arena`` command) does not pay for pluggy, pydantic and
@@ -79,21 +80,8 @@ if TYPE_CHECKING:  # pragma: no cover - what type checkers and IDEs see
     __version__: str
 
 
-def __getattr__(name: str) -> Any:
-    if name == "__version__":
-        from ._version import __version__ as version
-
-        value: Any = version
-    elif name in _LAZY:
-        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
-    else:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY) | {"__version__"})
+__getattr__, __dir__ = lazy_exports(__name__, {**_LAZY, "__version__": "_version"}, ["__version__"])
+install_moved_module_aliases()
 
 
 __all__ = [

@@ -26,7 +26,7 @@ RENDERS = "renders"
 JUDGES = "judges"
 """The folder of a pair's judge evidence, one sub-folder per judge label (:meth:`Evidence.judge_dir`).
 
-Both are names of the run folder's layout (:mod:`pptarena.run.rundir` lists them with the rest);
+Both are names of the run folder's layout (:mod:`pptarena.run.folder.rundir` lists them with the rest);
 they are defined here, in the plugin contract, because judges write there and the contract imports
 nothing from the run stage."""
 
@@ -107,13 +107,13 @@ class Evidence:
         have different labels, so each keeps its own folder; a constant written in the judge's code
         would make them overwrite each other's files.
 
-        Made below the pair's folder without following links (:func:`pptarena.safeio.ensure_dir`):
+        Made below the pair's folder without following links (:func:`pptarena.trust.safeio.ensure_dir`):
         a ``judges`` link an agent planted there is refused, never written through.
 
         :raises ValueError: for an empty label, or one with ``/`` or a leading ``.`` (the rule the
             config applies to labels): it would not name a folder of its own.
         """
-        from .safeio import ensure_dir
+        from .trust.safeio import ensure_dir
 
         if not isinstance(label, str) or not label or "/" in label or label.startswith("."):
             raise ValueError(
@@ -127,7 +127,7 @@ class Evidence:
         Pass the judge's own label, ``evidence.write_json(self.context.label, "counts.json", data)``,
         so two labels of one judge in a run keep separate files (see :meth:`judge_dir`).
         """
-        from .safeio import write_replacing
+        from .trust.safeio import write_replacing
 
         p = self.judge_dir(label) / name
         write_replacing(p, json.dumps(data, indent=2, ensure_ascii=False, default=str).encode("utf-8"))
@@ -180,7 +180,7 @@ class Evidence:
         """One image per slide of a deck (rendering failures raise :class:`InfraError`)."""
 
         def compute() -> list[SlideImage]:
-            from .safeio import ensure_dir
+            from .trust.safeio import ensure_dir
 
             deck = self._require(role)
             try:  # a renders folder the agent planted as a link is refused, never rendered into

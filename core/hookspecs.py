@@ -65,7 +65,7 @@ def register_agents(register: RegisterFn) -> None:
         and write the edited deck to ``workspace.output_deck``.
 
     ``edit`` receives a :class:`pptarena.AgentTask` (the task without its answer). Agents run in
-    a jailed worker (:mod:`pptarena.run.agent_jail`) that sees their own distribution and no host
+    a jailed worker (:mod:`pptarena.run.jail.agent_jail`) that sees their own distribution and no host
     folder; an agent under test is best installed in an environment of its own (``package = ...``
     in its ``[[agents]]`` table: the harness then never imports it). Only the user puts an agent in
     the harness's process (``trusted = true``). ``register`` also takes ``placement=``, ``inert=``
@@ -142,9 +142,9 @@ def register_reporters(register: RegisterFn) -> None:
 
     :param register: call ``register(name, ReporterClass)`` once per reporter.
         ``ReporterClass.Options`` validates a ``[[reporters]]`` table (minus ``use``
-        and ``label``); instances implement the :class:`pptarena.run.reporting.Reporter`
+        and ``label``); instances implement the :class:`pptarena.run.folder.reporting.Reporter`
         protocol: ``report(run) -> str | None``, called once when a run finishes with a
-        :class:`pptarena.run.reporting.FinishedRun` (the run folder, its config with secrets
+        :class:`pptarena.run.folder.reporting.FinishedRun` (the run folder, its config with secrets
         elided, manifest, per-pair rows, summary and ``report.html``), returning one line
         to show the user (where the run was logged) or None.
 

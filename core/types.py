@@ -247,7 +247,7 @@ class AgentLog:
 
     def write(self, event: str, **data: Any) -> None:
         """Record one event, e.g. ``log.write("model_call", model=..., usage=...)``."""
-        from .redact import redact_obj
+        from .trust.redact import redact_obj
 
         record = redact_obj({"t": round(time.time(), 3), "event": event, **data})
         with self._lock:

@@ -40,7 +40,7 @@ def corpus_dir() -> Path:
 @pytest.fixture
 def fake_plugins(monkeypatch, plugin_modules):
     """Registers tests/plugin_modules/fakeplugins.py (PPTARENA_PLUGINS) and resets the process registry."""
-    from pptarena.run.registry import reset_registry
+    from pptarena.run.configuration.registry import reset_registry
 
     monkeypatch.setenv("PPTARENA_PLUGINS", "fakeplugins")
     reset_registry()

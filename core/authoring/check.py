@@ -197,7 +197,7 @@ class _Job:
 class RubricChecker:
     """Runs rubrics on known-answer decks through the registry's ``rubric`` judge.
 
-    :param registry: the plugin registry (``pptarena.run.registry.get_registry()``).
+    :param registry: the plugin registry (``pptarena.run.configuration.registry.get_registry()``).
     :param cache_dir: cache folder for components.
     :param model: ``"<backend>/<model>"`` backing llm_call / vlm_call in leaves (None: those calls
         fail inside the leaf).

@@ -76,9 +76,9 @@ def open_author_env(
     A config used only for authoring may omit ``[dataset]`` and ``[[agents]]``.
     ``renderer`` overrides the config's renderer name.
     """
-    from pptarena.run.components import Components
-    from pptarena.run.config import ConfigError, parse_config
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.components import Components
+    from pptarena.run.configuration.config import ConfigError, parse_config
+    from pptarena.run.configuration.registry import get_registry
 
     registry = get_registry()
     data: dict[str, Any] = {}

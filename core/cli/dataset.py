@@ -235,9 +235,9 @@ _fetch()
 def export_command(ctx: click.Context, config_path: str, fmt: str, out_dir: Path) -> None:
     """Write the config's dataset to OUT_DIR in PPTArena's or PPT-Eval's layout."""
     from pptarena.cli.main import load_run_config
-    from pptarena.run.components import Components
+    from pptarena.run.configuration.components import Components
+    from pptarena.run.configuration.tasks import NothingSelectedError
     from pptarena.run.runner import select_tasks
-    from pptarena.run.tasks import NothingSelectedError
 
     config, registry = load_run_config(ctx, config_path, require_secrets=False)
     try:
@@ -336,9 +336,14 @@ def check_command(
     import sys
 
     from pptarena.cli.main import load_run_config
-    from pptarena.run.components import Components
-    from pptarena.run.datacheck import DATASET_ERRORS_EXIT, DataCheckError, check_tasks, render_roles
-    from pptarena.run.tasks import load_tasks, select_tasks
+    from pptarena.run.configuration.components import Components
+    from pptarena.run.configuration.datacheck import (
+        DATASET_ERRORS_EXIT,
+        DataCheckError,
+        check_tasks,
+        render_roles,
+    )
+    from pptarena.run.configuration.tasks import load_tasks, select_tasks
 
     config, registry = load_run_config(ctx, config_path, require_secrets=False)
     components = Components(config, registry)

@@ -38,7 +38,7 @@ def fetch_command(
     """Download the public files of dataset NAME (resumable; run again after an interruption)."""
     from pptarena.cli.main import registry_from
     from pptarena.fetch import Fetcher, FetchError
-    from pptarena.run.registry import AmbiguousComponentError, UnknownComponentError
+    from pptarena.run.configuration.registry import AmbiguousComponentError, UnknownComponentError
     from pptarena.types import PptArenaError
 
     registry = registry_from(ctx, warn=False)

@@ -36,7 +36,7 @@ def missing_folders(text: str) -> list[str]:
 def readiness(ctx: click.Context, path: Path) -> list[str]:
     """What still stands between the config at ``path`` and ``arena run`` (empty when nothing)."""
     from pptarena.cli.main import registry_from
-    from pptarena.run.config import ConfigError, load_config
+    from pptarena.run.configuration.config import ConfigError, load_config
 
     problems = [f"the folder in `{item}` does not exist" for item in missing_folders(path.read_text())]
     try:

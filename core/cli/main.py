@@ -20,7 +20,7 @@ from pptarena.cli import exit_codes
 from pptarena.cli.exit_codes import CONFIG_ERROR, NOTHING_SELECTED, ExitError
 
 if TYPE_CHECKING:  # the CLI imports the run's modules only when a command needs them
-    from pptarena.run.summary_record import Summary
+    from pptarena.run.folder.summary_record import Summary
 
 LAZY_COMMANDS = {
     "init": ("pptarena.cli.init", "init_command", "Write an example run config (`arena init --list`)."),
@@ -105,7 +105,7 @@ def registry_from(ctx: click.Context, warn: bool = True) -> Any:
     A command given ``--config`` first puts the config's folder on the import path
     (:func:`config_folder_on_path`), so ``PPTARENA_PLUGINS`` finds a plugin module kept beside it.
     """
-    from pptarena.run.registry import PluginLoadError, get_registry
+    from pptarena.run.configuration.registry import PluginLoadError, get_registry
 
     config_path = ctx.params.get("config_path")
     if config_path:
@@ -126,7 +126,7 @@ def load_run_config(ctx: click.Context, path: str, *, require_secrets: bool = Tr
     Commands that never call a model pass ``require_secrets=False``: they work without the
     config's ``{ env = VAR }`` secrets set.
     """
-    from pptarena.run.config import ConfigError, load_config
+    from pptarena.run.configuration.config import ConfigError, load_config
 
     config_folder_on_path(path)
     registry = registry_from(ctx)
@@ -203,7 +203,7 @@ def plugins_command(ctx: click.Context, as_json: bool) -> None:
 @click.pass_context
 def options_command(ctx: click.Context, kind: str, name: str, as_json: bool) -> None:
     """Show the options a component accepts in its config table (e.g. `arena options judge dual`)."""
-    from pptarena.run.registry import AmbiguousComponentError, UnknownComponentError
+    from pptarena.run.configuration.registry import AmbiguousComponentError, UnknownComponentError
 
     registry = registry_from(ctx, warn=False)
     try:
@@ -243,8 +243,8 @@ def tasks_command(
     ctx: click.Context, config_path: str, as_json: bool, limit: int | None, task_globs: tuple[str, ...]
 ) -> None:
     """List the tasks a config's dataset provides (exit code 3 when the selection holds none)."""
-    from pptarena.run.components import Components
-    from pptarena.run.tasks import NothingSelectedError, load_tasks, select_tasks
+    from pptarena.run.configuration.components import Components
+    from pptarena.run.configuration.tasks import NothingSelectedError, load_tasks, select_tasks
     from pptarena.types import PptArenaError
 
     config, registry = load_run_config(ctx, config_path, require_secrets=False)
@@ -371,9 +371,9 @@ def run_command(
       143  stopped by SIGTERM; run the same command again to resume
     """
     from pptarena.models.preflight import PreflightError
-    from pptarena.run.resume import choose_run_dir
+    from pptarena.run.configuration.tasks import NothingSelectedError
+    from pptarena.run.folder.resume import choose_run_dir
     from pptarena.run.runner import RunInterrupted, Runner
-    from pptarena.run.tasks import NothingSelectedError
     from pptarena.types import PptArenaError
 
     config, registry = load_run_config(ctx, config_path)
@@ -381,7 +381,7 @@ def run_command(
         config.run.preflight = False
     if batch:
         config.run.batch = True
-    from pptarena.run.trust import check_isolation
+    from pptarena.run.jail.boundary import check_isolation
 
     try:  # before any run folder is made (the runner checks again)
         check_isolation(config.agents, allow_weak_isolation or config.run.allow_weak_isolation)
@@ -465,9 +465,9 @@ def _finished_run_exit_code(runner: Any, resume: str) -> int:
 def _dataset_errors_code(runner: Any) -> int:
     """6 when the run skipped tasks for dataset errors (saying how many, and the command that lists
     them), else 0."""
-    from pptarena.run.datacheck import is_dataset_error
-    from pptarena.run.manifest_record import Manifest
-    from pptarena.run.rundir import RunDir
+    from pptarena.run.configuration.datacheck import is_dataset_error
+    from pptarena.run.folder.manifest_record import Manifest
+    from pptarena.run.folder.rundir import RunDir
 
     skipped = Manifest.read(RunDir(runner.run_dir).manifest).skipped
     broken = sorted({str(s.get("task_id")) for s in skipped if is_dataset_error(s.get("reason"))})
@@ -483,19 +483,20 @@ def _dataset_errors_code(runner: Any) -> int:
 
 
 def _check_selection(runner: Any) -> None:
-    """Raise :class:`~pptarena.run.tasks.NothingSelectedError` when the run's task globs and limit
+    """Raise :class:`~pptarena.run.configuration.tasks.NothingSelectedError` when the run's task globs and
+    limit
     select no task of its dataset (the runner selects again, once its run folder is locked)."""
-    from pptarena.run.tasks import load_tasks, select_tasks
+    from pptarena.run.configuration.tasks import load_tasks, select_tasks
 
     select_tasks(load_tasks(runner.components), runner.task_globs, runner.limit, check_files=False)
 
 
 def _log_to_reporters(config: Any, registry: Any, run_dir: Path, summary: Any) -> None:
     """Hand the finished run to the config's ``[[reporters]]`` (MLflow, W&B, ...); a reporter that
-    fails prints one warning line and changes nothing of the run (:mod:`pptarena.run.reporting`)."""
+    fails prints one warning line and changes nothing of the run (:mod:`pptarena.run.folder.reporting`)."""
     if not getattr(config, "reporters", None):
         return
-    from pptarena.run.reporting import report_run
+    from pptarena.run.folder.reporting import report_run
 
     for line in report_run(config, registry, run_dir, summary):
         click.echo(line, err=True)

@@ -19,10 +19,11 @@ def _no_models(ref: str) -> Any:
 def make_renderer(name: str, options: dict[str, Any], cache_dir: Path | None = None) -> Any:
     """Build renderer ``name`` through the plugin registry with ``options`` (a config-table dict).
 
-    :raises pptarena.run.registry.UnknownComponentError: for an unknown name (with "did you mean").
+    :raises pptarena.run.configuration.registry.UnknownComponentError: for an unknown name (with "did you
+    mean").
     :raises ComponentUnavailable: when the renderer cannot work here.
     """
-    from pptarena.run.components import default_cache_dir
+    from pptarena.run.configuration.components import default_cache_dir
 
     context = ComponentContext(
         cache_dir=Path(cache_dir) if cache_dir else default_cache_dir(),
@@ -43,7 +44,7 @@ def _registry_with_renderer(name: str) -> Any:
     import importlib.metadata as md
     import os
 
-    from pptarena.run.registry import GROUP, get_registry, load_registry
+    from pptarena.run.configuration.registry import GROUP, get_registry, load_registry
 
     if not os.environ.get("PPTARENA_PLUGINS"):
         eps = [ep for ep in md.entry_points(group=GROUP) if ep.name.startswith("renderers-")]

@@ -23,7 +23,8 @@ RUN_DIR = click.Path(exists=True, file_okay=False, path_type=Path, resolve_path=
 
 
 def warn_skipped_lines(data: RunData) -> None:
-    """Print one warning per result line a run's reader skipped (file and line; see pptarena.run.records)."""
+    """Print one warning per result line a run's reader skipped (file and line; see
+    pptarena.run.folder.records)."""
     for problem in data.problems:
         click.echo(f"warning: skipped a result line: {problem}", err=True)
 
@@ -147,7 +148,7 @@ def rescore_command(
     from pptarena.report.fileio import writing_into
     from pptarena.report.rescore import Rescorer
     from pptarena.report.tables import leaderboard_table, print_tables, rescore_table
-    from pptarena.run.config import ConfigError
+    from pptarena.run.configuration.config import ConfigError
     from pptarena.run.progress import Progress
     from pptarena.types import PptArenaError
 
@@ -332,8 +333,8 @@ def meta_eval_command(
     from pptarena.report.fileio import writing_into
     from pptarena.report.meta_eval import meta_eval
     from pptarena.report.tables import print_tables
-    from pptarena.run.config import ConfigError
-    from pptarena.run.rundir import RunDir
+    from pptarena.run.configuration.config import ConfigError
+    from pptarena.run.folder.rundir import RunDir
     from pptarena.types import PptArenaError
 
     if labels_path is None and not repeat:

@@ -180,7 +180,7 @@ class Package:
         self._total = 0
         self._xml: dict[str, etree._Element] = {}
         self._rels: dict[str, dict[str, Rel]] = {}
-        from ..safeio import UnsafeFileError, open_regular
+        from ..trust.safeio import UnsafeFileError, open_regular
 
         try:  # only a regular file: a FIFO would block for ever, a device (/dev/zero) never ends
             fd = open_regular(self.path, MAX_FILE_BYTES, follow_links=True)

@@ -18,8 +18,8 @@ from itertools import combinations
 from pathlib import Path
 
 from pptarena.label.store import PROTOCOLS, Campaign, CampaignError, create_campaign
-from pptarena.run.records import ResultRow
-from pptarena.run.rundir import RESULTS
+from pptarena.run.folder.records import ResultRow
+from pptarena.run.folder.rundir import RESULTS
 
 ANNOTATOR_NAME = re.compile(r"^[A-Za-z0-9_.@-]{1,64}$")
 CAMPAIGNS_DIR = "campaigns"
@@ -41,7 +41,7 @@ def parse_annotators(text: str) -> list[str]:
 def attempts(run_dirs: list[Path]) -> list[tuple[int, ResultRow]]:
     """(run index, result row) of every attempt that left a prediction deck."""
     from pptarena.report.rescore import prediction_path
-    from pptarena.run.results import read_results
+    from pptarena.run.folder.results import read_results
 
     out = []
     for i, run in enumerate(run_dirs):

@@ -183,8 +183,8 @@ class _RunSources:
     def rows(self, run: str) -> dict[tuple[str, str, int], Any]:
         """The run's result rows by (task, agent, epoch)."""
         if run not in self._rows:
-            from pptarena.run.results import read_results
-            from pptarena.run.rundir import RESULTS
+            from pptarena.run.folder.results import read_results
+            from pptarena.run.folder.rundir import RESULTS
 
             try:
                 rows = read_results(Path(run) / RESULTS)
@@ -197,9 +197,9 @@ class _RunSources:
         """The run dataset's tasks by id (empty when the dataset cannot be loaded)."""
         if run not in self._tasks:
             from pptarena.report.data import tasks_or_problem
-            from pptarena.run.manifest_record import Manifest
-            from pptarena.run.registry import get_registry
-            from pptarena.run.rundir import MANIFEST
+            from pptarena.run.configuration.registry import get_registry
+            from pptarena.run.folder.manifest_record import Manifest
+            from pptarena.run.folder.rundir import MANIFEST
 
             self._tasks[run], _ = tasks_or_problem(Manifest.read(Path(run) / MANIFEST), get_registry())
         return self._tasks[run]
@@ -211,14 +211,14 @@ class _RunSources:
         if run not in self._budgets:
             from pptarena.report.data import run_config
             from pptarena.report.renders import RenderBudget
-            from pptarena.run.manifest_record import Manifest
-            from pptarena.run.registry import get_registry
-            from pptarena.run.rundir import MANIFEST
+            from pptarena.run.configuration.registry import get_registry
+            from pptarena.run.folder.manifest_record import Manifest
+            from pptarena.run.folder.rundir import MANIFEST
 
             manifest = Manifest.read(Path(run) / MANIFEST)
 
             def make() -> Any:
-                from pptarena.run.components import Components
+                from pptarena.run.configuration.components import Components
 
                 registry = get_registry()
                 return Components(run_config(manifest, registry), registry).renderer()
@@ -229,7 +229,7 @@ class _RunSources:
     def view(self, run: str, task_id: str, agent: str, epoch: int) -> Any:
         """The :class:`pptarena.report.renders.PairView` of one attempt (notes when it is gone)."""
         from pptarena.report.renders import PairView, pair_decks, pair_view
-        from pptarena.run.rundir import RunDir
+        from pptarena.run.folder.rundir import RunDir
 
         row = self.rows(run).get((task_id, agent, epoch))
         if row is None:

@@ -152,8 +152,8 @@ def current_instructions(campaign: Campaign) -> Instructions | None:
 
 def hidden_names(campaign: Campaign) -> list[str]:
     """The names a blind campaign's instructions must not show (see the module doc), longest first."""
-    from pptarena.run.manifest_record import Manifest
-    from pptarena.run.rundir import MANIFEST
+    from pptarena.run.folder.manifest_record import Manifest
+    from pptarena.run.folder.rundir import MANIFEST
 
     names: set[str] = set()
     for it in campaign.items.values():

@@ -29,7 +29,7 @@ from pptarena.label.agreement import choice_agreement, scale_agreement
 from pptarena.label.gold_items import DEFAULT_MIN_ACCURACY, accuracy
 from pptarena.label.scales import ABSOLUTE_SCALES
 from pptarena.label.store import Campaign
-from pptarena.run.rundir import RESULTS
+from pptarena.run.folder.rundir import RESULTS
 
 HUMAN_SERIES = {
     "if": lambda name: not name.endswith(".vq_score"),
@@ -128,7 +128,7 @@ def run_series(results: Path) -> dict[str, Any]:
     again only when the file changed (its path, inode, size and mtime): a campaign's statistics are
     recomputed on each new label, the run's results seldom change. The dict is shared: read it only."""
     from pptarena.report.meta_eval import judge_series
-    from pptarena.run.results import read_results
+    from pptarena.run.folder.results import read_results
 
     if not results.is_file():
         return {}

@@ -4,14 +4,15 @@
 its pipes to the SDK's own stdio client (:meth:`JailedServer.transport`, a transport for
 ``mcp.Client``). The process runs
 
-* under bubblewrap (:func:`pptarena.isolation.command`, the same command line the code sandbox
+* under bubblewrap (:func:`pptarena.trust.isolation.command`, the same command line the code sandbox
   builds): no network, a read-only view of the system folders, of the Python interpreter with the
   MCP SDK and its requirements (:func:`server_python_view`) and of the folders named in
   ``read_only`` (plus the installation of a program named by an absolute path), a tmpfs ``/tmp``;
   the pair's server folder ``workdir`` is its only writable folder and its working directory;
 * in a cgroup of its own with a process cap and a memory cap for all its processes together
-  (:class:`pptarena.limits.SandboxCgroup`; where no cgroup can be made, a host uid of its own), and
-  with per-process CPU-time, address-space and file-size limits (:func:`pptarena.sandbox.rlimit_values`);
+  (:class:`pptarena.trust.limits.SandboxCgroup`; where no cgroup can be made, a host uid of its own), and
+  with per-process CPU-time, address-space and file-size limits
+  (:func:`pptarena.trust.sandbox.rlimit_values`);
 * with the environment the SDK's client passes (its few safe variables) plus ``HOME`` and
   ``TMPDIR`` and the spec's own ``env``; nothing else of the harness's environment.
 
@@ -23,7 +24,7 @@ process of the server (the cgroup, or the uid) whatever the client did.
 
 Where bubblewrap is unusable the server is refused (:class:`ServerJailUnavailable`) unless the
 caller allows weak isolation; it then runs under the sandbox's weaker mechanism
-(:func:`pptarena.sandbox.fallback_argv`: ``unshare`` where possible) and :attr:`JailedServer.isolation`
+(:func:`pptarena.trust.sandbox.fallback_argv`: ``unshare`` where possible) and :attr:`JailedServer.isolation`
 and :attr:`JailedServer.notes` say so.
 """
 
@@ -39,8 +40,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from pptarena import isolation
-from pptarena.limits import SandboxCgroup
+from pptarena.trust import isolation
+from pptarena.trust.limits import SandboxCgroup
 from pptarena.types import InfraError
 
 from .servers import McpServerSpec
@@ -75,7 +76,7 @@ def jail_argv(
 ) -> list[str]:
     """The bubblewrap command line running ``argv`` with ``workdir`` (a host folder, bound at its own
     path) as its only writable folder and working directory (see the module doc)."""
-    from pptarena.sandbox import program_read_only
+    from pptarena.trust.sandbox import program_read_only
 
     jail = isolation.Jail(
         workdir=workdir,
@@ -145,7 +146,7 @@ class JailedServer:
                 cmd = jail_argv(argv, self.workdir, self.limits, self.read_only, self._env)
                 self.isolation = isolation.BWRAP_LEVEL
             else:
-                from pptarena.sandbox import SandboxLimits, fallback_argv
+                from pptarena.trust.sandbox import SandboxLimits, fallback_argv
 
                 cmd, net, fs = fallback_argv(argv, self.workdir, SandboxLimits(), [], self.notes)
                 self.isolation = "unshare" if net and fs else "rlimits"
@@ -154,7 +155,7 @@ class JailedServer:
                     f"{self.isolation!r} (it can read the user's files)"
                 )
             if self._group.uid is not None:
-                from pptarena.sandbox import as_sandbox_uid
+                from pptarena.trust.sandbox import as_sandbox_uid
 
                 cmd, mounts = as_sandbox_uid(cmd, self.workdir, self._private, self._group.uid, use_bwrap)
             self.notes += self._group.notes
@@ -168,7 +169,7 @@ class JailedServer:
 
     def _launcher(self, cmd: list[str], mounts: list[tuple[str, str]]) -> list[str]:
         """The command the SDK's client starts: this module's launcher with the plan for ``cmd``."""
-        from pptarena.sandbox import SandboxLimits, rlimit_values
+        from pptarena.trust.sandbox import SandboxLimits, rlimit_values
 
         group = self._group
         assert group is not None
@@ -205,8 +206,8 @@ class JailedServer:
 
     def stderr_tail(self, limit: int = 2000) -> str:
         """The end of what the server wrote to stderr (for an error message)."""
-        from pptarena.redact import redact_text
-        from pptarena.safeio import read_tail
+        from pptarena.trust.redact import redact_text
+        from pptarena.trust.safeio import read_tail
 
         try:
             return redact_text(read_tail(self.stderr_path, limit).decode("utf-8", errors="replace"))

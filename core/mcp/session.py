@@ -8,7 +8,7 @@ leaves the working copy as it was and a killed server leaves a whole deck. ``out
 --out``) gets the same atomic copy after every successful edit.
 
 The working copy may live in a folder another party can write (a pair's workspace, shared with a
-jailed agent): it is read and replaced only through :mod:`pptarena.safeio` below that folder
+jailed agent): it is read and replaced only through :mod:`pptarena.trust.safeio` below that folder
 (no link followed, no FIFO or device opened, sizes capped), and the folder itself must stay the
 folder the session was started with (same device and inode; a folder swapped for a link is
 refused). Tools read a private snapshot taken that way, never the working copy's path.
@@ -121,8 +121,8 @@ class DeckSession:
         log: AgentLog | None = None,
         limits: ToolLimits | None = None,
     ):
-        from pptarena import safeio
         from pptarena.deck import summarize
+        from pptarena.trust import safeio
 
         self.input_deck = Path(input_deck).absolute()
         self.limits = limits or ToolLimits()
@@ -218,7 +218,7 @@ class DeckSession:
 
     def _open_work_folder(self) -> int:
         """A descriptor of the working folder, checked to be the folder the session started with."""
-        from pptarena import safeio
+        from pptarena.trust import safeio
 
         folder = self.work_deck.parent
         try:
@@ -238,7 +238,7 @@ class DeckSession:
 
         :raises ToolFailure: the working copy is a link, not a regular file, missing or too big.
         """
-        from pptarena import safeio
+        from pptarena.trust import safeio
 
         fd = self._open_work_folder()
         try:
@@ -288,7 +288,7 @@ class DeckSession:
 
     def _replace_work(self, source: Path) -> None:
         """Write ``source`` beside the working copy under a fresh name and rename it over it."""
-        from pptarena import safeio
+        from pptarena.trust import safeio
 
         fd = self._open_work_folder()
         try:
@@ -300,7 +300,7 @@ class DeckSession:
     def publish(self) -> None:
         """Copy the working copy to ``out`` atomically (new file + rename in ``out``'s folder); no-op
         without ``out``. Done after every successful edit, and by ``arena mcp`` at start."""
-        from pptarena import safeio
+        from pptarena.trust import safeio
 
         if self.out is None:
             return

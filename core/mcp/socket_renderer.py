@@ -264,7 +264,7 @@ class RenderService:
     def _render(self, data: bytes) -> tuple[list[dict[str, Any]], list[bytes]]:
         """Render the bytes as a deck in a private folder; the images' JSON and their PNG bytes."""
         from pptarena.deck import DeckError
-        from pptarena.render_guard import check_deck
+        from pptarena.trust.render_guard import check_deck
 
         work = Path(tempfile.mkdtemp(prefix="pptarena-render-service-"))
         try:

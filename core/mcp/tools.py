@@ -17,7 +17,7 @@ from pptarena.mcp.session import DeckSession, Reply, ToolFailure
 TEXT_SUFFIXES = (".xml", ".rels", ".vml", ".txt")
 
 # The sandboxed program: DECK_PATH is a writable copy of the working copy; when the program
-# changed it, the harness takes it back on a pipe (see pptarena.sandbox.run_python).
+# changed it, the harness takes it back on a pipe (see pptarena.trust.sandbox.run_python).
 RUNNER = """
 import hashlib, os, runpy, shutil
 _deck = os.path.abspath("deck.pptx")
@@ -283,8 +283,8 @@ def write_part(session: DeckSession, name: str, xml: str) -> Reply:
 def run_python(session: DeckSession, code: str) -> Reply:
     """Run a python-pptx program in the sandbox on a copy of the working copy (``DECK_PATH``);
     when it saves ``DECK_PATH``, that deck becomes the working copy."""
-    from pptarena.sandbox import SandboxLimits
-    from pptarena.sandbox import run_python as sandboxed
+    from pptarena.trust.sandbox import SandboxLimits
+    from pptarena.trust.sandbox import run_python as sandboxed
 
     limits = session.limits
     if len(code) > limits.max_program_chars:

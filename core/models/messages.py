@@ -413,16 +413,16 @@ def rate_headers_of(headers: Mapping[str, str] | Iterable[tuple[str, str]] | Non
 
 def redact_secrets(text: str, secrets: Iterable[str | None]) -> str:
     """``text`` with every secret (and its 8+ character head or tail) replaced by ``***``: the
-    run's one redactor (:func:`pptarena.redact.redact_text`) in its mode for provider messages."""
-    from pptarena.redact import redact_text
+    run's one redactor (:func:`pptarena.trust.redact.redact_text`) in its mode for provider messages."""
+    from pptarena.trust.redact import redact_text
 
     return redact_text(text, list(secrets), fragments=True)
 
 
 def redact_messages(messages: list[Any]) -> list[Any]:
-    """Chat messages (:class:`Message`) with secrets (:func:`pptarena.redact.secrets`) masked in
+    """Chat messages (:class:`Message`) with secrets (:func:`pptarena.trust.redact.secrets`) masked in
     their text parts, tool results included; other parts (images) and other objects pass unchanged."""
-    from pptarena.redact import redact_text, secrets
+    from pptarena.trust.redact import redact_text, secrets
 
     known = secrets()
     if not known:

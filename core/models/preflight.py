@@ -5,7 +5,7 @@ model) fails here instead, in seconds and with one line per problem, before any 
 
 Which models a run uses (:func:`models_in_use`): the ``"<backend>/<model>"`` values of its agents'
 and judges' options: fields typed :data:`~pptarena.models.ModelRef` (what the config check and
-the judge fingerprints read, :func:`pptarena.run.config_options.model_refs`), and plain string
+the judge fingerprints read, :func:`pptarena.run.configuration.config_options.model_refs`), and plain string
 options (an agent from its own environment has no typed fields) whose value looks like
 ``<backend>/<model>`` with ``backend`` a ``[backends.NAME]`` table of the config.
 
@@ -130,7 +130,7 @@ def _string_refs(options: BaseModel, configured: Iterable[str]) -> set[str]:
 def models_in_use(config: Any, kinds: Iterable[str] = ("agents", "judges")) -> dict[str, list[str]]:
     """``{backend: [models]}`` the config's components of ``kinds`` (``agents``, ``judges``) name in
     their options (see the module docstring), sorted."""
-    from pptarena.run.config_options import model_refs
+    from pptarena.run.configuration.config_options import model_refs
 
     comps = [c for kind in kinds for c in getattr(config, kind, None) or []]
     configured = list(getattr(config, "backends", None) or {})
@@ -184,7 +184,7 @@ def _in_threads(jobs: Mapping[Any, Callable[[], Any]], seconds: float) -> dict[A
 def _secrets_of(backend: Any, options: Any) -> list[str]:
     """What a failure message must not show: the backend's own secrets and its options' SecretStr
     values (keys, secret headers)."""
-    from pptarena.redact import secrets
+    from pptarena.trust.redact import secrets
 
     found = [str(s) for s in getattr(backend, "_secrets", None) or [] if s]
 
@@ -319,7 +319,7 @@ def preflight(
     uses = models_in_use(config, kinds)
     if not uses:
         return PreflightReport()
-    from pptarena.run.components import Components
+    from pptarena.run.configuration.components import Components
 
     made: list[Any] = []
 

@@ -371,7 +371,8 @@ def _row_cost(row: Any) -> dict[str, Any] | None:
 
 
 def cost_of_rows(rows: Iterable[Any]) -> dict[str, Any]:
-    """Totals over result lines (:class:`pptarena.run.records.ResultRow`: their ``cost`` and ``usage``):
+    """Totals over result lines (:class:`pptarena.run.folder.records.ResultRow`: their ``cost`` and
+    ``usage``):
     ``usd`` (None when unknown), ``known_usd``, ``agent`` and per-``judges`` parts.
 
     Lines from before cost accounting with token usage count as unknown.

@@ -7,7 +7,7 @@ such as a re-score's ``structural-lenient``):
 
 * ``diff``: mean over common tasks of (per-task mean score in B) - (per-task mean score in A),
   with a 95% bootstrap interval over tasks and the paired sign-flip permutation p-value
-  (see :mod:`pptarena.run.stats`);
+  (see :mod:`pptarena.run.statistics.stats`);
 * ``tau_b``: Kendall's tau_b between the two runs' per-task scores (how well B orders the tasks
   like A does; ties corrected);
 * ``moved``: the tasks whose score changed most.
@@ -26,8 +26,8 @@ from typing import Any
 from pptarena.report.data import load_run
 from pptarena.report.meta_stats import kendall_tau_b
 from pptarena.report.tables import TableData, ci_text, comparison_tables, fmt, p_text, signed
-from pptarena.run.stats import DEFAULT_N_BOOT, DEFAULT_SEED, paired_comparison, task_means
-from pptarena.run.summary_record import Summary
+from pptarena.run.folder.summary_record import Summary
+from pptarena.run.statistics.stats import DEFAULT_N_BOOT, DEFAULT_SEED, paired_comparison, task_means
 
 MOVED = 5
 LEFT_OUT_EXAMPLES = 5

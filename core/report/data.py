@@ -17,11 +17,11 @@ from typing import Any
 
 from pptarena.report.fileio import read_regular
 from pptarena.report.pairfiles import PairFiles
-from pptarena.run.manifest_record import Manifest
-from pptarena.run.records import ResultLineProblem, ResultRow
-from pptarena.run.results import read_results  # noqa: F401 - re-exported for report modules
-from pptarena.run.rundir import VERDICTS, RunDir
-from pptarena.run.summary_record import Summary
+from pptarena.run.folder.manifest_record import Manifest
+from pptarena.run.folder.records import ResultLineProblem, ResultRow
+from pptarena.run.folder.results import read_results  # noqa: F401 - re-exported for report modules
+from pptarena.run.folder.rundir import VERDICTS, RunDir
+from pptarena.run.folder.summary_record import Summary
 from pptarena.types import PptArenaError, Task
 
 MAX_JSON_BYTES = 64 * 1024 * 1024
@@ -132,12 +132,12 @@ class RunData:
 
 def stored_summary(path: Path, rows: list[ResultRow], statistics: dict[str, Any]) -> Summary | None:
     """``summary.json`` when it summarizes exactly ``rows`` with these ``statistics`` options and this
-    code's summary revision (its ``source``, :func:`pptarena.run.results.rows_source`), else None.
+    code's summary revision (its ``source``, :func:`pptarena.run.folder.results.rows_source`), else None.
 
     What the runner added beside the figures (``budget``, ``isolation``) is left out, so the result
-    equals what :func:`pptarena.run.results.summarize_results` would return.
+    equals what :func:`pptarena.run.folder.results.summarize_results` would return.
     """
-    from pptarena.run.results import SCHEMA_VERSION, rows_source
+    from pptarena.run.folder.results import SCHEMA_VERSION, rows_source
 
     if not path.is_file():
         return None
@@ -169,8 +169,8 @@ def load_run(run_dir: Path, *, with_rescores: bool = True) -> RunData:
 
     :raises RunDirError: when the folder has no results file or a file is unreadable.
     """
-    from pptarena.run.results import summarize_results
-    from pptarena.run.summary_stats import stats_options
+    from pptarena.run.folder.results import summarize_results
+    from pptarena.run.statistics.summary_stats import stats_options
 
     run_dir = Path(run_dir)
     layout = RunDir(run_dir)
@@ -199,14 +199,14 @@ def load_run(run_dir: Path, *, with_rescores: bool = True) -> RunData:
 
 
 def run_config(manifest: Manifest, registry: Any, config_path: Path | None = None) -> Any:
-    """The run's :class:`pptarena.run.config.RunConfig`, rebuilt from the manifest.
+    """The run's :class:`pptarena.run.configuration.config.RunConfig`, rebuilt from the manifest.
 
     Relative paths resolve against the original config's folder (``manifest["config_path"]``).
     With ``config_path`` the given TOML file is loaded instead.
 
-    :raises pptarena.run.config.ConfigError: when the stored config no longer validates.
+    :raises pptarena.run.configuration.config.ConfigError: when the stored config no longer validates.
     """
-    from pptarena.run.config import ConfigError, load_config, parse_config
+    from pptarena.run.configuration.config import ConfigError, load_config, parse_config
 
     if config_path is not None:
         return load_config(config_path, registry)
@@ -218,9 +218,10 @@ def run_config(manifest: Manifest, registry: Any, config_path: Path | None = Non
 
 
 def load_run_tasks(config: Any, registry: Any) -> dict[str, Task]:
-    """The run dataset's tasks by id (built through :class:`pptarena.run.components.Components`)."""
-    from pptarena.run.components import Components
-    from pptarena.run.tasks import load_tasks
+    """The run dataset's tasks by id (built through
+    :class:`pptarena.run.configuration.components.Components`)."""
+    from pptarena.run.configuration.components import Components
+    from pptarena.run.configuration.tasks import load_tasks
 
     return {t.id: t for t in load_tasks(Components(config, registry))}
 

@@ -3,7 +3,7 @@
 A report of 10,000 pairs reads some 20,000 small files (``verdicts.json``, ``agent.log.jsonl``);
 through :class:`pathlib.Path` and :func:`open` each read costs a stat, an open, an fstat, an
 ioctl, a seek and a text decoder around the read. :func:`read_regular` opens the file once
-(:func:`pptarena.safeio.read_regular`), checks it is a regular file (never following a link an
+(:func:`pptarena.trust.safeio.read_regular`), checks it is a regular file (never following a link an
 agent left, never blocking on a FIFO or reading a device) and reads its bytes.
 
 It rewrites hundreds of task pages. Replacing a file by renaming a temporary copy over it (or
@@ -35,11 +35,11 @@ def read_regular(
     """The bytes of ``path`` when it is a regular file of at most ``limit`` bytes; None when it is
     missing, a link, not a regular file, larger, or unreadable.
 
-    Pair folders hold what agents wrote: links are never followed (:mod:`pptarena.safeio`); with
+    Pair folders hold what agents wrote: links are never followed (:mod:`pptarena.trust.safeio`); with
     ``root`` (the pair's folder) no folder between it and the file is followed either.
     """
-    from pptarena.safeio import UnsafeFileError
-    from pptarena.safeio import read_regular as read_checked
+    from pptarena.trust.safeio import UnsafeFileError
+    from pptarena.trust.safeio import read_regular as read_checked
 
     try:
         return read_checked(os.fspath(path), limit, root=root)
@@ -51,7 +51,7 @@ def open_text(path: str | os.PathLike[str], root: str | os.PathLike[str] | None 
     """``path`` opened for reading as text (UTF-8, bad bytes replaced) when it is a regular file
     reached without following a link (see :func:`read_regular`), else None. For large files read
     as a stream."""
-    from pptarena.safeio import UnsafeFileError, open_regular
+    from pptarena.trust.safeio import UnsafeFileError, open_regular
 
     try:
         fd = open_regular(path, root=root)
@@ -62,7 +62,7 @@ def open_text(path: str | os.PathLike[str], root: str | os.PathLike[str] | None 
 
 def is_regular(path: str | os.PathLike[str], root: str | os.PathLike[str] | None = None) -> bool:
     """Whether ``path`` is a regular file reached without following a link (see :func:`read_regular`)."""
-    from pptarena.safeio import UnsafeFileError, open_regular
+    from pptarena.trust.safeio import UnsafeFileError, open_regular
 
     try:
         os.close(open_regular(path, root=root))

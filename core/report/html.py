@@ -32,10 +32,10 @@ from pptarena.report.verdicts import (
     trajectory_html,
     verdict_html,
 )
-from pptarena.run.records import ResultRow
-from pptarena.run.rundir import REPORT
+from pptarena.run.folder.records import ResultRow
+from pptarena.run.folder.rundir import REPORT
 
-REPORT_NAME = REPORT  # the run folder's report file (pptarena.run.rundir)
+REPORT_NAME = REPORT  # the run folder's report file (pptarena.run.folder.rundir)
 DEFAULT_MAX_RENDERS = 120
 
 CSS = """
@@ -263,7 +263,7 @@ def _epoch(row: ResultRow) -> int:
 def later_attempt_html(data: RunData, task: Any, row: ResultRow) -> str:
     """A folded section for an attempt after epoch 1: its error, its edits (as text, no renders),
     its verdicts and its agent log (a deterministic agent's reused line only says so)."""
-    from pptarena.run.rundir import RunDir
+    from pptarena.run.folder.rundir import RunDir
 
     agent, task_id, epoch = row.key
     folder = RunDir(data.run_dir).attempt(agent, task_id, epoch)
@@ -380,7 +380,7 @@ def write_report(
     problems: list[str] = []
     components = None
     if registry is None:
-        from pptarena.run.registry import get_registry
+        from pptarena.run.configuration.registry import get_registry
 
         registry = get_registry()
     tasks, problem = tasks_or_problem(data.manifest, registry)
@@ -391,7 +391,7 @@ def write_report(
 
         def make_renderer() -> Any:
             nonlocal components
-            from pptarena.run.components import Components
+            from pptarena.run.configuration.components import Components
 
             components = Components(run_config(data.manifest, registry), registry)
             return components.renderer()
@@ -410,7 +410,7 @@ def write_report(
     finally:
         if components is not None:
             components.close()
-    from pptarena.redact import redact_text
+    from pptarena.trust.redact import redact_text
 
     tmp = out.with_name(f".{out.name}.{os.getpid()}.tmp")
     tmp.write_text(redact_text(page), encoding="utf-8")

@@ -41,8 +41,8 @@ from pptarena.report.meta_stats import (
     spearman,
     stability,
 )
-from pptarena.run.records import MAX_EPOCH, ResultRow
-from pptarena.run.rundir import RunDir
+from pptarena.run.folder.records import MAX_EPOCH, ResultRow
+from pptarena.run.folder.rundir import RunDir
 from pptarena.types import PptArenaError, Status
 
 MAX_LABEL_BYTES = 20 * 1024 * 1024
@@ -334,8 +334,8 @@ def repeat_judges(
     """
     from pptarena.report.data import load_run, load_run_tasks, run_config
     from pptarena.report.rescore import RescoreError, judges_config, prediction_path
-    from pptarena.run.components import Components
-    from pptarena.run.config import model_refs
+    from pptarena.run.configuration.components import Components
+    from pptarena.run.configuration.config import model_refs
     from pptarena.run.judging import judge_prediction
     from pptarena.types import Prediction
 
@@ -416,7 +416,7 @@ def meta_eval(
     (also written to ``out``, by default ``RUN_DIR/meta-eval/meta_eval.json``).
     """
     from pptarena.report.data import load_run
-    from pptarena.run.results import write_json_atomic
+    from pptarena.run.folder.results import write_json_atomic
 
     run_dir = Path(run_dir).absolute()
     data = load_run(run_dir, with_rescores=False)
@@ -448,7 +448,7 @@ def meta_eval(
         pairs = {lab.key for lab in labels}
     if repeat:
         if registry is None:
-            from pptarena.run.registry import get_registry
+            from pptarena.run.configuration.registry import get_registry
 
             registry = get_registry()
         stab, warnings = repeat_judges(run_dir, registry, repeat, config_path=config_path, pairs=pairs)

@@ -27,13 +27,20 @@ from pathlib import Path
 from typing import Any
 
 from pptarena.report.pairfiles import folder_unchanged, stat_key
-from pptarena.run.records import ResultRow
+from pptarena.run.folder.records import ResultRow
 
 RECORD_NAME = "page-inputs.json"
 RECORD_VERSION = 1
 MAX_RECORD_BYTES = 256 * 1024 * 1024
 #: the modules (below the package) whose code shapes a task page
-CODE_FILES = ("report/*.py", "redact.py", "safeio.py", "run/records.py", "run/rundir.py", "_version.py")
+CODE_FILES = (
+    "report/*.py",
+    "redact.py",
+    "safeio.py",
+    "run/folder/records.py",
+    "run/folder/rundir.py",
+    "_version.py",
+)
 
 
 @lru_cache(maxsize=1)
@@ -118,7 +125,7 @@ def load_record(folder: Path) -> dict[str, Any]:
 
 def save_record(folder: Path, pages: dict[str, Any]) -> None:
     """Replace the record in ``folder`` (a new file renamed over the old: never half-written)."""
-    from pptarena.safeio import write_replacing
+    from pptarena.trust.safeio import write_replacing
 
     data = json.dumps({"version": RECORD_VERSION, "pages": pages}, separators=(",", ":"))
     write_replacing(folder / RECORD_NAME, data.encode("utf-8", errors="surrogatepass"))

@@ -23,8 +23,8 @@ from pptarena.report.forkwork import run_shared
 from pptarena.report.renders import RenderBudget
 from pptarena.report.tables import TableData
 from pptarena.report.verdicts import esc
-from pptarena.run.records import ResultRow
-from pptarena.run.rundir import REPORT_PAGES
+from pptarena.run.folder.records import ResultRow
+from pptarena.run.folder.rundir import REPORT_PAGES
 
 PAGES_DIR = REPORT_PAGES
 TASKS_PER_PAGE = 20  # tasks on one page: few files to write (file creation is the cost on busy disks)
@@ -127,7 +127,7 @@ def write_pages(
     count = max(1, -(-len(order) // TASKS_PER_PAGE))
     links = {t: f"{PAGES_DIR}/{page_name(k // TASKS_PER_PAGE + 1)}" for k, t in enumerate(order)}
 
-    from pptarena.redact import redact_text, secrets
+    from pptarena.trust.redact import redact_text, secrets
 
     known = secrets()  # every page leaves the run like report.html does: through the redactor
     agents = list(data.manifest.agents)

@@ -2,7 +2,7 @@
 
 A 10,000-pair report reads some 30,000 small files from pair folders (``verdicts.json``,
 ``agent.log.jsonl``, a missing ``trajectory/trajectory.jsonl``). :class:`PairFiles` opens the pair's
-folder once (:func:`pptarena.safeio.open_folder`: walked from the run folder with ``O_NOFOLLOW``, so
+folder once (:func:`pptarena.trust.safeio.open_folder`: walked from the run folder with ``O_NOFOLLOW``, so
 a pair folder, or a folder on its way, replaced by a link is refused) and reads each file relative
 to it (``openat``, ``O_NOFOLLOW``, regular files only, size caps), instead of walking each file's
 path from the top again. Inside :func:`held_parents` the ``tasks/<agent>`` folders are held open
@@ -21,7 +21,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from pptarena.safeio import Folder, UnsafeFileError, open_dir, open_folder, read_open
+from pptarena.trust.safeio import Folder, UnsafeFileError, open_dir, open_folder, read_open
 
 #: a pair folder that could not be opened: missing, or refused (a link, or not a folder)
 MISSING = "missing"

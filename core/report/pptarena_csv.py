@@ -23,7 +23,7 @@ from pathlib import Path
 from typing import Any
 
 from pptarena.report.data import RunData
-from pptarena.run.split_figures import IF_KEY, VQ_KEY, dual_judges
+from pptarena.run.statistics.split_figures import IF_KEY, VQ_KEY, dual_judges
 from pptarena.types import PptArenaError, Status
 
 COLUMNS = [

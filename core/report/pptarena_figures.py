@@ -1,7 +1,7 @@
 """PPTArena's leaderboard figures as tables (terminal and ``report.html``).
 
 The figures are computed with the summary (``summary.json`` ``leaderboard_splits``, see
-:mod:`pptarena.run.split_figures`) for runs whose dataset describes its published splits (the
+:mod:`pptarena.run.statistics.split_figures`) for runs whose dataset describes its published splits (the
 ``pptarena`` dataset) and whose judge gives IF and VQ scores (the ``dual`` judge). Per split (the
 Full Set, the subset the dataset's ``subset`` option names) one table ranks the agents by score %
 as PPTArena's leaderboard does, and one gives the same figures per category.
@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any, NamedTuple
 
-from pptarena.run.summary_record import Summary
+from pptarena.run.folder.summary_record import Summary
 
 
 class Table(NamedTuple):

@@ -9,7 +9,7 @@ config) into the same folders, so ``report.html`` refers to them relatively.
 
 A pair's folder holds what its agent wrote: the decks and renders are taken only when they are
 regular files reached without following a link (:mod:`pptarena.report.fileio`), and a render
-folder that is a link the agent planted is never rendered into (:func:`pptarena.safeio.ensure_dir`).
+folder that is a link the agent planted is never rendered into (:func:`pptarena.trust.safeio.ensure_dir`).
 """
 
 from __future__ import annotations
@@ -22,8 +22,8 @@ from typing import Any
 from pptarena.render import slide_file_name
 from pptarena.report.fileio import is_regular
 from pptarena.report.pairfiles import PairFiles, mark_volatile
-from pptarena.run.records import ResultRow
-from pptarena.run.rundir import INPUT, RENDERS
+from pptarena.run.folder.records import ResultRow
+from pptarena.run.folder.rundir import INPUT, RENDERS
 
 MAX_CHANGED_ROWS = 8
 MAX_DIFF_CHARS = 20_000
@@ -183,7 +183,7 @@ def existing_renders(out_dir: Path, numbers: list[int], root: Path | None = None
 def pair_view(decks: PairDecks, budget: RenderBudget | None) -> PairView:
     """Diffs as text, changed slides and their images for one pair (problems noted, never raised)."""
     from pptarena.deck import diff_decks
-    from pptarena.safeio import UnsafeFileError, ensure_dir
+    from pptarena.trust.safeio import UnsafeFileError, ensure_dir
 
     view = PairView()
     pred_diff = target_diff = None

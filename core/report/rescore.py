@@ -29,13 +29,13 @@ from typing import Any
 from pptarena.models.pricing import pair_cost
 from pptarena.report.data import RunData, load_run, load_run_tasks, read_json, run_config
 from pptarena.run.attempts import attempt_dir, reused_rows, row_dir
-from pptarena.run.fingerprint import cached_fingerprint, check_fingerprints
+from pptarena.run.folder.fingerprint import cached_fingerprint, check_fingerprints
+from pptarena.run.folder.manifest_record import Manifest
+from pptarena.run.folder.records import ResultRow
+from pptarena.run.folder.results import SCHEMA_VERSION, ResultsStore, summarize_results, write_json_atomic
+from pptarena.run.folder.rundir import VERDICTS, RunDir
+from pptarena.run.folder.summary_record import Summary
 from pptarena.run.judging import judge_prediction
-from pptarena.run.manifest_record import Manifest
-from pptarena.run.records import ResultRow
-from pptarena.run.results import SCHEMA_VERSION, ResultsStore, summarize_results, write_json_atomic
-from pptarena.run.rundir import VERDICTS, RunDir
-from pptarena.run.summary_record import Summary
 from pptarena.types import PptArenaError, Prediction, Status, Task
 
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]{0,99}$")
@@ -63,7 +63,7 @@ def judges_config(manifest: Manifest, registry: Any, config_path: Path) -> Any:
     """
     import tomllib
 
-    from pptarena.run.config import MAX_CONFIG_BYTES, ConfigError, parse_config
+    from pptarena.run.configuration.config import MAX_CONFIG_BYTES, ConfigError, parse_config
 
     path = Path(config_path).expanduser()
     if not path.is_file():
@@ -193,7 +193,7 @@ class Rescorer:
 
     def run(self, progress: Any = None) -> Summary:
         """Judge every pending pair; returns the re-score summary (also in ``summary.json``)."""
-        from pptarena.run.components import Components
+        from pptarena.run.configuration.components import Components
         from pptarena.run.progress import Progress
 
         self.out_dir.mkdir(parents=True, exist_ok=True)
@@ -258,7 +258,7 @@ def rescore(
 ) -> tuple[Path, Summary]:
     """Re-score a run; returns ``(RUN_DIR/rescore/<name>, summary)``."""
     if registry is None:
-        from pptarena.run.registry import get_registry
+        from pptarena.run.configuration.registry import get_registry
 
         registry = get_registry()
     r = Rescorer(run_dir, registry, config_path=config_path, name=name, jobs=jobs)

@@ -22,7 +22,7 @@ from pathlib import Path
 from typing import Any
 
 from pptarena.report.data import RunData
-from pptarena.run.records import ResultRow
+from pptarena.run.folder.records import ResultRow
 from pptarena.types import PptArenaError
 
 FORMATS = ("csv", "jsonl", "parquet")
@@ -242,7 +242,7 @@ def export_scores(data: RunData, fmt: str, out: Path | None = None) -> tuple[Pat
     :raises ScoresExportError: see :func:`encode`.
     :raises OSError: when the file cannot be written.
     """
-    from pptarena.safeio import write_replacing
+    from pptarena.trust.safeio import write_replacing
 
     columns, rows = score_rows(data)
     payload = encode(columns, rows, fmt)

@@ -9,9 +9,9 @@ from pathlib import Path
 from typing import TextIO
 
 from pptarena.report.tables import print_tables, summary_tables
-from pptarena.run.records import ResultRow
-from pptarena.run.rundir import RunDir
-from pptarena.run.summary_record import Summary
+from pptarena.run.folder.records import ResultRow
+from pptarena.run.folder.rundir import RunDir
+from pptarena.run.folder.summary_record import Summary
 
 
 def print_summary(

@@ -22,11 +22,11 @@ from dataclasses import dataclass, field
 from typing import Any, TextIO
 
 from pptarena.report.pptarena_figures import split_tables
-from pptarena.run.manifest_record import Manifest
-from pptarena.run.mixed import rows_by_dataset
-from pptarena.run.records import ResultRow
-from pptarena.run.results import summarize_results
-from pptarena.run.summary_record import AgentSummary, EpochFigures, JudgeFigures, KFigure, Summary
+from pptarena.run.configuration.mixed import rows_by_dataset
+from pptarena.run.folder.manifest_record import Manifest
+from pptarena.run.folder.records import ResultRow
+from pptarena.run.folder.results import summarize_results
+from pptarena.run.folder.summary_record import AgentSummary, EpochFigures, JudgeFigures, KFigure, Summary
 from pptarena.types import STATUSES, Status
 
 ERROR_STATUSES = tuple(s for s in STATUSES if s != Status.SCORED)

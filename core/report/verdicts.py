@@ -18,7 +18,7 @@ from urllib.parse import quote
 from pptarena.report.fileio import is_regular, open_text, read_regular, text_lines
 from pptarena.report.pairfiles import PairFiles
 from pptarena.report.plots import score_bar
-from pptarena.run.rundir import AGENT_LOG
+from pptarena.run.folder.rundir import AGENT_LOG
 
 MAX_TEXT = 4_000
 MAX_LOG_EVENTS = 200

@@ -1,12 +1,69 @@
 """Running an evaluation: plugins and config in, the run folder out.
 
-In the order ``arena run`` uses them: :mod:`.registry` (plugins and their components),
-:mod:`.config` (the TOML run config), :mod:`.components` (building configured components),
-:mod:`.references` (reference renders of originals and targets), :mod:`.runner` (the run: plan,
-resume, budget, the executor, results), :mod:`.attempt` (one attempt: agent, judges, row) with
-:mod:`.launchers` (where its agent runs), :mod:`.agent_view` and :mod:`.trust` (what an agent gets,
-where it runs), :mod:`.jail_pool`, :mod:`.jail_worker`, :mod:`.agent_jail` and :mod:`.bridge`
-(jailed agent workers), :mod:`.worker` (one agent attempt in a plain process), :mod:`.judging`
-(judges on a prediction), :mod:`.results` (the results file and its summary), :mod:`.progress` (the
-progress display) and :mod:`.rundir` (where every file of a run lives).
+The run itself lives here: :mod:`.runner` (plan, resume, budget, the executor, results),
+:mod:`.attempts` (epochs and budgets), :mod:`.attempt` (one attempt: agent, checks, judges, row)
+with :mod:`.launchers` (where its agent runs), :mod:`.worker` and :mod:`.worker_pool` (agent worker
+processes), :mod:`.executors` (the executor protocol), :mod:`.sessions` (multi-turn tasks),
+:mod:`.judging` and :mod:`.batches` (judges on a prediction, judge calls through batch APIs),
+:mod:`.references` (reference decks re-saved by an agent's tool), :mod:`.blame` (who broke a deck),
+:mod:`.progress` and :mod:`.interrupts` (the display, Ctrl-C).
+
+By concern, in sub-packages: :mod:`.configuration` (config, registry, components, tasks),
+:mod:`.folder` (the run folder and its records), :mod:`.statistics` (the summary's statistics) and
+:mod:`.jail` (the agent jail and the trust boundary).
+
+What plugins may use of the run stage is exported here, and only here (an executor carries pairs
+out, an agent that jails its own tools reuses the jail's view of the interpreter): plugins import
+``from pptarena.run import X``, never a module below it, and ``tests/architecture/test_layering.py``
+holds them to it. Each name is imported on first use.
 """
+
+from __future__ import annotations
+
+from pptarena._imports import lazy_exports
+
+_EXPORTS = {
+    "Attempts": "attempt",
+    **dict.fromkeys(["Components", "default_cache_dir"], "configuration.components"),
+    "parse_config": "configuration.config",
+    **dict.fromkeys(
+        [
+            "ExecutorError",
+            "PairJob",
+            "RunHandle",
+            "infra_error_row",
+            "pack_task_folder",
+            "unpack_task_folder",
+        ],
+        "executors",
+    ),
+    **dict.fromkeys(["AgentOutcome", "ResultRow"], "folder.records"),
+    **dict.fromkeys(["AGENT_STDERR", "EXECUTOR_RECORD", "RunDir", "TASKS"], "folder.rundir"),
+    **dict.fromkeys(
+        [
+            "distribution_closure",
+            "distribution_paths",
+            "forbidden_roots",
+            "interpreter_paths",
+            "plugin_paths",
+            "site_dirs",
+        ],
+        "jail.agent_jail",
+    ),
+    **dict.fromkeys(["WEAK_ISOLATION_ENV", "agent_process", "weak_isolation_allowed"], "jail.boundary"),
+    **dict.fromkeys(
+        [
+            "execute",
+            "reported_outcome",
+            "timed_out_outcome",
+            "vanished_outcome",
+            "worker_registry",
+            "workspace_spec",
+        ],
+        "worker",
+    ),
+    **dict.fromkeys(["PoolOwner", "PooledWorker", "WorkerPool"], "worker_pool"),
+}
+
+__all__ = sorted(_EXPORTS)
+__getattr__, __dir__ = lazy_exports(__name__, _EXPORTS, __all__)

@@ -7,7 +7,7 @@ for each pair it was handed; a multi-turn session (:mod:`pptarena.run.sessions`)
 :meth:`~Attempts.close`, is the public API. One attempt, in order:
 
 1. a fresh task folder under ``run_dir`` with a copy of the input deck (:meth:`Attempts.workspace`);
-2. the agent runs where :func:`pptarena.run.trust.agent_process` says, on a **launcher** given to
+2. the agent runs where :func:`pptarena.run.jail.boundary.agent_process` says, on a **launcher** given to
    this object (:mod:`pptarena.run.launchers`): its own process in a jail (the default), a plain
    worker (built-in agents that jail their own tools; the executor's warm pool when it brought one
    through :meth:`Attempts.using`), or this process (``trusted = true``; the reference baseline, the
@@ -35,11 +35,8 @@ from typing import Any
 
 from pptarena.models.messages import add_counts
 from pptarena.models.pricing import pair_cost
-from pptarena.run.agent_view import agent_task
-from pptarena.run.config import ComponentConfig
-from pptarena.run.judging import judge_prediction
-from pptarena.run.launchers import InProcessLauncher, JailLauncher, Launcher, WorkerLauncher
-from pptarena.run.records import (
+from pptarena.run.configuration.config import ComponentConfig
+from pptarena.run.folder.records import (
     MAX_REPORTED_COUNT,
     AgentOutcome,
     JudgeOutcome,
@@ -47,9 +44,8 @@ from pptarena.run.records import (
     reported_usage,
     tools_usage,
 )
-from pptarena.run.references import normalized_references, normalizer_of
-from pptarena.run.results import write_json_atomic
-from pptarena.run.rundir import (
+from pptarena.run.folder.results import write_json_atomic
+from pptarena.run.folder.rundir import (
     AGENT_ERROR,
     AGENT_LOG,
     INPUT,
@@ -61,10 +57,14 @@ from pptarena.run.rundir import (
     prediction_name,
     safe_name,
 )
-from pptarena.run.runlock import AttemptLedger
+from pptarena.run.folder.runlock import AttemptLedger
+from pptarena.run.jail.agent_view import agent_task
+from pptarena.run.jail.boundary import agent_code, agent_process, row_isolation
+from pptarena.run.judging import judge_prediction
+from pptarena.run.launchers import InProcessLauncher, JailLauncher, Launcher, WorkerLauncher
+from pptarena.run.references import normalized_references, normalizer_of
 from pptarena.run.sessions import is_session, run_session
-from pptarena.run.trust import agent_code, agent_process, row_isolation
-from pptarena.safeio import regular_file, remove_entry, write_replacing
+from pptarena.trust.safeio import regular_file, remove_entry, write_replacing
 from pptarena.types import AgentLog, InfraError, Prediction, Status, Task, Workspace
 
 AFTER_AGENT = (VERDICTS, JUDGES, RENDERS, REFERENCES)
@@ -123,7 +123,7 @@ class _Shared:
 class Attempts:
     """Makes the attempts of one run in this process: task folder, agent, judges, row.
 
-    ``components`` are the run's built components (:class:`~pptarena.run.components.Components`);
+    ``components`` are the run's built components (:class:`~.configuration.components.Components`);
     ``jobs`` sizes the warm jail pool; ``ledger`` (None: no crash accounting, as on a Ray node) records
     the attempts running; ``host`` is the launcher of agents that run as plain host workers (default:
     one new interpreter per attempt).
@@ -168,8 +168,8 @@ class Attempts:
 
     @functools.cached_property
     def isolation(self) -> str:
-        """The isolation untrusted code gets on this machine (see :mod:`pptarena.isolation`)."""
-        from pptarena.sandbox import isolation_level
+        """The isolation untrusted code gets on this machine (see :mod:`pptarena.trust.isolation`)."""
+        from pptarena.trust.sandbox import isolation_level
 
         return isolation_level()
 
@@ -193,7 +193,7 @@ class Attempts:
         the row, or None when the run is being stopped.
 
         Writes the task folder; appending the row to ``results.jsonl`` is the caller's job. The attempt
-        is in the crash ledger while it runs (see :class:`~pptarena.run.runlock.AttemptLedger`).
+        is in the crash ledger while it runs (see :class:`~pptarena.run.folder.runlock.AttemptLedger`).
         """
         key = ledger_key(task.id, epoch)
         if self.ledger is not None:
@@ -220,7 +220,7 @@ class Attempts:
                 return None
             error = f"could not prepare the workspace: {exc}"
             return infra_failure(agent, task, epoch, error, duration_s=time.monotonic() - t0)
-        from pptarena.redact import redact_tree
+        from pptarena.trust.redact import redact_tree
 
         with self._shared.lock:
             self._shared.in_flight.add(ws.dir)
@@ -252,7 +252,7 @@ class Attempts:
 
     def launch(self, agent: ComponentConfig, task: Task, ws: Workspace) -> AgentOutcome:
         """Run ``agent`` on ``task`` in ``ws`` on the launcher its process kind calls for
-        (:func:`pptarena.run.trust.agent_process`); only the reference baseline sees the full task."""
+        (:func:`pptarena.run.jail.boundary.agent_process`); only the reference baseline sees the full task."""
         where = agent_process(agent)
         view = agent_task(task, ws.input_deck)
         with self._shared.agent_slots:
@@ -284,7 +284,7 @@ class Attempts:
 
     def redact_in_flight(self) -> None:
         """Mask secrets in the folders of attempts still running here (their agents were just stopped)."""
-        from pptarena.redact import redact_tree
+        from pptarena.trust.redact import redact_tree
 
         with self._shared.lock:
             folders = list(self._shared.in_flight)
@@ -310,7 +310,7 @@ class Attempts:
             row.status = outcome.status  # type: ignore[assignment]  # a failure always has one
             row.error = outcome.error
             if outcome.traceback:
-                from pptarena.redact import redact_text
+                from pptarena.trust.redact import redact_text
 
                 write_replacing(ws.dir / AGENT_ERROR, redact_text(outcome.traceback).encode("utf-8"))
         else:
@@ -378,8 +378,8 @@ class Attempts:
     def _reference_problem(self, task: Task) -> str | None:
         """Why one of the task's reference decks (original, target, style) does not open, as a labelled
         ``dataset error: ...`` (None when all open); checked once per task in this process. The runner
-        skips such tasks before planning (:mod:`pptarena.run.datacheck`); this catches the rest."""
-        from pptarena.run.datacheck import reference_failure
+        skips such tasks before planning (:mod:`.configuration.datacheck`); this catches the rest."""
+        from pptarena.run.configuration.datacheck import reference_failure
 
         key = f"{task.id}\0{task.original}\0{task.target}\0{task.style_target}"
         cache = self._shared.originals
@@ -390,9 +390,9 @@ class Attempts:
 
 def kept_notes(pred: Prediction) -> str | None:
     """The agent's ``Prediction.notes`` as a row keeps them: redacted, at most
-    :data:`~pptarena.run.records.MAX_NOTES_CHARS` characters (cut with a marker), None when empty."""
-    from pptarena.redact import redact_text
-    from pptarena.run.records import MAX_NOTES_CHARS
+    :data:`~pptarena.run.folder.records.MAX_NOTES_CHARS` characters (cut with a marker), None when empty."""
+    from pptarena.run.folder.records import MAX_NOTES_CHARS
+    from pptarena.trust.redact import redact_text
 
     text = str(pred.notes or "").strip()
     if not text:
@@ -419,7 +419,7 @@ def keep_reported_usage(row: ResultRow, pred: Prediction, log: AgentLog) -> None
 
 def keep_tools(row: ResultRow, pred: Prediction, log: AgentLog) -> None:
     """Keep the tools an agent says its attempt had and used (``Prediction.metadata["tools"]``) in
-    ``row.tools`` when they pass :func:`~pptarena.run.records.tools_usage`; a malformed record is
+    ``row.tools`` when they pass :func:`~pptarena.run.folder.records.tools_usage`; a malformed record is
     dropped whole and ``log`` says why (the row is written all the same)."""
     metadata = pred.metadata if isinstance(pred.metadata, dict) else {}
     kept, why = tools_usage(metadata.get("tools"))

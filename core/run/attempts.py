@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any
 
 from pptarena.models.pricing import spent_usd
-from pptarena.run.records import ResultRow
-from pptarena.run.rundir import RunDir
+from pptarena.run.folder.records import ResultRow
+from pptarena.run.folder.rundir import RunDir
 
 
 def attempt_dir(run_dir: Path, agent: str, task_id: str, epoch: int = 1) -> Path:

@@ -34,7 +34,7 @@ from pptarena.models.batch import (
 )
 from pptarena.models.client import ModelClient
 from pptarena.models.messages import Completion, Message, ModelError, TransientModelError, Usage
-from pptarena.run.rundir import BATCHES
+from pptarena.run.folder.rundir import BATCHES
 
 log = logging.getLogger("pptarena.run")
 
@@ -117,7 +117,7 @@ class BatchBook:
 
 def completion_entry(result: BatchResult, batch_id: str) -> dict[str, Any]:
     """The ``result`` entry of one answer."""
-    from pptarena.run.bridge import completion_to_json
+    from pptarena.run.jail.bridge import completion_to_json
 
     if result.completion is not None:
         return {
@@ -138,7 +138,7 @@ def completion_entry(result: BatchResult, batch_id: str) -> dict[str, Any]:
 
 def answer_of(entry: dict[str, Any]) -> Completion:
     """The completion a stored ``result`` entry holds; raises :class:`BatchError` for a stored failure."""
-    from pptarena.run.bridge import completion_from_json
+    from pptarena.run.jail.bridge import completion_from_json
 
     if isinstance(entry.get("completion"), dict):
         completion = completion_from_json(entry["completion"])

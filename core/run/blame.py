@@ -1,6 +1,6 @@
 """Who is to blame for a deck the engine rejects: the dataset (its original) or the agent (its prediction).
 
-A broken reference deck is the dataset's fault (:mod:`pptarena.run.datacheck` names it before any
+A broken reference deck is the dataset's fault (:mod:`.configuration.datacheck` names it before any
 pair runs); the runner checks the prediction before any judge sees it, with the same loader the
 judges use (a deck the engine rejects is the agent's fault: ``agent_error``, never a
 ``judge_error``). Both checks apply the deck engine's size, entry and ratio limits.
@@ -19,7 +19,7 @@ def deck_problem(path: Path | None) -> str | None:
         from pptarena.deck import DeckError, open_presentation
     except ImportError:  # pragma: no cover - the deck engine is part of the core
         return None
-    from pptarena.render_guard import check_deck
+    from pptarena.trust.render_guard import check_deck
 
     try:
         open_presentation(path)

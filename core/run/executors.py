@@ -25,12 +25,12 @@ from dataclasses import dataclass
 from pathlib import Path, PurePosixPath
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from pptarena.run.records import ResultRow
+from pptarena.run.folder.records import ResultRow
 from pptarena.types import AgentTask, PptArenaError, Task, Workspace
 
 if TYPE_CHECKING:
     from pptarena.run.attempt import Attempts
-    from pptarena.run.records import AgentOutcome
+    from pptarena.run.folder.records import AgentOutcome
 
 #: Largest task folder an executor ships back (compressed), and largest total once unpacked.
 MAX_TASK_ARCHIVE_BYTES = 512 * 1024 * 1024
@@ -41,7 +41,7 @@ MAX_TASK_FOLDER_BYTES = 2 * 1024 * 1024 * 1024
 class PairJob:
     """One (agent, task) pair to run.
 
-    ``agent`` is the agent's :class:`pptarena.run.config.ComponentConfig`;
+    ``agent`` is the agent's :class:`pptarena.run.configuration.config.ComponentConfig`;
     ``agent_index`` its position in the config's ``[[agents]]`` list (what a
     process elsewhere uses to find it again after re-reading the config).
     """
@@ -125,12 +125,12 @@ def infra_error_row(job: PairJob, error: str, duration_s: float = 0.0) -> Result
 
 def pack_task_folder(task_dir: Path) -> bytes:
     """A gzip'd tar of one task folder: regular files and folders only, walked without following a
-    link (:func:`pptarena.safeio.walk_tree`; links, FIFOs, sockets and devices are dropped).
+    link (:func:`pptarena.trust.safeio.walk_tree`; links, FIFOs, sockets and devices are dropped).
 
     The sizes are added up before anything is read: a folder over ``MAX_TASK_FOLDER_BYTES`` (a
     2 GiB sparse file, say) is refused at once; the archive is capped at ``MAX_TASK_ARCHIVE_BYTES``.
     """
-    from pptarena.safeio import UnsafeFileError, open_at, walk_tree
+    from pptarena.trust.safeio import UnsafeFileError, open_at, walk_tree
 
     try:
         entries = [e for e in walk_tree(task_dir) if e.kind in ("file", "dir")]

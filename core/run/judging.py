@@ -3,7 +3,7 @@
 Shared by the runner and ``arena rescore`` so both record judge outcomes the same way:
 an :class:`~pptarena.types.InfraError` makes the result ``infra_error`` (a tool failed), and so does
 any failure on a task whose reference deck does not open (the dataset's fault, named as a
-``dataset error: ...``; :func:`pptarena.run.datacheck.reference_failure`); any other exception is
+``dataset error: ...``; :func:`.configuration.datacheck.reference_failure`); any other exception is
 ``judge_error``. The scores of the judges that succeeded are kept.
 """
 
@@ -15,8 +15,8 @@ from pathlib import Path
 from typing import Any
 
 from pptarena.models.messages import add_counts, sum_usage
-from pptarena.run.records import JudgeOutcome
-from pptarena.run.rundir import AGENT_LOG
+from pptarena.run.folder.records import JudgeOutcome
+from pptarena.run.folder.rundir import AGENT_LOG
 from pptarena.types import AgentLog, InfraError, JudgeError, Prediction, Status, Task, Verdict
 
 
@@ -45,12 +45,12 @@ def judge_prediction(
     Judges write their evidence under ``task_dir``; ``pair_dir`` is the pair's folder in the
     original run (default ``task_dir``), where re-saved reference decks may be kept.
 
-    :returns: the judges' :class:`~pptarena.run.records.JudgeOutcome` (usage keys prefixed ``judge_``).
+    :returns: the judges' :class:`~pptarena.run.folder.records.JudgeOutcome` (usage keys prefixed ``judge_``).
     """
     from pptarena.evidence import Evidence
     from pptarena.models.pricing import clients_cost
-    from pptarena.run.datacheck import reference_failure
-    from pptarena.run.fingerprint import cached_fingerprint, rubric_hash
+    from pptarena.run.configuration.datacheck import reference_failure
+    from pptarena.run.folder.fingerprint import cached_fingerprint, rubric_hash
     from pptarena.run.references import stored_references
 
     client = getattr(components, "judge_client", components.model_client)

@@ -8,7 +8,7 @@ and never writes a result row. The core's three:
 * :class:`InProcessLauncher`: this process (``trusted = true`` agents and the reference baseline);
 * :class:`WorkerLauncher`: one fresh interpreter per attempt (:mod:`pptarena.run.worker`) in a new
   session, killed with its process group on the task timeout;
-* :class:`JailLauncher`: the run's warm jailed workers (:mod:`pptarena.run.jail_pool`).
+* :class:`JailLauncher`: the run's warm jailed workers (:mod:`pptarena.run.jail.jail_pool`).
 
 Executors bring their own for the ``host`` agents (the ``local`` executor's warm pool, a Ray
 node's one-worker pool) through :meth:`Attempts.using <pptarena.run.attempt.Attempts.using>`.
@@ -26,10 +26,9 @@ from collections.abc import Callable
 from typing import Any, Protocol
 
 from pptarena.models import UsageBook
-from pptarena.procs import kill_group, run_in_session
-from pptarena.run.bridge import agent_renders  # noqa: F401 - also re-exported here
-from pptarena.run.records import AgentOutcome
-from pptarena.run.rundir import AGENT_STDERR, WORKER_RESULT, WORKER_SPEC
+from pptarena.run.folder.records import AgentOutcome
+from pptarena.run.folder.rundir import AGENT_STDERR, WORKER_RESULT, WORKER_SPEC
+from pptarena.run.jail.bridge import agent_renders  # noqa: F401 - also re-exported here
 from pptarena.run.worker import (
     classify_exception,
     reported_outcome,
@@ -38,7 +37,8 @@ from pptarena.run.worker import (
     vanished_outcome,
     workspace_spec,
 )
-from pptarena.safeio import regular_file
+from pptarena.trust.procs import kill_group, run_in_session
+from pptarena.trust.safeio import regular_file
 from pptarena.types import Status, Workspace
 
 
@@ -131,7 +131,7 @@ class WorkerLauncher:
             return timed_out_outcome(self.config.run.task_timeout)
         if self.stopping():
             return AgentOutcome.failed(Status.INFRA_ERROR, "interrupted")
-        from pptarena.redact import redact_file
+        from pptarena.trust.redact import redact_file
 
         redact_file(stderr_path)
         if not regular_file(result_path):  # missing, or a link the agent left: no result
@@ -148,14 +148,14 @@ class WorkerLauncher:
 
 def judges_models(config: Any) -> frozenset[str]:
     """The ``"<backend>/<model>"`` references the run's judges name (their options, defaults included)."""
-    from pptarena.run.config_options import model_refs
+    from pptarena.run.configuration.config_options import model_refs
 
     return frozenset(ref for judge in config.judges for ref in model_refs(judge.options).values())
 
 
 class JailLauncher:
-    """The run's warm jailed agent workers (:class:`~pptarena.run.jail_pool.JailPool` of ``jobs``
-    workers) and the renderer serving them (:func:`pptarena.run.bridge.agent_renders`), made on first use."""
+    """The run's warm jailed agent workers (:class:`~pptarena.run.jail.jail_pool.JailPool` of ``jobs``
+    workers) and the renderer serving them (:func:`.jail.bridge.agent_renders`), made on first use."""
 
     def __init__(self, components: Any, jobs: int, timeout: float, stopping: Callable[[], bool]):
         self.components = components
@@ -169,8 +169,8 @@ class JailLauncher:
     def __call__(self, agent: Any, task: Any, ws: Workspace) -> AgentOutcome:
         """Run the agent on a jailed worker; the models its config table names and the run's renderer
         serve it over the bridge (never a judge's model it does not name itself)."""
-        from pptarena.run.agent_jail import dataset_folders, forbid_in_jails
-        from pptarena.run.jail_pool import JailPool, run_jailed
+        from pptarena.run.jail.agent_jail import dataset_folders, forbid_in_jails
+        from pptarena.run.jail.jail_pool import JailPool, run_jailed
 
         with self._lock:
             if self._pool is None:

@@ -18,7 +18,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
-from pptarena.run.records import ResultRow
+from pptarena.run.folder.records import ResultRow
 from pptarena.types import STATUSES
 
 

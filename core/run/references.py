@@ -27,7 +27,7 @@ from collections.abc import Callable
 from pathlib import Path
 
 from pptarena.render import file_digest
-from pptarena.run.rundir import REFERENCES
+from pptarena.run.folder.rundir import REFERENCES
 from pptarena.types import InfraError, Task
 
 CACHE_FOLDER = "references"
@@ -37,7 +37,7 @@ ROLES = ("original", "target")
 
 def normalizer_of(spec: object) -> Callable[[Path, Path], None] | None:
     """The reference normalizer a built-in agent registered with (never anything of the agent class)."""
-    from pptarena.run.agent_view import is_builtin
+    from pptarena.run.jail.agent_view import is_builtin
 
     if not is_builtin(spec):
         return None

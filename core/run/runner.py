@@ -6,7 +6,7 @@ run folder of another config or a changed judge (:mod:`.resume`, :mod:`.fingerpr
 attempts whose agent or task changed (:mod:`.provenance`), writes the manifest, plans
 the attempts (every (agent, task, epoch) not recorded yet, without the ones whose requirements are
 unmet, deterministic agents once; :mod:`.attempts`), gives up on attempts that crashed the run
-:data:`~pptarena.run.runlock.MAX_CRASHES` times, and hands the rest to the ``[executor]``
+:data:`~pptarena.run.folder.runlock.MAX_CRASHES` times, and hands the rest to the ``[executor]``
 (:mod:`pptarena.run.executors`: ``local`` threads and warm workers, ``ray`` clusters), ``[run] jobs``
 at a time under a budget. Each attempt is carried by :class:`pptarena.run.attempt.Attempts` (agent,
 judges, row) wherever the executor runs it; the run alone appends each row it hands back to
@@ -26,29 +26,29 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from pptarena.run.agent_jail import dataset_folders, forbid_in_jails
 from pptarena.run.attempt import Attempts, infra_failure, ledger_key
 from pptarena.run.attempts import Budget, is_deterministic, reused_rows
-from pptarena.run.components import Components
-from pptarena.run.config import ComponentConfig, RunConfig
-from pptarena.run.datacheck import dataset_skips, render_roles
+from pptarena.run.configuration.components import Components
+from pptarena.run.configuration.config import ComponentConfig, RunConfig
+from pptarena.run.configuration.datacheck import dataset_skips, render_roles
+from pptarena.run.configuration.registry import Registry
+from pptarena.run.configuration.requirements import unmet_requirements
+from pptarena.run.configuration.tasks import load_tasks, select_tasks
 from pptarena.run.executors import Executor, PairJob
-from pptarena.run.fingerprint import cached_fingerprint, check_fingerprints
+from pptarena.run.folder.fingerprint import cached_fingerprint, check_fingerprints
+from pptarena.run.folder.manifest_record import Manifest
+from pptarena.run.folder.provenance import Provenance
+from pptarena.run.folder.records import ResultLineProblem, ResultRow
+from pptarena.run.folder.results import ResultsStore, summarize_results, write_json_atomic
+from pptarena.run.folder.resume import check_resumable, finish_manifest, write_start_manifest
+from pptarena.run.folder.rundir import RunDir
+from pptarena.run.folder.runlock import MAX_CRASHES, AttemptLedger, RunLock
+from pptarena.run.folder.summary_record import Summary
 from pptarena.run.interrupts import CtrlC
-from pptarena.run.manifest_record import Manifest
+from pptarena.run.jail.agent_jail import dataset_folders, forbid_in_jails
+from pptarena.run.jail.boundary import check_isolation, isolation_record, process_note, weak_isolation_consent
 from pptarena.run.progress import Progress
-from pptarena.run.provenance import Provenance
-from pptarena.run.records import ResultLineProblem, ResultRow
-from pptarena.run.registry import Registry
-from pptarena.run.requirements import unmet_requirements
-from pptarena.run.results import ResultsStore, summarize_results, write_json_atomic
-from pptarena.run.resume import check_resumable, finish_manifest, write_start_manifest
-from pptarena.run.rundir import RunDir
-from pptarena.run.runlock import MAX_CRASHES, AttemptLedger, RunLock
-from pptarena.run.summary_record import Summary
-from pptarena.run.summary_stats import StatsOptions
-from pptarena.run.tasks import load_tasks, select_tasks
-from pptarena.run.trust import check_isolation, isolation_record, process_note, weak_isolation_consent
+from pptarena.run.statistics.summary_stats import StatsOptions
 from pptarena.types import PptArenaError, Status, Task
 
 
@@ -145,7 +145,7 @@ class Runner:
 
     @property
     def isolation(self) -> str:
-        """The isolation untrusted code gets on this machine (see :mod:`pptarena.isolation`)."""
+        """The isolation untrusted code gets on this machine (see :mod:`pptarena.trust.isolation`)."""
         return self.attempts.isolation
 
     def compute_pair(self, agent: ComponentConfig, task: Task, epoch: int = 1) -> ResultRow | None:
@@ -160,7 +160,7 @@ class Runner:
     def run(self) -> Summary:
         """Run every pending attempt; returns the summary (also written to summary.json).
 
-        The run folder is locked for the run's duration (:class:`~pptarena.run.runlock.RunLock`). A
+        The run folder is locked for the run's duration (:class:`~pptarena.run.folder.runlock.RunLock`). A
         run that stops before its manifest is written (nothing selected, a dataset or resume error)
         leaves no folder behind when it made the folder.
         """
@@ -342,7 +342,7 @@ class Runner:
         return summary
 
     def isolation_record(self) -> dict[str, Any]:
-        """The run's isolation (``manifest.json`` and ``summary.json``; see :mod:`pptarena.run.trust`)."""
+        """The run's isolation (``manifest.json`` and ``summary.json``; see :mod:`.jail.boundary`)."""
         return isolation_record(self.config.agents, self.isolation, self.allow_weak_isolation)
 
     def _crashed_pairs(

@@ -26,7 +26,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from pptarena.run.records import ResultRow
+from pptarena.run.folder.records import ResultRow
 from pptarena.types import Status, Task
 
 if TYPE_CHECKING:

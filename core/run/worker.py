@@ -20,8 +20,8 @@ from pathlib import Path
 from typing import Any
 
 from pptarena.models import UsageBook
-from pptarena.run.bridge import agent_renders
-from pptarena.run.records import AgentOutcome
+from pptarena.run.folder.records import AgentOutcome
+from pptarena.run.jail.bridge import agent_renders
 from pptarena.types import (
     AgentLog,
     AgentTask,
@@ -52,7 +52,7 @@ def run_agent(agent: Any, task: Any, workspace: Workspace) -> Prediction:
 def main(spec_path: str) -> int:
     """Entry point of the worker process."""
     spec = json.loads(Path(spec_path).read_text(encoding="utf-8"))
-    from pptarena.procs import die_with_parent
+    from pptarena.trust.procs import die_with_parent
 
     die_with_parent(spec.get("runner_pid"))  # a killed run takes its workers (and their sandboxes) with it
     result_path = Path(spec["result_path"])
@@ -82,8 +82,8 @@ def vanished_outcome(returncode: int | None, stderr_path: Path) -> AgentOutcome:
     """The outcome of a worker that ended without handing back a result (the agent's fault).
 
     The tail of its stderr file is read without following a link the agent may have put in its
-    place (:func:`pptarena.safeio.read_tail`)."""
-    from pptarena.safeio import read_tail
+    place (:func:`pptarena.trust.safeio.read_tail`)."""
+    from pptarena.trust.safeio import read_tail
 
     tail = read_tail(stderr_path, 8000).decode("utf-8", errors="replace")[-2000:]
     return AgentOutcome.failed(
@@ -108,7 +108,7 @@ def reported_outcome(reply: str | dict[str, Any]) -> AgentOutcome:
 def worker_registry(spec: dict[str, Any]) -> Any:
     """The driver's plugin registry, rebuilt in a worker: installed plugins (``strict`` as the driver
     had it) plus the plugins the driver registered by hand (``manual_plugins``: name -> module)."""
-    from pptarena.run.registry import load_registry
+    from pptarena.run.configuration.registry import load_registry
 
     registry = load_registry(strict=bool(spec.get("strict")))
     for name, module_name in (spec.get("manual_plugins") or {}).items():
@@ -129,8 +129,8 @@ def execute(spec: dict[str, Any], registry: Any = None, config: Any = None) -> A
     book = UsageBook()
     setting_up = True  # a failure before the agent is built is the harness's, never the agent's
     try:
-        from pptarena.run.components import Components
-        from pptarena.run.config import load_config
+        from pptarena.run.configuration.components import Components
+        from pptarena.run.configuration.config import load_config
 
         if registry is None:
             registry = worker_registry(spec)

@@ -1,6 +1,6 @@
 """The lifecycle of warm worker processes handed out one job at a time, shared by the agent pools.
 
-Both the jailed pool (:class:`pptarena.run.jail_pool.JailPool`) and the ``local`` executor's warm
+Both the jailed pool (:class:`pptarena.run.jail.jail_pool.JailPool`) and the ``local`` executor's warm
 pool (``pptarena.plugins.executors.local.pool``) keep long-lived workers and hand each to one pair at
 a time; what they share lives here, in :class:`WorkerPool`:
 

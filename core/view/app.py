@@ -28,7 +28,7 @@ from starlette.responses import HTMLResponse, JSONResponse, RedirectResponse, Re
 from starlette.routing import Match, Mount, Route
 from starlette.staticfiles import StaticFiles
 
-from pptarena.run.rundir import RENDERS
+from pptarena.run.folder.rundir import RENDERS
 from pptarena.view.files import file_response
 from pptarena.view.human_labels import PEOPLE, PeopleColumns, campaigns_of, people_columns
 from pptarena.view.runindex import DISAGREE_GAP, Query
@@ -205,7 +205,7 @@ class ViewState:
 
     def page(self, name: str, status: int = 200, **ctx: Any) -> HTMLResponse:
         """A template rendered (and redacted like ``report.html``)."""
-        from pptarena.redact import redact_text
+        from pptarena.trust.redact import redact_text
 
         html = self.env.get_template(name).render(**ctx)
         return HTMLResponse(redact_text(html), status_code=status)
@@ -478,7 +478,7 @@ async def summary_api(request: Request) -> Response:
     run, refused = await _guarded_run(request, lambda: Response("no such run", status_code=404))
     if refused is not None:
         return refused
-    from pptarena.redact import redact_text
+    from pptarena.trust.redact import redact_text
 
     html, fresh = run.summary_html()
     return HTMLResponse(redact_text(html or ""), headers={"X-Summary-Fresh": "1" if fresh else "0"})
@@ -489,7 +489,7 @@ def pair_fragment(run: RunState, task_id: str, agent: str) -> tuple[str, str, li
     drawn by :func:`pptarena.report.html.pair_html` as in ``report.html``."""
     from pptarena.report.data import RunData
     from pptarena.report.html import pair_html
-    from pptarena.run.summary_record import Summary
+    from pptarena.run.folder.summary_record import Summary
 
     rows = run.index.task_rows(task_id)
     tasks, problem = run.tasks()

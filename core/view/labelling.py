@@ -91,7 +91,7 @@ class CampaignState:
         """What the campaign page's statistics depend on, cheaply: the store's change marker
         (:meth:`pptarena.label.store.Campaign.change_marker`) and the size and modification time of
         each campaign run's ``results.jsonl`` (the judges' scores the labels are compared with)."""
-        from pptarena.run.rundir import RESULTS
+        from pptarena.run.folder.rundir import RESULTS
 
         runs = []
         for run in sorted(set(self.campaign.runs.values())):
@@ -148,7 +148,7 @@ class CampaignState:
                 self._views.move_to_end(key)
                 return self._views[key]
         from pptarena.report.renders import pair_decks, pair_view
-        from pptarena.run.rundir import RunDir
+        from pptarena.run.folder.rundir import RunDir
         from pptarena.view.runindex import attempt_row
 
         run_path = item.run if side == "a" else (item.run_b or item.run)

@@ -2,9 +2,9 @@
 byte offset as the runner appends lines (the file is never read again from the start unless it
 shrank or was replaced).
 
-Every line is validated as a :class:`~pptarena.run.records.ResultRow` (from its bytes, which costs no
+Every line is validated as a :class:`~pptarena.run.folder.records.ResultRow` (from its bytes, which costs no
 more than decoding the JSON); a line that is not a valid row is counted in ``problems`` and left out,
-as :func:`pptarena.run.results.read_results` leaves it out of the report. Per attempt (the last valid
+as :func:`pptarena.run.folder.results.read_results` leaves it out of the report. Per attempt (the last valid
 line of each (agent, task, epoch) wins, as in ``read_results``) the index keeps the task, agent,
 status, epoch, duration, each judge's score, the line's sequence number and where the line lies in
 the file — a pair page reads its rows back by offset. Filters and sorts run on NumPy arrays made
@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from pptarena.run.records import ResultRow, parse_result_line
+from pptarena.run.folder.records import ResultRow, parse_result_line
 
 READ_CHUNK = 8 * 1024 * 1024
 SORTS = ("line", "task", "agent", "status", "epoch", "duration", "disagreement")
@@ -184,7 +184,7 @@ class RunIndex:
 
     def read_rows(self, positions: list[int]) -> list[ResultRow]:
         """The result rows at these positions, read back from the file by offset
-        (:func:`~pptarena.run.records.parse_result_line`; a line that no longer parses, because the
+        (:func:`~pptarena.run.folder.records.parse_result_line`; a line that no longer parses, because the
         file changed under us, is left out)."""
         with self._lock:
             where = [(self._cols["off"][p], self._cols["len"][p]) for p in positions]

@@ -3,7 +3,7 @@ leaderboard and paired comparisons of ``arena report``, computed in the backgrou
 
 The summary part of the run page is :func:`pptarena.report.top.page_top` — the same tables and
 plots as ``report.html``, from :func:`pptarena.report.data.load_run` (``summary.json`` reused when
-it matches the lines, else :func:`pptarena.run.results.summarize_results`). It is computed in a
+it matches the lines, else :func:`pptarena.run.folder.results.summarize_results`). It is computed in a
 child process (:mod:`pptarena.view.summaryjob`) when the run has new lines, at most every
 :data:`SUMMARY_EVERY` seconds, so the page never waits for it and the server's memory stays small.
 """
@@ -17,8 +17,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pptarena.run.manifest_record import Manifest
-from pptarena.run.rundir import MANIFEST, RESULTS
+from pptarena.run.folder.manifest_record import Manifest
+from pptarena.run.folder.rundir import MANIFEST, RESULTS
 from pptarena.view.runindex import RunIndex
 
 SUMMARY_EVERY = 10.0
@@ -28,7 +28,7 @@ MAX_DEPTH = 2
 
 def find_runs(paths: list[Path]) -> list[Path]:
     """The run folders among ``paths`` and below them (two levels), resolved, in a stable order."""
-    from pptarena.run.rundir import RunDir
+    from pptarena.run.folder.rundir import RunDir
 
     found: list[Path] = []
     for p in paths:
@@ -153,7 +153,7 @@ class RunState:
         """The run dataset's tasks by id, or ``({}, why not)`` (loaded once)."""
         if self._tasks is None:
             from pptarena.report.data import tasks_or_problem
-            from pptarena.run.registry import get_registry
+            from pptarena.run.configuration.registry import get_registry
 
             self._tasks = tasks_or_problem(self.manifest(), get_registry())
         return self._tasks
@@ -165,12 +165,12 @@ class RunState:
         if self._budget is None:
             from pptarena.report.data import run_config
             from pptarena.report.renders import RenderBudget
-            from pptarena.run.registry import get_registry
+            from pptarena.run.configuration.registry import get_registry
 
             manifest = self.manifest()
 
             def make() -> Any:
-                from pptarena.run.components import Components
+                from pptarena.run.configuration.components import Components
 
                 registry = get_registry()
                 return Components(run_config(manifest, registry), registry).renderer()

@@ -10,7 +10,7 @@ name. Options select a subset file (e.g. ``agent_bench/subset25.json``, the 25-c
 subset), categories and edit types.
 
 Each task describes PPTArena's leaderboard splits in ``metadata["leaderboard"]`` (the block
-:mod:`pptarena.run.split_figures` reads): the Full Set (every case of the index) unless the run
+:mod:`pptarena.run.statistics.split_figures` reads): the Full Set (every case of the index) unless the run
 is limited to the subset, the subset the ``subset`` option names, and the sizes of each split and
 of its categories (Content, Layout, Styling, Structure, Interactivity) in the benchmark, so the
 leaderboard counts a case the run did not cover as 0, as PPTArena's does.

@@ -31,13 +31,13 @@ EDIT_SCRIPT = textwrap.dedent(
 
 
 def _jail_usable() -> bool:
-    from pptarena import isolation
+    from pptarena.trust import isolation
 
     return isolation.base_flags() is not None
 
 
 def make_agent(tmp_path, **options):
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.registry import get_registry
     from pptarena.types import ComponentContext
 
     ctx = ComponentContext(cache_dir=tmp_path, model=None, name="command", label="cli")  # type: ignore[arg-type]

@@ -66,7 +66,7 @@ TOOLS_SCRIPT = CLIENT_HEAD + textwrap.dedent(
 
 
 def make_agent(tmp_path, **options):
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.registry import get_registry
     from pptarena.types import ComponentContext
 
     ctx = ComponentContext(cache_dir=tmp_path, model=None, name="command", label="cli")  # type: ignore[arg-type]
@@ -74,7 +74,7 @@ def make_agent(tmp_path, **options):
 
 
 def libreoffice(tmp_path):
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.registry import get_registry
     from pptarena.types import ComponentContext
 
     ctx = ComponentContext(cache_dir=tmp_path / "render-cache", model=None)  # type: ignore[arg-type]
@@ -431,7 +431,7 @@ def test_the_jail_shows_the_server_its_code_and_never_a_forbidden_folder_or_a_pl
 
     import pptarena.plugins
     from pptarena.plugins.agents.command import deck_tools
-    from pptarena.run import agent_jail
+    from pptarena.run.jail import agent_jail
 
     binds = deck_tools.server_binds()
     names = {p.name for p in binds}

@@ -21,7 +21,7 @@ from tests.support.agents_fixtures import (
 
 @pytest.fixture(scope="module")
 def demo_tasks(tmp_path_factory) -> list[Task]:
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.registry import get_registry
 
     try:
         get_registry().get("datasets", "demo")

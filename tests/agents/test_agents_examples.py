@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from pptarena.run.config import load_config
-from pptarena.run.registry import get_registry
+from pptarena.run.configuration.config import load_config
+from pptarena.run.configuration.registry import get_registry
 from tests.support.paths import ROOT
 
 EXAMPLES = [

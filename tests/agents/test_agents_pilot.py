@@ -301,7 +301,7 @@ def test_agents_never_see_the_target_or_style_target(tmp_path):
 
 
 def test_options_are_validated():
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.registry import get_registry
 
     spec = get_registry().get("agents", "hybrid")
     opts = spec.options_model(model="openai/gpt-5.2", router_model="openai/gpt-5-nano", loops=3)

@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from pptarena.run.config import load_config
-from pptarena.run.registry import get_registry
+from pptarena.run.configuration.config import load_config
+from pptarena.run.configuration.registry import get_registry
 from pptarena.run.runner import Runner
 from tests.support.config import fake_run_toml, use, write_run_config
 

@@ -505,7 +505,7 @@ SLIDE2 = "ppt/slides/slide2.xml"
 
 @pytest.fixture(scope="module")
 def demo_tasks(tmp_path_factory) -> dict[str, Any]:
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.registry import get_registry
 
     try:
         get_registry().get("datasets", "demo")

@@ -21,7 +21,6 @@ import pytest
 
 pytest.importorskip("mcp")
 
-from pptarena import isolation  # noqa: E402
 from pptarena.mcp.servers import McpServerSpec, server_record  # noqa: E402
 from pptarena.plugins.agents.tools.agent import (  # noqa: E402
     SERVER_FOLDER,
@@ -32,7 +31,8 @@ from pptarena.plugins.agents.tools.agent import (  # noqa: E402
 )
 from pptarena.plugins.agents.tools.schemas import McpToolSpec  # noqa: E402
 from pptarena.plugins.agents.tools.servers import ToolTable  # noqa: E402
-from pptarena.run.records import tools_usage  # noqa: E402
+from pptarena.run.folder.records import tools_usage  # noqa: E402
+from pptarena.trust import isolation  # noqa: E402
 from pptarena.types import AgentTask, ComponentContext, InfraError  # noqa: E402
 from tests.support.agents_fixtures import scripted_workspace  # noqa: E402
 

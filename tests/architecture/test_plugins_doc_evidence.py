@@ -13,8 +13,8 @@ import os
 import pytest
 
 from pptarena.evidence import Evidence
-from pptarena.run.config import load_config
-from pptarena.run.registry import get_registry, reset_registry
+from pptarena.run.configuration.config import load_config
+from pptarena.run.configuration.registry import get_registry, reset_registry
 from pptarena.run.runner import Runner
 from pptarena.types import Prediction, Task
 from tests.architecture.test_plugins_doc import plugin_files

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from pptarena.authoring.check import RubricChecker, format_table
-from pptarena.run.registry import get_registry
+from pptarena.run.configuration.registry import get_registry
 from pptarena.types import Task
 from tests.support.author_fixtures import (
     DEMO_TASK,

@@ -74,7 +74,7 @@ def test_the_documented_context_is_what_leaves_see(tmp_path):
     from pptarena.authoring.check import RubricChecker
     from pptarena.authoring.files import load_task_folder
     from pptarena.cli.render import make_renderer
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.registry import get_registry
 
     cache = Path(os.environ["PPTARENA_CACHE"])
     code = (

@@ -88,7 +88,7 @@ def test_valid_proposals_become_a_loadable_folder_dataset_and_invalid_ones_are_r
     ):
         assert problem in rejected
     from pptarena.authoring.files import load_dataset_tasks
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.registry import get_registry
 
     tasks = {t.id: t for t in load_dataset_tasks(get_registry(), "folder", {"root": out}, tmp_path / "c")}
     assert set(tasks) == {"fix-agenda-typos", "give-the-revenue-table-on-slide-3-a-header-row"}

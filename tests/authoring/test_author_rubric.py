@@ -50,7 +50,7 @@ def test_good_draft_is_written_referenced_and_checked(tmp_path):
     assert tomllib.loads((folder / "task.toml").read_text(encoding="utf-8"))["rubric"] == "rubric.json"
     # the folder dataset loads the task with its new rubric
     from pptarena.authoring.files import load_task_folder
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.registry import get_registry
 
     assert load_task_folder(get_registry(), folder, _cache()).task.rubric == written
     # the prompt taught the context API and showed the reference edits

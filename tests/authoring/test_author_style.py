@@ -49,7 +49,7 @@ def test_good_style_target_is_written_inline_with_renders_of_the_changed_slide(t
     assert result.exit_code == 0, result.output
     assert tomllib.loads((folder / "task.toml").read_text(encoding="utf-8"))["style_target"] == GOOD
     from pptarena.authoring.files import load_task_folder
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.registry import get_registry
 
     assert load_task_folder(get_registry(), folder, _cache()).task.style_target == GOOD
     (req,) = requests(record)
@@ -110,7 +110,7 @@ def test_failing_drafts_write_nothing_and_tasks_without_target_are_refused(tmp_p
 def test_grounding_and_restatement_measures(tmp_path):
     folder = copy_demo_tasks(_cache(), tmp_path / "t", DEMO_TASK) / DEMO_TASK
     from pptarena.authoring.files import load_task_folder
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.registry import get_registry
 
     task = load_task_folder(get_registry(), folder, _cache()).task
     diff = diff_decks(task.original, task.target)

@@ -31,7 +31,15 @@ with open(out, "w") as fh:
     json.dump({"modules": sorted(sys.modules), "threads": threads}, fh)
 """
 
-HEAVY = ("pydantic", "rich", "pluggy", "numpy", "pptarena.models", "pptarena.run.config", "pptarena.types")
+HEAVY = (
+    "pydantic",
+    "rich",
+    "pluggy",
+    "numpy",
+    "pptarena.models",
+    "pptarena.run.configuration.config",
+    "pptarena.types",
+)
 
 
 def probe(tmp_path: Path, *argv: str, env: dict[str, str] | None = None) -> dict:

@@ -14,7 +14,7 @@ from click.testing import CliRunner
 import pptarena
 from pptarena.cli.main import cli
 from pptarena.models.pricing import fmt_usd
-from pptarena.run.registry import PluginLoadError, Registry
+from pptarena.run.configuration.registry import PluginLoadError, Registry
 
 BIN = Path(sys.executable).parent
 

@@ -1,5 +1,5 @@
 """``arena dataset check`` (issue 33, item 3): one line per broken reference deck, a summary line,
-exit 0 when clean and :data:`~pptarena.run.datacheck.DATASET_ERRORS_EXIT` when not."""
+exit 0 when clean and :data:`~pptarena.run.configuration.datacheck.DATASET_ERRORS_EXIT` when not."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ from pptx import Presentation
 
 from pptarena.cli.dataset import NOTHING_SELECTED_EXIT
 from pptarena.cli.main import cli
-from pptarena.run.datacheck import DATASET_ERRORS_EXIT
+from pptarena.run.configuration.datacheck import DATASET_ERRORS_EXIT
 from tests.support.config import run_toml, use, write_run_config
 
 

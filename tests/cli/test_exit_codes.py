@@ -254,7 +254,7 @@ def test_a_run_that_skipped_a_task_for_a_broken_target_exits_6_and_blames_no_age
     agent_error). Now the task is skipped before any pair runs, the run says so and exits 6."""
     from pptx import Presentation
 
-    from pptarena.run.datacheck import DATASET_ERRORS_EXIT
+    from pptarena.run.configuration.datacheck import DATASET_ERRORS_EXIT
 
     assert DATASET_ERRORS_EXIT == exit_codes.DATASET_ERRORS  # `arena dataset check` says the same
     for name, broken in (("fine", False), ("broken-target", True)):

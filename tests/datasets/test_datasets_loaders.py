@@ -451,7 +451,7 @@ def test_ppteval_registry_problems(tmp_path):
 def test_datasets_are_registered_through_entry_points(tmp_path):
     from pydantic import ValidationError
 
-    from pptarena.run.registry import load_registry
+    from pptarena.run.configuration.registry import load_registry
 
     registry = load_registry(
         only=["datasets-folder", "datasets-pptarena", "datasets-ppteval", "datasets-demo"]

@@ -12,9 +12,9 @@ import pytest
 
 from pptarena.plugins.datasets.osworld.load import OsworldWarning
 from pptarena.report.tables import summary_tables
-from pptarena.run.config import ConfigError, load_config
-from pptarena.run.records import ResultRow
-from pptarena.run.registry import get_registry
+from pptarena.run.configuration.config import ConfigError, load_config
+from pptarena.run.configuration.registry import get_registry
+from pptarena.run.folder.records import ResultRow
 from pptarena.run.runner import Runner
 from tests.support import osworld_fixtures as fx
 from tests.support import osworld_standin as standin

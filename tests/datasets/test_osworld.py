@@ -12,8 +12,8 @@ import pytest
 from pptarena.plugins.datasets.common import DatasetError
 from pptarena.plugins.datasets.osworld.load import OsworldWarning, load_osworld
 from pptarena.plugins.judges.osworld.judge import OsworldJudge
-from pptarena.run.config import load_config
-from pptarena.run.registry import get_registry
+from pptarena.run.configuration.config import load_config
+from pptarena.run.configuration.registry import get_registry
 from pptarena.run.runner import Runner
 from pptarena.types import ComponentContext, JudgeError, Prediction, Task
 from tests.support import osworld_fixtures as fx

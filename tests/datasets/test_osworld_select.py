@@ -16,7 +16,7 @@ from click.testing import CliRunner
 from pptarena.cli.main import cli
 from pptarena.plugins.datasets.common import DatasetError
 from pptarena.plugins.datasets.osworld.load import OsworldWarning, load_osworld
-from pptarena.run.tasks import select_tasks
+from pptarena.run.configuration.tasks import select_tasks
 from pptarena.types import PptArenaError
 from tests.support import osworld_fixtures as fx
 from tests.support import osworld_standin as standin

@@ -14,8 +14,8 @@ import pytest
 from pptarena.plugins.datasets.common import DatasetError
 from pptarena.plugins.datasets.pptc import load_pptc, split_instruction
 from pptarena.plugins.judges.pptc import PptxMatchJudge
-from pptarena.run.config import load_config
-from pptarena.run.registry import get_registry
+from pptarena.run.configuration.config import load_config
+from pptarena.run.configuration.registry import get_registry
 from pptarena.run.runner import Runner
 from pptarena.types import ComponentContext, Prediction, Task
 from tests.support import pptc_reference as ref

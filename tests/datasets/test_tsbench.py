@@ -11,8 +11,8 @@ import pytest
 
 from pptarena.plugins.datasets.common import DatasetError
 from pptarena.plugins.datasets.tsbench import NO_TARGET, load_tsbench
-from pptarena.run.config import load_config
-from pptarena.run.registry import get_registry
+from pptarena.run.configuration.config import load_config
+from pptarena.run.configuration.registry import get_registry
 from pptarena.run.runner import Runner
 from tests.support.config import use, write_run_config
 from tests.support.paths import CORPUS

@@ -18,7 +18,7 @@ import pytest
 
 from pptarena.deck import DeckError, slide_ids
 from pptarena.deck.read import _PARSE_LOCK, parse_xml
-from pptarena.render_guard import check_deck
+from pptarena.trust.render_guard import check_deck
 from tests.support.paths import CORPUS
 
 DECKS = (
@@ -36,7 +36,7 @@ barrier = threading.Barrier(2)
 def work(i):
     barrier.wait()
     from pptarena.render import deck_slides
-    from pptarena.render_guard import render_copy
+    from pptarena.trust.render_guard import render_copy
     for k in range(2):
         deck = decks[(i + k) % len(decks)]
         deck_slides(deck)

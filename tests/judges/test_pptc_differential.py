@@ -20,8 +20,8 @@ import pytest
 from pptarena.plugins.datasets.pptc import split_instruction
 from pptarena.plugins.judges.pptc import PptxMatchJudge
 from pptarena.plugins.judges.pptc.serialise import PptcUnreadable
-from pptarena.run.config import load_config
-from pptarena.run.registry import get_registry
+from pptarena.run.configuration.config import load_config
+from pptarena.run.configuration.registry import get_registry
 from pptarena.run.runner import Runner
 from pptarena.types import ComponentContext, JudgeError, Prediction, Task
 from tests.support import pptc_cases

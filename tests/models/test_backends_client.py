@@ -241,7 +241,7 @@ def test_redaction_finds_a_key_encoded_inside_any_text():
     import string
     from urllib.parse import quote
 
-    from pptarena.redact import encoded_forms, redact_text
+    from pptarena.trust.redact import encoded_forms, redact_text
 
     rng = random.Random(5)
     for _ in range(300):
@@ -265,7 +265,7 @@ def test_redaction_finds_a_key_encoded_inside_any_text():
 def test_encoded_forms_leave_short_values_and_innocent_numbers_alone():
     """A 4-character URL password is a secret as itself only: its hex would be an 8-digit number
     that occurs in innocent text. Percent forms are found with either case of escapes."""
-    from pptarena.redact import encoded_forms, redact_text
+    from pptarena.trust.redact import encoded_forms, redact_text
 
     assert encoded_forms("1234") == frozenset()
     assert redact_text("job 31323334 done", ["1234", *encoded_forms("1234")]) == "job 31323334 done"

@@ -399,7 +399,7 @@ def test_project_without_vertexai_is_refused():
 
 
 def test_registered_as_the_google_backend(start_sim, tmp_path):
-    from pptarena.run.registry import load_registry
+    from pptarena.run.configuration.registry import load_registry
 
     sim = start_sim()
     options = {"api_key": KEY, "base_url": sim.url, "api_version": "v1beta"}

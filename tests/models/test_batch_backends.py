@@ -20,7 +20,7 @@ from pptarena.models.batch import BatchRequest, BatchState, supports_batch
 from pptarena.models.pricing import bundled_prices
 from pptarena.models.sim import ProviderSim, Rule, SimConfig
 from pptarena.run.batches import BatchingModelClient, BatchQueue, BatchSettings
-from pptarena.run.rundir import BATCHES
+from pptarena.run.folder.rundir import BATCHES
 from pptarena.types import ComponentContext
 
 pytest.importorskip("openai")

@@ -256,8 +256,8 @@ def test_anthropic_check(anthropic_backend, llm_server):
 
 
 def config_with(tmp_path, llm_server, agents, **parts):
-    from pptarena.run.config import load_config
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.config import load_config
+    from pptarena.run.configuration.registry import get_registry
 
     backends = {"local": use("openai", base_url=llm_server.openai_base_url, api_key={"env": "STUB_KEY"})}
     path = write_run_config(tmp_path / "run.toml", fake_run_toml(1, agents, backends=backends, **parts))
@@ -265,7 +265,7 @@ def config_with(tmp_path, llm_server, agents, **parts):
 
 
 def test_a_run_without_models_builds_and_asks_nothing(tmp_path, fake_plugins, monkeypatch, llm_server):
-    import pptarena.run.components as components
+    import pptarena.run.configuration.components as components
 
     monkeypatch.setenv("STUB_KEY", TEST_API_KEY)
     config, registry = config_with(tmp_path, llm_server, ["noop"])  # a backend table, no model named

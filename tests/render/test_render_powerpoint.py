@@ -217,7 +217,7 @@ def test_needs_windows_elsewhere(tmp_path):
 
 
 def test_registered_under_its_name():
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.registry import get_registry
 
     spec = get_registry().get("renderers", "powerpoint")
     assert spec.factory is PowerPointRenderer

@@ -11,8 +11,8 @@ import pytest
 from click.testing import CliRunner
 
 from pptarena.cli.main import cli
-from pptarena.run.config import load_config
-from pptarena.run.registry import get_registry
+from pptarena.run.configuration.config import load_config
+from pptarena.run.configuration.registry import get_registry
 from pptarena.run.runner import Runner
 from tests.support.config import fake_run_toml, use, write_run_config
 

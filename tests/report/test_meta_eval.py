@@ -15,9 +15,9 @@ from click.testing import CliRunner
 from pptarena.cli.main import cli
 from pptarena.report.meta_eval import LabelError, label_agreement, meta_eval, read_labels, to_class
 from pptarena.report.meta_stats import bootstrap_ci, kendall_tau_b, pearson, rankdata, spearman, stability
-from pptarena.run.config import load_config
-from pptarena.run.records import ResultRow
-from pptarena.run.registry import get_registry, reset_registry
+from pptarena.run.configuration.config import load_config
+from pptarena.run.configuration.registry import get_registry, reset_registry
+from pptarena.run.folder.records import ResultRow
 from pptarena.run.runner import Runner
 from tests.support.config import run_toml, use, write_run_config
 from tests.support.report_fixtures import rows_of

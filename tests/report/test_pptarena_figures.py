@@ -18,8 +18,8 @@ from pptx import Presentation
 
 from pptarena.cli.main import cli
 from pptarena.plugins.datasets.pptarena_bench import load_pptarena_tasks
-from pptarena.run.config import load_config
-from pptarena.run.registry import get_registry, reset_registry
+from pptarena.run.configuration.config import load_config
+from pptarena.run.configuration.registry import get_registry, reset_registry
 from pptarena.run.runner import Runner
 from tests.support.config import use, write_run_config
 
@@ -188,7 +188,7 @@ def test_export_pptarena_csv(run_dir, tmp_path):
 
 def test_epochs_weigh_each_attempt_by_one_over_attempts():
     """Two attempts of a case, one scored (IF 5, VQ 4) and one not: the case counts half."""
-    from pptarena.run.split_figures import figures, metric_pct
+    from pptarena.run.statistics.split_figures import figures, metric_pct
 
     assert (metric_pct(7), metric_pct(-2), metric_pct(2.5)) == (100.0, 0.0, 50.0)
     half = figures({"case-1": [(100.0, 80.0), None], "case-2": []}, cases=2)

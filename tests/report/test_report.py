@@ -10,8 +10,8 @@ from click.testing import CliRunner
 from pptarena.cli.main import cli
 from pptarena.report.show import print_summary
 from pptarena.report.tables import breakdown_tables, judge_kinds, leaderboard_table, plain_text
-from pptarena.run.records import ResultRow
-from pptarena.run.results import read_results, summarize_results
+from pptarena.run.folder.records import ResultRow
+from pptarena.run.folder.results import read_results, summarize_results
 
 
 def rows_of(run_dir):
@@ -154,7 +154,7 @@ def _costed(agent, task, cost):
 def test_local_models_show_as_local_free_and_caching_savings_are_said():
     from pptarena.models.pricing import pair_cost
     from pptarena.report.tables import cost_table
-    from pptarena.run.summary_record import Summary
+    from pptarena.run.folder.summary_record import Summary
 
     local = {"usd": 0.0, "known_usd": 0.0, "unpriced_models": [], "local_models": ["local/llama3"]}
     paid = {"usd": 0.02, "known_usd": 0.02, "unpriced_models": [], "cache_saved_usd": 0.005}

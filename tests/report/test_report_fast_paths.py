@@ -17,10 +17,11 @@ from pptarena.report import data as report_data
 from pptarena.report import verdicts
 from pptarena.report.data import load_run
 from pptarena.report.fileio import read_regular, text_lines, write_derived
-from pptarena.run import resample, results
-from pptarena.run.results import read_results, summarize_results
-from pptarena.run.rundir import RunDir
-from pptarena.run.stats import bootstrap_mean_ci
+from pptarena.run.folder import results
+from pptarena.run.folder.results import read_results, summarize_results
+from pptarena.run.folder.rundir import RunDir
+from pptarena.run.statistics import resample
+from pptarena.run.statistics.stats import bootstrap_mean_ci
 from tests.support.config import fake_dataset, fake_run_toml, write_run_config
 
 
@@ -221,7 +222,7 @@ def test_the_report_reuses_the_summary_a_real_run_wrote(tmp_path, fake_plugins, 
     import subprocess
     import sys
 
-    from pptarena.run.summary_stats import stats_options
+    from pptarena.run.statistics.summary_stats import stats_options
 
     text = fake_run_toml(
         3, ["noop", "oracle"], dataset=fake_dataset(3, root="d"), run={"bootstrap": 300, "seed": 4}

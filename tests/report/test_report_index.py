@@ -16,7 +16,7 @@ import pytest
 from pptarena.report.html import write_report
 from pptarena.report.index import SINGLE_PAGE_MAX_PAIRS
 from pptarena.report.pages import TASKS_PER_PAGE
-from pptarena.run.rundir import RunDir
+from pptarena.run.folder.rundir import RunDir
 from tests.support.chromium import CHROMIUM, dump_dom
 from tests.support.report_fixtures import copy_run
 

@@ -17,7 +17,7 @@ from pptarena.report import html, pages
 from pptarena.report.data import load_run
 from pptarena.report.pageinputs import RECORD_NAME, load_record
 from pptarena.report.pages import PageStats, page_name, write_pages
-from pptarena.run.rundir import RunDir
+from pptarena.run.folder.rundir import RunDir
 
 HOST_SECRET = "host-only-text-0451"
 TASKS = 45  # three pages of 20 tasks

@@ -8,7 +8,7 @@ from click.testing import CliRunner
 
 from pptarena.cli.main import cli
 from pptarena.report.rescore import RescoreError, Rescorer, rescore
-from pptarena.run.registry import get_registry
+from pptarena.run.configuration.registry import get_registry
 from tests.support.config import run_toml, use, write_run_config
 from tests.support.report_fixtures import rows_of
 

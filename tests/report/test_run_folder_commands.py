@@ -11,8 +11,8 @@ from click.testing import CliRunner
 
 from pptarena.cli.main import cli
 from pptarena.report.html import write_report
-from pptarena.run.config import load_config
-from pptarena.run.registry import get_registry
+from pptarena.run.configuration.config import load_config
+from pptarena.run.configuration.registry import get_registry
 from pptarena.run.runner import Runner
 from tests.support.config import fake_run_toml, use, write_run_config
 from tests.support.report_fixtures import rows_of
@@ -118,7 +118,7 @@ def test_compare_names_the_agents_tasks_and_judges_it_left_out(tmp_path, fake_pl
 def test_an_agents_notes_reach_the_row_and_the_report(tmp_path, fake_plugins):
     """End to end: ``Prediction.notes`` of a real agent is kept in its row (cut at MAX_NOTES_CHARS) and
     shown, escaped, on its pair in report.html."""
-    from pptarena.run.records import MAX_NOTES_CHARS
+    from pptarena.run.folder.records import MAX_NOTES_CHARS
 
     cfg = write_run_config(tmp_path / "run.toml", fake_run_toml(1, [use("noting", trusted=True)]))
     Runner(load_config(cfg, get_registry()), get_registry(), tmp_path / "run", quiet=True).run()

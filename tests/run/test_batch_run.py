@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from pptarena.models.sim import ProviderSim, SimConfig
-from pptarena.run.rundir import BATCHES
+from pptarena.run.folder.rundir import BATCHES
 from tests.support.agents_fixtures import FIX_QBR_TYPOS
 from tests.support.config import run_toml, use, write_run_config
 from tests.support.paths import ROOT

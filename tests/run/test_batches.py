@@ -18,7 +18,7 @@ import pytest
 from pptarena.models import Completion, Message, ModelError, Usage
 from pptarena.models.batch import BatchError, BatchRequest, BatchResult, BatchState, custom_id_of
 from pptarena.run.batches import BatchingModelClient, BatchQueue, BatchSettings
-from pptarena.run.rundir import BATCHES
+from pptarena.run.folder.rundir import BATCHES
 
 FAST = BatchSettings(quiet=0.1, max_wait=1.0, poll=0.05)
 

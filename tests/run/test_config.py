@@ -10,8 +10,8 @@ import pytest
 from pydantic import SecretStr
 
 from pptarena import ModelRef
-from pptarena.run.config import ConfigError, load_config, redact
-from pptarena.run.registry import get_registry
+from pptarena.run.configuration.config import ConfigError, load_config, redact
+from pptarena.run.configuration.registry import get_registry
 from pptarena.types import Component
 from pptarena.types import Options as BaseOptions
 
@@ -240,7 +240,7 @@ def test_commands_without_model_calls_load_without_secrets(tmp_path, fake_plugin
     ],
 )
 def test_literal_secret_check_reads_key_words_not_substrings(key, secret):
-    from pptarena.redact import literal_secret_problems
+    from pptarena.trust.redact import literal_secret_problems
 
     problems = literal_secret_problems({"dataset": {key: "every_turn_value"}})
     assert bool(problems) is secret, problems

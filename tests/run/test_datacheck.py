@@ -15,8 +15,8 @@ import pytest
 from pptx import Presentation
 
 from pptarena.deck import DeckError
-from pptarena.run import datacheck
-from pptarena.run.datacheck import (
+from pptarena.run.configuration import datacheck
+from pptarena.run.configuration.datacheck import (
     DeckProblem,
     check_tasks,
     deck_open_problem,
@@ -78,8 +78,8 @@ def test_a_good_set_passes(tmp_path, cache):
 
 @pytest.mark.slow
 def test_the_demo_set_passes(cache):
-    from pptarena.run.config import default_cache_dir
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.config import default_cache_dir
+    from pptarena.run.configuration.registry import get_registry
 
     registry = get_registry()
     spec = registry.get("datasets", "demo")
@@ -351,8 +351,8 @@ def test_a_problem_serialises_with_its_reason():
 
 
 def test_render_roles_follow_the_judges(tmp_path):
-    from pptarena.run.config import load_config
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.config import load_config
+    from pptarena.run.configuration.registry import get_registry
     from tests.support.config import run_toml, write_run_config
 
     registry = get_registry()

@@ -10,9 +10,9 @@ from pathlib import Path
 import pytest
 
 from pptarena.report.rescore import Rescorer
-from pptarena.run.config import load_config
-from pptarena.run.fingerprint import JudgeChangedError
-from pptarena.run.registry import get_registry
+from pptarena.run.configuration.config import load_config
+from pptarena.run.configuration.registry import get_registry
+from pptarena.run.folder.fingerprint import JudgeChangedError
 from pptarena.run.runner import Runner
 from tests.support.config import fake_dataset, fake_run_toml, use, write_run_config
 
@@ -152,7 +152,7 @@ def test_unknown_price_is_unknown_not_zero(tmp_path, fake_plugins):
     assert call_cost(
         backend, "gpt-4o-mini-2024-07-18", Usage(input_tokens=1_000_000, output_tokens=0)
     ) == pytest.approx(0.15)
-    from pptarena.run.records import ResultRow
+    from pptarena.run.folder.records import ResultRow
 
     def line(cost, usage):
         return ResultRow.from_json(
@@ -294,7 +294,7 @@ def test_cli_epochs_and_max_cost_then_report(tmp_path, fake_plugins):
 
 
 def test_changing_prices_does_not_block_resume():
-    from pptarena.run.resume import resume_conflicts
+    from pptarena.run.folder.resume import resume_conflicts
 
     before = {"backends": {"openai": {"cache": True, "pricing": {"gpt-5.2": {"input": 1.0, "output": 2.0}}}}}
     after = {"backends": {"openai": {"cache": True, "pricing": {"gpt-5.2": {"input": 1.75, "output": 14.0}}}}}
@@ -304,8 +304,8 @@ def test_changing_prices_does_not_block_resume():
 
 def test_fingerprint_follows_options_backend_sampling_and_prompts(tmp_path, fake_plugins):
     import pptarena.plugins.judges.dual.prompts as prompts
-    from pptarena.run.components import Components
-    from pptarena.run.fingerprint import judge_fingerprint
+    from pptarena.run.configuration.components import Components
+    from pptarena.run.folder.fingerprint import judge_fingerprint
 
     def fingerprint(judge: dict, temperature: float = 0.0) -> dict:
         cfg = write(

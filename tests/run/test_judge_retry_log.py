@@ -7,14 +7,14 @@ from __future__ import annotations
 import json
 
 from pptarena.models.sim import ProviderSim, SimConfig
-from pptarena.run.config import load_config
-from pptarena.run.registry import get_registry
+from pptarena.run.configuration.config import load_config
+from pptarena.run.configuration.registry import get_registry
 from pptarena.run.runner import Runner
 from tests.support.config import fake_run_toml, use, write_run_config
 
 
 def test_a_judges_429_retry_is_logged_in_the_pairs_agent_log(tmp_path, fake_plugins, monkeypatch):
-    from pptarena.run.registry import reset_registry
+    from pptarena.run.configuration.registry import reset_registry
 
     monkeypatch.setenv("PPTARENA_PLUGINS", "fakeplugins,claims_plugins")  # model-judge: one call per pair
     reset_registry()

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from pptarena.procs import run_in_session, wait_exit
+from pptarena.trust.procs import run_in_session, wait_exit
 
 
 def test_wait_exit_reaps_an_exited_process_and_reports_a_timeout():

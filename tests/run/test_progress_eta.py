@@ -7,8 +7,8 @@ import io
 
 from rich.console import Console
 
+from pptarena.run.folder.records import ResultRow
 from pptarena.run.progress import EtaEstimator, Progress, format_eta, wrap_line
-from pptarena.run.records import ResultRow
 
 LONG_ERROR = (
     "the prediction /tmp/runs/demo/tasks/oracle/qbr-fix-typos/prediction-lab.pptx: not a zip file "

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from pptarena.run.provenance import Provenance, agent_fingerprint, describe_change, task_sha
-from pptarena.run.records import ResultRow
+from pptarena.run.folder.provenance import Provenance, agent_fingerprint, describe_change, task_sha
+from pptarena.run.folder.records import ResultRow
 from pptarena.types import Status, Task
 from tests.support.config import demo_dataset, use, write_run_config
 
@@ -186,8 +186,8 @@ def test_upgrading_a_pip_installed_agent_reruns_its_pairs_and_the_manifest_keeps
 
 
 def test_a_changed_task_file_reruns_that_tasks_pairs_only(tmp_path, monkeypatch):
-    from pptarena.run.config import load_config
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.config import load_config
+    from pptarena.run.configuration.registry import get_registry
     from pptarena.run.runner import Runner
 
     monkeypatch.chdir(tmp_path)
@@ -249,8 +249,8 @@ def test_task_sha_covers_instruction_rubric_and_deck_bytes(tmp_path):
 
 
 def test_agent_fingerprint_follows_version_options_and_code(tmp_path):
-    from pptarena.run.config import load_config
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.config import load_config
+    from pptarena.run.configuration.registry import get_registry
 
     cfg = write_run_config(
         tmp_path / "a.toml",
@@ -294,8 +294,8 @@ def test_a_built_in_agents_code_hash_leaves_out_the_other_plugins_nested_in_its_
     to the tools agent must not make the no-op's rows stale, while its own package still counts."""
     import importlib
 
-    from pptarena.run import provenance
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.registry import get_registry
+    from pptarena.run.folder import provenance
 
     get_registry()
     baselines = importlib.import_module("pptarena.plugins.agents.baselines")

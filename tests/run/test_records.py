@@ -9,8 +9,8 @@ from click.testing import CliRunner
 
 from pptarena.cli.main import cli
 from pptarena.report.data import load_run
-from pptarena.run.records import RESULTS_SCHEMA, ResultRow, Status, parse_row
-from pptarena.run.results import ResultsStore, read_results
+from pptarena.run.folder.records import RESULTS_SCHEMA, ResultRow, Status, parse_row
+from pptarena.run.folder.results import ResultsStore, read_results
 
 GOOD = {
     "agent": "a",
@@ -90,7 +90,7 @@ def test_meta_eval_says_which_lines_it_skipped(tmp_path):
 
 
 def test_agent_outcome_round_trips_through_its_wire_form(tmp_path):
-    from pptarena.run.records import AgentOutcome
+    from pptarena.run.folder.records import AgentOutcome
     from pptarena.types import Prediction, Status
 
     deck = tmp_path / "p.pptx"
@@ -119,7 +119,7 @@ def test_agent_outcome_round_trips_through_its_wire_form(tmp_path):
     ],
 )
 def test_a_malformed_agent_outcome_is_one_readable_sentence(line, message):
-    from pptarena.run.records import AgentOutcome
+    from pptarena.run.folder.records import AgentOutcome
 
     with pytest.raises(ValueError) as err:
         AgentOutcome.from_json(line)
@@ -174,10 +174,10 @@ def test_a_row_refuses_a_wrong_value_as_it_is_set():
 
 
 def test_summary_and_manifest_read_and_write_back_the_same_json(tmp_path):
-    from pptarena.run.manifest_record import Manifest
-    from pptarena.run.results import summarize_results, write_json_atomic
-    from pptarena.run.summary_record import Summary
-    from pptarena.run.summary_stats import StatsOptions
+    from pptarena.run.folder.manifest_record import Manifest
+    from pptarena.run.folder.results import summarize_results, write_json_atomic
+    from pptarena.run.folder.summary_record import Summary
+    from pptarena.run.statistics.summary_stats import StatsOptions
 
     rows = [ResultRow.from_json(json.loads(t)) for t in _demo_lines()]
     summary = summarize_results(rows, opts=StatsOptions(n_boot=200))
@@ -199,7 +199,7 @@ def test_summary_and_manifest_read_and_write_back_the_same_json(tmp_path):
 def test_one_definition_of_a_valid_line_for_bytes_and_text():
     """``parse_result_line`` decides for read_results and the view's index: whatever the text form,
     it accepts or refuses a line as Python's JSON + ``parse_row`` does."""
-    from pptarena.run.records import parse_result_line
+    from pptarena.run.folder.records import parse_result_line
 
     good = ResultRow.begin("noop", "t1", 1).to_line()
     good_text = json.dumps(good)

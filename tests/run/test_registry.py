@@ -10,7 +10,7 @@ import types
 import pytest
 
 import pptarena
-from pptarena.run.registry import (
+from pptarena.run.configuration.registry import (
     AmbiguousComponentError,
     PluginLoadError,
     Registry,

@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from pptarena.run.config import load_config
-from pptarena.run.registry import get_registry, reset_registry
-from pptarena.run.reporting import read_finished_run, report_run
+from pptarena.run.configuration.config import load_config
+from pptarena.run.configuration.registry import get_registry, reset_registry
+from pptarena.run.folder.reporting import read_finished_run, report_run
 from pptarena.run.runner import Runner
 from tests.support.config import fake_run_toml, use, write_run_config
 from tests.support.paths import PLUGIN_MODULES, ROOT
@@ -179,7 +179,12 @@ def test_mlflow_logs_config_pair_scores_summary_and_report(registry, run_copy, t
     paths = {a.path for a in client.list_artifacts(logged.info.run_id)}
     assert {"pairs.json", "config.json", "run"} <= paths
     run_files = {a.path for a in client.list_artifacts(logged.info.run_id, "run")}
-    assert run_files == {"run/results.jsonl", "run/summary.json", "run/manifest.json", "run/report.html"}
+    assert run_files == {
+        "run/folder/results.jsonl",
+        "run/summary.json",
+        "run/manifest.json",
+        "run/report.html",
+    }
     local = Path(client.download_artifacts(logged.info.run_id, "run/report.html", str(tmp_path)))
     assert local.read_bytes() == (run_copy / "report.html").read_bytes()
     table = json.loads(
@@ -384,9 +389,9 @@ def test_both_reporters_work_without_any_network(registry, run_copy, tmp_path):
         from pathlib import Path
         s = socket.socket(); s.settimeout(5)
         assert s.connect_ex(("1.1.1.1", 443)) != 0, "the namespace has a route out"
-        from pptarena.run.config import load_config
-        from pptarena.run.registry import get_registry
-        from pptarena.run.reporting import report_run
+        from pptarena.run.configuration.config import load_config
+        from pptarena.run.configuration.registry import get_registry
+        from pptarena.run.folder.reporting import report_run
         config = load_config({str(cfg)!r}, get_registry())
         for line in report_run(config, get_registry(), Path({str(run_copy)!r}), None):
             print(line)

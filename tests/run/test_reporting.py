@@ -1,5 +1,5 @@
 """Reporters (issue 33, item 6): the ``register_reporters`` hook, ``[[reporters]]`` tables and
-:func:`pptarena.run.reporting.report_run` on a real finished run.
+:func:`pptarena.run.folder.reporting.report_run` on a real finished run.
 
 The reporters here are test plugins registered for the module's duration: one that records what
 it is handed, one that raises, one whose package is "missing". The built-in MLflow and W&B
@@ -19,9 +19,9 @@ from pydantic import SecretStr
 
 import pptarena
 from pptarena import hookspecs
-from pptarena.run.config import ConfigError, load_config
-from pptarena.run.registry import KINDS, SINGULAR, get_registry, reset_registry
-from pptarena.run.reporting import (
+from pptarena.run.configuration.config import ConfigError, load_config
+from pptarena.run.configuration.registry import KINDS, SINGULAR, get_registry, reset_registry
+from pptarena.run.folder.reporting import (
     FinishedRun,
     Reporter,
     check_reporters,
@@ -248,7 +248,7 @@ def test_a_reporter_raising_system_exit_does_not_end_the_process(plugins, finish
 
 
 def test_a_run_folder_that_cannot_be_read_is_one_warning(plugins, tmp_path, monkeypatch):
-    import pptarena.run.reporting as reporting
+    import pptarena.run.folder.reporting as reporting
 
     def unreadable(run_dir, summary=None):
         raise OSError(f"[Errno 13] Permission denied: '{run_dir}'")

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pptarena.run.attempt import keep_tools
-from pptarena.run.records import (
+from pptarena.run.folder.records import (
     MAX_REPORTED_COUNT,
     MAX_TOOL_NAMES,
     MAX_TOOL_SERVERS,
@@ -23,7 +23,7 @@ from pptarena.run.records import (
     parse_row,
     tools_usage,
 )
-from pptarena.run.results import ResultsStore, mcp_servers_key, rows_source, summarize_results
+from pptarena.run.folder.results import ResultsStore, mcp_servers_key, rows_source, summarize_results
 from pptarena.types import AgentLog, Prediction
 
 RECORD = {

@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from pptarena.run.config import load_config
-from pptarena.run.records import ResultRow
-from pptarena.run.registry import get_registry
+from pptarena.run.configuration.config import load_config
+from pptarena.run.configuration.registry import get_registry
+from pptarena.run.folder.records import ResultRow
 from pptarena.run.runner import Runner
 from tests.support.config import fake_dataset, fake_run_toml, use, write_run_config
 
@@ -170,7 +170,7 @@ def test_sigkill_then_resume_records_every_pair_once(tmp_path, fake_plugins):
 
 
 def test_partial_last_line_is_repaired(tmp_path):
-    from pptarena.run.results import ResultsStore
+    from pptarena.run.folder.results import ResultsStore
 
     (tmp_path / "results.jsonl").write_text(
         '{"agent": "a", "task_id": "1", "status": "scored"}\n{"agent": "a", "task_'
@@ -374,7 +374,7 @@ def test_a_missing_input_deck_skips_its_task_as_a_dataset_error_and_the_run_goes
 
 
 def test_safe_names_of_long_ids_do_not_collide():
-    from pptarena.run.rundir import safe_name
+    from pptarena.run.folder.rundir import safe_name
 
     a, b = "x" * 130 + "a", "x" * 130 + "b"
     assert safe_name(a) != safe_name(b) and len(safe_name(a)) <= 120

@@ -9,9 +9,9 @@ import random
 import numpy as np
 import pytest
 
-from pptarena.run.records import ResultRow
-from pptarena.run.results import summarize_results
-from pptarena.run.stats import (
+from pptarena.run.folder.records import ResultRow
+from pptarena.run.folder.results import summarize_results
+from pptarena.run.statistics.stats import (
     bootstrap_mean_ci,
     epoch_block,
     paired_comparison,
@@ -19,7 +19,7 @@ from pptarena.run.stats import (
     pass_at_k,
     pass_hat_k,
 )
-from pptarena.run.summary_stats import StatsOptions
+from pptarena.run.statistics.summary_stats import StatsOptions
 
 scipy_stats = pytest.importorskip(
     "scipy.stats", reason="scipy (test extra) is the reference for intervals and tests"

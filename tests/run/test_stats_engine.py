@@ -12,8 +12,8 @@ from concurrent.futures import Future
 import numpy as np
 import pytest
 
-from pptarena.run import blas, bootdraws, resample, signflip, statsjobs, statsworker
-from pptarena.run.stats import bootstrap_mean_ci, paired_p_values, paired_permutation_p
+from pptarena.run.statistics import blas, bootdraws, resample, signflip, statsjobs, statsworker
+from pptarena.run.statistics.stats import bootstrap_mean_ci, paired_p_values, paired_permutation_p
 from tests.support.summary_pin_rows import PINS, cases, summary_of
 
 

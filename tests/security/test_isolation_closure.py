@@ -6,7 +6,7 @@ import importlib.metadata as metadata
 
 import pytest
 
-from pptarena.isolation import distribution_closure, distribution_paths
+from pptarena.trust.isolation import distribution_closure, distribution_paths
 
 
 def _names(dists) -> set[str]:

@@ -12,7 +12,7 @@ from pathlib import Path
 from pptx import Presentation
 from pptx.util import Inches
 
-from pptarena.render_guard import check_deck, leaves_package, render_copy, sanitize_svg
+from pptarena.trust.render_guard import check_deck, leaves_package, render_copy, sanitize_svg
 
 RELS = "ppt/slides/_rels/slide1.xml.rels"
 PR = "http://schemas.openxmlformats.org/package/2006/relationships"

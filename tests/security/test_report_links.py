@@ -16,7 +16,7 @@ import pytest
 from pptarena.report.fileio import read_regular
 from pptarena.report.renders import PairDecks, RenderBudget, pair_decks, pair_view
 from pptarena.report.verdicts import agent_log_html, trajectory_html
-from pptarena.run.records import ResultRow
+from pptarena.run.folder.records import ResultRow
 from pptarena.types import SlideImage
 
 HOST_SECRET = "host-only-text-0451"

@@ -1,4 +1,4 @@
-"""The safe-file layer (pptarena.safeio) against what an agent can leave in a folder: links (to files
+"""The safe-file layer (pptarena.trust.safeio) against what an agent can leave in a folder: links (to files
 and in place of folders), hard links, FIFOs, sockets, devices, sparse giants, deep trees."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from pptarena.safeio import (
+from pptarena.trust.safeio import (
     UnsafeFileError,
     copy_regular,
     copy_tree,
@@ -186,7 +186,7 @@ def test_ensure_dir_refuses_a_planted_link(tmp_path, host):
 
 
 def test_a_held_folder_refuses_a_link_to_a_file_or_in_place_of_a_folder(agent_dir, host):
-    from pptarena.safeio import open_folder
+    from pptarena.trust.safeio import open_folder
 
     with open_folder(agent_dir / "cli", root=agent_dir) as cli:
         assert cli.read("notes.txt", 100) == b"notes"
@@ -205,7 +205,7 @@ def test_a_held_folder_refuses_a_link_to_a_file_or_in_place_of_a_folder(agent_di
 
 
 def test_a_held_folder_refuses_a_fifo_at_once_and_files_over_the_cap(agent_dir):
-    from pptarena.safeio import open_folder
+    from pptarena.trust.safeio import open_folder
 
     with open(agent_dir / "cli" / "sparse.bin", "wb") as fh:
         fh.truncate(2 * 1024**3)  # 2 GiB, costs nothing: refused before a byte is read
@@ -223,7 +223,7 @@ def test_a_held_folder_refuses_a_fifo_at_once_and_files_over_the_cap(agent_dir):
 
 
 def test_a_held_folder_never_leaves_itself(agent_dir):
-    from pptarena.safeio import open_folder
+    from pptarena.trust.safeio import open_folder
 
     with open_folder(agent_dir / "cli", root=agent_dir) as cli:
         for rel in ("../cli/notes.txt", "/etc/passwd", "output/../../x", "", "."):
@@ -234,7 +234,7 @@ def test_a_held_folder_never_leaves_itself(agent_dir):
 
 
 def test_a_folder_swapped_for_a_link_after_it_was_held_is_still_the_folder_opened(tmp_path, host):
-    from pptarena.safeio import open_folder
+    from pptarena.trust.safeio import open_folder
 
     root = tmp_path / "run"
     (root / "tasks" / "pair").mkdir(parents=True)
@@ -256,7 +256,7 @@ def test_a_folder_swapped_for_a_link_after_it_was_held_is_still_the_folder_opene
 
 
 def test_a_held_folder_is_closed_by_its_block_even_on_error(agent_dir):
-    from pptarena.safeio import open_folder
+    from pptarena.trust.safeio import open_folder
 
     with pytest.raises(UnsafeFileError):
         with open_folder(agent_dir / "cli", root=agent_dir) as cli:

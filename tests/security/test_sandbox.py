@@ -6,7 +6,7 @@ import os
 
 import pytest
 
-from pptarena.sandbox import (
+from pptarena.trust.sandbox import (
     SandboxLimits,
     filesystem_isolation_available,
     network_isolation_available,

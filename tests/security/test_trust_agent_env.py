@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from pptarena.run.agent_jail import jail_available
+from pptarena.run.jail.agent_jail import jail_available
 from tests.support.agent_env_fixtures import env_agent_config, write_wheel
 from tests.support.trust_fixtures import arena
 
@@ -189,7 +189,7 @@ def test_trusted_is_refused_for_an_agent_from_its_own_environment(tmp_path, shar
 @needs_jail
 def test_environments_are_cached_by_content(tmp_path, shared_cache):
     """The same wheel is built once; a changed wheel gets an environment of its own."""
-    from pptarena.run.agent_env import ensure_env
+    from pptarena.run.jail.agent_env import ensure_env
 
     marks = tmp_path / "marks"
     marks.mkdir()
@@ -208,7 +208,7 @@ def test_environments_are_cached_by_content(tmp_path, shared_cache):
 
 def test_an_agent_needing_another_pptarena_is_refused_with_the_versions(tmp_path):
     """A distribution pinned to a pptarena the harness is not gets a clear refusal, no install."""
-    from pptarena.run.agent_env import AgentEnvError, missing_requirements
+    from pptarena.run.jail.agent_env import AgentEnvError, missing_requirements
 
     site = tmp_path / "site"
     info = site / "x-1.0.dist-info"
@@ -238,8 +238,8 @@ for _ in range(300):
 RSS_CHILD = r"""
 import resource, sys
 from pathlib import Path
-from pptarena.run.agent_env import ensure_env
-from pptarena.run.agent_probe import probe
+from pptarena.run.jail.agent_env import ensure_env
+from pptarena.run.jail.agent_probe import probe
 env = ensure_env(sys.argv[1], Path(sys.argv[2]), Path(sys.argv[2]))
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 answer = probe(env, [{"use": "evil", "options": {}}])

@@ -18,10 +18,10 @@ from pathlib import Path
 
 import pytest
 
-from pptarena.run.agent_jail import jail_available
-from pptarena.run.agent_view import agent_task, public_metadata
-from pptarena.run.config import load_config
-from pptarena.run.registry import get_registry, reset_registry
+from pptarena.run.configuration.config import load_config
+from pptarena.run.configuration.registry import get_registry, reset_registry
+from pptarena.run.jail.agent_jail import jail_available
+from pptarena.run.jail.agent_view import agent_task, public_metadata
 from pptarena.run.runner import Runner
 from pptarena.types import AgentTask, Task
 from tests.support.config import fake_dataset, fake_run_toml, use, write_run_config
@@ -99,7 +99,7 @@ def test_the_jail_binds_no_plugin_folder_but_a_builtin_agents_own(tmp_path, plug
     inside the pptarena folder) the rest of the pptarena folder stays bound."""
     import importlib.util
 
-    from pptarena.run.agent_jail import _hide, plugin_paths
+    from pptarena.run.jail.agent_jail import _hide, plugin_paths
 
     root = Path(next(iter(importlib.util.find_spec("pptarena.plugins").submodule_search_locations)))
     builtin, _ = plugin_paths("pptarena.plugins.agents.baselines", builtin=True)
@@ -228,7 +228,7 @@ def test_an_agent_importing_the_datasets_code_gets_module_not_found(tmp_path, pl
     assert rows["oracle"]["scores"]["same-slides"]["score"] == 1.0  # the judge does see a copied answer
     assert rows["oracle"]["agent_process"] == "reference" and rows["oracle"]["isolation"] == "none"
     from pptarena.report.tables import leaderboard_table
-    from pptarena.run.summary_record import Summary
+    from pptarena.run.folder.summary_record import Summary
 
     board = leaderboard_table(Summary.model_validate(json.loads((tmp_path / "out/summary.json").read_text())))
     cells = {row[0]: row[1] for row in board.rows}
@@ -390,8 +390,8 @@ def test_a_jailed_agent_renders_through_the_bridge(tmp_path, plugins):
 @needs_jail
 def test_a_fork_bomb_in_a_jailed_worker_stops_at_its_process_cap(tmp_path, plugins):
     """Item 7 for the agent's own jail: 1,500 processes as root stop at the worker's cgroup cap."""
-    from pptarena.limits import limits_level
-    from pptarena.run.agent_jail import MAX_PROCESSES
+    from pptarena.run.jail.agent_jail import MAX_PROCESSES
+    from pptarena.trust.limits import limits_level
 
     if limits_level() not in ("cgroup1", "cgroup2"):
         pytest.skip(f"no pids cgroup here ({limits_level()}): the jailed worker runs without a process cap")

@@ -21,9 +21,9 @@ from pathlib import Path
 
 import pytest
 
-from pptarena.run.agent_jail import jail_available
-from pptarena.run.config import load_config
-from pptarena.run.registry import get_registry, reset_registry
+from pptarena.run.configuration.config import load_config
+from pptarena.run.configuration.registry import get_registry, reset_registry
+from pptarena.run.jail.agent_jail import jail_available
 from pptarena.run.runner import Runner
 from tests.support.config import fake_run_toml, use, write_run_config
 
@@ -91,7 +91,7 @@ def test_a_usage_claim_never_reaches_usage_cost_or_the_summary(tmp_path, plugins
 
 
 def test_reported_usage_keeps_plausible_counts_only():
-    from pptarena.run.records import MAX_REPORTED_COUNT, reported_usage
+    from pptarena.run.folder.records import MAX_REPORTED_COUNT, reported_usage
 
     kept, refused = reported_usage(
         {"a": 1, "b": -1, "c": 2.0, "d": "3", "e": True, "f": MAX_REPORTED_COUNT + 1, "g": None, "h": 0}
@@ -104,7 +104,7 @@ def test_reported_usage_keeps_plausible_counts_only():
 
 
 def test_result_lines_without_reported_usage_read_and_bad_ones_are_refused():
-    from pptarena.run.records import ResultRow, parse_row
+    from pptarena.run.folder.records import ResultRow, parse_row
 
     old = {"agent": "a", "task_id": "t", "status": "scored", "usage": {"calls": 1}, "schema_version": 1}
     row = parse_row(old)
@@ -141,9 +141,9 @@ def test_a_jailed_agent_raising_infra_error_for_its_own_failure_is_an_agent_erro
 def test_a_worker_reported_status_is_decided_on_the_host():
     """A forged outcome (status infra_error or timeout, from a worker that imported nothing, or an
     agent writing to the protocol itself) is the agent's, unless the bridge saw infrastructure fail."""
-    from pptarena.run.bridge import BridgeHost
-    from pptarena.run.jail_pool import host_decided
-    from pptarena.run.records import AgentOutcome
+    from pptarena.run.folder.records import AgentOutcome
+    from pptarena.run.jail.bridge import BridgeHost
+    from pptarena.run.jail.jail_pool import host_decided
     from pptarena.types import AgentLog, InfraError, Status
 
     def host(failing: bool) -> BridgeHost:
@@ -188,8 +188,8 @@ def test_a_jailed_agent_cannot_call_the_judges_model_its_plugin_default_names(tm
 
 def test_the_allow_list_is_the_models_the_config_table_names():
     from pptarena import ModelRef
-    from pptarena.run.config import ComponentConfig
-    from pptarena.run.jail_pool import table_models
+    from pptarena.run.configuration.config import ComponentConfig
+    from pptarena.run.jail.jail_pool import table_models
     from pptarena.types import Options
 
     class Opts(Options):
@@ -224,7 +224,7 @@ def test_renders_a_jailed_agent_asks_for_never_fill_the_persistent_cache(tmp_pat
     """Attack: render 40 distinct decks through the bridge (a renderer caching like LibreOffice's).
     Before: 40 new entries in the persistent render cache, kept after the run. Now they go to the
     run's own capped cache, which is gone when the run ends."""
-    from pptarena.run import bridge
+    from pptarena.run.jail import bridge
 
     before = persistent_renders()
     made: list[Path] = []
@@ -253,7 +253,7 @@ def test_a_host_placed_agents_renders_never_fill_the_persistent_cache(tmp_path, 
     Attack: 12 distinct renders through ``pptarena.run.worker.execute`` (the pool worker's entry)."""
     from pptx import Presentation
 
-    from pptarena.run import bridge
+    from pptarena.run.jail import bridge
     from pptarena.run.worker import execute, workspace_spec
     from pptarena.types import AgentLog, AgentTask, Workspace
 
@@ -292,7 +292,7 @@ def test_the_per_run_render_cache_is_capped_and_removed_on_close(tmp_path, plugi
     from claims_plugins import CachingBoxes
     from pptx import Presentation
 
-    from pptarena.run.bridge import AgentRenders, renderer_caching_in
+    from pptarena.run.jail.bridge import AgentRenders, renderer_caching_in
     from pptarena.types import ComponentContext
 
     cap = 4 * 1024 * 1024
@@ -319,7 +319,7 @@ def test_the_per_run_render_cache_is_capped_and_removed_on_close(tmp_path, plugi
 
 READER_CHILD = r"""
 import json, os, sys, time
-from pptarena.run.jail_pool import JailWorker
+from pptarena.run.jail.jail_pool import JailWorker
 size = int(sys.argv[1])
 script = (
     'echo "{\\"ready\\": true}"; printf "{\\"op\\": \\"done\\", \\"archive\\": \\""; '

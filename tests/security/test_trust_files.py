@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from pptarena.redact import redact_file, redact_tree
+from pptarena.trust.redact import redact_file, redact_tree
 from tests.support.config import command_agent, demo_dataset, fake_dataset, use, write_run_config
 from tests.support.trust_fixtures import SECRET, arena
 
@@ -108,7 +108,7 @@ def test_redact_file_with_a_root_refuses_a_link_planted_in_place_of_a_folder(tmp
 def redact_in_child(folder: Path, timeout: float = 30) -> subprocess.CompletedProcess[str]:
     """redact_tree(folder) in a child process (the secret in its environment), killed after ``timeout``
     seconds: an attack that blocks the redactor must not block the test run too."""
-    code = f"from pptarena.redact import redact_tree; print(redact_tree({str(folder)!r}))"
+    code = f"from pptarena.trust.redact import redact_tree; print(redact_tree({str(folder)!r}))"
     return subprocess.run(
         [sys.executable, "-c", code],
         env={**os.environ, "STUB_KEY": SECRET},
@@ -215,7 +215,7 @@ def test_fifos_left_by_a_cli_agent_do_not_block_the_run(tmp_path):
 def test_the_harness_json_writes_never_go_through_a_link_at_their_temporary_name(tmp_path):
     """verdicts.json is written into the pair's folder after the agent ran, via a temporary file
     whose name used to be predictable (``.verdicts.json.<pid>.tmp``)."""
-    from pptarena.run.results import write_json_atomic
+    from pptarena.run.folder.results import write_json_atomic
 
     before = b"PK\x03\x04 the cached target deck"
     target = host_file(tmp_path, before)
@@ -262,8 +262,8 @@ def test_a_prediction_that_links_to_the_answer_key_is_not_judged(
 ):
     """In the harness's process (trusted) the link reaches the runner, which refuses it; jailed, it
     never leaves the jail (the workspace is copied out regular files only)."""
-    from pptarena.run.config import load_config
-    from pptarena.run.registry import get_registry, reset_registry
+    from pptarena.run.configuration.config import load_config
+    from pptarena.run.configuration.registry import get_registry, reset_registry
     from pptarena.run.runner import Runner
 
     (tmp_path / "linkplugin.py").write_text(LINKER)
@@ -300,7 +300,7 @@ def test_judges_never_write_into_a_folder_the_agent_linked_elsewhere(tmp_path):
     """The judges' evidence goes to ``judges/<label>/`` and ``renders/<role>/`` of the pair's folder,
     which the agent wrote first: links planted there point at a host folder."""
     from pptarena.evidence import Evidence
-    from pptarena.safeio import UnsafeFileError
+    from pptarena.trust.safeio import UnsafeFileError
     from pptarena.types import Prediction, Task
 
     host = tmp_path / "host"
@@ -400,8 +400,8 @@ def test_reference_decks_left_in_the_pair_folder_are_not_taken_as_the_target(tmp
     """Judges compare with the re-saved references in ``references/`` of the pair's folder; only the
     harness may put them there. Any code that can write the pair's folder (an agent in the harness's
     process, a tool a built-in agent runs on the host) could leave its own deck as the target."""
-    from pptarena.run.config import load_config
-    from pptarena.run.registry import get_registry, reset_registry
+    from pptarena.run.configuration.config import load_config
+    from pptarena.run.configuration.registry import get_registry, reset_registry
     from pptarena.run.runner import Runner
 
     (tmp_path / "refplugin.py").write_text(REFERENCE_FORGER)

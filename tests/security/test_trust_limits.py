@@ -1,7 +1,7 @@
 """Issue 23 item 7: process-count and total-memory limits per sandbox that hold when the harness is root.
 
 Each test is the hostile program (a fork bomb, forks that together exceed the memory cap, a program
-that tries to leave its cgroup) run through ``pptarena.sandbox.run_python``, the code agent's path.
+that tries to leave its cgroup) run through ``pptarena.trust.sandbox.run_python``, the code agent's path.
 Where this machine gives no cgroup, the "uid" level (a host uid per sandbox) is tested instead, and
 ``PPTARENA_CGROUPS=off`` forces that level here too.
 """
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from pptarena import limits
-from pptarena.sandbox import SandboxLimits, run_python
+from pptarena.trust import limits
+from pptarena.trust.sandbox import SandboxLimits, run_python
 from tests.support.trust_fixtures import needs_bwrap
 
 FORK_BOMB = """

@@ -371,7 +371,7 @@ def test_a_program_flooding_stdout_writes_nothing_big_on_the_host(tmp_path, monk
     """run_python captured stdout in a host temp file, bounded only by RLIMIT_FSIZE (512 MB per
     stream): outside the sandbox's tmpfs quota, on the host's disk. The program prints 600 MB; a
     watcher measures the capture files in the harness's temp folder while it runs."""
-    from pptarena.sandbox import SandboxLimits, run_python
+    from pptarena.trust.sandbox import SandboxLimits, run_python
 
     host_tmp = tmp_path / "host-tmp"
     host_tmp.mkdir()
@@ -516,7 +516,7 @@ def test_a_uid_lock_folder_planted_by_someone_else_is_not_used(tmp_path, monkeyp
     first run after a reboot) filled it with links named like the lock files: root followed them,
     creating the link's target (here ``victim``; ``/etc/nologin`` would lock users out) and
     taking a "lock" the planter controls."""
-    from pptarena import limits
+    from pptarena.trust import limits
 
     monkeypatch.setenv("PPTARENA_CGROUPS", "off")
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
@@ -541,7 +541,7 @@ def test_a_program_cannot_fill_memory_through_dev(tmp_path):
     wrote files there past its disk quota (``disk_mb``), 512 MB each (its file-size limit); in the
     ``uid`` level nothing else bounded them. /dev/null stays writable, /dev/shm is a small tmpfs
     (multiprocessing's semaphores work)."""
-    from pptarena.sandbox import SandboxLimits, run_python
+    from pptarena.trust.sandbox import SandboxLimits, run_python
 
     source = """
 import os, multiprocessing

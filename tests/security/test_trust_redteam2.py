@@ -1,11 +1,11 @@
 """Red-team round 2 on the trust layer (issue 23): each test performs the attack.
 
 1. a folder of ~300,000 agent-written names walked with a small ``max_entries`` must be refused
-   without the harness first holding the whole listing in memory (:func:`pptarena.safeio.walk_tree`);
+   without the harness first holding the whole listing in memory (:func:`pptarena.trust.safeio.walk_tree`);
 2. a program running inside the office's render jail must not fill host memory through the jail's
    ``/tmp``, ``/dev/shm`` or ``/dev`` (:mod:`pptarena.plugins.renderers.libreoffice.office_jail`);
 3. a jailed agent worker's workspace archive and stderr must not make the harness grow without bound
-   (:mod:`pptarena.run.jail_pool`, :mod:`pptarena.run.jail_worker`).
+   (:mod:`pptarena.run.jail.jail_pool`, :mod:`pptarena.run.jail.jail_worker`).
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import pytest
 
 WALK_CHILD = r"""
 import resource, sys
-from pptarena.safeio import UnsafeFileError, walk_tree
+from pptarena.trust.safeio import UnsafeFileError, walk_tree
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 seen = 0
 try:
@@ -107,7 +107,7 @@ def test_render_jail_cannot_fill_host_memory_through_its_tmpfs():
 PAX_CHILD = r"""
 import resource, sys, time
 from pathlib import Path
-from pptarena.run.jail_pool import unpack_workspace
+from pptarena.run.jail.jail_pool import unpack_workspace
 archive = Path(sys.argv[1]).read_text()
 before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 start = time.monotonic()
@@ -186,7 +186,7 @@ def _many_members(n: int) -> str:
 def test_a_workspace_archive_of_empty_files_and_folders_is_capped_in_names(tmp_path):
     """Attack: an archive of 0 bytes of content but 12,000 empty files and folders (inodes in the
     pair's folder, unbounded before: only bytes were counted). Now every member counts (10,000 at most)."""
-    from pptarena.run.jail_pool import unpack_workspace
+    from pptarena.run.jail.jail_pool import unpack_workspace
 
     dest = tmp_path / "pair"
     dest.mkdir()
@@ -198,7 +198,7 @@ def test_a_workspace_archive_of_empty_files_and_folders_is_capped_in_names(tmp_p
 STDERR_CHILD = r"""
 import os, resource, sys, time
 from pathlib import Path
-from pptarena.run.jail_pool import JailWorker
+from pptarena.run.jail.jail_pool import JailWorker
 script = (
     'echo "{\\"ready\\": true}"; head -c 600000000 /dev/zero >&2; echo THE END >&2;'
     ' echo "{\\"op\\": \\"done\\"}"'
@@ -223,7 +223,7 @@ print(message, largest, after - before)
 def test_a_jailed_workers_stderr_flood_costs_the_harness_no_disk_or_memory(tmp_path):
     """Attack: the worker prints 600 MB on stderr during a pair. It went to a host temporary file of
     that size; now it goes through a pipe whose last ``MAX_STDERR_BYTES`` are kept."""
-    from pptarena.run.jail_pool import MAX_STDERR_BYTES
+    from pptarena.run.jail.jail_pool import MAX_STDERR_BYTES
 
     kept = tmp_path / "agent.stderr.txt"
     out = subprocess.run(

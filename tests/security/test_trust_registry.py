@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 import pptarena
-from pptarena.run.agent_view import placement
-from pptarena.run.registry import PluginLoadError, Registry, load_registry
+from pptarena.run.configuration.registry import PluginLoadError, Registry, load_registry
+from pptarena.run.jail.agent_view import placement
 from pptarena.types import Component, Prediction
 
 
@@ -46,8 +46,8 @@ def _agent(spec, trusted: bool = False):
 def test_a_third_party_class_claiming_builtin_status_is_jailed_and_binds_nothing_it_names():
     """Attack: module string, reference_agent, host_worker, untrusted_code and jail_paths all claim
     trust. Placement, the weak-isolation refusal and the jail's binds ignore every one of them."""
-    from pptarena.run.agent_jail import jail_paths_of
-    from pptarena.run.trust import untrusted_agents
+    from pptarena.run.jail.agent_jail import jail_paths_of
+    from pptarena.run.jail.boundary import untrusted_agents
 
     reg = Registry()
     reg.register_plugin(
@@ -120,7 +120,7 @@ def test_two_distributions_declaring_one_entry_point_name_load_neither(tmp_path,
 
 def test_the_jail_never_binds_a_distribution_that_registers_datasets_or_judges(monkeypatch):
     """Attack: the agent's distribution requires a distribution that ships a dataset's decks."""
-    from pptarena.run import agent_jail
+    from pptarena.run.jail import agent_jail
 
     agent_jail.plugin_paths.cache_clear()
     binds, _ = agent_jail.plugin_paths("tests", False, frozenset({"pydantic"}))
@@ -135,7 +135,7 @@ def test_the_jail_never_binds_a_distribution_that_registers_datasets_or_judges(m
 
 def test_nothing_under_a_forbidden_root_is_bound(tmp_path):
     """The run's cache, run folder and dataset folders are never bound, whatever asked for them."""
-    from pptarena.run import agent_jail
+    from pptarena.run.jail import agent_jail
 
     inside = tmp_path / "cache" / "pptarena-demo" / "target.pptx"
     inside.parent.mkdir(parents=True)
@@ -147,7 +147,7 @@ def test_nothing_under_a_forbidden_root_is_bound(tmp_path):
 def test_a_rows_isolation_is_what_was_launched_never_what_the_prediction_says():
     """Attack (round 3): host agents' rows took ``isolation`` from ``Prediction.metadata``, so an agent
     could write ``bwrap`` there. The row now asks the built-in's own class about its options."""
-    from pptarena.run.trust import row_isolation
+    from pptarena.run.jail.boundary import row_isolation
 
     reg = load_registry()
     spec = reg.get("agents", "command")
@@ -159,7 +159,7 @@ def test_a_rows_isolation_is_what_was_launched_never_what_the_prediction_says():
     assert row_isolation(off, "bwrap") == "none"
     assert row_isolation(on, "rlimits") == "rlimits"  # never stronger than the machine
     jailed = types.SimpleNamespace(spec=reg.get("agents", "noop"), trusted=False, label="noop", options=None)
-    from pptarena.run.agent_jail import jail_available
+    from pptarena.run.jail.agent_jail import jail_available
 
     assert row_isolation(jailed, "bwrap") == ("bwrap" if jail_available() else "none")
     reference = types.SimpleNamespace(
@@ -171,7 +171,7 @@ def test_a_rows_isolation_is_what_was_launched_never_what_the_prediction_says():
 def test_a_builtin_agents_folder_inside_a_dataset_is_refused_with_a_clear_message(tmp_path):
     """The ``precomputed`` agent's folder (a built-in's ``jail_paths``) inside a dataset folder would
     show the dataset's files to the jail: refused, naming the folder, instead of a silent omission."""
-    from pptarena.run.agent_jail import forbid_in_jails, worker_command
+    from pptarena.run.jail.agent_jail import forbid_in_jails, worker_command
     from pptarena.types import PptArenaError
 
     dataset = tmp_path / "dataset"

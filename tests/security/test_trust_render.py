@@ -272,8 +272,8 @@ def test_issue23_the_office_sees_only_the_deck_copy_and_its_profile(tmp_path, re
     import contextlib
     import os
 
-    from pptarena import render_guard
     from pptarena.plugins.renderers.libreoffice import office_jail
+    from pptarena.trust import render_guard
 
     if not office_jail.filesystem_isolated():
         pytest.skip("bubblewrap is not usable here: the office sees the host file system")

@@ -238,8 +238,8 @@ def test_a_broken_original_found_at_attempt_time_gives_one_line_per_epoch(tmp_pa
     """Where the run's up-front check did not catch it (here: switched off), each attempt of a pair whose
     original is broken is its own infra_error line, with its epoch and the dataset error."""
     import pptarena.run.runner as runner_module
-    from pptarena.run.config import load_config
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.config import load_config
+    from pptarena.run.configuration.registry import get_registry
 
     monkeypatch.setattr(runner_module, "dataset_skips", lambda *a, **k: {})
     monkeypatch.chdir(tmp_path)

@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from pptarena.plugins.judges.rubric.execute import LeafRun, ModelBridge, run_function_leaves
-from pptarena.sandbox import SandboxLimits, run_python
+from pptarena.trust.sandbox import SandboxLimits, run_python
 from tests.support.config import command_agent, demo_dataset, write_run_config
 from tests.support.stub_llm_server import Reply, StubLLMServer
 from tests.support.trust_fixtures import (
@@ -45,10 +45,10 @@ def leaf(body: str) -> str:
 def demo_target(tmp_path: Path) -> tuple[Path, Path]:
     """The demo task's original and target decks, generated in this test's cache (as the run will see
     them)."""
-    from pptarena.registry import load_registry
-    from pptarena.run.components import Components
-    from pptarena.run.config import load_config
-    from pptarena.run.tasks import load_tasks
+    from pptarena.run.configuration.components import Components
+    from pptarena.run.configuration.config import load_config
+    from pptarena.run.configuration.registry import load_registry
+    from pptarena.run.configuration.tasks import load_tasks
 
     cfg = write_run_config(tmp_path / "probe.toml", dataset=demo_dataset("qbr-fix-typos"), agents=["noop"])
     (task,) = load_tasks(Components(load_config(cfg, load_registry()), load_registry()))
@@ -192,8 +192,8 @@ def test_row2_program_and_leaf_cannot_leak_keys_to_files_or_prompts(tmp_path, mo
     assert requests_holding(requests, [SECRET, OTHER_SECRET]) == []
     assert SECRET not in out.stdout + out.stderr + report.stdout + report.stderr
     # the leaf version of the attack, with the secrets in this (the judge's) process's environment
-    from pptarena import isolation
-    from pptarena.run.results import write_json_atomic
+    from pptarena.run.folder.results import write_json_atomic
+    from pptarena.trust import isolation
 
     monkeypatch.setenv("STUB_KEY", SECRET)
     monkeypatch.setenv("UNRELATED_SERVICE_TOKEN", OTHER_SECRET)

@@ -16,9 +16,9 @@ from pathlib import Path
 
 import pytest
 
-from pptarena import isolation
 from pptarena.plugins.judges.rubric.execute import LeafRun, ModelBridge, run_function_leaves
-from pptarena.sandbox import run_python
+from pptarena.trust import isolation
+from pptarena.trust.sandbox import run_python
 from tests.support.stub_llm_server import Reply, StubLLMServer
 from tests.support.trust_fixtures import arena, code_agent_config, needs_bwrap, program_reply, rows
 
@@ -166,7 +166,7 @@ def test_views_come_from_distribution_metadata():
 
 WHEEL_PROBE = """
 import json
-from pptarena.sandbox import run_python
+from pptarena.trust.sandbox import run_python
 from pptarena.plugins.judges.rubric.execute import rubric_view
 probe = '''
 import importlib

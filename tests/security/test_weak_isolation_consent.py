@@ -6,7 +6,7 @@ import os
 import subprocess
 import sys
 
-from pptarena.run.trust import WEAK_ISOLATION_ENV, weak_isolation_allowed, weak_isolation_consent
+from pptarena.run.jail.boundary import WEAK_ISOLATION_ENV, weak_isolation_allowed, weak_isolation_consent
 
 
 def _child_sees() -> str:

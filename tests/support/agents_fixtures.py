@@ -115,7 +115,7 @@ def make_task(tmp: Path, instruction: str = "Fix the typo 'Revnue' on slide 2.")
 
 def build_agent(name: str, tmp: Path, **options: Any):
     """An agent from the registry with the given options."""
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.registry import get_registry
 
     reg = get_registry()
     ctx = ComponentContext(cache_dir=tmp, model=None, name=name, label=name)  # type: ignore[arg-type]

@@ -15,8 +15,8 @@ import json
 import shutil
 from pathlib import Path
 
-from pptarena.run.config import load_config
-from pptarena.run.registry import get_registry, reset_registry
+from pptarena.run.configuration.config import load_config
+from pptarena.run.configuration.registry import get_registry, reset_registry
 from pptarena.run.runner import Runner
 from tests.support.config import fake_run_toml, run_toml, write_run_config
 

@@ -179,9 +179,9 @@ BIG_CASE = "bench_100000_pairs"  # pinned apart (tests/fixtures/summary_pins_100
 
 def summary_of(rows: list[dict[str, Any]], **opts: Any) -> dict[str, Any]:
     """The summary as stored in summary.json (through JSON, as a reader sees it)."""
-    from pptarena.run.records import ResultRow
-    from pptarena.run.results import summarize_results
-    from pptarena.run.summary_stats import StatsOptions
+    from pptarena.run.folder.records import ResultRow
+    from pptarena.run.folder.results import summarize_results
+    from pptarena.run.statistics.summary_stats import StatsOptions
 
     typed = [ResultRow.from_json(r) for r in rows]
     return json.loads(json.dumps(summarize_results(typed, opts=StatsOptions(**opts)).to_json()))

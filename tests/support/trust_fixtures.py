@@ -18,7 +18,7 @@ from typing import Any
 
 import pytest
 
-from pptarena import isolation
+from pptarena.trust import isolation
 from tests.support.agents_fixtures import make_task, scripted_workspace
 from tests.support.config import demo_dataset, run_toml, use
 
@@ -120,7 +120,7 @@ def program_reply(program: str) -> str:
 
 def make_agent(tmp_path: Path, **options):
     """The ``command`` agent labelled ``cli`` with ``options``, built through the registry."""
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.registry import get_registry
     from pptarena.types import ComponentContext
 
     ctx = ComponentContext(cache_dir=tmp_path, model=None, name="command", label="cli")  # type: ignore[arg-type]

@@ -20,8 +20,8 @@ from pathlib import Path
 
 import httpx
 
-from pptarena.run.config import load_config
-from pptarena.run.registry import get_registry, reset_registry
+from pptarena.run.configuration.config import load_config
+from pptarena.run.configuration.registry import get_registry, reset_registry
 from pptarena.run.runner import Runner
 from tests.support.config import use, write_run_config
 

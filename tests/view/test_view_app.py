@@ -115,8 +115,8 @@ def test_index_reads_only_what_was_appended(tmp_path):
 
 
 def test_index_keeps_exactly_the_lines_read_results_keeps(tmp_path):
-    from pptarena.run.records import ResultRow
-    from pptarena.run.results import read_results
+    from pptarena.run.folder.records import ResultRow
+    from pptarena.run.folder.results import read_results
     from pptarena.view.runindex import attempt_row
 
     results = tmp_path / "results.jsonl"

@@ -25,8 +25,8 @@ from starlette.testclient import TestClient  # noqa: E402
 
 from pptarena.label.campaign import new_campaign  # noqa: E402
 from pptarena.label.store import ITEM_KEY, Campaign  # noqa: E402
-from pptarena.run.config import load_config  # noqa: E402
-from pptarena.run.registry import get_registry, reset_registry  # noqa: E402
+from pptarena.run.configuration.config import load_config  # noqa: E402
+from pptarena.run.configuration.registry import get_registry, reset_registry  # noqa: E402
 from pptarena.run.runner import Runner  # noqa: E402
 from pptarena.view.app import ViewState, create_app  # noqa: E402
 from pptarena.view.labelling import campaign_id  # noqa: E402
@@ -72,7 +72,7 @@ def site(tmp_path_factory):
     from PIL import Image
 
     from pptarena.render import slide_file_name
-    from pptarena.run.rundir import RENDERS, RunDir
+    from pptarena.run.folder.rundir import RENDERS, RunDir
 
     tmp = tmp_path_factory.mktemp("blind")
     make_dataset(tmp / "data", 3)

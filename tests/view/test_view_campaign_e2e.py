@@ -39,8 +39,8 @@ from click.testing import CliRunner  # noqa: E402
 from pptarena.cli.main import cli  # noqa: E402
 from pptarena.label.adjudication import current_gold, gold_history  # noqa: E402
 from pptarena.label.store import Campaign  # noqa: E402
-from pptarena.run.config import load_config  # noqa: E402
-from pptarena.run.registry import get_registry, reset_registry  # noqa: E402
+from pptarena.run.configuration.config import load_config  # noqa: E402
+from pptarena.run.configuration.registry import get_registry, reset_registry  # noqa: E402
 from pptarena.run.runner import Runner  # noqa: E402
 from pptarena.view.labelling import campaign_id  # noqa: E402
 from tests.support.config import use, write_run_config  # noqa: E402

@@ -18,7 +18,7 @@ from pptarena.label import stats as label_stats  # noqa: E402
 from pptarena.label.adjudication import record_gold  # noqa: E402
 from pptarena.label.campaign import new_campaign  # noqa: E402
 from pptarena.label.gold_items import mark_known  # noqa: E402
-from pptarena.run.rundir import RESULTS  # noqa: E402
+from pptarena.run.folder.rundir import RESULTS  # noqa: E402
 from pptarena.view.app import ViewState, create_app  # noqa: E402
 from pptarena.view.labelling import campaign_id  # noqa: E402
 from tests.support.view_fixtures import small_run  # noqa: E402

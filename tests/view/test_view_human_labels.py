@@ -18,7 +18,7 @@ from starlette.testclient import TestClient  # noqa: E402
 
 from pptarena.label.campaign import new_campaign  # noqa: E402
 from pptarena.label.store import Campaign  # noqa: E402
-from pptarena.run.results import read_results  # noqa: E402
+from pptarena.run.folder.results import read_results  # noqa: E402
 from pptarena.view import human_labels  # noqa: E402
 from pptarena.view.app import ViewState, create_app  # noqa: E402
 from pptarena.view.labelling import campaign_id  # noqa: E402

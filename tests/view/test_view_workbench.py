@@ -22,7 +22,7 @@ pytest.importorskip("playwright.sync_api", reason="playwright (test extra) is no
 from pptarena.label.campaign import new_campaign  # noqa: E402
 from pptarena.label.store import Campaign  # noqa: E402
 from pptarena.render import slide_file_name  # noqa: E402
-from pptarena.run.rundir import RENDERS, RunDir  # noqa: E402
+from pptarena.run.folder.rundir import RENDERS, RunDir  # noqa: E402
 from pptarena.view.runs import run_id  # noqa: E402
 from tests.support.chromium import CHROMIUM  # noqa: E402
 from tests.support.view_fixtures import serve, small_run, stop  # noqa: E402

@@ -11,10 +11,10 @@ The CLI gets PATH, HOME, LANG, LC_ALL, TMPDIR and the ``env`` the config lists (
 ``{ env = "VAR" }`` secrets, never logged); ``inherit_env = true`` hands it the harness's whole
 environment instead, judge keys included.
 
-With ``sandbox = "auto"`` (the default) and bubblewrap usable (:mod:`pptarena.isolation`), the
+With ``sandbox = "auto"`` (the default) and bubblewrap usable (:mod:`pptarena.trust.isolation`), the
 command runs in a jail (:mod:`.jail`): its own PID, mount, IPC and **network** namespaces; its
 workspace a size-capped tmpfs copied out to ``cli/`` in the pair folder when it ends (regular files
-only); a cgroup bounding its processes and memory (:mod:`pptarena.limits`); egress only to the hosts its
+only); a cgroup bounding its processes and memory (:mod:`pptarena.trust.limits`); egress only to the hosts its
 config names, through a proxy (:mod:`.proxy`, :mod:`.network`). It sees the system folders, the
 Python installation, its program and what the program leads to (links, its virtualenv and that
 virtualenv's base installation, its npm package, ``#!`` interpreters: :mod:`.programs`), files named

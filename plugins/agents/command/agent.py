@@ -12,7 +12,7 @@ from pathlib import Path
 
 from pydantic import SecretStr
 
-from pptarena.procs import run_in_session
+from pptarena.trust.procs import run_in_session
 from pptarena.types import AgentError, Component, ComponentUnavailable, Prediction, Task, Workspace
 
 from . import deck_tools
@@ -48,7 +48,7 @@ def _regular(path: Path) -> bool:
 
 def run_folder(pair: Path) -> Path:
     """The run folder holding a pair folder (``<run>/tasks/<agent>/<task id>``), else the pair folder."""
-    from pptarena.run.rundir import TASKS
+    from pptarena.run import TASKS
 
     return next((folder.parent for folder in pair.parents if folder.name == TASKS), pair)
 
@@ -71,8 +71,9 @@ class CommandAgent(Component):
     @classmethod
     def launched_isolation(cls, options: CommandOptions) -> str:
         """What the CLI runs in for these options (asked by the harness for its row's ``isolation``,
-        pptarena.run.trust.row_isolation): ``none`` with ``sandbox = "off"``, else the jail's level."""
-        from pptarena import isolation
+        pptarena.run.jail.boundary.row_isolation): ``none`` with ``sandbox = "off"``, else the jail's
+        level."""
+        from pptarena.trust import isolation
 
         if options.sandbox == "off" or isolation.base_flags() is None:
             return "none"
@@ -105,8 +106,8 @@ class CommandAgent(Component):
     def edit(self, task: Task, workspace: Workspace) -> Prediction:
         """Prepare the workspace, run the command, check and hand in ``output/<task_id><suffix>``."""
         from pptarena.deck import DeckError, open_presentation
-        from pptarena.redact import redact_file
-        from pptarena.safeio import UnsafeFileError, copy_regular
+        from pptarena.trust.redact import redact_file
+        from pptarena.trust.safeio import UnsafeFileError, copy_regular
 
         opts: CommandOptions = self.options  # type: ignore[assignment]
         root = workspace.dir / "cli"
@@ -241,8 +242,8 @@ class CommandAgent(Component):
     def _shown(self, workspace: Workspace) -> Shown:
         """What every jail of this command shows already (system folders, the harness's interpreter) and
         what is never shown automatically: the harness cache and the run folder."""
-        from pptarena import isolation
-        from pptarena.run.components import default_cache_dir
+        from pptarena.run import default_cache_dir
+        from pptarena.trust import isolation
 
         view = isolation.python_view()
         caches = {Path(self.context.cache_dir), default_cache_dir()}

@@ -1,10 +1,10 @@
-"""Copying a finished jail's workspace out to the pair folder, through :mod:`pptarena.safeio`.
+"""Copying a finished jail's workspace out to the pair folder, through :mod:`pptarena.trust.safeio`.
 
 The workspace is a tmpfs inside the jail's mount namespace. When the launcher reports the CLI's
 end, every other process of the jail is dead; the harness then opens the workspace through the
 launcher's working directory (``/proc/<launcher>/cwd``: the very folder, however the CLI renamed
 or replaced the folders above it, which may sit on the jail's writable ``/tmp``) and copies it with
-:func:`pptarena.safeio.copy_tree`: regular files and folders only, links never followed, FIFOs and
+:func:`pptarena.trust.safeio.copy_tree`: regular files and folders only, links never followed, FIFOs and
 devices skipped, size-capped. ``output/`` is copied first within its own cap (``max_output_mb``), so
 a workspace full of other files cannot crowd out the deck; the rest within ``keep_mb``. Folders count
 too: a part (``output/``, or the workspace as a whole) holding more than :data:`MAX_ENTRIES` files and
@@ -18,7 +18,7 @@ import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from pptarena.safeio import MAX_DEPTH, TreeCopy, copy_tree
+from pptarena.trust.safeio import MAX_DEPTH, TreeCopy, copy_tree
 
 DIRECTORY = os.O_RDONLY | getattr(os, "O_DIRECTORY", 0) | getattr(os, "O_CLOEXEC", 0)
 NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)

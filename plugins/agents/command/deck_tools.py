@@ -6,7 +6,7 @@ the CLI's jail, started by the CLI itself over stdio, on the jail's own workspac
 is ``output/<task_id><suffix>``, the file the CLI hands in, so the CLI's own edits and the tools'
 edits are one file. The jail shows the harness's interpreter, pptarena's core and the distributions
 it and the ``mcp`` SDK need (:func:`server_binds`, the same paths a jailed agent worker gets from
-:mod:`pptarena.run.agent_jail`), read-only. Renders cross the jail's wall as bytes: the server's
+:mod:`pptarena.run.jail.agent_jail`), read-only. Renders cross the jail's wall as bytes: the server's
 renderer is a client (:class:`pptarena.mcp.socket_renderer.SocketRenderer`) of a host render
 service (:class:`~pptarena.mcp.socket_renderer.RenderService`) on a unix socket bound into the jail,
 which renders a private copy with the pair's renderer under per-pair caps and logs each render
@@ -87,23 +87,23 @@ def require_sdk() -> None:
 @functools.cache
 def _server_paths() -> tuple[Path, ...]:
     """:func:`server_binds` before the forbidden folders are left out (computed once: ~0.5 s)."""
-    from pptarena import isolation
-    from pptarena.run.agent_jail import (
-        _interpreter_paths,
-        _site_dirs,
+    from pptarena.run import (
         distribution_closure,
         distribution_paths,
+        interpreter_paths,
         plugin_paths,
+        site_dirs,
     )
+    from pptarena.trust import isolation
 
     binds, _pythonpath = plugin_paths("pptarena", builtin=True)
-    sites = _site_dirs()
+    sites = site_dirs()
     extra: set[Path] = set()
     for dist in distribution_closure(["mcp"]):
         extra |= distribution_paths(dist, sites)
     # the interpreter is in every CLI jail already (isolation.python_view, file by file: binding its
     # folder too would hide those file binds' mount points under a read-only folder)
-    shown = set(isolation.python_view().read_only) | _interpreter_paths()
+    shown = set(isolation.python_view().read_only) | interpreter_paths()
     return tuple(
         path for path in sorted({*binds, *extra} - shown) if not any(s.is_relative_to(path) for s in shown)
     )
@@ -114,8 +114,8 @@ def server_binds() -> list[Path]:
     ``pptarena.plugins`` beyond its ``__init__``) and the installed distributions that pptarena and
     the ``mcp`` SDK require (the interpreter is in every CLI jail already); never anything under a
     folder no jail may show (the run's cache, run folder, datasets:
-    :func:`pptarena.run.agent_jail.forbid_in_jails`)."""
-    from pptarena.run.agent_jail import forbidden_roots
+    :func:`pptarena.run.jail.agent_jail.forbid_in_jails`)."""
+    from pptarena.run import forbidden_roots
 
     roots = forbidden_roots()
     out = []
@@ -150,7 +150,7 @@ def deck_server(root: Path, paths: dict[str, Path], socket: Path | None) -> Serv
 
 def _existing(path: Path) -> bytes | None:
     """A customization file's bytes (None when absent); a link or an oversize file is refused."""
-    from pptarena.safeio import UnsafeFileError, read_regular
+    from pptarena.trust.safeio import UnsafeFileError, read_regular
 
     if not os.path.lexists(path):
         return None
@@ -316,7 +316,7 @@ def read_tool_log(root: Path, log: AgentLog) -> Counter[str]:
     The file is the jail's: a link, a FIFO or an oversize file is not read (a note says so), a line
     that is not a JSON object or not a well-formed ``tool_call`` is skipped and counted.
     """
-    from pptarena.safeio import UnsafeFileError, read_regular
+    from pptarena.trust.safeio import UnsafeFileError, read_regular
 
     calls: Counter[str] = Counter()
     path = root / TOOL_LOG

@@ -7,7 +7,7 @@ The order of one run (:func:`run`):
    proxy's unix socket (:mod:`.proxy`), both bound read-only into the jail;
 2. bubblewrap starts :mod:`.launcher` with every namespace of its own, network included, the
    workspace a size-capped tmpfs at the workspace's path (``workspace_mb``; so is ``/tmp``), inside a
-   fresh cgroup (:class:`pptarena.limits.SandboxCgroup`: ``max_processes``, ``memory_mb``) it joins
+   fresh cgroup (:class:`pptarena.trust.limits.SandboxCgroup`: ``max_processes``, ``memory_mb``) it joins
    before bubblewrap runs (where no cgroup can be made: an unprivileged host uid of its own);
 3. the harness learns the jail's first process from ``--info-fd``, attaches slirp4netns for
    ``network = "open"`` (:mod:`.network`), then lets the launcher start the CLI;
@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
-from pptarena.safeio import UnsafeFileError
+from pptarena.trust.safeio import UnsafeFileError
 
 from .copyback import CopyReport, copy_workspace
 from .network import PROXY_PORT, SLIRP_RESOLV, Slirp, attach_slirp, fence, proxy_environment
@@ -204,7 +204,7 @@ def _sweep_leftovers() -> None:
 
 def run(spec: JailSpec, stdout: IO[bytes], stderr: IO[bytes]) -> JailOutcome:
     """Run ``spec`` jailed; copy its workspace out to ``spec.workspace`` (which must not exist)."""
-    from pptarena.limits import SandboxCgroup
+    from pptarena.trust.limits import SandboxCgroup
 
     outcome = JailOutcome()
     _sweep_leftovers()
@@ -252,10 +252,10 @@ def _supervise(
     stderr: IO[bytes],
     outcome: JailOutcome,
 ) -> None:
-    """Start the jail in ``group`` (a :class:`pptarena.limits.SandboxCgroup`), let the CLI run, copy
+    """Start the jail in ``group`` (a :class:`pptarena.trust.limits.SandboxCgroup`), let the CLI run, copy
     the workspace out, end the jail; fills ``outcome``."""
-    from pptarena import isolation
-    from pptarena.procs import kill_group
+    from pptarena.trust import isolation
+    from pptarena.trust.procs import kill_group
 
     extra = link_flags(spec.links)
     if spec.network == "open":

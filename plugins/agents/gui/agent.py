@@ -89,7 +89,7 @@ class GuiAgent(Component):
     Options = GuiOptions
     #: on a Ray cluster each episode needs a node advertising a ``desktop`` (docs/distributed.md)
     resources = {"desktop": 1}
-    #: What the agent hands back besides the deck (see pptarena.run.requirements): its Impress
+    #: What the agent hands back besides the deck (see pptarena.run.configuration.requirements): its Impress
     #: profile's settings file, in ``Prediction.metadata["files"]``.
     provides = ("libreoffice_settings",)
 
@@ -188,10 +188,10 @@ def hand_back_deck(saved: Path, output: Path, root: Path) -> bool:
 
     The office (or a program it started) could have replaced the saved file or a folder on the way
     with a link (to the task's target, to ``/proc/self/environ``): nothing below ``root`` is followed
-    (:func:`pptarena.safeio.copy_regular`). :raises AgentError: a link, FIFO or device in its place.
+    (:func:`pptarena.trust.safeio.copy_regular`). :raises AgentError: a link, FIFO or device in its place.
     Returns False (``output`` removed) when the copy is not a .pptx package.
     """
-    from pptarena import safeio
+    from pptarena.trust import safeio
 
     from .impress_jail import MAX_DECK_BYTES
 
@@ -217,7 +217,7 @@ def _hand_back_settings(profile: Path, task_dir: Path, root: Path) -> dict[str, 
     Copied only as a regular file reached without following a link below ``root``: a settings file
     made a link to ``/proc/self/environ`` (or to any host file) is not copied.
     """
-    from pptarena import safeio
+    from pptarena.trust import safeio
 
     from .impress_jail import MAX_SETTINGS_BYTES
 

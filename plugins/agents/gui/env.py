@@ -26,7 +26,7 @@ import weakref
 from pathlib import Path
 from typing import Any
 
-from pptarena import safeio
+from pptarena.trust import safeio
 from pptarena.types import ComponentUnavailable, InfraError
 
 from .actions import Action, Screen

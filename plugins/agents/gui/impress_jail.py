@@ -6,7 +6,7 @@
   the system folders, its own work and deck folders, the read-only lockdown layer
   (:mod:`.lockdown`) and only its own X socket;
 - :func:`saved_package`: the saved deck is checked without following a link; hand-back copies use
-  :func:`pptarena.safeio.copy_regular` (a saved deck or settings file swapped for a link is refused).
+  :func:`pptarena.trust.safeio.copy_regular` (a saved deck or settings file swapped for a link is refused).
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ import os
 import zipfile
 from pathlib import Path
 
-from pptarena import safeio
+from pptarena.trust import safeio
 
 OFFICE_ENV_KEYS = ("LANG", "LANGUAGE", "LC_ALL", "TZ")
 """Variables of the harness's environment Impress inherits (plus every ``LC_*``); nothing else."""
@@ -67,7 +67,7 @@ def jailed_impress(
     Its file dialogs cannot browse the run folder, the dataset or the home folder.
     Returns ``(command, isolation)``; unchanged with ``"none"`` where bubblewrap is unusable.
     """
-    from pptarena import isolation
+    from pptarena.trust import isolation
 
     if isolation.base_flags() is None:
         return command, "none"

@@ -133,7 +133,7 @@ class PilotAgent(Component):
         from pptarena.plugins.agents.pptpilot.code import CodeBranch
         from pptarena.plugins.agents.pptpilot.verify import DeckChecker, verify_loop
         from pptarena.plugins.agents.pptpilot.xml_branch import XmlBranch
-        from pptarena.sandbox import SandboxLimits
+        from pptarena.trust.sandbox import SandboxLimits
 
         opts: Any = self.options
         log = workspace.log

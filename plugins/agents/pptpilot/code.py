@@ -2,7 +2,7 @@
 
 Each attempt gets its own folder ``pilot/code/<label>-a<N>/`` holding the program
 (``program.py``) and its output. The program runs through
-:func:`pptarena.sandbox.run_python` (time, CPU, memory, file-size and disk limits, no
+:func:`pptarena.trust.sandbox.run_python` (time, CPU, memory, file-size and disk limits, no
 network, scrubbed environment; under bubblewrap it sees only the current deck as
 ``input.pptx`` in a private tmpfs working directory, never the run folder) with
 ``INPUT_PATH`` and ``OUTPUT_PATH`` defined. The output deck comes back on a pipe the
@@ -89,7 +89,7 @@ class CodeBranch(Branch):
 
     def produce(self, reply: str, state: Path, candidate: Path, attempt: int) -> dict[str, Any]:
         """Run the reply's program on a copy of ``state``; the output becomes ``candidate``."""
-        from pptarena.sandbox import run_python
+        from pptarena.trust.sandbox import run_python
 
         program = extract_program(reply)
         run_dir = self.work_dir / "code" / f"{candidate.stem}"

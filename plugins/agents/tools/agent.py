@@ -37,7 +37,7 @@ from pydantic import Field, field_validator, model_validator
 
 from pptarena.mcp.servers import McpServerSpec, check_server_list, server_record
 from pptarena.models import ModelRef
-from pptarena.run.trust import WEAK_ISOLATION_ENV, weak_isolation_allowed  # noqa: F401 - re-exported
+from pptarena.run import WEAK_ISOLATION_ENV, weak_isolation_allowed  # noqa: F401 - re-exported
 from pptarena.types import (
     AgentTask,
     Component,
@@ -314,7 +314,7 @@ class ToolsAgent(Component):
 
     def _take_work_deck(self, work_deck: Path, workspace: Workspace) -> str:
         """Copy the servers' working copy to the output deck (a regular file only); "" or why not."""
-        from pptarena.safeio import UnsafeFileError, copy_regular
+        from pptarena.trust.safeio import UnsafeFileError, copy_regular
 
         try:
             copy_regular(work_deck, workspace.output_deck, MAX_DECK_BYTES)

@@ -8,7 +8,7 @@ steps) and the expected files of its evaluator (``cloud_file`` getters) are look
 selected tasks are read and only their files are looked up. With ``check_files`` one error names
 every missing file with its URL; without, a task whose files are missing carries them in
 ``metadata["missing_files"]`` and the runner refuses it only if it is selected
-(:func:`pptarena.run.tasks.select_tasks`).
+(:func:`pptarena.run.configuration.tasks.select_tasks`).
 
 Each task keeps its ``evaluator`` (normalised to lists) in ``metadata["osworld"]`` for the
 ``osworld`` judge, with ``files`` (getter ``dest`` → local path). ``metadata["requires"]`` lists

@@ -2,7 +2,7 @@
 
 Each pair is one attempt (:class:`pptarena.run.attempt.Attempts`) run on a thread;
 judges run in the driver's threads (sharing one warm renderer). Jailed agents
-run on the run's warm jails (:mod:`pptarena.run.jail_pool`); built-in agents
+run on the run's warm jails (:mod:`pptarena.run.jail.jail_pool`); built-in agents
 that jail their own tools (and every agent where weak isolation is allowed) run
 in a pool of long-lived worker processes
 (:mod:`.pool`): spawned once, plugins loaded once, one pair at a time each,
@@ -20,8 +20,7 @@ from typing import Any
 
 from pydantic import Field
 
-from pptarena.run.executors import PairJob, RunHandle
-from pptarena.run.trust import agent_process
+from pptarena.run import PairJob, RunHandle, agent_process
 from pptarena.types import Component, Options
 
 from .pool import PoolLauncher, WorkerPool, boot_of

@@ -18,11 +18,17 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from pptarena.procs import close_pipes, kill_group
-from pptarena.run import worker_pool
-from pptarena.run.records import AgentOutcome
-from pptarena.run.rundir import AGENT_STDERR
-from pptarena.run.worker import reported_outcome, timed_out_outcome, vanished_outcome, workspace_spec
+from pptarena.run import (
+    AGENT_STDERR,
+    AgentOutcome,
+    PoolOwner,
+    reported_outcome,
+    timed_out_outcome,
+    vanished_outcome,
+    workspace_spec,
+)
+from pptarena.run import WorkerPool as SharedWorkerPool
+from pptarena.trust.procs import close_pipes, kill_group
 from pptarena.types import AgentTask, InfraError, Status, Workspace
 
 BOOT_TIMEOUT = 120.0
@@ -109,7 +115,7 @@ class PoolWorker:
         self.kill()
 
 
-class WorkerPool(worker_pool.PoolOwner[PoolWorker]):
+class WorkerPool(PoolOwner[PoolWorker]):
     """Up to ``size`` warm workers handed out one pair at a time (their lifecycle:
     :class:`pptarena.run.worker_pool.WorkerPool`, one key)."""
 
@@ -120,7 +126,7 @@ class WorkerPool(worker_pool.PoolOwner[PoolWorker]):
         base = dict(os.environ if env is None else env)
         base["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         self.env = base
-        self._workers: worker_pool.WorkerPool[PoolWorker] = worker_pool.WorkerPool(size, recycle_after)
+        self._workers: SharedWorkerPool[PoolWorker] = SharedWorkerPool(size, recycle_after)
 
     def _spawn(self) -> PoolWorker:
         return PoolWorker(self.boot, self.env)

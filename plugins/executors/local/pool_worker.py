@@ -92,9 +92,7 @@ def _send(out: BinaryIO, message: dict[str, Any]) -> None:
 
 def serve(boot: dict[str, Any], requests: BinaryIO, replies: BinaryIO) -> int:
     """Answer requests until ``{"op": "exit"}`` or end of input."""
-    from pptarena.run.config import parse_config
-    from pptarena.run.records import AgentOutcome
-    from pptarena.run.worker import execute, worker_registry
+    from pptarena.run import AgentOutcome, execute, parse_config, worker_registry
     from pptarena.types import Status
 
     registry = worker_registry(boot)
@@ -128,7 +126,7 @@ def serve(boot: dict[str, Any], requests: BinaryIO, replies: BinaryIO) -> int:
 
 def main(argv: list[str]) -> int:
     """Entry point: keep private copies of the protocol pipes, silence fds 0/1, watch the parent, serve."""
-    from pptarena.procs import take_protocol_pipes
+    from pptarena.trust.procs import take_protocol_pipes
 
     boot = json.loads(argv[1]) if len(argv) > 1 else {}
     requests, replies = take_protocol_pipes()

@@ -29,7 +29,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
-from pptarena.run.executors import ExecutorError
+from pptarena.run import ExecutorError
 
 TOKEN_HELP = (
     "set RAY_AUTH_MODE=token and give this host the head's token (`ray get-auth-token` on the head "

@@ -27,8 +27,7 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from pptarena.run.executors import ExecutorError, PairJob, RunHandle, infra_error_row, unpack_task_folder
-from pptarena.run.records import ResultRow
+from pptarena.run import ExecutorError, PairJob, ResultRow, RunHandle, infra_error_row, unpack_task_folder
 from pptarena.types import Component, ComponentUnavailable, Options
 
 _ANSI = re.compile(r"\x1b\[[0-9;]*m")
@@ -310,7 +309,7 @@ class RayExecutor(Component):
         """
         from ray.exceptions import RayTaskError
 
-        from pptarena.run.rundir import RunDir
+        from pptarena.run import RunDir
 
         opts: RayOptions = self.options  # type: ignore[assignment]
         task_dir = RunDir(run_dir).attempt(job.agent.label, job.task.id, job.epoch)

@@ -23,7 +23,7 @@ import time
 from pathlib import Path
 from typing import Any
 
-from pptarena.run.executors import pack_task_folder
+from pptarena.run import pack_task_folder
 from pptarena.types import Task
 
 _STATE: dict[str, Any] = {}
@@ -33,10 +33,7 @@ class NodeRun:
     """The run as one Ray worker process sees it (built once per config)."""
 
     def __init__(self, boot: dict[str, Any]):
-        from pptarena.run.attempt import Attempts
-        from pptarena.run.components import Components
-        from pptarena.run.config import parse_config
-        from pptarena.run.worker import worker_registry
+        from pptarena.run import Attempts, Components, parse_config, worker_registry
 
         from ..local.pool import PoolLauncher, WorkerPool, boot_of
 
@@ -109,7 +106,7 @@ def run_pair(
 
     ``decks`` maps ``original`` / ``target`` to object refs of the decks' bytes.
     """
-    from pptarena.run.rundir import EXECUTOR_RECORD, RunDir
+    from pptarena.run import EXECUTOR_RECORD, RunDir
 
     t0 = time.monotonic()
     node = _node_run(boot)

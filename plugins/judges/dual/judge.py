@@ -91,7 +91,9 @@ class DualOptions(Options):
 class DualJudge(Component):
     """PPTArena's IF/VQ model judge (see the module docstring)."""
 
-    fingerprint_modules = (prompts,)  # its prompts are part of its fingerprint (pptarena.run.fingerprint)
+    fingerprint_modules = (
+        prompts,
+    )  # its prompts are part of its fingerprint (pptarena.run.folder.fingerprint)
 
     Options = DualOptions
 

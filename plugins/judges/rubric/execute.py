@@ -1,7 +1,7 @@
 """Running a rubric's function leaves in the sandbox, with model calls proxied to the judge.
 
 :func:`run_function_leaves` runs all function leaves of one rubric in one sandboxed Python
-process (:mod:`pptarena.sandbox`: time, CPU, memory and file-size limits, own temp dir, no
+process (:mod:`pptarena.trust.sandbox`: time, CPU, memory and file-size limits, own temp dir, no
 network where the OS allows). Inside, :mod:`.child` runs the leaves one by one with a
 per-leaf time budget and per-leaf exception isolation. If the process itself dies (memory
 limit, a C-level crash, the overall timeout), the leaf that was running is recorded as failed
@@ -36,7 +36,7 @@ from pathlib import Path
 from typing import Any
 
 from pptarena.plugins.judges.rubric import child
-from pptarena.sandbox import SandboxLimits, SandboxResult, run_python
+from pptarena.trust.sandbox import SandboxLimits, SandboxResult, run_python
 from pptarena.types import InfraError
 
 MAX_REQUEST_BYTES = 64 * 1024 * 1024
@@ -128,11 +128,12 @@ CHILD_MODULE = "_pptarena_rubric_child"
 
 
 def rubric_view() -> Any:
-    """What of the Python installation rubric leaves see: :data:`pptarena.isolation.RUBRIC_DISTRIBUTIONS`
+    """What of the Python installation rubric leaves see:
+    :data:`pptarena.trust.isolation.RUBRIC_DISTRIBUTIONS`
     (python-pptx, lxml, Pillow, XlsxWriter, numpy and their requirements) and the core parts that
-    rebuild ``ppt_diff`` (:data:`pptarena.isolation.RUBRIC_CORE_PARTS`); no plugin, no dataset.
+    rebuild ``ppt_diff`` (:data:`pptarena.trust.isolation.RUBRIC_CORE_PARTS`); no plugin, no dataset.
     """
-    from pptarena import isolation
+    from pptarena.trust import isolation
 
     return isolation.python_view(isolation.RUBRIC_DISTRIBUTIONS, isolation.RUBRIC_CORE_PARTS)
 

@@ -8,18 +8,18 @@ bubblewrap works:
   ``--die-with-parent``: no network at all (a linked ``http://`` picture cannot make it send a request)
   and nothing outlives the renderer;
 - a file system that is an empty tmpfs holding **only** read-only binds of the system folders
-  (:data:`pptarena.isolation.SYSTEM_DIRS` and the few files of ``/etc`` in
-  :data:`pptarena.isolation.ETC_PATHS`, LibreOffice's own configuration among them), the bridge script
+  (:data:`pptarena.trust.isolation.SYSTEM_DIRS` and the few files of ``/etc`` in
+  :data:`pptarena.trust.isolation.ETC_PATHS`, LibreOffice's own configuration among them), the bridge script
   (read-only, at ``/pptarena/``), the uno Python's prefix when it is not a system one, and the folders
   it works in, writable: its **profile** and its **scratch folder**, which holds only the private copy
   of the deck being rendered and the PDF written back. ``/root``, home folders, the dataset cache, the
   run folder and the rest of ``/tmp`` are not there, so a reference the render guard
-  (:mod:`pptarena.render_guard`) missed still reads nothing of the host;
+  (:mod:`pptarena.trust.render_guard`) missed still reads nothing of the host;
 - an environment of its own (:func:`office_env`): locale, a fixed ``PATH``, ``HOME=/tmp``; none of the
   harness's variables (model API keys);
 - memory-backed folders of a fixed size: ``/tmp`` (the office's ``HOME`` and ``TMPDIR``) a tmpfs of
   :func:`tmp_mb` (``PPTARENA_OFFICE_TMP_MB``, default 512), ``/dev/shm`` one of 64 MB, ``/dev``
-  read-only (:func:`pptarena.isolation.scratch_mounts`), so nothing running in the jail can fill host
+  read-only (:func:`pptarena.trust.isolation.scratch_mounts`), so nothing running in the jail can fill host
   memory by writing files there (it gets ``ENOSPC``);
 - ``prlimit --as=<bytes>`` (:func:`memory_prefix`) in front of ``soffice.bin``: an address-space cap
   (``PPTARENA_OFFICE_MEMORY_MB``, default 3072), so a deck that drives the office to many gigabytes
@@ -99,7 +99,7 @@ def office_env() -> dict[str, str]:
 
 
 def _system_binds() -> list[str]:
-    from pptarena.isolation import ETC_PATHS, SYSTEM_DIRS
+    from pptarena.trust.isolation import ETC_PATHS, SYSTEM_DIRS
 
     out: list[str] = []
     for d in (*SYSTEM_DIRS, *ETC_PATHS):
@@ -112,7 +112,7 @@ def _system_binds() -> list[str]:
 
 
 def _bwrap_base() -> list[str] | None:
-    from pptarena.isolation import base_flags, bwrap_executable, scratch_mounts
+    from pptarena.trust.isolation import base_flags, bwrap_executable, scratch_mounts
 
     flags = base_flags()
     exe = bwrap_executable()
@@ -138,7 +138,7 @@ def jail_command(
     base = _bwrap_base()
     if base is None:
         return None
-    from pptarena.isolation import DEV_READ_ONLY
+    from pptarena.trust.isolation import DEV_READ_ONLY
 
     out = [*base, *_system_binds()]
     for p in sorted({str(Path(p)) for p in read_only}, key=lambda s: (s.count("/"), s)):
@@ -177,7 +177,7 @@ def network_isolated() -> bool:
 
 
 def _outside_system(path: Path) -> bool:
-    from pptarena.isolation import SYSTEM_DIRS
+    from pptarena.trust.isolation import SYSTEM_DIRS
 
     return not any(path == Path(d) or Path(d) in path.parents for d in SYSTEM_DIRS)
 

@@ -26,8 +26,8 @@ from pathlib import Path
 
 from pydantic import Field
 
-from pptarena import safeio
 from pptarena.render import RenderCache, cached_render, deck_output_dirs, deck_slides, pdf_to_pngs
+from pptarena.trust import safeio
 from pptarena.types import Component, ComponentContext, InfraError, SlideImage
 from pptarena.types import Options as OptionsBase
 
@@ -196,7 +196,7 @@ class LibreOfficeRenderer(Component):
         return self._free.get()
 
     def _produce(self, deck_path: Path, out_dir: Path) -> list[SlideImage]:
-        from pptarena.render_guard import render_copy
+        from pptarena.trust.render_guard import render_copy
 
         slides = deck_slides(deck_path)  # DeckError for unreadable decks, before the office is bothered
         with render_copy(deck_path) as safe:  # external links removed, bomb-deep nesting refused

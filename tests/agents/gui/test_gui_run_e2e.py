@@ -65,7 +65,7 @@ def arena_run(cfg, tmp_path) -> None:
 
 def test_gui_agent_run_on_a_demo_deck_is_judged_against_impress_round_trips(tmp_path):
     from pptarena.plugins.datasets.demo.dataset import ensure_demo_set
-    from pptarena.run.components import default_cache_dir
+    from pptarena.run.configuration.components import default_cache_dir
 
     demo = ensure_demo_set(default_cache_dir())
     task = tmp_path / "tasks" / "retitle"

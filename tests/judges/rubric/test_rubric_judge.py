@@ -289,7 +289,7 @@ def test_llm_reply_parsing_follows_ai_rubric():
 def test_registered_with_validated_options(tmp_path):
     from pydantic import ValidationError
 
-    from pptarena.run.registry import get_registry
+    from pptarena.run.configuration.registry import get_registry
     from pptarena.types import ComponentContext
 
     spec = get_registry().get("judges", "rubric")

@@ -7,8 +7,8 @@ import shutil
 
 import pytest
 
-from pptarena.run.config import load_config
-from pptarena.run.registry import get_registry
+from pptarena.run.configuration.config import load_config
+from pptarena.run.configuration.registry import get_registry
 from pptarena.run.runner import Runner
 from tests.support.config import use, write_run_config
 from tests.support.rubric_fixtures import STAND_IN, edit_title, leaf, rubric

@@ -131,9 +131,9 @@ def test_run_keeps_ppteval_score_of_unreadable_deck(stand_in_pair, tmp_path):  #
     import shutil
 
     from pptarena.report.tables import judge_kinds, leaderboard_table
-    from pptarena.run.config import load_config
-    from pptarena.run.registry import get_registry
-    from pptarena.run.results import read_results
+    from pptarena.run.configuration.config import load_config
+    from pptarena.run.configuration.registry import get_registry
+    from pptarena.run.folder.results import read_results
     from pptarena.run.runner import Runner
 
     original, _ = stand_in_pair

@@ -25,8 +25,8 @@ from tests.support.paths import PLUGIN_MODULES, ROOT
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 ray = pytest.importorskip("ray", reason="the ray executor tests need `pip install 'pptarena[ray]'`")
-from pptarena.run.config import load_config  # noqa: E402
-from pptarena.run.registry import get_registry  # noqa: E402
+from pptarena.run.configuration.config import load_config  # noqa: E402
+from pptarena.run.configuration.registry import get_registry  # noqa: E402
 from pptarena.run.runner import Runner  # noqa: E402
 
 pytestmark = pytest.mark.slow
@@ -145,7 +145,7 @@ def test_gui_marked_agents_only_run_on_a_desktop_node(tmp_path, cluster, fake_pl
 
 
 def test_unknown_agent_label_in_executor_options_fails_before_work(tmp_path, cluster, fake_plugins):
-    from pptarena.run.config import ConfigError
+    from pptarena.run.configuration.config import ConfigError
 
     cfg = write_run_config(
         tmp_path / "bad.toml",

@@ -20,8 +20,8 @@ from tests.support.paths import PLUGIN_MODULES, ROOT
 os.environ.setdefault("RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER", "0")
 
 ray = pytest.importorskip("ray", reason="the ray executor tests need `pip install 'pptarena[ray]'`")
-from pptarena.run.config import load_config  # noqa: E402
-from pptarena.run.registry import get_registry  # noqa: E402
+from pptarena.run.configuration.config import load_config  # noqa: E402
+from pptarena.run.configuration.registry import get_registry  # noqa: E402
 from pptarena.run.runner import Runner  # noqa: E402
 
 pytestmark = pytest.mark.slow
