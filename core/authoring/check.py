@@ -27,6 +27,11 @@ Flags (any flag makes the command exit non-zero):
 
 Speed: cases sharing the same (original, prediction) deck pair (e.g. every task on one deck
 checked "unchanged") run as one merged rubric, so one sandboxed process serves them all.
+
+Why it is long: it is the whole known-answer check of one rubric, from the static lint and
+blind findings through the merged-rubric batching (:class:`RubricChecker`, ``_chunks``,
+``_leaf_rows``) to the verdict flags and the printed table, and every step reads and writes the
+same :class:`CaseResult` / :class:`RubricCheck` records.
 """
 
 from __future__ import annotations

@@ -4,6 +4,11 @@ Wired into ``arena`` lazily as ``pptarena.cli.author:author_group``. The work ha
 :mod:`pptarena.authoring.propose`, :mod:`pptarena.authoring.rubric`, :mod:`pptarena.authoring.style`
 and :mod:`pptarena.authoring.check`; this module only parses options and prints reports.
 See docs/authoring.md.
+
+Why it is long: it holds the options and printed reports of all four ``arena author`` subcommands
+(propose, rubric, style-target, check), which share the task resolution, writable-folder and
+``_author`` log helpers at its top; the work is in :mod:`pptarena.authoring`, but each report
+(rejected proposals with the reply they came from, failed drafts, the check table) is printed here.
 """
 
 from __future__ import annotations

@@ -1,5 +1,10 @@
 """``arena label``: labelling campaigns — create one, see agreement, export and import labels,
-adjudicate disagreements (gold labels) and seed known-answer items."""
+adjudicate disagreements (gold labels) and seed known-answer items.
+
+Why it is long: the group has nine subcommands over one campaign file (new, stats, export,
+import, pack, adjudicate, gold, seed, instructions), each a thin layer of click options and
+error messages around :mod:`pptarena.label`; they share ``_open`` and are listed together by
+``arena label --help``."""
 
 from __future__ import annotations
 

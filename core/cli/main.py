@@ -2,6 +2,12 @@
 
 Subcommands living in other modules are imported only when invoked, so
 ``arena --help`` stays fast and works even when a plugin is broken.
+
+Why it is long: besides the root group and its lazy command table it holds the commands that are
+always loaded (plugins, options, tasks, run); ``arena run`` with its exit-code helpers
+(``_finished_run_exit_code``, ``_dataset_errors_code``, ``_check_selection``) is the largest part
+and could move to a lazily loaded module of its own like the commands in ``LAZY_COMMANDS`` (not done
+yet).
 """
 
 from __future__ import annotations

@@ -1,5 +1,11 @@
 """Click commands ``arena report``, ``arena rescore`` and ``arena meta-eval`` (wired lazily by
 :mod:`pptarena.cli.main`).
+
+Why it is long: it holds the four commands that read finished run folders (report, rescore,
+meta-eval and ``arena compare``), which share the run-folder argument type and, between them,
+the BLAS thread setting and the skipped-line warnings; ``_meta_tables``, which lays out the
+meta-eval report as tables, could move beside :mod:`pptarena.report.meta_eval` the way
+``compare_tables`` lives in :mod:`pptarena.report.compare` (not done yet).
 """
 
 from __future__ import annotations

@@ -3,6 +3,12 @@
 An edit is a dict ``{"kind", "slide", "shape", "path", "old", "new"}`` (plus ``detail`` for text
 edits, which carries run-level changes). Values are compared after inheritance is resolved, so a
 value that moved from inherited to explicit without changing is not an edit.
+
+Why it is long: :func:`shape_edits` compares every kind of shape content (text runs and
+paragraph properties, table cells and borders, chart series, fills, lines, geometry, group
+children), and each comparison builds the same :func:`edit` records with the same
+inheritance-aware value display, so the per-kind comparers stay beside the one function that
+dispatches to them.
 """
 
 from __future__ import annotations

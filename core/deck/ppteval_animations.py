@@ -30,6 +30,11 @@ Passes 1-4 number their effects from 0 each (``order``), and pass 5 uses the can
 effects of one slide are compared by ``slide id _ shape id _ order``, so keys collide across
 passes and the last effect with a key wins. Element text and type come from shape maps built
 the same way PPT-Eval builds them.
+
+Why it is long: it is a faithful copy of one published reading, so it carries PPT-Eval's preset
+tables (:data:`ENTRANCE`, :data:`EXIT`, :data:`EMPHASIS`) and the five passes that consume
+them; the passes' numbering and key collisions are only right when they run in this order
+against these exact tables, so splitting tables from passes would hide what must match.
 """
 
 from __future__ import annotations

@@ -8,6 +8,11 @@ namespaces and the macro/show/template main content types to the
 Transitional forms python-pptx understands.
 
 Every failure is a single :class:`DeckError` that names the file and the problem.
+
+Why it is long: every deck byte enters through it, so the zip limits, the
+hardened parser, the Strict-namespace rewriting and the :class:`Package` that
+applies them sit in one place a security review can read at once; it also holds
+the namespace and relationship tables the XML-reading deck modules import.
 """
 
 from __future__ import annotations

@@ -7,6 +7,11 @@ apply: ``geometry``, ``placeholder`` {type, idx}, position/size ``x``, ``y``, ``
 ``paragraphs``, ``picture``, ``table``, ``chart``, ``smartart``, ``ole`` and ``children`` (groups).
 ``inherited`` lists the top-level keys that were taken from the layout/master placeholder or the
 shape style rather than written on the shape itself.
+
+Why it is long: :func:`read_shape` reads all fourteen shape kinds, and the facts they have in
+common (placeholder inheritance from layout and master, shape-style colours, group transforms to
+slide space) are resolved here once for all of them; the per-kind readers (pictures, charts,
+SmartArt) are small and only called from that dispatch.
 """
 
 from __future__ import annotations

@@ -29,6 +29,12 @@ items without one keep their annotators' rows. ``jsonl`` keeps every label versi
 gold label version (``"kind": "gold"``, ``adjudicator``, ``note``); without ``--gold`` its lines are
 as before. ``label-studio`` refuses ``--gold`` (its tasks' annotations go back into the campaign by
 ``import``, where a gold label is not an annotator's).
+
+Why it is long: it holds both the exports (CSV, JSON lines, Label Studio with its config and slide
+images) and the Label Studio import with its annotator-name resolution; the import
+(``parse_annotator_map`` to :func:`import_label_studio`) could move to its own module (not done
+yet), but it must read back exactly the fields :func:`export_label_studio` writes, which is why it
+sits beside it.
 """
 
 from __future__ import annotations

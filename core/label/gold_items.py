@@ -41,6 +41,12 @@ Like labels, marks are versions (append-only, latest wins; ``expected`` None unm
 :func:`accuracy` scores each annotator's current labels of the known-answer items in their queue:
 a label is right when every expected answer matches (ordinal scales within ``tolerance`` levels),
 and an annotator below ``min_accuracy`` is flagged.
+
+Why it is long: it holds two jobs on the same ``known_answers`` table: marking existing items (from
+a file or the oracle/no-op attempts) and adding new hidden items, plus the accuracy that scores
+both; the new-item part (:func:`add_known_items`, :func:`read_new_items_file`,
+:func:`new_oracle_noop_items`) could move to its own module (not done yet), taking the shared
+file-row parsing with it.
 """
 
 from __future__ import annotations

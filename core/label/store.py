@@ -21,6 +21,11 @@ campaign (:meth:`Campaign.close`, also run for every campaign still open when th
 normally, e.g. when ``arena view`` stops) checkpoints the log into the file and truncates it, so
 ``<file>`` alone then holds every label. A self-contained copy of a campaign in use is made with
 :meth:`Campaign.pack` (SQLite's online backup), never by copying ``<file>`` alone.
+
+Why it is long: it owns the campaign file's schema and every statement that reads or writes it
+(items, queues, tokens, label versions, hidden insertions, checkpoint and pack), so the
+append-only and WAL durability promises above can be checked against one module rather than
+against every caller's SQL.
 """
 
 from __future__ import annotations

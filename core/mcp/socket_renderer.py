@@ -16,6 +16,10 @@ The protocol, one request per connection:
   exactly N bytes of deck;
 - answer: one JSON line, ``{"ok": false, "error": "..."}`` or ``{"ok": true, "images": [{"number",
   "sld_id", "width", "height", "hidden", "size"}]}``, then the PNGs' bytes one after the other.
+
+Why it is long: it holds both ends of one small protocol (the host :class:`RenderService` with its
+caps, refusals and render events, and the in-jail :class:`SocketRenderer`) plus the bounded line and
+body readers both ends use, so the wire format is defined and read in one place.
 """
 
 from __future__ import annotations

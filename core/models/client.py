@@ -11,6 +11,11 @@ and key for the whole run, whichever process calls), and usage accounting.
 Backends that subclass :class:`BackendBase` (options: :class:`BackendOptions`)
 get their retry/timeout/cache/concurrency settings from their config table;
 any other backend object gets the defaults of :class:`BackendOptions`.
+
+Why it is long: :class:`ModelClient` wraps every call in the response cache, a limiter lease, the
+deadline, retries and usage/cost accounting in a fixed order, and the options, :class:`CallPolicy`
+and :class:`BackendBase` that configure that order are read only by it; :class:`ModelHub` hands out
+those clients.
 """
 
 from __future__ import annotations

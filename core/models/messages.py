@@ -4,6 +4,11 @@ Plain data shared by every backend: model references (``"<backend>/<model>"``), 
 parts (text, images, tool calls and results), :class:`Completion`, :class:`Usage` and its
 sum, and the model error types. No backend machinery lives here, so the response cache and
 the retry policy can import these types without importing the client.
+
+Why it is long: it is the leaf module of model types that the client, the cache, the retry
+policy and every backend import, so message parts, :class:`Completion`, :class:`Usage` with
+its :class:`UsageBook`, the error types, rate-header filtering and the redaction that keeps
+secrets out of what is sent to a provider stay together with no import cycle.
 """
 
 from __future__ import annotations

@@ -22,6 +22,11 @@ Cost of one call = (input - cached - written) x input + cached x cached_input + 
 lifetime) x cache_write + written (one-hour lifetime) x cache_write_1h + output x output, divided by
 10^6, where ``cached`` and ``written`` are the input tokens the provider read from and wrote to its
 prompt cache; a response served from pptarena's own response cache costs 0.
+
+Why it is long: the price lookup (option, bundled table, default, local-free rule), the per-call
+formula with its prompt-cache terms and the cost records that sum calls into pairs, agents and runs
+all follow the one rule that an unpriced call makes a total unknown, never 0; the formatters print
+those same records.
 """
 
 from __future__ import annotations

@@ -14,6 +14,10 @@ back with what the answer said. Three things bound a grant:
 
 The limiter is plain, thread-safe state; :mod:`pptarena.models.limiter_service` shares one
 across worker processes (a Unix socket on the host) and Ray nodes (one actor).
+
+Why it is long: everything one account's admission depends on lives here: each provider's rate
+header and reset-time forms, the token buckets, the adaptive in-flight cap with its 429 pauses, the
+pre-send token estimate and the account digest that decides which calls share a limiter.
 """
 
 from __future__ import annotations

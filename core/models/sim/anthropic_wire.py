@@ -16,6 +16,11 @@ Routes (the SDK's ``base_url`` is ``sim.url``):
 
 Generation answers carry ``anthropic-ratelimit-*`` headers; a 429 (``rate_limit_error``) adds
 ``retry-after`` in whole seconds. Streaming is refused with a 400.
+
+Why it is long: it is Anthropic's whole API surface for the simulator; the Message Batches
+routes render each result with the same :func:`render_message` and error types as
+``/v1/messages``, and splitting by route would scatter the ``cache_control`` and usage rules
+(``input_tokens`` excluding cache reads and writes) that both share.
 """
 
 from __future__ import annotations

@@ -22,6 +22,11 @@ Routes (the SDK's ``HttpOptions(base_url=sim.url)``; ``{version}`` is ``v1``, ``
 Gemini sends no rate-limit headers; its 429 is ``RESOURCE_EXHAUSTED`` with a
 ``google.rpc.RetryInfo`` ``retryDelay``. Streaming is refused with a 400. A refused key
 gets 401 ``UNAUTHENTICATED`` (Google itself answers a bad key with 400 ``API_KEY_INVALID``).
+
+Why it is long: it is the Gemini form of every route the simulator serves, in three API versions;
+batch mode returns its inlined responses through :func:`render_generate` and its failed requests
+with the same status names as the error bodies (``RESOURCE_EXHAUSTED``, ...), so the batch routes
+cannot leave without taking the generation format with them.
 """
 
 from __future__ import annotations

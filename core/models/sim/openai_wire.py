@@ -19,6 +19,12 @@ Routes (under ``/v1``, the SDK's ``base_url`` being ``<sim.url>/v1``):
 
 Every generation answer carries ``x-ratelimit-*`` headers for the limits in force; a 429 adds
 ``retry-after`` and ``retry-after-ms``. Streaming (``"stream": true``) is refused with a 400.
+
+Why it is long: it holds two generation APIs (chat completions and the Responses API) plus the
+Files and Batch routes whose output and error files re-render each request through
+:func:`render_chat` or :func:`render_response`; the Files/Batch part (``create_file`` to
+``list_batches``) could move to its own module (not done yet), keeping the generation format
+here.
 """
 
 from __future__ import annotations
