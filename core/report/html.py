@@ -7,6 +7,12 @@ opened without a network. Per task it shows the instruction, the original /
 prediction / target renders of the changed slides side by side, the edits as
 text (:meth:`pptarena.deck.DeckDiff.to_text`), each judge's verdict (rubric
 trees drawn as trees), re-scores, the agent's log and any GUI trajectory.
+
+Why it is long: it is the markup of one page: the stylesheet and every section that uses its classes
+(task, attempt, later epochs, re-scores, the slide grid the labelling workbench draws too), with
+:func:`write_report`, which chooses one page or the paged index (:mod:`pptarena.report.index` takes
+these parts) and writes the redacted page atomically. The ``CSS`` block, which ``arena view`` serves as
+well, could move to a module of its own (not done yet).
 """
 
 from __future__ import annotations

@@ -20,6 +20,12 @@ judge's value put in the label's classes (see :func:`to_class`).
 ``--repeat K`` runs each judge of the run (or of ``--config``) K more times on the same
 predictions (evidence under ``RUN_DIR/meta-eval/repeat-<k>/``) and reports
 :func:`pptarena.report.meta_stats.stability` per series.
+
+Why it is long: it holds the three steps of ``arena meta-eval``: reading and validating the human labels
+CSV (scales, progress classes, annotators averaged per attempt), the agreement of each judge series with
+those labels, and :func:`repeat_judges`, which judges the recorded predictions again for stability. The
+labels reader (:class:`Label`, :func:`read_labels`, :func:`to_class` and their helpers) could move to a
+module of its own (not done yet).
 """
 
 from __future__ import annotations

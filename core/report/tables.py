@@ -13,6 +13,11 @@ Which judges count as what:
   columns: mean IF and VQ on 0-5 over the pairs it scored; on a dataset describing its published
   splits (``pptarena``) it also gets PPTArena's own leaderboard tables, per split and category
   (:mod:`pptarena.report.pptarena_figures`).
+
+Why it is long: every table the summary yields is built here as :class:`TableData` (leaderboard,
+breakdowns, re-scores, paired comparisons, judge fingerprints, cost) next to the cell formatters they
+all use, so the terminal, a plain-text log and ``report.html`` show each figure formatted one way;
+drawing them (:func:`plain_text`, :func:`print_tables`) is the small remainder.
 """
 
 from __future__ import annotations

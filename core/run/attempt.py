@@ -21,6 +21,12 @@ for each pair it was handed; a multi-turn session (:mod:`pptarena.run.sessions`)
    and used (``tools``, from ``Prediction.metadata["tools"]``), isolation,
    ``agent_process``, ``prediction`` (relative to the run folder when inside it); the folder is
    redacted. Appending the row is the run's job.
+
+Why it is long: every step of one attempt listed above lives in one class, so once the folder exists no
+way through it (a failed launch, a stop, an unreadable deck that some judges still grade) skips removing
+what the agent side forged or redacting the folder. The functions that vet what an agent hands in
+(:func:`check_prediction`, :func:`kept_notes`, :func:`keep_reported_usage`, :func:`keep_tools`) are a
+second job and could move to a module of their own (not done yet).
 """
 
 from __future__ import annotations

@@ -10,6 +10,12 @@ Everything needed to resume is appended to the run folder's ``batches.jsonl`` be
 custom id) and ``ended``. A run killed while waiting and started again reads it, polls the same
 jobs (submitting nothing again), and a call whose answer is already stored returns at once. An
 expired, canceled or server-failed request is submitted once more, then fails with a clear status.
+
+Why it is long: the ``batches.jsonl`` book, the queue thread and the batching client are one resume
+protocol: a killed run resumes because of the order in which the queue writes the book (``submitted`` as
+soon as a job exists, each ``result`` before its caller is answered, ``ended`` after the last result),
+and only the book reads those entries back, so the three are kept where that order can be checked in one
+reading.
 """
 
 from __future__ import annotations

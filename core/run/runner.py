@@ -15,6 +15,11 @@ writes ``summary.json`` and the finished manifest.
 
 Results are appended as each attempt finishes. Re-running the same command resumes: finished
 attempts are skipped.
+
+Why it is long: it is the run's one sequence, in the order given above, with its clean-up on every way
+out (Ctrl-C, an error, a spent budget); each step calls the module that owns it, and keeping the order
+in one method is what guarantees that the isolation, resume, judge and dataset checks have passed before
+the manifest is written and the first attempt starts.
 """
 
 from __future__ import annotations

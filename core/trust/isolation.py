@@ -17,6 +17,12 @@ decks) runs under `bubblewrap <https://github.com/containers/bubblewrap>`_ where
 :func:`pptarena.trust.sandbox.isolation_level` says what is in force here: ``"bwrap"``, or
 ``"unshare"`` / ``"rlimits"`` for the weaker fallbacks of :mod:`pptarena.trust.sandbox` when bubblewrap
 is missing or user namespaces do not work. ``PPTARENA_SANDBOX=off`` forces the fallback (for debugging only).
+
+Why it is long: it builds the whole view a bubblewrap sandbox gets: the system folders and ``/etc``
+files, the Python view (which installed distributions the code may import, found from their metadata and
+requirements), and the staging of bind sources for the ``uid`` limit level. The Python view
+(:class:`PythonView`, :func:`distribution_closure`, :func:`python_view`) could move to a module of its
+own (not done yet).
 """
 
 from __future__ import annotations

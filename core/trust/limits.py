@@ -24,6 +24,11 @@ Usage (the ``command`` agent and the code sandbox do this)::
     with SandboxCgroup(max_processes=256, memory_mb=2048) as group:
         subprocess.run(argv, preexec_fn=group.preexec())     # or argv = group.wrap(argv)
     group.events()   # {"oom_kills": 1, "pids_max_hits": 0, ...}
+
+Why it is long: one object gives a sandbox its process and memory caps at the best of the four levels
+this machine allows, through one ``with`` block that every caller uses the same way; finding the cgroup
+mounts (v1 and v2), reserving a free sandbox uid with its lock files, and killing and sweeping what a
+sandbox leaves behind are the set-up and tear-down of those levels.
 """
 
 from __future__ import annotations

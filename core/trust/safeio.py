@@ -45,8 +45,8 @@ them); a process still running on the agent side can change a file *after* it wa
 (the layer checks the descriptor it reads, not the name later users open): take copies with
 :func:`copy_regular` / :func:`copy_tree` once the agent side has stopped, and read the copies.
 
-Over 400 lines on purpose: every way the harness touches a file the agent side could have written
-is here, so that it is reviewed (and attacked, ``tests/security/test_safeio.py``) in one place.
+Why it is long: every way the harness touches a file the agent side could have written is here,
+so that it is reviewed (and attacked, ``tests/security/test_safeio.py``) in one place.
 """
 
 from __future__ import annotations

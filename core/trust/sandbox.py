@@ -29,6 +29,13 @@ the descriptors they were written to. Everything is size-capped.
 Without bubblewrap it is not a container: the code can read files the user can read and, where
 user namespaces are unavailable, write where the user can, and a process that calls ``setsid``
 can outlive the run (the result's ``isolation`` and ``notes`` say so). See docs/security.md.
+
+Why it is long: :func:`run_command` gives model-written programs and rubric code everything they run
+under in one call: the bubblewrap jail or the weaker fallback, the cgroup or uid caps, the rlimits, the
+result and export pipes and the clean-up, each of which must hold on every path through it. The
+fallback's probes and command (:func:`network_isolation_available`,
+:func:`filesystem_isolation_available`, :func:`fallback_argv`) could move to a module of their own (not
+done yet).
 """
 
 from __future__ import annotations

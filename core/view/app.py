@@ -4,6 +4,12 @@ campaign pages and the labelling workbench (:mod:`pptarena.view.labelling`).
 Pages are Jinja2 templates with autoescape on; the HTML fragments inserted as they are come from
 :mod:`pptarena.report` (the pieces of ``report.html``, which escape every text they show) and pass
 through the redactor like ``report.html`` does. Access rules: :mod:`pptarena.view.security`.
+
+Why it is long: it holds three jobs: the server's state (which runs and campaigns are served, rescans
+for new ones), the run-browsing pages and their JSON APIs, and the app's assembly with login and its two
+access layers (:class:`SecurityMiddleware`, :class:`RoleGuard`). The run pages (:func:`run_page`,
+:func:`pair_page`, :func:`compare_page`, the table APIs and their query helpers) could move to a module
+of their own (not done yet).
 """
 
 from __future__ import annotations

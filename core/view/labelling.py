@@ -17,6 +17,11 @@ A campaign with instructions (:mod:`pptarena.label.instructions`) shows them fir
 and again once when the instructions changed after their last label; every label page links to
 them. The campaign page's statistics are cached until the store changes
 (:meth:`CampaignState.stats`).
+
+Why it is long: every route of the workbench is here because all of them translate between the
+campaign's view of an item (sides ``a``/``b``, item numbers, label ids) and what one annotator sees
+(left/right as shown to them, public ids, their own version numbers); keeping that translation in one
+module is what keeps a blind campaign blind.
 """
 
 from __future__ import annotations

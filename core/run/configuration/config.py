@@ -11,6 +11,12 @@ loaded; they are never written anywhere.
 
 Every problem raises one :class:`ConfigError` naming the file, each key path,
 the bad value, the valid choices and a did-you-mean — before any work starts.
+
+Why it is long: :func:`parse_config` walks every table of the file in one pass, collecting problems
+instead of stopping at the first, so that one :class:`ConfigError` lists them all, cross-table checks
+included (duplicate labels, model references to backends, a dataset's judges naming judge labels); the
+records it fills and the per-table helpers sit beside it. Building an agent from its own environment
+(``package = ...``, :func:`_env_agent_component`) could move out (not done yet).
 """
 
 from __future__ import annotations

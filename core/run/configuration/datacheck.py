@@ -29,6 +29,10 @@ labelled reason, to record as ``infra_error`` instead of blaming the agent or th
 
 ``arena dataset check`` (:mod:`pptarena.cli.dataset`) runs the check from the command line and
 exits with :data:`DATASET_ERRORS_EXIT` when it finds a problem.
+
+Why it is long: it is one check used three ways (``arena dataset check``, a run before planning, and
+judge time through :func:`reference_failure`), and the three share the list of reference files, the
+opening the judges do and the SHA-256 cache, so they cannot disagree about which deck is broken or why.
 """
 
 from __future__ import annotations

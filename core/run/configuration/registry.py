@@ -14,6 +14,12 @@ plugin — built-in or third-party — goes through the same path:
 ``PPTARENA_BLOCK_PLUGINS`` select plugins by entry-point or distribution name.
 ``PPTARENA_PLUGINS`` (comma list of importable module names) registers extra
 plugin modules without packaging them (handy for one-off plugins and tests).
+
+Why it is long: every plugin, built-in or not, enters through the one path here: entry-point selection
+and name clashes, isolating a plugin that raises, refusing a registration that asks for more trust than
+its plugin has (:func:`check_trust_request`), and the lookup with its did-you-mean. These steps share
+the registry's bookkeeping (which plugin registered what, which failed, which are pptarena's own), so
+the loader and the :class:`Registry` stay together.
 """
 
 from __future__ import annotations

@@ -4,6 +4,12 @@ Every line of ``results.jsonl`` is a :class:`ResultRow`. The runner builds rows 
 before writing, and every reader (resume, ``arena report``, re-scoring) validates each line
 through it: a line of the wrong shape becomes one :class:`ResultLineProblem` naming the file
 and line, never a traceback deep inside the report.
+
+Why it is long: :class:`ResultRow` validates its fields with the same rules that decide what of an
+agent's own claims a row keeps (:func:`reported_usage`, :func:`tools_usage`), so a line read back passes
+exactly what the attempt kept; those rules and the row stay together. :class:`AgentOutcome` and
+:class:`JudgeOutcome` with their wire shapes (what a worker or the judges hand back) are a second job
+and could move to a module of their own (not done yet).
 """
 
 from __future__ import annotations

@@ -21,6 +21,11 @@ Messages (one JSON object per line):
 - worker → host ``{"op": "render", "id", "name", "deck"}`` (base64) → ``{"op": "reply", "id", "ok",
   "images": [{"number", "sld_id", "width", "height", "hidden", "png"}]}``;
 - worker → host ``{"op": "log", "event", "data"}`` (no answer).
+
+Why it is long: it holds both ends of one line protocol with the JSON forms they share, so what the
+jail's side sends is what :class:`BridgeHost` parses and answers under its caps. The size-capped render
+cache of jailed agents (:class:`AgentRenders`, :func:`evict_oldest`) is a second job and could move to a
+module of its own (not done yet).
 """
 
 from __future__ import annotations
