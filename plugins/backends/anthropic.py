@@ -31,6 +31,11 @@ Batch mode (:mod:`pptarena.models.batch`): calls go through Message Batches
 would send (model, ``system``, ``cache_control`` marks and ``extra_body`` included); answers come from
 ``messages.batches.results``. Calls with ``betas`` (computer use: the beta endpoint) are not batched
 (:meth:`AnthropicBackend.batch_unsupported`).
+
+Why it is long: it is the whole of one provider's wire, and every part serves the same request body:
+messages with images, tool results and cache marks, the beta endpoint for computer tools, the
+sampling rules per API version, the response with its usage and rate headers, Message Batches (whose
+``params`` are that very body) and the preflight check.
 """
 
 from __future__ import annotations

@@ -33,6 +33,12 @@ serves one model: a batch naming several models is refused (``ValueError``). Cal
 ``extra_body`` (the option or the call parameter) are not batched: the SDK merges it into one call's
 HTTP body, and inlined requests have no such place (:meth:`GoogleBackend.batch_unsupported`).
 Batch mode is a Gemini API feature: on Vertex AI (untested) the SDK refuses inlined requests.
+
+Why it is long: it is Gemini's whole wire (contents, tools and tool config, response format,
+function calls, usage, batch jobs, preflight), and google-genai raises errors of its own shape, so
+their mapping (gRPC status names, ``RetryInfo`` delays, ``API_KEY_INVALID``) lives here rather than
+in :mod:`._sdk`; that error mapping (:func:`map_google_error` and its helpers) could move to its own
+module (not done yet).
 """
 
 from __future__ import annotations

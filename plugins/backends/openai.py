@@ -28,6 +28,11 @@ per call (``custom_id``, ``POST``, the chat-completions URL, and as ``body`` the
 with ``batches.create(completion_window="24h")``; answers come from the batch's output and error files.
 On Azure the body's ``model`` is the deployment and the URL ``/chat/completions``. Responses API calls
 (computer use) are not batched (:meth:`OpenAIBackend.batch_unsupported`).
+
+Why it is long: one provider speaks two wire forms here, chat completions (messages, tool calls and
+``tool`` messages, Batch API lines) and the Responses API that computer use needs
+(:func:`to_responses_input` and its items); both share the client, the redaction of secrets, usage
+and rate headers. The Responses translation could move to its own module (not done yet).
 """
 
 from __future__ import annotations

@@ -1,4 +1,10 @@
-"""The ``command`` agent itself: fills in the command, builds its environment, runs it and takes its deck."""
+"""The ``command`` agent itself: fills in the command, builds its environment, runs it and takes its deck.
+
+Why it is long: besides the edit itself (run plain or jailed, then check and take the deck), it
+decides what the jail shows the command (``_shown``, ``_follow_program``, ``_program_view``: the
+harness's interpreter, the program and whatever it leads to, the folders never shown); that
+view-building could move next to :mod:`.programs` (not done yet).
+"""
 
 from __future__ import annotations
 

@@ -22,6 +22,11 @@ Three action spaces:
 Coordinates are in the pixels of the screenshot the model saw (or a 0..N
 normalized grid for the json space); a :class:`~.actions.Scaler` maps them to
 screen pixels.
+
+Why it is long: each action space is a full translation table from one provider's action vocabulary
+to the same :class:`~.actions.Action` list, and the tables share their pieces (coordinate scaling,
+xdotool key parsing, the Anthropic table that the json space reuses for Qwen's ``computer_use``), so
+the three are kept side by side.
 """
 
 from __future__ import annotations

@@ -9,6 +9,12 @@ on every other path.
 There is no window manager: new dialogs are given the keyboard focus by
 :meth:`ImpressScreen.settle` (what a desktop's window manager would do), so
 keyboard-only agents can work with dialogs too.
+
+Why it is long: it holds both the screen (Xvfb, Impress and its profile, xdotool actions,
+screenshots, Save As) and generic process bookkeeping read from ``/proc`` (``_children_map``,
+``_descendants``, ``_pids_with_arg``, ``_alive``, ``_stop_pids``) that lets
+:meth:`ImpressScreen.close` stop every soffice child; that bookkeeping could move to its own module
+(not done yet).
 """
 
 from __future__ import annotations

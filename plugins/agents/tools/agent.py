@@ -21,6 +21,11 @@ holds the counts (steps, tool calls per tool, tool errors, the server's own coun
 loop's model usage (``model_usage``; ``Prediction.usage`` stays empty: the runner counts the
 workspace's model calls itself) and ``tools`` (:func:`tools_record`: the servers the attempt had, calls
 per offered tool, errors, renders), which the row keeps as its ``tools`` field.
+
+Why it is long: it holds both the agent and its options (:class:`ToolsOptions`, with the validators
+of ``tools``, ``mcp_servers`` and ``mcp_read_only``), and the agent wires two kinds of server (the
+in-process deck server, the jailed ``mcp_servers`` with their folder and working copy) into one
+loop; the options could move to their own module as the ``command`` agent's did (not done yet).
 """
 
 from __future__ import annotations

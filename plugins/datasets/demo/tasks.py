@@ -3,6 +3,10 @@
 Each :class:`DemoTask` names one of the decks in :mod:`demo_decks`; ``edit`` turns a loaded copy
 of that deck into the target deck. The rubric leaves (see :mod:`demo_checks`) are written so
 that the target deck scores 1.0 on every leaf and the unchanged original 0 on the critical ones.
+
+Why it is long: it is mostly data, the twelve :class:`DemoTask` entries with their instruction,
+style target and rubric leaves written out in full, plus the scripted edit each entry names; one
+task's parts are read together when a task is changed, so they stay in one table.
 """
 
 from __future__ import annotations

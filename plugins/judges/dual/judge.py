@@ -31,6 +31,11 @@ it across the agents judged on the task), then the prediction's user message:
 by :mod:`.verdict_parse`; an unreadable answer is retried once, then the judge raises
 :class:`JudgeError`. Prompts, chosen images and raw answers go to ``judges/<label>/`` in the task
 folder.
+
+Why it is long: it holds both halves of the protocol in one class, sharing the diffs, the evidence
+folder and :meth:`DualJudge._ask`'s retry; the VQ half (slide selection by SSIM, reference slides,
+chunking: ``_select``, ``_references``, ``_image``, ``_visual_quality``) could move to its own
+module (not done yet).
 """
 
 from __future__ import annotations

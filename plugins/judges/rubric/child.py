@@ -29,6 +29,10 @@ result channel in the leaf: only the driver writes records (``start`` then ``don
 JSON lines on descriptor 3, a pipe the judge holds), after checking the leaf's answer has exact
 types (``str`` reason, ``float``/``int``/``bool`` finite score in [0, 1]). A leaf that kills its
 driver fails alone; the judge runs the leaves after it in a fresh process.
+
+Why it is long: the sandbox gets this one file and no plugin package, so everything the leaf side
+needs (the model-call proxy, the per-leaf fork and time budget, stdout capture, the exact-type check
+of each answer, the record channel to the judge) must live in it, using the standard library only.
 """
 
 from __future__ import annotations

@@ -16,6 +16,11 @@ The sandbox gets importable shims written into its working directory:
 ``llm_call`` / ``vlm_call`` reach the judge through :class:`ModelBridge`, a Unix-socket server
 (socket files work across the sandbox's network namespace) that calls the configured
 :class:`pptarena.models.ModelClient` and records every call.
+
+Why it is long: it holds both the host side of a leaf batch (shims, preloads, sandbox limits, a
+fresh process after a dead one, re-checked records) and the model bridge the leaves call
+(:class:`ModelBridge` with its per-leaf caps, and its Unix-socket server); the bridge could move to
+its own module (not done yet).
 """
 
 from __future__ import annotations

@@ -14,6 +14,11 @@ uses ``ppteval`` for tasks the ppteval dataset tags. Under both, a rendering fai
 failure during a leaf's model call is an infrastructure error (:class:`pptarena.types.InfraError`),
 not a score; under ``corrected`` so is a leaf raising ``ScreenshotsUnavailableError`` although
 slides were rendered.
+
+Why it is long: :meth:`RubricJudge.judge` is one pass over one tree that carries both semantics side
+by side (ppteval's screenshot gate and abort at the first raising leaf, corrected's infrastructure
+checks), and the steps around it (``llm`` leaves, aggregation, parent explanations,
+``scored_rubric.json``) share that tree and its leaf records.
 """
 
 from __future__ import annotations

@@ -26,6 +26,12 @@ Vocabulary
     relative tolerance; text: the share of the requested word change reproduced, see
     :mod:`.text_change`; added shapes/slides: normalised similarity). Values without a distance
     count as equal or not.
+
+Why it is long: it is one algorithm in three steps sharing :class:`Item` and :class:`Tolerances`:
+normalising both diffs into keyed items, crediting a value against the target's (numbers, geometry
+in slide space, colours by ΔE, fills, text), and pairing edits per key into per-unit recall and
+precision. The value credit could move to its own module, as the text credit did to
+:mod:`.text_change` (not done yet).
 """
 
 from __future__ import annotations

@@ -6,6 +6,11 @@ killed as a group on timeout, so parallel renders never collide and no
 process outlives its render. Failures of the office itself raise
 :class:`pptarena.types.InfraError`; a missing office raises
 :class:`pptarena.types.ComponentUnavailable` with install instructions.
+
+Why it is long: the two ways of running the office (:func:`convert_oneshot`, :class:`WarmOffice`)
+share the profile, the flags and the killing of process groups, so they sit together; locating the
+office (:func:`find_soffice`, :func:`office_version`, :func:`find_uno_python`) is a separate job
+that could move to its own module (not done yet).
 """
 
 from __future__ import annotations
