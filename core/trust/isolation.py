@@ -148,7 +148,16 @@ CODE_DISTRIBUTIONS: tuple[str, ...] = ("python-pptx", "lxml", "Pillow", "XlsxWri
 RUBRIC_DISTRIBUTIONS: tuple[str, ...] = (*CODE_DISTRIBUTIONS, "numpy")
 #: The parts of pptarena's core package rubric leaves need: ``ppt_diff`` is rebuilt in the sandbox
 #: from ``pptarena.deck.ppteval_items`` (or ``pptarena.deck.ppteval``). Never ``pptarena.plugins``.
-RUBRIC_CORE_PARTS: tuple[str, ...] = ("__init__.py", "_version.py", "errors.py", "safeio.py", "deck")
+#: ``deck/read.py`` reads files through ``trust/safeio.py``; ``__init__.py`` needs ``_imports.py``.
+RUBRIC_CORE_PARTS: tuple[str, ...] = (
+    "__init__.py",
+    "_version.py",
+    "_imports.py",
+    "errors.py",
+    "trust/__init__.py",
+    "trust/safeio.py",
+    "deck",
+)
 
 _REQUIREMENT_NAME = re.compile(r"\s*([A-Za-z0-9][A-Za-z0-9._-]*)")
 

@@ -75,3 +75,27 @@ def test_no_project_code_imports_an_old_path():
 def test_every_new_home_exists():
     for new in MOVED_MODULES.values():
         assert importlib.util.find_spec(new) is not None, new
+
+
+LAZY_PACKAGES = ["pptarena", "pptarena.run", "pptarena.deck", "pptarena.mcp"]
+
+
+def test_lazy_packages_import_nothing_until_a_name_is_used():
+    code = (
+        "import sys\n"
+        f"for name in {LAZY_PACKAGES!r}:\n    __import__(name)\n"
+        "print(sorted(m for m in sys.modules if m.startswith(('pptarena.', 'pydantic', 'pluggy', 'lxml'))))\n"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip() == "['pptarena._imports', 'pptarena.deck', 'pptarena.mcp', 'pptarena.run']"
+
+
+@pytest.mark.parametrize("package", LAZY_PACKAGES)
+def test_every_exported_name_resolves_and_is_listed(package):
+    module = importlib.import_module(package)
+    for name in module.__all__:
+        assert getattr(module, name) is not None, (package, name)
+        assert name in dir(module)
+    with pytest.raises(AttributeError, match=f"module '{package}' has no attribute 'no_such_name'"):
+        module.no_such_name  # noqa: B018
