@@ -35,8 +35,8 @@ MAX_RECORD_BYTES = 256 * 1024 * 1024
 #: the modules (below the package) whose code shapes a task page
 CODE_FILES = (
     "report/*.py",
-    "redact.py",
-    "safeio.py",
+    "trust/redact.py",
+    "trust/safeio.py",
     "run/folder/records.py",
     "run/folder/rundir.py",
     "_version.py",

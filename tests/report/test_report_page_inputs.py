@@ -253,3 +253,14 @@ def test_an_oversize_verdicts_file_is_refused_after_a_first_report(run, monkeypa
     page = page_files(run)[page_name(1)].decode()
     assert "oversize-verdict" not in page and "verdict of noop on 11" in page
     assert report(run).built == []
+
+
+def test_every_code_file_a_page_depends_on_exists():
+    """A moved module must not silently drop out of the page key (it would keep stale pages)."""
+    from pathlib import Path
+
+    import pptarena.report.pageinputs as pageinputs
+
+    package = Path(pageinputs.__file__).resolve().parents[1]
+    for pattern in pageinputs.CODE_FILES:
+        assert list(package.glob(pattern)), pattern
