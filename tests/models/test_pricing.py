@@ -100,7 +100,13 @@ def test_batch_rates_are_half_price_in_the_bundled_table_and_explicit_rates_win(
     for name in ("gpt-5.2", "claude-sonnet-4-5", "gemini-2.5-pro"):
         standard, batch = table[name], table[name].batch_price()
         assert (batch.input, batch.output) == (standard.input / 2, standard.output / 2)
-        assert batch.cached_input == pytest.approx(standard.cached_input / 2)
+    for name in ("gpt-5.2", "claude-sonnet-4-5"):  # OpenAI and Anthropic halve cache reads too
+        assert table[name].batch_price().cached_input == pytest.approx(table[name].cached_input / 2)
+    # Google's Batch tables list the standard context caching price: cached reads are not halved
+    for name in ("gemini-2.5-pro", "gemini-2.5-flash", "gemini-2.5-flash-lite", "gemini-3-pro-preview"):
+        assert table[name].batch_price().cached_input == table[name].cached_input
+    flash = table["gemini-2.5-flash"].batch_price()
+    assert (flash.input, flash.output, flash.cached_input) == (0.15, 1.25, 0.03)
     sonnet = table["claude-sonnet-4-5"].batch_price()
     assert (sonnet.cache_write, sonnet.cache_write_1h) == (3.75 / 2, 6.0 / 2)  # cache rates stack with batch
 
