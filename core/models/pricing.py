@@ -11,7 +11,9 @@ the priced part as ``known_usd``.
 
 Batch calls (the providers' batch APIs) are priced at the model's batch rates
 (:meth:`ModelPrice.batch_price`: explicit ``batch_input`` / ``batch_output``, else the ``batch``
-multiplier; the bundled table's default multiplier is 0.5 for OpenAI, Anthropic and Google).
+multiplier; the bundled table's default multiplier is 0.5 for OpenAI and Anthropic, every rate
+cached reads included; Google's entries give ``batch_input`` / ``batch_output`` instead, since
+Gemini's batch mode halves input and output but not cached reads).
 
 Cost records (:func:`clients_cost`, :func:`merge_costs`, :func:`pair_cost`, :func:`cost_of_rows`) are
 ``{"usd", "known_usd", "unpriced_models"}``, plus ``local_models`` (models priced as local and

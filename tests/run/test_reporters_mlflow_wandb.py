@@ -180,7 +180,7 @@ def test_mlflow_logs_config_pair_scores_summary_and_report(registry, run_copy, t
     assert {"pairs.json", "config.json", "run"} <= paths
     run_files = {a.path for a in client.list_artifacts(logged.info.run_id, "run")}
     assert run_files == {
-        "run/folder/results.jsonl",
+        "run/results.jsonl",
         "run/summary.json",
         "run/manifest.json",
         "run/report.html",
