@@ -38,6 +38,7 @@ _EXPORTS = {
         "executors",
     ),
     **dict.fromkeys(["AgentOutcome", "ResultRow"], "folder.records"),
+    "FinishedRun": "folder.reporting",
     **dict.fromkeys(["AGENT_STDERR", "EXECUTOR_RECORD", "RunDir", "TASKS"], "folder.rundir"),
     **dict.fromkeys(
         [

@@ -124,7 +124,7 @@ class MlflowReporter:
         return self.options.tracking_uri or (Path(run.run_dir) / "mlruns").as_uri()
 
     def report(self, run: Any) -> str | None:
-        """Log ``run`` (a :class:`pptarena.run.folder.reporting.FinishedRun`); the line saying where."""
+        """Log ``run`` (a :class:`pptarena.run.FinishedRun`); the line saying where."""
         uri = self.tracking_uri(run)
         where = f"experiment {self.options.experiment!r}, {uri}"
         with mlflow_environment(uri, self.options.telemetry):

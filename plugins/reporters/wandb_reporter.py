@@ -95,7 +95,7 @@ class WandbReporter:
         self._wandb = wandb
 
     def report(self, run: Any) -> str | None:
-        """Log ``run`` (a :class:`pptarena.run.folder.reporting.FinishedRun`); the line saying where."""
+        """Log ``run`` (a :class:`pptarena.run.FinishedRun`); the line saying where."""
         wandb, opts = self._wandb, self.options
         if opts.mode == "disabled":
             return None
