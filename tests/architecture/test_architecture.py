@@ -12,6 +12,7 @@ package before the module anyway.
 from __future__ import annotations
 
 import ast
+import functools
 import sys
 from pathlib import Path
 
@@ -65,9 +66,11 @@ def runtime_imports(path: Path, modules: set[str]) -> dict[str, bool]:
     return found
 
 
+@functools.cache
 def import_graph() -> dict[str, dict[str, bool]]:
     """Every module of ``core/`` and ``plugins/`` -> the project modules it imports at run time (True:
-    only inside functions)."""
+    only inside functions). Built once per session (~4 s) and shared by the layout tests, which only
+    read it."""
     files = [p for top in PACKAGES for p in (ROOT / top).rglob("*.py")]
     modules = {module_name(p) for p in files}
     return {module_name(p): runtime_imports(p, modules) for p in files}
