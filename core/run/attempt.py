@@ -41,6 +41,8 @@ from typing import Any
 
 from pptarena.models.messages import add_counts
 from pptarena.models.pricing import pair_cost
+from pptarena.run.batches import BatchWait, current_wait
+from pptarena.run.configuration.batching import batches_agent
 from pptarena.run.configuration.config import ComponentConfig
 from pptarena.run.folder.records import (
     MAX_REPORTED_COUNT,
@@ -261,8 +263,22 @@ class Attempts:
         (:func:`pptarena.run.jail.boundary.agent_process`); only the reference baseline sees the full task."""
         where = agent_process(agent)
         view = agent_task(task, ws.input_deck)
-        with self._shared.agent_slots:
+        slots = self._shared.agent_slots
+        if self.components.batch_queue is None or not batches_agent(agent, True):
+            with slots:
+                return self._launch_at(where, agent, task, view, ws)
+        # a batched agent gives its slot back while it only waits for a batch, and its task
+        # timeout does not count the waiting (the launchers read the pair's BatchWait)
+        slots.acquire()
+        wait = BatchWait(release=slots.release, acquire=slots.acquire)
+        token = current_wait.set(wait)
+        try:
             return self._launch_at(where, agent, task, view, ws)
+        finally:
+            current_wait.reset(token)
+            if wait.close():
+                slots.release()
+            ws.log.write("batch_wait", seconds=round(wait.seconds(), 3))
 
     def _launch_at(
         self, where: str, agent: ComponentConfig, task: Task, view: Task, ws: Workspace

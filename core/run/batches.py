@@ -27,6 +27,7 @@ import threading
 import time
 from collections.abc import Callable
 from concurrent.futures import Future
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -58,6 +59,79 @@ class BatchSettings:
     max_wait: float = 60.0
     poll: float = 30.0
     max_requests: int = MAX_BATCH_REQUESTS
+
+
+# --------------------------------------------------------------------------- a pair's waiting
+
+
+class BatchWait:
+    """The time one pair's agent spends waiting on batch jobs, which its task timeout does not count,
+    and the agent slot it gives back meanwhile.
+
+    The attempt holds an agent slot while its agent runs. The queue calls :meth:`begin` when a call
+    of the pair starts waiting and :meth:`end` when it is answered or fails (calls made at the same
+    time count once): at the first begin the slot is given back (``release``) so that another agent
+    can run, and before the agent goes on it takes one again (``acquire``, which may block; that time
+    counts as waiting too). :meth:`close` ends the pair: it says whether the pair still holds a slot
+    (the attempt then gives it back), and a call that ends after it (the pair timed out while its
+    call waited) gives back at once the slot it had to take.
+    """
+
+    def __init__(self, release: Callable[[], None] | None = None, acquire: Callable[[], None] | None = None):
+        self._lock = threading.Lock()
+        self._open = 0
+        self._since = 0.0
+        self._total = 0.0
+        self._holding = True
+        self._closed = False
+        self._release = release or (lambda: None)
+        self._acquire = acquire or (lambda: None)
+
+    def begin(self) -> None:
+        """A call of the pair starts waiting on a batch."""
+        with self._lock:
+            self._open += 1
+            if self._open != 1:
+                return
+            self._since = time.monotonic()
+            give_back = self._holding and not self._closed
+            self._holding = self._holding and not give_back
+        if give_back:
+            self._release()
+
+    def end(self) -> None:
+        """A waiting call of the pair was answered (or failed)."""
+        with self._lock:
+            self._open = max(0, self._open - 1)
+            if self._open or self._closed:
+                if not self._open:
+                    self._total += time.monotonic() - self._since
+                return
+        self._acquire()  # the agent goes on only with a slot
+        with self._lock:
+            self._total += time.monotonic() - self._since
+            closed = self._closed
+            self._holding = not closed
+        if closed:
+            self._release()
+
+    def close(self) -> bool:
+        """The pair ended: True when it holds a slot (the caller gives it back), False when a waiting
+        call had given it back."""
+        with self._lock:
+            self._closed = True
+            holding, self._holding = self._holding, False
+            return holding
+
+    def seconds(self) -> float:
+        """Seconds waited so far, the wait in progress included."""
+        with self._lock:
+            return self._total + (time.monotonic() - self._since if self._open else 0.0)
+
+
+current_wait: ContextVar[BatchWait | None] = ContextVar("pptarena_batch_wait", default=None)
+"""The :class:`BatchWait` of the pair this thread launches (set by the attempt for a batched agent;
+read where the agent's model clients are made)."""
 
 
 # --------------------------------------------------------------------------- the run folder's record
@@ -226,8 +300,24 @@ class BatchQueue:
 
     # ---- calls
 
-    def call(self, backend_name: str, backend: Any, request: BatchRequest) -> Completion:
-        """Queue ``request`` (or join the same request already queued or in a pending batch) and wait."""
+    def call(
+        self, backend_name: str, backend: Any, request: BatchRequest, wait: BatchWait | None = None
+    ) -> Completion:
+        """Queue ``request`` (or join the same request already queued or in a pending batch) and wait;
+        ``wait`` (an agent's pair) is told when the waiting starts and ends."""
+        with self._lock:
+            stored = self.book.results.get(request.custom_id)
+        if stored is not None:
+            return answer_of(stored)
+        if wait is None:
+            return self._call(backend_name, backend, request)
+        wait.begin()
+        try:
+            return self._call(backend_name, backend, request)
+        finally:
+            wait.end()
+
+    def _call(self, backend_name: str, backend: Any, request: BatchRequest) -> Completion:
         fut: Future[Completion] = Future()
         with self._lock:
             stored = self.book.results.get(request.custom_id)
@@ -401,16 +491,24 @@ def answer_error(result: BatchResult, attempts: int) -> BatchError:
 
 class BatchingModelClient(ModelClient):
     """A :class:`ModelClient` whose calls go through the run's :class:`BatchQueue` (the response
-    cache, usage book and log work as for any client; cost is at the batch rates)."""
+    cache, usage book and log work as for any client; cost is at the batch rates). ``wait``: the
+    agent pair whose calls these are (its task timeout does not count the waiting)."""
 
-    def __init__(self, queue: BatchQueue, *args: Any, **kwargs: Any):
+    def __init__(self, queue: Any, *args: Any, wait: BatchWait | None = None, **kwargs: Any):
         super().__init__(*args, **kwargs)
         self.queue = queue
+        self.wait = wait
 
     def bound(self, **kwargs: Any) -> ModelClient:
         """A new client of the same backend and model on the same queue."""
         return BatchingModelClient(
-            self.queue, self.backend, self.backend_name, self.model, policy=self.policy, **kwargs
+            self.queue,
+            self.backend,
+            self.backend_name,
+            self.model,
+            policy=self.policy,
+            wait=self.wait,
+            **kwargs,
         )
 
     def _call_through_limiter(
@@ -424,4 +522,4 @@ class BatchingModelClient(ModelClient):
             # a call the provider's batch API cannot carry (computer use, beta flags): sent alone
             return super()._call_through_limiter(messages, params, started)
         # the hours a batch may take are the call's duration in the log, not rate-limit waiting
-        return self.queue.call(self.backend_name, self.backend, request), Usage()
+        return self.queue.call(self.backend_name, self.backend, request, self.wait), Usage()

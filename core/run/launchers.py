@@ -59,7 +59,7 @@ class InProcessLauncher:
     def __call__(self, agent: Any, task: Any, ws: Workspace) -> AgentOutcome:
         """Build the agent and run its ``edit``; an exception is the attempt's outcome."""
         book = UsageBook()
-        model = self.components.hub.factory(book=book, log=ws.log)
+        model = self.components.agent_models(agent, book=book, log=ws.log)
         ws.model = model
         ws.renderer = self.components.lazy_renderer()
         try:
@@ -153,6 +153,22 @@ def judges_models(config: Any) -> frozenset[str]:
     return frozenset(ref for judge in config.judges for ref in model_refs(judge.options).values())
 
 
+BATCH_WAITING_WORKERS = 64
+"""Jailed workers per agent label at most in batch mode when the run batches an agent's calls: an
+agent waiting for its batch keeps its worker but not its agent slot, so more workers than ``jobs``
+are alive (only ``jobs`` of them running an agent at a time)."""
+
+
+def jail_pool_size(components: Any, jobs: int) -> int:
+    """Workers per agent label of the run's jailed pool: ``jobs``, or :data:`BATCH_WAITING_WORKERS`
+    when the run batches an agent's calls (:mod:`pptarena.run.configuration.batching`)."""
+    from pptarena.run.configuration.batching import batches_agent
+
+    if components.batch_queue is not None and any(batches_agent(a, True) for a in components.config.agents):
+        return max(jobs, BATCH_WAITING_WORKERS)
+    return jobs
+
+
 class JailLauncher:
     """The run's warm jailed agent workers (:class:`~pptarena.run.jail.jail_pool.JailPool` of ``jobs``
     workers) and the renderer serving them (:func:`.jail.bridge.agent_renders`), made on first use."""
@@ -169,13 +185,14 @@ class JailLauncher:
     def __call__(self, agent: Any, task: Any, ws: Workspace) -> AgentOutcome:
         """Run the agent on a jailed worker; the models its config table names and the run's renderer
         serve it over the bridge (never a judge's model it does not name itself)."""
+        from pptarena.run.batches import current_wait
         from pptarena.run.jail.agent_jail import dataset_folders, forbid_in_jails
         from pptarena.run.jail.jail_pool import JailPool, run_jailed
 
         with self._lock:
             if self._pool is None:
                 forbid_in_jails([self.components.cache_dir, *dataset_folders(self.components.config)])
-                self._pool = JailPool(self.jobs)
+                self._pool = JailPool(jail_pool_size(self.components, self.jobs))
                 self._renders = agent_renders(self.components)
         out = run_jailed(
             self._pool,
@@ -186,6 +203,7 @@ class JailLauncher:
             self.timeout,
             renders=self._renders,
             judge_models=judges_models(self.components.config),
+            paused=wait.seconds if (wait := current_wait.get()) is not None else None,
         )
         return AgentOutcome.failed(Status.INFRA_ERROR, "interrupted") if self.stopping() else out
 

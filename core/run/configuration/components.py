@@ -28,7 +28,7 @@ class Components:
         self.hub = ModelHub(self.backend)
         """Hands out model clients of this run's backends (built on first use)."""
         self.batch_queue: Any = None
-        self._unbatched: set[str] = set()
+        self._unbatched: set[tuple[str, str]] = set()
         """The run's :class:`~pptarena.run.batches.BatchQueue` in batch mode (judge calls go through it)."""
 
     def context(
@@ -77,6 +77,21 @@ class Components:
     ) -> ModelClient:
         """A client for a judge's calls: through the run's batch queue in batch mode when the backend
         can batch (:mod:`pptarena.run.batches`), else as :meth:`model_client`."""
+        return self.batch_client(ref, log=log, book=book)
+
+    def batch_client(
+        self,
+        ref: str,
+        log: AgentLog | None = None,
+        book: UsageBook | None = None,
+        *,
+        wait: Any = None,
+        who: str = "judge",
+    ) -> ModelClient:
+        """A client whose calls go through the run's batch queue when there is one and the backend
+        can batch, else as :meth:`model_client`. ``wait``: the agent pair whose calls these are
+        (:class:`~pptarena.run.batches.BatchWait`); ``who`` names the callers in the one line said
+        when a backend cannot batch."""
         queue = self.batch_queue
         if queue is not None:
             from pptarena.models.batch import supports_batch
@@ -87,14 +102,30 @@ class Components:
             if supports_batch(backend):
                 from pptarena.run.batches import BatchingModelClient
 
-                return BatchingModelClient(queue, backend, name, model, book=book, log=log)
+                return BatchingModelClient(queue, backend, name, model, book=book, log=log, wait=wait)
             with self._lock:
-                if name not in self._unbatched:
-                    self._unbatched.add(name)
+                if (name, who) not in self._unbatched:
+                    self._unbatched.add((name, who))
                     queue.say(
-                        f"Batch mode: backend {name!r} has no batch API; its judge calls go out directly."
+                        f"Batch mode: backend {name!r} has no batch API; its {who} calls go out directly."
                     )
         return self.model_client(ref, log=log, book=book)
+
+    def agent_models(
+        self, agent: ComponentConfig, book: UsageBook | None = None, log: AgentLog | None = None
+    ) -> Callable[[str], ModelClient]:
+        """The ``ref -> ModelClient`` factory an agent's calls use: through the batch queue when the
+        run has one and batches this agent (:mod:`pptarena.run.configuration.batching`; the pair's
+        :data:`~pptarena.run.batches.current_wait` is told of each wait), else the run's clients."""
+        from pptarena.run.configuration.batching import batches_agent
+
+        if self.batch_queue is None or not batches_agent(agent, True):
+            return self.hub.factory(book=book, log=log)
+        from pptarena.run.batches import current_wait
+
+        wait = current_wait.get()
+        who = f"agent {agent.label!r}"
+        return lambda ref: self.batch_client(ref, log=log, book=book, wait=wait, who=who)
 
     def build(self, comp: ComponentConfig, model: Callable[[str], ModelClient] | None = None) -> Any:
         """Instantiate one component."""

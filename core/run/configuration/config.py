@@ -119,6 +119,10 @@ class ComponentConfig:
     spec: Any = None
     #: ``trusted = true`` in an ``[[agents]]`` table: the agent runs in the harness's process, unsandboxed
     trusted: bool = False
+    #: ``batch = true|false`` in an ``[[agents]]`` table: the agent's model calls go (or never go)
+    #: through the providers' batch APIs in batch mode; None: as its plugin declares
+    #: (:mod:`pptarena.run.configuration.batching`)
+    batch: bool | None = None
 
 
 @dataclass
@@ -210,7 +214,11 @@ def _env_agent_component(
             "the harness never imports it"
         )
         return None
-    raw_opts = {k: v for k, v in table.items() if k not in ("use", "label", "package", "trusted")}
+    batch = table.get("batch")
+    if batch is not None and not isinstance(batch, bool):
+        errors.append(f"{key_path}.batch: expected true or false, got {batch!r}")
+        return None
+    raw_opts = {k: v for k, v in table.items() if k not in ("use", "label", "package", "trusted", "batch")}
     masked = _masked(resolve_secrets(raw_opts, key_path, errors, missing=[]))
     try:
         spec, options, problems, fields = env_agent(
@@ -222,7 +230,7 @@ def _env_agent_component(
     if problems:
         errors.extend(format_errors(problems, key_path, fields))
         return None
-    return ComponentConfig("agents", use, label, options, table, key_path, spec)
+    return ComponentConfig("agents", use, label, options, table, key_path, spec, batch=batch)
 
 
 def _masked(value: Any) -> Any:
@@ -277,6 +285,10 @@ def _component(
     if not isinstance(trusted, bool):
         errors.append(f"{key_path}.trusted: expected true or false, got {trusted!r}")
         return None
+    batch = raw_opts.pop("batch", None) if kind == "agents" else None
+    if batch is not None and not isinstance(batch, bool):
+        errors.append(f"{key_path}.batch: expected true or false, got {batch!r}")
+        return None
     opts_with_secrets = resolve_secrets(raw_opts, key_path, errors, missing)
     model = spec.options_model
     try:
@@ -285,7 +297,7 @@ def _component(
         errors.extend(format_validation(exc, key_path, model, raw_opts))
         return None
     options = absolutize_paths(options, base)
-    return ComponentConfig(kind, use, label, options, table, key_path, spec, trusted=trusted)
+    return ComponentConfig(kind, use, label, options, table, key_path, spec, trusted=trusted, batch=batch)
 
 
 def _table_list(data: dict[str, Any], key: str, default: list[Any], errors: list[str]) -> list[Any]:

@@ -19,6 +19,7 @@ import os
 import select
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -208,10 +209,19 @@ class JailPool(PoolOwner[JailWorker]):
         return self._workers.checkout(spawn, key)
 
     def run_pair(
-        self, agent: Any, task: AgentTask, ws: Any, host: BridgeHost, timeout: float, renderer: bool
+        self,
+        agent: Any,
+        task: AgentTask,
+        ws: Any,
+        host: BridgeHost,
+        timeout: float,
+        renderer: bool,
+        paused: Callable[[], float] | None = None,
     ) -> AgentOutcome:
         """Run ``agent`` (a ComponentConfig) on ``task`` in a jailed worker; copy its workspace into
-        ``ws.dir``."""
+        ``ws.dir``. ``paused``: seconds the pair's calls have waited for batch jobs so far, which
+        the ``timeout`` does not count."""
+        waited = paused or (lambda: 0.0)
         from pptarena.run.jail.agent_view import options_json
 
         key = agent.label
@@ -240,17 +250,15 @@ class JailPool(PoolOwner[JailWorker]):
             )
             deadline = time.monotonic() + timeout
             while True:
-                message = worker.read(deadline)
+                message = worker.read(deadline + waited())
                 if message is None or message.get("op") == "done":
                     break
                 if message.get("op") == "log":
                     host.handle(message)
                     continue
-                try:  # a model call or a render: never past the pair's deadline
-                    answer = _BRIDGE.submit(host.handle, message).result(
-                        max(0.0, deadline - time.monotonic())
-                    )
-                except concurrent.futures.TimeoutError:
+                # a model call or a render: never past the pair's deadline (less its batch waits)
+                answer = _answer_by(_BRIDGE.submit(host.handle, message), lambda: deadline + waited())
+                if answer is _LATE:
                     message = None  # the call goes on in the background; the pair has timed out
                     break
                 if answer is not None:
@@ -285,6 +293,21 @@ class JailPool(PoolOwner[JailWorker]):
         if problem:
             ws.log.write("workspace_copy", note=problem)
         return outcome
+
+
+_LATE = object()
+
+
+def _answer_by(future: concurrent.futures.Future[Any], deadline: Callable[[], float]) -> Any:
+    """The future's result, or :data:`_LATE` once ``deadline()`` (which may move later) has passed."""
+    while True:
+        left = deadline() - time.monotonic()
+        if left <= 0:
+            return _LATE
+        try:
+            return future.result(min(left, 1.0))
+        except concurrent.futures.TimeoutError:
+            continue
 
 
 def host_decided(outcome: AgentOutcome, host: BridgeHost) -> AgentOutcome:
@@ -343,23 +366,25 @@ def run_jailed(
     *,
     renders: AgentRenders | None,
     judge_models: frozenset[str] = frozenset(),
+    paused: Callable[[], float] | None = None,
 ) -> AgentOutcome:
     """Run ``agent`` on ``task`` on ``pool`` with the run's ``components`` on the host side of the
     bridge: only the models the agent's config table names (:func:`table_models`; a refusal of one of
     ``judge_models``, the run's judges' models, says so), ``renders`` (the run's renderer with a
     capped cache of its own), the pair's log; usage and cost are counted here, never as the worker
-    reports them, and a failure's status is decided here (:func:`host_decided`)."""
+    reports them, and a failure's status is decided here (:func:`host_decided`). ``paused``: seconds
+    the pair has waited for batch jobs (its batched calls), which the ``timeout`` does not count."""
     from pptarena.models import UsageBook
 
     book = UsageBook()
     host = BridgeHost(
-        components.hub.factory(book=book, log=ws.log),
+        components.agent_models(agent, book=book, log=ws.log),
         renders,
         ws.log,
         models=table_models(agent),
         judge_models=judge_models,
     )
-    out = pool.run_pair(agent, task, ws, host, timeout, renderer=renders is not None)
+    out = pool.run_pair(agent, task, ws, host, timeout, renderer=renders is not None, paused=paused)
     out.model_usage = book.total().as_dict()
     out.model_cost = book.cost()
     return out

@@ -80,6 +80,11 @@ class CodeOptions(PilotOptions):
     code_timeout: float = Field(60.0, gt=0, le=3600, description="seconds per program run")
     code_memory_mb: int = Field(2048, ge=256, le=65536, description="address-space limit of a program run")
 
+    def one_call_per_attempt(self) -> bool:
+        """One model call per attempt (the program) when there is no verify/repair round: batch mode
+        may send it through a batch API (a retry after a failed program is one call more)."""
+        return self.loops == 0
+
 
 class XmlOptions(PilotOptions):
     """Options of the ``xml`` agent."""
@@ -90,6 +95,11 @@ class XmlOptions(PilotOptions):
     select_model: ModelRef | None = Field(None, description="model of the planning call; default: model")
     max_parts: int = Field(8, ge=1, le=100, description="parts shown to the model per edit")
     max_xml_chars: int = Field(200_000, ge=1000, description="total XML characters shown per edit")
+
+    def one_call_per_attempt(self) -> bool:
+        """One model call per attempt (the rewrite) with the heuristic part selection and no
+        verify/repair round."""
+        return self.loops == 0 and self.selection == "heuristic"
 
 
 class HybridOptions(CodeOptions, XmlOptions):
@@ -102,6 +112,10 @@ class HybridOptions(CodeOptions, XmlOptions):
         "xml", description="route when the router's answer is unreadable (PPTPilot: xml)"
     )
     fallback: bool = Field(True, description="when the routed branch fails, try the other one")
+
+    def one_call_per_attempt(self) -> bool:
+        """Never: the router's call comes before the branch's (batch it with ``batch = true``)."""
+        return False
 
 
 def parse_route(reply: str) -> tuple[Route | None, str]:
