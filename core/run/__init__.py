@@ -24,6 +24,8 @@ from pptarena._imports import lazy_exports
 
 _EXPORTS = {
     "Attempts": "attempt",
+    **dict.fromkeys(["BatchWait", "current_wait"], "batches"),
+    "agent_pool_size": "launchers",
     **dict.fromkeys(["Components", "default_cache_dir"], "configuration.components"),
     "parse_config": "configuration.config",
     **dict.fromkeys(

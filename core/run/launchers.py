@@ -154,14 +154,15 @@ def judges_models(config: Any) -> frozenset[str]:
 
 
 BATCH_WAITING_WORKERS = 64
-"""Jailed workers per agent label at most in batch mode when the run batches an agent's calls: an
-agent waiting for its batch keeps its worker but not its agent slot, so more workers than ``jobs``
-are alive (only ``jobs`` of them running an agent at a time)."""
+"""Agent workers (jailed ones per agent label, a host pool's in all) at most in batch mode when the
+run batches an agent's calls: an agent waiting for its batch keeps its worker but not its agent slot,
+so more workers than ``jobs`` are alive (only ``jobs`` of them running an agent at a time)."""
 
 
-def jail_pool_size(components: Any, jobs: int) -> int:
-    """Workers per agent label of the run's jailed pool: ``jobs``, or :data:`BATCH_WAITING_WORKERS`
-    when the run batches an agent's calls (:mod:`pptarena.run.configuration.batching`)."""
+def agent_pool_size(components: Any, jobs: int) -> int:
+    """The size of a pool of agent workers (the run's jailed pool, an executor's host pool):
+    ``jobs``, or :data:`BATCH_WAITING_WORKERS` when the run batches an agent's calls
+    (:mod:`pptarena.run.configuration.batching`)."""
     from pptarena.run.configuration.batching import batches_agent
 
     if components.batch_queue is not None and any(batches_agent(a, True) for a in components.config.agents):
@@ -192,7 +193,7 @@ class JailLauncher:
         with self._lock:
             if self._pool is None:
                 forbid_in_jails([self.components.cache_dir, *dataset_folders(self.components.config)])
-                self._pool = JailPool(jail_pool_size(self.components, self.jobs))
+                self._pool = JailPool(agent_pool_size(self.components, self.jobs))
                 self._renders = agent_renders(self.components)
         out = run_jailed(
             self._pool,
