@@ -1,0 +1,138 @@
+"""Which agents batch mode batches (``[[agents]] batch``, the built-ins' one-call declaration), and the
+pair's :class:`~pptarena.run.batches.BatchWait`: the slot it gives back while it waits, the seconds
+its timeout does not count, and a pair that ends while its call still waits."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+
+from pptarena.run.batches import BatchWait
+from pptarena.run.configuration.batching import batches_agent, declares_one_call, unbatched_asks
+from pptarena.run.configuration.config import ConfigError, load_config
+from pptarena.run.configuration.registry import get_registry
+from tests.support.config import demo_dataset, run_toml, use, write_run_config
+
+
+def agents_of(tmp_path, *agents):
+    cfg = write_run_config(
+        tmp_path / "run.toml",
+        run_toml(dataset=demo_dataset(), agents=list(agents), judges=["structural"], renderer="libreoffice"),
+    )
+    return load_config(cfg, get_registry()).agents
+
+
+def test_batch_mode_batches_what_the_table_says_and_the_built_ins_that_make_one_call(tmp_path):
+    code, code_loops, xml_model, xml_heur, hybrid, forced, refused = agents_of(
+        tmp_path,
+        use("code", model="scripted/x"),
+        use("code", label="code-loops", model="scripted/x", loops=2),
+        use("xml", model="scripted/x"),
+        use("xml", label="xml-heur", model="scripted/x", selection="heuristic"),
+        use("hybrid", model="scripted/x"),
+        use("hybrid", label="hybrid-forced", model="scripted/x", batch=True),
+        use("code", label="code-refused", model="scripted/x", batch=False),
+    )
+    assert [declares_one_call(a) for a in (code, code_loops, xml_model, xml_heur, hybrid)] == [
+        True,
+        False,
+        False,
+        True,
+        False,
+    ]
+    batched = {
+        a.label
+        for a in (code, code_loops, xml_model, xml_heur, hybrid, forced, refused)
+        if batches_agent(a, True)
+    }
+    assert batched == {"code", "xml-heur", "hybrid-forced"}
+    # outside batch mode nothing is batched, and a table that asked is told so
+    assert not any(batches_agent(a, False) for a in (code, forced))
+    assert unbatched_asks([code, forced, refused], False) == [
+        "Agent 'hybrid-forced' asks for batch = true, but the run is not in batch mode "
+        "([run] batch = true or arena run --batch): its calls go out directly."
+    ]
+    assert unbatched_asks([forced], True) == []
+
+
+def test_a_third_party_agent_is_batched_only_by_its_table(tmp_path, fake_plugins):
+    from tests.support.config import fake_run_toml
+
+    cfg = write_run_config(
+        tmp_path / "run.toml",
+        fake_run_toml(
+            1, [use("asker", model="scripted/x"), use("asker", label="asked", model="scripted/x", batch=True)]
+        ),
+    )
+    plain, asked = load_config(cfg, get_registry()).agents
+    assert not declares_one_call(plain) and not batches_agent(plain, True)
+    assert batches_agent(asked, True)
+    # the key is the harness's: it never reaches the agent's options
+    assert "batch" not in asked.options.model_dump()
+
+
+@pytest.mark.parametrize("value", ['"yes"', "1", "[true]"])
+def test_batch_must_be_true_or_false(tmp_path, value):
+    cfg = tmp_path / "run.toml"
+    cfg.write_text(
+        run_toml(
+            dataset=demo_dataset(), agents=[use("code", model="scripted/x")], judges=["structural"]
+        ).replace('use = "code"', f'use = "code"\nbatch = {value}'),
+        encoding="utf-8",
+    )
+    with pytest.raises(ConfigError, match=r"agents\[0\]\.batch: expected true or false"):
+        load_config(cfg, get_registry())
+
+
+def test_a_waiting_pair_gives_its_slot_to_another_and_takes_one_back_before_going_on():
+    slots = threading.BoundedSemaphore(1)
+    slots.acquire()  # pair A runs
+    wait = BatchWait(release=slots.release, acquire=slots.acquire)
+    wait.begin()  # A's call waits on a batch: its slot is free for B
+    assert slots.acquire(timeout=1), "the waiting pair kept its slot"
+    ended = threading.Event()
+
+    def answer():
+        wait.end()  # A's answer came: A needs a slot again, and B holds the only one
+        ended.set()
+
+    t = threading.Thread(target=answer)
+    t.start()
+    time.sleep(0.3)
+    assert not ended.is_set(), "the answered pair went on without a slot"
+    slots.release()  # B is done
+    t.join(5)
+    assert ended.is_set()
+    assert wait.seconds() >= 0.3  # waiting for the slot counts as waiting too
+    assert wait.close() is True  # A holds a slot again: the attempt gives it back
+    slots.release()
+    assert slots.acquire(timeout=0.1) and slots.acquire(timeout=0.1) is False  # one slot, as at the start
+
+
+def test_a_pair_that_ends_while_its_call_waits_leaves_no_slot_behind():
+    slots = threading.BoundedSemaphore(2)
+    slots.acquire()
+    wait = BatchWait(release=slots.release, acquire=slots.acquire)
+    wait.begin()
+    assert wait.close() is False  # timed out while waiting: its slot was already given back
+    wait.end()  # the late answer takes a slot for a pair that is gone, and gives it back at once
+    assert slots.acquire(timeout=0.1) and slots.acquire(timeout=0.1)
+    with pytest.raises(ValueError):
+        slots.release(), slots.release(), slots.release()  # exactly two slots: a third release is too many
+
+
+def test_calls_waiting_at_the_same_time_count_once():
+    wait = BatchWait()
+    wait.begin()
+    wait.begin()
+    time.sleep(0.2)
+    wait.end()
+    during = wait.seconds()
+    time.sleep(0.2)
+    wait.end()
+    total = wait.seconds()
+    assert 0.2 <= during < total < 1.0
+    time.sleep(0.2)
+    assert wait.seconds() == total  # nothing waits: the count stands still
