@@ -109,7 +109,19 @@ class WorkerLauncher:
         env["PYTHONPATH"] = os.pathsep.join(p for p in sys.path if p)
         stderr_path = ws.dir / AGENT_STDERR
 
+        # a batched agent: its calls reach the run's batch service, which knows them by this worker's
+        # pid, and its timeout does not count their waiting
+        from pptarena.run.batch_service import serving
+        from pptarena.run.batches import current_wait
+
+        wait = current_wait.get()
+        service = serving() if wait is not None else None
+        started: list[int] = []
+
         def track(proc: subprocess.Popen[bytes]) -> None:
+            if service is not None:
+                service.register(proc.pid, wait)
+                started.append(proc.pid)
             with self._lock:
                 self._procs.add(proc)
 
@@ -123,8 +135,11 @@ class WorkerLauncher:
                     stderr=err,
                     timeout=self.config.run.task_timeout,
                     on_start=track,
+                    paused=wait.seconds if wait is not None else None,
                 )
             finally:
+                for pid in started:
+                    service.unregister(pid)  # type: ignore[union-attr]
                 with self._lock:
                     self._procs = {p for p in self._procs if p.poll() is None}
         if timed_out:

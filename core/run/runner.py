@@ -33,6 +33,7 @@ from typing import Any
 
 from pptarena.run.attempt import Attempts, infra_failure, ledger_key
 from pptarena.run.attempts import Budget, is_deterministic, reused_rows
+from pptarena.run.configuration.batching import batches_agent
 from pptarena.run.configuration.components import Components
 from pptarena.run.configuration.config import ComponentConfig, RunConfig
 from pptarena.run.configuration.datacheck import dataset_skips, render_roles
@@ -51,7 +52,13 @@ from pptarena.run.folder.runlock import MAX_CRASHES, AttemptLedger, RunLock
 from pptarena.run.folder.summary_record import Summary
 from pptarena.run.interrupts import CtrlC
 from pptarena.run.jail.agent_jail import dataset_folders, forbid_in_jails
-from pptarena.run.jail.boundary import check_isolation, isolation_record, process_note, weak_isolation_consent
+from pptarena.run.jail.boundary import (
+    agent_process,
+    check_isolation,
+    isolation_record,
+    process_note,
+    weak_isolation_consent,
+)
 from pptarena.run.progress import Progress
 from pptarena.run.statistics.summary_stats import StatsOptions
 from pptarena.types import PptArenaError, Status, Task
@@ -107,6 +114,10 @@ class Runner:
         """Makes this run's attempts; executors run pairs through it (see :mod:`pptarena.run.attempt`)."""
         self._executor: Executor | None = None
         self._limiter_service: Any = None  # the run's rate limiters served to its worker processes
+        self.batch_service: Any = None
+        """Batch mode with a batched host agent: the run's batch queue served to its agent worker
+        processes (:class:`~pptarena.run.batch_service.BatchService`); executors' pools register
+        their workers' pair waits with it."""
         self.provenance: Provenance | None = None
         """The agents' fingerprints and the tasks' hashes every recorded row is stamped with."""
 
@@ -186,6 +197,9 @@ class Runner:
             if self._limiter_service is not None:
                 self._limiter_service.stop()
                 self._limiter_service = None
+            if self.batch_service is not None:
+                self.batch_service.stop()
+                self.batch_service = None
 
     def start_executor(self) -> None:
         """Build the run's executor and start it (the ``ray`` executor joins its cluster here), before
@@ -231,6 +245,14 @@ class Runner:
         settings = BatchSettings(quiet=opts.batch_quiet, poll=opts.batch_poll)
         queue = BatchQueue(self.run_dir, settings, say=progress.message)
         self.components.batch_queue = queue.start(self.components.backend)
+        if any(
+            batches_agent(a, True) and agent_process(a) in ("host", "unjailed") for a in self.config.agents
+        ):
+            # batched agents in worker processes reach the queue through this service; a run with none
+            # opens no socket (in-process and jailed agents reach the queue without one)
+            from pptarena.run.batch_service import BatchService
+
+            self.batch_service = BatchService(queue, self.components.backend).start()
 
     def _run(self) -> Summary:
         check_isolation(self.config.agents, self.allow_weak_isolation)

@@ -8,6 +8,9 @@ model-written script) as one process group. The worker writes its outcome to
 :func:`execute` is the same work without the file hand-over, for long-lived
 workers (the ``local`` executor's pool) that keep the registry and the parsed
 config between pairs.
+
+In batch mode the host serves its batch queue to workers (:mod:`pptarena.run.batch_service`): a
+batched agent's calls go there, and the host knows them by this process's id.
 """
 
 from __future__ import annotations
@@ -141,7 +144,11 @@ def execute(spec: dict[str, Any], registry: Any = None, config: Any = None) -> A
         ws = spec["workspace"]
         log = AgentLog(Path(ws["log"]))
 
-        model = components.hub.factory(book=book, log=log)
+        from pptarena.run.batch_service import remote_queue
+
+        # batch mode: a batched agent's calls go to the host's queue ($PPTARENA_BATCH_SERVICE)
+        components.batch_queue = remote_queue()
+        model = components.agent_models(agent_cfg, book=book, log=log)
 
         setting_up = False
         agent = components.build(agent_cfg, model=model)

@@ -58,15 +58,21 @@ def run_in_session(
     preexec_fn: Callable[[], None] | None = None,
     on_start: Callable[[subprocess.Popen[bytes]], None] | None = None,
     pass_fds: Sequence[int] = (),
+    paused: Callable[[], float] | None = None,
 ) -> tuple[int | None, bool]:
     """Run ``argv`` in a new session; on exit or timeout kill the whole session.
 
     :param on_start: called with the process right after it starts (e.g. to let
         another thread kill it on Ctrl-C).
     :param pass_fds: file descriptors the program inherits (e.g. a result pipe).
+    :param paused: seconds so far that the timeout does not count (a batched agent's waiting on
+        batch jobs); the deadline moves by it. Only without ``stdin_bytes`` or piped output.
     :returns: ``(returncode, timed_out)``; ``returncode`` is None after a timeout.
     :raises OSError: when the program cannot be started (e.g. not found).
     """
+    communicate = stdin_bytes is not None or subprocess.PIPE in (stdout, stderr)
+    if paused is not None and communicate:
+        raise ValueError("run_in_session: a paused timeout needs no stdin_bytes and no piped output")
     proc = subprocess.Popen(
         list(argv),
         cwd=str(cwd) if cwd is not None else None,
@@ -82,8 +88,8 @@ def run_in_session(
         on_start(proc)
     timed_out = False
     try:
-        if stdin_bytes is None and subprocess.PIPE not in (stdout, stderr):
-            timed_out = not wait_exit(proc, timeout)
+        if not communicate:
+            timed_out = not wait_exit(proc, timeout, paused)
         else:
             proc.communicate(stdin_bytes, timeout=timeout)
     except subprocess.TimeoutExpired:
@@ -93,8 +99,11 @@ def run_in_session(
     return (None if timed_out else proc.returncode), timed_out
 
 
-def wait_exit(proc: subprocess.Popen[Any], timeout: float | None) -> bool:
-    """Wait for ``proc`` to exit, at most ``timeout`` seconds; True when it exited (and was reaped).
+def wait_exit(
+    proc: subprocess.Popen[Any], timeout: float | None, paused: Callable[[], float] | None = None
+) -> bool:
+    """Wait for ``proc`` to exit, at most ``timeout`` seconds (plus ``paused()``, read again whenever
+    the deadline comes: seconds the timeout does not count); True when it exited (and was reaped).
 
     Wakes the moment the process exits (a pidfd on Linux): ``Popen.wait(timeout)`` polls with sleeps
     growing to 50 ms, which added 25 ms on average to every short sandboxed run.
@@ -102,21 +111,27 @@ def wait_exit(proc: subprocess.Popen[Any], timeout: float | None) -> bool:
     if timeout is None:
         proc.wait()
         return True
+    started = time.monotonic()
+
+    def deadline() -> float:
+        return started + max(0.0, timeout) + (paused() if paused is not None else 0.0)
+
     try:
         pidfd = os.pidfd_open(proc.pid)
     except (AttributeError, OSError):  # not Linux, or a kernel before 5.3
-        try:
-            proc.wait(timeout=timeout)
-        except subprocess.TimeoutExpired:
-            return False
-        return True
-    deadline = time.monotonic() + max(0.0, timeout)
+        while True:
+            try:
+                proc.wait(timeout=max(0.0, deadline() - time.monotonic()))
+                return True
+            except subprocess.TimeoutExpired:
+                if time.monotonic() >= deadline():
+                    return False
     try:
         while True:  # a day at a time: select refuses timeouts past the platform's time_t
             exited = bool(
-                select.select([pidfd], [], [], min(86400.0, max(0.0, deadline - time.monotonic())))[0]
+                select.select([pidfd], [], [], min(86400.0, max(0.0, deadline() - time.monotonic())))[0]
             )
-            if exited or time.monotonic() >= deadline:
+            if exited or time.monotonic() >= deadline():
                 break
     finally:
         os.close(pidfd)

@@ -10,6 +10,10 @@ replaced after ``recycle_after`` pairs, on a crash and on a timeout (then the
 worker's whole process group is killed, so a timeout still ends everything
 the pair started). ``pool = false`` brings back one fresh interpreter per
 pair.
+
+In batch mode a batched agent's pool worker reaches the run's batch queue through the run's batch
+service (``run.batch_service``), and the pool holds up to
+:data:`~pptarena.run.launchers.BATCH_WAITING_WORKERS` workers, most of them waiting on batches.
 """
 
 from __future__ import annotations
@@ -20,7 +24,7 @@ from typing import Any
 
 from pydantic import Field
 
-from pptarena.run import PairJob, RunHandle, agent_process
+from pptarena.run import PairJob, RunHandle, agent_pool_size, agent_process
 from pptarena.types import Component, Options
 
 from .pool import PoolLauncher, WorkerPool, boot_of
@@ -59,8 +63,13 @@ class LocalExecutor(Component):
         needs_pool = any(agent_process(j.agent) in ("host", "unjailed") for j in jobs)
         attempts = run.attempts
         if opts.pool and needs_pool and self.pool is None:
-            self.pool = WorkerPool(run.jobs, opts.recycle_after, boot_of(attempts))
-            self._launcher = PoolLauncher(self.pool, attempts.config, attempts.stopping)
+            # batch mode with a batched agent: up to 64 workers, most of them waiting on their batch
+            # (their attempts hold the agents that run to run.jobs at a time)
+            size = agent_pool_size(attempts.components, run.jobs)
+            self.pool = WorkerPool(size, opts.recycle_after, boot_of(attempts))
+            self._launcher = PoolLauncher(
+                self.pool, attempts.config, attempts.stopping, getattr(run, "batch_service", None)
+            )
         if self._launcher is not None:
             attempts = attempts.using(self._launcher)
         if self._threads is None:

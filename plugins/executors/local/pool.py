@@ -5,10 +5,15 @@ load the plugins once and run one pair at a time. A worker is replaced after
 ``recycle_after`` pairs, when it crashes, and when a pair overruns its
 timeout: then its whole process group (the worker, the agent and anything the
 agent started in that group) is killed.
+
+A batched agent (``arena run --batch``) waits for its calls' batch jobs in its worker: the pair's
+wait (:data:`pptarena.run.current_wait`) is registered with the run's batch service under the
+worker's pid for the pair, and the worker's deadline moves by the seconds waited.
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -16,12 +21,14 @@ import subprocess
 import sys
 import time
 from collections.abc import Callable
+from contextlib import AbstractContextManager
 from typing import Any
 
 from pptarena.run import (
     AGENT_STDERR,
     AgentOutcome,
     PoolOwner,
+    current_wait,
     reported_outcome,
     timed_out_outcome,
     vanished_outcome,
@@ -53,8 +60,9 @@ class PoolWorker:
         )
         self.pairs = 0
         self._buf = b""
+        boot_deadline = time.monotonic() + BOOT_TIMEOUT
         try:
-            ready = self._read_line(time.monotonic() + BOOT_TIMEOUT)
+            ready = self._read_line(lambda: boot_deadline)
         except WorkerCrashed as exc:
             self.kill()
             raise InfraError(
@@ -69,12 +77,13 @@ class PoolWorker:
         """The worker's process id (also its process group id)."""
         return self.proc.pid
 
-    def _read_line(self, deadline: float) -> dict[str, Any] | None:
-        """The next message, None at ``deadline``; raises :class:`WorkerCrashed` on end of output."""
+    def _read_line(self, deadline: Callable[[], float]) -> dict[str, Any] | None:
+        """The next message, None at ``deadline()`` (read again each time it comes: it may have
+        moved); raises :class:`WorkerCrashed` on end of output."""
         assert self.proc.stdout is not None
         fd = self.proc.stdout.fileno()
         while b"\n" not in self._buf:
-            remaining = deadline - time.monotonic()
+            remaining = deadline() - time.monotonic()
             if remaining <= 0:
                 return None
             ready, _, _ = select.select([fd], [], [], remaining)
@@ -87,8 +96,11 @@ class PoolWorker:
         line, _, self._buf = self._buf.partition(b"\n")
         return json.loads(line)
 
-    def call(self, request: dict[str, Any], timeout: float) -> dict[str, Any] | None:
-        """Run one pair; its outcome, or None on timeout. Raises :class:`WorkerCrashed`."""
+    def call(
+        self, request: dict[str, Any], timeout: float, paused: Callable[[], float] | None = None
+    ) -> dict[str, Any] | None:
+        """Run one pair; its outcome, or None on timeout (``timeout`` seconds plus ``paused()``, the
+        seconds the pair waited on batch jobs). Raises :class:`WorkerCrashed`."""
         assert self.proc.stdin is not None
         self.pairs += 1
         try:
@@ -96,7 +108,8 @@ class PoolWorker:
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError) as exc:
             raise WorkerCrashed() from exc
-        return self._read_line(time.monotonic() + timeout)
+        started = time.monotonic()
+        return self._read_line(lambda: started + timeout + (paused() if paused is not None else 0.0))
 
     def kill(self) -> None:
         """SIGKILL the worker's process group (the worker and everything in its session)."""
@@ -131,11 +144,22 @@ class WorkerPool(PoolOwner[PoolWorker]):
     def _spawn(self) -> PoolWorker:
         return PoolWorker(self.boot, self.env)
 
-    def run(self, request: dict[str, Any], timeout: float) -> tuple[str, Any]:
-        """Run one request: ``("ok", outcome)``, ``("timeout", None)`` or ``("crashed", returncode)``."""
+    def run(
+        self,
+        request: dict[str, Any],
+        timeout: float,
+        paused: Callable[[], float] | None = None,
+        during: Callable[[int], AbstractContextManager[Any]] | None = None,
+    ) -> tuple[str, Any]:
+        """Run one request: ``("ok", outcome)``, ``("timeout", None)`` or ``("crashed", returncode)``.
+
+        ``paused``: seconds the timeout does not count (see :meth:`PoolWorker.call`); ``during(pid)``:
+        a context held while the worker of that pid runs the request.
+        """
         worker = self._workers.checkout(self._spawn)
         try:
-            outcome = worker.call(request, timeout)
+            with during(worker.pid) if during is not None else contextlib.nullcontext():
+                outcome = worker.call(request, timeout, paused)
         except WorkerCrashed:
             try:
                 code = worker.proc.wait(timeout=2)
@@ -170,13 +194,17 @@ class PoolLauncher:
     """A :class:`~pptarena.run.launchers.Launcher` running host agents on a :class:`WorkerPool`
     (passed in through :meth:`Attempts.using <pptarena.run.attempt.Attempts.using>`).
 
-    ``config`` is the run's config; ``stopping`` says whether the run is being stopped.
+    ``config`` is the run's config; ``stopping`` says whether the run is being stopped;
+    ``batch_service`` the run's batch service (its ``waiting(pid, wait)``), when it has one.
     """
 
-    def __init__(self, pool: WorkerPool, config: Any, stopping: Callable[[], bool]):
+    def __init__(
+        self, pool: WorkerPool, config: Any, stopping: Callable[[], bool], batch_service: Any = None
+    ):
         self.pool = pool
         self.config = config
         self.stopping = stopping
+        self.batch_service = batch_service
 
     def __call__(self, agent: Any, task: AgentTask, ws: Workspace) -> AgentOutcome:
         """Run the agent on a pool worker under the task timeout and read its hand-back."""
@@ -192,7 +220,14 @@ class PoolLauncher:
             "timeout": timeout,
             "stderr_path": str(stderr_path),
         }
-        kind, value = self.pool.run(request, timeout)
+        wait = current_wait.get()  # a batched agent's pair (set by the attempt, in this thread)
+        service = self.batch_service if wait is not None else None
+        kind, value = self.pool.run(
+            request,
+            timeout,
+            paused=wait.seconds if wait is not None else None,
+            during=(lambda pid: service.waiting(pid, wait)) if service is not None else None,
+        )
         if kind == "timeout":
             return timed_out_outcome(timeout)
         if self.stopping():
