@@ -136,3 +136,13 @@ def test_calls_waiting_at_the_same_time_count_once():
     assert 0.2 <= during < total < 1.0
     time.sleep(0.2)
     assert wait.seconds() == total  # nothing waits: the count stands still
+
+
+def test_a_run_resumes_when_an_agent_table_only_changes_its_batch_key():
+    from pptarena.run.folder.resume import resume_conflicts
+
+    before = {"agents": [{"use": "code", "model": "openai/x"}]}
+    assert resume_conflicts(before, {"agents": [{"use": "code", "model": "openai/x", "batch": True}]}) == []
+    assert resume_conflicts(before, {"agents": [{"use": "code", "model": "openai/y", "batch": True}]}) == [
+        "agent 'code' differs"
+    ]

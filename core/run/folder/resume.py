@@ -68,6 +68,12 @@ def _agent_tables(config: dict[str, Any]) -> dict[str, Any]:
     return labels
 
 
+def _results_part(table: Any) -> Any:
+    """An agent table minus ``batch`` (whether its calls wait for a batch job changes when answers
+    come and what they cost, never what they are)."""
+    return {k: v for k, v in table.items() if k != "batch"} if isinstance(table, dict) else table
+
+
 def _without_pricing(key: str, table: Any) -> Any:
     """Backend tables minus ``pricing`` (prices change what a run cost, never its results)."""
     if key != "backends" or not isinstance(table, dict):
@@ -82,7 +88,8 @@ def resume_conflicts(previous: dict[str, Any], current: dict[str, Any]) -> list[
     """How a config differs from the one a run folder was started with, in ways that make old results stale.
 
     The dataset, renderer, judges and backends must be the same, and every agent label present in
-    both must have the same table. Adding agents (or changing ``[run]``) is fine.
+    both must have the same table (its ``batch`` key aside). Adding agents (or changing ``[run]``) is
+    fine.
     """
     problems = []
     for key in ("dataset", "datasets", "renderer", "judges", "backends"):
@@ -90,7 +97,7 @@ def resume_conflicts(previous: dict[str, Any], current: dict[str, Any]) -> list[
             problems.append(f"[{key}] differs")
     before, after = _agent_tables(previous), _agent_tables(current)
     for label in sorted(set(before) & set(after)):
-        if before[label] != after[label]:
+        if _results_part(before[label]) != _results_part(after[label]):
             problems.append(f"agent {label!r} differs")
     return problems
 
