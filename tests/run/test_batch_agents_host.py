@@ -1,0 +1,100 @@
+"""``arena run --batch`` with the built-in ``code`` agent (``loops = 0``: one call per attempt, so
+batched by default) placed on the host: its call goes from its worker process (the ``local``
+executor's warm pool, or one fresh interpreter per pair with ``pool = false``) to the run's batch
+queue through the batch service, out to the provider simulator as a batch job through the official
+Anthropic SDK. The batch takes longer than the task timeout and the pair is still scored (waiting on
+a batch is not the agent's time), at the batch price.
+
+The timeout leaves room for a loaded machine: a fresh worker's start (imports, plugins, config) and the
+agent's own work count against it; only the batch's delay, longer than the timeout, must not."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from pptarena.models.sim import ProviderSim, Rule, SimConfig
+from pptarena.run.folder.rundir import BATCHES
+from tests.support.agents_fixtures import FIX_QBR_TYPOS
+from tests.support.config import run_toml, use, write_run_config
+from tests.support.paths import ROOT
+
+pytestmark = pytest.mark.slow
+
+MODEL = "anthropic/claude-sonnet-4-5"
+TIMEOUT = 25.0
+DELAY = 35.0
+
+
+def jsonl(path: Path) -> list[dict]:
+    return (
+        [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
+    )
+
+
+def run_batch(tmp_path: Path, sim: ProviderSim, executor: object) -> subprocess.CompletedProcess:
+    cfg = write_run_config(
+        tmp_path / "run.toml",
+        run_toml(
+            run={
+                "jobs": 1,
+                "tasks": ["qbr-fix-typos"],
+                "task_timeout": TIMEOUT,
+                "batch_poll": 0.3,
+                "batch_quiet": 0.5,
+            },
+            dataset="demo",
+            agents=[use("code", label="fixer", model=MODEL, loops=0, render_check=False, max_images=0)],
+            backends={"anthropic": {"base_url": sim.url, "api_key": {"env": "PPTARENA_SIM_KEY"}}},
+            renderer="libreoffice",
+            judges=["structural"],
+            executor=executor,
+        ),
+    )
+    cmd = [sys.executable, "-m", "pptarena.cli", "run", "--config", str(cfg), "--out", str(tmp_path / "run")]
+    (tmp_path / "tmp").mkdir()
+    env = {**os.environ, "PPTARENA_SIM_KEY": "sk-sim-test", "TMPDIR": str(tmp_path / "tmp")}
+    return subprocess.run([*cmd, "--batch"], cwd=ROOT, env=env, capture_output=True, text=True, timeout=400)
+
+
+@pytest.mark.parametrize("pool", [True, False], ids=["warm-pool", "worker-per-pair"])
+def test_a_host_agent_waits_on_its_batch_past_its_timeout_and_is_scored_at_batch_price(tmp_path, pool):
+    rules = [Rule(match=".", reply=FIX_QBR_TYPOS)]
+    with ProviderSim(SimConfig(batch_delay=DELAY, rules=rules, seed=7)) as sim:
+        done = run_batch(tmp_path, sim, use("local", pool=pool))
+        stats = sim.stats()
+    out = tmp_path / "run"
+    assert done.returncode == 0, done.stderr[-3000:]
+    rows = jsonl(out / "results.jsonl")
+    assert [(r["agent"], r["task_id"], r["status"]) for r in rows] == [
+        ("fixer", "qbr-fix-typos", "scored")
+    ], [r.get("error") for r in rows]
+    # the agent's one call went out in a batch job, none to the synchronous endpoint
+    entries = jsonl(out / BATCHES)
+    submitted = [e for e in entries if e["op"] == "submitted"]
+    assert [len(e["custom_ids"]) for e in submitted] == [1]
+    assert [e["op"] for e in entries if e.get("custom_id") in submitted[0]["custom_ids"]] == ["result"]
+    assert stats["batches_submitted"] == 1
+    assert not [p for p in stats["by_path"] if p.rstrip("/").endswith("/v1/messages")], stats["by_path"]
+    # the batch took longer than the task timeout: the pair's log says how long it waited
+    log = jsonl(out / "tasks" / "fixer" / "qbr-fix-typos" / "agent.log.jsonl")
+    waits = [e for e in log if e.get("event") == "batch_wait"]
+    assert waits and waits[0]["seconds"] >= DELAY > TIMEOUT, waits
+    # priced at the batch rate: half of what the same usage costs at the standard one
+    from pptarena.models.messages import Usage
+    from pptarena.models.pricing import bundled_prices
+
+    price = bundled_prices()["claude-sonnet-4-5"]
+    row = rows[0]
+    usage = Usage.from_dict({k: v for k, v in row["usage"].items() if not k.startswith("judge_")})
+    assert usage.input_tokens > 0
+    standard = price.cost(usage.input_tokens, usage.output_tokens, usage.cached_input_tokens)
+    assert row["cost"]["agent"]["usd"] == pytest.approx(standard / 2, abs=1e-6)
+    assert abs(row["cost"]["agent"]["usd"] - standard) > 10e-6
+    # the run served its batch queue from a private folder, gone with the run
+    assert not list((tmp_path / "tmp").glob("pptarena-batches-*"))
