@@ -102,8 +102,9 @@ def run_in_session(
 def wait_exit(
     proc: subprocess.Popen[Any], timeout: float | None, paused: Callable[[], float] | None = None
 ) -> bool:
-    """Wait for ``proc`` to exit, at most ``timeout`` seconds (plus ``paused()``, read again whenever
-    the deadline comes: seconds the timeout does not count); True when it exited (and was reaped).
+    """Wait for ``proc`` to exit, at most ``timeout`` seconds (plus what ``paused()`` grew by since the
+    start, read again whenever the deadline comes: seconds the timeout does not count); True when it
+    exited (and was reaped).
 
     Wakes the moment the process exits (a pidfd on Linux): ``Popen.wait(timeout)`` polls with sleeps
     growing to 50 ms, which added 25 ms on average to every short sandboxed run.
@@ -111,10 +112,10 @@ def wait_exit(
     if timeout is None:
         proc.wait()
         return True
-    started = time.monotonic()
+    started, base = time.monotonic(), (paused() if paused is not None else 0.0)
 
     def deadline() -> float:
-        return started + max(0.0, timeout) + (paused() if paused is not None else 0.0)
+        return started + max(0.0, timeout) + (paused() - base if paused is not None else 0.0)
 
     try:
         pidfd = os.pidfd_open(proc.pid)

@@ -14,6 +14,7 @@ import json
 import os
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -98,3 +99,138 @@ def test_a_host_agent_waits_on_its_batch_past_its_timeout_and_is_scored_at_batch
     assert abs(row["cost"]["agent"]["usd"] - standard) > 10e-6
     # the run served its batch queue from a private folder, gone with the run
     assert not list((tmp_path / "tmp").glob("pptarena-batches-*"))
+
+
+# --------------------------------------------------------------------------- the worker's moving deadline
+
+
+def test_a_worker_per_pair_is_not_stopped_while_its_pair_waits_on_a_batch(tmp_path):
+    """run_in_session's deadline moves by the seconds the pair waited (from the call on)."""
+    from pptarena.run.batches import BatchWait
+    from pptarena.trust.procs import run_in_session
+
+    marker = tmp_path / "finished"
+    argv = [
+        sys.executable,
+        "-c",
+        f"import time, pathlib; time.sleep(2.5); pathlib.Path({str(marker)!r}).touch()",
+    ]
+    earlier = BatchWait()  # a wait before the worker started does not move its deadline
+    earlier.begin()
+    earlier.end()
+    waiting = BatchWait()
+    waiting.begin()  # the pair's call waits on a batch the whole time
+    try:
+        code, timed_out = run_in_session(
+            argv, cwd=tmp_path, env=None, stdout=None, stderr=None, timeout=1.0, paused=waiting.seconds
+        )
+    finally:
+        waiting.end()
+    assert (code, timed_out) == (0, False) and marker.exists()
+    marker.unlink()
+    code, timed_out = run_in_session(
+        argv, cwd=tmp_path, env=None, stdout=None, stderr=None, timeout=1.0, paused=earlier.seconds
+    )
+    assert (code, timed_out) == (None, True) and not marker.exists()
+    with pytest.raises(ValueError, match="paused"):
+        run_in_session(
+            argv,
+            cwd=tmp_path,
+            env=None,
+            stdout=None,
+            stderr=None,
+            timeout=1.0,
+            stdin_bytes=b"",
+            paused=earlier.seconds,
+        )
+
+
+def test_a_batched_pair_waiting_for_a_pool_worker_gives_its_slot_back(tmp_path):
+    """One agent slot and one worker: pair A holds the worker while its call waits on a batch (its slot
+    given back), pair B takes the slot and waits for the worker. A's answer needs the slot to go on: B
+    must give it back while it waits for a worker, or neither ever goes on. The pool and the launcher
+    are the real ones; the worker stands in for a process whose call waits on a batch."""
+    import threading
+    from types import SimpleNamespace
+
+    from pptarena.plugins.executors.local.pool import PoolLauncher, WorkerPool
+    from pptarena.run.batches import BatchWait, current_wait
+    from pptarena.run.folder.records import AgentOutcome
+    from pptarena.types import Status
+
+    answered = threading.Event()
+
+    class BatchedWorker:
+        """A worker whose pair's call waits on a batch until ``answered`` (its wait told, as the batch
+        service tells it; the worker is called in the pair's thread)."""
+
+        pid = 1
+        pairs = 0
+
+        def call(self, request, timeout, paused=None):
+            wait = current_wait.get()
+            wait.begin()
+            answered.wait(30)
+            wait.end()
+            return AgentOutcome.failed(Status.AGENT_ERROR, request["task"]["id"]).to_json()
+
+        def kill(self):
+            pass
+
+        def retire(self):
+            pass
+
+    class Slots(threading.BoundedSemaphore):
+        given_back = 0
+
+        def release(self, n=1):
+            Slots.given_back += n
+            super().release(n)
+
+    pool = WorkerPool(1, 100, {"strict": False, "manual_plugins": {}})
+    pool._spawn = BatchedWorker  # type: ignore[method-assign]
+    agent = object()
+    config = SimpleNamespace(
+        run=SimpleNamespace(task_timeout=60), raw={}, path=tmp_path / "run.toml", agents=[agent]
+    )
+    launcher = PoolLauncher(pool, config, lambda: False)
+    slots = Slots(1)
+    errors: dict[str, str] = {}
+
+    def pair(name: str) -> None:
+        slots.acquire()  # as Attempts.launch does for a batched agent
+        wait = BatchWait(release=slots.release, acquire=slots.acquire)
+        token = current_wait.set(wait)
+        try:
+            task = SimpleNamespace(to_json=lambda: {"id": name})
+            ws = SimpleNamespace(
+                dir=tmp_path,
+                input_deck=tmp_path / "in.pptx",
+                output_deck=tmp_path / "out.pptx",
+                log=SimpleNamespace(path=tmp_path / "log"),
+            )
+            errors[name] = launcher(agent, task, ws).error
+        finally:
+            current_wait.reset(token)
+            if wait.close():
+                slots.release()
+
+    def given_back(count: int) -> bool:
+        deadline = time.monotonic() + 20
+        while Slots.given_back < count and time.monotonic() < deadline:
+            time.sleep(0.02)
+        return Slots.given_back >= count
+
+    a = threading.Thread(target=pair, args=("a",), daemon=True)
+    a.start()
+    # A gave its slot back twice: while it waited for the (free) worker, and now that its call waits
+    assert given_back(2)
+    b = threading.Thread(target=pair, args=("b",), daemon=True)
+    b.start()
+    assert given_back(3), "B kept the slot while it waited for A's worker"
+    answered.set()
+    a.join(20)
+    b.join(20)
+    assert errors == {"a": "a", "b": "b"}, "the pairs deadlocked on the slot and the worker"
+    assert slots.acquire(timeout=0.1) and not slots.acquire(timeout=0.1)  # one slot, as at the start
+    pool.close()

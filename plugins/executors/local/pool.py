@@ -20,7 +20,7 @@ import select
 import subprocess
 import sys
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -99,8 +99,8 @@ class PoolWorker:
     def call(
         self, request: dict[str, Any], timeout: float, paused: Callable[[], float] | None = None
     ) -> dict[str, Any] | None:
-        """Run one pair; its outcome, or None on timeout (``timeout`` seconds plus ``paused()``, the
-        seconds the pair waited on batch jobs). Raises :class:`WorkerCrashed`."""
+        """Run one pair; its outcome, or None on timeout (``timeout`` seconds, plus what ``paused()``,
+        the seconds the pair waited on batch jobs, grew by during the call). Raises :class:`WorkerCrashed`."""
         assert self.proc.stdin is not None
         self.pairs += 1
         try:
@@ -108,8 +108,8 @@ class PoolWorker:
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError) as exc:
             raise WorkerCrashed() from exc
-        started = time.monotonic()
-        return self._read_line(lambda: started + timeout + (paused() if paused is not None else 0.0))
+        started, base = time.monotonic(), (paused() if paused is not None else 0.0)
+        return self._read_line(lambda: started + timeout + (paused() - base if paused is not None else 0.0))
 
     def kill(self) -> None:
         """SIGKILL the worker's process group (the worker and everything in its session)."""
@@ -150,13 +150,16 @@ class WorkerPool(PoolOwner[PoolWorker]):
         timeout: float,
         paused: Callable[[], float] | None = None,
         during: Callable[[int], AbstractContextManager[Any]] | None = None,
+        queueing: AbstractContextManager[Any] | None = None,
     ) -> tuple[str, Any]:
         """Run one request: ``("ok", outcome)``, ``("timeout", None)`` or ``("crashed", returncode)``.
 
         ``paused``: seconds the timeout does not count (see :meth:`PoolWorker.call`); ``during(pid)``:
-        a context held while the worker of that pid runs the request.
+        a context held while the worker of that pid runs the request; ``queueing``: a context held
+        while waiting for a free worker.
         """
-        worker = self._workers.checkout(self._spawn)
+        with queueing if queueing is not None else contextlib.nullcontext():
+            worker = self._workers.checkout(self._spawn)
         try:
             with during(worker.pid) if during is not None else contextlib.nullcontext():
                 outcome = worker.call(request, timeout, paused)
@@ -182,6 +185,19 @@ class WorkerPool(PoolOwner[PoolWorker]):
     def pids(self) -> list[int]:
         """Process ids of the live workers."""
         return [w.pid for w in self._workers.workers()]
+
+
+@contextlib.contextmanager
+def _slot_given_back(wait: Any) -> Iterator[None]:
+    """A batched pair waiting for a free worker gives its agent slot back meanwhile (``wait``: its
+    BatchWait, which counts the time as waited). In batch mode most workers may be held by pairs whose
+    call waits on a batch; once answered, each needs an agent slot to go on. A pair holding a slot
+    while it waits for one of those workers would keep them from ever going on."""
+    wait.begin()
+    try:
+        yield
+    finally:
+        wait.end()
 
 
 def boot_of(run: Any) -> dict[str, Any]:
@@ -227,6 +243,7 @@ class PoolLauncher:
             timeout,
             paused=wait.seconds if wait is not None else None,
             during=(lambda pid: service.waiting(pid, wait)) if service is not None else None,
+            queueing=_slot_given_back(wait) if wait is not None else None,
         )
         if kind == "timeout":
             return timed_out_outcome(timeout)
