@@ -11,9 +11,12 @@ mid-call only drops its own caller; the answer still lands in ``batches.jsonl``,
 attempt finds it.
 
 Whose call it is comes from the kernel, never from the message: the host reads the caller's process id
-with ``SO_PEERCRED`` and uses the :class:`~pptarena.run.batches.BatchWait` the launcher registered for
-that worker (:meth:`BatchService.waiting`), so the pair's task timeout stops counting while its call
-waits and no worker can move another pair's clock. A process with no registered pair is refused.
+with ``SO_PEERCRED`` (Linux) and uses the :class:`~pptarena.run.batches.BatchWait` the launcher
+registered for that worker (:meth:`BatchService.waiting`), so the pair's task timeout stops counting
+while its call waits and no worker can move another pair's clock. A process with no registered pair is
+refused. Which request it is comes from its content too: the host files it under the custom id it
+derives from backend, model, messages and params (:meth:`BatchService.own_id`), so a worker can neither
+take nor spoil another request's answer in ``batches.jsonl``.
 
 :class:`RemoteBatchQueue` is the worker's side, with the queue's ``call`` signature, so
 :class:`~pptarena.run.batches.BatchingModelClient` works over it unchanged. It has no read timeout (a
@@ -157,6 +160,7 @@ class _Handler(socketserver.StreamRequestHandler):
                 raise RequestRefused(f"process {pid} runs no batched pair of this run")
             name, request = parse_request(line)
             backend = service.backend(name)
+            request = service.own_id(name, backend, request)
             completion = service.queue.call(name, backend, request, wait=wait)
             reply = service.completion_reply(completion)
         except Exception as exc:  # noqa: BLE001 - every failure is the caller's answer
@@ -283,6 +287,23 @@ class BatchService:
         if not supports_batch(backend):
             raise RequestRefused(f"backend {name!r} has no batch API")
         return backend
+
+    @staticmethod
+    def own_id(name: str, backend: Any, request: BatchRequest) -> BatchRequest:
+        """``request`` under the custom id the host derives from its content (as a
+        :class:`~pptarena.run.batches.BatchingModelClient` does), never the one the worker claims: a
+        worker cannot file its answer under another request's id, nor get another request's answer."""
+        from pptarena.models.batch import custom_id_of
+        from pptarena.models.cache import request_key
+
+        identity_fn = getattr(backend, "cache_identity", None)
+        identity = identity_fn() if callable(identity_fn) else {}
+        own = custom_id_of(request_key(name, request.model, request.messages, request.params, identity))
+        if own != request.custom_id:
+            log.warning(
+                "batch call %s from a worker is filed as %s (its content's id)", request.custom_id, own
+            )
+        return BatchRequest(own, request.model, request.messages, request.params)
 
     @staticmethod
     def completion_reply(completion: Completion) -> dict[str, Any]:

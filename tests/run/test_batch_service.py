@@ -19,8 +19,9 @@ import time
 
 import pytest
 
-from pptarena.models import ModelError
+from pptarena.models import Message, ModelError
 from pptarena.models.batch import custom_id_of
+from pptarena.models.cache import request_key
 from pptarena.run.batch_service import (
     ENV_VAR,
     MAX_REQUEST,
@@ -39,16 +40,19 @@ CHILD = textwrap.dedent(
     """
     import json, os, sys
     from pptarena.models import Message
-    from pptarena.models.batch import BatchRequest, custom_id_of
+    from pptarena.models.batch import custom_id_of
     from pptarena.run.batch_service import remote_queue
+    from pptarena.run.batches import BatchingModelClient
 
-    queue = remote_queue()
-    text = sys.argv[1]
+    # the agent's client as a host worker builds it, over the proxy to the host's queue
+    client = BatchingModelClient(remote_queue(), None, "fake", "m")
+    messages = [Message.user(sys.argv[1])]
     print("ready", flush=True)
     sys.stdin.readline()  # the test registers this pid (or not) before the call
     try:
-        c = queue.call("fake", None, BatchRequest(custom_id_of(text), "m", [Message.user(text)], {}))
-        print(json.dumps({"text": c.text, "batch_id": c.batch_id, "in": c.usage.input_tokens}))
+        c = client.complete(messages)
+        cid = custom_id_of(client.cache_key(messages, {}))
+        print(json.dumps({"text": c.text, "batch_id": c.batch_id, "in": c.usage.input_tokens, "id": cid}))
     except Exception as exc:
         status = getattr(exc, "status", None)
         print(json.dumps({"error": type(exc).__name__, "status": status, "message": str(exc)}))
@@ -72,6 +76,11 @@ def served(tmp_path):
     finally:
         service.stop()
         queue.close()
+
+
+def host_id(text: str) -> str:
+    """The custom id the host files a one-message call under (derived from its content)."""
+    return custom_id_of(request_key("fake", "m", [Message.user(text)], {}, {}))
 
 
 def child(text: str) -> subprocess.Popen[str]:
@@ -107,14 +116,20 @@ def test_an_answer_round_trips_and_the_pairs_wait_counts_the_waiting(served, tmp
     deadline = time.monotonic() + 30
     while not provider.submitted and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert provider.submitted == [[custom_id_of("hello")]]
+    assert len(provider.submitted) == 1
     first = wait.seconds()
     time.sleep(0.3)
     assert wait.seconds() >= first + 0.3  # the pair's wait grows while its call waits
     provider.hold.set()
     out, _ = proc.communicate(timeout=60)
     answer = json.loads(out.strip().splitlines()[-1])
-    assert answer == {"text": "answer to hello", "batch_id": "batch_1", "in": 10}
+    # the host filed the call under the id the worker's client derived from the same content
+    assert answer == {
+        "text": "answer to hello",
+        "batch_id": "batch_1",
+        "in": 10,
+        "id": provider.submitted[0][0],
+    }
     waited = wait.seconds()
     time.sleep(0.1)
     assert wait.seconds() == waited >= 0.3  # answered: the count stands still
@@ -125,7 +140,7 @@ def test_an_answer_round_trips_and_the_pairs_wait_counts_the_waiting(served, tmp
 
 def test_a_stored_failure_raises_the_same_error_with_its_status_in_the_worker(served):
     provider, _queue, service = served
-    provider.fail[custom_id_of("refused")] = 400
+    provider.fail[host_id("refused")] = 400
     proc = child("refused")
     with service.waiting(proc.pid, BatchWait()):
         answer = go(proc)
@@ -191,6 +206,21 @@ def test_attack_a_client_cannot_claim_another_pairs_wait(served):
         service.unregister(os.getpid())
 
 
+def test_attack_a_client_cannot_spoil_or_take_another_requests_answer_by_its_id(served):
+    provider, queue, service = served
+    with service.waiting(os.getpid(), BatchWait()):
+        spoil = raw_call(service, valid("spoiler", custom_id=host_id("victim")))  # before the victim asks
+        victim = raw_call(service, valid("victim"))
+        take = raw_call(service, valid("taker", custom_id=host_id("victim")))  # after the victim's answer
+    assert spoil["completion"]["text"] == "answer to spoiler"
+    assert victim["completion"]["text"] == "answer to victim"
+    assert take["completion"]["text"] == "answer to taker"
+    assert queue.book.results[host_id("victim")]["completion"]["text"] == "answer to victim"
+    assert sorted(cid for ids in provider.submitted for cid in ids) == sorted(
+        host_id(t) for t in ("spoiler", "victim", "taker")
+    )
+
+
 @pytest.mark.parametrize(
     ("line", "says"),
     [
@@ -219,7 +249,6 @@ def test_attack_a_huge_line_is_refused_without_being_read_whole(served):
     assert reply["ok"] is False and f"at most {MAX_REQUEST} bytes" in reply["error"]
     assert provider.submitted == []
     # the worker's side refuses to send one in the first place
-    from pptarena.models import Message
     from pptarena.models.batch import BatchRequest
 
     big = BatchRequest(custom_id_of("big"), "m", [Message.user("a" * (MAX_REQUEST + 10))], {})
@@ -249,9 +278,9 @@ def test_a_worker_killed_mid_call_leaves_the_service_serving_others(served):
     assert answer["text"] == "answer to survivor"
     # the dead worker's answer still landed in the run folder: its pair's next attempt gets it at once
     deadline = time.monotonic() + 30
-    while custom_id_of("doomed") not in queue.book.results and time.monotonic() < deadline:
+    while host_id("doomed") not in queue.book.results and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert custom_id_of("doomed") in queue.book.results
+    assert host_id("doomed") in queue.book.results
 
 
 def test_stopping_removes_the_socket_its_folder_and_the_address(tmp_path):
