@@ -2,7 +2,8 @@
 
 The plugin files are the page's code blocks marked ``<!-- plugin-file: PATH -->``; they are written
 out as a distribution, pip-installed into a fresh virtualenv holding pptarena's wheel (the user's
-route), and run on the demo set.
+route), and run on the demo set. The venv is the session's shared wheel venv: the plugin is
+uninstalled afterwards and the venv checked to hold exactly what it held before.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import pytest
 
 import pptarena
 from tests.support.paths import ROOT
-from tests.support.wheel_env import clean_env, fresh_venv, run
+from tests.support.wheel_env import clean_env, fresh_venv, installs_into, run
 
 PAGE = ROOT / "docs" / "plugins.md"
 TYPES = ["AgentTask", "Workspace", "Prediction", "Task", "Verdict", "ComponentContext"]
@@ -52,11 +53,18 @@ def test_the_agent_example_reads_only_what_an_agent_gets():
     assert used and used <= {f.name for f in dataclasses.fields(pptarena.AgentTask)}, used
 
 
+@pytest.fixture
+def wheel_venv(tmp_path_factory):
+    """The session's venv with pptarena's wheel, restored after the test (the page's plugin removed)."""
+    with installs_into(fresh_venv(tmp_path_factory.getbasetemp() / "wheel-env"), "pptarena-notes") as venv:
+        yield venv
+
+
 @pytest.mark.slow
-def test_the_pages_plugin_installs_and_runs_on_the_demo(tmp_path_factory):
+def test_the_pages_plugin_installs_and_runs_on_the_demo(tmp_path_factory, wheel_venv):
     files = plugin_files()
     assert set(files) == {"pyproject.toml", "pptarena_notes/__init__.py", "notes-demo.toml"}
-    venv = fresh_venv(tmp_path_factory.getbasetemp() / "wheel-env")
+    venv = wheel_venv
     dist = tmp_path_factory.mktemp("dist") / "pptarena-notes"
     for path, text in files.items():
         if path.endswith(".py") or path == "pyproject.toml":

@@ -1,8 +1,11 @@
 """A fresh virtualenv with pptarena installed from its built wheel (not editable, no system packages).
 
-Shared by the wheel test and the docs/plugins.md test: the wheel is built once per test session
-into the session's temporary folder. Dependencies come from pip's cache or the configured index;
-when neither can provide them the caller skips with pip's reason.
+Shared by the wheel tests (the README's demo, the docs in the wheel, the trust view, the
+docs/plugins.md plugin): the wheel is built and installed into one venv once per test session, in
+the session's temporary folder. A test that installs more into it restores it afterwards
+(:func:`installs_into`), so every test sees the venv a newcomer gets from ``pip install``.
+Dependencies come from pip's cache or the configured index; when neither can provide them the
+caller skips with pip's reason.
 """
 
 from __future__ import annotations
@@ -11,6 +14,8 @@ import os
 import shutil
 import subprocess
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
@@ -67,7 +72,10 @@ def fresh_venv(base: Path) -> Path:
     venv = base / "venv"
     made = run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", str(venv)])
     assert made.returncode == 0, made.stderr
-    installed = run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)], env=clean_env())
+    # --no-compile: pip would byte-compile every installed module (numpy, scipy, scikit-image...), about
+    # half of the install's time; Python compiles what a test imports, on import, as pip's option says.
+    install = ["-m", "pip", "install", "-q", "--no-compile", str(wheel)]
+    installed = run([str(venv / "bin" / "python"), *install], env=clean_env())
     if installed.returncode != 0:
         reason = (installed.stderr.strip().splitlines() or ["?"])[-1]
         if any(s in installed.stderr for s in ("NewConnectionError", "No matching distribution", "resolve")):
@@ -86,3 +94,28 @@ def build_log() -> str:
 def wheel_path() -> Path:
     """The built wheel (after :func:`fresh_venv`)."""
     return _BUILT["wheel"]
+
+
+def venv_contents(venv: Path) -> list[str]:
+    """What ``venv`` holds: ``pip freeze --all`` (every distribution and its version) and the names
+    at the top of its site-packages folder (a module left behind without its metadata shows)."""
+    frozen = run([str(venv / "bin" / "python"), "-m", "pip", "freeze", "--all"], env=clean_env())
+    assert frozen.returncode == 0, frozen.stderr[-3000:]
+    (site_packages,) = venv.glob("lib/python*/site-packages")
+    names = {p.name for p in site_packages.iterdir() if p.name != "__pycache__"}
+    return sorted(frozen.stdout.splitlines()) + sorted(f"site-packages/{n}" for n in names)
+
+
+@contextmanager
+def installs_into(venv: Path, *distributions: str) -> Iterator[Path]:
+    """For a test that pip-installs ``distributions`` into the shared venv: on the way out they are
+    uninstalled, and the venv must again hold exactly what it held before (else AssertionError)."""
+    before = venv_contents(venv)
+    try:
+        yield venv
+    finally:
+        python = str(venv / "bin" / "python")
+        gone = run([python, "-m", "pip", "uninstall", "-y", *distributions], env=clean_env())
+        assert gone.returncode == 0, gone.stderr[-3000:]
+        after = venv_contents(venv)
+        assert after == before, f"the shared wheel venv was left changed: {sorted(set(after) ^ set(before))}"
