@@ -347,6 +347,7 @@ class RemoteBatchQueue:
         if len(line) > MAX_REQUEST:
             raise ModelError(f"this call's request is over {MAX_REQUEST} bytes; the batch service refuses it")
         sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+        sock.settimeout(None)  # whatever the process's default: a batch may take hours
         try:
             try:
                 sock.connect(self.path)
