@@ -10,15 +10,21 @@ rubric judge's task scores (real sandbox) must equal ai-rubric's ``RubricTree.ev
 reference context, with PPT-Eval's grader rule (any exception scores 0.0).
 
 Cost control (2 shared cores): python-pptx loads are memoised per deck path during leaf runs
-(both sides alike; no published leaf writes to a deck, checked below); leaves that do not name
-``ppt_diff`` see identical inputs under both semantics, so they run on every eighth pair only
+(both sides alike; no published leaf writes to a deck, checked below); each leaf's source is
+compiled once per side, not once per pair (``compile_once``: the same code object, compiled with the
+flags each side's own ``compile``/``exec`` call would use); leaves that do not name ``ppt_diff`` see
+identical inputs under both semantics, so they run on every eighth pair only
 (benchmarks/ppteval_agreement.py runs the full matrix).
 Skipped with the reason when ../shared or the ``ppteval-ref`` extra (ai-rubric, xmltodict) is absent.
 """
 
 from __future__ import annotations
+import __future__
 
+import builtins
 import json
+import sys
+from types import CodeType, ModuleType
 from typing import Any
 
 import pytest
@@ -160,6 +166,52 @@ def memo_presentations(monkeypatch):
     return cache
 
 
+def _future_flags(module: ModuleType) -> int:
+    """The compiler flags of ``module``'s ``from __future__`` imports: what a ``compile()`` or
+    ``exec(str)`` call written in that module passes on to the code it compiles."""
+    flags = 0
+    for value in vars(module).values():
+        if isinstance(value, __future__._Feature):  # noqa: SLF001 - the documented feature objects' type
+            flags |= value.compiler_flag
+    return flags
+
+
+@pytest.fixture
+def compile_once(monkeypatch) -> dict[tuple[str, str], CodeType]:
+    """Each leaf's source compiled once per side instead of once per (pair, leaf) run.
+
+    Our runner (``child.run_leaf``) calls ``compile(code, "<leaf ID>", "exec")`` and ai-rubric's
+    ``FunctionScorer.score`` calls ``exec(code_string, ...)``; both are given a memo that returns the
+    code object compiled with the same source, file name and the calling module's future flags, so
+    every run executes the code object it would have compiled (code objects are immutable).
+    """
+    from pptarena.plugins.judges.rubric import child
+
+    scorer = sys.modules[REF.FunctionScorer.__module__]
+    memo: dict[tuple[str, str], CodeType] = {}
+
+    def compiled(source: str, filename: str, module: ModuleType) -> CodeType:
+        key = (source, filename, module.__name__)
+        if key not in memo:
+            memo[key] = builtins.compile(source, filename, "exec", _future_flags(module), dont_inherit=True)
+        return memo[key]
+
+    def child_compile(source: Any, filename: str, mode: str, *args: Any, **kwargs: Any) -> CodeType:
+        if mode != "exec" or args or kwargs or not isinstance(source, str):
+            raise AssertionError(
+                f"run_leaf compiled differently than compile_once knows: {mode} {args} {kwargs}"
+            )
+        return compiled(source, filename, child)
+
+    def scorer_exec(source: Any, globals_: Any = None, locals_: Any = None, /) -> None:
+        code = compiled(source, "<string>", scorer) if isinstance(source, str) else source
+        builtins.exec(code, globals_, locals_)  # noqa: S102 - ai-rubric's own exec of the published leaf
+
+    monkeypatch.setattr(child, "compile", child_compile, raising=False)
+    monkeypatch.setattr(scorer, "exec", scorer_exec, raising=False)
+    return memo
+
+
 def _reference_leaf(code: str, context: dict[str, Any]) -> tuple[str, Any]:
     try:
         return "score", quiet(REF.FunctionScorer(code).score, **context)[0]
@@ -174,7 +226,7 @@ def _our_leaf(leaf_id: str, code: str, context: dict[str, Any]) -> tuple[str, An
     return ("raises", record["error_type"]) if record.get("error") else ("score", record["score"])
 
 
-def test_every_pure_python_published_leaf_agrees(pairs, rubrics, memo_presentations):
+def test_every_pure_python_published_leaf_agrees(pairs, rubrics, memo_presentations, compile_once):
     leaves = [
         (f"{tid}:{lid}", code)
         for tid, r in rubrics.items()
@@ -205,6 +257,12 @@ def test_every_pure_python_published_leaf_agrees(pairs, rubrics, memo_presentati
                 disagreements.append((p["name"], leaf_id, expected, got))
     print(f"\n{runs} (pair, leaf) runs, {runs - len(disagreements)} agree, {raised} raise in the reference")
     assert runs > 10_000 and raised > 100
+    # every leaf ran through both memos: one code object per leaf and per distinct source
+    sides = [module for _, _, module in compile_once]
+    assert sides.count("pptarena.plugins.judges.rubric.child") == len(leaves)
+    assert sides.count(REF.FunctionScorer.__module__) == len(
+        {REF.FunctionScorer(c).function_code for _, c in leaves}
+    )
     assert disagreements == []
 
 
