@@ -4,7 +4,8 @@ The run itself lives here: :mod:`.runner` (plan, resume, budget, the executor, r
 :mod:`.attempts` (epochs and budgets), :mod:`.attempt` (one attempt: agent, checks, judges, row)
 with :mod:`.launchers` (where its agent runs), :mod:`.worker` and :mod:`.worker_pool` (agent worker
 processes), :mod:`.executors` (the executor protocol), :mod:`.sessions` (multi-turn tasks),
-:mod:`.judging` and :mod:`.batches` (judges on a prediction, judge calls through batch APIs),
+:mod:`.judging` and :mod:`.batches` (judges on a prediction, judge and agent calls through batch
+APIs) with :mod:`.batch_service` (the batch queue served to agent worker processes),
 :mod:`.references` (reference decks re-saved by an agent's tool), :mod:`.blame` (who broke a deck),
 :mod:`.progress` and :mod:`.interrupts` (the display, Ctrl-C).
 

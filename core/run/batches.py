@@ -20,12 +20,13 @@ reading.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import logging
 import os
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from concurrent.futures import Future
 from contextvars import ContextVar
 from dataclasses import dataclass, field
@@ -114,6 +115,16 @@ class BatchWait:
             self._holding = not closed
         if closed:
             self._release()
+
+    @contextlib.contextmanager
+    def waiting(self) -> Iterator[None]:
+        """:meth:`begin` ... :meth:`end` around a ``with`` block (the pair waits for something else
+        than its agent: a free worker)."""
+        self.begin()
+        try:
+            yield
+        finally:
+            self.end()
 
     def close(self) -> bool:
         """The pair ended: True when it holds a slot (the caller gives it back), False when a waiting

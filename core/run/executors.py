@@ -72,6 +72,13 @@ class RunHandle(Protocol):
     appending it (None when the run is stopping). An executor with its own way of starting host
     agent workers passes it in: ``attempts.using(launcher).run(...)`` (the ``local`` executor's warm
     pool). ``compute_pair(agent, task, epoch)`` is ``attempts.run``.
+
+    ``batch_service`` (read it with ``getattr(run, "batch_service", None)``): in batch mode with a
+    batched agent on the host, the run's :class:`~pptarena.run.batch_service.BatchService`. An
+    executor that starts host agent workers itself registers each pair's
+    :data:`~pptarena.run.batches.current_wait` under its worker's pid for the pair
+    (``batch_service.waiting(pid, wait)``) and moves the pair's deadline by the seconds waited (the
+    ``local`` executor's pool does).
     """
 
     config: Any

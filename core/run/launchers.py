@@ -219,7 +219,7 @@ class JailLauncher:
             self.timeout,
             renders=self._renders,
             judge_models=judges_models(self.components.config),
-            paused=wait.seconds if (wait := current_wait.get()) is not None else None,
+            wait=current_wait.get(),
         )
         return AgentOutcome.failed(Status.INFRA_ERROR, "interrupted") if self.stopping() else out
 

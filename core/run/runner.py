@@ -33,7 +33,7 @@ from typing import Any
 
 from pptarena.run.attempt import Attempts, infra_failure, ledger_key
 from pptarena.run.attempts import Budget, is_deterministic, reused_rows
-from pptarena.run.configuration.batching import batches_agent
+from pptarena.run.configuration.batching import batches_agent, unbatched_asks
 from pptarena.run.configuration.components import Components
 from pptarena.run.configuration.config import ComponentConfig, RunConfig
 from pptarena.run.configuration.datacheck import dataset_skips, render_roles
@@ -237,8 +237,8 @@ class Runner:
 
         if not getattr(self._executor, "judges_on_host", True):
             progress.message(
-                "Batch mode needs the judges on this host; this executor judges on its nodes, "
-                "so judge calls go out directly."
+                "Batch mode needs the judges and agents' calls on this host; this executor runs "
+                "pairs on its nodes, so judge and agent calls go out directly."
             )
             return
         opts = self.config.run
@@ -291,6 +291,8 @@ class Runner:
         progress = self._progress or Progress(total, quiet=self.quiet)
         if self.config.run.batch:
             self._start_batches(progress)
+        for line in unbatched_asks(self.config.agents, self.config.run.batch):
+            progress.message(line)
         progress.done = total - len(pending)
         progress.plan(Counter(a.label for a, _t, _e in pending), jobs=self.jobs)  # the ETA, per agent
         for agent in self.config.agents:

@@ -146,3 +146,46 @@ def test_a_run_resumes_when_an_agent_table_only_changes_its_batch_key():
     assert resume_conflicts(before, {"agents": [{"use": "code", "model": "openai/y", "batch": True}]}) == [
         "agent 'code' differs"
     ]
+
+
+def test_a_jailed_pair_waiting_for_a_free_worker_gives_its_slot_back(monkeypatch):
+    """Pairs whose batch was answered hold workers and need a slot; a pair holding the only slot while
+    it waits for one of their workers would make both wait forever."""
+    from pptarena.run.jail.jail_pool import JailPool
+
+    pool = JailPool(1)
+    entered, free = threading.Event(), threading.Event()
+
+    def checkout(key, agent):
+        entered.set()
+        free.wait(5)
+        raise RuntimeError("no worker in this test")
+
+    monkeypatch.setattr(pool, "_checkout", checkout)
+    slots = threading.BoundedSemaphore(1)
+    slots.acquire()
+    wait = BatchWait(release=slots.release, acquire=slots.acquire)
+    errors = []
+
+    def pair():
+        try:
+            pool.run_pair(
+                type("A", (), {"label": "a"})(),
+                None,
+                type("W", (), {"dir": "."})(),
+                None,
+                5.0,
+                False,
+                wait=wait,
+            )
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    t = threading.Thread(target=pair)
+    t.start()
+    assert entered.wait(5)
+    assert slots.acquire(timeout=2), "the pair kept its slot while it waited for a worker"
+    slots.release()
+    free.set()
+    t.join(5)
+    assert errors and wait.close() is True  # after the checkout the pair holds a slot again

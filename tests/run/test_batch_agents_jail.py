@@ -100,3 +100,13 @@ def test_an_agent_that_asks_for_batch_and_hangs_still_times_out(tmp_path, fake_p
     assert not (tmp_path / "run" / BATCHES).exists() or not [
         e for e in jsonl(tmp_path / "run" / BATCHES) if e["op"] == "submitted"
     ]
+
+
+def test_batch_true_outside_batch_mode_is_said_and_changes_nothing(tmp_path, fake_plugins):
+    cfg = write_run_config(tmp_path / "run.toml", fake_run_toml(1, [use("retitle", batch=True)]))
+    cmd = [sys.executable, "-m", "pptarena.cli", "run", "--config", str(cfg), "--out", str(tmp_path / "run")]
+    done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "Agent 'retitle' asks for batch = true, but the run is not in batch mode" in done.stderr
+    assert [r["status"] for r in jsonl(tmp_path / "run" / "results.jsonl")] == ["scored"]
+    assert not (tmp_path / "run" / BATCHES).exists()

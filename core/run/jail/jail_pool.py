@@ -216,17 +216,22 @@ class JailPool(PoolOwner[JailWorker]):
         host: BridgeHost,
         timeout: float,
         renderer: bool,
-        paused: Callable[[], float] | None = None,
+        wait: Any = None,
     ) -> AgentOutcome:
         """Run ``agent`` (a ComponentConfig) on ``task`` in a jailed worker; copy its workspace into
-        ``ws.dir``. ``paused``: seconds the pair's calls have waited for batch jobs so far, which
-        the ``timeout`` does not count."""
-        waited = paused or (lambda: 0.0)
+        ``ws.dir``. ``wait``: the pair's :class:`~pptarena.run.batches.BatchWait` when the run batches
+        its calls: the ``timeout`` does not count what its calls wait for batch jobs, and while it
+        waits for a free worker it gives its agent slot back (pairs whose batch was answered hold
+        workers and need a slot to go on: holding the slot here would make both wait forever)."""
         from pptarena.run.jail.agent_view import options_json
 
         key = agent.label
         stderr_path = Path(ws.dir) / AGENT_STDERR
-        worker = self._checkout(key, agent)
+        with wait.waiting() if wait is not None else contextlib.nullcontext():
+            worker = self._checkout(key, agent)
+        base = wait.seconds() if wait is not None else 0.0
+        waited = (lambda: wait.seconds() - base) if wait is not None else (lambda: 0.0)  # since checkout
+
         message: dict[str, Any] | None = None
         gone = False
         try:
@@ -366,14 +371,15 @@ def run_jailed(
     *,
     renders: AgentRenders | None,
     judge_models: frozenset[str] = frozenset(),
-    paused: Callable[[], float] | None = None,
+    wait: Any = None,
 ) -> AgentOutcome:
     """Run ``agent`` on ``task`` on ``pool`` with the run's ``components`` on the host side of the
     bridge: only the models the agent's config table names (:func:`table_models`; a refusal of one of
     ``judge_models``, the run's judges' models, says so), ``renders`` (the run's renderer with a
     capped cache of its own), the pair's log; usage and cost are counted here, never as the worker
-    reports them, and a failure's status is decided here (:func:`host_decided`). ``paused``: seconds
-    the pair has waited for batch jobs (its batched calls), which the ``timeout`` does not count."""
+    reports them, and a failure's status is decided here (:func:`host_decided`). ``wait``: the
+    pair's :class:`~pptarena.run.batches.BatchWait` when the run batches its calls (see
+    :meth:`JailPool.run_pair`)."""
     from pptarena.models import UsageBook
 
     book = UsageBook()
@@ -384,7 +390,7 @@ def run_jailed(
         models=table_models(agent),
         judge_models=judge_models,
     )
-    out = pool.run_pair(agent, task, ws, host, timeout, renderer=renders is not None, paused=paused)
+    out = pool.run_pair(agent, task, ws, host, timeout, renderer=renders is not None, wait=wait)
     out.model_usage = book.total().as_dict()
     out.model_cost = book.cost()
     return out

@@ -20,7 +20,7 @@ import select
 import subprocess
 import sys
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from contextlib import AbstractContextManager
 from typing import Any
 
@@ -187,19 +187,6 @@ class WorkerPool(PoolOwner[PoolWorker]):
         return [w.pid for w in self._workers.workers()]
 
 
-@contextlib.contextmanager
-def _slot_given_back(wait: Any) -> Iterator[None]:
-    """A batched pair waiting for a free worker gives its agent slot back meanwhile (``wait``: its
-    BatchWait, which counts the time as waited). In batch mode most workers may be held by pairs whose
-    call waits on a batch; once answered, each needs an agent slot to go on. A pair holding a slot
-    while it waits for one of those workers would keep them from ever going on."""
-    wait.begin()
-    try:
-        yield
-    finally:
-        wait.end()
-
-
 def boot_of(run: Any) -> dict[str, Any]:
     """What a pool worker needs to load the same plugins as the driver (``run``: anything with the
     run's ``strict`` and ``registry``, e.g. its :class:`~pptarena.run.attempt.Attempts`)."""
@@ -243,7 +230,9 @@ class PoolLauncher:
             timeout,
             paused=wait.seconds if wait is not None else None,
             during=(lambda pid: service.waiting(pid, wait)) if service is not None else None,
-            queueing=_slot_given_back(wait) if wait is not None else None,
+            # a batched pair waiting for a free worker gives its slot back meanwhile (pairs whose batch
+            # was answered hold workers and need a slot: holding one here would make both wait forever)
+            queueing=wait.waiting() if wait is not None else None,
         )
         if kind == "timeout":
             return timed_out_outcome(timeout)
