@@ -72,10 +72,10 @@ def fresh_venv(base: Path) -> Path:
     venv = base / "venv"
     made = run([getattr(sys, "_base_executable", sys.executable), "-m", "venv", str(venv)])
     assert made.returncode == 0, made.stderr
-    # --no-compile: pip would byte-compile every installed module (numpy, scipy, scikit-image...), about
-    # half of the install's time; Python compiles what a test imports, on import, as pip's option says.
-    install = ["-m", "pip", "install", "-q", "--no-compile", str(wheel)]
-    installed = run([str(venv / "bin" / "python"), *install], env=clean_env())
+    # byte-compiled, as pip does by default (about 20 s of the install's 40 s here): with --no-compile
+    # the README-demo test's `arena run` took 59 s instead of 43 s (its jailed workers see
+    # site-packages read-only, so they cannot keep what they compile), a wash for the session
+    installed = run([str(venv / "bin" / "python"), "-m", "pip", "install", "-q", str(wheel)], env=clean_env())
     if installed.returncode != 0:
         reason = (installed.stderr.strip().splitlines() or ["?"])[-1]
         if any(s in installed.stderr for s in ("NewConnectionError", "No matching distribution", "resolve")):
