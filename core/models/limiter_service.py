@@ -19,14 +19,13 @@ import logging
 import os
 import socket
 import socketserver
-import tempfile
 import threading
 import time
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any, Protocol
 
 from pptarena.models.ratelimit import LimitSettings, Outcome, RateLimiter
+from pptarena.trust.unix_service import UnixSocketService
 
 log = logging.getLogger("pptarena.models")
 
@@ -135,11 +134,7 @@ class _Handler(socketserver.StreamRequestHandler):
         self.wfile.flush()
 
 
-class _Server(socketserver.ThreadingUnixStreamServer):
-    daemon_threads = True
-
-
-class LimiterService:
+class LimiterService(UnixSocketService):
     """The host's limiters served to its worker processes over a Unix socket (see module doc).
 
     ``start()`` sets ``$PPTARENA_RATE_LIMITER`` in this process's environment, so workers
@@ -147,55 +142,18 @@ class LimiterService:
     """
 
     def __init__(self) -> None:
-        self._dir: str | None = None
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-        self._previous: str | None = None
-
-    @property
-    def address(self) -> str | None:
-        """``unix:/path`` while serving."""
-        return None if self._dir is None else f"unix:{Path(self._dir) / 'limiter.sock'}"
+        super().__init__(ENV_VAR, "limiter", _Handler)
 
     def start(self) -> LimiterService:
-        """Serve on a socket in a new private folder."""
-        if self._server is not None:
-            return self
-        self._dir = tempfile.mkdtemp(prefix="pptarena-limiter-")
-        os.chmod(self._dir, 0o700)
-        path = str(Path(self._dir) / "limiter.sock")
-        self._server = _Server(path, _Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="rate-limiter", daemon=True)
-        self._thread.start()
-        self._previous = os.environ.get(ENV_VAR)
-        os.environ[ENV_VAR] = f"unix:{path}"
-        _serving.add(f"unix:{path}")
+        """Serve on a socket in a new private folder (this process's own calls stay local)."""
+        super().start()
+        _serving.add(self.address or "")
         return self
 
     def stop(self) -> None:
         """Stop serving and remove the socket."""
-        if self._server is None:
-            return
         _serving.discard(self.address or "")
-        self._server.shutdown()
-        self._server.server_close()
-        self._server = None
-        if self._previous is None:
-            os.environ.pop(ENV_VAR, None)
-        else:
-            os.environ[ENV_VAR] = self._previous
-        if self._dir is not None:
-            with contextlib.suppress(OSError):
-                (Path(self._dir) / "limiter.sock").unlink()
-            with contextlib.suppress(OSError):
-                os.rmdir(self._dir)
-        self._dir = None
-
-    def __enter__(self) -> LimiterService:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        super().stop()
 
 
 # --------------------------------------------------------------------------- the worker side

@@ -33,14 +33,13 @@ import re
 import socket
 import socketserver
 import struct
-import tempfile
 import threading
 from collections.abc import Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 from pptarena.models.batch import BatchError, BatchRequest
 from pptarena.models.messages import Completion, ModelError, TransientModelError
+from pptarena.trust.unix_service import UnixSocketService
 from pptarena.types import InfraError
 
 log = logging.getLogger("pptarena.run")
@@ -146,7 +145,7 @@ def raise_reply(reply: dict[str, Any]) -> None:
 class _Handler(socketserver.StreamRequestHandler):
     """One connection = one call."""
 
-    server: _Server
+    server: Any
 
     def handle(self) -> None:
         service = self.server.service
@@ -175,12 +174,7 @@ class _Handler(socketserver.StreamRequestHandler):
             self.wfile.flush()
 
 
-class _Server(socketserver.ThreadingUnixStreamServer):
-    daemon_threads = True
-    service: BatchService
-
-
-class BatchService:
+class BatchService(UnixSocketService):
     """The host's :class:`~pptarena.run.batches.BatchQueue` served to its worker processes (see the
     module doc). ``backends(name)`` gives the host's backend instance of a configured name.
 
@@ -189,63 +183,24 @@ class BatchService:
     """
 
     def __init__(self, queue: Any, backends: Callable[[str], Any]):
+        super().__init__(ENV_VAR, "batches", _Handler)
         self.queue = queue
         self._backends = backends
         self._waits: dict[int, Any] = {}
         self._lock = threading.Lock()
-        self._dir: str | None = None
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-        self._previous: str | None = None
-
-    @property
-    def address(self) -> str | None:
-        """``unix:/path`` while serving."""
-        return None if self._dir is None else f"unix:{Path(self._dir) / 'batches.sock'}"
 
     def start(self) -> BatchService:
         """Serve on a socket in a new private folder and name it in the environment."""
-        if self._server is not None:
-            return self
-        self._dir = tempfile.mkdtemp(prefix="pptarena-batches-")
-        os.chmod(self._dir, 0o700)
-        server = _Server(str(Path(self._dir) / "batches.sock"), _Handler)
-        server.service = self
-        self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, name="batch-service", daemon=True)
-        self._thread.start()
-        self._previous = os.environ.get(ENV_VAR)
-        os.environ[ENV_VAR] = self.address or ""
+        super().start()
         with _services_lock:
             _services.add(self)
         return self
 
     def stop(self) -> None:
         """Stop serving, restore the environment and remove the socket and its folder."""
-        if self._server is None:
-            return
         with _services_lock:
             _services.discard(self)
-        if os.environ.get(ENV_VAR) == self.address:
-            if self._previous is None:
-                os.environ.pop(ENV_VAR, None)
-            else:
-                os.environ[ENV_VAR] = self._previous
-        self._server.shutdown()
-        self._server.server_close()
-        self._server = None
-        if self._dir is not None:
-            with contextlib.suppress(OSError):
-                (Path(self._dir) / "batches.sock").unlink()
-            with contextlib.suppress(OSError):
-                os.rmdir(self._dir)
-        self._dir = None
-
-    def __enter__(self) -> BatchService:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
+        super().stop()
 
     # ---- whose calls these are
 
