@@ -14,7 +14,9 @@ Cost control (2 shared cores): python-pptx loads are memoised per deck path duri
 compiled once per side, not once per pair (``compile_once``: the same code object, compiled with the
 flags each side's own ``compile``/``exec`` call would use); leaves that do not name ``ppt_diff`` see
 identical inputs under both semantics, so they run on every eighth pair only
-(benchmarks/ppteval_agreement.py runs the full matrix).
+(benchmarks/ppteval_agreement.py runs the full matrix). The reference reads each deck file once
+(``ref_evaluator``: 58 pairs share 8 originals; the whole-deck test reads the same 66 files), and
+every caller gets its own deep copy of what it read.
 Skipped with the reason when ../shared or the ``ppteval-ref`` extra (ai-rubric, xmltodict) is absent.
 """
 
@@ -22,8 +24,11 @@ from __future__ import annotations
 import __future__
 
 import builtins
+import copy
 import json
+import os
 import sys
+import types
 from types import CodeType, ModuleType
 from typing import Any
 
@@ -59,12 +64,38 @@ def _pure(code: str) -> bool:
     return "llm_call" not in code and "vlm_call" not in code
 
 
+def _once_per_file(extract: Any) -> Any:
+    """``extract(path)`` run once per deck file (its path, size and modification time); each call
+    returns a deep copy of that result, so no caller sees objects another caller holds."""
+    memo: dict[tuple[str, int, int], Any] = {}
+
+    def once(path: str) -> Any:
+        stat = os.stat(path)
+        key = (str(path), stat.st_size, stat.st_mtime_ns)
+        if key not in memo:
+            memo[key] = extract(path)
+        return copy.deepcopy(memo[key])
+
+    return once
+
+
 @pytest.fixture(scope="module")
-def pairs(tmp_path_factory: pytest.TempPathFactory) -> list[dict[str, Any]]:
+def ref_evaluator() -> Any:
+    """The reference's ``PowerPointDiffEvaluator`` with its two per-file readers (``extract_slides``,
+    ``extract_animations_and_transitions``) run once per deck file; ``compare_files`` and the rest
+    are its own, unchanged (compare_files reads both files through these two, then compares)."""
+    evaluator = REF.Evaluator()
+    for name in ("extract_slides", "extract_animations_and_transitions"):
+        setattr(evaluator, name, _once_per_file(getattr(evaluator, name)))
+    return evaluator
+
+
+@pytest.fixture(scope="module")
+def pairs(tmp_path_factory: pytest.TempPathFactory, ref_evaluator: Any) -> list[dict[str, Any]]:
     """Every pair with the reference's diff object and ours (rebuilt from JSON like the sandbox does)."""
     out = []
     for name, a, b, rows in build_pairs(tmp_path_factory.mktemp("ppteval-pairs")):
-        ref = quiet(REF.Evaluator().compare_files, str(a), str(b))
+        ref = quiet(ref_evaluator.compare_files, str(a), str(b))
         ours = published_diff(a, b)
         out.append(
             {
@@ -136,12 +167,15 @@ def test_nine_lists_and_every_field_agree_on_every_pair(pairs):
     assert disagreements == []
 
 
-def test_every_slide_animation_and_transition_of_every_deck_agrees(pairs):
+def test_every_slide_animation_and_transition_of_every_deck_agrees(pairs, ref_evaluator):
     """Field by field on whole decks (not only what differs): slides, animations, transitions."""
     decks = {str(p[side]) for p in pairs for side in ("a", "b")}
+    reference_reads = types.SimpleNamespace(Evaluator=lambda: ref_evaluator)  # what pairs read, once
     checked = 0
     for path in sorted(decks):
-        (ref_slides, ref_anims, ref_trans), (our_slides, our_anims, our_trans) = whole_deck_fields(REF, path)
+        (ref_slides, ref_anims, ref_trans), (our_slides, our_anims, our_trans) = whole_deck_fields(
+            reference_reads, path
+        )
         assert our_slides == ref_slides, path
         assert our_anims == ref_anims, path
         assert our_trans == ref_trans, path
