@@ -264,13 +264,16 @@ class Attempts:
         where = agent_process(agent)
         view = agent_task(task, ws.input_deck)
         slots = self._shared.agent_slots
-        if self.components.batch_queue is None or not batches_agent(agent, True):
+        if self.components.batch_queue is None:
             with slots:
                 return self._launch_at(where, agent, task, view, ws)
-        # a batched agent gives its slot back while it only waits for a batch, and its task
-        # timeout does not count the waiting (the launchers read the pair's BatchWait)
+        # batch mode: a batched agent gives its slot back while it only waits for a batch, and its
+        # task timeout does not count the waiting; every pair gives it back while it waits for a
+        # free worker (the launchers read the pair's BatchWait): pairs whose batch was answered hold
+        # workers and need a slot to go on
         slots.acquire()
-        wait = BatchWait(release=slots.release, acquire=slots.acquire)
+        salt = Path(ws.dir).resolve().relative_to(self.run_dir).as_posix()  # the attempt's folder
+        wait = BatchWait(release=slots.release, acquire=slots.acquire, salt=salt)
         token = current_wait.set(wait)
         try:
             return self._launch_at(where, agent, task, view, ws)
@@ -278,7 +281,8 @@ class Attempts:
             current_wait.reset(token)
             if wait.close():
                 slots.release()
-            ws.log.write("batch_wait", seconds=round(wait.seconds(), 3))
+            if batches_agent(agent, True):
+                ws.log.write("batch_wait", seconds=round(wait.seconds(), 3))
 
     def _launch_at(
         self, where: str, agent: ComponentConfig, task: Task, view: Task, ws: Workspace

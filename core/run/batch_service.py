@@ -50,6 +50,8 @@ MAX_REQUEST = 32 * 1024 * 1024
 """Longest request line (a call's messages, renders as base64 included)."""
 MAX_REPLY = 32 * 1024 * 1024
 """Longest reply line (one completion)."""
+READ_TIMEOUT = 60.0
+"""Seconds a connected worker has to send its request line (it sends it at once)."""
 MAX_NAME = 256
 """Longest backend or model name."""
 CUSTOM_ID = re.compile(r"[A-Za-z0-9_-]{1,64}")
@@ -152,14 +154,16 @@ class _Handler(socketserver.StreamRequestHandler):
         try:
             pid = peer_pid(self.connection)
             wait = service.wait_of(pid)
+            if wait is None:  # refused before a byte of its request is read
+                raise RequestRefused(f"process {pid} runs no batched pair of this run")
+            self.connection.settimeout(READ_TIMEOUT)  # a request is sent at once; a silent peer is dropped
             line = self.rfile.readline(MAX_REQUEST + 1)
+            self.connection.settimeout(None)
             if not line:
                 return
-            if wait is None:
-                raise RequestRefused(f"process {pid} runs no batched pair of this run")
             name, request = parse_request(line)
             backend = service.backend(name)
-            request = service.own_id(name, backend, request)
+            request = service.own_id(name, backend, request, wait)
             completion = service.queue.call(name, backend, request, wait=wait)
             reply = service.completion_reply(completion)
         except Exception as exc:  # noqa: BLE001 - every failure is the caller's answer
@@ -244,20 +248,21 @@ class BatchService(UnixSocketService):
         return backend
 
     @staticmethod
-    def own_id(name: str, backend: Any, request: BatchRequest) -> BatchRequest:
-        """``request`` under the custom id the host derives from its content (as a
-        :class:`~pptarena.run.batches.BatchingModelClient` does), never the one the worker claims: a
-        worker cannot file its answer under another request's id, nor get another request's answer."""
+    def own_id(name: str, backend: Any, request: BatchRequest, wait: Any = None) -> BatchRequest:
+        """``request`` under the custom id the host derives from its content and the calling pair
+        (``wait``: its :class:`~pptarena.run.batches.BatchWait`, :meth:`~.BatchWait.salted`), as a
+        :class:`~pptarena.run.batches.BatchingModelClient` on the host does; never the one the worker
+        claims: a worker cannot file its answer under another request's id, nor get another
+        request's answer."""
         from pptarena.models.batch import custom_id_of
         from pptarena.models.cache import request_key
 
         identity_fn = getattr(backend, "cache_identity", None)
         identity = identity_fn() if callable(identity_fn) else {}
-        own = custom_id_of(request_key(name, request.model, request.messages, request.params, identity))
-        if own != request.custom_id:
-            log.warning(
-                "batch call %s from a worker is filed as %s (its content's id)", request.custom_id, own
-            )
+        key = request_key(name, request.model, request.messages, request.params, identity)
+        if custom_id_of(key) != request.custom_id:
+            log.warning("batch call %s from a worker does not match its content", request.custom_id)
+        own = custom_id_of(wait.salted(key) if wait is not None else key)
         return BatchRequest(own, request.model, request.messages, request.params)
 
     @staticmethod

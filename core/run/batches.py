@@ -67,36 +67,55 @@ class BatchSettings:
 
 class BatchWait:
     """The time one pair's agent spends waiting on batch jobs, which its task timeout does not count,
-    and the agent slot it gives back meanwhile.
+    the agent slot it gives back meanwhile, and what tells its batch requests from other pairs'.
 
     The attempt holds an agent slot while its agent runs. The queue calls :meth:`begin` when a call
     of the pair starts waiting and :meth:`end` when it is answered or fails (calls made at the same
     time count once): at the first begin the slot is given back (``release``) so that another agent
-    can run, and before the agent goes on it takes one again (``acquire``, which may block; that time
-    counts as waiting too). :meth:`close` ends the pair: it says whether the pair still holds a slot
-    (the attempt then gives it back), and a call that ends after it (the pair timed out while its
-    call waited) gives back at once the slot it had to take.
+    can run, and before the agent goes on it takes one again (``acquire``, which may block; the wait
+    lasts until it returns, and a call that begins meanwhile keeps it going). :meth:`close` ends the
+    pair: it says whether the pair still holds a slot (the attempt then gives it back), and a call
+    that ends after it (the pair timed out while its call waited) gives back at once the slot it had
+    to take. ``salt`` names the attempt (:meth:`salted`).
     """
 
-    def __init__(self, release: Callable[[], None] | None = None, acquire: Callable[[], None] | None = None):
+    def __init__(
+        self,
+        release: Callable[[], None] | None = None,
+        acquire: Callable[[], None] | None = None,
+        salt: str = "",
+    ):
         self._lock = threading.Lock()
         self._open = 0
+        self._acquiring = False
         self._since = 0.0
         self._total = 0.0
         self._holding = True
         self._closed = False
         self._release = release or (lambda: None)
         self._acquire = acquire or (lambda: None)
+        self.salt = salt
+        self._seen: dict[str, int] = {}
+
+    def salted(self, key: str) -> str:
+        """A request's key made the pair's own: the attempt's ``salt`` and how many calls of the pair
+        asked the same before, so two epochs (or two agents) asking the same get answers of their own
+        while a resumed attempt asking again finds its stored answer."""
+        with self._lock:
+            n = self._seen.get(key, 0)
+            self._seen[key] = n + 1
+        return f"{key}|{self.salt}|{n}"
 
     def begin(self) -> None:
         """A call of the pair starts waiting on a batch."""
         with self._lock:
             self._open += 1
-            if self._open != 1:
+            if self._open != 1 or self._acquiring:  # the pair is waiting already
                 return
             self._since = time.monotonic()
             give_back = self._holding and not self._closed
-            self._holding = self._holding and not give_back
+            if give_back:
+                self._holding = False
         if give_back:
             self._release()
 
@@ -104,16 +123,22 @@ class BatchWait:
         """A waiting call of the pair was answered (or failed)."""
         with self._lock:
             self._open = max(0, self._open - 1)
-            if self._open or self._closed:
-                if not self._open:
-                    self._total += time.monotonic() - self._since
+            if self._open or self._acquiring:
                 return
+            if self._closed or self._holding:
+                self._total += time.monotonic() - self._since
+                return
+            self._acquiring = True
         self._acquire()  # the agent goes on only with a slot
         with self._lock:
-            self._total += time.monotonic() - self._since
-            closed = self._closed
-            self._holding = not closed
-        if closed:
+            self._acquiring = False
+            if self._open and not self._closed:
+                give_back = True  # a call began meanwhile: the pair still waits
+            else:
+                self._total += time.monotonic() - self._since
+                self._holding = not self._closed
+                give_back = self._closed
+        if give_back:
             self._release()
 
     @contextlib.contextmanager
@@ -135,9 +160,10 @@ class BatchWait:
             return holding
 
     def seconds(self) -> float:
-        """Seconds waited so far, the wait in progress included."""
+        """Seconds waited so far, the wait in progress (and the slot being taken after it) included."""
         with self._lock:
-            return self._total + (time.monotonic() - self._since if self._open else 0.0)
+            live = self._open or self._acquiring
+            return self._total + (time.monotonic() - self._since if live else 0.0)
 
 
 current_wait: ContextVar[BatchWait | None] = ContextVar("pptarena_batch_wait", default=None)
@@ -525,9 +551,10 @@ class BatchingModelClient(ModelClient):
     def _call_through_limiter(
         self, messages: list[Message], params: dict[str, Any], started: float
     ) -> tuple[Completion, Usage]:
-        request = BatchRequest(
-            custom_id_of(self.cache_key(messages, params)), self.model, list(messages), dict(params)
-        )
+        key = self.cache_key(messages, params)
+        if self.wait is not None:  # an agent's call: its own answer, not another epoch's or agent's
+            key = self.wait.salted(key)
+        request = BatchRequest(custom_id_of(key), self.model, list(messages), dict(params))
         unsupported = getattr(self.backend, "batch_unsupported", None)
         if callable(unsupported) and unsupported(request):
             # a call the provider's batch API cannot carry (computer use, beta flags): sent alone

@@ -74,6 +74,12 @@ class InProcessLauncher:
         return out
 
 
+BATCH_WAITING_WORKERS = 64
+"""Agent workers (jailed ones per agent label, a host pool's in all) at most in batch mode when the
+run batches an agent's calls: an agent waiting for its batch keeps its worker but not its agent slot,
+so more workers than ``jobs`` are alive (only ``jobs`` of them running an agent at a time)."""
+
+
 class WorkerLauncher:
     """One new interpreter per attempt (``python -m pptarena.run.worker``) in a session of its own.
 
@@ -88,6 +94,8 @@ class WorkerLauncher:
         self.stopping = stopping
         self._procs: set[subprocess.Popen[bytes]] = set()
         self._lock = threading.Lock()
+        self._alive = threading.BoundedSemaphore(max(BATCH_WAITING_WORKERS, config.run.jobs))
+        """Workers alive at once in batch mode (pairs waiting on a batch give their slot back)."""
 
     def __call__(self, agent: Any, task: Any, ws: Workspace) -> AgentOutcome:
         """Write the worker's spec, run it under the task timeout and read its hand-back."""
@@ -125,6 +133,9 @@ class WorkerLauncher:
             with self._lock:
                 self._procs.add(proc)
 
+        if wait is not None:  # batch mode: at most so many workers alive, most of them waiting
+            with wait.waiting():  # without its agent slot (see BatchWait)
+                self._alive.acquire()
         with stderr_path.open("wb") as err:
             try:
                 returncode, timed_out = run_in_session(
@@ -138,6 +149,8 @@ class WorkerLauncher:
                     paused=wait.seconds if wait is not None else None,
                 )
             finally:
+                if wait is not None:
+                    self._alive.release()
                 for pid in started:
                     service.unregister(pid)  # type: ignore[union-attr]
                 with self._lock:
@@ -166,12 +179,6 @@ def judges_models(config: Any) -> frozenset[str]:
     from pptarena.run.configuration.config_options import model_refs
 
     return frozenset(ref for judge in config.judges for ref in model_refs(judge.options).values())
-
-
-BATCH_WAITING_WORKERS = 64
-"""Agent workers (jailed ones per agent label, a host pool's in all) at most in batch mode when the
-run batches an agent's calls: an agent waiting for its batch keeps its worker but not its agent slot,
-so more workers than ``jobs`` are alive (only ``jobs`` of them running an agent at a time)."""
 
 
 def agent_pool_size(components: Any, jobs: int) -> int:

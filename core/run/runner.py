@@ -250,8 +250,16 @@ class Runner:
         ):
             # batched agents in worker processes reach the queue through this service; a run with none
             # opens no socket (in-process and jailed agents reach the queue without one)
+            import socket
+
             from pptarena.run.batch_service import BatchService
 
+            if not hasattr(socket, "SO_PEERCRED"):  # whose call it is comes from the kernel (Linux)
+                progress.message(
+                    "Batch mode: this system cannot tell the batch service which process calls "
+                    "(no SO_PEERCRED), so the calls of agents on this host go out directly."
+                )
+                return
             self.batch_service = BatchService(queue, self.components.backend).start()
 
     def _run(self) -> Summary:

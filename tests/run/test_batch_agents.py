@@ -189,3 +189,55 @@ def test_a_jailed_pair_waiting_for_a_free_worker_gives_its_slot_back(monkeypatch
     free.set()
     t.join(5)
     assert errors and wait.close() is True  # after the checkout the pair holds a slot again
+
+
+def test_the_wait_goes_on_counting_while_the_answered_pair_waits_for_a_slot():
+    """Else the pair's deadline would jump back by its whole batch wait the moment its answer came
+    with no slot free, and it would time out at once."""
+    slots = threading.BoundedSemaphore(1)
+    slots.acquire()
+    wait = BatchWait(release=slots.release, acquire=slots.acquire)
+    wait.begin()
+    slots.acquire()  # another pair takes the slot
+    t = threading.Thread(target=wait.end)  # the answer comes: the pair needs the slot back
+    t.start()
+    time.sleep(0.2)
+    during = wait.seconds()
+    time.sleep(0.2)
+    assert 0.2 <= during < wait.seconds(), "the wait stopped counting while the slot was taken"
+    slots.release()
+    t.join(5)
+    assert not t.is_alive() and wait.close() is True
+    slots.release()
+
+
+def test_a_call_that_begins_while_the_pair_takes_its_slot_back_leaks_no_slot():
+    slots = threading.BoundedSemaphore(2)
+    slots.acquire()  # the pair's slot; one more is free
+    wait = BatchWait(release=slots.release, acquire=slots.acquire)
+    wait.begin()  # call 1 waits: both slots free
+    slots.acquire()
+    slots.acquire()  # two other pairs hold them
+    t = threading.Thread(target=wait.end)  # call 1 answered: the pair blocks for a slot
+    t.start()
+    time.sleep(0.1)
+    wait.begin()  # call 2 of the same pair starts waiting meanwhile
+    slots.release()  # one other pair ends: the blocked end() gets the slot, and gives it back (call 2 waits)
+    t.join(5)
+    assert not t.is_alive()
+    assert slots.acquire(timeout=1), "the pair kept a slot while its second call waits"
+    slots.release()
+    wait.end()  # call 2 answered: the pair takes a slot again
+    assert wait.close() is True
+    slots.release()  # the pair ends
+    slots.release()  # the other pair ends
+    assert slots.acquire(timeout=0.1) and slots.acquire(timeout=0.1) and not slots.acquire(timeout=0.1)
+
+
+def test_a_pairs_requests_are_its_own_and_repeat_on_a_resumed_attempt():
+    first, second = BatchWait(salt="tasks/a/t1/epoch-1"), BatchWait(salt="tasks/a/t1/epoch-2")
+    assert first.salted("k") != second.salted("k")  # two epochs asking the same: two requests
+    again = first.salted("k")
+    assert again != first.salted("k")  # the same pair asking the same twice: two requests
+    resumed = BatchWait(salt="tasks/a/t1/epoch-1")
+    assert resumed.salted("k") == BatchWait(salt="tasks/a/t1/epoch-1").salted("k")  # found again on resume

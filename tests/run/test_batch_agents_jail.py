@@ -33,13 +33,13 @@ def jsonl(path: Path) -> list[dict]:
     )
 
 
-def run_batch(tmp_path: Path, sim: ProviderSim, agents: list) -> subprocess.CompletedProcess:
+def run_batch(tmp_path: Path, sim: ProviderSim, agents: list, **run) -> subprocess.CompletedProcess:
     cfg = write_run_config(
         tmp_path / "run.toml",
         fake_run_toml(
             2,
             agents,
-            run={"task_timeout": TIMEOUT, "batch_poll": 0.3, "batch_quiet": 0.5, "jobs": 2},
+            run={"task_timeout": TIMEOUT, "batch_poll": 0.3, "batch_quiet": 0.5, "jobs": 2, **run},
             backends={"anthropic": {"base_url": sim.url, "api_key": {"env": "PPTARENA_SIM_KEY"}}},
         ),
     )
@@ -51,20 +51,28 @@ def run_batch(tmp_path: Path, sim: ProviderSim, agents: list) -> subprocess.Comp
 def test_a_jailed_agent_asking_for_batch_waits_past_its_timeout_and_is_scored_at_batch_price(
     tmp_path, fake_plugins
 ):
+    """One agent slot (jobs = 1) for 2 tasks x 2 epochs: the waiting pairs give it to each other, all
+    four calls share one batch, and each epoch gets an answer of its own (same prompt, own request)."""
     rules = [Rule(match="New 0", reply="New 0"), Rule(match="New 1", reply="New 1")]
     with ProviderSim(SimConfig(batch_delay=DELAY, rules=rules, seed=5)) as sim:
-        done = run_batch(tmp_path, sim, [use("asker", model=MODEL, batch=True)])
+        done = run_batch(tmp_path, sim, [use("asker", model=MODEL, batch=True)], jobs=1, epochs=2)
         stats = sim.stats()
     out = tmp_path / "run"
     assert done.returncode == 0, done.stderr[-3000:]
     rows = jsonl(out / "results.jsonl")
-    assert sorted(r["task_id"] for r in rows) == ["task-00", "task-01"]
+    assert sorted((r["task_id"], r["epoch"]) for r in rows) == [
+        ("task-00", 1),
+        ("task-00", 2),
+        ("task-01", 1),
+        ("task-01", 2),
+    ]
     assert all(r["status"] == "scored" and r["scores"]["title"]["score"] == 1.0 for r in rows), [
         (r["task_id"], r["status"], r.get("error")) for r in rows
     ]
-    # both calls went out in batch jobs, none to the synchronous endpoint
+    # all four calls went out in batch jobs, each under an id of its own, none to the synchronous endpoint
     submitted = [e for e in jsonl(out / BATCHES) if e["op"] == "submitted"]
-    assert sum(len(e["custom_ids"]) for e in submitted) == 2
+    ids = [cid for e in submitted for cid in e["custom_ids"]]
+    assert len(ids) == len(set(ids)) == 4
     assert stats["batches_submitted"] == len(submitted)
     assert not [p for p in stats["by_path"] if p.rstrip("/").endswith("/v1/messages")], stats["by_path"]
     from pptarena.models.messages import Usage
@@ -73,11 +81,8 @@ def test_a_jailed_agent_asking_for_batch_waits_past_its_timeout_and_is_scored_at
     price = bundled_prices()["claude-sonnet-4-5"]
     for r in rows:
         # the batch took longer than the task timeout: the pair's log says how long it waited
-        waits = [
-            e
-            for e in jsonl(out / "tasks" / "asker" / r["task_id"] / "agent.log.jsonl")
-            if e.get("event") == "batch_wait"
-        ]
+        folder = out / Path(r["prediction"]).parent
+        waits = [e for e in jsonl(folder / "agent.log.jsonl") if e.get("event") == "batch_wait"]
         assert waits and waits[0]["seconds"] > TIMEOUT, waits
         usage = Usage.from_dict({k: v for k, v in r["usage"].items() if not k.startswith("judge_")})
         assert usage.input_tokens > 0

@@ -78,9 +78,10 @@ def served(tmp_path):
         queue.close()
 
 
-def host_id(text: str) -> str:
-    """The custom id the host files a one-message call under (derived from its content)."""
-    return custom_id_of(request_key("fake", "m", [Message.user(text)], {}, {}))
+def host_id(text: str, salt: str = "") -> str:
+    """The custom id the host files a pair's first one-message call under (derived from its content
+    and the pair's :meth:`~pptarena.run.batches.BatchWait.salted`; the tests' waits have ``salt``)."""
+    return custom_id_of(request_key("fake", "m", [Message.user(text)], {}, {}) + f"|{salt}|0")
 
 
 def child(text: str) -> subprocess.Popen[str]:
@@ -123,13 +124,15 @@ def test_an_answer_round_trips_and_the_pairs_wait_counts_the_waiting(served, tmp
     provider.hold.set()
     out, _ = proc.communicate(timeout=60)
     answer = json.loads(out.strip().splitlines()[-1])
-    # the host filed the call under the id the worker's client derived from the same content
+    # the worker's client derived its id from the content; the host filed the call under that content
+    # made the pair's own (another epoch asking the same gets an answer of its own)
     assert answer == {
         "text": "answer to hello",
         "batch_id": "batch_1",
         "in": 10,
-        "id": provider.submitted[0][0],
+        "id": custom_id_of(request_key("fake", "m", [Message.user("hello")], {}, {})),
     }
+    assert provider.submitted[0][0] == host_id("hello") != answer["id"]
     waited = wait.seconds()
     time.sleep(0.1)
     assert wait.seconds() == waited >= 0.3  # answered: the count stands still

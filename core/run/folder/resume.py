@@ -70,7 +70,7 @@ def _agent_tables(config: dict[str, Any]) -> dict[str, Any]:
 
 def _results_part(table: Any) -> Any:
     """An agent table minus ``batch`` (whether its calls wait for a batch job changes when answers
-    come and what they cost, never what they are)."""
+    come and what they cost, not which agent asks: each attempt's batch requests are its own)."""
     return {k: v for k, v in table.items() if k != "batch"} if isinstance(table, dict) else table
 
 

@@ -12,14 +12,12 @@ harness wrote.
 from __future__ import annotations
 
 import base64
-import concurrent.futures
 import contextlib
 import json
 import os
 import select
 import subprocess
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,6 +25,7 @@ from pptarena.run.folder.records import AgentOutcome
 from pptarena.run.folder.rundir import AGENT_STDERR
 from pptarena.run.jail.agent_jail import worker_cgroup, worker_command
 from pptarena.run.jail.bridge import AgentRenders, BridgeHost
+from pptarena.run.jail.bridge_calls import LATE, answer_by, asked
 from pptarena.run.jail.jail_archive import (  # noqa: F401 - MAX_*, RESERVED re-exported
     MAX_HEADER_BYTES,
     MAX_UNPACKED_BYTES,
@@ -45,10 +44,6 @@ MAX_LINE_BYTES = 1024 * 1024 * 1024
 """Largest protocol line a jailed worker may send (a deck or a workspace archive, base64)."""
 MAX_STDERR_BYTES = 1024 * 1024
 """What is kept of a worker's stderr per pair (its end); the rest is read from the pipe and dropped."""
-
-
-_BRIDGE = concurrent.futures.ThreadPoolExecutor(max_workers=32, thread_name_prefix="agent-bridge")
-"""Runs the bridge's model calls and renders, so a pair's deadline holds while one is in flight."""
 
 
 class WorkerGone(Exception):
@@ -262,8 +257,10 @@ class JailPool(PoolOwner[JailWorker]):
                     host.handle(message)
                     continue
                 # a model call or a render: never past the pair's deadline (less its batch waits)
-                answer = _answer_by(_BRIDGE.submit(host.handle, message), lambda: deadline + waited())
-                if answer is _LATE:
+                answer = answer_by(
+                    asked(host.handle, message, batch=wait is not None), lambda: deadline + waited()
+                )
+                if answer is LATE:
                     message = None  # the call goes on in the background; the pair has timed out
                     break
                 if answer is not None:
@@ -298,21 +295,6 @@ class JailPool(PoolOwner[JailWorker]):
         if problem:
             ws.log.write("workspace_copy", note=problem)
         return outcome
-
-
-_LATE = object()
-
-
-def _answer_by(future: concurrent.futures.Future[Any], deadline: Callable[[], float]) -> Any:
-    """The future's result, or :data:`_LATE` once ``deadline()`` (which may move later) has passed."""
-    while True:
-        left = deadline() - time.monotonic()
-        if left <= 0:
-            return _LATE
-        try:
-            return future.result(min(left, 1.0))
-        except concurrent.futures.TimeoutError:
-            continue
 
 
 def host_decided(outcome: AgentOutcome, host: BridgeHost) -> AgentOutcome:
