@@ -175,6 +175,16 @@ _shared: dict[Path, ResponseCache] = {}
 _shared_lock = threading.Lock()
 
 
+def backend_request_key(
+    backend: Any, backend_name: str, model: str, messages: Sequence[Message], params: Mapping[str, Any]
+) -> str:
+    """:func:`request_key` of a request to ``backend`` (named ``backend_name``), with the backend's
+    ``cache_identity()`` as its identity when it has one."""
+    identity_fn = getattr(backend, "cache_identity", None)
+    identity = identity_fn() if callable(identity_fn) else {}
+    return request_key(backend_name, model, messages, params, identity)
+
+
 def shared_cache(path: str | Path) -> ResponseCache:
     """One :class:`ResponseCache` per resolved path in this process."""
     p = Path(path).expanduser().resolve()

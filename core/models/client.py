@@ -282,11 +282,9 @@ class ModelClient:
 
     def cache_key(self, messages: list[Message], params: Mapping[str, Any]) -> str:
         """The response-cache key of a request through this client."""
-        from pptarena.models.cache import request_key
+        from pptarena.models.cache import backend_request_key
 
-        identity_fn = getattr(self.backend, "cache_identity", None)
-        identity = identity_fn() if callable(identity_fn) else {}
-        return request_key(self.backend_name, self.model, messages, params, identity)
+        return backend_request_key(self.backend, self.backend_name, self.model, messages, params)
 
     def complete(self, messages: list[Message], **params: Any) -> Completion:
         """Send messages and return the completion.

@@ -255,15 +255,13 @@ class BatchService(UnixSocketService):
         claims: a worker cannot file its answer under another request's id, nor get another
         request's answer."""
         from pptarena.models.batch import custom_id_of
-        from pptarena.models.cache import request_key
+        from pptarena.models.cache import backend_request_key
+        from pptarena.run.batches import pair_custom_id
 
-        identity_fn = getattr(backend, "cache_identity", None)
-        identity = identity_fn() if callable(identity_fn) else {}
-        key = request_key(name, request.model, request.messages, request.params, identity)
+        key = backend_request_key(backend, name, request.model, request.messages, request.params)
         if custom_id_of(key) != request.custom_id:
             log.warning("batch call %s from a worker does not match its content", request.custom_id)
-        own = custom_id_of(wait.salted(key) if wait is not None else key)
-        return BatchRequest(own, request.model, request.messages, request.params)
+        return BatchRequest(pair_custom_id(key, wait), request.model, request.messages, request.params)
 
     @staticmethod
     def completion_reply(completion: Completion) -> dict[str, Any]:

@@ -166,6 +166,13 @@ class BatchWait:
             return self._total + (time.monotonic() - self._since if live else 0.0)
 
 
+def pair_custom_id(key: str, wait: BatchWait | None) -> str:
+    """The custom id of a request with cache key ``key``: an agent pair's call (``wait``) gets one of
+    its own (:meth:`BatchWait.salted`: not another epoch's or agent's answer), a judge's call the
+    key's digest."""
+    return custom_id_of(wait.salted(key) if wait is not None else key)
+
+
 current_wait: ContextVar[BatchWait | None] = ContextVar("pptarena_batch_wait", default=None)
 """The :class:`BatchWait` of the pair this thread launches (set by the attempt for a batched agent;
 read where the agent's model clients are made)."""
@@ -551,10 +558,8 @@ class BatchingModelClient(ModelClient):
     def _call_through_limiter(
         self, messages: list[Message], params: dict[str, Any], started: float
     ) -> tuple[Completion, Usage]:
-        key = self.cache_key(messages, params)
-        if self.wait is not None:  # an agent's call: its own answer, not another epoch's or agent's
-            key = self.wait.salted(key)
-        request = BatchRequest(custom_id_of(key), self.model, list(messages), dict(params))
+        custom_id = pair_custom_id(self.cache_key(messages, params), self.wait)
+        request = BatchRequest(custom_id, self.model, list(messages), dict(params))
         unsupported = getattr(self.backend, "batch_unsupported", None)
         if callable(unsupported) and unsupported(request):
             # a call the provider's batch API cannot carry (computer use, beta flags): sent alone

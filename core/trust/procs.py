@@ -99,6 +99,17 @@ def run_in_session(
     return (None if timed_out else proc.returncode), timed_out
 
 
+def moving_deadline(timeout: float, paused: Callable[[], float] | None = None) -> Callable[[], float]:
+    """A deadline ``timeout`` seconds from now (``time.monotonic()`` time) that moves later by what
+    ``paused()`` (seconds the timeout does not count, e.g. a batched agent's waiting on batch jobs)
+    grows by from now on; call it whenever the deadline is checked."""
+    end = time.monotonic() + timeout
+    if paused is None:
+        return lambda: end
+    base = paused()
+    return lambda: end + paused() - base
+
+
 def wait_exit(
     proc: subprocess.Popen[Any], timeout: float | None, paused: Callable[[], float] | None = None
 ) -> bool:
@@ -112,10 +123,7 @@ def wait_exit(
     if timeout is None:
         proc.wait()
         return True
-    started, base = time.monotonic(), (paused() if paused is not None else 0.0)
-
-    def deadline() -> float:
-        return started + max(0.0, timeout) + (paused() - base if paused is not None else 0.0)
+    deadline = moving_deadline(max(0.0, timeout), paused)
 
     try:
         pidfd = os.pidfd_open(proc.pid)

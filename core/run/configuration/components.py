@@ -28,8 +28,9 @@ class Components:
         self.hub = ModelHub(self.backend)
         """Hands out model clients of this run's backends (built on first use)."""
         self.batch_queue: Any = None
-        self._unbatched: set[tuple[str, str]] = set()
-        """The run's :class:`~pptarena.run.batches.BatchQueue` in batch mode (judge calls go through it)."""
+        """The run's :class:`~pptarena.run.batches.BatchQueue` in batch mode (judge calls and batched
+        agents' calls go through it; in an agent worker process, the proxy to the host's)."""
+        self._unbatched: set[tuple[str, str]] = set()  # (backend, who) told they go out directly
 
     def context(
         self, comp: ComponentConfig | None = None, model: Callable[[str], ModelClient] | None = None

@@ -215,8 +215,7 @@ def _env_agent_component(
         )
         return None
     batch = table.get("batch")
-    if batch is not None and not isinstance(batch, bool):
-        errors.append(f"{key_path}.batch: expected true or false, got {batch!r}")
+    if not _is_flag(batch, "batch", key_path, errors):
         return None
     raw_opts = {k: v for k, v in table.items() if k not in ("use", "label", "package", "trusted", "batch")}
     masked = _masked(resolve_secrets(raw_opts, key_path, errors, missing=[]))
@@ -231,6 +230,15 @@ def _env_agent_component(
         errors.extend(format_errors(problems, key_path, fields))
         return None
     return ComponentConfig("agents", use, label, options, table, key_path, spec, batch=batch)
+
+
+def _is_flag(value: Any, key: str, key_path: str, errors: list[str]) -> bool:
+    """Whether an agent table's harness key ``key`` (``trusted``, ``batch``) is unset (None) or a
+    bool; else its error is added."""
+    if value is None or isinstance(value, bool):
+        return True
+    errors.append(f"{key_path}.{key}: expected true or false, got {value!r}")
+    return False
 
 
 def _masked(value: Any) -> Any:
@@ -282,12 +290,8 @@ def _component(
         return None
     raw_opts = {k: v for k, v in table.items() if k not in ("use", "label" if label_allowed else "use")}
     trusted = raw_opts.pop("trusted", False) if kind == "agents" else False
-    if not isinstance(trusted, bool):
-        errors.append(f"{key_path}.trusted: expected true or false, got {trusted!r}")
-        return None
     batch = raw_opts.pop("batch", None) if kind == "agents" else None
-    if batch is not None and not isinstance(batch, bool):
-        errors.append(f"{key_path}.batch: expected true or false, got {batch!r}")
+    if not (_is_flag(trusted, "trusted", key_path, errors) and _is_flag(batch, "batch", key_path, errors)):
         return None
     opts_with_secrets = resolve_secrets(raw_opts, key_path, errors, missing)
     model = spec.options_model

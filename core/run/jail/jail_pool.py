@@ -36,7 +36,7 @@ from pptarena.run.jail.jail_archive import (  # noqa: F401 - MAX_*, RESERVED re-
 )
 from pptarena.run.worker import reported_outcome, timed_out_outcome, vanished_outcome
 from pptarena.run.worker_pool import PoolOwner, WorkerPool
-from pptarena.trust.procs import close_pipes, kill_group
+from pptarena.trust.procs import close_pipes, kill_group, moving_deadline
 from pptarena.types import AgentTask, InfraError, Status
 
 BOOT_TIMEOUT = 120.0
@@ -224,8 +224,6 @@ class JailPool(PoolOwner[JailWorker]):
         stderr_path = Path(ws.dir) / AGENT_STDERR
         with wait.waiting() if wait is not None else contextlib.nullcontext():
             worker = self._checkout(key, agent)
-        base = wait.seconds() if wait is not None else 0.0
-        waited = (lambda: wait.seconds() - base) if wait is not None else (lambda: 0.0)  # since checkout
 
         message: dict[str, Any] | None = None
         gone = False
@@ -248,18 +246,16 @@ class JailPool(PoolOwner[JailWorker]):
                     "renderer": renderer,
                 }
             )
-            deadline = time.monotonic() + timeout
+            deadline = moving_deadline(timeout, wait.seconds if wait is not None else None)
             while True:
-                message = worker.read(deadline + waited())
+                message = worker.read(deadline())
                 if message is None or message.get("op") == "done":
                     break
                 if message.get("op") == "log":
                     host.handle(message)
                     continue
                 # a model call or a render: never past the pair's deadline (less its batch waits)
-                answer = answer_by(
-                    asked(host.handle, message, batch=wait is not None), lambda: deadline + waited()
-                )
+                answer = answer_by(asked(host.handle, message, batch=wait is not None), deadline)
                 if answer is LATE:
                     message = None  # the call goes on in the background; the pair has timed out
                     break

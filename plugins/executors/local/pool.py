@@ -35,7 +35,7 @@ from pptarena.run import (
     workspace_spec,
 )
 from pptarena.run import WorkerPool as SharedWorkerPool
-from pptarena.trust.procs import close_pipes, kill_group
+from pptarena.trust.procs import close_pipes, kill_group, moving_deadline
 from pptarena.types import AgentTask, InfraError, Status, Workspace
 
 BOOT_TIMEOUT = 120.0
@@ -60,9 +60,8 @@ class PoolWorker:
         )
         self.pairs = 0
         self._buf = b""
-        boot_deadline = time.monotonic() + BOOT_TIMEOUT
         try:
-            ready = self._read_line(lambda: boot_deadline)
+            ready = self._read_line(moving_deadline(BOOT_TIMEOUT))
         except WorkerCrashed as exc:
             self.kill()
             raise InfraError(
@@ -108,8 +107,7 @@ class PoolWorker:
             self.proc.stdin.flush()
         except (BrokenPipeError, OSError) as exc:
             raise WorkerCrashed() from exc
-        started, base = time.monotonic(), (paused() if paused is not None else 0.0)
-        return self._read_line(lambda: started + timeout + (paused() - base if paused is not None else 0.0))
+        return self._read_line(moving_deadline(timeout, paused))
 
     def kill(self) -> None:
         """SIGKILL the worker's process group (the worker and everything in its session)."""
