@@ -10,7 +10,6 @@ agent's own work count against it; only the batch's delay, longer than the timeo
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -24,18 +23,13 @@ from pptarena.run.folder.rundir import BATCHES
 from tests.support.agents_fixtures import FIX_QBR_TYPOS
 from tests.support.config import run_toml, use, write_run_config
 from tests.support.paths import ROOT
+from tests.support.report_fixtures import jsonl_of
 
 pytestmark = pytest.mark.slow
 
 MODEL = "anthropic/claude-sonnet-4-5"
 TIMEOUT = 25.0
 DELAY = 35.0
-
-
-def jsonl(path: Path) -> list[dict]:
-    return (
-        [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
-    )
 
 
 def run_batch(tmp_path: Path, sim: ProviderSim, executor: object) -> subprocess.CompletedProcess:
@@ -71,19 +65,19 @@ def test_a_host_agent_waits_on_its_batch_past_its_timeout_and_is_scored_at_batch
         stats = sim.stats()
     out = tmp_path / "run"
     assert done.returncode == 0, done.stderr[-3000:]
-    rows = jsonl(out / "results.jsonl")
+    rows = jsonl_of(out / "results.jsonl")
     assert [(r["agent"], r["task_id"], r["status"]) for r in rows] == [
         ("fixer", "qbr-fix-typos", "scored")
     ], [r.get("error") for r in rows]
     # the agent's one call went out in a batch job, none to the synchronous endpoint
-    entries = jsonl(out / BATCHES)
+    entries = jsonl_of(out / BATCHES)
     submitted = [e for e in entries if e["op"] == "submitted"]
     assert [len(e["custom_ids"]) for e in submitted] == [1]
     assert [e["op"] for e in entries if e.get("custom_id") in submitted[0]["custom_ids"]] == ["result"]
     assert stats["batches_submitted"] == 1
     assert not [p for p in stats["by_path"] if p.rstrip("/").endswith("/v1/messages")], stats["by_path"]
     # the batch took longer than the task timeout: the pair's log says how long it waited
-    log = jsonl(out / "tasks" / "fixer" / "qbr-fix-typos" / "agent.log.jsonl")
+    log = jsonl_of(out / "tasks" / "fixer" / "qbr-fix-typos" / "agent.log.jsonl")
     waits = [e for e in log if e.get("event") == "batch_wait"]
     assert waits and waits[0]["seconds"] >= DELAY > TIMEOUT, waits
     # priced at the batch rate: half of what the same usage costs at the standard one

@@ -6,7 +6,6 @@ an agent that asks for batching and then just hangs is stopped at its timeout as
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
@@ -18,6 +17,7 @@ from pptarena.models.sim import ProviderSim, Rule, SimConfig
 from pptarena.run.folder.rundir import BATCHES
 from tests.support.config import fake_run_toml, use, write_run_config
 from tests.support.paths import ROOT
+from tests.support.report_fixtures import jsonl_of
 from tests.support.trust_fixtures import needs_bwrap
 
 pytestmark = [pytest.mark.slow, needs_bwrap]
@@ -25,12 +25,6 @@ pytestmark = [pytest.mark.slow, needs_bwrap]
 MODEL = "anthropic/claude-sonnet-4-5"
 TIMEOUT = 4.0
 DELAY = 9.0
-
-
-def jsonl(path: Path) -> list[dict]:
-    return (
-        [json.loads(line) for line in path.read_text().splitlines() if line.strip()] if path.exists() else []
-    )
 
 
 def run_batch(tmp_path: Path, sim: ProviderSim, agents: list, **run) -> subprocess.CompletedProcess:
@@ -59,7 +53,7 @@ def test_a_jailed_agent_asking_for_batch_waits_past_its_timeout_and_is_scored_at
         stats = sim.stats()
     out = tmp_path / "run"
     assert done.returncode == 0, done.stderr[-3000:]
-    rows = jsonl(out / "results.jsonl")
+    rows = jsonl_of(out / "results.jsonl")
     assert sorted((r["task_id"], r["epoch"]) for r in rows) == [
         ("task-00", 1),
         ("task-00", 2),
@@ -70,7 +64,7 @@ def test_a_jailed_agent_asking_for_batch_waits_past_its_timeout_and_is_scored_at
         (r["task_id"], r["status"], r.get("error")) for r in rows
     ]
     # all four calls went out in batch jobs, each under an id of its own, none to the synchronous endpoint
-    submitted = [e for e in jsonl(out / BATCHES) if e["op"] == "submitted"]
+    submitted = [e for e in jsonl_of(out / BATCHES) if e["op"] == "submitted"]
     ids = [cid for e in submitted for cid in e["custom_ids"]]
     assert len(ids) == len(set(ids)) == 4
     assert stats["batches_submitted"] == len(submitted)
@@ -82,7 +76,7 @@ def test_a_jailed_agent_asking_for_batch_waits_past_its_timeout_and_is_scored_at
     for r in rows:
         # the batch took longer than the task timeout: the pair's log says how long it waited
         folder = out / Path(r["prediction"]).parent
-        waits = [e for e in jsonl(folder / "agent.log.jsonl") if e.get("event") == "batch_wait"]
+        waits = [e for e in jsonl_of(folder / "agent.log.jsonl") if e.get("event") == "batch_wait"]
         assert waits and waits[0]["seconds"] > TIMEOUT, waits
         usage = Usage.from_dict({k: v for k, v in r["usage"].items() if not k.startswith("judge_")})
         assert usage.input_tokens > 0
@@ -97,13 +91,13 @@ def test_an_agent_that_asks_for_batch_and_hangs_still_times_out(tmp_path, fake_p
         done = run_batch(
             tmp_path, sim, [use("hang", batch=True, pidfile="/tmp/hang.pid")]
         )  # the jail's own /tmp
-    rows = jsonl(tmp_path / "run" / "results.jsonl")
+    rows = jsonl_of(tmp_path / "run" / "results.jsonl")
     assert len(rows) == 2, done.stderr[-3000:]
     assert all(r["status"] == "timeout" and f"task_timeout={TIMEOUT:g}" in r["error"] for r in rows), [
         (r["status"], r.get("error")) for r in rows
     ]
     assert not (tmp_path / "run" / BATCHES).exists() or not [
-        e for e in jsonl(tmp_path / "run" / BATCHES) if e["op"] == "submitted"
+        e for e in jsonl_of(tmp_path / "run" / BATCHES) if e["op"] == "submitted"
     ]
 
 
@@ -113,5 +107,5 @@ def test_batch_true_outside_batch_mode_is_said_and_changes_nothing(tmp_path, fak
     done = subprocess.run(cmd, cwd=ROOT, capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-3000:]
     assert "Agent 'retitle' asks for batch = true, but the run is not in batch mode" in done.stderr
-    assert [r["status"] for r in jsonl(tmp_path / "run" / "results.jsonl")] == ["scored"]
+    assert [r["status"] for r in jsonl_of(tmp_path / "run" / "results.jsonl")] == ["scored"]
     assert not (tmp_path / "run" / BATCHES).exists()

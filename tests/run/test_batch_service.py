@@ -103,20 +103,27 @@ def go(proc: subprocess.Popen[str]) -> dict:
     return json.loads(out.strip().splitlines()[-1])
 
 
-def test_an_answer_round_trips_and_the_pairs_wait_counts_the_waiting(served, tmp_path):
-    provider, _queue, service = served
-    assert os.environ[ENV_VAR] == service.address and serving() is service
-    # the service's own process never proxies to itself
-    assert remote_queue() is None
-    provider.hold.clear()  # the job stays in progress until released
-    wait = BatchWait()
-    proc = child("hello")
+def held_call(provider, service, text: str, wait: BatchWait) -> subprocess.Popen[str]:
+    """A child registered with ``wait`` whose call is submitted in a job the provider holds in
+    progress (until ``provider.hold`` is set); returns once the job is submitted (or after 30 s)."""
+    provider.hold.clear()
+    proc = child(text)
     service.register(proc.pid, wait)
     proc.stdin.write("go\n")
     proc.stdin.flush()
     deadline = time.monotonic() + 30
     while not provider.submitted and time.monotonic() < deadline:
         time.sleep(0.05)
+    return proc
+
+
+def test_an_answer_round_trips_and_the_pairs_wait_counts_the_waiting(served, tmp_path):
+    provider, _queue, service = served
+    assert os.environ[ENV_VAR] == service.address and serving() is service
+    # the service's own process never proxies to itself
+    assert remote_queue() is None
+    wait = BatchWait()
+    proc = held_call(provider, service, "hello", wait)
     assert len(provider.submitted) == 1
     first = wait.seconds()
     time.sleep(0.3)
@@ -261,15 +268,8 @@ def test_attack_a_huge_line_is_refused_without_being_read_whole(served):
 
 def test_a_worker_killed_mid_call_leaves_the_service_serving_others(served):
     provider, queue, service = served
-    provider.hold.clear()
     doomed_wait = BatchWait()
-    doomed = child("doomed")
-    service.register(doomed.pid, doomed_wait)
-    doomed.stdin.write("go\n")
-    doomed.stdin.flush()
-    deadline = time.monotonic() + 30
-    while not provider.submitted and time.monotonic() < deadline:
-        time.sleep(0.05)
+    doomed = held_call(provider, service, "doomed", doomed_wait)
     os.kill(doomed.pid, signal.SIGKILL)
     doomed.wait(10)
     service.unregister(doomed.pid)

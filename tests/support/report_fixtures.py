@@ -34,9 +34,17 @@ def demo_config(cache: Path) -> str:
     )
 
 
+def jsonl_of(path: Path, missing_ok: bool = True) -> list[dict]:
+    """The records of a JSON-lines file of a run (``results.jsonl``, ``batches.jsonl``,
+    ``agent.log.jsonl``); none when it does not exist and ``missing_ok`` (else the read fails)."""
+    if missing_ok and not path.exists():
+        return []
+    return [json.loads(line) for line in path.read_text().splitlines() if line.strip()]
+
+
 def rows_of(run_dir: Path) -> list[dict]:
-    """The result lines of a run (or re-score) folder."""
-    return [json.loads(line) for line in (run_dir / "results.jsonl").read_text().splitlines() if line.strip()]
+    """The result lines of a run (or re-score) folder (a folder without them fails the read)."""
+    return jsonl_of(run_dir / "results.jsonl", missing_ok=False)
 
 
 def build_demo_run(tmp_path_factory) -> Path:
